@@ -1,0 +1,213 @@
+/* paragon.c: the local command-line tool. It shares the engine and the job-spec parser with
+ * paragond, so `paragon run spec.json` runs exactly what the server would, on this machine. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "paragon.h"
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: paragon <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  devices [--json]                     list OpenCL devices and the host reference\n"
+            "  run FILE [--json] [--device DEV]     run a job spec (JSON) locally\n"
+            "  version                              print the version\n"
+            "\n"
+            "DEV is auto, cpu, gpu, host, or a device id from `paragon devices`.\n");
+}
+
+static void human_bytes(uint64_t b, char *out, size_t size) {
+    const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024.0 && u < 4) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(out, size, "%.1f %s", v, units[u]);
+}
+
+static int cmd_devices(int argc, char **argv) {
+    int as_json = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            as_json = 1;
+        else {
+            fprintf(stderr, "paragon devices: unknown option '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    pgn_error err = {0};
+    pgn_device_info *list = NULL;
+    size_t n = 0;
+    if (pgn_devices_list(&list, &n, &err)) {
+        fprintf(stderr, "paragon devices: %s\n", err.message);
+        return 1;
+    }
+    pgn_device_info host;
+    pgn_device_info_host(&host);
+    if (as_json) {
+        json_t *arr = json_array();
+        for (size_t i = 0; i < n; i++) json_array_append_new(arr, pgn_device_info_json(&list[i]));
+        json_array_append_new(arr, pgn_device_info_json(&host));
+        char *s = json_dumps(arr, JSON_INDENT(2));
+        printf("%s\n", s);
+        free(s);
+        json_decref(arr);
+    } else {
+        printf("%-14s %-6s %4s %10s %9s  %-40s %s\n", "ID", "TYPE", "CU", "MEMORY", "CLOCK", "NAME",
+               "PLATFORM");
+        for (size_t i = 0; i <= n; i++) {
+            const pgn_device_info *d = i < n ? &list[i] : &host;
+            char mem[32] = "-", clock[32] = "-";
+            if (d->global_mem_bytes) human_bytes(d->global_mem_bytes, mem, sizeof mem);
+            if (d->max_clock_mhz) snprintf(clock, sizeof clock, "%u MHz", d->max_clock_mhz);
+            printf("%-14s %-6s %4u %10s %9s  %-40.40s %s\n", d->id, pgn_device_type_name(d->type),
+                   d->compute_units, mem, clock, d->name, d->platform);
+        }
+    }
+    free(list);
+    if (n == 0) {
+        fprintf(stderr, "paragon devices: no OpenCL device found; only the host reference is "
+                        "available (install pocl-opencl-icd for a CPU device)\n");
+        return 1;
+    }
+    return 0;
+}
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + 4096 > cap) {
+            cap = cap ? cap * 2 : 65536;
+            char *grown = realloc(buf, cap);
+            if (!grown) {
+                free(buf);
+                fclose(f);
+                errno = ENOMEM;
+                return NULL;
+            }
+            buf = grown;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        errno = EIO;
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+typedef struct {
+    int quiet_stdout; /* --json: progress goes to stderr so stdout holds only the result */
+} cli_ctx;
+
+static void on_log(void *ctx, const char *line) {
+    cli_ctx *c = ctx;
+    fprintf(c->quiet_stdout ? stderr : stdout, "%s\n", line);
+    fflush(c->quiet_stdout ? stderr : stdout);
+}
+
+static int cmd_run(int argc, char **argv) {
+    const char *file = NULL, *device = NULL;
+    int as_json = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            as_json = 1;
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc)
+            device = argv[++i];
+        else if (!strncmp(argv[i], "--device=", 9))
+            device = argv[i] + 9;
+        else if (argv[i][0] == '-') {
+            fprintf(stderr, "paragon run: unknown option '%s'\n", argv[i]);
+            return 2;
+        } else if (!file)
+            file = argv[i];
+        else {
+            fprintf(stderr, "paragon run: only one spec file, got '%s' too\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!file) {
+        fprintf(stderr, "paragon run: missing the job spec file\n");
+        usage(stderr);
+        return 2;
+    }
+    size_t len = 0;
+    char *text = read_file(file, &len);
+    if (!text) {
+        fprintf(stderr, "paragon run: cannot read '%s': %s\n", file, strerror(errno));
+        return 1;
+    }
+    pgn_error err = {0};
+    pgn_job_spec spec;
+    int rc = pgn_spec_parse_text(text, len, &spec, &err);
+    free(text);
+    if (rc) {
+        fprintf(stderr, "paragon run: %s: %s\n", file, err.message);
+        return 1;
+    }
+    if (device) snprintf(spec.device, sizeof spec.device, "%s", device);
+
+    pgn_device_info *list = NULL, chosen;
+    size_t n = 0;
+    if (pgn_devices_list(&list, &n, &err) ||
+        pgn_device_select(spec.device, list, n, &chosen, &err)) {
+        fprintf(stderr, "paragon run: %s\n", err.message);
+        free(list);
+        return 1;
+    }
+    free(list);
+    pgn_device *dev = NULL;
+    if (chosen.type != PGN_DEVICE_HOST && pgn_device_open(&chosen, &dev, &err)) {
+        fprintf(stderr, "paragon run: %s\n", err.message);
+        return 1;
+    }
+    cli_ctx ctx = {as_json};
+    pgn_run_hooks hooks = {.ctx = &ctx, .on_log = on_log};
+    json_t *result = NULL;
+    rc = pgn_job_run(&spec, dev, &hooks, &result, &err);
+    pgn_device_close(dev);
+    if (rc) {
+        fprintf(stderr, "paragon run: %s failed: %s\n", spec.name, err.message);
+        return 1;
+    }
+    char *s = as_json ? pgn_json_dumps(result) : json_dumps(result, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+    printf("%s\n", s);
+    free(s);
+    json_decref(result);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "devices")) return cmd_devices(argc - 2, argv + 2);
+    if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("paragon %s\n", PGN_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "paragon: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}

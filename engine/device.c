@@ -1,0 +1,425 @@
+/* device.c: OpenCL platforms and devices: enumeration with stable ids, selection by request,
+ * and opening a device (context, in-order queue, kernel program built from the embedded
+ * sources). Build failures come back as errors carrying the compiler's log. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "embedded.h"
+#include "internal.h"
+
+/* Correctly rounded divide/sqrt and no fast-math: DESIGN.md's determinism rules. */
+#define PGN_CL_BUILD_OPTIONS "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt"
+#define PGN_MAX_PLATFORMS 16
+#define PGN_MAX_DEVICES 64
+
+const char *const pgn_kernel_names[PGN_K_COUNT] = {
+    [PGN_K_GEMM_NAIVE] = "gemm_naive",       [PGN_K_BIAS_ADD] = "bias_add",
+    [PGN_K_RELU_FORWARD] = "relu_forward",   [PGN_K_RELU_BACKWARD] = "relu_backward",
+    [PGN_K_COLSUM] = "colsum",               [PGN_K_SOFTMAX_XENT] = "softmax_xent",
+    [PGN_K_SGD_MOMENTUM] = "sgd_momentum",
+};
+
+const char *pgn_cl_status_name(cl_int status) {
+    switch (status) {
+#define PGN_CL_CASE(x) \
+    case x: return #x;
+        PGN_CL_CASE(CL_SUCCESS)
+        PGN_CL_CASE(CL_DEVICE_NOT_FOUND)
+        PGN_CL_CASE(CL_DEVICE_NOT_AVAILABLE)
+        PGN_CL_CASE(CL_COMPILER_NOT_AVAILABLE)
+        PGN_CL_CASE(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+        PGN_CL_CASE(CL_OUT_OF_RESOURCES)
+        PGN_CL_CASE(CL_OUT_OF_HOST_MEMORY)
+        PGN_CL_CASE(CL_BUILD_PROGRAM_FAILURE)
+        PGN_CL_CASE(CL_INVALID_VALUE)
+        PGN_CL_CASE(CL_INVALID_PLATFORM)
+        PGN_CL_CASE(CL_INVALID_DEVICE)
+        PGN_CL_CASE(CL_INVALID_CONTEXT)
+        PGN_CL_CASE(CL_INVALID_COMMAND_QUEUE)
+        PGN_CL_CASE(CL_INVALID_MEM_OBJECT)
+        PGN_CL_CASE(CL_INVALID_BUILD_OPTIONS)
+        PGN_CL_CASE(CL_INVALID_PROGRAM)
+        PGN_CL_CASE(CL_INVALID_PROGRAM_EXECUTABLE)
+        PGN_CL_CASE(CL_INVALID_KERNEL_NAME)
+        PGN_CL_CASE(CL_INVALID_KERNEL)
+        PGN_CL_CASE(CL_INVALID_ARG_INDEX)
+        PGN_CL_CASE(CL_INVALID_ARG_VALUE)
+        PGN_CL_CASE(CL_INVALID_ARG_SIZE)
+        PGN_CL_CASE(CL_INVALID_KERNEL_ARGS)
+        PGN_CL_CASE(CL_INVALID_WORK_DIMENSION)
+        PGN_CL_CASE(CL_INVALID_WORK_GROUP_SIZE)
+        PGN_CL_CASE(CL_INVALID_WORK_ITEM_SIZE)
+        PGN_CL_CASE(CL_INVALID_GLOBAL_OFFSET)
+        PGN_CL_CASE(CL_INVALID_BUFFER_SIZE)
+        PGN_CL_CASE(CL_INVALID_GLOBAL_WORK_SIZE)
+        PGN_CL_CASE(CL_PLATFORM_NOT_FOUND_KHR)
+#undef PGN_CL_CASE
+    default: return "CL_UNKNOWN_ERROR";
+    }
+}
+
+const char *pgn_device_type_name(pgn_device_type type) {
+    switch (type) {
+    case PGN_DEVICE_HOST: return "host";
+    case PGN_DEVICE_CPU: return "cpu";
+    case PGN_DEVICE_GPU: return "gpu";
+    case PGN_DEVICE_ACCELERATOR: return "accelerator";
+    case PGN_DEVICE_OTHER: break;
+    }
+    return "other";
+}
+
+void pgn_device_info_host(pgn_device_info *out) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->id, sizeof out->id, "host");
+    snprintf(out->name, sizeof out->name, "host reference (C)");
+    snprintf(out->vendor, sizeof out->vendor, "paragon");
+    snprintf(out->platform, sizeof out->platform, "host");
+    snprintf(out->driver_version, sizeof out->driver_version, "%s", PGN_VERSION);
+    out->type = PGN_DEVICE_HOST;
+    out->compute_units = 1;
+}
+
+static void info_string(cl_device_id d, cl_device_info what, char *buf, size_t size) {
+    buf[0] = '\0';
+    if (clGetDeviceInfo(d, what, size, buf, NULL) != CL_SUCCESS) buf[0] = '\0';
+    buf[size - 1] = '\0';
+}
+
+/* FNV-1a 64: the id only needs to be stable and well spread, not cryptographic. */
+static uint64_t fnv1a(uint64_t h, const char *s) {
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return (h ^ '|') * 0x100000001b3ULL;
+}
+
+/* An id depends on what identifies the hardware and its driver, plus an ordinal among devices
+ * that look identical, so it survives restarts and other devices coming and going. */
+static void make_id(pgn_device_info *d, const pgn_device_info *prev, size_t n_prev) {
+    unsigned ordinal = 0;
+    for (size_t i = 0; i < n_prev; i++)
+        if (!strcmp(prev[i].platform, d->platform) && !strcmp(prev[i].vendor, d->vendor) &&
+            !strcmp(prev[i].name, d->name))
+            ordinal++;
+    char ord[16];
+    snprintf(ord, sizeof ord, "%u", ordinal);
+    uint64_t h = 0xcbf29ce484222325ULL;
+    h = fnv1a(h, d->platform);
+    h = fnv1a(h, d->vendor);
+    h = fnv1a(h, d->name);
+    h = fnv1a(h, ord);
+    snprintf(d->id, sizeof d->id, "%s-%08x", pgn_device_type_name(d->type),
+             (unsigned)(h ^ (h >> 32)));
+}
+
+static pgn_device_type map_type(cl_device_type t) {
+    if (t & CL_DEVICE_TYPE_GPU) return PGN_DEVICE_GPU;
+    if (t & CL_DEVICE_TYPE_CPU) return PGN_DEVICE_CPU;
+    if (t & CL_DEVICE_TYPE_ACCELERATOR) return PGN_DEVICE_ACCELERATOR;
+    return PGN_DEVICE_OTHER;
+}
+
+static void describe(cl_platform_id p, cl_device_id d, pgn_device_info *out) {
+    memset(out, 0, sizeof *out);
+    clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof out->platform, out->platform, NULL);
+    out->platform[sizeof out->platform - 1] = '\0';
+    info_string(d, CL_DEVICE_NAME, out->name, sizeof out->name);
+    info_string(d, CL_DEVICE_VENDOR, out->vendor, sizeof out->vendor);
+    info_string(d, CL_DRIVER_VERSION, out->driver_version, sizeof out->driver_version);
+    info_string(d, CL_DEVICE_OPENCL_C_VERSION, out->opencl_c_version,
+                sizeof out->opencl_c_version);
+    cl_device_type type = 0;
+    cl_uint cu = 0, clock = 0;
+    cl_ulong mem = 0;
+    clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    clGetDeviceInfo(d, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
+    clGetDeviceInfo(d, CL_DEVICE_MAX_CLOCK_FREQUENCY, sizeof clock, &clock, NULL);
+    clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL);
+    out->type = map_type(type);
+    out->compute_units = cu;
+    out->max_clock_mhz = clock;
+    out->global_mem_bytes = mem;
+}
+
+/* Calls fn for every (platform, device) pair in enumeration order; stops when fn returns 1. */
+static int each_cl_device(int (*fn)(void *ctx, cl_platform_id, cl_device_id), void *ctx,
+                          pgn_error *err) {
+    cl_platform_id platforms[PGN_MAX_PLATFORMS];
+    cl_uint np = 0;
+    cl_int st = clGetPlatformIDs(PGN_MAX_PLATFORMS, platforms, &np);
+    if (st == CL_PLATFORM_NOT_FOUND_KHR || (st == CL_SUCCESS && np == 0)) return 0;
+    if (st != CL_SUCCESS) {
+        pgn_error_set(err, "device", "", "clGetPlatformIDs failed: %s", pgn_cl_status_name(st));
+        return -1;
+    }
+    if (np > PGN_MAX_PLATFORMS) np = PGN_MAX_PLATFORMS;
+    for (cl_uint p = 0; p < np; p++) {
+        cl_device_id devs[PGN_MAX_DEVICES];
+        cl_uint nd = 0;
+        st = clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, PGN_MAX_DEVICES, devs, &nd);
+        if (st == CL_DEVICE_NOT_FOUND) continue;
+        if (st != CL_SUCCESS) continue; /* a broken platform must not hide the others */
+        if (nd > PGN_MAX_DEVICES) nd = PGN_MAX_DEVICES;
+        for (cl_uint i = 0; i < nd; i++)
+            if (fn(ctx, platforms[p], devs[i])) return 0;
+    }
+    return 0;
+}
+
+typedef struct {
+    pgn_device_info *list;
+    size_t count;
+} list_ctx;
+
+static int collect(void *ctx, cl_platform_id p, cl_device_id d) {
+    list_ctx *l = ctx;
+    pgn_device_info *grown = realloc(l->list, (l->count + 1) * sizeof *grown);
+    if (!grown) return 1;
+    l->list = grown;
+    describe(p, d, &l->list[l->count]);
+    make_id(&l->list[l->count], l->list, l->count);
+    l->count++;
+    return 0;
+}
+
+int pgn_devices_list(pgn_device_info **out, size_t *count, pgn_error *err) {
+    list_ctx l = {NULL, 0};
+    if (each_cl_device(collect, &l, err) != 0) {
+        free(l.list);
+        return -1;
+    }
+    *out = l.list;
+    *count = l.count;
+    return 0;
+}
+
+int pgn_device_select(const char *want, const pgn_device_info *list, size_t count,
+                      pgn_device_info *out, pgn_error *err) {
+    if (!strcmp(want, "host")) {
+        pgn_device_info_host(out);
+        return 0;
+    }
+    const pgn_device_type order_auto[] = {PGN_DEVICE_GPU, PGN_DEVICE_CPU,
+                                          PGN_DEVICE_ACCELERATOR, PGN_DEVICE_OTHER};
+    if (!strcmp(want, "auto")) {
+        for (size_t t = 0; t < sizeof order_auto / sizeof *order_auto; t++)
+            for (size_t i = 0; i < count; i++)
+                if (list[i].type == order_auto[t]) {
+                    *out = list[i];
+                    return 0;
+                }
+        pgn_error_set(err, "no_device", "device",
+                      "device: 'auto' found no OpenCL device (install an OpenCL driver such as "
+                      "pocl-opencl-icd, or ask for \"host\")");
+        return -1;
+    }
+    if (!strcmp(want, "cpu") || !strcmp(want, "gpu")) {
+        pgn_device_type t = want[0] == 'c' ? PGN_DEVICE_CPU : PGN_DEVICE_GPU;
+        for (size_t i = 0; i < count; i++)
+            if (list[i].type == t) {
+                *out = list[i];
+                return 0;
+            }
+        pgn_error_set(err, "no_device", "device", "device: no OpenCL %s device on this machine",
+                      want);
+        return -1;
+    }
+    for (size_t i = 0; i < count; i++)
+        if (!strcmp(list[i].id, want)) {
+            *out = list[i];
+            return 0;
+        }
+    pgn_error_set(err, "no_device", "device",
+                  "device: unknown device '%s' (expected auto, cpu, gpu, host or an id from "
+                  "the device list)",
+                  want);
+    return -1;
+}
+
+json_t *pgn_device_info_json(const pgn_device_info *d) {
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s}", "id", d->id, "name",
+                     d->name, "vendor", d->vendor, "platform", d->platform, "type",
+                     pgn_device_type_name(d->type), "compute_units", (json_int_t)d->compute_units,
+                     "global_mem_bytes", (json_int_t)d->global_mem_bytes, "max_clock_mhz",
+                     (json_int_t)d->max_clock_mhz, "opencl_c_version", d->opencl_c_version,
+                     "driver_version", d->driver_version);
+}
+
+json_t *pgn_opencl_platforms_json(void) {
+    json_t *arr = json_array();
+    cl_platform_id platforms[PGN_MAX_PLATFORMS];
+    cl_uint np = 0;
+    if (clGetPlatformIDs(PGN_MAX_PLATFORMS, platforms, &np) != CL_SUCCESS) return arr;
+    if (np > PGN_MAX_PLATFORMS) np = PGN_MAX_PLATFORMS;
+    for (cl_uint p = 0; p < np; p++) {
+        char name[256] = "", version[256] = "", vendor[256] = "";
+        clGetPlatformInfo(platforms[p], CL_PLATFORM_NAME, sizeof name - 1, name, NULL);
+        clGetPlatformInfo(platforms[p], CL_PLATFORM_VERSION, sizeof version - 1, version, NULL);
+        clGetPlatformInfo(platforms[p], CL_PLATFORM_VENDOR, sizeof vendor - 1, vendor, NULL);
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "name", name, "version",
+                                             version, "vendor", vendor));
+    }
+    return arr;
+}
+
+typedef struct {
+    const char *id;
+    cl_platform_id platform;
+    cl_device_id device;
+    pgn_device_info *seen;
+    size_t n_seen;
+    int found;
+} find_ctx;
+
+/* Re-enumerates to find the cl_device_id behind an id (ids are computed, not stored). */
+static int find_by_id(void *ctx, cl_platform_id p, cl_device_id d) {
+    find_ctx *f = ctx;
+    pgn_device_info *grown = realloc(f->seen, (f->n_seen + 1) * sizeof *grown);
+    if (!grown) return 1;
+    f->seen = grown;
+    describe(p, d, &f->seen[f->n_seen]);
+    make_id(&f->seen[f->n_seen], f->seen, f->n_seen);
+    if (!strcmp(f->seen[f->n_seen].id, f->id)) {
+        f->platform = p;
+        f->device = d;
+        f->found = 1;
+    }
+    f->n_seen++;
+    return f->found;
+}
+
+/* The program is the embedded kernel files concatenated in table order (headers first). */
+static char *program_source(void) {
+    size_t total = 1;
+    for (const pgn_embedded *e = pgn_kernel_sources; e->name; e++) total += e->size + 1;
+    char *src = malloc(total);
+    if (!src) return NULL;
+    size_t off = 0;
+    for (const pgn_embedded *e = pgn_kernel_sources; e->name; e++) {
+        memcpy(src + off, e->data, e->size);
+        off += e->size;
+        src[off++] = '\n';
+    }
+    src[off] = '\0';
+    return src;
+}
+
+int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_error *err) {
+    cl_int st;
+    *out = NULL;
+    cl_program program = clCreateProgramWithSource(dev->context, 1, &src, NULL, &st);
+    if (st != CL_SUCCESS) {
+        pgn_error_set(err, "kernel_build", "", "clCreateProgramWithSource failed on %s: %s",
+                      dev->info.id, pgn_cl_status_name(st));
+        return -1;
+    }
+    st = clBuildProgram(program, 1, &dev->device, PGN_CL_BUILD_OPTIONS, NULL, NULL);
+    if (st != CL_SUCCESS) {
+        size_t log_size = 0;
+        clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size);
+        char *log = calloc(log_size + 1, 1);
+        if (log)
+            clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, log_size, log, NULL);
+        pgn_error_set(err, "kernel_build", "", "building kernels for %s (%s) failed: %s\n%s",
+                      dev->info.id, dev->info.name, pgn_cl_status_name(st), log ? log : "");
+        free(log);
+        clReleaseProgram(program);
+        return -1;
+    }
+    *out = program;
+    return 0;
+}
+
+static int build_kernels(pgn_device *dev, pgn_error *err) {
+    char *src = program_source();
+    if (!src) {
+        pgn_error_set(err, "internal", "", "out of memory assembling kernel sources");
+        return -1;
+    }
+    int rc = pgn_program_build(dev, src, &dev->program, err);
+    free(src);
+    if (rc) return -1;
+    for (int k = 0; k < PGN_K_COUNT; k++) {
+        cl_int st;
+        dev->kernels[k] = clCreateKernel(dev->program, pgn_kernel_names[k], &st);
+        if (st != CL_SUCCESS) {
+            pgn_error_set(err, "kernel_build", "", "kernel '%s' missing on %s: %s",
+                          pgn_kernel_names[k], dev->info.id, pgn_cl_status_name(st));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *err) {
+    *out = NULL;
+    if (info->type == PGN_DEVICE_HOST) {
+        pgn_error_set(err, "device", "device",
+                      "the host pseudo-device is not opened: pass NULL to run on the host");
+        return -1;
+    }
+    find_ctx f = {.id = info->id};
+    if (each_cl_device(find_by_id, &f, err) != 0) {
+        free(f.seen);
+        return -1;
+    }
+    free(f.seen);
+    if (!f.found) {
+        pgn_error_set(err, "no_device", "device", "device '%s' is no longer present", info->id);
+        return -1;
+    }
+    pgn_device *dev = calloc(1, sizeof *dev);
+    if (!dev) {
+        pgn_error_set(err, "internal", "", "out of memory");
+        return -1;
+    }
+    dev->info = *info;
+    dev->platform = f.platform;
+    dev->device = f.device;
+    cl_int st;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)f.platform, 0};
+    dev->context = clCreateContext(props, 1, &f.device, NULL, NULL, &st);
+    if (st != CL_SUCCESS) {
+        pgn_error_set(err, "device", "", "clCreateContext failed on %s: %s", info->id,
+                      pgn_cl_status_name(st));
+        pgn_device_close(dev);
+        return -1;
+    }
+    dev->queue = clCreateCommandQueueWithProperties(dev->context, f.device, NULL, &st);
+    if (st != CL_SUCCESS) {
+        pgn_error_set(err, "device", "", "clCreateCommandQueue failed on %s: %s", info->id,
+                      pgn_cl_status_name(st));
+        pgn_device_close(dev);
+        return -1;
+    }
+    if (build_kernels(dev, err) != 0) {
+        pgn_device_close(dev);
+        return -1;
+    }
+    *out = dev;
+    return 0;
+}
+
+void pgn_device_close(pgn_device *dev) {
+    if (!dev) return;
+    if (dev->queue) clFinish(dev->queue);
+    for (int k = 0; k < PGN_K_COUNT; k++)
+        if (dev->kernels[k]) clReleaseKernel(dev->kernels[k]);
+    if (dev->program) clReleaseProgram(dev->program);
+    if (dev->queue) clReleaseCommandQueue(dev->queue);
+    if (dev->context) clReleaseContext(dev->context);
+    free(dev);
+}
+
+const pgn_device_info *pgn_device_get_info(const pgn_device *dev) { return &dev->info; }
+
+int pgn_device_finish(pgn_device *dev, pgn_error *err) {
+    if (!dev) return 0;
+    cl_int st = clFinish(dev->queue);
+    if (st != CL_SUCCESS) {
+        pgn_error_set(err, "device", "", "clFinish failed on %s: %s", dev->info.id,
+                      pgn_cl_status_name(st));
+        return -1;
+    }
+    return 0;
+}

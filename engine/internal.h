@@ -1,0 +1,162 @@
+/* internal.h: what engine/ files share with each other and with the unit tests, but not with
+ * the server: the opened-device struct, the kernel table, tensors and the op launchers. */
+#ifndef PGN_INTERNAL_H
+#define PGN_INTERNAL_H
+
+#include <CL/cl.h>
+#include <CL/cl_ext.h> /* CL_PLATFORM_NOT_FOUND_KHR: the ICD loader found no platform */
+
+#include "paragon.h"
+
+/* Kernels built into every device program; names match __kernel functions in kernels/. */
+typedef enum {
+    PGN_K_GEMM_NAIVE,
+    PGN_K_BIAS_ADD,
+    PGN_K_RELU_FORWARD,
+    PGN_K_RELU_BACKWARD,
+    PGN_K_COLSUM,
+    PGN_K_SOFTMAX_XENT,
+    PGN_K_SGD_MOMENTUM,
+    PGN_K_COUNT
+} pgn_kernel_id;
+
+extern const char *const pgn_kernel_names[PGN_K_COUNT];
+
+struct pgn_device {
+    pgn_device_info info;
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue; /* in-order: a step's kernels are queued, then waited for once */
+    cl_program program;
+    cl_kernel kernels[PGN_K_COUNT];
+};
+
+/* Name of an OpenCL status code ("CL_OUT_OF_RESOURCES"), for error messages. */
+const char *pgn_cl_status_name(cl_int status);
+
+/* Builds OpenCL C source for the device with paragon's options (no fast-math, correctly
+ * rounded divide/sqrt). A compile error returns code "kernel_build" with the compiler's log. */
+int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_error *err);
+
+/* Waits for everything queued on the device; a no-op for the host (dev == NULL). */
+int pgn_device_finish(pgn_device *dev, pgn_error *err);
+
+/* ---- tensors (tensor.c) ----------------------------------------------------------------- */
+
+/* A 2-D row-major array of 4-byte elements (float32, or int32 for labels) living on one
+ * device. dev == NULL means the host pseudo-device: data is in `host`, otherwise in `mem`.
+ * Ownership: the tensor owns its storage; pgn_tensor_release frees it. */
+typedef struct pgn_tensor {
+    pgn_device *dev;
+    int rows, cols;
+    void *host;
+    cl_mem mem;
+} pgn_tensor;
+
+int pgn_tensor_init(pgn_tensor *t, pgn_device *dev, int rows, int cols, pgn_error *err);
+void pgn_tensor_release(pgn_tensor *t);
+static inline size_t pgn_tensor_count(const pgn_tensor *t) { return (size_t)t->rows * t->cols; }
+/* Copies count elements from src into the tensor's first elements (blocking). */
+int pgn_tensor_write(pgn_tensor *t, const void *src, size_t count, pgn_error *err);
+/* Copies the tensor's first count elements into dst (blocking: waits for queued work). */
+int pgn_tensor_read(const pgn_tensor *t, void *dst, size_t count, pgn_error *err);
+int pgn_tensor_fill_zero(pgn_tensor *t, pgn_error *err);
+
+/* ---- ops (ops.c) -------------------------------------------------------------------------
+ * Each op runs the host reference when the tensors live on the host, or queues its kernel
+ * (no finish) on the tensors' device. Shapes are checked; rows may be fewer than allocated
+ * (a short last batch) where an op takes an explicit row count. */
+
+/* C (M,N) = op(A) op(B). A is stored (M,K), or (K,M) when ta; B (K,N), or (N,K) when tb. */
+int pgn_op_gemm(int M, int N, int K, const pgn_tensor *a, bool ta, const pgn_tensor *b, bool tb,
+                pgn_tensor *c, pgn_error *err);
+/* x (rows, cols) += bias (1, cols) on the first rows rows. */
+int pgn_op_bias_add(int rows, pgn_tensor *x, const pgn_tensor *bias, pgn_error *err);
+/* y = relu(x) on the first rows rows. */
+int pgn_op_relu_forward(int rows, const pgn_tensor *x, pgn_tensor *y, pgn_error *err);
+/* dx = dy where x > 0, on the first rows rows. */
+int pgn_op_relu_backward(int rows, const pgn_tensor *x, const pgn_tensor *dy, pgn_tensor *dx,
+                         pgn_error *err);
+/* out (1, cols) = column sums of the first rows rows of x. */
+int pgn_op_colsum(int rows, const pgn_tensor *x, pgn_tensor *out, pgn_error *err);
+/* Fused softmax + cross-entropy on the first rows rows of logits (rows, classes) with int32
+ * labels (rows, 1): dlogits = (softmax - onehot) * scale, loss (rows, 1), pred (rows, 1) int32. */
+int pgn_op_softmax_xent(int rows, const pgn_tensor *logits, const pgn_tensor *labels, float scale,
+                        pgn_tensor *dlogits, pgn_tensor *loss, pgn_tensor *pred, pgn_error *err);
+/* v = mu v + g; w = w - lr v, elementwise over w's elements. */
+int pgn_op_sgd_momentum(pgn_tensor *w, const pgn_tensor *g, pgn_tensor *v, float lr, float mu,
+                        pgn_error *err);
+
+/* ---- datasets (data.c) ------------------------------------------------------------------ */
+
+/* n samples of `features` floats (row-major, pixels scaled to [0,1]) with int32 labels in
+ * [0, classes). Ownership: the dataset owns x and y; pgn_dataset_free releases them. */
+typedef struct pgn_dataset {
+    int n, features, classes;
+    float *x;
+    int32_t *y;
+} pgn_dataset;
+
+/* Loads the training and evaluation sets a spec names. */
+int pgn_dataset_load(const pgn_train_spec *spec, pgn_dataset *train, pgn_dataset *test,
+                     pgn_error *err);
+void pgn_dataset_free(pgn_dataset *d);
+
+/* ---- MLP (mlp.c) ------------------------------------------------------------------------- */
+
+#define PGN_MAX_WEIGHTS (PGN_MAX_LAYERS - 1)
+
+/* An MLP with its parameters, optimizer state and every activation buffer for batches of up to
+ * max_batch rows, allocated once on one device. Weights are stored (in, out): z = x w + b. */
+typedef struct pgn_mlp {
+    pgn_device *dev;
+    int n_weights; /* weight layers: widths - 1 */
+    int widths[PGN_MAX_LAYERS];
+    int max_batch;
+    pgn_tensor w[PGN_MAX_WEIGHTS], b[PGN_MAX_WEIGHTS];   /* parameters */
+    pgn_tensor gw[PGN_MAX_WEIGHTS], gb[PGN_MAX_WEIGHTS]; /* gradients */
+    pgn_tensor vw[PGN_MAX_WEIGHTS], vb[PGN_MAX_WEIGHTS]; /* momentum */
+    pgn_tensor z[PGN_MAX_WEIGHTS];  /* pre-activations (max_batch, widths[l+1]); last = logits */
+    pgn_tensor a[PGN_MAX_WEIGHTS];  /* relu(z) for hidden layers */
+    pgn_tensor dz[PGN_MAX_WEIGHTS]; /* dL/dz */
+    pgn_tensor da[PGN_MAX_WEIGHTS]; /* dL/da for hidden layers */
+    pgn_tensor x, labels, loss, pred;
+} pgn_mlp;
+
+/* Allocates on dev (NULL: host) and initialises like PyTorch's nn.Linear default:
+ * w, b ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), drawn from the counter RNG with the seed. */
+int pgn_mlp_init(pgn_mlp *m, pgn_device *dev, const int *widths, int n_widths, int max_batch,
+                 uint64_t seed, pgn_error *err);
+void pgn_mlp_release(pgn_mlp *m);
+/* Queues the forward pass of the first rows rows of m->x. */
+int pgn_mlp_forward(pgn_mlp *m, int rows, pgn_error *err);
+/* Queues softmax + cross-entropy of the logits against m->labels: loss, pred and dz[last]. */
+int pgn_mlp_loss(pgn_mlp *m, int rows, float scale, pgn_error *err);
+/* Queues the backward pass from dz[last] into gw, gb. */
+int pgn_mlp_backward(pgn_mlp *m, int rows, pgn_error *err);
+/* Queues SGD with momentum over every parameter. */
+int pgn_mlp_sgd(pgn_mlp *m, float lr, float momentum, pgn_error *err);
+/* SHA-256 over w0, b0, w1, b1, ... as little-endian float32 bytes; hex into out. */
+int pgn_mlp_sha256(pgn_mlp *m, char out[65], pgn_error *err);
+
+/* ---- training (train.c) ------------------------------------------------------------------ */
+
+int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_hooks *hooks,
+                  json_t **result, pgn_error *err);
+
+/* ---- SHA-256 (sha256.c) ----------------------------------------------------------------- */
+
+typedef struct pgn_sha256 {
+    uint32_t state[8];
+    uint64_t bytes;
+    unsigned char block[64];
+    size_t fill;
+} pgn_sha256;
+
+void pgn_sha256_init(pgn_sha256 *s);
+void pgn_sha256_update(pgn_sha256 *s, const void *data, size_t len);
+void pgn_sha256_final(pgn_sha256 *s, unsigned char out[32]);
+void pgn_sha256_hex(const unsigned char digest[32], char out[65]);
+
+#endif

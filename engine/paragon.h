@@ -1,0 +1,154 @@
+/* paragon.h: the public API of libparagon, the engine.
+ * The engine owns OpenCL devices, tensors, models, datasets, the training loop and job specs.
+ * It knows nothing of HTTP or SQLite: callers hand it a validated spec, an opened device and
+ * hooks, and get back a JSON result or an error that names what went wrong. */
+#ifndef PARAGON_H
+#define PARAGON_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PGN_VERSION "0.1.0"
+
+/* ---- errors ----------------------------------------------------------------------------- */
+
+/* Every fallible call takes a pgn_error* and returns 0 on success, -1 on failure.
+ * code: a short machine name ("invalid_spec", "no_device", "device", "kernel_build", "data",
+ *       "cancelled", "internal"); field: JSON path of the offending spec field ("model.layers[2]")
+ *       or ""; message: a sentence for people, which already names the field when there is one. */
+typedef struct pgn_error {
+    char code[32];
+    char field[128];
+    char message[2048];
+} pgn_error;
+
+void pgn_error_set(pgn_error *err, const char *code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void pgn_error_clear(pgn_error *err);
+
+/* ---- JSON helpers ------------------------------------------------------------------------ */
+
+/* A JSON real holding the shortest decimal that reads back as f (0.1f prints as 0.1). */
+json_t *pgn_json_real_f32(float f);
+
+/* Dumps compactly with 15 significant digits for reals, so 0.1 prints as 0.1, not
+ * 0.10000000000000001. Caller frees the string. */
+char *pgn_json_dumps(const json_t *value);
+
+/* ---- devices ---------------------------------------------------------------------------- */
+
+typedef enum {
+    PGN_DEVICE_HOST, /* the pseudo-device that runs the C reference */
+    PGN_DEVICE_CPU,
+    PGN_DEVICE_GPU,
+    PGN_DEVICE_ACCELERATOR,
+    PGN_DEVICE_OTHER,
+} pgn_device_type;
+
+typedef struct pgn_device_info {
+    char id[48];               /* stable across restarts: "host" or "<type>-<8 hex of a hash>" */
+    char name[256];
+    char vendor[128];
+    char platform[128];
+    char driver_version[64];
+    char opencl_c_version[64];
+    pgn_device_type type;
+    unsigned compute_units;
+    uint64_t global_mem_bytes;
+    unsigned max_clock_mhz;
+} pgn_device_info;
+
+const char *pgn_device_type_name(pgn_device_type type); /* "host", "cpu", "gpu", ... */
+
+/* Enumerates every OpenCL device of every platform (not the host pseudo-device).
+ * *out is malloc'd (caller frees); zero devices is not an error here: count is 0. */
+int pgn_devices_list(pgn_device_info **out, size_t *count, pgn_error *err);
+
+/* The host pseudo-device's description. */
+void pgn_device_info_host(pgn_device_info *out);
+
+/* Resolves a device request against a list: "host", "cpu", "gpu" (the first of that type),
+ * "auto" (first gpu, else first cpu, else first device), or an exact id. */
+int pgn_device_select(const char *want, const pgn_device_info *list, size_t count,
+                      pgn_device_info *out, pgn_error *err);
+
+/* JSON object with id, name, vendor, platform, type, compute_units, global_mem_bytes,
+ * max_clock_mhz, opencl_c_version, driver_version. New reference. */
+json_t *pgn_device_info_json(const pgn_device_info *info);
+
+/* JSON array of {"name","version","vendor"} for each OpenCL platform. New reference. */
+json_t *pgn_opencl_platforms_json(void);
+
+/* An opened device: context, in-order queue and the kernel programs built for it.
+ * Opening builds the embedded kernel sources; a build failure returns code "kernel_build" with
+ * the compiler's log in the message. One pgn_device is used by one thread at a time. */
+typedef struct pgn_device pgn_device;
+
+int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *err);
+void pgn_device_close(pgn_device *dev);
+const pgn_device_info *pgn_device_get_info(const pgn_device *dev);
+
+/* ---- job specs -------------------------------------------------------------------------- */
+
+typedef enum { PGN_JOB_TRAIN } pgn_job_kind;
+
+typedef enum { PGN_ACT_RELU } pgn_activation;
+typedef enum { PGN_DATA_XOR } pgn_data_source;
+typedef enum { PGN_OPT_SGD } pgn_optimizer_type;
+
+#define PGN_MAX_LAYERS 16
+
+typedef struct pgn_train_spec {
+    int layers[PGN_MAX_LAYERS]; /* widths, input first, classes last */
+    int n_layers;
+    pgn_activation activation;
+    pgn_data_source source;
+    pgn_optimizer_type optimizer;
+    float lr;
+    float momentum;
+    int batch_size;
+    int epochs;
+} pgn_train_spec;
+
+typedef struct pgn_job_spec {
+    pgn_job_kind kind;
+    char name[128];
+    char device[64]; /* "auto", "cpu", "gpu", "host" or a device id */
+    uint64_t seed;
+    pgn_train_spec train;
+} pgn_job_spec;
+
+/* Validates a spec. Unknown fields, wrong types and impossible shapes are errors with code
+ * "invalid_spec" and field set to the JSON path. Defaults fill what the spec leaves out. */
+int pgn_spec_parse(const json_t *root, pgn_job_spec *out, pgn_error *err);
+
+/* Parses JSON text then validates it; a syntax error names line and column. */
+int pgn_spec_parse_text(const char *text, size_t len, pgn_job_spec *out, pgn_error *err);
+
+/* The spec with defaults filled in, as stored with a job. New reference. */
+json_t *pgn_spec_to_json(const pgn_job_spec *spec);
+
+const char *pgn_job_kind_name(pgn_job_kind kind);
+
+/* ---- running jobs ----------------------------------------------------------------------- */
+
+/* Hooks the engine calls while a job runs, from the thread that called pgn_job_run.
+ * Any hook may be NULL. should_stop is polled at every step boundary; returning true makes
+ * pgn_job_run fail with code "cancelled". */
+typedef struct pgn_run_hooks {
+    void *ctx;
+    void (*on_metric)(void *ctx, const char *name, int64_t step, double value);
+    void (*on_log)(void *ctx, const char *line);
+    void (*on_progress)(void *ctx, double fraction); /* 0..1 */
+    bool (*should_stop)(void *ctx);
+} pgn_run_hooks;
+
+/* Runs a validated job on an opened device (or the host pseudo-device when dev is NULL).
+ * On success *result is a new JSON object; for train jobs it has at least accuracy, loss,
+ * weights_sha256, epochs, steps, seconds and device. */
+int pgn_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_hooks *hooks,
+                json_t **result, pgn_error *err);
+
+#endif

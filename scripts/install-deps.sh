@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the Debian packages paragon needs and that are missing; does nothing when all are
+# present. Works as root or through sudo, non-interactively (CI has no standard input).
+#   scripts/install-deps.sh          what building and running paragond needs
+#   scripts/install-deps.sh --test   plus what the test suite needs
+set -euo pipefail
+
+packages=(
+  build-essential pkg-config python3 meson ninja-build
+  ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
+  libmicrohttpd-dev libjansson-dev libsqlite3-dev zlib1g-dev
+  curl sqlite3
+)
+case "${1:-}" in
+  --test) packages+=(libcriterion-dev) ;;
+  "") ;;
+  *) echo "install-deps.sh: unknown option '$1' (expected --test or nothing)" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=()
+elif command -v sudo >/dev/null 2>&1; then
+  sudo=(sudo)
+else
+  echo "install-deps: missing packages (${missing[*]}) and neither root nor sudo is available" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+  "${missing[@]}" </dev/null

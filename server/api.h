@@ -1,0 +1,39 @@
+/* api.h: paragond as a library: start a server (store, device workers, HTTP API) from a
+ * configuration, learn its port, stop it. main.c only parses flags and waits for a signal. */
+#ifndef PGD_API_H
+#define PGD_API_H
+
+#include "paragon.h"
+
+#include <stdint.h>
+
+#define PGD_DEFAULT_HOST "127.0.0.1"
+#define PGD_DEFAULT_PORT 8080
+#define PGD_DEFAULT_DB "./paragon.db"
+#define PGD_DEFAULT_DATA_DIR "./data"
+/* Worker threads of the HTTP thread pool. */
+#define PGD_DEFAULT_HTTP_THREADS 4
+
+typedef struct pgd_config {
+    const char *host;
+    uint16_t port; /* 0: any free port */
+    const char *db_path;
+    const char *data_dir; /* created (with parents) when missing */
+    unsigned http_threads;
+} pgd_config;
+
+typedef struct pgd_server pgd_server;
+
+/* Creates the data dir, probes OpenCL devices (none at all is code "no_device"), opens the
+ * store and applies migrations, re-queues jobs a previous process left running, starts one
+ * worker per device and the HTTP listener. cfg's strings are copied. */
+int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err);
+
+/* The port the server listens on (the real one when cfg->port was 0). */
+uint16_t pgd_server_port(const pgd_server *server);
+
+/* Graceful stop: stops accepting, finishes requests in progress, stops the running jobs at
+ * their next step boundary (they are queued again), closes the store and frees everything. */
+void pgd_server_stop(pgd_server *server);
+
+#endif

@@ -1,0 +1,273 @@
+/* http.c: owns the libmicrohttpd daemon: listening (host, port, thread pool), gathering each
+ * request body up to PGD_MAX_BODY, and building responses. Routing and the API itself live
+ * in api.c; this file knows nothing of jobs. */
+#include "http.h"
+#include "store.h" /* pgd_error_json */
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* A body declared larger than the limit but below this is read and dropped before the 413,
+ * so a client still writing it reads our answer instead of a reset connection; above it we
+ * answer at once and close. */
+#define DRAIN_MAX (8u * PGD_MAX_BODY)
+#define CONNECTION_TIMEOUT_S 30u
+
+struct pgd_http {
+    struct MHD_Daemon *daemon;
+    pgd_handler handler;
+    void *ctx;
+    uint16_t port;
+};
+
+/* Per-request state while a body arrives; freed when MHD reports the request complete. */
+typedef struct body_buf {
+    char *data;
+    size_t len, cap;
+    bool too_large;
+} body_buf;
+
+/* Marks a request without a body in MHD's per-request pointer. */
+static body_buf no_body;
+
+static const char oom_json[] =
+    "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\",\"field\":null}}";
+
+/* ---- replies ---------------------------------------------------------------------------- */
+
+static enum MHD_Result queue(const pgd_request *req, unsigned status,
+                             struct MHD_Response *resp, const char *content_type,
+                             const pgd_header *headers) {
+    if (!resp) return MHD_NO; /* out of memory: MHD closes the connection */
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    for (const pgd_header *h = headers; h && h->name; h++)
+        MHD_add_response_header(resp, h->name, h->value);
+    enum MHD_Result r = MHD_queue_response(req->conn, status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+enum MHD_Result pgd_reply_static(const pgd_request *req, unsigned status, const void *data,
+                                 size_t len, const char *content_type) {
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_PERSISTENT);
+    return queue(req, status, resp, content_type, NULL);
+}
+
+enum MHD_Result pgd_reply_json(const pgd_request *req, unsigned status, json_t *body,
+                               const pgd_header *headers) {
+    char *text = body ? pgn_json_dumps(body) : NULL;
+    json_decref(body);
+    if (!text)
+        return queue(req, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                     MHD_create_response_from_buffer(sizeof oom_json - 1, (void *)oom_json,
+                                                     MHD_RESPMEM_PERSISTENT),
+                     "application/json", NULL);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!resp) free(text);
+    return queue(req, status, resp, "application/json", headers);
+}
+
+enum MHD_Result pgd_reply_pgn_error(const pgd_request *req, unsigned status,
+                                    const pgn_error *err, const json_t *extra,
+                                    const pgd_header *headers) {
+    json_t *e = pgd_error_json(err);
+    if (extra) json_object_update(e, (json_t *)extra);
+    return pgd_reply_json(req, status, json_pack("{s:o}", "error", e), headers);
+}
+
+enum MHD_Result pgd_reply_error(const pgd_request *req, unsigned status, const char *code,
+                                const char *field, const char *fmt, ...) {
+    pgn_error err;
+    pgn_error_clear(&err);
+    snprintf(err.code, sizeof err.code, "%s", code);
+    snprintf(err.field, sizeof err.field, "%s", field ? field : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err.message, sizeof err.message, fmt, ap);
+    va_end(ap);
+    return pgd_reply_pgn_error(req, status, &err, NULL, NULL);
+}
+
+/* ---- requests --------------------------------------------------------------------------- */
+
+const char *pgd_request_query(const pgd_request *req, const char *name) {
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *pgd_request_header(const pgd_request *req, const char *name) {
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+static enum MHD_Result reply_too_large(const pgd_request *req) {
+    return pgd_reply_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "too_large", NULL,
+                           "request body is larger than %d bytes", PGD_MAX_BODY);
+}
+
+/* Parses a Content-Length value; MHD has already rejected malformed ones. */
+static bool content_length(struct MHD_Connection *conn, unsigned long long *out) {
+    const char *v =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (!v) return false;
+    errno = 0;
+    char *end;
+    *out = strtoull(v, &end, 10);
+    if (errno || end == v) *out = ~0ull;
+    return true;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls) {
+    (void)version;
+    pgd_http *h = cls;
+    pgd_request req = {.conn = conn, .method = method, .path = url, .body = "", .body_len = 0};
+    body_buf *b = *con_cls;
+
+    if (!b) {
+        unsigned long long len = 0;
+        bool has_len = content_length(conn, &len);
+        bool chunked = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                   MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
+        /* No body (the common GET): nothing to allocate. Answering only on the next call
+         * matters: MHD closes the connection after a reply queued on this first call. */
+        if (!chunked && (!has_len || len == 0)) {
+            *con_cls = (void *)&no_body;
+            return MHD_YES;
+        }
+        /* A client that waits for "100 Continue" has sent nothing yet: refuse at once. */
+        const char *expect = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                         MHD_HTTP_HEADER_EXPECT);
+        if (has_len && (len > DRAIN_MAX || (len > PGD_MAX_BODY && expect)))
+            return reply_too_large(&req);
+        b = calloc(1, sizeof *b);
+        if (!b) return MHD_NO;
+        if (has_len && len > PGD_MAX_BODY) {
+            b->too_large = true;
+        } else if (has_len) {
+            b->cap = (size_t)len + 1;
+            b->data = malloc(b->cap);
+            if (!b->data) {
+                free(b);
+                return MHD_NO;
+            }
+        }
+        *con_cls = b;
+        return MHD_YES;
+    }
+
+    if (b == &no_body) return h->handler(h->ctx, &req);
+
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (b->too_large) return MHD_YES;
+        if (b->len + n > PGD_MAX_BODY) {
+            /* Stop keeping the body; read and drop the rest, then answer 413. */
+            b->too_large = true;
+            free(b->data);
+            b->data = NULL;
+            b->len = b->cap = 0;
+            return MHD_YES;
+        }
+        if (b->len + n + 1 > b->cap) {
+            size_t cap = b->cap ? b->cap : 4096;
+            while (cap < b->len + n + 1) cap *= 2;
+            char *grown = realloc(b->data, cap);
+            if (!grown) return MHD_NO;
+            b->data = grown;
+            b->cap = cap;
+        }
+        memcpy(b->data + b->len, upload_data, n);
+        b->len += n;
+        return MHD_YES;
+    }
+
+    if (b->too_large) return reply_too_large(&req);
+    if (b->data) {
+        b->data[b->len] = 0;
+        req.body = b->data;
+        req.body_len = b->len;
+    }
+    return h->handler(h->ctx, &req);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+    (void)cls, (void)conn, (void)toe;
+    body_buf *b = *con_cls;
+    if (!b || b == &no_body) return;
+    free(b->data);
+    free(b);
+    *con_cls = NULL;
+}
+
+/* ---- daemon ----------------------------------------------------------------------------- */
+
+int pgd_http_start(const char *host, uint16_t port, unsigned threads, pgd_handler handler,
+                   void *ctx, pgd_http **out, pgn_error *err) {
+    *out = NULL;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *addrs = NULL;
+    char port_text[8];
+    snprintf(port_text, sizeof port_text, "%u", (unsigned)port);
+    int rc = getaddrinfo(host, port_text, &hints, &addrs);
+    if (rc != 0) {
+        pgn_error_set(err, "http", "host", "--host %s: %s", host, gai_strerror(rc));
+        return -1;
+    }
+    pgd_http *h = calloc(1, sizeof *h);
+    if (!h) {
+        freeaddrinfo(addrs);
+        pgn_error_set(err, "internal", "", "http: out of memory");
+        return -1;
+    }
+    h->handler = handler;
+    h->ctx = ctx;
+
+    /* ITC lets pgd_http_quiesce stop the listener while the pool keeps serving. */
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    if (addrs->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    errno = 0;
+    h->daemon = MHD_start_daemon(
+        flags, port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, addrs->ai_addr,
+        MHD_OPTION_THREAD_POOL_SIZE, threads ? threads : 1u, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, CONNECTION_TIMEOUT_S, MHD_OPTION_END);
+    int saved = errno;
+    freeaddrinfo(addrs);
+    if (!h->daemon) {
+        pgn_error_set(err, "http", "port", "cannot listen on %s port %u%s%s", host,
+                      (unsigned)port, saved ? ": " : "", saved ? strerror(saved) : "");
+        free(h);
+        return -1;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = info && info->port ? info->port : port;
+    *out = h;
+    return 0;
+}
+
+uint16_t pgd_http_port(const pgd_http *h) { return h->port; }
+
+void pgd_http_quiesce(pgd_http *h) {
+    if (!h || !h->daemon) return;
+    MHD_socket fd = MHD_quiesce_daemon(h->daemon);
+    if (fd != MHD_INVALID_SOCKET) close(fd); /* quiesce hands the listener to us */
+}
+
+void pgd_http_stop(pgd_http *h) {
+    if (!h) return;
+    if (h->daemon) MHD_stop_daemon(h->daemon);
+    free(h);
+}

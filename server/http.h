@@ -1,0 +1,66 @@
+/* http.h: the libmicrohttpd glue: a daemon with an internal thread pool, request bodies
+ * gathered up to a size limit, and reply helpers (JSON, error objects, static bytes).
+ * Handlers see one complete pgd_request and answer it with exactly one pgd_reply_* call. */
+#ifndef PGD_HTTP_H
+#define PGD_HTTP_H
+
+#include "paragon.h"
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Larger request bodies are answered 413 without being kept. */
+#define PGD_MAX_BODY (1024 * 1024)
+
+typedef struct pgd_request {
+    struct MHD_Connection *conn;
+    const char *method;
+    const char *path; /* without the query string */
+    const char *body; /* NUL-terminated; "" when there is none */
+    size_t body_len;
+} pgd_request;
+
+typedef enum MHD_Result (*pgd_handler)(void *ctx, const pgd_request *req);
+
+typedef struct pgd_http pgd_http;
+
+/* Listens on host:port (port 0 picks a free one) with `threads` worker threads and calls
+ * handler for each complete request. host is a numeric IPv4/IPv6 address or a name. */
+int pgd_http_start(const char *host, uint16_t port, unsigned threads, pgd_handler handler,
+                   void *ctx, pgd_http **out, pgn_error *err);
+/* The port actually bound. */
+uint16_t pgd_http_port(const pgd_http *http);
+/* Stops accepting connections; requests in progress still complete. */
+void pgd_http_quiesce(pgd_http *http);
+/* Closes every connection and frees the daemon. */
+void pgd_http_stop(pgd_http *http);
+
+/* Query-string argument or request header; NULL when absent. */
+const char *pgd_request_query(const pgd_request *req, const char *name);
+const char *pgd_request_header(const pgd_request *req, const char *name);
+
+/* Extra response headers: pairs of name and value, ended by a NULL name. */
+typedef struct pgd_header {
+    const char *name;
+    const char *value;
+} pgd_header;
+
+/* Sends body (stolen: decref'd here) as application/json. */
+enum MHD_Result pgd_reply_json(const pgd_request *req, unsigned status, json_t *body,
+                               const pgd_header *headers);
+/* Sends {"error":{"code","message","field"}}; field NULL or "" gives null. */
+enum MHD_Result pgd_reply_error(const pgd_request *req, unsigned status, const char *code,
+                                const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* The same from an engine/store error, with extra members merged into the error object
+ * (borrowed; may be NULL). */
+enum MHD_Result pgd_reply_pgn_error(const pgd_request *req, unsigned status,
+                                    const pgn_error *err, const json_t *extra,
+                                    const pgd_header *headers);
+/* Sends bytes that live as long as the process (embedded files). */
+enum MHD_Result pgd_reply_static(const pgd_request *req, unsigned status, const void *data,
+                                 size_t len, const char *content_type);
+
+#endif

@@ -1,0 +1,106 @@
+/* main.c: paragond's entry point: parses flags, starts the server (api.c), prints the one
+ * "listening" line on stdout, and waits for SIGINT/SIGTERM to stop it gracefully.
+ * Exit status: 0 after a clean stop, 1 when the server cannot start, 2 for bad flags. */
+#include "api.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: paragond [options]\n"
+            "  --host ADDR      address to listen on (default " PGD_DEFAULT_HOST ")\n"
+            "  --port N         TCP port, 0 picks a free one (default %d)\n"
+            "  --db PATH        SQLite database (default " PGD_DEFAULT_DB ")\n"
+            "  --data-dir PATH  checkpoints and job files, created if missing (default "
+            PGD_DEFAULT_DATA_DIR ")\n"
+            "  --help           show this help\n"
+            "  --version        print the version\n",
+            PGD_DEFAULT_PORT);
+}
+
+static int bad_flag(const char *fmt, const char *a, const char *b) {
+    fprintf(stderr, "paragond: ");
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, " (see paragond --help)\n");
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    pgd_config cfg = {.host = PGD_DEFAULT_HOST,
+                      .port = PGD_DEFAULT_PORT,
+                      .db_path = PGD_DEFAULT_DB,
+                      .data_dir = PGD_DEFAULT_DATA_DIR,
+                      .http_threads = PGD_DEFAULT_HTTP_THREADS};
+
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(arg, "--version") == 0) {
+            printf("paragond %s\n", PGN_VERSION);
+            return 0;
+        }
+        /* --name value or --name=value */
+        char name[32];
+        const char *eq = strchr(arg, '=');
+        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+        if (strncmp(arg, "--", 2) != 0 || name_len >= sizeof name)
+            return bad_flag("unexpected argument '%s'%s", arg, "");
+        memcpy(name, arg, name_len);
+        name[name_len] = 0;
+        const char **dest = strcmp(name, "--host") == 0       ? &cfg.host
+                            : strcmp(name, "--db") == 0       ? &cfg.db_path
+                            : strcmp(name, "--data-dir") == 0 ? &cfg.data_dir
+                                                              : NULL;
+        bool is_port = strcmp(name, "--port") == 0;
+        if (!dest && !is_port) return bad_flag("unknown option '%s'%s", name, "");
+        const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (!value) return bad_flag("%s needs a value%s", name, "");
+        if (!*value) return bad_flag("%s: the value is empty%s", name, "");
+        if (is_port) {
+            char *end;
+            long port = strtol(value, &end, 10);
+            if (*end || end == value || port < 0 || port > 65535 || value[0] == '-' ||
+                value[0] == '+')
+                return bad_flag("--port: '%s' is not a port number (0-65535)%s", value, "");
+            cfg.port = (uint16_t)port;
+        } else {
+            *dest = value;
+        }
+    }
+
+    /* Every thread started from here inherits the blocked set; only sigwait below sees
+     * SIGINT/SIGTERM, so no handler runs inside the server or the engine. */
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    pgd_server *server;
+    pgn_error err;
+    pgn_error_clear(&err);
+    if (pgd_server_start(&cfg, &server, &err) < 0) {
+        fprintf(stderr, "paragond: %s\n", err.message);
+        return 1;
+    }
+    bool v6 = strchr(cfg.host, ':') != NULL;
+    printf("paragond listening on http://%s%s%s:%u\n", v6 ? "[" : "", cfg.host, v6 ? "]" : "",
+           (unsigned)pgd_server_port(server));
+    fflush(stdout);
+
+    int sig = 0;
+    while (sigwait(&stop_signals, &sig) != 0) {
+    }
+    fprintf(stderr, "paragond: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    pgd_server_stop(server);
+    return 0;
+}

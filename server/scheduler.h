@@ -1,0 +1,37 @@
+/* scheduler.h: placement of jobs on devices and the device workers that run them.
+ * One worker thread per device (every OpenCL device, then the host pseudo-device); a worker
+ * sleeps on a condition variable until a job is queued for its device. */
+#ifndef PGD_SCHEDULER_H
+#define PGD_SCHEDULER_H
+
+#include "paragon.h"
+#include "store.h"
+
+#include <jansson.h>
+#include <stddef.h>
+
+typedef struct pgd_scheduler pgd_scheduler;
+
+/* Starts one worker per device in devices[0..count) plus one for the host pseudo-device,
+ * after re-placing queued jobs whose device no longer exists. The store must outlive the
+ * scheduler. Workers pick up jobs already queued in the store at once. */
+int pgd_scheduler_start(pgd_store *store, const pgn_device_info *devices, size_t count,
+                        pgd_scheduler **out, pgn_error *err);
+
+/* Asks every worker to stop: a running job stops at its next step boundary and goes back to
+ * the queue; then joins the workers, closes the devices and frees the scheduler. */
+void pgd_scheduler_stop(pgd_scheduler *sched);
+
+/* Resolves a device request ("auto", "cpu", "gpu", "host" or an id) to a device; an unknown
+ * or unavailable device is code "invalid_spec" with field "device". */
+int pgd_scheduler_place(pgd_scheduler *sched, const char *want, pgn_device_info *out,
+                        pgn_error *err);
+
+/* Wakes the worker of device_id: a job was queued for it. */
+void pgd_scheduler_notify(pgd_scheduler *sched, const char *device_id);
+
+/* [{pgn_device_info_json fields..., "queued":N, "running_job":ID|null}] for every device,
+ * host last. New reference, or NULL with err set. */
+json_t *pgd_scheduler_devices_json(pgd_scheduler *sched, pgn_error *err);
+
+#endif

@@ -1,0 +1,797 @@
+/* store.c: owns paragond's SQLite database: opening it (WAL, foreign keys, busy timeout),
+ * the migration runner over the embedded schema/NNN_name.sql files, and every read and write
+ * of job and metric rows. One connection, one mutex: statements are prepared once and cached,
+ * each public call holds the mutex for its whole transaction, so HTTP and worker threads
+ * never interleave inside one. */
+#include "store.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NOW_SQL "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+#define BUSY_TIMEOUT_MS 5000
+#define STMT_CACHE_MAX 64
+
+struct pgd_store {
+    sqlite3 *db;
+    pthread_mutex_t lock;
+    /* Prepared statements keyed by the address of their static SQL text. */
+    struct {
+        const char *sql;
+        sqlite3_stmt *stmt;
+    } cache[STMT_CACHE_MAX];
+    int n_cached;
+};
+
+static const char *const state_names[] = {"queued", "running", "succeeded", "failed",
+                                          "cancelled"};
+
+const char *pgd_job_state_name(pgd_job_state state) {
+    if ((unsigned)state >= sizeof state_names / sizeof state_names[0]) return "unknown";
+    return state_names[state];
+}
+
+int pgd_job_state_parse(const char *name, pgd_job_state *out) {
+    for (size_t i = 0; i < sizeof state_names / sizeof state_names[0]; i++) {
+        if (strcmp(name, state_names[i]) == 0) {
+            *out = (pgd_job_state)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* ---- helpers (callers hold the lock) ---------------------------------------------------- */
+
+static int db_fail(pgd_store *s, pgn_error *err, const char *what) {
+    pgn_error_set(err, "store", "", "store: %s: %s", what, sqlite3_errmsg(s->db));
+    return -1;
+}
+
+/* The cached statement for sql (a static string), reset and ready to bind. */
+static sqlite3_stmt *stmt(pgd_store *s, const char *sql, pgn_error *err) {
+    for (int i = 0; i < s->n_cached; i++)
+        if (s->cache[i].sql == sql) return s->cache[i].stmt;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK) {
+        db_fail(s, err, "prepare");
+        return NULL;
+    }
+    if (s->n_cached == STMT_CACHE_MAX) {
+        /* Only a programming error gets here: the set of statements is fixed. */
+        sqlite3_finalize(st);
+        pgn_error_set(err, "internal", "", "store: statement cache full");
+        return NULL;
+    }
+    s->cache[s->n_cached].sql = sql;
+    s->cache[s->n_cached].stmt = st;
+    s->n_cached++;
+    return st;
+}
+
+/* Every statement is reset right after use so that it holds no read transaction open. */
+static void stmt_done(sqlite3_stmt *st) {
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+}
+
+static int exec_sql(pgd_store *s, const char *sql, pgn_error *err, const char *what) {
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        pgn_error_set(err, "store", "", "store: %s: %s", what, msg ? msg : "unknown error");
+        sqlite3_free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Runs a cached statement that returns no rows (BEGIN, COMMIT). */
+static int run_stmt(pgd_store *s, const char *sql, pgn_error *err, const char *what) {
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (!st) return -1;
+    int rc = sqlite3_step(st);
+    stmt_done(st);
+    return rc == SQLITE_DONE ? 0 : db_fail(s, err, what);
+}
+
+static const char begin_sql[] = "BEGIN";
+static const char commit_sql[] = "COMMIT";
+
+static void bind_text_or_null(sqlite3_stmt *st, int idx, const char *text) {
+    if (text) sqlite3_bind_text(st, idx, text, -1, SQLITE_TRANSIENT);
+    else sqlite3_bind_null(st, idx);
+}
+
+static json_t *col_text(sqlite3_stmt *st, int col) {
+    const unsigned char *t = sqlite3_column_text(st, col);
+    return t ? json_string((const char *)t) : json_null();
+}
+
+/* A JSON column as a JSON value; text that does not parse (never written by us) comes back
+ * as a string rather than being dropped. */
+static json_t *col_json(sqlite3_stmt *st, int col) {
+    const char *t = (const char *)sqlite3_column_text(st, col);
+    if (!t) return json_null();
+    json_t *v = json_loads(t, JSON_DECODE_ANY, NULL);
+    return v ? v : json_string(t);
+}
+
+static json_t *col_real(sqlite3_stmt *st, int col) {
+    if (sqlite3_column_type(st, col) == SQLITE_NULL) return json_null();
+    return json_real(sqlite3_column_double(st, col));
+}
+
+/* ---- migrations ------------------------------------------------------------------------- */
+
+typedef struct migration {
+    int64_t version;
+    const pgn_embedded *file;
+} migration;
+
+/* "001_init.sql" -> 1; -1 when the name does not follow NNN_name.sql. */
+static int64_t migration_version(const char *name) {
+    const char *p = name;
+    int64_t v = 0;
+    while (*p >= '0' && *p <= '9') {
+        v = v * 10 + (*p - '0');
+        if (v > 1000000) return -1;
+        p++;
+    }
+    if (p == name || *p != '_') return -1;
+    size_t len = strlen(name);
+    if (len < 5 || strcmp(name + len - 4, ".sql") != 0) return -1;
+    return v;
+}
+
+static int migration_cmp(const void *a, const void *b) {
+    const migration *x = a, *y = b;
+    return (x->version > y->version) - (x->version < y->version);
+}
+
+static int apply_migration(pgd_store *s, const migration *m, pgn_error *err) {
+    static const char is_applied_sql[] = "SELECT 1 FROM schema_migrations WHERE version = ?1";
+    static const char record_sql[] =
+        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, ?2, " NOW_SQL ")";
+
+    /* IMMEDIATE takes the write lock first, so two processes starting at once cannot both
+     * decide that a version is missing. */
+    if (exec_sql(s, "BEGIN IMMEDIATE", err, "begin migration") < 0) return -1;
+    sqlite3_stmt *st = stmt(s, is_applied_sql, err);
+    if (!st) goto fail;
+    sqlite3_bind_int64(st, 1, m->version);
+    int rc = sqlite3_step(st);
+    stmt_done(st);
+    if (rc == SQLITE_ROW) return exec_sql(s, "COMMIT", err, "commit migration");
+    if (rc != SQLITE_DONE) {
+        db_fail(s, err, "read schema_migrations");
+        goto fail;
+    }
+
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, (const char *)m->file->data, NULL, NULL, &msg) != SQLITE_OK) {
+        pgn_error_set(err, "store", "", "store: schema migration %s failed: %s", m->file->name,
+                      msg ? msg : "unknown error");
+        sqlite3_free(msg);
+        goto fail;
+    }
+    st = stmt(s, record_sql, err);
+    if (!st) goto fail;
+    sqlite3_bind_int64(st, 1, m->version);
+    sqlite3_bind_text(st, 2, m->file->name, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    stmt_done(st);
+    if (rc != SQLITE_DONE) {
+        db_fail(s, err, "record migration");
+        goto fail;
+    }
+    if (exec_sql(s, "COMMIT", err, "commit migration") < 0) goto fail;
+    return 0;
+fail:
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return -1;
+}
+
+static int migrate(pgd_store *s, const pgn_embedded *table, pgn_error *err) {
+    if (exec_sql(s,
+                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                 " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+                 err, "create schema_migrations") < 0)
+        return -1;
+
+    size_t n = 0;
+    while (table[n].name) n++;
+    migration *list = calloc(n ? n : 1, sizeof *list);
+    if (!list) {
+        pgn_error_set(err, "internal", "", "store: out of memory");
+        return -1;
+    }
+    int ret = -1;
+    for (size_t i = 0; i < n; i++) {
+        list[i].file = &table[i];
+        list[i].version = migration_version(table[i].name);
+        if (list[i].version < 0) {
+            pgn_error_set(err, "store", "", "store: schema file '%s' is not named NNN_name.sql",
+                          table[i].name);
+            goto out;
+        }
+    }
+    qsort(list, n, sizeof *list, migration_cmp);
+    for (size_t i = 1; i < n; i++) {
+        if (list[i].version == list[i - 1].version) {
+            pgn_error_set(err, "store", "", "store: schema files '%s' and '%s' share version %lld",
+                          list[i - 1].file->name, list[i].file->name,
+                          (long long)list[i].version);
+            goto out;
+        }
+    }
+
+    /* A database written by a newer paragond has tables this one does not understand. */
+    int64_t newest = 0;
+    sqlite3_stmt *st = stmt(s, "SELECT coalesce(max(version), 0) FROM schema_migrations", err);
+    if (!st) goto out;
+    if (sqlite3_step(st) == SQLITE_ROW) newest = sqlite3_column_int64(st, 0);
+    stmt_done(st);
+    int64_t known = n ? list[n - 1].version : 0;
+    if (newest > known) {
+        pgn_error_set(err, "store", "",
+                      "store: database schema version %lld is newer than this paragond "
+                      "(it knows up to %lld)",
+                      (long long)newest, (long long)known);
+        goto out;
+    }
+
+    for (size_t i = 0; i < n; i++)
+        if (apply_migration(s, &list[i], err) < 0) goto out;
+    ret = 0;
+out:
+    free(list);
+    return ret;
+}
+
+/* ---- open / close ----------------------------------------------------------------------- */
+
+int pgd_store_open_with(const char *path, const pgn_embedded *migrations, pgd_store **out,
+                        pgn_error *err) {
+    *out = NULL;
+    pgd_store *s = calloc(1, sizeof *s);
+    if (!s) {
+        pgn_error_set(err, "internal", "", "store: out of memory");
+        return -1;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    /* NOMUTEX: our own mutex serialises every use of the connection. */
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
+        pgn_error_set(err, "store", "", "store: cannot open database '%s': %s", path,
+                      s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        pgd_store_close(s);
+        return -1;
+    }
+    sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
+    sqlite3_extended_result_codes(s->db, 1);
+    /* WAL lets the test (or an operator's sqlite3 shell) read while we write; NORMAL sync is
+     * durable across process crashes, which is what job recovery needs. */
+    if (exec_sql(s, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+                    "PRAGMA foreign_keys = ON;",
+                 err, "configure database") < 0 ||
+        migrate(s, migrations, err) < 0) {
+        char msg[sizeof err->message];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        pgn_error_set(err, "store", "", "%s (database '%s')", msg, path);
+        pgd_store_close(s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+int pgd_store_open(const char *path, pgd_store **out, pgn_error *err) {
+    return pgd_store_open_with(path, pgn_schema_sources, out, err);
+}
+
+void pgd_store_close(pgd_store *s) {
+    if (!s) return;
+    for (int i = 0; i < s->n_cached; i++) sqlite3_finalize(s->cache[i].stmt);
+    if (s->db) sqlite3_close(s->db);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+int pgd_store_schema_version(pgd_store *s, int64_t *version, pgn_error *err) {
+    static const char sql[] = "SELECT coalesce(max(version), 0) FROM schema_migrations";
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (st) {
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            *version = sqlite3_column_int64(st, 0);
+            ret = 0;
+        } else {
+            db_fail(s, err, "read schema version");
+        }
+        stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* ---- jobs ------------------------------------------------------------------------------- */
+
+/* Column order every job query shares; spec, when selected, comes last (index 13). */
+#define JOB_COLS                                                                               \
+    "id, kind, name, state, device_requested, device, progress, attempts, result, error, "     \
+    "created_at, started_at, finished_at"
+
+static json_t *job_from_row(sqlite3_stmt *st, bool with_spec) {
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_integer(sqlite3_column_int64(st, 0)));
+    json_object_set_new(o, "kind", col_text(st, 1));
+    json_object_set_new(o, "name", col_text(st, 2));
+    json_object_set_new(o, "state", col_text(st, 3));
+    json_object_set_new(o, "device_requested", col_text(st, 4));
+    json_object_set_new(o, "device", col_text(st, 5));
+    if (with_spec) json_object_set_new(o, "spec", col_json(st, 13));
+    json_object_set_new(o, "progress", col_real(st, 6));
+    json_object_set_new(o, "attempts", json_integer(sqlite3_column_int64(st, 7)));
+    json_object_set_new(o, "result", col_json(st, 8));
+    json_object_set_new(o, "error", col_json(st, 9));
+    json_object_set_new(o, "created_at", col_text(st, 10));
+    json_object_set_new(o, "started_at", col_text(st, 11));
+    json_object_set_new(o, "finished_at", col_text(st, 12));
+    return o;
+}
+
+int pgd_store_job_insert(pgd_store *s, const pgd_new_job *job, int64_t *id, pgn_error *err) {
+    static const char sql[] = "INSERT INTO jobs (kind, name, state, device_requested, device, spec)"
+                              " VALUES (?1, ?2, 'queued', ?3, ?4, ?5)";
+    char *spec = pgn_json_dumps(job->spec);
+    if (!spec) {
+        pgn_error_set(err, "internal", "spec", "store: job spec cannot be serialised");
+        return -1;
+    }
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_text(st, 1, job->kind, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, job->name ? job->name : "", -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, job->device_requested, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, job->device, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, spec, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_DONE) {
+            *id = sqlite3_last_insert_rowid(s->db);
+            ret = 0;
+        } else {
+            db_fail(s, err, "insert job");
+        }
+        stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    free(spec);
+    return ret;
+}
+
+int pgd_store_job_get(pgd_store *s, int64_t id, bool with_spec, json_t **out, pgn_error *err) {
+    static const char sql[] = "SELECT " JOB_COLS ", spec FROM jobs WHERE id = ?1";
+    *out = NULL;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *out = job_from_row(st, with_spec);
+            ret = 0;
+        } else if (rc == SQLITE_DONE) {
+            pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)id);
+        } else {
+            db_fail(s, err, "read job");
+        }
+        stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+int pgd_store_jobs_list(pgd_store *s, const pgd_job_filter *f, json_t **jobs, int64_t *total,
+                        pgn_error *err) {
+    /* One statement per filter combination, so each can use its index. */
+    static const char list_any[] =
+        "SELECT " JOB_COLS " FROM jobs ORDER BY id DESC LIMIT ?3 OFFSET ?4";
+    static const char list_state[] =
+        "SELECT " JOB_COLS " FROM jobs WHERE state = ?1 ORDER BY id DESC LIMIT ?3 OFFSET ?4";
+    static const char list_kind[] =
+        "SELECT " JOB_COLS " FROM jobs WHERE kind = ?2 ORDER BY id DESC LIMIT ?3 OFFSET ?4";
+    static const char list_both[] = "SELECT " JOB_COLS " FROM jobs WHERE state = ?1 AND kind = ?2"
+                                    " ORDER BY id DESC LIMIT ?3 OFFSET ?4";
+    static const char count_any[] = "SELECT count(*) FROM jobs";
+    static const char count_state[] = "SELECT count(*) FROM jobs WHERE state = ?1";
+    static const char count_kind[] = "SELECT count(*) FROM jobs WHERE kind = ?2";
+    static const char count_both[] = "SELECT count(*) FROM jobs WHERE state = ?1 AND kind = ?2";
+    static const char *const list_sql[4] = {list_any, list_state, list_kind, list_both};
+    static const char *const count_sql[4] = {count_any, count_state, count_kind, count_both};
+    int which = (f->state ? 1 : 0) | (f->kind ? 2 : 0);
+
+    *jobs = NULL;
+    json_t *arr = json_array();
+    int ret = -1;
+    pthread_mutex_lock(&s->lock);
+    /* Both reads in one transaction so total and the page agree. */
+    if (run_stmt(s, begin_sql, err, "begin") < 0) goto unlock;
+    sqlite3_stmt *st = stmt(s, count_sql[which], err);
+    if (!st) goto rollback;
+    if (f->state) sqlite3_bind_text(st, 1, f->state, -1, SQLITE_STATIC);
+    if (f->kind) sqlite3_bind_text(st, 2, f->kind, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        db_fail(s, err, "count jobs");
+        stmt_done(st);
+        goto rollback;
+    }
+    *total = sqlite3_column_int64(st, 0);
+    stmt_done(st);
+
+    st = stmt(s, list_sql[which], err);
+    if (!st) goto rollback;
+    if (f->state) sqlite3_bind_text(st, 1, f->state, -1, SQLITE_STATIC);
+    if (f->kind) sqlite3_bind_text(st, 2, f->kind, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, f->limit);
+    sqlite3_bind_int64(st, 4, f->offset);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) json_array_append_new(arr, job_from_row(st, false));
+    if (rc != SQLITE_DONE) db_fail(s, err, "list jobs");
+    stmt_done(st);
+    if (rc != SQLITE_DONE) goto rollback;
+    if (run_stmt(s, commit_sql, err, "commit") < 0) goto rollback;
+    ret = 0;
+    *jobs = arr;
+    arr = NULL;
+    goto unlock;
+rollback:
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+unlock:
+    pthread_mutex_unlock(&s->lock);
+    json_decref(arr);
+    return ret;
+}
+
+int pgd_store_job_claim(pgd_store *s, const char *device, int64_t *id, json_t **spec,
+                        pgn_error *err) {
+    static const char sql[] =
+        "UPDATE jobs SET state = 'running', started_at = " NOW_SQL ", finished_at = NULL,"
+        " attempts = attempts + 1, progress = 0"
+        " WHERE id = (SELECT id FROM jobs WHERE state = 'queued' AND device = ?1"
+        "             ORDER BY id LIMIT 1)"
+        " RETURNING id, spec";
+    *id = 0;
+    *spec = NULL;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_text(st, 1, device, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            int64_t got = sqlite3_column_int64(st, 0);
+            json_t *sp = col_json(st, 1);
+            rc = sqlite3_step(st); /* runs the statement to completion: the commit */
+            if (rc == SQLITE_DONE) {
+                *id = got;
+                *spec = sp;
+                ret = 0;
+            } else {
+                json_decref(sp);
+                db_fail(s, err, "claim job");
+            }
+        } else if (rc == SQLITE_DONE) {
+            ret = 0;
+        } else {
+            db_fail(s, err, "claim job");
+        }
+        stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* Runs a one-row UPDATE on job id; when it changed nothing, says whether the job is missing
+ * ("not_found") or in another state ("conflict", naming it). Caller holds the lock. */
+static int update_job(pgd_store *s, sqlite3_stmt *st, int64_t id, const char *what,
+                      pgn_error *err) {
+    static const char state_sql[] = "SELECT state FROM jobs WHERE id = ?1";
+    int rc = sqlite3_step(st);
+    stmt_done(st);
+    if (rc != SQLITE_DONE) return db_fail(s, err, what);
+    if (sqlite3_changes(s->db) > 0) return 0;
+    sqlite3_stmt *q = stmt(s, state_sql, err);
+    if (!q) return -1;
+    sqlite3_bind_int64(q, 1, id);
+    rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW)
+        pgn_error_set(err, "conflict", "", "cannot %s job %lld: it is %s", what, (long long)id,
+                      (const char *)sqlite3_column_text(q, 0));
+    else if (rc == SQLITE_DONE)
+        pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)id);
+    else
+        db_fail(s, err, what);
+    stmt_done(q);
+    return -1;
+}
+
+int pgd_store_job_progress(pgd_store *s, int64_t id, double fraction, pgn_error *err) {
+    static const char sql[] =
+        "UPDATE jobs SET progress = ?2 WHERE id = ?1 AND state = 'running'";
+    if (!(fraction >= 0)) fraction = 0; /* NaN too */
+    if (fraction > 1) fraction = 1;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_double(st, 2, fraction);
+        ret = update_job(s, st, id, "update progress of", err);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+int pgd_store_job_finish(pgd_store *s, int64_t id, pgd_job_state state, const json_t *result,
+                         const json_t *error, pgn_error *err) {
+    static const char sql[] =
+        "UPDATE jobs SET state = ?2, result = ?3, error = ?4, finished_at = " NOW_SQL ","
+        " progress = CASE WHEN ?2 = 'succeeded' THEN 1 ELSE progress END"
+        " WHERE id = ?1 AND state IN ('queued', 'running')";
+    if (state != PGD_JOB_SUCCEEDED && state != PGD_JOB_FAILED && state != PGD_JOB_CANCELLED) {
+        pgn_error_set(err, "internal", "", "store: %s is not a final state",
+                      pgd_job_state_name(state));
+        return -1;
+    }
+    char *res = result ? pgn_json_dumps(result) : NULL;
+    char *er = error ? pgn_json_dumps(error) : NULL;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_text(st, 2, pgd_job_state_name(state), -1, SQLITE_STATIC);
+        bind_text_or_null(st, 3, res);
+        bind_text_or_null(st, 4, er);
+        ret = update_job(s, st, id, "finish", err);
+    }
+    pthread_mutex_unlock(&s->lock);
+    free(res);
+    free(er);
+    return ret;
+}
+
+int pgd_store_job_requeue(pgd_store *s, int64_t id, pgn_error *err) {
+    static const char sql[] = "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0"
+                              " WHERE id = ?1 AND state = 'running'";
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        ret = update_job(s, st, id, "requeue", err);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+int pgd_store_job_reassign(pgd_store *s, int64_t id, const char *device, pgn_error *err) {
+    static const char sql[] =
+        "UPDATE jobs SET device = ?2 WHERE id = ?1 AND state = 'queued'";
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_text(st, 2, device, -1, SQLITE_STATIC);
+        ret = update_job(s, st, id, "reassign", err);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+int pgd_store_recover(pgd_store *s, int64_t *count, pgn_error *err) {
+    static const char sql[] = "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0"
+                              " WHERE state = 'running'";
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (st) {
+        if (sqlite3_step(st) == SQLITE_DONE) {
+            *count = sqlite3_changes(s->db);
+            ret = 0;
+        } else {
+            db_fail(s, err, "requeue running jobs");
+        }
+        stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+int pgd_store_queued_jobs(pgd_store *s, json_t **out, pgn_error *err) {
+    static const char sql[] = "SELECT id, device_requested, device FROM jobs"
+                              " WHERE state = 'queued' ORDER BY id";
+    *out = NULL;
+    json_t *arr = json_array();
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (st) {
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            json_array_append_new(arr, json_pack("{s:I, s:o, s:o}", "id",
+                                                 (json_int_t)sqlite3_column_int64(st, 0),
+                                                 "device_requested", col_text(st, 1), "device",
+                                                 col_text(st, 2)));
+        if (rc == SQLITE_DONE) ret = 0;
+        else db_fail(s, err, "list queued jobs");
+        stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (ret == 0) *out = arr;
+    else json_decref(arr);
+    return ret;
+}
+
+int pgd_store_queued_counts(pgd_store *s, json_t **out, pgn_error *err) {
+    static const char sql[] =
+        "SELECT device, count(*) FROM jobs WHERE state = 'queued' GROUP BY device";
+    *out = NULL;
+    json_t *obj = json_object();
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (st) {
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            json_object_set_new(obj, (const char *)sqlite3_column_text(st, 0),
+                                json_integer(sqlite3_column_int64(st, 1)));
+        if (rc == SQLITE_DONE) ret = 0;
+        else db_fail(s, err, "count queued jobs");
+        stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (ret == 0) *out = obj;
+    else json_decref(obj);
+    return ret;
+}
+
+/* Length of the valid UTF-8 sequence at p (1-4), or 0 when it is not one. */
+static size_t utf8_len(const unsigned char *p) {
+    if (p[0] < 0x80) return 1;
+    size_t n = p[0] >= 0xF5 ? 0 : p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 ? 2 : 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80) return 0;
+    return n;
+}
+
+/* Engine messages may carry a compiler log or be cut mid-character at their size limit;
+ * jansson takes only valid UTF-8, so bad bytes become '?'. */
+static json_t *json_string_lossy(const char *text) {
+    json_t *v = json_string(text);
+    if (v) return v;
+    size_t len = strlen(text);
+    char *copy = malloc(len + 1);
+    if (!copy) return json_string("");
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p;) {
+        size_t n = utf8_len(p);
+        if (n == 0) {
+            copy[o++] = '?';
+            p++;
+        } else {
+            memcpy(copy + o, p, n);
+            o += n;
+            p += n;
+        }
+    }
+    copy[o] = 0;
+    v = json_string(copy);
+    if (!v) { /* overlong forms and surrogates pass utf8_len: keep ASCII only */
+        for (char *c = copy; *c; c++)
+            if ((unsigned char)*c >= 0x80) *c = '?';
+        v = json_string(copy);
+    }
+    free(copy);
+    return v;
+}
+
+json_t *pgd_error_json(const pgn_error *err) {
+    json_t *o = json_object();
+    json_object_set_new(o, "code", json_string_lossy(err->code[0] ? err->code : "internal"));
+    json_object_set_new(o, "message", json_string_lossy(err->message));
+    json_object_set_new(o, "field", err->field[0] ? json_string_lossy(err->field) : json_null());
+    return o;
+}
+
+/* ---- metrics ---------------------------------------------------------------------------- */
+
+int pgd_store_metric_add(pgd_store *s, int64_t job_id, const char *name, int64_t step,
+                         double value, pgn_error *err) {
+    static const char sql[] =
+        "INSERT INTO metrics (job_id, name, step, value) VALUES (?1, ?2, ?3, ?4)"
+        " ON CONFLICT (job_id, name, step) DO UPDATE"
+        " SET value = excluded.value, created_at = excluded.created_at";
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_int64(st, 1, job_id);
+        sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, step);
+        if (isfinite(value)) sqlite3_bind_double(st, 4, value);
+        else sqlite3_bind_null(st, 4);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) ret = 0;
+        else if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
+            pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)job_id);
+        else db_fail(s, err, "insert metric");
+        stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+int pgd_store_metrics_list(pgd_store *s, int64_t job_id, const char *name, bool has_after,
+                           int64_t after_step, json_t **out, pgn_error *err) {
+    static const char exists_sql[] = "SELECT 1 FROM jobs WHERE id = ?1";
+    static const char all_sql[] = "SELECT name, step, value, created_at FROM metrics"
+                                  " WHERE job_id = ?1 AND step > ?3 ORDER BY name, step";
+    static const char one_sql[] = "SELECT name, step, value, created_at FROM metrics"
+                                  " WHERE job_id = ?1 AND name = ?2 AND step > ?3"
+                                  " ORDER BY name, step";
+    *out = NULL;
+    json_t *arr = json_array();
+    int ret = -1;
+    pthread_mutex_lock(&s->lock);
+    if (run_stmt(s, begin_sql, err, "begin") < 0) goto unlock;
+    sqlite3_stmt *st = stmt(s, exists_sql, err);
+    if (!st) goto rollback;
+    sqlite3_bind_int64(st, 1, job_id);
+    int rc = sqlite3_step(st);
+    stmt_done(st);
+    if (rc == SQLITE_DONE) {
+        pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)job_id);
+        goto rollback;
+    }
+    if (rc != SQLITE_ROW) {
+        db_fail(s, err, "read job");
+        goto rollback;
+    }
+    st = stmt(s, name ? one_sql : all_sql, err);
+    if (!st) goto rollback;
+    sqlite3_bind_int64(st, 1, job_id);
+    if (name) sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, has_after ? after_step : INT64_MIN);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *m = json_object();
+        json_object_set_new(m, "name", col_text(st, 0));
+        json_object_set_new(m, "step", json_integer(sqlite3_column_int64(st, 1)));
+        json_object_set_new(m, "value", col_real(st, 2));
+        json_object_set_new(m, "created_at", col_text(st, 3));
+        json_array_append_new(arr, m);
+    }
+    if (rc != SQLITE_DONE) db_fail(s, err, "list metrics");
+    stmt_done(st);
+    if (rc != SQLITE_DONE) goto rollback;
+    if (run_stmt(s, commit_sql, err, "commit") < 0) goto rollback;
+    *out = arr;
+    arr = NULL;
+    ret = 0;
+    goto unlock;
+rollback:
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+unlock:
+    pthread_mutex_unlock(&s->lock);
+    json_decref(arr);
+    return ret;
+}

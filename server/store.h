@@ -1,0 +1,117 @@
+/* store.h: paragond's SQLite store: migrations, job rows and their metric series.
+ * One connection guarded by one mutex; every call is safe from any thread, and every state
+ * change is one transaction. Calls return 0 on success, -1 with err set on failure; a missing
+ * job is code "not_found". Job objects come back as JSON ready to send. */
+#ifndef PGD_STORE_H
+#define PGD_STORE_H
+
+#include "embedded.h"
+#include "paragon.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct pgd_store pgd_store;
+
+/* Opens (creating if missing) the database at path and applies the embedded schema
+ * migrations (pgn_schema_sources) that are not yet recorded in schema_migrations. */
+int pgd_store_open(const char *path, pgd_store **out, pgn_error *err);
+/* The same with another migration table (NULL-name terminated, names "NNN_name.sql"). */
+int pgd_store_open_with(const char *path, const pgn_embedded *migrations, pgd_store **out,
+                        pgn_error *err);
+void pgd_store_close(pgd_store *store);
+
+/* Highest applied migration version. */
+int pgd_store_schema_version(pgd_store *store, int64_t *version, pgn_error *err);
+
+/* ---- jobs ---- */
+
+typedef enum {
+    PGD_JOB_QUEUED,
+    PGD_JOB_RUNNING,
+    PGD_JOB_SUCCEEDED,
+    PGD_JOB_FAILED,
+    PGD_JOB_CANCELLED,
+} pgd_job_state;
+
+const char *pgd_job_state_name(pgd_job_state state);
+/* Parses a state name; -1 when unknown. */
+int pgd_job_state_parse(const char *name, pgd_job_state *out);
+
+typedef struct pgd_new_job {
+    const char *kind;
+    const char *name;
+    const char *device_requested; /* what the spec asked for: "auto", "cpu", an id ... */
+    const char *device;           /* the device id the scheduler placed it on */
+    const json_t *spec;           /* the validated spec with defaults filled in */
+} pgd_new_job;
+
+/* Inserts a queued job; *id receives its id. */
+int pgd_store_job_insert(pgd_store *store, const pgd_new_job *job, int64_t *id, pgn_error *err);
+
+/* The job object {"id","kind","name","state","device_requested","device","spec","progress",
+ * "attempts","result","error","created_at","started_at","finished_at"}; without "spec" when
+ * with_spec is false. *out is a new reference. */
+int pgd_store_job_get(pgd_store *store, int64_t id, bool with_spec, json_t **out,
+                      pgn_error *err);
+
+typedef struct pgd_job_filter {
+    const char *state; /* NULL: any */
+    const char *kind;  /* NULL: any */
+    int64_t limit;
+    int64_t offset;
+} pgd_job_filter;
+
+/* Job objects without "spec", newest first; *total counts every job the filter matches. */
+int pgd_store_jobs_list(pgd_store *store, const pgd_job_filter *filter, json_t **jobs,
+                        int64_t *total, pgn_error *err);
+
+/* Takes the oldest queued job on device and marks it running (started_at now, attempts + 1,
+ * progress 0) in one statement. *id is 0 when nothing is queued there; otherwise *spec is
+ * the stored spec (new reference). */
+int pgd_store_job_claim(pgd_store *store, const char *device, int64_t *id, json_t **spec,
+                        pgn_error *err);
+
+/* Progress of a running job, clamped to [0, 1]. */
+int pgd_store_job_progress(pgd_store *store, int64_t id, double fraction, pgn_error *err);
+
+/* Ends a queued or running job: state succeeded with result, or failed/cancelled with error
+ * (objects, borrowed; NULL stores null), finished_at now. Code "conflict" when the job has
+ * already finished. */
+int pgd_store_job_finish(pgd_store *store, int64_t id, pgd_job_state state,
+                         const json_t *result, const json_t *error, pgn_error *err);
+
+/* Puts a running job back in the queue (shutdown mid-run); attempts are kept. */
+int pgd_store_job_requeue(pgd_store *store, int64_t id, pgn_error *err);
+
+/* Moves a queued job to another device (its device vanished between runs). */
+int pgd_store_job_reassign(pgd_store *store, int64_t id, const char *device, pgn_error *err);
+
+/* Start-up recovery: every job left running by a previous process goes back to queued
+ * (attempts kept). *count receives how many. */
+int pgd_store_recover(pgd_store *store, int64_t *count, pgn_error *err);
+
+/* Queued jobs as [{"id","device_requested","device"}], oldest first. */
+int pgd_store_queued_jobs(pgd_store *store, json_t **out, pgn_error *err);
+
+/* {"<device id>": N, ...} for every device with queued jobs. */
+int pgd_store_queued_counts(pgd_store *store, json_t **out, pgn_error *err);
+
+/* {"code","message","field"} of an error (field null when empty): what a failed job stores
+ * in its error column and what an error reply carries. New reference. */
+json_t *pgd_error_json(const pgn_error *err);
+
+/* ---- metrics ---- */
+
+/* Records value at (job, name, step); a re-run of the same step replaces it. A NaN or
+ * infinite value is stored as NULL and reads back as null. */
+int pgd_store_metric_add(pgd_store *store, int64_t job_id, const char *name, int64_t step,
+                         double value, pgn_error *err);
+
+/* [{"name","step","value","created_at"}] ordered by name, step; name NULL means every series,
+ * only steps > after_step when has_after. Code "not_found" when the job does not exist. */
+int pgd_store_metrics_list(pgd_store *store, int64_t job_id, const char *name, bool has_after,
+                           int64_t after_step, json_t **out, pgn_error *err);
+
+#endif

@@ -1,0 +1,128 @@
+/* test_spec.c: job-spec validation: defaults, and every kind of bad input gets an error that
+ * names its field. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "paragon.h"
+
+#define XOR_BODY "\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2]},\"data\":{\"source\":\"xor\"}"
+
+static pgn_error parse_err(const char *text) {
+    pgn_job_spec spec;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_spec_parse_text(text, strlen(text), &spec, &err), -1, "accepted: %s", text);
+    return err;
+}
+
+Test(spec, minimal_train_spec_gets_defaults) {
+    const char *text = "{\"kind\":\"train\"," XOR_BODY "}";
+    pgn_job_spec spec;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_spec_parse_text(text, strlen(text), &spec, &err), 0, "%s", err.message);
+    cr_assert_eq(spec.kind, PGN_JOB_TRAIN);
+    cr_assert_str_eq(spec.device, "auto");
+    cr_assert_str_eq(spec.name, "train");
+    cr_assert_eq(spec.train.n_layers, 3);
+    cr_assert_eq(spec.train.layers[1], 8);
+    cr_assert_eq(spec.train.batch_size, 32);
+    cr_assert_eq(spec.train.epochs, 10);
+    cr_assert_eq(spec.train.lr, 0.01f);
+    cr_assert_eq(spec.train.momentum, 0.0f);
+}
+
+Test(spec, normalised_json_round_trips) {
+    const char *text = "{\"kind\":\"train\",\"name\":\"x\",\"seed\":42,\"epochs\":7,\"batch_size\":3,"
+                       "\"optimizer\":{\"lr\":0.1,\"momentum\":0.9}," XOR_BODY "}";
+    pgn_job_spec a, b;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_spec_parse_text(text, strlen(text), &a, &err), 0, "%s", err.message);
+    json_t *j = pgn_spec_to_json(&a);
+    char *dumped = pgn_json_dumps(j);
+    cr_assert(strstr(dumped, "\"lr\":0.1,"), "lr should print as 0.1: %s", dumped);
+    cr_assert_eq(pgn_spec_parse(j, &b, &err), 0, "%s", err.message);
+    cr_assert_eq(memcmp(&a, &b, sizeof a), 0);
+    cr_assert_eq(b.seed, 42);
+    free(dumped);
+    json_decref(j);
+}
+
+Test(spec, malformed_json_names_line_and_column) {
+    pgn_error err = parse_err("{\"kind\":\"train\",\n \"epochs\": }");
+    cr_assert_str_eq(err.code, "invalid_json");
+    cr_assert(strstr(err.message, "line 2"), "%s", err.message);
+}
+
+Test(spec, errors_name_their_field) {
+    struct {
+        const char *text, *field, *fragment;
+    } cases[] = {
+        {"[1,2]", "(root)", "must be a JSON object"},
+        {"{}", "kind", "required"},
+        {"{\"kind\":\"paint\"}", "kind", "unknown job kind 'paint'"},
+        {"{\"kind\":7}", "kind", "must be a string"},
+        {"{\"kind\":\"train\",\"colour\":1," XOR_BODY "}", "colour", "unknown field"},
+        {"{\"kind\":\"train\",\"data\":{\"source\":\"xor\"}}", "model", "missing"},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2],\"depth\":3},"
+         "\"data\":{\"source\":\"xor\"}}", "model.depth", "unknown field"},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"cnn\",\"layers\":[2,2]},\"data\":{\"source\":\"xor\"}}",
+         "model.type", "unknown model type 'cnn'"},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,0,2]},\"data\":{\"source\":\"xor\"}}",
+         "model.layers[1]", "must be > 0"},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,\"8\",2]},\"data\":{\"source\":\"xor\"}}",
+         "model.layers[1]", "must be an integer"},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2]},\"data\":{\"source\":\"xor\"}}",
+         "model.layers", "between 2 and"},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[3,8,2]},\"data\":{\"source\":\"xor\"}}",
+         "model.layers[0]", "must be 2"},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,8,3]},\"data\":{\"source\":\"xor\"}}",
+         "model.layers[2]", "must be 2"},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2],\"activation\":\"swish\"},"
+         "\"data\":{\"source\":\"xor\"}}", "model.activation", "unknown activation"},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2]},\"data\":{\"source\":\"mnist9\"}}",
+         "data.source", "unknown data source"},
+        {"{\"kind\":\"train\",\"optimizer\":{\"lr\":-1}," XOR_BODY "}", "optimizer.lr", "must be >"},
+        {"{\"kind\":\"train\",\"optimizer\":{\"lr\":\"fast\"}," XOR_BODY "}", "optimizer.lr", "must be a number"},
+        {"{\"kind\":\"train\",\"optimizer\":{\"momentum\":1.5}," XOR_BODY "}", "optimizer.momentum", "must be >="},
+        {"{\"kind\":\"train\",\"optimizer\":{\"type\":\"adam\"}," XOR_BODY "}", "optimizer.type", "unknown optimizer"},
+        {"{\"kind\":\"train\",\"optimizer\":[]," XOR_BODY "}", "optimizer", "must be an object"},
+        {"{\"kind\":\"train\",\"batch_size\":0," XOR_BODY "}", "batch_size", "between 1 and"},
+        {"{\"kind\":\"train\",\"epochs\":2.5," XOR_BODY "}", "epochs", "must be an integer"},
+        {"{\"kind\":\"train\",\"epochs\":1000000," XOR_BODY "}", "epochs", "between 1 and"},
+        {"{\"kind\":\"train\",\"seed\":-1," XOR_BODY "}", "seed", "between 0 and"},
+        {"{\"kind\":\"train\",\"device\":\"\"," XOR_BODY "}", "device", "must not be empty"},
+        {"{\"kind\":\"train\",\"name\":5," XOR_BODY "}", "name", "must be a string"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        pgn_error err = parse_err(cases[i].text);
+        cr_assert_str_eq(err.code, "invalid_spec", "%s", cases[i].text);
+        cr_assert_str_eq(err.field, cases[i].field, "%s -> field '%s' (%s)", cases[i].text,
+                         err.field, err.message);
+        cr_assert(strstr(err.message, cases[i].fragment), "%s -> message '%s'", cases[i].text,
+                  err.message);
+        cr_assert_eq(strncmp(err.message, cases[i].field, strlen(cases[i].field)), 0,
+                     "message should start with the field: %s", err.message);
+    }
+}
+
+Test(spec, device_selection) {
+    pgn_device_info list[2] = {0}, out;
+    pgn_error err = {0};
+    snprintf(list[0].id, sizeof list[0].id, "cpu-00000001");
+    list[0].type = PGN_DEVICE_CPU;
+    snprintf(list[1].id, sizeof list[1].id, "gpu-00000002");
+    list[1].type = PGN_DEVICE_GPU;
+    cr_assert_eq(pgn_device_select("auto", list, 2, &out, &err), 0);
+    cr_assert_str_eq(out.id, "gpu-00000002");
+    cr_assert_eq(pgn_device_select("cpu", list, 2, &out, &err), 0);
+    cr_assert_str_eq(out.id, "cpu-00000001");
+    cr_assert_eq(pgn_device_select("host", list, 2, &out, &err), 0);
+    cr_assert_str_eq(out.id, "host");
+    cr_assert_eq(pgn_device_select("cpu-00000001", list, 2, &out, &err), 0);
+    cr_assert_eq(pgn_device_select("tpu-9", list, 2, &out, &err), -1);
+    cr_assert_str_eq(err.field, "device");
+    cr_assert(strstr(err.message, "unknown device 'tpu-9'"), "%s", err.message);
+    cr_assert_eq(pgn_device_select("gpu", list, 1, &out, &err), -1);
+    cr_assert(strstr(err.message, "no OpenCL gpu device"), "%s", err.message);
+    cr_assert_eq(pgn_device_select("auto", list, 0, &out, &err), -1);
+    cr_assert_str_eq(err.code, "no_device");
+}

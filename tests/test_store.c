@@ -1,0 +1,619 @@
+/* test_store.c: server/store.c against real SQLite files: the migration runner (fresh,
+ * repeated, added, failing, newer), job rows through every transition, listing with filters
+ * and paging, metric series, start-up recovery, and concurrent use from several threads. */
+#include "store.h"
+
+#include <criterion/criterion.h>
+#include <ftw.h>
+#include <math.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+static char dbpath[300];
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static void setup(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/paragon-store-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir));
+    snprintf(dbpath, sizeof dbpath, "%s/t.db", tmpdir);
+}
+
+static void teardown(void) { nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+TestSuite(store, .init = setup, .fini = teardown);
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+static pgd_store *open_store(void) {
+    pgd_store *s = NULL;
+    pgn_error err;
+    pgn_error_clear(&err);
+    cr_assert_eq(pgd_store_open(dbpath, &s, &err), 0, "open: %s", err.message);
+    cr_assert_not_null(s);
+    return s;
+}
+
+/* A second, plain connection to check what is really in the file. */
+static sqlite3 *raw_db(void) {
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    return db;
+}
+
+static int64_t raw_int(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
+                 sqlite3_errmsg(db));
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s returned no row", sql);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static char *raw_text(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
+                 sqlite3_errmsg(db));
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s returned no row", sql);
+    const char *t = (const char *)sqlite3_column_text(st, 0);
+    char *copy = t ? strdup(t) : NULL;
+    sqlite3_finalize(st);
+    return copy;
+}
+
+static int64_t insert(pgd_store *s, const char *kind, const char *name, const char *device) {
+    json_t *spec = json_pack("{s:s, s:s, s:i}", "kind", kind, "name", name, "epochs", 3);
+    pgd_new_job job = {.kind = kind, .name = name, .device_requested = "auto",
+                       .device = device, .spec = spec};
+    int64_t id = 0;
+    pgn_error err;
+    cr_assert_eq(pgd_store_job_insert(s, &job, &id, &err), 0, "insert: %s", err.message);
+    json_decref(spec);
+    cr_assert_gt(id, 0);
+    return id;
+}
+
+static json_t *get(pgd_store *s, int64_t id) {
+    json_t *job = NULL;
+    pgn_error err;
+    cr_assert_eq(pgd_store_job_get(s, id, true, &job, &err), 0, "get %lld: %s", (long long)id,
+                 err.message);
+    return job;
+}
+
+static const char *str(const json_t *obj, const char *key) {
+    return json_string_value(json_object_get(obj, key));
+}
+
+/* "2024-05-01T12:00:00.123Z" */
+static void assert_timestamp(const char *t) {
+    cr_assert_not_null(t);
+    cr_assert_eq(strlen(t), 24, "timestamp '%s'", t);
+    cr_assert(t[4] == '-' && t[7] == '-' && t[10] == 'T' && t[13] == ':' && t[16] == ':' &&
+                  t[19] == '.' && t[23] == 'Z',
+              "timestamp '%s' is not ISO-8601 UTC with milliseconds", t);
+}
+
+static int64_t claim(pgd_store *s, const char *device) {
+    int64_t id = -1;
+    json_t *spec = NULL;
+    pgn_error err;
+    cr_assert_eq(pgd_store_job_claim(s, device, &id, &spec, &err), 0, "claim: %s", err.message);
+    if (id) cr_assert(json_is_object(spec), "a claimed job comes with its spec");
+    else cr_assert_null(spec);
+    json_decref(spec);
+    return id;
+}
+
+/* ---- migrations ------------------------------------------------------------------------- */
+
+Test(store, fresh_database_records_version_1_and_creates_tables) {
+    pgd_store *s = open_store();
+    int64_t version = 0;
+    pgn_error err;
+    cr_assert_eq(pgd_store_schema_version(s, &version, &err), 0);
+    cr_assert_eq(version, 1);
+
+    sqlite3 *db = raw_db();
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 1);
+    char *name = raw_text(db, "SELECT name FROM schema_migrations WHERE version = 1");
+    cr_assert_str_eq(name, "001_init.sql");
+    free(name);
+    char *at = raw_text(db, "SELECT applied_at FROM schema_migrations WHERE version = 1");
+    assert_timestamp(at);
+    free(at);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+                             " AND name IN ('jobs', 'metrics', 'schema_migrations')"),
+                 3);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
+                             " AND name IN ('jobs_queue', 'jobs_state', 'jobs_kind')"),
+                 3);
+    char *mode = raw_text(db, "PRAGMA journal_mode");
+    cr_assert_str_eq(mode, "wal");
+    free(mode);
+    sqlite3_close(db);
+    pgd_store_close(s);
+}
+
+Test(store, reopening_applies_nothing_again) {
+    pgd_store_close(open_store());
+    sqlite3 *db = raw_db();
+    char *first = raw_text(db, "SELECT applied_at FROM schema_migrations");
+    sqlite3_close(db);
+    usleep(5000); /* a re-application would get a later applied_at */
+
+    pgd_store *s = open_store();
+    int64_t id = insert(s, "train", "kept", "host");
+    pgd_store_close(s);
+    s = open_store();
+
+    db = raw_db();
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 1);
+    char *again = raw_text(db, "SELECT applied_at FROM schema_migrations");
+    cr_assert_str_eq(again, first);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM jobs"), 1, "data survives a restart");
+    sqlite3_close(db);
+    json_t *job = get(s, id);
+    cr_assert_str_eq(str(job, "name"), "kept");
+    json_decref(job);
+    free(first);
+    free(again);
+    pgd_store_close(s);
+}
+
+static const pgn_embedded *find_init(void) {
+    const pgn_embedded *init = pgn_embedded_find(pgn_schema_sources, "001_init.sql");
+    cr_assert_not_null(init, "001_init.sql is embedded");
+    return init;
+}
+
+#define SQL_FILE(name, text) {name, (const unsigned char *)(text), sizeof(text) - 1}
+
+Test(store, a_new_migration_is_applied_once_in_order) {
+    const pgn_embedded *init = find_init();
+    /* Listed out of order: the runner orders by the NNN prefix. */
+    const pgn_embedded two[] = {
+        SQL_FILE("002_extra.sql", "CREATE TABLE extra (x INTEGER); INSERT INTO extra VALUES (7);"),
+        *init,
+        {NULL, NULL, 0}};
+    const pgn_embedded one[] = {*init, {NULL, NULL, 0}};
+    pgd_store *s;
+    pgn_error err;
+    cr_assert_eq(pgd_store_open_with(dbpath, one, &s, &err), 0, "%s", err.message);
+    pgd_store_close(s);
+    cr_assert_eq(pgd_store_open_with(dbpath, two, &s, &err), 0, "%s", err.message);
+    pgd_store_close(s);
+    cr_assert_eq(pgd_store_open_with(dbpath, two, &s, &err), 0, "%s", err.message);
+    int64_t version;
+    cr_assert_eq(pgd_store_schema_version(s, &version, &err), 0);
+    cr_assert_eq(version, 2);
+    pgd_store_close(s);
+
+    sqlite3 *db = raw_db();
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM extra"), 1, "002 ran exactly once");
+    char *versions = raw_text(db, "SELECT group_concat(version, ',') FROM"
+                                  " (SELECT version FROM schema_migrations ORDER BY version)");
+    cr_assert_str_eq(versions, "1,2");
+    free(versions);
+    sqlite3_close(db);
+}
+
+Test(store, a_failing_migration_rolls_back_and_names_the_file) {
+    const pgn_embedded *init = find_init();
+    const pgn_embedded bad[] = {
+        *init, SQL_FILE("002_broken.sql", "CREATE TABLE half (x INTEGER); THIS IS NOT SQL;"),
+        {NULL, NULL, 0}};
+    pgd_store *s = (pgd_store *)1;
+    pgn_error err;
+    pgn_error_clear(&err);
+    cr_assert_eq(pgd_store_open_with(dbpath, bad, &s, &err), -1);
+    cr_assert_null(s);
+    cr_assert(strstr(err.message, "002_broken.sql"), "message: %s", err.message);
+    cr_assert(strstr(err.message, "syntax error"), "message: %s", err.message);
+
+    sqlite3 *db = raw_db();
+    cr_assert_eq(raw_int(db, "SELECT max(version) FROM schema_migrations"), 1);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'half'"), 0,
+                 "the failed migration left nothing behind");
+    sqlite3_close(db);
+}
+
+Test(store, badly_named_or_newer_schemas_are_refused) {
+    const pgn_embedded misnamed[] = {SQL_FILE("init.sql", "SELECT 1;"), {NULL, NULL, 0}};
+    pgd_store *s;
+    pgn_error err;
+    cr_assert_eq(pgd_store_open_with(dbpath, misnamed, &s, &err), -1);
+    cr_assert(strstr(err.message, "'init.sql' is not named NNN_name.sql"), "%s", err.message);
+
+    pgd_store_close(open_store());
+    sqlite3 *db = raw_db();
+    cr_assert_eq(sqlite3_exec(db, "INSERT INTO schema_migrations VALUES (9, '009_future.sql',"
+                                  " '2030-01-01T00:00:00.000Z')",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    cr_assert_eq(pgd_store_open(dbpath, &s, &err), -1);
+    cr_assert(strstr(err.message, "schema version 9 is newer"), "%s", err.message);
+}
+
+/* ---- jobs ------------------------------------------------------------------------------- */
+
+Test(store, insert_then_get_returns_every_field) {
+    pgd_store *s = open_store();
+    json_t *spec = json_pack("{s:s, s:s, s:{s:[i,i,i]}}", "kind", "train", "name", "xor", "model",
+                             "layers", 2, 8, 2);
+    pgd_new_job job = {.kind = "train", .name = "xor", .device_requested = "cpu",
+                       .device = "cpu-0000abcd", .spec = spec};
+    int64_t id;
+    pgn_error err;
+    cr_assert_eq(pgd_store_job_insert(s, &job, &id, &err), 0);
+    cr_assert_eq(id, 1);
+
+    json_t *o = get(s, id);
+    cr_assert_eq(json_integer_value(json_object_get(o, "id")), 1);
+    cr_assert_str_eq(str(o, "kind"), "train");
+    cr_assert_str_eq(str(o, "name"), "xor");
+    cr_assert_str_eq(str(o, "state"), "queued");
+    cr_assert_str_eq(str(o, "device_requested"), "cpu");
+    cr_assert_str_eq(str(o, "device"), "cpu-0000abcd");
+    cr_assert(json_equal(json_object_get(o, "spec"), spec), "spec round-trips as JSON");
+    cr_assert_float_eq(json_real_value(json_object_get(o, "progress")), 0.0, 1e-12);
+    cr_assert_eq(json_integer_value(json_object_get(o, "attempts")), 0);
+    cr_assert(json_is_null(json_object_get(o, "result")));
+    cr_assert(json_is_null(json_object_get(o, "error")));
+    assert_timestamp(str(o, "created_at"));
+    cr_assert(json_is_null(json_object_get(o, "started_at")));
+    cr_assert(json_is_null(json_object_get(o, "finished_at")));
+    cr_assert_eq(json_object_size(o), 14);
+    json_decref(o);
+
+    cr_assert_eq(pgd_store_job_get(s, id, false, &o, &err), 0);
+    cr_assert_null(json_object_get(o, "spec"), "without spec when asked");
+    json_decref(o);
+
+    o = (json_t *)1;
+    cr_assert_eq(pgd_store_job_get(s, 42, true, &o, &err), -1);
+    cr_assert_null(o);
+    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_str_eq(err.message, "job 42 does not exist");
+    json_decref(spec);
+    pgd_store_close(s);
+}
+
+Test(store, claim_takes_the_oldest_queued_job_of_its_device) {
+    pgd_store *s = open_store();
+    int64_t a1 = insert(s, "train", "a1", "dev-a");
+    int64_t b1 = insert(s, "train", "b1", "dev-b");
+    int64_t a2 = insert(s, "train", "a2", "dev-a");
+
+    cr_assert_eq(claim(s, "dev-a"), a1);
+    json_t *o = get(s, a1);
+    cr_assert_str_eq(str(o, "state"), "running");
+    cr_assert_eq(json_integer_value(json_object_get(o, "attempts")), 1);
+    assert_timestamp(str(o, "started_at"));
+    json_decref(o);
+
+    cr_assert_eq(claim(s, "dev-a"), a2);
+    cr_assert_eq(claim(s, "dev-a"), 0, "nothing left on dev-a");
+    cr_assert_eq(claim(s, "dev-c"), 0);
+    cr_assert_eq(claim(s, "dev-b"), b1);
+    pgd_store_close(s);
+}
+
+Test(store, finish_records_result_or_error_once) {
+    pgd_store *s = open_store();
+    int64_t ok = insert(s, "train", "ok", "d");
+    int64_t bad = insert(s, "train", "bad", "d");
+    cr_assert_eq(claim(s, "d"), ok);
+    cr_assert_eq(claim(s, "d"), bad);
+    pgn_error err;
+
+    cr_assert_eq(pgd_store_job_progress(s, ok, 0.25, &err), 0);
+    json_t *o = get(s, ok);
+    cr_assert_float_eq(json_real_value(json_object_get(o, "progress")), 0.25, 1e-12);
+    json_decref(o);
+    cr_assert_eq(pgd_store_job_progress(s, ok, 7.0, &err), 0);
+    o = get(s, ok);
+    cr_assert_float_eq(json_real_value(json_object_get(o, "progress")), 1.0, 1e-12,
+                       "progress is clamped to 1");
+    json_decref(o);
+
+    json_t *result = json_pack("{s:f, s:s}", "accuracy", 1.0, "weights_sha256", "ab");
+    cr_assert_eq(pgd_store_job_finish(s, ok, PGD_JOB_SUCCEEDED, result, NULL, &err), 0);
+    o = get(s, ok);
+    cr_assert_str_eq(str(o, "state"), "succeeded");
+    cr_assert(json_equal(json_object_get(o, "result"), result));
+    cr_assert(json_is_null(json_object_get(o, "error")));
+    assert_timestamp(str(o, "finished_at"));
+    cr_assert_float_eq(json_real_value(json_object_get(o, "progress")), 1.0, 1e-12);
+    json_decref(o);
+
+    pgn_error jerr;
+    pgn_error_clear(&jerr);
+    pgn_error_set(&jerr, "kernel_build", "", "build failed: \xff\xfe log");
+    json_t *ej = pgd_error_json(&jerr);
+    cr_assert_str_eq(str(ej, "message"), "build failed: ?? log", "invalid UTF-8 is replaced");
+    cr_assert(json_is_null(json_object_get(ej, "field")));
+    cr_assert_eq(pgd_store_job_finish(s, bad, PGD_JOB_FAILED, NULL, ej, &err), 0);
+    o = get(s, bad);
+    cr_assert_str_eq(str(o, "state"), "failed");
+    cr_assert_str_eq(str(json_object_get(o, "error"), "code"), "kernel_build");
+    cr_assert(json_is_null(json_object_get(o, "result")));
+    json_decref(o);
+
+    cr_assert_eq(pgd_store_job_finish(s, ok, PGD_JOB_FAILED, NULL, ej, &err), -1);
+    cr_assert_str_eq(err.code, "conflict");
+    cr_assert(strstr(err.message, "it is succeeded"), "%s", err.message);
+    cr_assert_eq(pgd_store_job_progress(s, ok, 0.5, &err), -1);
+    cr_assert_str_eq(err.code, "conflict");
+    cr_assert_eq(pgd_store_job_finish(s, 999, PGD_JOB_FAILED, NULL, ej, &err), -1);
+    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_eq(pgd_store_job_finish(s, bad, PGD_JOB_RUNNING, NULL, NULL, &err), -1,
+                 "running is not a final state");
+    json_decref(ej);
+    json_decref(result);
+    pgd_store_close(s);
+}
+
+Test(store, list_filters_pages_and_counts) {
+    pgd_store *s = open_store();
+    int64_t ids[7];
+    for (int i = 0; i < 7; i++) ids[i] = insert(s, i < 5 ? "train" : "bench", "j", "d");
+    /* ids[0] and ids[1] run; ids[0] succeeds. */
+    cr_assert_eq(claim(s, "d"), ids[0]);
+    cr_assert_eq(claim(s, "d"), ids[1]);
+    pgn_error err;
+    json_t *r = json_object();
+    cr_assert_eq(pgd_store_job_finish(s, ids[0], PGD_JOB_SUCCEEDED, r, NULL, &err), 0);
+    json_decref(r);
+
+    json_t *jobs;
+    int64_t total;
+    pgd_job_filter f = {.limit = 3, .offset = 0};
+    cr_assert_eq(pgd_store_jobs_list(s, &f, &jobs, &total, &err), 0);
+    cr_assert_eq(total, 7);
+    cr_assert_eq(json_array_size(jobs), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *j = json_array_get(jobs, i);
+        cr_assert_eq(json_integer_value(json_object_get(j, "id")), ids[6 - i], "newest first");
+        cr_assert_null(json_object_get(j, "spec"), "lists leave the spec out");
+    }
+    json_decref(jobs);
+
+    f.offset = 5;
+    cr_assert_eq(pgd_store_jobs_list(s, &f, &jobs, &total, &err), 0);
+    cr_assert_eq(total, 7);
+    cr_assert_eq(json_array_size(jobs), 2);
+    cr_assert_eq(json_integer_value(json_object_get(json_array_get(jobs, 1), "id")), ids[0]);
+    json_decref(jobs);
+
+    f = (pgd_job_filter){.state = "queued", .limit = 50};
+    cr_assert_eq(pgd_store_jobs_list(s, &f, &jobs, &total, &err), 0);
+    cr_assert_eq(total, 5);
+    cr_assert_eq(json_array_size(jobs), 5);
+    json_decref(jobs);
+
+    f = (pgd_job_filter){.kind = "bench", .limit = 50};
+    cr_assert_eq(pgd_store_jobs_list(s, &f, &jobs, &total, &err), 0);
+    cr_assert_eq(total, 2);
+    cr_assert_str_eq(str(json_array_get(jobs, 0), "kind"), "bench");
+    json_decref(jobs);
+
+    f = (pgd_job_filter){.state = "running", .kind = "train", .limit = 50};
+    cr_assert_eq(pgd_store_jobs_list(s, &f, &jobs, &total, &err), 0);
+    cr_assert_eq(total, 1);
+    cr_assert_eq(json_integer_value(json_object_get(json_array_get(jobs, 0), "id")), ids[1]);
+    json_decref(jobs);
+
+    f = (pgd_job_filter){.state = "succeeded", .limit = 0};
+    cr_assert_eq(pgd_store_jobs_list(s, &f, &jobs, &total, &err), 0);
+    cr_assert_eq(total, 1, "limit 0 still counts");
+    cr_assert_eq(json_array_size(jobs), 0);
+    json_decref(jobs);
+
+    json_t *counts;
+    cr_assert_eq(pgd_store_queued_counts(s, &counts, &err), 0);
+    cr_assert_eq(json_integer_value(json_object_get(counts, "d")), 5);
+    cr_assert_eq(json_object_size(counts), 1);
+    json_decref(counts);
+    pgd_store_close(s);
+}
+
+Test(store, state_names_round_trip) {
+    for (int i = PGD_JOB_QUEUED; i <= PGD_JOB_CANCELLED; i++) {
+        pgd_job_state st;
+        cr_assert_eq(pgd_job_state_parse(pgd_job_state_name((pgd_job_state)i), &st), 0);
+        cr_assert_eq((int)st, i);
+    }
+    pgd_job_state st;
+    cr_assert_eq(pgd_job_state_parse("done", &st), -1);
+}
+
+/* ---- metrics ---------------------------------------------------------------------------- */
+
+Test(store, metrics_are_ordered_filtered_and_replaced) {
+    pgd_store *s = open_store();
+    int64_t id = insert(s, "train", "m", "d");
+    pgn_error err;
+    for (int step = 4; step >= 0; step--) { /* written out of order on purpose */
+        cr_assert_eq(pgd_store_metric_add(s, id, "loss", step, 1.0 / (step + 1), &err), 0);
+        cr_assert_eq(pgd_store_metric_add(s, id, "accuracy", step, step / 4.0, &err), 0);
+    }
+    json_t *m;
+    cr_assert_eq(pgd_store_metrics_list(s, id, NULL, false, 0, &m, &err), 0);
+    cr_assert_eq(json_array_size(m), 10);
+    for (size_t i = 0; i < 10; i++) {
+        json_t *row = json_array_get(m, i);
+        cr_assert_str_eq(str(row, "name"), i < 5 ? "accuracy" : "loss");
+        cr_assert_eq(json_integer_value(json_object_get(row, "step")), (json_int_t)(i % 5));
+        assert_timestamp(str(row, "created_at"));
+    }
+    cr_assert_float_eq(json_real_value(json_object_get(json_array_get(m, 5), "value")), 1.0,
+                       1e-12);
+    cr_assert_float_eq(json_real_value(json_object_get(json_array_get(m, 9), "value")), 0.2,
+                       1e-12);
+    json_decref(m);
+
+    cr_assert_eq(pgd_store_metrics_list(s, id, "loss", true, 2, &m, &err), 0);
+    cr_assert_eq(json_array_size(m), 2, "only steps after 2");
+    cr_assert_eq(json_integer_value(json_object_get(json_array_get(m, 0), "step")), 3);
+    json_decref(m);
+
+    /* A re-run of a step (after a restart) replaces it; a NaN reads back as null. */
+    cr_assert_eq(pgd_store_metric_add(s, id, "loss", 4, 0.5, &err), 0);
+    cr_assert_eq(pgd_store_metric_add(s, id, "loss", 5, NAN, &err), 0);
+    cr_assert_eq(pgd_store_metrics_list(s, id, "loss", true, 3, &m, &err), 0);
+    cr_assert_eq(json_array_size(m), 2);
+    cr_assert_float_eq(json_real_value(json_object_get(json_array_get(m, 0), "value")), 0.5,
+                       1e-12);
+    cr_assert(json_is_null(json_object_get(json_array_get(m, 1), "value")));
+    json_decref(m);
+
+    cr_assert_eq(pgd_store_metrics_list(s, id, "nothing", false, 0, &m, &err), 0);
+    cr_assert_eq(json_array_size(m), 0);
+    json_decref(m);
+
+    cr_assert_eq(pgd_store_metric_add(s, 777, "loss", 0, 1.0, &err), -1);
+    cr_assert_str_eq(err.code, "not_found");
+    m = (json_t *)1;
+    cr_assert_eq(pgd_store_metrics_list(s, 777, NULL, false, 0, &m, &err), -1);
+    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_null(m);
+    pgd_store_close(s);
+
+    /* Deleting a job deletes its series (ON DELETE CASCADE). */
+    sqlite3 *db = raw_db();
+    cr_assert_eq(sqlite3_exec(db, "PRAGMA foreign_keys = ON; DELETE FROM jobs;", NULL, NULL,
+                              NULL),
+                 SQLITE_OK);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM metrics"), 0);
+    sqlite3_close(db);
+}
+
+Test(store, schema_rejects_unknown_states) {
+    pgd_store *s = open_store();
+    insert(s, "train", "x", "d");
+    pgd_store_close(s);
+    sqlite3 *db = raw_db();
+    cr_assert_neq(sqlite3_exec(db, "UPDATE jobs SET state = 'done'", NULL, NULL, NULL),
+                  SQLITE_OK);
+    cr_assert(strstr(sqlite3_errmsg(db), "CHECK constraint failed"), "%s", sqlite3_errmsg(db));
+    sqlite3_close(db);
+}
+
+/* ---- recovery --------------------------------------------------------------------------- */
+
+Test(store, restart_puts_running_jobs_back_in_the_queue) {
+    pgd_store *s = open_store();
+    int64_t run = insert(s, "train", "interrupted", "d");
+    int64_t wait = insert(s, "train", "waiting", "d");
+    cr_assert_eq(claim(s, "d"), run);
+    pgn_error err;
+    cr_assert_eq(pgd_store_job_progress(s, run, 0.5, &err), 0);
+    pgd_store_close(s); /* the process "dies" with the job running */
+
+    s = open_store();
+    int64_t n = -1;
+    cr_assert_eq(pgd_store_recover(s, &n, &err), 0);
+    cr_assert_eq(n, 1);
+    json_t *o = get(s, run);
+    cr_assert_str_eq(str(o, "state"), "queued");
+    cr_assert_eq(json_integer_value(json_object_get(o, "attempts")), 1, "attempts are kept");
+    cr_assert(json_is_null(json_object_get(o, "started_at")));
+    cr_assert_float_eq(json_real_value(json_object_get(o, "progress")), 0.0, 1e-12);
+    json_decref(o);
+    cr_assert_eq(pgd_store_recover(s, &n, &err), 0);
+    cr_assert_eq(n, 0, "recovery is idempotent");
+
+    json_t *q;
+    cr_assert_eq(pgd_store_queued_jobs(s, &q, &err), 0);
+    cr_assert_eq(json_array_size(q), 2);
+    cr_assert_eq(json_integer_value(json_object_get(json_array_get(q, 0), "id")), run);
+    json_decref(q);
+
+    cr_assert_eq(claim(s, "d"), run, "the interrupted job is still the oldest");
+    o = get(s, run);
+    cr_assert_eq(json_integer_value(json_object_get(o, "attempts")), 2);
+    json_decref(o);
+
+    /* A shutdown mid-run requeues the same way; reassign moves a queued job. */
+    cr_assert_eq(pgd_store_job_requeue(s, run, &err), 0);
+    cr_assert_eq(pgd_store_job_requeue(s, wait, &err), -1);
+    cr_assert_str_eq(err.code, "conflict");
+    cr_assert_eq(pgd_store_job_reassign(s, wait, "other", &err), 0);
+    cr_assert_eq(claim(s, "other"), wait);
+    cr_assert_eq(pgd_store_job_reassign(s, wait, "d", &err), -1, "only queued jobs move");
+    pgd_store_close(s);
+}
+
+/* ---- concurrency ------------------------------------------------------------------------ */
+
+typedef struct worker_arg {
+    pgd_store *s;
+    int n;
+    int64_t claimed[64];
+    int n_claimed;
+} worker_arg;
+
+static void *hammer(void *p) {
+    worker_arg *a = p;
+    pgn_error err;
+    for (int i = 0; i < a->n; i++) {
+        json_t *spec = json_object();
+        pgd_new_job job = {.kind = "train", .name = "c", .device_requested = "auto",
+                           .device = "shared", .spec = spec};
+        int64_t id;
+        if (pgd_store_job_insert(a->s, &job, &id, &err) == 0)
+            pgd_store_metric_add(a->s, id, "loss", 0, 1.0, &err);
+        json_decref(spec);
+        json_t *got = NULL;
+        int64_t cid = 0;
+        if (pgd_store_job_claim(a->s, "shared", &cid, &got, &err) == 0 && cid)
+            a->claimed[a->n_claimed++] = cid;
+        json_decref(got);
+    }
+    return NULL;
+}
+
+Test(store, concurrent_threads_never_claim_a_job_twice) {
+    pgd_store *s = open_store();
+    enum { THREADS = 4, EACH = 40 };
+    worker_arg args[THREADS];
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        args[i] = (worker_arg){.s = s, .n = EACH};
+        cr_assert_eq(pthread_create(&t[i], NULL, hammer, &args[i]), 0);
+    }
+    int total = 0;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        total += args[i].n_claimed;
+    }
+    /* Every thread inserts before it claims, so every claim finds a job. */
+    cr_assert_eq(total, THREADS * EACH);
+    int64_t seen[THREADS * EACH + 1];
+    memset(seen, 0, sizeof seen);
+    for (int i = 0; i < THREADS; i++)
+        for (int j = 0; j < args[i].n_claimed; j++) {
+            int64_t id = args[i].claimed[j];
+            cr_assert(id >= 1 && id <= THREADS * EACH);
+            cr_assert_eq(seen[id], 0, "job %lld claimed twice", (long long)id);
+            seen[id] = 1;
+        }
+    pgd_store_close(s);
+    sqlite3 *db = raw_db();
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM jobs WHERE state = 'running'"),
+                 THREADS * EACH);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM metrics"), THREADS * EACH);
+    sqlite3_close(db);
+}
