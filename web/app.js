@@ -247,7 +247,7 @@ function renderDevices(devices) {
     const dl = el('dl');
     const rows = [
       ['Compute units', d.compute_units != null ? String(d.compute_units) : '\u2014'],
-      ['Memory', fmtBytes(d.global_mem_bytes)],
+      ['Memory', d.global_mem_bytes ? fmtBytes(d.global_mem_bytes) : '—'],
       ['Clock', fmtClock(d.max_clock_mhz)],
       ['Queued', d.queued != null ? String(d.queued) : '\u2014'],
       ['Running', running],
