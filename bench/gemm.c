@@ -4,23 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 #include "pgn_math.h"
 
 #define REPEATS 5
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* Median seconds of REPEATS runs of C = A B on dev (NULL: host), after one warm-up. */
 static double time_gemm(pgn_device *dev, int n, const float *a, const float *b, float *c) {
@@ -34,20 +22,19 @@ static double time_gemm(pgn_device *dev, int n, const float *a, const float *b, 
     }
     double t[REPEATS + 1];
     for (int r = 0; r <= REPEATS; r++) {
-        double t0 = now_s();
+        double t0 = pgn_now_s();
         if (pgn_op_gemm(n, n, n, &ta, false, &tb, false, &tc, &err) ||
             pgn_device_finish(dev, &err)) {
             fprintf(stderr, "bench-gemm: %s\n", err.message);
             exit(1);
         }
-        t[r] = now_s() - t0;
+        t[r] = pgn_now_s() - t0;
     }
     pgn_tensor_read(&tc, c, (size_t)n * n, &err);
     pgn_tensor_release(&ta);
     pgn_tensor_release(&tb);
     pgn_tensor_release(&tc);
-    qsort(t + 1, REPEATS, sizeof *t, cmp_double); /* t[0] is the warm-up */
-    return t[1 + REPEATS / 2];
+    return pgn_median(t + 1, REPEATS); /* t[0] is the warm-up */
 }
 
 int main(int argc, char **argv) {

@@ -141,9 +141,12 @@ static void describe(cl_platform_id p, cl_device_id d, pgn_device_info *out) {
     out->global_mem_bytes = mem;
 }
 
-/* Calls fn for every (platform, device) pair in enumeration order; stops when fn returns 1. */
-static int each_cl_device(int (*fn)(void *ctx, cl_platform_id, cl_device_id), void *ctx,
-                          pgn_error *err) {
+/* Calls fn for every OpenCL device in enumeration order with its description and stable id;
+ * stops when fn returns 1. Ids are computed here, from what came before, so the listing and
+ * the lookup by id in pgn_device_open always agree. */
+typedef int (*device_fn)(void *ctx, cl_platform_id, cl_device_id, const pgn_device_info *);
+
+static int each_cl_device(device_fn fn, void *ctx, pgn_error *err) {
     cl_platform_id platforms[PGN_MAX_PLATFORMS];
     cl_uint np = 0;
     cl_int st = clGetPlatformIDs(PGN_MAX_PLATFORMS, platforms, &np);
@@ -153,15 +156,21 @@ static int each_cl_device(int (*fn)(void *ctx, cl_platform_id, cl_device_id), vo
         return -1;
     }
     if (np > PGN_MAX_PLATFORMS) np = PGN_MAX_PLATFORMS;
+    pgn_device_info seen[PGN_MAX_PLATFORMS * 4];
+    size_t n_seen = 0;
     for (cl_uint p = 0; p < np; p++) {
         cl_device_id devs[PGN_MAX_DEVICES];
         cl_uint nd = 0;
         st = clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, PGN_MAX_DEVICES, devs, &nd);
-        if (st == CL_DEVICE_NOT_FOUND) continue;
         if (st != CL_SUCCESS) continue; /* a broken platform must not hide the others */
         if (nd > PGN_MAX_DEVICES) nd = PGN_MAX_DEVICES;
-        for (cl_uint i = 0; i < nd; i++)
-            if (fn(ctx, platforms[p], devs[i])) return 0;
+        for (cl_uint i = 0; i < nd && n_seen < sizeof seen / sizeof *seen; i++) {
+            pgn_device_info *info = &seen[n_seen];
+            describe(platforms[p], devs[i], info);
+            make_id(info, seen, n_seen);
+            n_seen++;
+            if (fn(ctx, platforms[p], devs[i], info)) return 0;
+        }
     }
     return 0;
 }
@@ -169,22 +178,27 @@ static int each_cl_device(int (*fn)(void *ctx, cl_platform_id, cl_device_id), vo
 typedef struct {
     pgn_device_info *list;
     size_t count;
+    int out_of_memory;
 } list_ctx;
 
-static int collect(void *ctx, cl_platform_id p, cl_device_id d) {
+static int collect(void *ctx, cl_platform_id p, cl_device_id d, const pgn_device_info *info) {
+    (void)p;
+    (void)d;
     list_ctx *l = ctx;
     pgn_device_info *grown = realloc(l->list, (l->count + 1) * sizeof *grown);
-    if (!grown) return 1;
+    if (!grown) {
+        l->out_of_memory = 1;
+        return 1;
+    }
     l->list = grown;
-    describe(p, d, &l->list[l->count]);
-    make_id(&l->list[l->count], l->list, l->count);
-    l->count++;
+    l->list[l->count++] = *info;
     return 0;
 }
 
 int pgn_devices_list(pgn_device_info **out, size_t *count, pgn_error *err) {
-    list_ctx l = {NULL, 0};
-    if (each_cl_device(collect, &l, err) != 0) {
+    list_ctx l = {NULL, 0, 0};
+    if (each_cl_device(collect, &l, err) != 0 || l.out_of_memory) {
+        if (l.out_of_memory) pgn_error_set(err, "internal", "", "out of memory listing devices");
         free(l.list);
         return -1;
     }
@@ -266,26 +280,16 @@ typedef struct {
     const char *id;
     cl_platform_id platform;
     cl_device_id device;
-    pgn_device_info *seen;
-    size_t n_seen;
     int found;
 } find_ctx;
 
-/* Re-enumerates to find the cl_device_id behind an id (ids are computed, not stored). */
-static int find_by_id(void *ctx, cl_platform_id p, cl_device_id d) {
+static int find_by_id(void *ctx, cl_platform_id p, cl_device_id d, const pgn_device_info *info) {
     find_ctx *f = ctx;
-    pgn_device_info *grown = realloc(f->seen, (f->n_seen + 1) * sizeof *grown);
-    if (!grown) return 1;
-    f->seen = grown;
-    describe(p, d, &f->seen[f->n_seen]);
-    make_id(&f->seen[f->n_seen], f->seen, f->n_seen);
-    if (!strcmp(f->seen[f->n_seen].id, f->id)) {
-        f->platform = p;
-        f->device = d;
-        f->found = 1;
-    }
-    f->n_seen++;
-    return f->found;
+    if (strcmp(info->id, f->id)) return 0;
+    f->platform = p;
+    f->device = d;
+    f->found = 1;
+    return 1;
 }
 
 /* The program is the embedded kernel files concatenated in table order (headers first). */
@@ -359,11 +363,7 @@ int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *er
         return -1;
     }
     find_ctx f = {.id = info->id};
-    if (each_cl_device(find_by_id, &f, err) != 0) {
-        free(f.seen);
-        return -1;
-    }
-    free(f.seen);
+    if (each_cl_device(find_by_id, &f, err) != 0) return -1;
     if (!f.found) {
         pgn_error_set(err, "no_device", "device", "device '%s' is no longer present", info->id);
         return -1;

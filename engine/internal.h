@@ -145,6 +145,11 @@ int pgn_mlp_sha256(pgn_mlp *m, char out[65], pgn_error *err);
 int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_hooks *hooks,
                   json_t **result, pgn_error *err);
 
+/* ---- timing (train.c) ------------------------------------------------------------------- */
+
+double pgn_now_s(void);                    /* monotonic seconds */
+double pgn_median(double *v, size_t n);   /* sorts v in place; 0 for n == 0 */
+
 /* ---- SHA-256 (sha256.c) ----------------------------------------------------------------- */
 
 typedef struct pgn_sha256 {

@@ -12,7 +12,7 @@
 
 #define PGN_STREAM_SHUFFLE 0x5348554646ULL /* "SHUFF": apart from the parameter streams */
 
-static double now_s(void) {
+double pgn_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -21,6 +21,12 @@ static double now_s(void) {
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+double pgn_median(double *v, size_t n) {
+    if (n == 0) return 0;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* Fisher-Yates driven by the counter RNG: the order of epoch e depends only on seed and e. */
@@ -130,7 +136,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_hooks
     const pgn_train_spec *t = &spec->train;
     run_state rs;
     memset(&rs, 0, sizeof rs);
-    double t_start = now_s();
+    double t_start = pgn_now_s();
     if (pgn_dataset_load(t, &rs.train, &rs.test, err)) return -1;
     int batch = t->batch_size < rs.train.n ? t->batch_size : rs.train.n;
     int eval_batch = batch;
@@ -155,7 +161,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_hooks
     pass_stats train_st = {0}, test_st = {0};
     int steps_per_epoch = (rs.train.n + batch - 1) / batch;
     for (int epoch = 0; epoch < t->epochs; epoch++) {
-        double t_epoch = now_s();
+        double t_epoch = pgn_now_s();
         shuffle(rs.order, rs.train.n, spec->seed, epoch);
         memset(&train_st, 0, sizeof train_st);
         for (int start = 0; start < rs.train.n; start += batch) {
@@ -177,7 +183,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_hooks
             if (hooks && hooks->on_progress)
                 hooks->on_progress(hooks->ctx, (double)steps / ((double)steps_per_epoch * t->epochs));
         }
-        rs.epoch_seconds[epoch] = now_s() - t_epoch;
+        rs.epoch_seconds[epoch] = pgn_now_s() - t_epoch;
         if (evaluate(&rs.model, &rs.test, &rs.s, &test_st, err)) goto fail;
         double loss = train_st.loss_sum / (double)train_st.seen;
         double acc = (double)train_st.correct / (double)train_st.seen;
@@ -195,13 +201,10 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_hooks
 
     char sha[65];
     if (pgn_mlp_sha256(&rs.model, sha, err)) goto fail;
-    double seconds = now_s() - t_start;
+    double seconds = pgn_now_s() - t_start;
     double train_seconds = 0;
     for (int e = 0; e < t->epochs; e++) train_seconds += rs.epoch_seconds[e];
-    qsort(rs.epoch_seconds, (size_t)t->epochs, sizeof *rs.epoch_seconds, cmp_double);
-    double median = t->epochs % 2 ? rs.epoch_seconds[t->epochs / 2]
-                                  : 0.5 * (rs.epoch_seconds[t->epochs / 2 - 1] +
-                                           rs.epoch_seconds[t->epochs / 2]);
+    double median = pgn_median(rs.epoch_seconds, (size_t)t->epochs);
     double test_loss = test_st.loss_sum / (double)test_st.seen;
     double test_acc = (double)test_st.correct / (double)test_st.seen;
     *result = json_pack("{s:f, s:f, s:f, s:f, s:f, s:s, s:i, s:I, s:f, s:f, s:f, s:s}", "accuracy",
