@@ -13,7 +13,9 @@ static void usage(FILE *out) {
             "\n"
             "commands:\n"
             "  devices [--json]                     list OpenCL devices and the host reference\n"
-            "  run FILE [--json] [--device DEV]     run a job spec (JSON) locally\n"
+            "  run FILE [--json] [--device DEV] [--data-dir DIR]\n"
+            "                                       run a job spec (JSON) locally; datasets are\n"
+            "                                       read from DIR (default ./data)\n"
             "  version                              print the version\n"
             "\n"
             "DEV is auto, cpu, gpu, host, or a device id from `paragon devices`.\n");
@@ -121,7 +123,7 @@ static void on_log(void *ctx, const char *line) {
 }
 
 static int cmd_run(int argc, char **argv) {
-    const char *file = NULL, *device = NULL;
+    const char *file = NULL, *device = NULL, *data_dir = "data";
     int as_json = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
@@ -130,6 +132,8 @@ static int cmd_run(int argc, char **argv) {
             device = argv[++i];
         else if (!strncmp(argv[i], "--device=", 9))
             device = argv[i] + 9;
+        else if (!strcmp(argv[i], "--data-dir") && i + 1 < argc)
+            data_dir = argv[++i];
         else if (argv[i][0] == '-') {
             fprintf(stderr, "paragon run: unknown option '%s'\n", argv[i]);
             return 2;
@@ -175,10 +179,11 @@ static int cmd_run(int argc, char **argv) {
         fprintf(stderr, "paragon run: %s\n", err.message);
         return 1;
     }
+    pgn_run_options opts = {.data_dir = data_dir};
     cli_ctx ctx = {as_json};
     pgn_run_hooks hooks = {.ctx = &ctx, .on_log = on_log};
     json_t *result = NULL;
-    rc = pgn_job_run(&spec, dev, &hooks, &result, &err);
+    rc = pgn_job_run(&spec, dev, &opts, &hooks, &result, &err);
     pgn_device_close(dev);
     if (rc) {
         fprintf(stderr, "paragon run: %s failed: %s\n", spec.name, err.message);

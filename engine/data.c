@@ -32,8 +32,9 @@ static int load_xor(pgn_dataset *d, pgn_error *err) {
     return 0;
 }
 
-int pgn_dataset_load(const pgn_train_spec *spec, pgn_dataset *train, pgn_dataset *test,
-                     pgn_error *err) {
+int pgn_dataset_load(const pgn_data_spec *spec, const char *data_dir, pgn_dataset *train,
+                     pgn_dataset *test, pgn_error *err) {
+    (void)data_dir;
     memset(train, 0, sizeof *train);
     memset(test, 0, sizeof *test);
     switch (spec->source) {
@@ -43,6 +44,9 @@ int pgn_dataset_load(const pgn_train_spec *spec, pgn_dataset *train, pgn_dataset
             return -1;
         }
         return 0;
+    case PGN_DATA_SPIRAL:
+    case PGN_DATA_FASHION_MNIST:
+    case PGN_DATA_IDX: break;
     }
     pgn_error_set(err, "invalid_spec", "data.source", "data.source: unsupported source");
     return -1;
@@ -52,4 +56,50 @@ void pgn_dataset_free(pgn_dataset *d) {
     free(d->x);
     free(d->y);
     memset(d, 0, sizeof *d);
+}
+
+int pgn_data_spec_parse(const json_t *data, pgn_data_spec *out, pgn_error *err) {
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(data)) {
+        pgn_error_set(err, "invalid_spec", "data", "data: must be an object");
+        return -1;
+    }
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)data, key, val) {
+        if (strcmp(key, "source")) {
+            pgn_error_set(err, "invalid_spec", "", "data.%s: unknown field (expected one of: source)", key);
+            snprintf(err->field, sizeof err->field, "data.%s", key);
+            return -1;
+        }
+    }
+    const json_t *src = json_object_get(data, "source");
+    if (!src) {
+        pgn_error_set(err, "invalid_spec", "data.source", "data.source: required (\"xor\")");
+        return -1;
+    }
+    if (!json_is_string(src)) {
+        pgn_error_set(err, "invalid_spec", "data.source", "data.source: must be a string");
+        return -1;
+    }
+    if (strcmp(json_string_value(src), "xor")) {
+        pgn_error_set(err, "invalid_spec", "data.source",
+                      "data.source: unknown data source '%.64s' (expected \"xor\")",
+                      json_string_value(src));
+        return -1;
+    }
+    out->source = PGN_DATA_XOR;
+    return 0;
+}
+
+json_t *pgn_data_spec_to_json(const pgn_data_spec *data) {
+    (void)data;
+    return json_pack("{s:s}", "source", "xor");
+}
+
+int pgn_data_shape(const pgn_data_spec *data, int *features, int *classes) {
+    if (data->source != PGN_DATA_XOR) return 0;
+    *features = 2;
+    *classes = 2;
+    return 1;
 }

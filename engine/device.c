@@ -13,13 +13,6 @@
 #define PGN_MAX_PLATFORMS 16
 #define PGN_MAX_DEVICES 64
 
-const char *const pgn_kernel_names[PGN_K_COUNT] = {
-    [PGN_K_GEMM_NAIVE] = "gemm_naive",       [PGN_K_BIAS_ADD] = "bias_add",
-    [PGN_K_RELU_FORWARD] = "relu_forward",   [PGN_K_RELU_BACKWARD] = "relu_backward",
-    [PGN_K_COLSUM] = "colsum",               [PGN_K_SOFTMAX_XENT] = "softmax_xent",
-    [PGN_K_SGD_MOMENTUM] = "sgd_momentum",
-};
-
 const char *pgn_cl_status_name(cl_int status) {
     switch (status) {
 #define PGN_CL_CASE(x) \
@@ -343,14 +336,19 @@ static int build_kernels(pgn_device *dev, pgn_error *err) {
     int rc = pgn_program_build(dev, src, &dev->program, err);
     free(src);
     if (rc) return -1;
-    for (int k = 0; k < PGN_K_COUNT; k++) {
-        cl_int st;
-        dev->kernels[k] = clCreateKernel(dev->program, pgn_kernel_names[k], &st);
-        if (st != CL_SUCCESS) {
-            pgn_error_set(err, "kernel_build", "", "kernel '%s' missing on %s: %s",
-                          pgn_kernel_names[k], dev->info.id, pgn_cl_status_name(st));
-            return -1;
-        }
+    cl_uint n = 0;
+    cl_int st = clCreateKernelsInProgram(dev->program, PGN_MAX_KERNELS, dev->kernels, &n);
+    if (st != CL_SUCCESS) {
+        pgn_error_set(err, "kernel_build", "", "creating kernels on %s failed: %s", dev->info.id,
+                      pgn_cl_status_name(st));
+        return -1;
+    }
+    dev->n_kernels = (int)n;
+    for (int k = 0; k < dev->n_kernels; k++) {
+        dev->kernel_names[k][0] = '\0';
+        clGetKernelInfo(dev->kernels[k], CL_KERNEL_FUNCTION_NAME, sizeof dev->kernel_names[k],
+                        dev->kernel_names[k], NULL);
+        dev->kernel_names[k][sizeof dev->kernel_names[k] - 1] = '\0';
     }
     return 0;
 }
@@ -403,8 +401,7 @@ int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *er
 void pgn_device_close(pgn_device *dev) {
     if (!dev) return;
     if (dev->queue) clFinish(dev->queue);
-    for (int k = 0; k < PGN_K_COUNT; k++)
-        if (dev->kernels[k]) clReleaseKernel(dev->kernels[k]);
+    for (int k = 0; k < dev->n_kernels; k++) clReleaseKernel(dev->kernels[k]);
     if (dev->program) clReleaseProgram(dev->program);
     if (dev->queue) clReleaseCommandQueue(dev->queue);
     if (dev->context) clReleaseContext(dev->context);
@@ -418,6 +415,34 @@ int pgn_device_finish(pgn_device *dev, pgn_error *err) {
     cl_int st = clFinish(dev->queue);
     if (st != CL_SUCCESS) {
         pgn_error_set(err, "device", "", "clFinish failed on %s: %s", dev->info.id,
+                      pgn_cl_status_name(st));
+        return -1;
+    }
+    return 0;
+}
+
+cl_kernel pgn_kernel(pgn_device *dev, const char *name, pgn_error *err) {
+    for (int k = 0; k < dev->n_kernels; k++)
+        if (!strcmp(dev->kernel_names[k], name)) return dev->kernels[k];
+    pgn_error_set(err, "internal", "", "no kernel '%s' in the program of %s", name, dev->info.id);
+    return NULL;
+}
+
+int pgn_launch(pgn_device *dev, const char *name, const pgn_karg *args, int nargs, cl_uint dims,
+               const size_t *global, const size_t *local, pgn_error *err) {
+    cl_kernel k = pgn_kernel(dev, name, err);
+    if (!k) return -1;
+    for (int i = 0; i < nargs; i++) {
+        cl_int st = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
+        if (st != CL_SUCCESS) {
+            pgn_error_set(err, "device", "", "%s: argument %d: %s", name, i,
+                          pgn_cl_status_name(st));
+            return -1;
+        }
+    }
+    cl_int st = clEnqueueNDRangeKernel(dev->queue, k, dims, NULL, global, local, 0, NULL, NULL);
+    if (st != CL_SUCCESS) {
+        pgn_error_set(err, "device", "", "%s: launch on %s failed: %s", name, dev->info.id,
                       pgn_cl_status_name(st));
         return -1;
     }

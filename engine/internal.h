@@ -8,19 +8,7 @@
 
 #include "paragon.h"
 
-/* Kernels built into every device program; names match __kernel functions in kernels/. */
-typedef enum {
-    PGN_K_GEMM_NAIVE,
-    PGN_K_BIAS_ADD,
-    PGN_K_RELU_FORWARD,
-    PGN_K_RELU_BACKWARD,
-    PGN_K_COLSUM,
-    PGN_K_SOFTMAX_XENT,
-    PGN_K_SGD_MOMENTUM,
-    PGN_K_COUNT
-} pgn_kernel_id;
-
-extern const char *const pgn_kernel_names[PGN_K_COUNT];
+#define PGN_MAX_KERNELS 128
 
 struct pgn_device {
     pgn_device_info info;
@@ -29,8 +17,25 @@ struct pgn_device {
     cl_context context;
     cl_command_queue queue; /* in-order: a step's kernels are queued, then waited for once */
     cl_program program;
-    cl_kernel kernels[PGN_K_COUNT];
+    int n_kernels; /* every __kernel of the program, created once at open */
+    cl_kernel kernels[PGN_MAX_KERNELS];
+    char kernel_names[PGN_MAX_KERNELS][64];
 };
+
+/* The kernel called name in the device's program; NULL (and an error) when there is none. */
+cl_kernel pgn_kernel(pgn_device *dev, const char *name, pgn_error *err);
+
+/* One kernel argument: its size and a pointer to its value (KARG(x) for a variable x). */
+typedef struct pgn_karg {
+    size_t size;
+    const void *value;
+} pgn_karg;
+#define KARG(x) {sizeof(x), &(x)}
+
+/* Sets the arguments and queues kernel name over a dims-D range (local may be NULL).
+ * Never waits: a step's kernels are queued and waited for once (DESIGN.md). */
+int pgn_launch(pgn_device *dev, const char *name, const pgn_karg *args, int nargs, cl_uint dims,
+               const size_t *global, const size_t *local, pgn_error *err);
 
 /* Name of an OpenCL status code ("CL_OUT_OF_RESOURCES"), for error messages. */
 const char *pgn_cl_status_name(cl_int status);
@@ -98,9 +103,10 @@ typedef struct pgn_dataset {
     int32_t *y;
 } pgn_dataset;
 
-/* Loads the training and evaluation sets a spec names. */
-int pgn_dataset_load(const pgn_train_spec *spec, pgn_dataset *train, pgn_dataset *test,
-                     pgn_error *err);
+/* Loads the training and evaluation sets a data spec names; data_dir is where fashion-mnist is
+ * looked for first and where idx paths are confined. Errors name the file at fault. */
+int pgn_dataset_load(const pgn_data_spec *spec, const char *data_dir, pgn_dataset *train,
+                     pgn_dataset *test, pgn_error *err);
 void pgn_dataset_free(pgn_dataset *d);
 
 /* ---- MLP (mlp.c) ------------------------------------------------------------------------- */
@@ -142,8 +148,8 @@ int pgn_mlp_sha256(pgn_mlp *m, char out[65], pgn_error *err);
 
 /* ---- training (train.c) ------------------------------------------------------------------ */
 
-int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_hooks *hooks,
-                  json_t **result, pgn_error *err);
+int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
+                  const pgn_run_hooks *hooks, json_t **result, pgn_error *err);
 
 /* ---- timing (train.c) ------------------------------------------------------------------- */
 

@@ -95,7 +95,20 @@ const pgn_device_info *pgn_device_get_info(const pgn_device *dev);
 typedef enum { PGN_JOB_TRAIN } pgn_job_kind;
 
 typedef enum { PGN_ACT_RELU } pgn_activation;
-typedef enum { PGN_DATA_XOR } pgn_data_source;
+typedef enum { PGN_DATA_XOR, PGN_DATA_SPIRAL, PGN_DATA_FASHION_MNIST, PGN_DATA_IDX } pgn_data_source;
+
+#define PGN_PATH_MAX 256
+
+/* The "data" object of a train spec (parsed in data.c). */
+typedef struct pgn_data_spec {
+    pgn_data_source source;
+    /* idx: four files, relative to the data dir (no absolute paths, no ".."); .gz is read
+     * through zlib */
+    char train_images[PGN_PATH_MAX], train_labels[PGN_PATH_MAX];
+    char test_images[PGN_PATH_MAX], test_labels[PGN_PATH_MAX];
+    int samples; /* spiral: points per class */
+    int classes; /* spiral: classes (arms) */
+} pgn_data_spec;
 typedef enum { PGN_OPT_SGD } pgn_optimizer_type;
 
 #define PGN_MAX_LAYERS 16
@@ -104,7 +117,7 @@ typedef struct pgn_train_spec {
     int layers[PGN_MAX_LAYERS]; /* widths, input first, classes last */
     int n_layers;
     pgn_activation activation;
-    pgn_data_source source;
+    pgn_data_spec data;
     pgn_optimizer_type optimizer;
     float lr;
     float momentum;
@@ -119,6 +132,13 @@ typedef struct pgn_job_spec {
     uint64_t seed;
     pgn_train_spec train;
 } pgn_job_spec;
+
+/* Parses and validates the "data" object of a train spec (path prefix "data"). */
+int pgn_data_spec_parse(const json_t *data, pgn_data_spec *out, pgn_error *err);
+/* The data spec with defaults filled in. New reference. */
+json_t *pgn_data_spec_to_json(const pgn_data_spec *data);
+/* Input features and classes of a source when known without reading files (1), else 0. */
+int pgn_data_shape(const pgn_data_spec *data, int *features, int *classes);
 
 /* Validates a spec. Unknown fields, wrong types and impossible shapes are errors with code
  * "invalid_spec" and field set to the JSON path. Defaults fill what the spec leaves out. */
@@ -145,10 +165,15 @@ typedef struct pgn_run_hooks {
     bool (*should_stop)(void *ctx);
 } pgn_run_hooks;
 
+/* Where a job finds its inputs and keeps its files. */
+typedef struct pgn_run_options {
+    const char *data_dir; /* datasets; "idx" paths are confined to it. NULL: "./data" */
+} pgn_run_options;
+
 /* Runs a validated job on an opened device (or the host pseudo-device when dev is NULL).
  * On success *result is a new JSON object; for train jobs it has at least accuracy, loss,
  * weights_sha256, epochs, steps, seconds and device. */
-int pgn_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_hooks *hooks,
-                json_t **result, pgn_error *err);
+int pgn_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
+                const pgn_run_hooks *hooks, json_t **result, pgn_error *err);
 
 #endif

@@ -11,17 +11,6 @@
 #define PGN_MAX_EPOCHS 100000
 #define PGN_MAX_BATCH 65536
 
-/* Shape of the built-in datasets: what model.layers must start and end with. */
-typedef struct {
-    const char *name;
-    pgn_data_source source;
-    int features, classes;
-} source_desc;
-
-static const source_desc SOURCES[] = {
-    {"xor", PGN_DATA_XOR, 2, 2},
-};
-
 static int fail(pgn_error *err, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -153,32 +142,28 @@ static int parse_model(const json_t *root, pgn_train_spec *t, pgn_error *err) {
     return 0;
 }
 
+/* The data object, then the model's first and last widths against the dataset's shape when
+ * it is known without reading files (idx files are checked when the job loads them). */
 static int parse_data(const json_t *root, pgn_train_spec *t, pgn_error *err) {
     int rc;
     const json_t *data = get_object(root, "data", "data", true, err, &rc);
     if (!data) return rc;
-    static const char *const keys[] = {"source", NULL};
-    if (only_keys(data, "data", keys, err)) return -1;
-    char source[32] = "";
-    if (get_string(data, "source", "data.source", source, sizeof source, err)) return -1;
-    if (!source[0]) return fail(err, "data.source", "required (\"xor\")");
-    for (size_t i = 0; i < sizeof SOURCES / sizeof *SOURCES; i++) {
-        if (strcmp(SOURCES[i].name, source)) continue;
-        t->source = SOURCES[i].source;
-        char path[64];
-        if (t->layers[0] != SOURCES[i].features) {
-            snprintf(path, sizeof path, "model.layers[0]");
-            return fail(err, path, "must be %d: data.source '%s' has %d input features",
-                        SOURCES[i].features, source, SOURCES[i].features);
-        }
-        if (t->layers[t->n_layers - 1] != SOURCES[i].classes) {
-            snprintf(path, sizeof path, "model.layers[%d]", t->n_layers - 1);
-            return fail(err, path, "must be %d: data.source '%s' has %d classes",
-                        SOURCES[i].classes, source, SOURCES[i].classes);
-        }
-        return 0;
+    if (pgn_data_spec_parse(data, &t->data, err)) return -1;
+    int features, classes;
+    if (!pgn_data_shape(&t->data, &features, &classes)) return 0;
+    const char *source = json_string_value(json_object_get(data, "source"));
+    char path[64];
+    if (t->layers[0] != features) {
+        snprintf(path, sizeof path, "model.layers[0]");
+        return fail(err, path, "must be %d: data.source '%s' has %d input features", features,
+                    source, features);
     }
-    return fail(err, "data.source", "unknown data source '%s' (expected \"xor\")", source);
+    if (t->layers[t->n_layers - 1] != classes) {
+        snprintf(path, sizeof path, "model.layers[%d]", t->n_layers - 1);
+        return fail(err, path, "must be %d: data.source '%s' has %d classes", classes, source,
+                    classes);
+    }
+    return 0;
 }
 
 static int parse_optimizer(const json_t *root, pgn_train_spec *t, pgn_error *err) {
@@ -261,13 +246,10 @@ json_t *pgn_spec_to_json(const pgn_job_spec *spec) {
     const pgn_train_spec *t = &spec->train;
     json_t *layers = json_array();
     for (int i = 0; i < t->n_layers; i++) json_array_append_new(layers, json_integer(t->layers[i]));
-    const char *source = "xor";
-    for (size_t i = 0; i < sizeof SOURCES / sizeof *SOURCES; i++)
-        if (SOURCES[i].source == t->source) source = SOURCES[i].name;
-    return json_pack("{s:s, s:s, s:s, s:I, s:{s:s, s:o, s:s}, s:{s:s}, s:{s:s, s:o, s:o}, s:i, s:i}",
+    return json_pack("{s:s, s:s, s:s, s:I, s:{s:s, s:o, s:s}, s:o, s:{s:s, s:o, s:o}, s:i, s:i}",
                      "kind", pgn_job_kind_name(spec->kind), "name", spec->name, "device",
                      spec->device, "seed", (json_int_t)spec->seed, "model", "type", "mlp",
-                     "layers", layers, "activation", "relu", "data", "source", source,
+                     "layers", layers, "activation", "relu", "data", pgn_data_spec_to_json(&t->data),
                      "optimizer", "type", "sgd", "lr", pgn_json_real_f32(t->lr), "momentum",
                      pgn_json_real_f32(t->momentum), "batch_size", t->batch_size, "epochs", t->epochs);
 }

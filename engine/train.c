@@ -131,13 +131,23 @@ static void run_state_free(run_state *rs) {
     free(rs->epoch_seconds);
 }
 
-int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_hooks *hooks,
-                  json_t **result, pgn_error *err) {
+int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
+                  const pgn_run_hooks *hooks, json_t **result, pgn_error *err) {
     const pgn_train_spec *t = &spec->train;
     run_state rs;
     memset(&rs, 0, sizeof rs);
     double t_start = pgn_now_s();
-    if (pgn_dataset_load(t, &rs.train, &rs.test, err)) return -1;
+    if (pgn_dataset_load(&t->data, opts->data_dir, &rs.train, &rs.test, err)) return -1;
+    if (rs.train.features != t->layers[0] || rs.train.classes != t->layers[t->n_layers - 1]) {
+        char field[64];
+        int bad = rs.train.features != t->layers[0] ? 0 : t->n_layers - 1;
+        snprintf(field, sizeof field, "model.layers[%d]", bad);
+        pgn_error_set(err, "invalid_spec", field, "%s: must be %d: the dataset has %d %s", field,
+                      bad ? rs.train.classes : rs.train.features,
+                      bad ? rs.train.classes : rs.train.features, bad ? "classes" : "input features");
+        run_state_free(&rs);
+        return -1;
+    }
     int batch = t->batch_size < rs.train.n ? t->batch_size : rs.train.n;
     int eval_batch = batch;
     if (pgn_mlp_init(&rs.model, dev, t->layers, t->n_layers, eval_batch, spec->seed, err))

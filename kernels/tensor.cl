@@ -2,18 +2,6 @@
  * program is built (engine/device.c), so each kernel is a thin loop over a shared body and gives
  * the same bits as the host reference in engine/ops.c. Launchers live in engine/ops.c. */
 
-/* C (M,N) = op(A) (M,K) * op(B) (K,N); one work-item per output, in-order fma over k.
- * global size (N, M). */
-__kernel void gemm_naive(int M, int N, int K,
-                         __global const float *a, int a_rs, int a_cs,
-                         __global const float *b, int b_rs, int b_cs,
-                         __global float *c, int ldc) {
-    int j = get_global_id(0);
-    int i = get_global_id(1);
-    if (i >= M || j >= N) return;
-    c[i * ldc + j] = pgn_gemm_elem(K, a + i * a_rs, a_cs, b + j * b_cs, b_rs);
-}
-
 /* x (rows, cols) += bias (cols) broadcast over rows; global size rows*cols. */
 __kernel void bias_add(int n, int cols, __global float *x, __global const float *bias) {
     int i = get_global_id(0);

@@ -426,7 +426,7 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
     if (requeued)
         fprintf(stderr, "paragond: %lld job(s) left running by a previous run are queued again\n",
                 (long long)requeued);
-    if (pgd_scheduler_start(srv->store, devices, count, &srv->sched, err) < 0) goto fail;
+    if (pgd_scheduler_start(srv->store, devices, count, srv->data_dir, &srv->sched, err) < 0) goto fail;
     free(devices);
     devices = NULL;
 

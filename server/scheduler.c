@@ -36,6 +36,7 @@ struct pgd_scheduler {
     pgn_device_info *devices; /* the OpenCL devices, then host */
     size_t n;
     worker *workers; /* workers[i] serves devices[i] */
+    pgn_run_options run_opts; /* data_dir points into the server's config, which outlives us */
 };
 
 static bool is_host(const pgn_device_info *info) { return info->type == PGN_DEVICE_HOST; }
@@ -114,7 +115,7 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json) {
     atomic_store(&w->running_job, id);
     int rc = pgn_spec_parse(spec_json, &spec, &err);
     if (rc == 0) rc = worker_device(w, &err);
-    if (rc == 0) rc = pgn_job_run(&spec, w->dev, &hooks, &result, &err);
+    if (rc == 0) rc = pgn_job_run(&spec, w->dev, &s->run_opts, &hooks, &result, &err);
     if (rc == 0 && !json_is_object(result)) {
         rc = -1;
         pgn_error_set(&err, "internal", "", "the engine returned no result object");
@@ -230,11 +231,12 @@ static int replace_orphans(pgd_scheduler *s, pgn_error *err) {
 /* ---- lifecycle -------------------------------------------------------------------------- */
 
 int pgd_scheduler_start(pgd_store *store, const pgn_device_info *devices, size_t count,
-                        pgd_scheduler **out, pgn_error *err) {
+                        const char *data_dir, pgd_scheduler **out, pgn_error *err) {
     *out = NULL;
     pgd_scheduler *s = calloc(1, sizeof *s);
     if (!s) goto oom;
     s->store = store;
+    s->run_opts.data_dir = data_dir;
     pthread_mutex_init(&s->lock, NULL);
     atomic_init(&s->stopping, false);
     s->n = count + 1;

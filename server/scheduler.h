@@ -14,9 +14,10 @@ typedef struct pgd_scheduler pgd_scheduler;
 
 /* Starts one worker per device in devices[0..count) plus one for the host pseudo-device,
  * after re-placing queued jobs whose device no longer exists. The store must outlive the
- * scheduler. Workers pick up jobs already queued in the store at once. */
+ * scheduler. Workers pick up jobs already queued in the store at once. Jobs read datasets
+ * from data_dir, which must outlive the scheduler. */
 int pgd_scheduler_start(pgd_store *store, const pgn_device_info *devices, size_t count,
-                        pgd_scheduler **out, pgn_error *err);
+                        const char *data_dir, pgd_scheduler **out, pgn_error *err);
 
 /* Asks every worker to stop: a running job stops at its next step boundary and goes back to
  * the queue; then joins the workers, closes the devices and frees the scheduler. */

@@ -49,7 +49,7 @@ static json_t *run(const pgn_job_spec *spec, pgn_device *dev, recorder *rec) {
     pgn_run_hooks hooks = {.ctx = rec, .on_metric = on_metric, .should_stop = should_stop};
     json_t *result = NULL;
     pgn_error err = {0};
-    cr_assert_eq(pgn_job_run(spec, dev, &hooks, &result, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_job_run(spec, dev, NULL, &hooks, &result, &err), 0, "%s", err.message);
     return result;
 }
 
@@ -109,7 +109,7 @@ Test(train, should_stop_cancels_at_a_step_boundary) {
     pgn_run_hooks hooks = {.ctx = &rec, .on_metric = on_metric, .should_stop = should_stop};
     json_t *result = NULL;
     pgn_error err = {0};
-    cr_assert_eq(pgn_job_run(&spec, NULL, &hooks, &result, &err), -1);
+    cr_assert_eq(pgn_job_run(&spec, NULL, NULL, &hooks, &result, &err), -1);
     cr_assert_null(result);
     cr_assert_str_eq(err.code, "cancelled");
     cr_assert_eq(rec.count, 4 * 5, "five epochs of one step each ran");
