@@ -16,6 +16,9 @@ static void usage(FILE *out) {
             "  run FILE [--json] [--device DEV] [--data-dir DIR]\n"
             "                                       run a job spec (JSON) locally; datasets are\n"
             "                                       read from DIR (default ./data)\n"
+            "      --checkpoint-dir DIR             write checkpoint.safetensors there\n"
+            "      --resume                         continue from that checkpoint if present\n"
+            "      --profile                        time every op (waits after each: slower)\n"
             "  version                              print the version\n"
             "\n"
             "DEV is auto, cpu, gpu, host, or a device id from `paragon devices`.\n");
@@ -123,8 +126,9 @@ static void on_log(void *ctx, const char *line) {
 }
 
 static int cmd_run(int argc, char **argv) {
-    const char *file = NULL, *device = NULL, *data_dir = "data";
+    const char *file = NULL, *device = NULL, *data_dir = "data", *checkpoint_dir = NULL;
     int as_json = 0;
+    bool resume = false, profile = false;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             as_json = 1;
@@ -134,6 +138,12 @@ static int cmd_run(int argc, char **argv) {
             device = argv[i] + 9;
         else if (!strcmp(argv[i], "--data-dir") && i + 1 < argc)
             data_dir = argv[++i];
+        else if (!strcmp(argv[i], "--checkpoint-dir") && i + 1 < argc)
+            checkpoint_dir = argv[++i];
+        else if (!strcmp(argv[i], "--resume"))
+            resume = true;
+        else if (!strcmp(argv[i], "--profile"))
+            profile = true;
         else if (argv[i][0] == '-') {
             fprintf(stderr, "paragon run: unknown option '%s'\n", argv[i]);
             return 2;
@@ -179,7 +189,12 @@ static int cmd_run(int argc, char **argv) {
         fprintf(stderr, "paragon run: %s\n", err.message);
         return 1;
     }
-    pgn_run_options opts = {.data_dir = data_dir};
+    pgn_run_options opts = {.data_dir = data_dir, .checkpoint_dir = checkpoint_dir,
+                            .resume = resume, .profile = profile};
+    if (resume && !checkpoint_dir) {
+        fprintf(stderr, "paragon run: --resume needs --checkpoint-dir\n");
+        return 2;
+    }
     cli_ctx ctx = {as_json};
     pgn_run_hooks hooks = {.ctx = &ctx, .on_log = on_log};
     json_t *result = NULL;

@@ -76,22 +76,55 @@ int pgn_tensor_fill_zero(pgn_tensor *t, pgn_error *err);
 /* C (M,N) = op(A) op(B). A is stored (M,K), or (K,M) when ta; B (K,N), or (N,K) when tb. */
 int pgn_op_gemm(int M, int N, int K, const pgn_tensor *a, bool ta, const pgn_tensor *b, bool tb,
                 pgn_tensor *c, pgn_error *err);
-/* x (rows, cols) += bias (1, cols) on the first rows rows. */
-int pgn_op_bias_add(int rows, pgn_tensor *x, const pgn_tensor *bias, pgn_error *err);
-/* y = relu(x) on the first rows rows. */
-int pgn_op_relu_forward(int rows, const pgn_tensor *x, pgn_tensor *y, pgn_error *err);
-/* dx = dy where x > 0, on the first rows rows. */
-int pgn_op_relu_backward(int rows, const pgn_tensor *x, const pgn_tensor *dy, pgn_tensor *dx,
-                         pgn_error *err);
+/* z (rows, cols) += bias (1, cols); y = act(z) (a PGN_ACT_CODE_*). y may be z for no act. */
+int pgn_op_bias_act_forward(int rows, pgn_tensor *z, const pgn_tensor *bias, int act,
+                            pgn_tensor *y, pgn_error *err);
+/* dz = dy act'(z) (y is the forward output), db = column sums of dz. */
+int pgn_op_bias_act_backward(int rows, const pgn_tensor *z, const pgn_tensor *y,
+                             const pgn_tensor *dy, int act, pgn_tensor *dz, pgn_tensor *db,
+                             pgn_error *err);
+int pgn_op_act_forward(int rows, int act, const pgn_tensor *x, pgn_tensor *y, pgn_error *err);
+int pgn_op_act_backward(int rows, int act, const pgn_tensor *x, const pgn_tensor *y,
+                        const pgn_tensor *dy, pgn_tensor *dx, pgn_error *err);
+/* mask = 0 with probability p else 1/(1-p), drawn from (seed, step, element); y = x mask. */
+int pgn_op_dropout_forward(int rows, const pgn_tensor *x, float p, uint64_t seed, uint64_t step,
+                           pgn_tensor *mask, pgn_tensor *y, pgn_error *err);
+int pgn_op_mul(int rows, const pgn_tensor *a, const pgn_tensor *b, pgn_tensor *out, pgn_error *err);
+int pgn_op_add(int rows, const pgn_tensor *a, const pgn_tensor *b, pgn_tensor *out, pgn_error *err);
 /* out (1, cols) = column sums of the first rows rows of x. */
 int pgn_op_colsum(int rows, const pgn_tensor *x, pgn_tensor *out, pgn_error *err);
+/* dst (rows, cols) = src (1, cols) * scale in every row. */
+int pgn_op_broadcast_rows(int rows, const pgn_tensor *src, float scale, pgn_tensor *dst,
+                          pgn_error *err);
 /* Fused softmax + cross-entropy on the first rows rows of logits (rows, classes) with int32
  * labels (rows, 1): dlogits = (softmax - onehot) * scale, loss (rows, 1), pred (rows, 1) int32. */
 int pgn_op_softmax_xent(int rows, const pgn_tensor *logits, const pgn_tensor *labels, float scale,
                         pgn_tensor *dlogits, pgn_tensor *loss, pgn_tensor *pred, pgn_error *err);
-/* v = mu v + g; w = w - lr v, elementwise over w's elements. */
-int pgn_op_sgd_momentum(pgn_tensor *w, const pgn_tensor *g, pgn_tensor *v, float lr, float mu,
+/* Fused squared error against one-hot labels: loss[r] = sum_j (x - t)^2, dx = 2 (x - t) scale. */
+int pgn_op_mse_onehot(int rows, const pgn_tensor *x, const pgn_tensor *labels, float scale,
+                      pgn_tensor *dx, pgn_tensor *loss, pgn_tensor *pred, pgn_error *err);
+/* dst row r = src row idx[offset + r], for 4-byte elements of any kind. */
+int pgn_op_gather_rows(int rows, const pgn_tensor *src, const pgn_tensor *idx, int offset,
+                       pgn_tensor *dst, pgn_error *err);
+/* stats[2 slot] = sum of loss[0..rows) in order; stats[2 slot + 1] = count of pred == label. */
+int pgn_op_loss_stats(int rows, const pgn_tensor *loss, const pgn_tensor *pred,
+                      const pgn_tensor *labels, pgn_tensor *stats, int slot, pgn_error *err);
+/* partials[offset + c] = sum of squares of chunk c (chunk elements) of x. */
+int pgn_op_sumsq_chunks(const pgn_tensor *x, int chunk, pgn_tensor *partials, int offset,
                         pgn_error *err);
+/* out[0] = sqrt(sum of partials in order); out[1] = min(1, max_norm / (norm + 1e-6)), or 1
+ * when max_norm <= 0. */
+int pgn_op_clip_scale(int n_partials, const pgn_tensor *partials, float max_norm,
+                      pgn_tensor *out, pgn_error *err);
+/* SGD over w with gradient g * scale[1]; v is the momentum buffer. */
+int pgn_op_sgd_update(pgn_tensor *w, const pgn_tensor *g, pgn_tensor *v, const pgn_tensor *scale,
+                      float lr, float mu, bool nesterov, float wd, pgn_error *err);
+typedef struct pgn_adam_args {
+    float lr, b1, b2, eps, bc1, bc2, wd; /* bc = 1 - beta^t, computed by the host per step */
+    bool decoupled;                      /* AdamW */
+} pgn_adam_args;
+int pgn_op_adam_update(pgn_tensor *w, const pgn_tensor *g, pgn_tensor *m, pgn_tensor *v,
+                       const pgn_tensor *scale, const pgn_adam_args *a, pgn_error *err);
 
 /* ---- datasets (data.c) ------------------------------------------------------------------ */
 
@@ -109,47 +142,24 @@ int pgn_dataset_load(const pgn_data_spec *spec, const char *data_dir, pgn_datase
                      pgn_dataset *test, pgn_error *err);
 void pgn_dataset_free(pgn_dataset *d);
 
-/* ---- MLP (mlp.c) ------------------------------------------------------------------------- */
-
-#define PGN_MAX_WEIGHTS (PGN_MAX_LAYERS - 1)
-
-/* An MLP with its parameters, optimizer state and every activation buffer for batches of up to
- * max_batch rows, allocated once on one device. Weights are stored (in, out): z = x w + b. */
-typedef struct pgn_mlp {
-    pgn_device *dev;
-    int n_weights; /* weight layers: widths - 1 */
-    int widths[PGN_MAX_LAYERS];
-    int max_batch;
-    pgn_tensor w[PGN_MAX_WEIGHTS], b[PGN_MAX_WEIGHTS];   /* parameters */
-    pgn_tensor gw[PGN_MAX_WEIGHTS], gb[PGN_MAX_WEIGHTS]; /* gradients */
-    pgn_tensor vw[PGN_MAX_WEIGHTS], vb[PGN_MAX_WEIGHTS]; /* momentum */
-    pgn_tensor z[PGN_MAX_WEIGHTS];  /* pre-activations (max_batch, widths[l+1]); last = logits */
-    pgn_tensor a[PGN_MAX_WEIGHTS];  /* relu(z) for hidden layers */
-    pgn_tensor dz[PGN_MAX_WEIGHTS]; /* dL/dz */
-    pgn_tensor da[PGN_MAX_WEIGHTS]; /* dL/da for hidden layers */
-    pgn_tensor x, labels, loss, pred;
-} pgn_mlp;
-
-/* Allocates on dev (NULL: host) and initialises like PyTorch's nn.Linear default:
- * w, b ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), drawn from the counter RNG with the seed. */
-int pgn_mlp_init(pgn_mlp *m, pgn_device *dev, const int *widths, int n_widths, int max_batch,
-                 uint64_t seed, pgn_error *err);
-void pgn_mlp_release(pgn_mlp *m);
-/* Queues the forward pass of the first rows rows of m->x. */
-int pgn_mlp_forward(pgn_mlp *m, int rows, pgn_error *err);
-/* Queues softmax + cross-entropy of the logits against m->labels: loss, pred and dz[last]. */
-int pgn_mlp_loss(pgn_mlp *m, int rows, float scale, pgn_error *err);
-/* Queues the backward pass from dz[last] into gw, gb. */
-int pgn_mlp_backward(pgn_mlp *m, int rows, pgn_error *err);
-/* Queues SGD with momentum over every parameter. */
-int pgn_mlp_sgd(pgn_mlp *m, float lr, float momentum, pgn_error *err);
-/* SHA-256 over w0, b0, w1, b1, ... as little-endian float32 bytes; hex into out. */
-int pgn_mlp_sha256(pgn_mlp *m, char out[65], pgn_error *err);
-
 /* ---- training (train.c) ------------------------------------------------------------------ */
 
 int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
                   const pgn_run_hooks *hooks, json_t **result, pgn_error *err);
+
+/* ---- safetensors (safetensors.c) -------------------------------------------------------- */
+
+typedef struct pgn_st_entry {
+    const char *name;
+    pgn_tensor *t;
+} pgn_st_entry;
+
+/* Writes the tensors (downloaded from their device) and string metadata atomically. */
+int pgn_safetensors_write(const char *path, const pgn_st_entry *entries, int n,
+                          const json_t *metadata, pgn_error *err);
+/* Reads each named tensor into entries[i].t (shapes must match) and the metadata object. */
+int pgn_safetensors_read(const char *path, const pgn_st_entry *entries, int n, json_t **metadata,
+                         pgn_error *err);
 
 /* ---- timing (train.c) ------------------------------------------------------------------- */
 

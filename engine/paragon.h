@@ -94,7 +94,17 @@ const pgn_device_info *pgn_device_get_info(const pgn_device *dev);
 
 typedef enum { PGN_JOB_TRAIN } pgn_job_kind;
 
-typedef enum { PGN_ACT_RELU } pgn_activation;
+/* Values match PGN_ACT_CODE_* in kernels/pgn_ops.h. */
+typedef enum {
+    PGN_ACT_NONE = 0,
+    PGN_ACT_RELU = 1,
+    PGN_ACT_GELU = 2,
+    PGN_ACT_TANH = 3,
+    PGN_ACT_SIGMOID = 4
+} pgn_activation;
+typedef enum { PGN_LOSS_CROSS_ENTROPY, PGN_LOSS_MSE } pgn_loss;
+typedef enum { PGN_INIT_PYTORCH, PGN_INIT_KAIMING, PGN_INIT_XAVIER } pgn_init;
+typedef enum { PGN_SCHEDULE_CONSTANT, PGN_SCHEDULE_COSINE } pgn_schedule;
 typedef enum { PGN_DATA_XOR, PGN_DATA_SPIRAL, PGN_DATA_FASHION_MNIST, PGN_DATA_IDX } pgn_data_source;
 
 #define PGN_PATH_MAX 256
@@ -109,20 +119,35 @@ typedef struct pgn_data_spec {
     int samples; /* spiral: points per class */
     int classes; /* spiral: classes (arms) */
 } pgn_data_spec;
-typedef enum { PGN_OPT_SGD } pgn_optimizer_type;
+typedef enum { PGN_OPT_SGD, PGN_OPT_ADAM, PGN_OPT_ADAMW } pgn_optimizer_type;
+
+typedef struct pgn_optimizer_spec {
+    pgn_optimizer_type type;
+    float lr;
+    float momentum;     /* sgd */
+    bool nesterov;      /* sgd */
+    float weight_decay; /* sgd, adam: L2 added to the gradient; adamw: decoupled */
+    float beta1, beta2, eps; /* adam, adamw */
+    float clip_norm;    /* clip gradients to this global L2 norm; 0: off */
+    pgn_schedule schedule;
+    int warmup_steps;   /* linear warm-up from lr/warmup_steps to lr */
+    float min_lr;       /* cosine decays to this at the last step */
+} pgn_optimizer_spec;
 
 #define PGN_MAX_LAYERS 16
 
 typedef struct pgn_train_spec {
     int layers[PGN_MAX_LAYERS]; /* widths, input first, classes last */
     int n_layers;
-    pgn_activation activation;
+    pgn_activation activation; /* hidden layers; the output layer is linear */
+    float dropout;             /* after each hidden activation while training; 0: none */
+    pgn_loss loss;
+    pgn_init init;
     pgn_data_spec data;
-    pgn_optimizer_type optimizer;
-    float lr;
-    float momentum;
+    pgn_optimizer_spec optimizer;
     int batch_size;
     int epochs;
+    int checkpoint_every; /* epochs between checkpoints; 0: none */
 } pgn_train_spec;
 
 typedef struct pgn_job_spec {
@@ -167,8 +192,14 @@ typedef struct pgn_run_hooks {
 
 /* Where a job finds its inputs and keeps its files. */
 typedef struct pgn_run_options {
-    const char *data_dir; /* datasets; "idx" paths are confined to it. NULL: "./data" */
+    const char *data_dir;       /* datasets; "idx" paths are confined to it. NULL: "./data" */
+    const char *checkpoint_dir; /* train: checkpoint.safetensors is written here every
+                                   checkpoint_every epochs and at the end; NULL: nowhere */
+    bool resume;                /* train: continue from checkpoint_dir's checkpoint if any */
+    bool profile;               /* train: time every graph node; adds "profile" to the result */
 } pgn_run_options;
+
+#define PGN_CHECKPOINT_FILE "checkpoint.safetensors"
 
 /* Runs a validated job on an opened device (or the host pseudo-device when dev is NULL).
  * On success *result is a new JSON object; for train jobs it has at least accuracy, loss,

@@ -106,21 +106,49 @@ static int get_float(const json_t *obj, const char *key, const char *path, doubl
     return 0;
 }
 
+/* A string field that must be one of names (NULL-terminated); *out gets its index. */
+static int get_choice(const json_t *obj, const char *key, const char *path,
+                      const char *const *names, int *out, pgn_error *err) {
+    char value[64] = "";
+    if (get_string(obj, key, path, value, sizeof value, err)) return -1;
+    if (!json_object_get(obj, key)) return 0;
+    char expected[256] = "";
+    for (int i = 0; names[i]; i++) {
+        if (!strcmp(names[i], value)) {
+            *out = i;
+            return 0;
+        }
+        strncat(expected, names[i], sizeof expected - strlen(expected) - 1);
+        if (names[i + 1]) strncat(expected, ", ", sizeof expected - strlen(expected) - 1);
+    }
+    return fail(err, path, "unknown value '%s' (expected one of: %s)", value, expected);
+}
+
+/* Names of the enums in paragon.h, in value order. */
+static const char *const ACTIVATIONS[] = {"none", "relu", "gelu", "tanh", "sigmoid", NULL};
+static const char *const LOSSES[] = {"cross_entropy", "mse", NULL};
+static const char *const INITS[] = {"pytorch", "kaiming", "xavier", NULL};
+static const char *const OPTIMIZERS[] = {"sgd", "adam", "adamw", NULL};
+static const char *const SCHEDULES[] = {"constant", "cosine", NULL};
+static const char *const MODEL_TYPES[] = {"mlp", NULL};
+
 static int parse_model(const json_t *root, pgn_train_spec *t, pgn_error *err) {
     int rc;
     const json_t *model = get_object(root, "model", "model", true, err, &rc);
     if (!model) return rc;
-    static const char *const keys[] = {"type", "layers", "activation", NULL};
+    static const char *const keys[] = {"type", "layers", "activation", "dropout", "loss", "init", NULL};
     if (only_keys(model, "model", keys, err)) return -1;
-    char type[32] = "";
-    if (get_string(model, "type", "model.type", type, sizeof type, err)) return -1;
-    if (!type[0]) return fail(err, "model.type", "required (\"mlp\")");
-    if (strcmp(type, "mlp")) return fail(err, "model.type", "unknown model type '%s' (expected \"mlp\")", type);
-    char act[32] = "relu";
-    if (get_string(model, "activation", "model.activation", act, sizeof act, err)) return -1;
-    if (strcmp(act, "relu"))
-        return fail(err, "model.activation", "unknown activation '%s' (expected \"relu\")", act);
-    t->activation = PGN_ACT_RELU;
+    int type = -1, act = PGN_ACT_RELU, loss = PGN_LOSS_CROSS_ENTROPY, init = PGN_INIT_PYTORCH;
+    if (get_choice(model, "type", "model.type", MODEL_TYPES, &type, err)) return -1;
+    if (type < 0) return fail(err, "model.type", "required (\"mlp\")");
+    if (get_choice(model, "activation", "model.activation", ACTIVATIONS, &act, err) ||
+        get_choice(model, "loss", "model.loss", LOSSES, &loss, err) ||
+        get_choice(model, "init", "model.init", INITS, &init, err) ||
+        get_float(model, "dropout", "model.dropout", 0.0, false, 0.95, &t->dropout, err))
+        return -1;
+    t->activation = (pgn_activation)act;
+    t->loss = (pgn_loss)loss;
+    t->init = (pgn_init)init;
     const json_t *layers = json_object_get(model, "layers");
     if (!layers) return fail(err, "model.layers", "required array of layer widths is missing");
     if (!json_is_array(layers)) return fail(err, "model.layers", "must be an array of integers");
@@ -166,28 +194,70 @@ static int parse_data(const json_t *root, pgn_train_spec *t, pgn_error *err) {
     return 0;
 }
 
+static int get_bool(const json_t *obj, const char *key, const char *path, bool *out,
+                    pgn_error *err) {
+    const json_t *v = json_object_get(obj, key);
+    if (!v) return 0;
+    if (!json_is_boolean(v)) return fail(err, path, "must be true or false");
+    *out = json_is_true(v);
+    return 0;
+}
+
 static int parse_optimizer(const json_t *root, pgn_train_spec *t, pgn_error *err) {
-    t->optimizer = PGN_OPT_SGD;
-    t->lr = 0.01f;
-    t->momentum = 0.0f;
+    pgn_optimizer_spec *o = &t->optimizer;
+    *o = (pgn_optimizer_spec){.type = PGN_OPT_SGD, .lr = 0.01f, .beta1 = 0.9f, .beta2 = 0.999f,
+                              .eps = 1e-8f, .schedule = PGN_SCHEDULE_CONSTANT};
     int rc;
     const json_t *opt = get_object(root, "optimizer", "optimizer", false, err, &rc);
     if (!opt) return rc;
-    static const char *const keys[] = {"type", "lr", "momentum", NULL};
+    static const char *const keys[] = {"type",  "lr",        "momentum",  "nesterov",
+                                       "weight_decay", "beta1", "beta2", "eps", "clip_norm",
+                                       "schedule", "warmup_steps", "min_lr", NULL};
     if (only_keys(opt, "optimizer", keys, err)) return -1;
-    char type[32] = "sgd";
-    if (get_string(opt, "type", "optimizer.type", type, sizeof type, err)) return -1;
-    if (strcmp(type, "sgd"))
-        return fail(err, "optimizer.type", "unknown optimizer '%s' (expected \"sgd\")", type);
-    if (get_float(opt, "lr", "optimizer.lr", 0.0, true, 1000.0, &t->lr, err)) return -1;
-    if (get_float(opt, "momentum", "optimizer.momentum", 0.0, false, 0.999999, &t->momentum, err))
+    int type = PGN_OPT_SGD, schedule = PGN_SCHEDULE_CONSTANT;
+    if (get_choice(opt, "type", "optimizer.type", OPTIMIZERS, &type, err)) return -1;
+    o->type = (pgn_optimizer_type)type;
+    if (o->type == PGN_OPT_ADAMW) o->weight_decay = 0.01f; /* PyTorch's AdamW default */
+    if (o->type != PGN_OPT_SGD) o->lr = 0.001f;
+    long long warmup = 0;
+    if (get_float(opt, "lr", "optimizer.lr", 0.0, true, 1000.0, &o->lr, err) ||
+        get_float(opt, "momentum", "optimizer.momentum", 0.0, false, 0.999999, &o->momentum, err) ||
+        get_bool(opt, "nesterov", "optimizer.nesterov", &o->nesterov, err) ||
+        get_float(opt, "weight_decay", "optimizer.weight_decay", 0.0, false, 10.0, &o->weight_decay, err) ||
+        get_float(opt, "beta1", "optimizer.beta1", 0.0, false, 0.999999, &o->beta1, err) ||
+        get_float(opt, "beta2", "optimizer.beta2", 0.0, false, 0.999999, &o->beta2, err) ||
+        get_float(opt, "eps", "optimizer.eps", 0.0, true, 1.0, &o->eps, err) ||
+        get_float(opt, "clip_norm", "optimizer.clip_norm", 0.0, false, 1e6, &o->clip_norm, err) ||
+        get_choice(opt, "schedule", "optimizer.schedule", SCHEDULES, &schedule, err) ||
+        get_int(opt, "warmup_steps", "optimizer.warmup_steps", 0, 100000000, &warmup, err) ||
+        get_float(opt, "min_lr", "optimizer.min_lr", 0.0, false, 1000.0, &o->min_lr, err))
         return -1;
+    o->schedule = (pgn_schedule)schedule;
+    o->warmup_steps = (int)warmup;
+    /* fields that do nothing for the chosen optimizer are mistakes, not options */
+    const char *sgd_only[] = {"momentum", "nesterov"}, *adam_only[] = {"beta1", "beta2", "eps"};
+    for (int i = 0; i < 2 && o->type != PGN_OPT_SGD; i++)
+        if (json_object_get(opt, sgd_only[i])) {
+            char path[64];
+            snprintf(path, sizeof path, "optimizer.%s", sgd_only[i]);
+            return fail(err, path, "only applies to \"sgd\"");
+        }
+    for (int i = 0; i < 3 && o->type == PGN_OPT_SGD; i++)
+        if (json_object_get(opt, adam_only[i])) {
+            char path[64];
+            snprintf(path, sizeof path, "optimizer.%s", adam_only[i]);
+            return fail(err, path, "only applies to \"adam\" and \"adamw\"");
+        }
+    if (o->nesterov && o->momentum <= 0.0f)
+        return fail(err, "optimizer.nesterov", "needs optimizer.momentum > 0");
+    if (o->min_lr > o->lr) return fail(err, "optimizer.min_lr", "must be <= optimizer.lr");
     return 0;
 }
 
 static int parse_train(const json_t *root, pgn_job_spec *out, pgn_error *err) {
-    static const char *const keys[] = {"kind",   "name",       "device", "seed",   "model",
-                                       "data",   "optimizer",  "batch_size", "epochs", NULL};
+    static const char *const keys[] = {"kind",      "name",   "device", "seed",
+                                       "model",     "data",   "optimizer", "batch_size",
+                                       "epochs",    "checkpoint_every", NULL};
     if (only_keys(root, "", keys, err)) return -1;
     pgn_train_spec *t = &out->train;
     if (parse_model(root, t, err) || parse_data(root, t, err) || parse_optimizer(root, t, err))
@@ -198,6 +268,9 @@ static int parse_train(const json_t *root, pgn_job_spec *out, pgn_error *err) {
     v = 10;
     if (get_int(root, "epochs", "epochs", 1, PGN_MAX_EPOCHS, &v, err)) return -1;
     t->epochs = (int)v;
+    v = 0;
+    if (get_int(root, "checkpoint_every", "checkpoint_every", 0, PGN_MAX_EPOCHS, &v, err)) return -1;
+    t->checkpoint_every = (int)v;
     return 0;
 }
 
@@ -244,12 +317,29 @@ const char *pgn_job_kind_name(pgn_job_kind kind) {
 
 json_t *pgn_spec_to_json(const pgn_job_spec *spec) {
     const pgn_train_spec *t = &spec->train;
+    const pgn_optimizer_spec *o = &t->optimizer;
     json_t *layers = json_array();
     for (int i = 0; i < t->n_layers; i++) json_array_append_new(layers, json_integer(t->layers[i]));
-    return json_pack("{s:s, s:s, s:s, s:I, s:{s:s, s:o, s:s}, s:o, s:{s:s, s:o, s:o}, s:i, s:i}",
-                     "kind", pgn_job_kind_name(spec->kind), "name", spec->name, "device",
-                     spec->device, "seed", (json_int_t)spec->seed, "model", "type", "mlp",
-                     "layers", layers, "activation", "relu", "data", pgn_data_spec_to_json(&t->data),
-                     "optimizer", "type", "sgd", "lr", pgn_json_real_f32(t->lr), "momentum",
-                     pgn_json_real_f32(t->momentum), "batch_size", t->batch_size, "epochs", t->epochs);
+    json_t *model = json_pack("{s:s, s:o, s:s, s:o, s:s, s:s}", "type", "mlp", "layers", layers,
+                              "activation", ACTIVATIONS[t->activation], "dropout",
+                              pgn_json_real_f32(t->dropout), "loss", LOSSES[t->loss], "init",
+                              INITS[t->init]);
+    json_t *opt = json_pack("{s:s, s:o, s:o, s:o, s:s, s:i, s:o}", "type", OPTIMIZERS[o->type],
+                            "lr", pgn_json_real_f32(o->lr), "weight_decay",
+                            pgn_json_real_f32(o->weight_decay), "clip_norm",
+                            pgn_json_real_f32(o->clip_norm), "schedule", SCHEDULES[o->schedule],
+                            "warmup_steps", o->warmup_steps, "min_lr", pgn_json_real_f32(o->min_lr));
+    if (o->type == PGN_OPT_SGD) {
+        json_object_set_new(opt, "momentum", pgn_json_real_f32(o->momentum));
+        json_object_set_new(opt, "nesterov", json_boolean(o->nesterov));
+    } else {
+        json_object_set_new(opt, "beta1", pgn_json_real_f32(o->beta1));
+        json_object_set_new(opt, "beta2", pgn_json_real_f32(o->beta2));
+        json_object_set_new(opt, "eps", pgn_json_real_f32(o->eps));
+    }
+    return json_pack("{s:s, s:s, s:s, s:I, s:o, s:o, s:o, s:i, s:i, s:i}", "kind",
+                     pgn_job_kind_name(spec->kind), "name", spec->name, "device", spec->device,
+                     "seed", (json_int_t)spec->seed, "model", model, "data",
+                     pgn_data_spec_to_json(&t->data), "optimizer", opt, "batch_size",
+                     t->batch_size, "epochs", t->epochs, "checkpoint_every", t->checkpoint_every);
 }

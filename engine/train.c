@@ -1,16 +1,23 @@
-/* train.c: the training loop of train jobs: per-epoch shuffle from the seed, mini-batch SGD
- * on the job's device, evaluation after every epoch, metrics and progress through the hooks,
- * and the result with the SHA-256 of the final weights. */
+/* train.c: the training loop of train jobs. The datasets are uploaded to the device once; a
+ * step gathers its batch on the device from the epoch's permutation, runs the graph forward and
+ * backward and the optimizer, and records its loss and correct count on the device, so steps
+ * queue without waiting. Per epoch: evaluation on the test set, metrics through the hooks, and
+ * a checkpoint when due. Resuming from a checkpoint continues bit-identically. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "graph.h"
+#include "optim.h"
 #include "pgn_math.h"
 
-#define PGN_STREAM_SHUFFLE 0x5348554646ULL /* "SHUFF": apart from the parameter streams */
+#define PGN_STREAM_SHUFFLE 0x5348554646ULL /* "SHUFF": apart from the init streams */
+/* Steps queued before waiting for the device: bounds the queue and keeps progress honest. */
+#define PGN_SYNC_EVERY_STEPS 32
+#define PGN_CHECKPOINT_FORMAT "paragon-checkpoint-1"
 
 double pgn_now_s(void) {
     struct timespec ts;
@@ -41,25 +48,12 @@ static void shuffle(int *order, int n, uint64_t seed, int epoch) {
     }
 }
 
-/* Host staging for one batch; sums of a pass in sample order. */
-typedef struct {
-    float *x;
-    int32_t *y;
-    float *loss;
-    int32_t *pred;
-} staging;
-
-typedef struct {
-    double loss_sum;
-    long correct;
-    long seen;
-} pass_stats;
-
 static void emit(const pgn_run_hooks *h, const char *name, int64_t step, double value) {
     if (h && h->on_metric) h->on_metric(h->ctx, name, step, value);
 }
 
-static void log_line(const pgn_run_hooks *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_line(const pgn_run_hooks *h, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void log_line(const pgn_run_hooks *h, const char *fmt, ...) {
     if (!h || !h->on_log) return;
     char line[512];
@@ -70,165 +64,334 @@ static void log_line(const pgn_run_hooks *h, const char *fmt, ...) {
     h->on_log(h->ctx, line);
 }
 
-/* Uploads rows `idx[0..rows)` of d into the model's input and label tensors. */
-static int load_batch(pgn_mlp *m, const pgn_dataset *d, const int *idx, int rows, staging *s,
-                      pgn_error *err) {
-    for (int r = 0; r < rows; r++) {
-        int i = idx ? idx[r] : r;
-        memcpy(s->x + (size_t)r * d->features, d->x + (size_t)i * d->features,
-               (size_t)d->features * sizeof *s->x);
-        s->y[r] = d->y[i];
-    }
-    return pgn_tensor_write(&m->x, s->x, (size_t)rows * d->features, err) ||
-           pgn_tensor_write(&m->labels, s->y, (size_t)rows, err);
-}
+/* A dataset on the device: features, labels and an index (permutation or identity). */
+typedef struct {
+    int n;
+    pgn_tensor x, y, idx;
+} device_set;
 
-/* Reads back the per-row loss and prediction of the last loss op and adds them up in order. */
-static int collect(pgn_mlp *m, int rows, staging *s, pass_stats *st, pgn_error *err) {
-    if (pgn_tensor_read(&m->loss, s->loss, (size_t)rows, err) ||
-        pgn_tensor_read(&m->pred, s->pred, (size_t)rows, err))
+static int upload_set(device_set *s, pgn_device *dev, const pgn_dataset *d, pgn_error *err) {
+    s->n = d->n;
+    int *identity = malloc((size_t)d->n * sizeof *identity);
+    if (!identity) {
+        pgn_error_set(err, "out_of_memory", "", "cannot allocate %d indices", d->n);
         return -1;
-    for (int r = 0; r < rows; r++) {
-        st->loss_sum += s->loss[r];
-        st->correct += s->pred[r] == s->y[r];
     }
-    st->seen += rows;
-    return 0;
+    for (int i = 0; i < d->n; i++) identity[i] = i;
+    int rc = pgn_tensor_init(&s->x, dev, d->n, d->features, err) ||
+             pgn_tensor_init(&s->y, dev, d->n, 1, err) || pgn_tensor_init(&s->idx, dev, d->n, 1, err) ||
+             pgn_tensor_write(&s->x, d->x, (size_t)d->n * d->features, err) ||
+             pgn_tensor_write(&s->y, d->y, (size_t)d->n, err) ||
+             pgn_tensor_write(&s->idx, identity, (size_t)d->n, err);
+    free(identity);
+    return rc ? -1 : 0;
 }
 
-static int evaluate(pgn_mlp *m, const pgn_dataset *d, staging *s, pass_stats *st,
-                    pgn_error *err) {
-    memset(st, 0, sizeof *st);
-    for (int start = 0; start < d->n; start += m->max_batch) {
-        int rows = d->n - start < m->max_batch ? d->n - start : m->max_batch;
-        pgn_dataset view = *d;
-        view.x = d->x + (size_t)start * d->features;
-        view.y = d->y + start;
-        if (load_batch(m, &view, NULL, rows, s, err) || pgn_mlp_forward(m, rows, err) ||
-            pgn_mlp_loss(m, rows, 0.0f, err) || collect(m, rows, s, st, err))
-            return -1;
-    }
-    return 0;
+static void release_set(device_set *s) {
+    pgn_tensor_release(&s->x);
+    pgn_tensor_release(&s->y);
+    pgn_tensor_release(&s->idx);
 }
 
 typedef struct {
+    const pgn_job_spec *spec;
+    const pgn_run_options *opts;
+    const pgn_run_hooks *hooks;
     pgn_dataset train, test;
-    pgn_mlp model;
-    staging s;
+    device_set dtrain, dtest;
+    pgn_graph graph;
+    pgn_optimizer optim;
+    pgn_tensor stats;   /* 2 floats per step of an epoch (or per evaluation batch) */
+    float *host_stats;
     int *order;
     double *epoch_seconds;
-} run_state;
+    int batch, steps_per_epoch, eval_steps;
+} trainer;
 
-static void run_state_free(run_state *rs) {
-    pgn_dataset_free(&rs->train);
-    pgn_dataset_free(&rs->test);
-    pgn_mlp_release(&rs->model);
-    free(rs->s.x);
-    free(rs->s.y);
-    free(rs->s.loss);
-    free(rs->s.pred);
-    free(rs->order);
-    free(rs->epoch_seconds);
+static void trainer_free(trainer *tr) {
+    pgn_dataset_free(&tr->train);
+    pgn_dataset_free(&tr->test);
+    release_set(&tr->dtrain);
+    release_set(&tr->dtest);
+    pgn_optim_release(&tr->optim);
+    pgn_graph_release(&tr->graph);
+    pgn_tensor_release(&tr->stats);
+    free(tr->host_stats);
+    free(tr->order);
+    free(tr->epoch_seconds);
+}
+
+/* Sums the per-step statistics of a pass, in step order, on the host in double. */
+static int read_stats(trainer *tr, int steps, double *loss_sum, double *correct, pgn_error *err) {
+    if (pgn_tensor_read(&tr->stats, tr->host_stats, (size_t)steps * 2, err)) return -1;
+    *loss_sum = 0;
+    *correct = 0;
+    for (int s = 0; s < steps; s++) {
+        *loss_sum += tr->host_stats[2 * s];
+        *correct += tr->host_stats[2 * s + 1];
+    }
+    return 0;
+}
+
+/* Runs one batch: rows from set s at positions offset.. of its index tensor. */
+static int run_batch(trainer *tr, device_set *s, int offset, int rows, bool training,
+                     uint64_t step, int slot, pgn_error *err) {
+    pgn_graph *g = &tr->graph;
+    pgn_node *in = &g->nodes[g->input], *lab = &g->nodes[g->labels], *loss = &g->nodes[g->loss];
+    if (pgn_op_gather_rows(rows, &s->x, &s->idx, offset, &in->value, err) ||
+        pgn_op_gather_rows(rows, &s->y, &s->idx, offset, &lab->value, err) ||
+        pgn_graph_forward(g, rows, training, step, err))
+        return -1;
+    if (training && (pgn_graph_backward(g, rows, err) || pgn_optim_step(&tr->optim, g, err)))
+        return -1;
+    return pgn_op_loss_stats(rows, &loss->value, &loss->aux, &lab->value, &tr->stats, slot, err);
+}
+
+static int evaluate(trainer *tr, double *loss, double *acc, pgn_error *err) {
+    int b = tr->graph.max_batch;
+    for (int i = 0; i < tr->eval_steps; i++) {
+        int rows = tr->dtest.n - i * b < b ? tr->dtest.n - i * b : b;
+        if (run_batch(tr, &tr->dtest, i * b, rows, false, 0, i, err)) return -1;
+    }
+    double sum, correct;
+    if (read_stats(tr, tr->eval_steps, &sum, &correct, err)) return -1;
+    double div = tr->graph.loss_is_mse ? (double)tr->dtest.n * tr->test.classes : tr->dtest.n;
+    *loss = sum / div;
+    *acc = correct / tr->dtest.n;
+    return 0;
+}
+
+/* Checkpoint entries: parameters, then each parameter's optimizer state. Names follow
+ * PyTorch's state_dict where they can ("layers.0.weight", "optimizer.layers.0.weight.exp_avg"). */
+typedef struct {
+    pgn_st_entry e[3 * PGN_GRAPH_MAX_PARAMS];
+    char names[3 * PGN_GRAPH_MAX_PARAMS][96];
+    int n;
+} st_list;
+
+static void checkpoint_entries(trainer *tr, st_list *l) {
+    l->n = 0;
+    pgn_graph *g = &tr->graph;
+    for (int p = 0; p < g->n_params; p++) {
+        pgn_node *node = &g->nodes[g->params[p]];
+        snprintf(l->names[l->n], sizeof l->names[0], "%s", node->name);
+        l->e[l->n] = (pgn_st_entry){l->names[l->n], &node->value};
+        l->n++;
+        pgn_tensor *state[2];
+        const char *names[2];
+        int k = pgn_optim_state(&tr->optim, p, state, names);
+        for (int i = 0; i < k; i++) {
+            snprintf(l->names[l->n], sizeof l->names[0], "optimizer.%s.%s", node->name, names[i]);
+            l->e[l->n] = (pgn_st_entry){l->names[l->n], state[i]};
+            l->n++;
+        }
+    }
+}
+
+static int checkpoint_path(const trainer *tr, char *out, size_t size) {
+    if (!tr->opts->checkpoint_dir) return 0;
+    snprintf(out, size, "%s/%s", tr->opts->checkpoint_dir, PGN_CHECKPOINT_FILE);
+    return 1;
+}
+
+/* What must match for a checkpoint to continue this job: everything but name and device. */
+static json_t *resume_key(const pgn_job_spec *spec) {
+    json_t *j = pgn_spec_to_json(spec);
+    json_object_del(j, "name");
+    json_object_del(j, "device");
+    json_object_del(j, "checkpoint_every");
+    return j;
+}
+
+static int save_checkpoint(trainer *tr, int epochs_done, const char *sha, pgn_error *err) {
+    char path[PGN_PATH_MAX * 2];
+    if (!checkpoint_path(tr, path, sizeof path)) return 0;
+    st_list l;
+    checkpoint_entries(tr, &l);
+    json_t *key = resume_key(tr->spec);
+    char *spec_text = pgn_json_dumps(key);
+    json_decref(key);
+    char epoch[32], step[32];
+    snprintf(epoch, sizeof epoch, "%d", epochs_done);
+    snprintf(step, sizeof step, "%lld", (long long)tr->optim.t);
+    json_t *meta = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "format", PGN_CHECKPOINT_FORMAT,
+                             "paragon_version", PGN_VERSION, "epoch", epoch, "step", step, "spec",
+                             spec_text ? spec_text : "", "weights_sha256", sha);
+    free(spec_text);
+    int rc = pgn_safetensors_write(path, l.e, l.n, meta, err);
+    json_decref(meta);
+    return rc;
+}
+
+/* Loads the checkpoint if there is one; *epochs_done stays 0 otherwise. */
+static int load_checkpoint(trainer *tr, int *epochs_done, pgn_error *err) {
+    char path[PGN_PATH_MAX * 2];
+    *epochs_done = 0;
+    if (!tr->opts->resume || !checkpoint_path(tr, path, sizeof path)) return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    fclose(f);
+    st_list l;
+    checkpoint_entries(tr, &l);
+    json_t *meta = NULL;
+    if (pgn_safetensors_read(path, l.e, l.n, &meta, err)) return -1;
+    const char *format = json_string_value(json_object_get(meta, "format"));
+    const char *spec_text = json_string_value(json_object_get(meta, "spec"));
+    const char *epoch = json_string_value(json_object_get(meta, "epoch"));
+    const char *step = json_string_value(json_object_get(meta, "step"));
+    json_t *key = resume_key(tr->spec);
+    char *want = pgn_json_dumps(key);
+    json_decref(key);
+    int rc = 0;
+    if (!format || strcmp(format, PGN_CHECKPOINT_FORMAT) || !spec_text || !epoch || !step) {
+        pgn_error_set(err, "checkpoint", "", "checkpoint '%s': not a paragon checkpoint", path);
+        rc = -1;
+    } else if (!want || strcmp(want, spec_text)) {
+        pgn_error_set(err, "checkpoint", "",
+                      "checkpoint '%s' belongs to a different job spec; remove it to start over",
+                      path);
+        rc = -1;
+    } else {
+        *epochs_done = atoi(epoch);
+        tr->optim.t = atoll(step);
+    }
+    free(want);
+    json_decref(meta);
+    return rc;
+}
+
+static int setup(trainer *tr, pgn_device *dev, pgn_error *err) {
+    const pgn_train_spec *t = &tr->spec->train;
+    if (pgn_dataset_load(&t->data, tr->opts->data_dir, &tr->train, &tr->test, err)) return -1;
+    if (tr->train.features != t->layers[0] || tr->train.classes != t->layers[t->n_layers - 1]) {
+        char field[64];
+        int last = tr->train.features == t->layers[0];
+        int want = last ? tr->train.classes : tr->train.features;
+        snprintf(field, sizeof field, "model.layers[%d]", last ? t->n_layers - 1 : 0);
+        pgn_error_set(err, "invalid_spec", field, "%s: must be %d: the dataset has %d %s", field,
+                      want, want, last ? "classes" : "input features");
+        return -1;
+    }
+    tr->batch = t->batch_size < tr->train.n ? t->batch_size : tr->train.n;
+    tr->steps_per_epoch = (tr->train.n + tr->batch - 1) / tr->batch;
+    tr->eval_steps = (tr->test.n + tr->batch - 1) / tr->batch;
+    int slots = tr->steps_per_epoch > tr->eval_steps ? tr->steps_per_epoch : tr->eval_steps;
+    pgn_graph_init(&tr->graph, dev, tr->batch, tr->spec->seed);
+    if (pgn_graph_build_mlp(&tr->graph, t, err) ||
+        pgn_optim_init(&tr->optim, &tr->graph, &t->optimizer,
+                       (int64_t)tr->steps_per_epoch * t->epochs, err) ||
+        upload_set(&tr->dtrain, dev, &tr->train, err) || upload_set(&tr->dtest, dev, &tr->test, err) ||
+        pgn_tensor_init(&tr->stats, dev, slots, 2, err))
+        return -1;
+    tr->host_stats = malloc((size_t)slots * 2 * sizeof *tr->host_stats);
+    tr->order = malloc((size_t)tr->train.n * sizeof *tr->order);
+    tr->epoch_seconds = calloc((size_t)t->epochs, sizeof *tr->epoch_seconds);
+    if (!tr->host_stats || !tr->order || !tr->epoch_seconds) {
+        pgn_error_set(err, "out_of_memory", "", "cannot allocate training buffers");
+        return -1;
+    }
+    pgn_graph_profile_enable(&tr->graph, tr->opts->profile);
+    return 0;
+}
+
+static double flops_per_sample(const pgn_train_spec *t) {
+    double f = 0; /* forward 2 in out, backward 4 in out (dW and dX) per weight matrix */
+    for (int l = 0; l + 1 < t->n_layers; l++) f += 6.0 * t->layers[l] * t->layers[l + 1];
+    return f;
 }
 
 int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
                   const pgn_run_hooks *hooks, json_t **result, pgn_error *err) {
     const pgn_train_spec *t = &spec->train;
-    run_state rs;
-    memset(&rs, 0, sizeof rs);
+    trainer tr;
+    memset(&tr, 0, sizeof tr);
+    tr.spec = spec;
+    tr.opts = opts;
+    tr.hooks = hooks;
     double t_start = pgn_now_s();
-    if (pgn_dataset_load(&t->data, opts->data_dir, &rs.train, &rs.test, err)) return -1;
-    if (rs.train.features != t->layers[0] || rs.train.classes != t->layers[t->n_layers - 1]) {
-        char field[64];
-        int bad = rs.train.features != t->layers[0] ? 0 : t->n_layers - 1;
-        snprintf(field, sizeof field, "model.layers[%d]", bad);
-        pgn_error_set(err, "invalid_spec", field, "%s: must be %d: the dataset has %d %s", field,
-                      bad ? rs.train.classes : rs.train.features,
-                      bad ? rs.train.classes : rs.train.features, bad ? "classes" : "input features");
-        run_state_free(&rs);
-        return -1;
-    }
-    int batch = t->batch_size < rs.train.n ? t->batch_size : rs.train.n;
-    int eval_batch = batch;
-    if (pgn_mlp_init(&rs.model, dev, t->layers, t->n_layers, eval_batch, spec->seed, err))
-        goto fail;
-    int features = rs.train.features;
-    rs.s.x = malloc((size_t)eval_batch * features * sizeof *rs.s.x);
-    rs.s.y = malloc((size_t)eval_batch * sizeof *rs.s.y);
-    rs.s.loss = malloc((size_t)eval_batch * sizeof *rs.s.loss);
-    rs.s.pred = malloc((size_t)eval_batch * sizeof *rs.s.pred);
-    rs.order = malloc((size_t)rs.train.n * sizeof *rs.order);
-    rs.epoch_seconds = malloc((size_t)t->epochs * sizeof *rs.epoch_seconds);
-    if (!rs.s.x || !rs.s.y || !rs.s.loss || !rs.s.pred || !rs.order || !rs.epoch_seconds) {
-        pgn_error_set(err, "out_of_memory", "", "cannot allocate training buffers");
-        goto fail;
-    }
+    int start_epoch = 0;
+    if (setup(&tr, dev, err) || load_checkpoint(&tr, &start_epoch, err)) goto fail;
     const char *dev_id = dev ? dev->info.id : "host";
-    log_line(hooks, "training mlp on %s: %d samples, batch %d, %d epochs, seed %llu", dev_id,
-             rs.train.n, batch, t->epochs, (unsigned long long)spec->seed);
+    log_line(hooks, "training %s on %s: %d samples, batch %d, %d epochs, seed %llu%s", spec->name,
+             dev_id, tr.train.n, tr.batch, t->epochs, (unsigned long long)spec->seed,
+             start_epoch ? " (resumed)" : "");
+    if (start_epoch)
+        log_line(hooks, "resumed from %s/%s after epoch %d (step %lld)", opts->checkpoint_dir,
+                 PGN_CHECKPOINT_FILE, start_epoch, (long long)tr.optim.t);
 
-    long steps = 0;
-    pass_stats train_st = {0}, test_st = {0};
-    int steps_per_epoch = (rs.train.n + batch - 1) / batch;
-    for (int epoch = 0; epoch < t->epochs; epoch++) {
+    double test_loss = 0, test_acc = 0, train_loss = 0, train_acc = 0;
+    int64_t total_steps = (int64_t)tr.steps_per_epoch * t->epochs;
+    for (int epoch = start_epoch; epoch < t->epochs; epoch++) {
         double t_epoch = pgn_now_s();
-        shuffle(rs.order, rs.train.n, spec->seed, epoch);
-        memset(&train_st, 0, sizeof train_st);
-        for (int start = 0; start < rs.train.n; start += batch) {
+        shuffle(tr.order, tr.train.n, spec->seed, epoch);
+        if (pgn_tensor_write(&tr.dtrain.idx, tr.order, (size_t)tr.train.n, err)) goto fail;
+        for (int s = 0; s < tr.steps_per_epoch; s++) {
             if (hooks && hooks->should_stop && hooks->should_stop(hooks->ctx)) {
-                pgn_error_set(err, "cancelled", "", "stopped at epoch %d, step %ld", epoch + 1,
-                              steps);
+                pgn_error_set(err, "cancelled", "", "stopped at epoch %d, step %lld", epoch + 1,
+                              (long long)tr.optim.t);
                 goto fail;
             }
-            int rows = rs.train.n - start < batch ? rs.train.n - start : batch;
-            float scale = 1.0f / (float)rows; /* mean loss over the batch */
-            if (load_batch(&rs.model, &rs.train, rs.order + start, rows, &rs.s, err) ||
-                pgn_mlp_forward(&rs.model, rows, err) ||
-                pgn_mlp_loss(&rs.model, rows, scale, err) ||
-                pgn_mlp_backward(&rs.model, rows, err) ||
-                pgn_mlp_sgd(&rs.model, t->lr, t->momentum, err) ||
-                collect(&rs.model, rows, &rs.s, &train_st, err))
+            int start = s * tr.batch;
+            int rows = tr.train.n - start < tr.batch ? tr.train.n - start : tr.batch;
+            if (run_batch(&tr, &tr.dtrain, start, rows, true, (uint64_t)tr.optim.t, s, err))
                 goto fail;
-            steps++;
-            if (hooks && hooks->on_progress)
-                hooks->on_progress(hooks->ctx, (double)steps / ((double)steps_per_epoch * t->epochs));
+            if ((s + 1) % PGN_SYNC_EVERY_STEPS == 0 || s + 1 == tr.steps_per_epoch) {
+                if (pgn_device_finish(dev, err)) goto fail;
+                if (hooks && hooks->on_progress)
+                    hooks->on_progress(hooks->ctx, (double)tr.optim.t / (double)total_steps);
+            }
         }
-        rs.epoch_seconds[epoch] = pgn_now_s() - t_epoch;
-        if (evaluate(&rs.model, &rs.test, &rs.s, &test_st, err)) goto fail;
-        double loss = train_st.loss_sum / (double)train_st.seen;
-        double acc = (double)train_st.correct / (double)train_st.seen;
-        double test_loss = test_st.loss_sum / (double)test_st.seen;
-        double test_acc = (double)test_st.correct / (double)test_st.seen;
-        emit(hooks, "loss", epoch + 1, loss);
-        emit(hooks, "accuracy", epoch + 1, acc);
+        double sum, correct;
+        if (read_stats(&tr, tr.steps_per_epoch, &sum, &correct, err)) goto fail;
+        tr.epoch_seconds[epoch] = pgn_now_s() - t_epoch;
+        double div = tr.graph.loss_is_mse ? (double)tr.train.n * tr.train.classes : tr.train.n;
+        train_loss = sum / div;
+        train_acc = correct / tr.train.n;
+        if (evaluate(&tr, &test_loss, &test_acc, err)) goto fail;
+        emit(hooks, "loss", epoch + 1, train_loss);
+        emit(hooks, "accuracy", epoch + 1, train_acc);
         emit(hooks, "test_loss", epoch + 1, test_loss);
         emit(hooks, "test_accuracy", epoch + 1, test_acc);
         int log_every = t->epochs > 20 ? t->epochs / 20 : 1; /* about 20 lines per job */
-        if ((epoch + 1) % log_every == 0 || epoch == 0 || epoch + 1 == t->epochs)
-            log_line(hooks, "epoch %d/%d: loss %.6f accuracy %.4f test_loss %.6f test_accuracy %.4f",
-                     epoch + 1, t->epochs, loss, acc, test_loss, test_acc);
+        if ((epoch + 1) % log_every == 0 || epoch == start_epoch || epoch + 1 == t->epochs)
+            log_line(hooks,
+                     "epoch %d/%d: loss %.6f accuracy %.4f test_loss %.6f test_accuracy %.4f "
+                     "(%.3f s)",
+                     epoch + 1, t->epochs, train_loss, train_acc, test_loss, test_acc,
+                     tr.epoch_seconds[epoch]);
+        bool due = t->checkpoint_every > 0 && (epoch + 1) % t->checkpoint_every == 0;
+        if (due && epoch + 1 < t->epochs) {
+            char sha[65];
+            if (pgn_graph_weights_sha256(&tr.graph, sha, err) ||
+                save_checkpoint(&tr, epoch + 1, sha, err))
+                goto fail;
+        }
     }
+    if (start_epoch >= t->epochs && evaluate(&tr, &test_loss, &test_acc, err)) goto fail;
 
     char sha[65];
-    if (pgn_mlp_sha256(&rs.model, sha, err)) goto fail;
+    if (pgn_graph_weights_sha256(&tr.graph, sha, err) || save_checkpoint(&tr, t->epochs, sha, err))
+        goto fail;
     double seconds = pgn_now_s() - t_start;
+    int ran = t->epochs - start_epoch;
     double train_seconds = 0;
-    for (int e = 0; e < t->epochs; e++) train_seconds += rs.epoch_seconds[e];
-    double median = pgn_median(rs.epoch_seconds, (size_t)t->epochs);
-    double test_loss = test_st.loss_sum / (double)test_st.seen;
-    double test_acc = (double)test_st.correct / (double)test_st.seen;
-    *result = json_pack("{s:f, s:f, s:f, s:f, s:f, s:s, s:i, s:I, s:f, s:f, s:f, s:s}", "accuracy",
-                        test_acc, "loss", test_loss, "test_accuracy", test_acc, "test_loss",
-                        test_loss, "train_loss", train_st.loss_sum / (double)train_st.seen,
-                        "weights_sha256", sha, "epochs", t->epochs, "steps", (json_int_t)steps,
-                        "seconds", seconds, "seconds_per_epoch", median, "samples_per_second",
-                        train_seconds > 0 ? (double)rs.train.n * t->epochs / train_seconds : 0.0,
-                        "device", dev_id);
+    for (int e = start_epoch; e < t->epochs; e++) train_seconds += tr.epoch_seconds[e];
+    double median = pgn_median(tr.epoch_seconds + start_epoch, (size_t)(ran > 0 ? ran : 0));
+    double sps = train_seconds > 0 ? (double)tr.train.n * ran / train_seconds : 0.0;
+    *result = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:i, s:I, s:f, s:f, s:f, s:f, s:s, s:i}",
+                        "accuracy", test_acc, "loss", test_loss, "test_accuracy", test_acc,
+                        "test_loss", test_loss, "train_loss", train_loss, "train_accuracy",
+                        train_acc, "weights_sha256", sha, "epochs", t->epochs, "steps",
+                        (json_int_t)tr.optim.t, "seconds", seconds, "seconds_per_epoch", median,
+                        "samples_per_second", sps, "gflops",
+                        sps * flops_per_sample(t) * 1e-9, "device", dev_id, "resumed_from_epoch",
+                        start_epoch);
+    if (opts->profile) json_object_set_new(*result, "profile", pgn_graph_profile_json(&tr.graph));
     log_line(hooks, "done: test_accuracy %.4f test_loss %.6f weights sha256 %s", test_acc,
              test_loss, sha);
-    run_state_free(&rs);
+    trainer_free(&tr);
     return 0;
 fail:
-    run_state_free(&rs);
+    trainer_free(&tr);
     return -1;
 }

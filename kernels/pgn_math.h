@@ -13,6 +13,7 @@ typedef ulong pgn_u64;
 #define PGN_INLINE static inline
 #define pgn_fma(a, b, c) fma((a), (b), (c))
 #define pgn_floor(x) floor(x)
+#define pgn_sqrt(x) sqrt(x) /* correctly rounded: -cl-fp32-correctly-rounded-divide-sqrt */
 #define pgn_bits(f) as_uint(f)
 #define pgn_float(u) as_float(u)
 #define PGN_INF INFINITY
@@ -27,6 +28,7 @@ typedef uint64_t pgn_u64;
 #define PGN_INLINE static inline
 #define pgn_fma(a, b, c) fmaf((a), (b), (c))
 #define pgn_floor(x) floorf(x)
+#define pgn_sqrt(x) sqrtf(x)
 PGN_INLINE pgn_u32 pgn_bits(float f) {
     pgn_u32 u;
     memcpy(&u, &f, sizeof u);
@@ -98,6 +100,35 @@ PGN_INLINE float pgn_logf(float x) {
     float logm = 2.0f * s * p;
     float fe = (float)e;
     return pgn_fma(fe, 0.693145751953125f, pgn_fma(fe, 1.42860682030941723212e-06f, logm));
+}
+
+/* tanh(x): an odd Taylor series where 1 - 2/(e^2x + 1) would cancel (|x| < 0.3, series error
+ * below 1e-9 relative), the exp form elsewhere, and +-1 once that is what float rounds to. */
+PGN_INLINE float pgn_tanhf(float x) {
+    if (x != x) return x;
+    float ax = x < 0.0f ? -x : x;
+    float r;
+    if (ax < 0.3f) {
+        float x2 = ax * ax;
+        float p = -0.00886323552990219656f;              /* -1382/155925 */
+        p = pgn_fma(p, x2, 0.0218694885361552028f);      /* 62/2835 */
+        p = pgn_fma(p, x2, -0.0539682539682539683f);     /* -17/315 */
+        p = pgn_fma(p, x2, 0.133333333333333333f);       /* 2/15 */
+        p = pgn_fma(p, x2, -0.333333333333333333f);      /* -1/3 */
+        r = pgn_fma(p * x2, ax, ax);
+    } else if (ax < 9.0f) {
+        r = 1.0f - 2.0f / (pgn_expf(2.0f * ax) + 1.0f);
+    } else {
+        r = 1.0f;
+    }
+    return x < 0.0f ? -r : r;
+}
+
+/* 1 / (1 + e^-x), written so that exp never overflows. */
+PGN_INLINE float pgn_sigmoidf(float x) {
+    if (x >= 0.0f) return 1.0f / (1.0f + pgn_expf(-x));
+    float e = pgn_expf(x);
+    return e / (1.0f + e);
 }
 
 /* Counter-based random numbers (splitmix64 finaliser): the value for (seed, stream, index) is the

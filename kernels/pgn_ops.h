@@ -24,6 +24,59 @@ PGN_INLINE float pgn_gemm_elem(int K, PGN_GLOBAL const float *a, int a_cs,
 PGN_INLINE float pgn_relu(float x) { return x > 0.0f ? x : 0.0f; }
 PGN_INLINE float pgn_relu_grad(float x, float dy) { return x > 0.0f ? dy : 0.0f; }
 
+/* Activations by code (the values of pgn_activation in engine/paragon.h). */
+#define PGN_ACT_CODE_NONE 0
+#define PGN_ACT_CODE_RELU 1
+#define PGN_ACT_CODE_GELU 2
+#define PGN_ACT_CODE_TANH 3
+#define PGN_ACT_CODE_SIGMOID 4
+
+#define PGN_GELU_C 0.797884560802865355f /* sqrt(2/pi) */
+#define PGN_GELU_A 0.044715f
+
+/* GELU, tanh form (as GPT-2 and PyTorch's approximate="tanh"):
+ * 0.5 x (1 + tanh(c (x + a x^3))). */
+PGN_INLINE float pgn_gelu(float x) {
+    float u = PGN_GELU_C * (x + PGN_GELU_A * x * x * x);
+    return 0.5f * x * (1.0f + pgn_tanhf(u));
+}
+
+/* d gelu / dx = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 a x^2), t = tanh(u). */
+PGN_INLINE float pgn_gelu_grad(float x) {
+    float u = PGN_GELU_C * (x + PGN_GELU_A * x * x * x);
+    float t = pgn_tanhf(u);
+    float du = PGN_GELU_C * (1.0f + 3.0f * PGN_GELU_A * x * x);
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+}
+
+/* y = act(z). */
+PGN_INLINE float pgn_act(int act, float z) {
+    switch (act) {
+    case PGN_ACT_CODE_RELU: return pgn_relu(z);
+    case PGN_ACT_CODE_GELU: return pgn_gelu(z);
+    case PGN_ACT_CODE_TANH: return pgn_tanhf(z);
+    case PGN_ACT_CODE_SIGMOID: return pgn_sigmoidf(z);
+    default: return z;
+    }
+}
+
+/* dz = dy act'(z), using the forward output y where it is cheaper (tanh, sigmoid). */
+PGN_INLINE float pgn_act_grad(int act, float z, float y, float dy) {
+    switch (act) {
+    case PGN_ACT_CODE_RELU: return pgn_relu_grad(z, dy);
+    case PGN_ACT_CODE_GELU: return dy * pgn_gelu_grad(z);
+    case PGN_ACT_CODE_TANH: return dy * (1.0f - y * y);
+    case PGN_ACT_CODE_SIGMOID: return dy * (y * (1.0f - y));
+    default: return dy;
+    }
+}
+
+/* Dropout mask value for element i of a step: 0 with probability p, else 1/(1-p) (given as
+ * scale). The draw depends only on (seed, step, i): identical on every device. */
+PGN_INLINE float pgn_dropout_mask(pgn_u64 seed, pgn_u64 step, pgn_u64 i, float p, float scale) {
+    return pgn_rand_unit(seed, step, i) < p ? 0.0f : scale;
+}
+
 /* Column sum of a (rows, cols) row-major matrix, rows in order from 0. */
 PGN_INLINE float pgn_colsum_elem(int rows, int cols, PGN_GLOBAL const float *x, int col) {
     float acc = 0.0f;
@@ -37,6 +90,75 @@ PGN_INLINE void pgn_sgd_momentum_elem(PGN_GLOBAL float *w, PGN_GLOBAL float *v, 
     float vn = pgn_fma(mu, *v, g);
     *v = vn;
     *w = pgn_fma(-lr, vn, *w);
+}
+
+/* SGD as PyTorch's torch.optim.SGD: g += wd w (L2); v = mu v + g (when mu > 0);
+ * step = nesterov ? g + mu v : v; w -= lr step. g arrives already scaled by clipping. */
+PGN_INLINE void pgn_sgd_elem(PGN_GLOBAL float *w, PGN_GLOBAL float *v, float g, float lr, float mu,
+                             int nesterov, float wd) {
+    float wv = *w;
+    if (wd != 0.0f) g = pgn_fma(wd, wv, g);
+    float step = g;
+    if (mu != 0.0f) {
+        float vn = pgn_fma(mu, *v, g);
+        *v = vn;
+        step = nesterov ? pgn_fma(mu, vn, g) : vn;
+    }
+    *w = pgn_fma(-lr, step, wv);
+}
+
+/* Adam / AdamW as PyTorch's: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+ * w -= lr (m / bc1) / (sqrt(v / bc2) + eps), bc = 1 - b^t given by the host.
+ * AdamW first decays w by lr wd (decoupled); Adam adds wd w to g (L2). */
+PGN_INLINE void pgn_adam_elem(PGN_GLOBAL float *w, PGN_GLOBAL float *m, PGN_GLOBAL float *v,
+                              float g, float lr, float b1, float b2, float eps, float bc1,
+                              float bc2, float wd, int decoupled) {
+    float wv = *w;
+    if (wd != 0.0f) {
+        if (decoupled)
+            wv = pgn_fma(-lr * wd, wv, wv);
+        else
+            g = pgn_fma(wd, wv, g);
+    }
+    float mn = pgn_fma(b1, *m, (1.0f - b1) * g);
+    float vn = pgn_fma(b2, *v, (1.0f - b2) * (g * g));
+    *m = mn;
+    *v = vn;
+    float denom = pgn_sqrt(vn / bc2) + eps;
+    *w = wv - lr * ((mn / bc1) / denom);
+}
+
+/* Sum of squares of x[0..n) in order: one chunk of the global-norm reduction. */
+PGN_INLINE float pgn_sumsq(int n, PGN_GLOBAL const float *x) {
+    float acc = 0.0f;
+    for (int i = 0; i < n; i++) acc = pgn_fma(x[i], x[i], acc);
+    return acc;
+}
+
+/* Global-norm clipping factor: min(1, max_norm / (norm + 1e-6)); 1 when clipping is off. */
+PGN_INLINE float pgn_clip_factor(float norm, float max_norm) {
+    if (max_norm <= 0.0f) return 1.0f;
+    float f = max_norm / (norm + 1e-6f);
+    return f < 1.0f ? f : 1.0f;
+}
+
+/* Fused mean-squared error against one-hot labels for one row of n predictions:
+ * returns sum_j (x_j - t_j)^2, writes dx = 2 (x - t) scale (scale = 1/(rows n)), arg-max. */
+PGN_INLINE float pgn_mse_onehot_row(int n, PGN_GLOBAL const float *x, int y, float scale,
+                                    PGN_GLOBAL float *dx, PGN_GLOBAL int *pred) {
+    float acc = 0.0f, mx = x[0];
+    int arg = 0;
+    for (int j = 0; j < n; j++) {
+        float d = x[j] - (j == y ? 1.0f : 0.0f);
+        acc = pgn_fma(d, d, acc);
+        dx[j] = 2.0f * d * scale;
+        if (x[j] > mx) {
+            mx = x[j];
+            arg = j;
+        }
+    }
+    *pred = arg;
+    return acc;
 }
 
 /* Fused softmax + cross-entropy for one row of logits x (n classes) with label y.

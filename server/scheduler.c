@@ -9,7 +9,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 /* Progress is a UI nicety: a few writes per second are enough and keep the store free. */
@@ -100,6 +102,20 @@ static int worker_device(worker *w, pgn_error *err) {
     return -1;
 }
 
+/* mkdir -p of <data_dir>/jobs/<id> (data_dir itself exists: the server created it). */
+static int make_job_dir(const char *data_dir, const char *job_dir, pgn_error *err) {
+    char jobs[PGN_PATH_MAX * 2];
+    snprintf(jobs, sizeof jobs, "%s/jobs", data_dir);
+    const char *dirs[2] = {jobs, job_dir};
+    for (int i = 0; i < 2; i++) {
+        if (mkdir(dirs[i], 0755) != 0 && errno != EEXIST) {
+            pgn_error_set(err, "io", "", "cannot create '%s': %s", dirs[i], strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static void run_job(worker *w, int64_t id, const json_t *spec_json) {
     pgd_scheduler *s = w->sched;
     pgn_job_spec spec;
@@ -112,10 +128,19 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json) {
                            .on_progress = hook_progress,
                            .should_stop = hook_should_stop};
 
+    /* Each job keeps its checkpoint in <data dir>/jobs/<id>/; a job that runs again after a
+     * restart resumes from it (bit-identically: the engine's resume is deterministic). */
+    char job_dir[PGN_PATH_MAX * 2];
+    snprintf(job_dir, sizeof job_dir, "%s/jobs/%lld", s->run_opts.data_dir, (long long)id);
+    pgn_run_options opts = s->run_opts;
+    opts.checkpoint_dir = job_dir;
+    opts.resume = true;
+
     atomic_store(&w->running_job, id);
     int rc = pgn_spec_parse(spec_json, &spec, &err);
+    if (rc == 0) rc = make_job_dir(s->run_opts.data_dir, job_dir, &err);
     if (rc == 0) rc = worker_device(w, &err);
-    if (rc == 0) rc = pgn_job_run(&spec, w->dev, &s->run_opts, &hooks, &result, &err);
+    if (rc == 0) rc = pgn_job_run(&spec, w->dev, &opts, &hooks, &result, &err);
     if (rc == 0 && !json_is_object(result)) {
         rc = -1;
         pgn_error_set(&err, "internal", "", "the engine returned no result object");

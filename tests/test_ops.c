@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "engine_helpers.h"
+#include "pgn_ops.h"
 
 static pgn_device *dev;
 
@@ -149,53 +150,91 @@ Test(ops, gemm_rejects_mismatched_shapes) {
     pair_release(&c);
 }
 
-Test(ops, bias_add_on_a_short_batch) {
+Test(ops, bias_act_on_a_short_batch) {
     pgn_error err = {0};
-    pair x, bias;
-    pair_random(&x, 6, 10, 21, 2.0f);
+    pair z, bias, y;
+    pair_random(&z, 6, 10, 21, 2.0f);
     pair_random(&bias, 1, 10, 22, 1.0f);
+    pair_init(&y, 6, 10, NULL);
     float *before = test_random(60, 21, 2.0f);
-    cr_assert_eq(pgn_op_bias_add(4, &x.h, &bias.h, &err), 0, "%s", err.message);
-    cr_assert_eq(pgn_op_bias_add(4, &x.d, &bias.d, &err), 0, "%s", err.message);
-    uint32_t *v = assert_identical(&x, 60, "bias_add");
+    cr_assert_eq(pgn_op_bias_act_forward(4, &z.h, &bias.h, PGN_ACT_CODE_RELU, &y.h, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_op_bias_act_forward(4, &z.d, &bias.d, PGN_ACT_CODE_RELU, &y.d, &err), 0, "%s", err.message);
+    uint32_t *zv = assert_identical(&z, 60, "z");
+    uint32_t *yv = assert_identical(&y, 60, "y");
     const float *bv = bias.h.host;
     for (int i = 0; i < 60; i++) {
         float want = i < 40 ? before[i] + bv[i % 10] : before[i]; /* rows past 4 untouched */
-        cr_assert_eq(pgn_float(v[i]), want, "x[%d]", i);
+        cr_assert_eq(pgn_float(zv[i]), want, "z[%d]", i);
+        if (i < 40) cr_assert_eq(pgn_float(yv[i]), want > 0 ? want : 0.0f, "y[%d]", i);
     }
-    free(v);
+    free(zv);
+    free(yv);
     free(before);
-    pair_release(&x);
+    pair_release(&z);
     pair_release(&bias);
+    pair_release(&y);
 }
 
-Test(ops, relu_forward_and_backward) {
-    pgn_error err = {0};
-    pair x, y, dy, dx;
-    pair_random(&x, 8, 16, 31, 1.0f);
-    pair_random(&dy, 8, 16, 32, 1.0f);
-    pair_init(&y, 8, 16, NULL);
-    pair_init(&dx, 8, 16, NULL);
-    cr_assert_eq(pgn_op_relu_forward(8, &x.h, &y.h, &err), 0, "%s", err.message);
-    cr_assert_eq(pgn_op_relu_forward(8, &x.d, &y.d, &err), 0, "%s", err.message);
-    cr_assert_eq(pgn_op_relu_backward(8, &x.h, &dy.h, &dx.h, &err), 0, "%s", err.message);
-    cr_assert_eq(pgn_op_relu_backward(8, &x.d, &dy.d, &dx.d, &err), 0, "%s", err.message);
-    uint32_t *yv = assert_identical(&y, 128, "relu_forward");
-    uint32_t *dxv = assert_identical(&dx, 128, "relu_backward");
-    const float *xv = x.h.host, *dyv = dy.h.host;
-    int positives = 0;
-    for (int i = 0; i < 128; i++) {
-        positives += xv[i] > 0;
-        cr_assert_eq(pgn_float(yv[i]), xv[i] > 0 ? xv[i] : 0.0f);
-        cr_assert_eq(pgn_float(dxv[i]), xv[i] > 0 ? dyv[i] : 0.0f);
+static double act_ref(int act, double x) {
+    switch (act) {
+    case PGN_ACT_CODE_RELU: return x > 0 ? x : 0;
+    case PGN_ACT_CODE_GELU: return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case PGN_ACT_CODE_TANH: return tanh(x);
+    case PGN_ACT_CODE_SIGMOID: return 1 / (1 + exp(-x));
     }
-    cr_assert(positives > 20 && positives < 108, "test data should mix signs");
-    free(yv);
-    free(dxv);
-    pair_release(&x);
-    pair_release(&y);
-    pair_release(&dy);
-    pair_release(&dx);
+    return x;
+}
+
+static double act_grad_ref(int act, double x) {
+    const double h = 1e-5;
+    return (act_ref(act, x + h) - act_ref(act, x - h)) / (2 * h);
+}
+
+Test(ops, activations_forward_and_backward) {
+    const int acts[] = {PGN_ACT_CODE_RELU, PGN_ACT_CODE_GELU, PGN_ACT_CODE_TANH, PGN_ACT_CODE_SIGMOID};
+    for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
+        int act = acts[a];
+        pgn_error err = {0};
+        pair x, y, dy, dx;
+        pair_random(&x, 16, 64, 31, 6.0f);
+        pair_random(&dy, 16, 64, 32, 1.0f);
+        pair_init(&y, 16, 64, NULL);
+        pair_init(&dx, 16, 64, NULL);
+        cr_assert_eq(pgn_op_act_forward(16, act, &x.h, &y.h, &err), 0, "%s", err.message);
+        cr_assert_eq(pgn_op_act_forward(16, act, &x.d, &y.d, &err), 0, "%s", err.message);
+        cr_assert_eq(pgn_op_act_backward(16, act, &x.h, &y.h, &dy.h, &dx.h, &err), 0, "%s", err.message);
+        cr_assert_eq(pgn_op_act_backward(16, act, &x.d, &y.d, &dy.d, &dx.d, &err), 0, "%s", err.message);
+        uint32_t *yv = assert_identical(&y, 1024, "act_forward");
+        uint32_t *dxv = assert_identical(&dx, 1024, "act_backward");
+        const float *xv = x.h.host, *dyv = dy.h.host;
+        for (int i = 0; i < 1024; i++) {
+            double want = act_ref(act, xv[i]);
+            cr_assert_float_eq((double)pgn_float(yv[i]), want, 1e-6 + 1e-6 * fabs(want),
+                               "act %d (%g)", act, (double)xv[i]);
+            if (act == PGN_ACT_CODE_RELU && fabs(xv[i]) < 1e-4) continue; /* the kink */
+            double wantg = dyv[i] * act_grad_ref(act, xv[i]);
+            cr_assert_float_eq((double)pgn_float(dxv[i]), wantg, 1e-5 + 1e-5 * fabs(wantg),
+                               "act %d grad (%g)", act, (double)xv[i]);
+        }
+        free(yv);
+        free(dxv);
+        pair_release(&x);
+        pair_release(&y);
+        pair_release(&dy);
+        pair_release(&dx);
+    }
+}
+
+Test(math, tanh_and_sigmoid_accuracy) {
+    for (int i = -200000; i <= 200000; i++) {
+        float x = (float)i * 1e-4f;
+        double t = tanh((double)x), s = 1 / (1 + exp(-(double)x));
+        cr_assert_leq(ulp_distance(pgn_tanhf(x), (float)t), 4, "tanh(%.9g) = %.9g", (double)x, (double)pgn_tanhf(x));
+        cr_assert_leq(ulp_distance(pgn_sigmoidf(x), (float)s), 4, "sigmoid(%.9g)", (double)x);
+    }
+    cr_assert_eq(pgn_tanhf(30.0f), 1.0f);
+    cr_assert_eq(pgn_tanhf(-30.0f), -1.0f);
+    cr_assert_eq(pgn_sigmoidf(-200.0f), 0.0f);
 }
 
 Test(ops, colsum_sums_rows_in_order) {
@@ -262,36 +301,119 @@ Test(ops, softmax_xent_matches_double_reference) {
     pair_release(&pred);
 }
 
-Test(ops, sgd_momentum_updates_weights_and_velocity) {
+/* Three optimizer steps on host and device; compared bit for bit and against double math. */
+static void check_optimizer(int kind) {
     pgn_error err = {0};
-    pair w, g, v;
+    pair w, g, m, v, scale;
     pair_random(&w, 13, 7, 61, 1.0f);
     pair_random(&g, 13, 7, 62, 0.5f);
-    pair_random(&v, 13, 7, 63, 0.1f);
-    for (int step = 0; step < 3; step++) {
-        cr_assert_eq(pgn_op_sgd_momentum(&w.h, &g.h, &v.h, 0.05f, 0.9f, &err), 0, "%s", err.message);
-        cr_assert_eq(pgn_op_sgd_momentum(&w.d, &g.d, &v.d, 0.05f, 0.9f, &err), 0, "%s", err.message);
+    pair_init(&m, 13, 7, NULL);
+    pair_init(&v, 13, 7, NULL);
+    const float sc[2] = {0.0f, 0.5f}; /* clipping halves the gradient */
+    pair_init(&scale, 1, 2, sc);
+    const float lr = 0.05f, mu = 0.9f, wd = 0.01f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
+    for (int step = 1; step <= 3; step++) {
+        pgn_adam_args a = {.lr = lr, .b1 = b1, .b2 = b2, .eps = eps,
+                           .bc1 = 1.0f - powf(b1, (float)step), .bc2 = 1.0f - powf(b2, (float)step),
+                           .wd = wd, .decoupled = kind == 3};
+        for (int side = 0; side < 2; side++) {
+            pgn_tensor *W = side ? &w.d : &w.h, *G = side ? &g.d : &g.h, *M = side ? &m.d : &m.h,
+                       *V = side ? &v.d : &v.h, *S = side ? &scale.d : &scale.h;
+            int rc = kind <= 1 ? pgn_op_sgd_update(W, G, M, S, lr, mu, kind == 1, wd, &err)
+                               : pgn_op_adam_update(W, G, M, V, S, &a, &err);
+            cr_assert_eq(rc, 0, "%s", err.message);
+        }
     }
     uint32_t *wv = assert_identical(&w, 91, "w");
+    uint32_t *mv = assert_identical(&m, 91, "m");
     uint32_t *vv = assert_identical(&v, 91, "v");
-    float *w0 = test_random(91, 61, 1.0f), *g0 = test_random(91, 62, 0.5f), *v0 = test_random(91, 63, 0.1f);
+    float *w0 = test_random(91, 61, 1.0f), *g0 = test_random(91, 62, 0.5f);
     for (int i = 0; i < 91; i++) {
-        double wd = w0[i], vd = v0[i];
-        for (int step = 0; step < 3; step++) {
-            vd = 0.9 * vd + g0[i];
-            wd -= 0.05 * vd;
+        double wd_ = w0[i], md = 0, vd = 0, gs = 0.5 * g0[i];
+        for (int step = 1; step <= 3; step++) {
+            if (kind <= 1) {
+                double gg = gs + wd * wd_;
+                md = mu * md + gg;
+                wd_ -= lr * (kind == 1 ? gg + mu * md : md);
+            } else {
+                double gg = kind == 2 ? gs + wd * wd_ : gs;
+                if (kind == 3) wd_ -= lr * wd * wd_;
+                md = b1 * md + (1 - b1) * gg;
+                vd = b2 * vd + (1 - b2) * gg * gg;
+                wd_ -= lr * (md / (1 - pow(b1, step))) / (sqrt(vd / (1 - pow(b2, step))) + eps);
+            }
         }
-        cr_assert_float_eq((double)pgn_float(wv[i]), wd, 1e-6, "w[%d]", i);
-        cr_assert_float_eq((double)pgn_float(vv[i]), vd, 1e-6, "v[%d]", i);
+        cr_assert_float_eq((double)pgn_float(wv[i]), wd_, 1e-5, "kind %d w[%d]", kind, i);
+        cr_assert_float_eq((double)pgn_float(mv[i]), md, 1e-5, "kind %d m[%d]", kind, i);
     }
     free(w0);
     free(g0);
-    free(v0);
     free(wv);
+    free(mv);
     free(vv);
     pair_release(&w);
     pair_release(&g);
+    pair_release(&m);
     pair_release(&v);
+    pair_release(&scale);
+}
+
+Test(ops, sgd_momentum_with_weight_decay) { check_optimizer(0); }
+Test(ops, sgd_nesterov) { check_optimizer(1); }
+Test(ops, adam) { check_optimizer(2); }
+Test(ops, adamw) { check_optimizer(3); }
+
+Test(ops, global_norm_clipping) {
+    pgn_error err = {0};
+    pair x, partials, clip;
+    pair_random(&x, 100, 100, 71, 1.0f); /* 10000 elements: 3 chunks of 4096 */
+    pair_init(&partials, 3, 1, NULL);
+    pair_init(&clip, 1, 2, NULL);
+    for (int side = 0; side < 2; side++) {
+        cr_assert_eq(pgn_op_sumsq_chunks(side ? &x.d : &x.h, 4096, side ? &partials.d : &partials.h, 0, &err), 0);
+        cr_assert_eq(pgn_op_clip_scale(3, side ? &partials.d : &partials.h, 10.0f, side ? &clip.d : &clip.h, &err), 0);
+    }
+    uint32_t *cv = assert_identical(&clip, 2, "clip");
+    const float *xv = x.h.host;
+    double ss = 0;
+    for (int i = 0; i < 10000; i++) ss += (double)xv[i] * xv[i];
+    cr_assert_float_eq((double)pgn_float(cv[0]), sqrt(ss), 1e-3);
+    cr_assert_float_eq((double)pgn_float(cv[1]), 10.0 / sqrt(ss), 1e-6);
+    free(cv);
+    pair_release(&x);
+    pair_release(&partials);
+    pair_release(&clip);
+}
+
+Test(ops, gather_rows_and_loss_stats) {
+    pgn_error err = {0};
+    pair src, idx, dst, loss, pred, labels, stats;
+    pair_random(&src, 10, 3, 81, 1.0f);
+    const int32_t order[6] = {9, 0, 4, 4, 7, 2};
+    pair_init(&idx, 6, 1, order);
+    pair_init(&dst, 4, 3, NULL);
+    const float lv[4] = {0.5f, 0.25f, 1.0f, 2.0f};
+    const int32_t pv[4] = {1, 2, 3, 4}, yv[4] = {1, 0, 3, 0};
+    pair_init(&loss, 4, 1, lv);
+    pair_init(&pred, 4, 1, pv);
+    pair_init(&labels, 4, 1, yv);
+    pair_init(&stats, 3, 2, NULL);
+    for (int side = 0; side < 2; side++) {
+        cr_assert_eq(pgn_op_gather_rows(4, side ? &src.d : &src.h, side ? &idx.d : &idx.h, 2, side ? &dst.d : &dst.h, &err), 0, "%s", err.message);
+        cr_assert_eq(pgn_op_loss_stats(3, side ? &loss.d : &loss.h, side ? &pred.d : &pred.h, side ? &labels.d : &labels.h, side ? &stats.d : &stats.h, 1, &err), 0, "%s", err.message);
+    }
+    uint32_t *dv = assert_identical(&dst, 12, "gather");
+    const float *sv = src.h.host;
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 3; c++)
+            cr_assert_eq(pgn_float(dv[r * 3 + c]), sv[order[2 + r] * 3 + c]);
+    uint32_t *st = assert_identical(&stats, 6, "stats");
+    cr_assert_eq(pgn_float(st[2]), 1.75f);
+    cr_assert_eq(pgn_float(st[3]), 2.0f);
+    free(dv);
+    free(st);
+    pair *all[] = {&src, &idx, &dst, &loss, &pred, &labels, &stats};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_release(all[i]);
 }
 
 Test(ops, kernel_build_failure_returns_the_compiler_log) {

@@ -26,8 +26,12 @@ Test(spec, minimal_train_spec_gets_defaults) {
     cr_assert_eq(spec.train.layers[1], 8);
     cr_assert_eq(spec.train.batch_size, 32);
     cr_assert_eq(spec.train.epochs, 10);
-    cr_assert_eq(spec.train.lr, 0.01f);
-    cr_assert_eq(spec.train.momentum, 0.0f);
+    cr_assert_eq(spec.train.optimizer.type, PGN_OPT_SGD);
+    cr_assert_eq(spec.train.optimizer.lr, 0.01f);
+    cr_assert_eq(spec.train.optimizer.momentum, 0.0f);
+    cr_assert_eq(spec.train.activation, PGN_ACT_RELU);
+    cr_assert_eq(spec.train.loss, PGN_LOSS_CROSS_ENTROPY);
+    cr_assert_eq(spec.train.checkpoint_every, 0);
 }
 
 Test(spec, normalised_json_round_trips) {
@@ -65,7 +69,7 @@ Test(spec, errors_name_their_field) {
         {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2],\"depth\":3},"
          "\"data\":{\"source\":\"xor\"}}", "model.depth", "unknown field"},
         {"{\"kind\":\"train\",\"model\":{\"type\":\"cnn\",\"layers\":[2,2]},\"data\":{\"source\":\"xor\"}}",
-         "model.type", "unknown model type 'cnn'"},
+         "model.type", "unknown value 'cnn'"},
         {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,0,2]},\"data\":{\"source\":\"xor\"}}",
          "model.layers[1]", "must be > 0"},
         {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,\"8\",2]},\"data\":{\"source\":\"xor\"}}",
@@ -77,13 +81,25 @@ Test(spec, errors_name_their_field) {
         {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,8,3]},\"data\":{\"source\":\"xor\"}}",
          "model.layers[2]", "must be 2"},
         {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2],\"activation\":\"swish\"},"
-         "\"data\":{\"source\":\"xor\"}}", "model.activation", "unknown activation"},
+         "\"data\":{\"source\":\"xor\"}}", "model.activation", "unknown value 'swish' (expected one of: none, relu, gelu, tanh, sigmoid)"},
         {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2]},\"data\":{\"source\":\"mnist9\"}}",
          "data.source", "unknown data source"},
         {"{\"kind\":\"train\",\"optimizer\":{\"lr\":-1}," XOR_BODY "}", "optimizer.lr", "must be >"},
         {"{\"kind\":\"train\",\"optimizer\":{\"lr\":\"fast\"}," XOR_BODY "}", "optimizer.lr", "must be a number"},
         {"{\"kind\":\"train\",\"optimizer\":{\"momentum\":1.5}," XOR_BODY "}", "optimizer.momentum", "must be >="},
-        {"{\"kind\":\"train\",\"optimizer\":{\"type\":\"adam\"}," XOR_BODY "}", "optimizer.type", "unknown optimizer"},
+        {"{\"kind\":\"train\",\"optimizer\":{\"type\":\"lion\"}," XOR_BODY "}", "optimizer.type", "unknown value 'lion'"},
+        {"{\"kind\":\"train\",\"optimizer\":{\"type\":\"adam\",\"momentum\":0.9}," XOR_BODY "}", "optimizer.momentum", "only applies to \"sgd\""},
+        {"{\"kind\":\"train\",\"optimizer\":{\"beta1\":0.9}," XOR_BODY "}", "optimizer.beta1", "only applies to \"adam\""},
+        {"{\"kind\":\"train\",\"optimizer\":{\"nesterov\":true}," XOR_BODY "}", "optimizer.nesterov", "needs optimizer.momentum"},
+        {"{\"kind\":\"train\",\"optimizer\":{\"nesterov\":1}," XOR_BODY "}", "optimizer.nesterov", "must be true or false"},
+        {"{\"kind\":\"train\",\"optimizer\":{\"schedule\":\"step\"}," XOR_BODY "}", "optimizer.schedule", "unknown value 'step'"},
+        {"{\"kind\":\"train\",\"optimizer\":{\"lr\":0.1,\"min_lr\":0.5}," XOR_BODY "}", "optimizer.min_lr", "must be <="},
+        {"{\"kind\":\"train\",\"optimizer\":{\"clip_norm\":-1}," XOR_BODY "}", "optimizer.clip_norm", "must be >="},
+        {"{\"kind\":\"train\",\"optimizer\":{\"warmup_steps\":-3}," XOR_BODY "}", "optimizer.warmup_steps", "between 0 and"},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2],\"dropout\":1.0},\"data\":{\"source\":\"xor\"}}", "model.dropout", "<= 0.95"},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2],\"loss\":\"hinge\"},\"data\":{\"source\":\"xor\"}}", "model.loss", "unknown value 'hinge'"},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2],\"init\":\"zeros\"},\"data\":{\"source\":\"xor\"}}", "model.init", "unknown value 'zeros'"},
+        {"{\"kind\":\"train\",\"checkpoint_every\":-1," XOR_BODY "}", "checkpoint_every", "between 0 and"},
         {"{\"kind\":\"train\",\"optimizer\":[]," XOR_BODY "}", "optimizer", "must be an object"},
         {"{\"kind\":\"train\",\"batch_size\":0," XOR_BODY "}", "batch_size", "between 1 and"},
         {"{\"kind\":\"train\",\"epochs\":2.5," XOR_BODY "}", "epochs", "must be an integer"},

@@ -64,6 +64,7 @@ Test(train, xor_reaches_full_accuracy_on_host) {
     cr_assert_str_eq(json_string_value(json_object_get(result, "device")), "host");
     cr_assert_eq(json_integer_value(json_object_get(result, "steps")), spec.train.epochs);
     /* four metrics per epoch, steps 1..epochs, loss falling from ~ln 2 */
+    cr_assert_eq(json_real_value(json_object_get(result, "train_accuracy")), 1.0);
     cr_assert_eq(rec.count, 4 * spec.train.epochs);
     cr_assert_str_eq(rec.names[0], "loss");
     cr_assert_eq(rec.steps[0], 1);
@@ -115,70 +116,142 @@ Test(train, should_stop_cancels_at_a_step_boundary) {
     cr_assert_eq(rec.count, 4 * 5, "five epochs of one step each ran");
 }
 
-/* Mean cross-entropy of the MLP in double precision, from the host tensors' float weights. */
-static double loss_double(const pgn_mlp *m, const float *x, const int32_t *y, int rows) {
-    double act[64][32];
-    double total = 0;
-    for (int r = 0; r < rows; r++) {
-        int width = m->widths[0];
-        for (int i = 0; i < width; i++) act[0][i] = x[r * width + i];
-        for (int l = 0; l < m->n_weights; l++) {
-            int in = m->widths[l], out = m->widths[l + 1];
-            const float *w = m->w[l].host, *b = m->b[l].host;
-            for (int o = 0; o < out; o++) {
-                double z = b[o];
-                for (int i = 0; i < in; i++) z += act[l][i] * w[i * out + o];
-                act[l + 1][o] = (l < m->n_weights - 1 && z < 0) ? 0 : z;
-            }
-        }
-        const double *z = act[m->n_weights];
-        int classes = m->widths[m->n_weights];
-        double mx = z[0], sum = 0;
-        for (int j = 1; j < classes; j++) mx = fmax(mx, z[j]);
-        for (int j = 0; j < classes; j++) sum += exp(z[j] - mx);
-        total += log(sum) - (z[y[r]] - mx);
-    }
-    return total / rows;
+static pgn_job_spec parse(const char *text) {
+    pgn_job_spec spec;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_spec_parse_text(text, strlen(text), &spec, &err), 0, "%s", err.message);
+    return spec;
 }
 
-Test(train, mlp_gradients_match_central_differences) {
-    const int widths[] = {5, 7, 6, 3};
-    enum { ROWS = 9 };
-    pgn_mlp m;
+#define SPIRAL_ADAMW                                                                             \
+    "{\"kind\":\"train\",\"seed\":5,\"model\":{\"type\":\"mlp\",\"layers\":[2,32,32,3],"         \
+    "\"activation\":\"gelu\",\"dropout\":0.1},\"data\":{\"source\":\"spiral\",\"samples\":60},"     \
+    "\"optimizer\":{\"type\":\"adamw\",\"lr\":0.02,\"weight_decay\":0.01,\"clip_norm\":1.0,"        \
+    "\"schedule\":\"cosine\",\"warmup_steps\":10},\"batch_size\":32,\"epochs\":40}"
+
+Test(train, adamw_gelu_dropout_clip_cosine_bit_identical_and_learns) {
+    pgn_job_spec spec = parse(SPIRAL_ADAMW);
+    pgn_device *dev = test_open_cl_device();
+    static recorder a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    json_t *ra = run(&spec, NULL, &a), *rb = run(&spec, dev, &b);
+    cr_assert_str_eq(json_string_value(json_object_get(ra, "weights_sha256")),
+                     json_string_value(json_object_get(rb, "weights_sha256")));
+    cr_assert_gt(json_real_value(json_object_get(ra, "test_accuracy")), 0.9,
+                 "spiral should be learned: %f", json_real_value(json_object_get(ra, "test_accuracy")));
+    json_decref(ra);
+    json_decref(rb);
+    pgn_device_close(dev);
+}
+
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc(*len);
+    cr_assert_eq(fread(buf, 1, *len, f), *len);
+    fclose(f);
+    return buf;
+}
+
+/* Interrupted after 7 epochs, resumed from the checkpoint of epoch 6: the final weights equal
+ * those of a run that never stopped. */
+static void check_resume(pgn_device *dev) {
+    pgn_job_spec spec = parse(
+        "{\"kind\":\"train\",\"seed\":2,\"model\":{\"type\":\"mlp\",\"layers\":[2,16,3]},"
+        "\"data\":{\"source\":\"spiral\",\"samples\":40},\"optimizer\":{\"type\":\"sgd\","
+        "\"lr\":0.1,\"momentum\":0.9,\"nesterov\":true},\"batch_size\":16,\"epochs\":10,"
+        "\"checkpoint_every\":2}");
+    char whole[] = "/tmp/pgn-resume-XXXXXX", parted[] = "/tmp/pgn-resume-XXXXXX";
+    cr_assert_not_null(mkdtemp(whole));
+    cr_assert_not_null(mkdtemp(parted));
+    pgn_run_options o1 = {.data_dir = "data", .checkpoint_dir = whole};
+    pgn_run_options o2 = {.data_dir = "data", .checkpoint_dir = parted, .resume = true};
+    static recorder r1, r2, r3;
+    memset(&r1, 0, sizeof r1);
+    memset(&r2, 0, sizeof r2);
+    memset(&r3, 0, sizeof r3);
+    pgn_run_hooks h1 = {.ctx = &r1, .on_metric = on_metric, .should_stop = should_stop};
+    pgn_run_hooks h2 = {.ctx = &r2, .on_metric = on_metric, .should_stop = should_stop};
+    pgn_run_hooks h3 = {.ctx = &r3, .on_metric = on_metric, .should_stop = should_stop};
+    json_t *full = NULL, *resumed = NULL, *none = NULL;
     pgn_error err = {0};
-    cr_assert_eq(pgn_mlp_init(&m, NULL, widths, 4, ROWS, 3, &err), 0, "%s", err.message);
-    float *x = test_random(ROWS * 5, 77, 1.0f);
-    int32_t y[ROWS];
-    for (int r = 0; r < ROWS; r++) y[r] = r % 3;
-    cr_assert_eq(pgn_tensor_write(&m.x, x, ROWS * 5, &err), 0);
-    cr_assert_eq(pgn_tensor_write(&m.labels, y, ROWS, &err), 0);
-    cr_assert_eq(pgn_mlp_forward(&m, ROWS, &err), 0, "%s", err.message);
-    cr_assert_eq(pgn_mlp_loss(&m, ROWS, 1.0f / ROWS, &err), 0, "%s", err.message);
-    cr_assert_eq(pgn_mlp_backward(&m, ROWS, &err), 0, "%s", err.message);
-    int checked = 0;
-    for (int l = 0; l < m.n_weights; l++) {
-        pgn_tensor *params[2] = {&m.w[l], &m.b[l]}, *grads[2] = {&m.gw[l], &m.gb[l]};
-        for (int p = 0; p < 2; p++) {
-            float *v = params[p]->host;
-            const float *g = grads[p]->host;
-            for (size_t i = 0; i < pgn_tensor_count(params[p]); i++) {
-                float saved = v[i];
-                const float h = 1e-3f;
-                float hi = saved + h, lo = saved - h; /* the steps floats can take */
-                v[i] = hi;
-                double up = loss_double(&m, x, y, ROWS);
-                v[i] = lo;
-                double down = loss_double(&m, x, y, ROWS);
-                v[i] = saved;
-                double numeric = (up - down) / ((double)hi - (double)lo);
-                cr_assert_float_eq((double)g[i], numeric, 2e-4 + 1e-2 * fabs(numeric),
-                                   "layer %d %s[%zu]: analytic %g numeric %g", l, p ? "b" : "w",
-                                   i, (double)g[i], numeric);
-                checked++;
-            }
+    cr_assert_eq(pgn_job_run(&spec, dev, &o1, &h1, &full, &err), 0, "%s", err.message);
+    r2.stop_after = 7 * 8 + 3; /* 8 steps per epoch: stops inside epoch 8 */
+    cr_assert_eq(pgn_job_run(&spec, dev, &o2, &h2, &none, &err), -1);
+    cr_assert_str_eq(err.code, "cancelled");
+    cr_assert_eq(pgn_job_run(&spec, dev, &o2, &h3, &resumed, &err), 0, "%s", err.message);
+    cr_assert_eq(json_integer_value(json_object_get(resumed, "resumed_from_epoch")), 6);
+    cr_assert_str_eq(json_string_value(json_object_get(full, "weights_sha256")),
+                     json_string_value(json_object_get(resumed, "weights_sha256")));
+    cr_assert_eq(json_integer_value(json_object_get(full, "steps")),
+                 json_integer_value(json_object_get(resumed, "steps")));
+    cr_assert_eq(r3.steps[0], 7, "the resumed run reports epochs 7..10");
+
+    /* the final checkpoint is plain safetensors: header length, JSON header, F32 data */
+    char path[256];
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", whole);
+    size_t len;
+    char *file = read_all(path, &len);
+    uint64_t hlen = 0;
+    for (int k = 0; k < 8; k++) hlen |= (uint64_t)(unsigned char)file[k] << (8 * k);
+    json_t *header = json_loadb(file + 8, hlen, 0, NULL);
+    cr_assert_not_null(header);
+    json_t *w = json_object_get(header, "layers.0.weight");
+    cr_assert_str_eq(json_string_value(json_object_get(w, "dtype")), "F32");
+    cr_assert_eq(json_integer_value(json_array_get(json_object_get(w, "shape"), 1)), 16);
+    cr_assert_not_null(json_object_get(header, "optimizer.layers.1.bias.momentum_buffer"));
+    json_t *meta = json_object_get(header, "__metadata__");
+    cr_assert_str_eq(json_string_value(json_object_get(meta, "epoch")), "10");
+    cr_assert_str_eq(json_string_value(json_object_get(meta, "weights_sha256")),
+                     json_string_value(json_object_get(full, "weights_sha256")));
+    size_t data_bytes = 0;
+    const char *key;
+    json_t *val;
+    json_object_foreach(header, key, val) {
+        if (strcmp(key, "__metadata__")) {
+            json_t *off = json_object_get(val, "data_offsets");
+            size_t end = (size_t)json_integer_value(json_array_get(off, 1));
+            if (end > data_bytes) data_bytes = end;
         }
     }
-    cr_assert_eq(checked, 5 * 7 + 7 + 7 * 6 + 6 + 6 * 3 + 3);
-    free(x);
-    pgn_mlp_release(&m);
+    cr_assert_eq(len, 8 + hlen + data_bytes);
+    json_decref(header);
+    free(file);
+
+    /* a checkpoint of another spec is refused, not silently mixed in */
+    spec.train.optimizer.lr = 0.2f;
+    json_t *other = NULL;
+    cr_assert_eq(pgn_job_run(&spec, dev, &o2, NULL, &other, &err), -1);
+    cr_assert(strstr(err.message, "different job spec"), "%s", err.message);
+
+    json_decref(full);
+    json_decref(resumed);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", whole, parted);
+    cr_assert_eq(system(cmd), 0);
+}
+
+Test(train, resume_from_checkpoint_is_bit_identical_on_host) { check_resume(NULL); }
+
+Test(train, resume_from_checkpoint_is_bit_identical_on_device) {
+    pgn_device *dev = test_open_cl_device();
+    check_resume(dev);
+    pgn_device_close(dev);
+}
+
+Test(train, profile_reports_every_node) {
+    pgn_job_spec spec = xor_spec();
+    spec.train.epochs = 2;
+    pgn_run_options o = {.data_dir = "data", .profile = true};
+    json_t *result = NULL;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_job_run(&spec, NULL, &o, NULL, &result, &err), 0, "%s", err.message);
+    json_t *fwd = json_object_get(json_object_get(result, "profile"), "forward");
+    cr_assert_eq(json_array_size(fwd), 5, "matmul, bias_act twice, and the loss");
+    cr_assert(strstr(json_string_value(json_object_get(json_array_get(fwd, 0), "node")), "matmul"));
+    json_decref(result);
 }
