@@ -383,7 +383,9 @@ int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *er
         pgn_device_close(dev);
         return -1;
     }
-    dev->queue = clCreateCommandQueueWithProperties(dev->context, f.device, NULL, &st);
+    /* Profiling stays on: event timestamps cost nothing until someone asks for them. */
+    cl_queue_properties qprops[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+    dev->queue = clCreateCommandQueueWithProperties(dev->context, f.device, qprops, &st);
     if (st != CL_SUCCESS) {
         pgn_error_set(err, "device", "", "clCreateCommandQueue failed on %s: %s", info->id,
                       pgn_cl_status_name(st));
@@ -440,11 +442,21 @@ int pgn_launch(pgn_device *dev, const char *name, const pgn_karg *args, int narg
             return -1;
         }
     }
-    cl_int st = clEnqueueNDRangeKernel(dev->queue, k, dims, NULL, global, local, 0, NULL, NULL);
+    cl_event ev = NULL;
+    cl_int st = clEnqueueNDRangeKernel(dev->queue, k, dims, NULL, global, local, 0, NULL,
+                                       dev->profile_sink ? &ev : NULL);
     if (st != CL_SUCCESS) {
         pgn_error_set(err, "device", "", "%s: launch on %s failed: %s", name, dev->info.id,
                       pgn_cl_status_name(st));
         return -1;
+    }
+    if (ev) {
+        cl_ulong t0 = 0, t1 = 0;
+        clWaitForEvents(1, &ev);
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+        clReleaseEvent(ev);
+        *dev->profile_sink += (double)(t1 - t0) * 1e-9;
     }
     return 0;
 }

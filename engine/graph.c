@@ -323,20 +323,28 @@ static int node_backward(pgn_graph *g, pgn_node *n, int rows, pgn_error *err) {
     return 0;
 }
 
-/* With profiling on, waits for each node's work and charges its time to the node. */
-static int timed(pgn_graph *g, double *slot, int rc, double t0, pgn_error *err) {
-    if (rc || !g->profile) return rc;
-    if (pgn_device_finish(g->dev, err)) return -1;
-    *slot += pgn_now_s() - t0;
-    return 0;
+/* With profiling on, a node's time is the sum of its kernels' OpenCL event times on a device
+ * (pgn_launch adds them to the sink), or its host time on the host reference. */
+static void profile_begin(pgn_graph *g, double *slot) {
+    if (g->profile && g->dev) g->dev->profile_sink = slot;
+}
+
+static int profile_end(pgn_graph *g, double *slot, int rc, double t0) {
+    if (!g->profile) return rc;
+    if (g->dev)
+        g->dev->profile_sink = NULL;
+    else
+        *slot += pgn_now_s() - t0;
+    return rc;
 }
 
 int pgn_graph_forward(pgn_graph *g, int rows, bool training, uint64_t step, pgn_error *err) {
     if (rows < 1 || rows > g->max_batch) return shape_error(g, "forward", err, "batch rows");
     for (int i = 0; i < g->n_nodes; i++) {
         double t0 = g->profile ? pgn_now_s() : 0;
-        if (timed(g, &g->prof_fwd[i], node_forward(g, &g->nodes[i], rows, training, step, err), t0,
-                  err))
+        profile_begin(g, &g->prof_fwd[i]);
+        if (profile_end(g, &g->prof_fwd[i], node_forward(g, &g->nodes[i], rows, training, step, err),
+                        t0))
             return -1;
     }
     return 0;
@@ -355,7 +363,8 @@ int pgn_graph_backward_from(pgn_graph *g, int from, int rows, pgn_error *err) {
         if (n->needs_grad && !n->grad_written && n->kind != PGN_NODE_PARAM)
             continue; /* nothing downstream of it reaches the loss */
         double t0 = g->profile ? pgn_now_s() : 0;
-        if (timed(g, &g->prof_bwd[i], node_backward(g, n, rows, err), t0, err)) return -1;
+        profile_begin(g, &g->prof_bwd[i]);
+        if (profile_end(g, &g->prof_bwd[i], node_backward(g, n, rows, err), t0)) return -1;
     }
     return 0;
 }

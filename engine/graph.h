@@ -100,8 +100,8 @@ int pgn_graph_build_mlp(pgn_graph *g, const pgn_train_spec *t, pgn_error *err);
 /* SHA-256 over the parameters in order, as little-endian float32 bytes. */
 int pgn_graph_weights_sha256(pgn_graph *g, char out[65], pgn_error *err);
 
-/* Per-node timing: each node's kernels are waited for and timed (host clock). Slows the run;
- * for finding where time goes, not for benchmarks. */
+/* Per-node timing: on a device, the OpenCL event time of each node's kernels (each launch is
+ * waited for, so the run slows); on the host, wall time. For finding where time goes. */
 void pgn_graph_profile_enable(pgn_graph *g, bool on);
 /* {"forward":[{"node","op","seconds"}...],"backward":[...]} New reference. */
 json_t *pgn_graph_profile_json(const pgn_graph *g);

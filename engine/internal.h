@@ -20,6 +20,7 @@ struct pgn_device {
     int n_kernels; /* every __kernel of the program, created once at open */
     cl_kernel kernels[PGN_MAX_KERNELS];
     char kernel_names[PGN_MAX_KERNELS][64];
+    double *profile_sink; /* when set, each launch waits and adds its event time (seconds) */
 };
 
 /* The kernel called name in the device's program; NULL (and an error) when there is none. */
