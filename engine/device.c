@@ -404,6 +404,7 @@ void pgn_device_close(pgn_device *dev) {
     if (!dev) return;
     if (dev->queue) clFinish(dev->queue);
     for (int k = 0; k < dev->n_kernels; k++) clReleaseKernel(dev->kernels[k]);
+    if (dev->gemm_ws) clReleaseMemObject(dev->gemm_ws);
     if (dev->program) clReleaseProgram(dev->program);
     if (dev->queue) clReleaseCommandQueue(dev->queue);
     if (dev->context) clReleaseContext(dev->context);

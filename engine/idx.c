@@ -247,7 +247,7 @@ int pgn_idx_read_labels(const char *path, const char *field, int32_t **y, int *n
     int rc = -1;
     int32_t *out = NULL;
     unsigned char *bytes = NULL;
-    uint32_t count;
+    uint32_t count = 0;
     if (idx_header(&f, IDX_MAGIC_LABELS, &count, 1)) goto done;
     if (count == 0) {
         idx_fail(&f, "has no labels (the header's count is 0)");

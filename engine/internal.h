@@ -21,6 +21,8 @@ struct pgn_device {
     cl_kernel kernels[PGN_MAX_KERNELS];
     char kernel_names[PGN_MAX_KERNELS][64];
     double *profile_sink; /* when set, each launch waits and adds its event time (seconds) */
+    cl_mem gemm_ws;       /* engine/gemm.c's scratch for packed panels; grown, never shrunk */
+    size_t gemm_ws_bytes;
 };
 
 /* The kernel called name in the device's program; NULL (and an error) when there is none. */
@@ -77,6 +79,11 @@ int pgn_tensor_fill_zero(pgn_tensor *t, pgn_error *err);
 /* C (M,N) = op(A) op(B). A is stored (M,K), or (K,M) when ta; B (K,N), or (N,K) when tb. */
 int pgn_op_gemm(int M, int N, int K, const pgn_tensor *a, bool ta, const pgn_tensor *b, bool tb,
                 pgn_tensor *c, pgn_error *err);
+/* Device scratch bytes pgn_op_gemm needs for that call (0: none). */
+size_t pgn_gemm_workspace_bytes(int M, int N, int K, bool ta, bool tb);
+/* Grows dev's GEMM scratch to at least bytes (waits for queued work first when it grows), so
+ * planned GEMMs never allocate in a step loop. A no-op for the host (dev == NULL). */
+int pgn_gemm_reserve(pgn_device *dev, size_t bytes, pgn_error *err);
 /* z (rows, cols) += bias (1, cols); y = act(z) (a PGN_ACT_CODE_*). y may be z for no act. */
 int pgn_op_bias_act_forward(int rows, pgn_tensor *z, const pgn_tensor *bias, int act,
                             pgn_tensor *y, pgn_error *err);
