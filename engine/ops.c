@@ -85,7 +85,8 @@ int pgn_op_bias_act_backward(int rows, const pgn_tensor *z, const pgn_tensor *y,
     }
     pgn_karg args[] = {KARG(rows),  KARG(cols),   KARG(act),    KARG(z->mem),
                        KARG(y->mem), KARG(dy->mem), KARG(dz->mem), KARG(db->mem)};
-    return pgn_launch(z->dev, "bias_act_backward", args, 8, 1, GLOBAL1(cols), NULL, err);
+    return pgn_launch(z->dev, "bias_act_backward", args, 8, 1,
+                      GLOBAL1((cols + PGN_COL_BLOCK - 1) / PGN_COL_BLOCK), NULL, err);
 }
 
 /* ---- act: y = act(x); dx = dy act'(x) --------------------------------------------------- */

@@ -77,6 +77,12 @@ PGN_INLINE float pgn_dropout_mask(pgn_u64 seed, pgn_u64 step, pgn_u64 i, float p
     return pgn_rand_unit(seed, step, i) < p ? 0.0f : scale;
 }
 
+/* Columns per work-item in the column-sum kernels: a work-item walks the rows reading 16
+ * contiguous floats per row, which LLVM vectorises. One column per work-item walked a strided
+ * column: bias_act_backward took 70 us for 128x256 on pocl; fashion-mlp went from 0.555 to
+ * 0.503 s/epoch with the blocks. */
+#define PGN_COL_BLOCK 16
+
 /* Column sum of a (rows, cols) row-major matrix, rows in order from 0. */
 PGN_INLINE float pgn_colsum_elem(int rows, int cols, PGN_GLOBAL const float *x, int col) {
     float acc = 0.0f;

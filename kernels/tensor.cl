@@ -13,20 +13,37 @@ __kernel void bias_act_forward(int n, int cols, int act, __global float *z,
     y[i] = pgn_act(act, v);
 }
 
-/* dz = dy act'(z) and db (cols) = column sums of dz, rows in order. global: cols. */
+/* dz = dy act'(z) and db (cols) = column sums of dz, rows in order (each column its own
+ * in-order sum, as on the host). global: ceil(cols / PGN_COL_BLOCK). */
 __kernel void bias_act_backward(int rows, int cols, int act, __global const float *z,
                                 __global const float *y, __global const float *dy,
                                 __global float *dz, __global float *db) {
-    int j = get_global_id(0);
-    if (j >= cols) return;
-    float acc = 0.0f;
-    for (int r = 0; r < rows; r++) {
-        int i = r * cols + j;
-        float g = pgn_act_grad(act, z[i], y[i], dy[i]);
-        dz[i] = g;
-        acc += g;
+    int j0 = get_global_id(0) * PGN_COL_BLOCK;
+    if (j0 >= cols) return;
+    float acc[PGN_COL_BLOCK];
+    for (int jj = 0; jj < PGN_COL_BLOCK; jj++) acc[jj] = 0.0f;
+    if (cols - j0 >= PGN_COL_BLOCK) {
+        for (int r = 0; r < rows; r++) {
+            int base = r * cols + j0;
+            for (int jj = 0; jj < PGN_COL_BLOCK; jj++) {
+                float g = pgn_act_grad(act, z[base + jj], y[base + jj], dy[base + jj]);
+                dz[base + jj] = g;
+                acc[jj] += g;
+            }
+        }
+        for (int jj = 0; jj < PGN_COL_BLOCK; jj++) db[j0 + jj] = acc[jj];
+        return;
     }
-    db[j] = acc;
+    int w = cols - j0;
+    for (int r = 0; r < rows; r++) {
+        int base = r * cols + j0;
+        for (int jj = 0; jj < w; jj++) {
+            float g = pgn_act_grad(act, z[base + jj], y[base + jj], dy[base + jj]);
+            dz[base + jj] = g;
+            acc[jj] += g;
+        }
+    }
+    for (int jj = 0; jj < w; jj++) db[j0 + jj] = acc[jj];
 }
 
 /* y = act(x); global: n. */
