@@ -374,6 +374,9 @@ int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *er
     dev->info = *info;
     dev->platform = f.platform;
     dev->device = f.device;
+    cl_uint align_bits = 0;
+    clGetDeviceInfo(f.device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
+    dev->align_bytes = align_bits / 8;
     cl_int st;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)f.platform, 0};
     dev->context = clCreateContext(props, 1, &f.device, NULL, NULL, &st);

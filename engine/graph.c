@@ -168,12 +168,41 @@ int pgn_graph_mse(pgn_graph *g, int pred, int labels, pgn_error *err) {
 
 /* ---- planning --------------------------------------------------------------------------- */
 
+/* Lays the parameters out in the two stores and makes each one's value and grad a view. */
+static int plan_params(pgn_graph *g, pgn_error *err) {
+    size_t align = pgn_tensor_view_align(g->dev), total = 0;
+    for (int p = 0; p < g->n_params; p++) {
+        const pgn_node *n = &g->nodes[g->params[p]];
+        g->param_offset[p] = total;
+        total += ((size_t)n->rows * n->cols + align - 1) / align * align;
+    }
+    g->store_elems = total;
+    if (total > (size_t)INT32_MAX) {
+        pgn_error_set(err, "invalid_spec", "model", "model: %zu parameters is more than supported",
+                      total);
+        return -1;
+    }
+    if (pgn_tensor_init(&g->param_store, g->dev, 1, (int)total, err) ||
+        pgn_tensor_init(&g->grad_store, g->dev, 1, (int)total, err))
+        return -1;
+    for (int p = 0; p < g->n_params; p++) {
+        pgn_node *n = &g->nodes[g->params[p]];
+        if (pgn_tensor_view(&n->value, &g->param_store, g->param_offset[p], n->rows, n->cols, err) ||
+            pgn_tensor_view(&n->grad, &g->grad_store, g->param_offset[p], n->rows, n->cols, err))
+            return -1;
+    }
+    return 0;
+}
+
 int pgn_graph_compile(pgn_graph *g, int loss, pgn_error *err) {
     g->loss = loss;
+    if (plan_params(g, err)) return -1;
     for (int i = 0; i < g->n_nodes; i++) {
         pgn_node *n = &g->nodes[i];
-        if (pgn_tensor_init(&n->value, g->dev, n->rows, n->cols, err)) return -1;
-        if (n->needs_grad && pgn_tensor_init(&n->grad, g->dev, n->rows, n->cols, err)) return -1;
+        bool param = n->kind == PGN_NODE_PARAM;
+        if (!param && pgn_tensor_init(&n->value, g->dev, n->rows, n->cols, err)) return -1;
+        if (!param && n->needs_grad && pgn_tensor_init(&n->grad, g->dev, n->rows, n->cols, err))
+            return -1;
         if (n->needs_grad && n->consumers > 1 &&
             pgn_tensor_init(&n->tmp, g->dev, n->rows, n->cols, err))
             return -1;
@@ -200,6 +229,8 @@ void pgn_graph_release(pgn_graph *g) {
         pgn_tensor_release(&n->aux);
         pgn_tensor_release(&n->tmp);
     }
+    pgn_tensor_release(&g->param_store); /* after the views into it */
+    pgn_tensor_release(&g->grad_store);
     g->n_nodes = 0;
 }
 

@@ -52,6 +52,11 @@ typedef struct pgn_graph {
     int n_params;
     int params[PGN_GRAPH_MAX_PARAMS]; /* node ids in creation order: the checkpoint order */
     int input, labels, loss;          /* node ids */
+    /* Every parameter's value (and gradient) is a view into one store, at param_offset[p], so
+     * an optimizer updates all of them in one launch. Padding between them stays zero. */
+    pgn_tensor param_store, grad_store;
+    size_t param_offset[PGN_GRAPH_MAX_PARAMS];
+    size_t store_elems;
     bool loss_is_mse;
     /* Profiling (pgn_graph_profile_enable): seconds per node, forward and backward. */
     bool profile;

@@ -21,6 +21,7 @@ struct pgn_device {
     cl_kernel kernels[PGN_MAX_KERNELS];
     char kernel_names[PGN_MAX_KERNELS][64];
     double *profile_sink; /* when set, each launch waits and adds its event time (seconds) */
+    size_t align_bytes;   /* sub-buffer origins must be multiples of this */
     cl_mem gemm_ws;       /* engine/gemm.c's scratch for packed panels; grown, never shrunk */
     size_t gemm_ws_bytes;
 };
@@ -60,10 +61,17 @@ typedef struct pgn_tensor {
     int rows, cols;
     void *host;
     cl_mem mem;
+    bool view; /* storage belongs to another tensor (pgn_tensor_view) */
 } pgn_tensor;
 
 int pgn_tensor_init(pgn_tensor *t, pgn_device *dev, int rows, int cols, pgn_error *err);
 void pgn_tensor_release(pgn_tensor *t);
+/* A (rows, cols) tensor over parent's elements from offset on; offset * 4 must be a multiple
+ * of pgn_tensor_view_align(parent's device) elements. The parent must outlive the view. */
+int pgn_tensor_view(pgn_tensor *t, pgn_tensor *parent, size_t offset, int rows, int cols,
+                    pgn_error *err);
+/* Element alignment of view offsets on dev (NULL: host). */
+size_t pgn_tensor_view_align(const pgn_device *dev);
 static inline size_t pgn_tensor_count(const pgn_tensor *t) { return (size_t)t->rows * t->cols; }
 /* Copies count elements from src into the tensor's first elements (blocking). */
 int pgn_tensor_write(pgn_tensor *t, const void *src, size_t count, pgn_error *err);

@@ -13,13 +13,19 @@ int pgn_optim_init(pgn_optimizer *o, pgn_graph *g, const pgn_optimizer_spec *spe
     o->spec = *spec;
     o->n_params = g->n_params;
     o->total_steps = total_steps;
+    int total = (int)g->store_elems;
+    bool needs_m = uses_adam(o) || spec->momentum > 0.0f;
+    if ((needs_m && pgn_tensor_init(&o->m_store, g->dev, 1, total, err)) ||
+        (uses_adam(o) && pgn_tensor_init(&o->v_store, g->dev, 1, total, err)))
+        goto fail;
     for (int p = 0; p < g->n_params; p++) {
         const pgn_tensor *w = &g->nodes[g->params[p]].value;
-        bool needs_m = uses_adam(o) || spec->momentum > 0.0f;
-        if (needs_m && pgn_tensor_init(&o->m[p], g->dev, w->rows, w->cols, err)) goto fail;
-        if (uses_adam(o) && pgn_tensor_init(&o->v[p], g->dev, w->rows, w->cols, err)) goto fail;
-        o->n_partials += (int)((pgn_tensor_count(w) + PGN_NORM_CHUNK - 1) / PGN_NORM_CHUNK);
+        size_t off = g->param_offset[p];
+        if (needs_m && pgn_tensor_view(&o->m[p], &o->m_store, off, w->rows, w->cols, err)) goto fail;
+        if (uses_adam(o) && pgn_tensor_view(&o->v[p], &o->v_store, off, w->rows, w->cols, err))
+            goto fail;
     }
+    o->n_partials = (total + PGN_NORM_CHUNK - 1) / PGN_NORM_CHUNK;
     const float no_clip[2] = {0.0f, 1.0f};
     if (pgn_tensor_init(&o->partials, g->dev, o->n_partials, 1, err) ||
         pgn_tensor_init(&o->clip, g->dev, 1, 2, err) || pgn_tensor_write(&o->clip, no_clip, 2, err))
@@ -35,6 +41,8 @@ void pgn_optim_release(pgn_optimizer *o) {
         pgn_tensor_release(&o->m[p]);
         pgn_tensor_release(&o->v[p]);
     }
+    pgn_tensor_release(&o->m_store); /* after the views into them */
+    pgn_tensor_release(&o->v_store);
     pgn_tensor_release(&o->partials);
     pgn_tensor_release(&o->clip);
 }
@@ -52,15 +60,11 @@ float pgn_optim_lr(const pgn_optimizer *o, int64_t t) {
     return (float)lr;
 }
 
-/* clip[1] = min(1, clip_norm / global norm) from the gradients, all on the device. */
+/* clip[1] = min(1, clip_norm / global norm) from the gradient store (its padding is zero),
+ * all on the device. */
 static int clip_gradients(pgn_optimizer *o, pgn_graph *g, pgn_error *err) {
-    int offset = 0;
-    for (int p = 0; p < g->n_params; p++) {
-        const pgn_tensor *grad = &g->nodes[g->params[p]].grad;
-        if (pgn_op_sumsq_chunks(grad, PGN_NORM_CHUNK, &o->partials, offset, err)) return -1;
-        offset += (int)((pgn_tensor_count(grad) + PGN_NORM_CHUNK - 1) / PGN_NORM_CHUNK);
-    }
-    return pgn_op_clip_scale(o->n_partials, &o->partials, o->spec.clip_norm, &o->clip, err);
+    return pgn_op_sumsq_chunks(&g->grad_store, PGN_NORM_CHUNK, &o->partials, 0, err) ||
+           pgn_op_clip_scale(o->n_partials, &o->partials, o->spec.clip_norm, &o->clip, err);
 }
 
 int pgn_optim_step(pgn_optimizer *o, pgn_graph *g, pgn_error *err) {
@@ -72,15 +76,14 @@ int pgn_optim_step(pgn_optimizer *o, pgn_graph *g, pgn_error *err) {
                        .bc1 = (float)(1.0 - pow((double)s->beta1, (double)o->t)),
                        .bc2 = (float)(1.0 - pow((double)s->beta2, (double)o->t)),
                        .wd = s->weight_decay, .decoupled = s->type == PGN_OPT_ADAMW};
-    for (int p = 0; p < g->n_params; p++) {
-        pgn_node *n = &g->nodes[g->params[p]];
-        int rc = uses_adam(o)
-                     ? pgn_op_adam_update(&n->value, &n->grad, &o->m[p], &o->v[p], &o->clip, &a, err)
-                     : pgn_op_sgd_update(&n->value, &n->grad, s->momentum > 0.0f ? &o->m[p] : &n->grad,
-                                         &o->clip, lr, s->momentum, s->nesterov, s->weight_decay, err);
-        if (rc) return -1;
-    }
-    return 0;
+    /* One launch over the whole store: padding is zero and stays zero under every update. */
+    if (uses_adam(o))
+        return pgn_op_adam_update(&g->param_store, &g->grad_store, &o->m_store, &o->v_store,
+                                  &o->clip, &a, err);
+    /* without momentum the kernel never touches v: the gradient store stands in for it */
+    return pgn_op_sgd_update(&g->param_store, &g->grad_store,
+                             s->momentum > 0.0f ? &o->m_store : &g->grad_store, &o->clip, lr,
+                             s->momentum, s->nesterov, s->weight_decay, err);
 }
 
 int pgn_optim_state(pgn_optimizer *o, int p, pgn_tensor **out, const char **names) {

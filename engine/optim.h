@@ -12,9 +12,12 @@
 typedef struct pgn_optimizer {
     pgn_optimizer_spec spec;
     int n_params;
+    /* State laid out like the graph's parameter store, updated in one launch; m[p], v[p] are
+     * views of parameter p's state (for checkpoints). */
+    pgn_tensor m_store, v_store;
     pgn_tensor m[PGN_GRAPH_MAX_PARAMS]; /* adam: first moment; sgd: momentum */
     pgn_tensor v[PGN_GRAPH_MAX_PARAMS]; /* adam: second moment */
-    pgn_tensor partials;                /* chunk sums of squares of every gradient */
+    pgn_tensor partials;                /* chunk sums of squares of the gradient store */
     pgn_tensor clip;                    /* [global norm, gradient scale] */
     int n_partials;
     int64_t t;           /* update steps taken: the schedule's and Adam's step count */

@@ -39,7 +39,7 @@ int pgn_tensor_init(pgn_tensor *t, pgn_device *dev, int rows, int cols, pgn_erro
 
 void pgn_tensor_release(pgn_tensor *t) {
     if (!t) return;
-    free(t->host);
+    if (!t->view) free(t->host);
     if (t->mem) clReleaseMemObject(t->mem);
     memset(t, 0, sizeof *t);
 }
@@ -96,6 +96,42 @@ int pgn_tensor_fill_zero(pgn_tensor *t, pgn_error *err) {
     if (st != CL_SUCCESS) {
         pgn_error_set(err, "device", "", "zero-fill on %s failed: %s", t->dev->info.id,
                       pgn_cl_status_name(st));
+        return -1;
+    }
+    return 0;
+}
+
+size_t pgn_tensor_view_align(const pgn_device *dev) {
+    size_t bytes = dev && dev->align_bytes > 64 ? dev->align_bytes : 64; /* a cache line */
+    return bytes / PGN_ELEM_SIZE;
+}
+
+int pgn_tensor_view(pgn_tensor *t, pgn_tensor *parent, size_t offset, int rows, int cols,
+                    pgn_error *err) {
+    memset(t, 0, sizeof *t);
+    size_t count = (size_t)rows * cols;
+    if (rows <= 0 || cols <= 0 || offset + count > pgn_tensor_count(parent) ||
+        offset % pgn_tensor_view_align(parent->dev)) {
+        pgn_error_set(err, "internal", "", "tensor view (%d, %d) at %zu does not fit or align",
+                      rows, cols, offset);
+        return -1;
+    }
+    t->dev = parent->dev;
+    t->rows = rows;
+    t->cols = cols;
+    t->view = true;
+    if (!parent->dev) {
+        t->host = (char *)parent->host + offset * PGN_ELEM_SIZE;
+        return 0;
+    }
+    cl_buffer_region region = {offset * PGN_ELEM_SIZE, count * PGN_ELEM_SIZE};
+    cl_int st;
+    t->mem = clCreateSubBuffer(parent->mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION,
+                               &region, &st);
+    if (st != CL_SUCCESS) {
+        pgn_error_set(err, "device", "", "sub-buffer on %s failed: %s", parent->dev->info.id,
+                      pgn_cl_status_name(st));
+        t->mem = NULL;
         return -1;
     }
     return 0;
