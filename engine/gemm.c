@@ -210,8 +210,15 @@ int pgn_gemm_reserve(pgn_device *dev, size_t bytes, pgn_error *err) {
     return 0;
 }
 
+/* The optional epilogue of gemm_tile: z = C + bias, y = act(z) (fused bias_act_forward). */
+typedef struct {
+    int on;
+    cl_mem bias, y;
+    int act;
+} gemm_epilogue;
+
 static int gemm_device(int M, int N, int K, cl_mem a, cl_mem b, cl_mem c, bool ta, bool tb,
-                       pgn_device *dev, pgn_error *err) {
+                       const gemm_epilogue *e, pgn_device *dev, pgn_error *err) {
     gemm_strides s = strides_for(M, N, K, ta, tb);
     gemm_plan plan = plan_for(M, N, K, ta, tb);
     int a_ps = GEMM_MR * s.a_rs, a_rs = s.a_rs, a_cs = s.a_cs;
@@ -242,12 +249,15 @@ static int gemm_device(int M, int N, int K, cl_mem a, cl_mem b, cl_mem c, bool t
         b_rs = GEMM_NR;
         b_len = (cl_long)plan.a_off;
     }
-    pgn_karg args[] = {KARG(M),    KARG(N),    KARG(K),    KARG(a),    KARG(a_off),
-                       KARG(a_ps), KARG(a_rs), KARG(a_cs), KARG(b),    KARG(b_ps),
-                       KARG(b_rs), KARG(b_len), KARG(c),   KARG(N)};
+    gemm_epilogue none = {0, c, c, 0};
+    if (!e) e = &none;
+    pgn_karg args[] = {KARG(M),    KARG(N),     KARG(K),    KARG(a),     KARG(a_off),
+                       KARG(a_ps), KARG(a_rs),  KARG(a_cs), KARG(b),     KARG(b_ps),
+                       KARG(b_rs), KARG(b_len), KARG(c),    KARG(N),     KARG(e->on),
+                       KARG(e->bias), KARG(e->act), KARG(e->y)};
     size_t global[2] = {(size_t)ceil_div(M, GEMM_MR), (size_t)ceil_div(N, GEMM_NR)};
     size_t local[2] = {1, 1};
-    return pgn_launch(dev, "gemm_tile", args, 14, 2, global, local, err);
+    return pgn_launch(dev, "gemm_tile", args, 18, 2, global, local, err);
 }
 
 int pgn_op_gemm(int M, int N, int K, const pgn_tensor *a, bool ta, const pgn_tensor *b, bool tb,
@@ -263,5 +273,23 @@ int pgn_op_gemm(int M, int N, int K, const pgn_tensor *a, bool ta, const pgn_ten
         gemm_host(M, N, K, F32(a), strides_for(M, N, K, ta, tb), F32(b), F32(c));
         return 0;
     }
-    return gemm_device(M, N, K, a->mem, b->mem, c->mem, ta, tb, c->dev, err);
+    return gemm_device(M, N, K, a->mem, b->mem, c->mem, ta, tb, NULL, c->dev, err);
+}
+
+int pgn_op_gemm_bias_act(int M, int N, int K, const pgn_tensor *a, bool ta, const pgn_tensor *b,
+                         bool tb, pgn_tensor *z, const pgn_tensor *bias, int act, pgn_tensor *y,
+                         pgn_error *err) {
+    if (!z->dev) /* the host reference is the two ops in sequence: the same bits */
+        return pgn_op_gemm(M, N, K, a, ta, b, tb, z, err) ||
+               pgn_op_bias_act_forward(M, z, bias, act, y, err);
+    if (check(bias->dev == z->dev && y->dev == z->dev, "tensors on different devices", err) ||
+        check((int)pgn_tensor_count(bias) == N && pgn_tensor_count(y) >= (size_t)M * N &&
+                  y->cols == N && z->cols == N,
+              "epilogue shape", err) ||
+        check(pgn_tensor_count(a) >= (size_t)M * K && pgn_tensor_count(b) >= (size_t)K * N &&
+                  pgn_tensor_count(z) >= (size_t)M * N,
+              "operand too small", err))
+        return -1;
+    gemm_epilogue e = {1, bias->mem, y->mem, act};
+    return gemm_device(M, N, K, a->mem, b->mem, z->mem, ta, tb, &e, z->dev, err);
 }

@@ -63,6 +63,7 @@ static int add_node(pgn_graph *g, pgn_node_kind kind, int a, int b, int rows, in
     n->rows = rows;
     n->cols = cols;
     n->batched = batched;
+    n->epilogue = -1;
     n->needs_grad = (a >= 0 && g->nodes[a].needs_grad) || (b >= 0 && g->nodes[b].needs_grad);
     return g->n_nodes++;
 }
@@ -118,7 +119,10 @@ int pgn_graph_bias_act(pgn_graph *g, int a, int bias, int act, pgn_error *err) {
         return shape_error(g, "bias_act", err, "input must be a matmul read by nothing else");
     if (B->rows * B->cols != A->cols) return shape_error(g, "bias_act", err, "bias width");
     int id = add_node(g, PGN_NODE_BIAS_ACT, a, bias, A->rows, A->cols, A->batched, err);
-    if (id >= 0) g->nodes[id].act = act;
+    if (id >= 0) {
+        g->nodes[id].act = act;
+        g->nodes[a].epilogue = id; /* the matmul's kernel applies it: one pass, one launch */
+    }
     return id;
 }
 
@@ -254,10 +258,19 @@ static int node_forward(pgn_graph *g, pgn_node *n, int rows, bool training, uint
     case PGN_NODE_INPUT:
     case PGN_NODE_LABELS:
     case PGN_NODE_PARAM: return 0; /* written by the caller or the optimizer */
-    // op(A) (M,K), op(B) (K,N) -> C (M,N)
-    case PGN_NODE_MATMUL: return gemm_nodes(rows, A, n->ta, B, n->tb, &A->value, &B->value, &n->value, err);
-    // z (B,N) = a + bias (in place in a), y = act(z)
-    case PGN_NODE_BIAS_ACT: return pgn_op_bias_act_forward(r, &A->value, &B->value, n->act, &n->value, err);
+    // op(A) (M,K), op(B) (K,N) -> C (M,N); with a fused bias_act: C = z, and its y
+    case PGN_NODE_MATMUL: {
+        if (n->epilogue < 0)
+            return gemm_nodes(rows, A, n->ta, B, n->tb, &A->value, &B->value, &n->value, err);
+        pgn_node *e = &g->nodes[n->epilogue];
+        int ar = rows_of(A, rows), K = n->ta ? ar : A->cols;
+        return pgn_op_gemm_bias_act(rows_of(n, rows), n->cols, K, &A->value, n->ta, &B->value,
+                                    n->tb, &n->value, &g->nodes[e->b].value, e->act, &e->value, err);
+    }
+    // z (B,N) = a + bias (in place in a), y = act(z); done by the matmul when fused
+    case PGN_NODE_BIAS_ACT:
+        if (A->epilogue == (int)(n - g->nodes)) return 0;
+        return pgn_op_bias_act_forward(r, &A->value, &B->value, n->act, &n->value, err);
     case PGN_NODE_ACT: return pgn_op_act_forward(r, n->act, &A->value, &n->value, err);
     case PGN_NODE_DROPOUT:
         return pgn_op_dropout_forward(r, &A->value, training ? n->p : 0.0f, g->seed, step, &n->aux,

@@ -35,6 +35,7 @@ typedef struct pgn_node {
     float p;           /* dropout probability */
     bool needs_grad;   /* a parameter, or computed from one */
     int consumers;     /* nodes that read this one */
+    int epilogue;      /* matmul: the bias_act node fused into its kernel, or -1 */
     char name[48];     /* parameters: "layers.0.weight" */
     pgn_tensor value;
     pgn_tensor grad;   /* dL/dvalue, when needs_grad */

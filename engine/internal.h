@@ -87,6 +87,11 @@ int pgn_tensor_fill_zero(pgn_tensor *t, pgn_error *err);
 /* C (M,N) = op(A) op(B). A is stored (M,K), or (K,M) when ta; B (K,N), or (N,K) when tb. */
 int pgn_op_gemm(int M, int N, int K, const pgn_tensor *a, bool ta, const pgn_tensor *b, bool tb,
                 pgn_tensor *c, pgn_error *err);
+/* z = op(A) op(B) + bias, y = act(z) in one pass on a device (the GEMM's epilogue); on the host
+ * the reference gemm then bias_act_forward. Bit-identical to those two ops. */
+int pgn_op_gemm_bias_act(int M, int N, int K, const pgn_tensor *a, bool ta, const pgn_tensor *b,
+                         bool tb, pgn_tensor *z, const pgn_tensor *bias, int act, pgn_tensor *y,
+                         pgn_error *err);
 /* Device scratch bytes pgn_op_gemm needs for that call (0: none). */
 size_t pgn_gemm_workspace_bytes(int M, int N, int K, bool ta, bool tb);
 /* Grows dev's GEMM scratch to at least bytes (waits for queued work first when it grows), so

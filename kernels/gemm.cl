@@ -172,7 +172,8 @@ PGN_INLINE float16 gemm_load_tail(__global const float *b, long base, int v, lon
  * at the training shapes and 3-5 % slower at 2048). */
 __kernel void gemm_tile(int M, int N, int K, __global const float *a, long a_off, int a_ps,
                         int a_rs, int a_cs, __global const float *b, int b_ps, int b_rs,
-                        long b_len, __global float *c, int ldc) {
+                        long b_len, __global float *c, int ldc, int epilogue,
+                        __global const float *bias, int act, __global float *y) {
     int q = get_global_id(0);
     int i0 = q * GEMM_MR;
     int p = get_global_id(1);
@@ -194,18 +195,40 @@ __kernel void gemm_tile(int M, int N, int K, __global const float *a, long a_off
     GEMM_TILE_LOOP(0, k_full, GEMM_LOAD_ROW)
     GEMM_TILE_LOOP(k_full, K, GEMM_LOAD_TAIL)
     int cols = min(GEMM_NR, N - j0);
+    /* Epilogue (fused bias + activation, as bias_act_forward): z = c + bias is stored in c and
+     * y = act(z) in y, the same roundings as the separate kernel. */
+    float16 bv[GEMM_NV];
+    if (epilogue && cols == GEMM_NR) {
+#pragma unroll
+        for (int v = 0; v < GEMM_NV; v++) bv[v] = vload16(v, bias + j0);
+    }
 #pragma unroll
     for (int r = 0; r < GEMM_MR; r++) {
         if (i0 + r >= M) break;
         __global float *cr = c + (size_t)(i0 + r) * ldc + j0;
-        if (cols == GEMM_NR) {
+        if (cols == GEMM_NR && (!epilogue || act == PGN_ACT_CODE_RELU || act == PGN_ACT_CODE_NONE)) {
 #pragma unroll
-            for (int v = 0; v < GEMM_NV; v++) vstore16(acc[r][v], v, cr);
+            for (int v = 0; v < GEMM_NV; v++) {
+                float16 z = acc[r][v];
+                if (epilogue) {
+                    z = z + bv[v];
+                    float16 yv = act == PGN_ACT_CODE_RELU ? select((float16)(0.0f), z, z > (float16)(0.0f)) : z;
+                    vstore16(yv, v, y + (size_t)(i0 + r) * ldc + j0);
+                }
+                vstore16(z, v, cr);
+            }
         } else {
             float t[GEMM_NR];
 #pragma unroll
             for (int v = 0; v < GEMM_NV; v++) vstore16(acc[r][v], v, t);
-            for (int jj = 0; jj < cols; jj++) cr[jj] = t[jj];
+            for (int jj = 0; jj < cols; jj++) {
+                float z = t[jj];
+                if (epilogue) {
+                    z = z + bias[j0 + jj];
+                    y[(size_t)(i0 + r) * ldc + j0 + jj] = pgn_act(act, z);
+                }
+                cr[jj] = z;
+            }
         }
     }
 }
