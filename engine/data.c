@@ -49,19 +49,7 @@ static const char *const fashion_files[FASHION_FILES] = {
 
 /* ---- the "data" spec ------------------------------------------------------------------------ */
 
-static int fail(pgn_error *err, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
-/* Same shape as spec.c's errors: code invalid_spec, field set, message prefixed by the field. */
-static int fail(pgn_error *err, const char *field, const char *fmt, ...) {
-    char msg[1536];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    pgn_error_set(err, "invalid_spec", field, "%s: %s", field, msg);
-    return -1;
-}
 
 static const char *const only_source[] = {"source", NULL};
 static const char *const spiral_fields[] = {"source", "samples", "classes", NULL};
@@ -124,9 +112,9 @@ static int check_keys(const json_t *data, size_t src, pgn_error *err) {
         join_list(allowed, sizeof allowed, sources[src].fields);
         for (size_t i = 0; i < N_SOURCES; i++)
             if (in_list(sources[i].fields, key))
-                return fail(err, field, "does not apply to source \"%s\" (its fields: %s)",
+                return pgn_spec_fail(err, field, "does not apply to source \"%s\" (its fields: %s)",
                             sources[src].name, allowed);
-        return fail(err, field, "unknown field (expected one of: %s)", allowed);
+        return pgn_spec_fail(err, field, "unknown field (expected one of: %s)", allowed);
     }
     return 0;
 }
@@ -136,9 +124,9 @@ static int get_int(const json_t *data, const char *key, int lo, int hi, int *out
     if (!v) return 0;
     char field[64];
     snprintf(field, sizeof field, "data.%s", key);
-    if (!json_is_integer(v)) return fail(err, field, "must be an integer");
+    if (!json_is_integer(v)) return pgn_spec_fail(err, field, "must be an integer");
     json_int_t x = json_integer_value(v);
-    if (x < lo || x > hi) return fail(err, field, "must be between %d and %d", lo, hi);
+    if (x < lo || x > hi) return pgn_spec_fail(err, field, "must be between %d and %d", lo, hi);
     *out = (int)x;
     return 0;
 }
@@ -146,14 +134,14 @@ static int get_int(const json_t *data, const char *key, int lo, int hi, int *out
 /* A path the idx source may name: relative, with no ".." component, so that it stays inside
  * the data directory (symlinks are checked when the files are opened). */
 static int check_relative_path(const char *path, const char *field, pgn_error *err) {
-    if (!path[0]) return fail(err, field, "must not be empty");
+    if (!path[0]) return pgn_spec_fail(err, field, "must not be empty");
     if (path[0] == '/')
-        return fail(err, field, "must be a path relative to the data directory, not an absolute "
+        return pgn_spec_fail(err, field, "must be a path relative to the data directory, not an absolute "
                                 "path ('%.200s')", path);
     for (const char *p = path; *p;) {
         size_t len = strcspn(p, "/");
         if (len == 2 && p[0] == '.' && p[1] == '.')
-            return fail(err, field, "must not contain a '..' component ('%.200s'): paths stay "
+            return pgn_spec_fail(err, field, "must not contain a '..' component ('%.200s'): paths stay "
                                     "inside the data directory", path);
         p += len;
         if (*p == '/') p++;
@@ -164,13 +152,13 @@ static int check_relative_path(const char *path, const char *field, pgn_error *e
 static int get_path(const json_t *data, size_t which, pgn_data_spec *out, pgn_error *err) {
     const char *field = idx_paths[which].field;
     const json_t *v = json_object_get(data, idx_paths[which].key);
-    if (!v) return fail(err, field, "required for source \"idx\" (a path relative to the data "
+    if (!v) return pgn_spec_fail(err, field, "required for source \"idx\" (a path relative to the data "
                                     "directory)");
-    if (!json_is_string(v)) return fail(err, field, "must be a string");
+    if (!json_is_string(v)) return pgn_spec_fail(err, field, "must be a string");
     if (json_string_length(v) >= PGN_PATH_MAX)
-        return fail(err, field, "must be at most %d characters", PGN_PATH_MAX - 1);
+        return pgn_spec_fail(err, field, "must be at most %d characters", PGN_PATH_MAX - 1);
     if (strlen(json_string_value(v)) != json_string_length(v))
-        return fail(err, field, "must not contain NUL characters");
+        return pgn_spec_fail(err, field, "must not contain NUL characters");
     char *dst = (char *)out + idx_paths[which].offset;
     snprintf(dst, PGN_PATH_MAX, "%s", json_string_value(v));
     return check_relative_path(dst, field, err);
@@ -178,20 +166,20 @@ static int get_path(const json_t *data, size_t which, pgn_data_spec *out, pgn_er
 
 int pgn_data_spec_parse(const json_t *data, pgn_data_spec *out, pgn_error *err) {
     memset(out, 0, sizeof *out);
-    if (!json_is_object(data)) return fail(err, "data", "must be an object");
+    if (!json_is_object(data)) return pgn_spec_fail(err, "data", "must be an object");
     char names[128];
     const char *name_list[N_SOURCES + 1];
     for (size_t i = 0; i < N_SOURCES; i++) name_list[i] = sources[i].name;
     name_list[N_SOURCES] = NULL;
     join_list(names, sizeof names, name_list);
     const json_t *src = json_object_get(data, "source");
-    if (!src) return fail(err, "data.source", "required (one of: %s)", names);
-    if (!json_is_string(src)) return fail(err, "data.source", "must be a string");
+    if (!src) return pgn_spec_fail(err, "data.source", "required (one of: %s)", names);
+    if (!json_is_string(src)) return pgn_spec_fail(err, "data.source", "must be a string");
     size_t which = N_SOURCES;
     for (size_t i = 0; i < N_SOURCES; i++)
         if (!strcmp(json_string_value(src), sources[i].name)) which = i;
     if (which == N_SOURCES)
-        return fail(err, "data.source", "unknown data source '%.64s' (expected one of: %s)",
+        return pgn_spec_fail(err, "data.source", "unknown data source '%.64s' (expected one of: %s)",
                     json_string_value(src), names);
     if (check_keys(data, which, err)) return -1;
     out->source = sources[which].source;
@@ -449,7 +437,7 @@ static int load_fashion(const char *data_dir, pgn_dataset *train, pgn_dataset *t
     char path[FASHION_FILES][PATH_MAX];
     for (int i = 0; i < FASHION_FILES; i++)
         if (!join_path(path[i], dir, fashion_files[i])) /* has_fashion_files said it fits */
-            return fail(err, "data.source", "path too long: '%s'", dir);
+            return pgn_spec_fail(err, "data.source", "path too long: '%s'", dir);
     int max_label;
     if (load_idx_pair(path[FASHION_TRAIN_IMAGES], "", path[FASHION_TRAIN_LABELS], "", train,
                       &max_label, err))
@@ -493,7 +481,7 @@ int pgn_dataset_load(const pgn_data_spec *spec, const char *data_dir, pgn_datase
     case PGN_DATA_SPIRAL:
         if (spec->samples < 1 || spec->samples > PGN_SPIRAL_MAX_SAMPLES ||
             spec->classes < PGN_SPIRAL_MIN_CLASSES || spec->classes > PGN_SPIRAL_MAX_CLASSES)
-            return fail(err, "data", "spiral needs 1..%d samples and %d..%d classes (got %d, %d)",
+            return pgn_spec_fail(err, "data", "spiral needs 1..%d samples and %d..%d classes (got %d, %d)",
                         PGN_SPIRAL_MAX_SAMPLES, PGN_SPIRAL_MIN_CLASSES, PGN_SPIRAL_MAX_CLASSES,
                         spec->samples, spec->classes);
         if (load_spiral(train, spec->samples, spec->classes, PGN_SPIRAL_STREAM_TRAIN, err) ||
@@ -505,7 +493,7 @@ int pgn_dataset_load(const pgn_data_spec *spec, const char *data_dir, pgn_datase
     case PGN_DATA_FASHION_MNIST: return load_fashion(data_dir, train, test, err);
     case PGN_DATA_IDX: return load_idx_source(spec, data_dir, train, test, err);
     }
-    return fail(err, "data.source", "unsupported source");
+    return pgn_spec_fail(err, "data.source", "unsupported source");
 }
 
 void pgn_dataset_free(pgn_dataset *d) {

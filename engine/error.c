@@ -17,6 +17,16 @@ void pgn_error_set(pgn_error *err, const char *code, const char *field, const ch
     va_end(ap);
 }
 
+int pgn_spec_fail(pgn_error *err, const char *field, const char *fmt, ...) {
+    char msg[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    pgn_error_set(err, "invalid_spec", field, "%s: %s", field, msg);
+    return -1;
+}
+
 void pgn_error_clear(pgn_error *err) {
     if (err) memset(err, 0, sizeof *err);
 }

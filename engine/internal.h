@@ -41,6 +41,10 @@ typedef struct pgn_karg {
 int pgn_launch(pgn_device *dev, const char *name, const pgn_karg *args, int nargs, cl_uint dims,
                const size_t *global, const size_t *local, pgn_error *err);
 
+/* A spec error: code "invalid_spec", err->field = field, message "field: <fmt>". Returns -1. */
+int pgn_spec_fail(pgn_error *err, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Name of an OpenCL status code ("CL_OUT_OF_RESOURCES"), for error messages. */
 const char *pgn_cl_status_name(cl_int status);
 

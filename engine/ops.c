@@ -1,8 +1,11 @@
 /* ops.c: the tensor ops other than GEMM (gemm.c). Each op's host reference and its kernel
  * launcher stand side by side, both built on the shared bodies in kernels/pgn_ops.h, so they
  * give the same bits. Launchers only queue work; nothing here waits for the device.
+ * The table of every op (graph.c's node_forward / node_backward use them):
  *
  *   op                 forward body                 backward (vector-Jacobian product)
+ *   gemm (gemm.c)      C = op(A) op(B), fma in k    gemm: dA = dC op(B)^T, dB = op(A)^T dC
+ *   gemm_bias_act      gemm + bias_act, one kernel  as gemm and bias_act
  *   bias_act           z += b; y = act(z)           bias_act_backward: dz = dy act'(z); db = colsum dz
  *   act                y = act(x)                   act_backward: dx = dy act'(x)
  *   dropout            y = x mask (counter RNG)     mul: dx = dy mask

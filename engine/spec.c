@@ -5,24 +5,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "paragon.h"
+#include "internal.h"
 
 #define PGN_MAX_WIDTH 65536
 #define PGN_MAX_EPOCHS 100000
 #define PGN_MAX_BATCH 65536
 
-static int fail(pgn_error *err, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
-static int fail(pgn_error *err, const char *field, const char *fmt, ...) {
-    char msg[1536];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    pgn_error_set(err, "invalid_spec", field, "%s: %s", field, msg);
-    return -1;
-}
 
 static void join_path(char *out, size_t size, const char *prefix, const char *key) {
     if (prefix[0])
@@ -47,7 +36,7 @@ static int only_keys(const json_t *obj, const char *prefix, const char *const *a
                 strncat(expected, *a, sizeof expected - strlen(expected) - 1);
                 if (a[1]) strncat(expected, ", ", sizeof expected - strlen(expected) - 1);
             }
-            return fail(err, path, "unknown field (expected one of: %s)", expected);
+            return pgn_spec_fail(err, path, "unknown field (expected one of: %s)", expected);
         }
     }
     return 0;
@@ -58,11 +47,11 @@ static const json_t *get_object(const json_t *parent, const char *key, const cha
     const json_t *v = json_object_get(parent, key);
     *rc = 0;
     if (!v) {
-        if (required) *rc = fail(err, path, "required object is missing");
+        if (required) *rc = pgn_spec_fail(err, path, "required object is missing");
         return NULL;
     }
     if (!json_is_object(v)) {
-        *rc = fail(err, path, "must be an object");
+        *rc = pgn_spec_fail(err, path, "must be an object");
         return NULL;
     }
     return v;
@@ -73,11 +62,11 @@ static int get_string(const json_t *obj, const char *key, const char *path, char
                       size_t size, pgn_error *err) {
     const json_t *v = json_object_get(obj, key);
     if (!v) return 0;
-    if (!json_is_string(v)) return fail(err, path, "must be a string");
+    if (!json_is_string(v)) return pgn_spec_fail(err, path, "must be a string");
     if (json_string_length(v) >= size)
-        return fail(err, path, "must be at most %zu characters", size - 1);
+        return pgn_spec_fail(err, path, "must be at most %zu characters", size - 1);
     if (strlen(json_string_value(v)) != json_string_length(v))
-        return fail(err, path, "must not contain NUL characters");
+        return pgn_spec_fail(err, path, "must not contain NUL characters");
     snprintf(out, size, "%s", json_string_value(v));
     return 0;
 }
@@ -86,9 +75,9 @@ static int get_int(const json_t *obj, const char *key, const char *path, long lo
                    long long hi, long long *out, pgn_error *err) {
     const json_t *v = json_object_get(obj, key);
     if (!v) return 0;
-    if (!json_is_integer(v)) return fail(err, path, "must be an integer");
+    if (!json_is_integer(v)) return pgn_spec_fail(err, path, "must be an integer");
     long long x = json_integer_value(v);
-    if (x < lo || x > hi) return fail(err, path, "must be between %lld and %lld", lo, hi);
+    if (x < lo || x > hi) return pgn_spec_fail(err, path, "must be between %lld and %lld", lo, hi);
     *out = x;
     return 0;
 }
@@ -98,10 +87,10 @@ static int get_float(const json_t *obj, const char *key, const char *path, doubl
                      double hi, float *out, pgn_error *err) {
     const json_t *v = json_object_get(obj, key);
     if (!v) return 0;
-    if (!json_is_number(v)) return fail(err, path, "must be a number");
+    if (!json_is_number(v)) return pgn_spec_fail(err, path, "must be a number");
     double x = json_number_value(v);
     if (!isfinite(x) || x < lo || (lo_open && x == lo) || x > hi)
-        return fail(err, path, "must be %s %g and <= %g", lo_open ? ">" : ">=", lo, hi);
+        return pgn_spec_fail(err, path, "must be %s %g and <= %g", lo_open ? ">" : ">=", lo, hi);
     *out = (float)x;
     return 0;
 }
@@ -121,7 +110,7 @@ static int get_choice(const json_t *obj, const char *key, const char *path,
         strncat(expected, names[i], sizeof expected - strlen(expected) - 1);
         if (names[i + 1]) strncat(expected, ", ", sizeof expected - strlen(expected) - 1);
     }
-    return fail(err, path, "unknown value '%s' (expected one of: %s)", value, expected);
+    return pgn_spec_fail(err, path, "unknown value '%s' (expected one of: %s)", value, expected);
 }
 
 /* Names of the enums in paragon.h, in value order. */
@@ -140,7 +129,7 @@ static int parse_model(const json_t *root, pgn_train_spec *t, pgn_error *err) {
     if (only_keys(model, "model", keys, err)) return -1;
     int type = -1, act = PGN_ACT_RELU, loss = PGN_LOSS_CROSS_ENTROPY, init = PGN_INIT_PYTORCH;
     if (get_choice(model, "type", "model.type", MODEL_TYPES, &type, err)) return -1;
-    if (type < 0) return fail(err, "model.type", "required (\"mlp\")");
+    if (type < 0) return pgn_spec_fail(err, "model.type", "required (\"mlp\")");
     if (get_choice(model, "activation", "model.activation", ACTIVATIONS, &act, err) ||
         get_choice(model, "loss", "model.loss", LOSSES, &loss, err) ||
         get_choice(model, "init", "model.init", INITS, &init, err) ||
@@ -150,20 +139,20 @@ static int parse_model(const json_t *root, pgn_train_spec *t, pgn_error *err) {
     t->loss = (pgn_loss)loss;
     t->init = (pgn_init)init;
     const json_t *layers = json_object_get(model, "layers");
-    if (!layers) return fail(err, "model.layers", "required array of layer widths is missing");
-    if (!json_is_array(layers)) return fail(err, "model.layers", "must be an array of integers");
+    if (!layers) return pgn_spec_fail(err, "model.layers", "required array of layer widths is missing");
+    if (!json_is_array(layers)) return pgn_spec_fail(err, "model.layers", "must be an array of integers");
     size_t n = json_array_size(layers);
     if (n < 2 || n > PGN_MAX_LAYERS)
-        return fail(err, "model.layers", "must list between 2 and %d widths (input first, classes last); got %zu",
+        return pgn_spec_fail(err, "model.layers", "must list between 2 and %d widths (input first, classes last); got %zu",
                     PGN_MAX_LAYERS, n);
     for (size_t i = 0; i < n; i++) {
         char path[64];
         snprintf(path, sizeof path, "model.layers[%zu]", i);
         const json_t *w = json_array_get(layers, i);
-        if (!json_is_integer(w)) return fail(err, path, "must be an integer");
+        if (!json_is_integer(w)) return pgn_spec_fail(err, path, "must be an integer");
         long long x = json_integer_value(w);
-        if (x <= 0) return fail(err, path, "must be > 0");
-        if (x > PGN_MAX_WIDTH) return fail(err, path, "must be <= %d", PGN_MAX_WIDTH);
+        if (x <= 0) return pgn_spec_fail(err, path, "must be > 0");
+        if (x > PGN_MAX_WIDTH) return pgn_spec_fail(err, path, "must be <= %d", PGN_MAX_WIDTH);
         t->layers[i] = (int)x;
     }
     t->n_layers = (int)n;
@@ -183,12 +172,12 @@ static int parse_data(const json_t *root, pgn_train_spec *t, pgn_error *err) {
     char path[64];
     if (t->layers[0] != features) {
         snprintf(path, sizeof path, "model.layers[0]");
-        return fail(err, path, "must be %d: data.source '%s' has %d input features", features,
+        return pgn_spec_fail(err, path, "must be %d: data.source '%s' has %d input features", features,
                     source, features);
     }
     if (t->layers[t->n_layers - 1] != classes) {
         snprintf(path, sizeof path, "model.layers[%d]", t->n_layers - 1);
-        return fail(err, path, "must be %d: data.source '%s' has %d classes", classes, source,
+        return pgn_spec_fail(err, path, "must be %d: data.source '%s' has %d classes", classes, source,
                     classes);
     }
     return 0;
@@ -198,7 +187,7 @@ static int get_bool(const json_t *obj, const char *key, const char *path, bool *
                     pgn_error *err) {
     const json_t *v = json_object_get(obj, key);
     if (!v) return 0;
-    if (!json_is_boolean(v)) return fail(err, path, "must be true or false");
+    if (!json_is_boolean(v)) return pgn_spec_fail(err, path, "must be true or false");
     *out = json_is_true(v);
     return 0;
 }
@@ -240,17 +229,17 @@ static int parse_optimizer(const json_t *root, pgn_train_spec *t, pgn_error *err
         if (json_object_get(opt, sgd_only[i])) {
             char path[64];
             snprintf(path, sizeof path, "optimizer.%s", sgd_only[i]);
-            return fail(err, path, "only applies to \"sgd\"");
+            return pgn_spec_fail(err, path, "only applies to \"sgd\"");
         }
     for (int i = 0; i < 3 && o->type == PGN_OPT_SGD; i++)
         if (json_object_get(opt, adam_only[i])) {
             char path[64];
             snprintf(path, sizeof path, "optimizer.%s", adam_only[i]);
-            return fail(err, path, "only applies to \"adam\" and \"adamw\"");
+            return pgn_spec_fail(err, path, "only applies to \"adam\" and \"adamw\"");
         }
     if (o->nesterov && o->momentum <= 0.0f)
-        return fail(err, "optimizer.nesterov", "needs optimizer.momentum > 0");
-    if (o->min_lr > o->lr) return fail(err, "optimizer.min_lr", "must be <= optimizer.lr");
+        return pgn_spec_fail(err, "optimizer.nesterov", "needs optimizer.momentum > 0");
+    if (o->min_lr > o->lr) return pgn_spec_fail(err, "optimizer.min_lr", "must be <= optimizer.lr");
     return 0;
 }
 
@@ -276,19 +265,19 @@ static int parse_train(const json_t *root, pgn_job_spec *out, pgn_error *err) {
 
 int pgn_spec_parse(const json_t *root, pgn_job_spec *out, pgn_error *err) {
     memset(out, 0, sizeof *out);
-    if (!json_is_object(root)) return fail(err, "(root)", "a job spec must be a JSON object");
+    if (!json_is_object(root)) return pgn_spec_fail(err, "(root)", "a job spec must be a JSON object");
     char kind[32] = "";
     if (get_string(root, "kind", "kind", kind, sizeof kind, err)) return -1;
-    if (!kind[0]) return fail(err, "kind", "required (\"train\")");
+    if (!kind[0]) return pgn_spec_fail(err, "kind", "required (\"train\")");
     if (strcmp(kind, "train"))
-        return fail(err, "kind", "unknown job kind '%s' (this build runs: \"train\")", kind);
+        return pgn_spec_fail(err, "kind", "unknown job kind '%s' (this build runs: \"train\")", kind);
     out->kind = PGN_JOB_TRAIN;
     snprintf(out->name, sizeof out->name, "%s", kind);
     snprintf(out->device, sizeof out->device, "auto");
     if (get_string(root, "name", "name", out->name, sizeof out->name, err) ||
         get_string(root, "device", "device", out->device, sizeof out->device, err))
         return -1;
-    if (!out->device[0]) return fail(err, "device", "must not be empty");
+    if (!out->device[0]) return pgn_spec_fail(err, "device", "must not be empty");
     long long seed = 0;
     if (get_int(root, "seed", "seed", 0, (long long)9007199254740991LL, &seed, err)) return -1;
     out->seed = (uint64_t)seed;
