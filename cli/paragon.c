@@ -128,7 +128,7 @@ static void on_log(void *ctx, const char *line) {
 static int cmd_run(int argc, char **argv) {
     const char *file = NULL, *device = NULL, *data_dir = "data", *checkpoint_dir = NULL;
     int as_json = 0;
-    bool resume = false, profile = false;
+    bool resume = false, profile = false, stats = false;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             as_json = 1;
@@ -144,6 +144,8 @@ static int cmd_run(int argc, char **argv) {
             resume = true;
         else if (!strcmp(argv[i], "--profile"))
             profile = true;
+        else if (!strcmp(argv[i], "-s"))
+            stats = true;
         else if (argv[i][0] == '-') {
             fprintf(stderr, "paragon run: unknown option '%s'\n", argv[i]);
             return 2;
@@ -167,7 +169,18 @@ static int cmd_run(int argc, char **argv) {
     }
     pgn_error err = {0};
     pgn_job_spec spec;
-    int rc = pgn_spec_parse_text(text, len, &spec, &err);
+    /* FILE.hvm is a program in HVM2's text format: an inet job, as `hvm run FILE.hvm` */
+    size_t flen = strlen(file);
+    bool hvm = flen > 4 && !strcmp(file + flen - 4, ".hvm");
+    int rc;
+    if (hvm) {
+        json_t *j = json_pack("{s:s, s:s%, s:s}", "kind", "inet", "program", text, len, "name", file);
+        rc = j ? pgn_spec_parse(j, &spec, &err) : -1;
+        json_decref(j);
+        if (rc && !j) pgn_error_set(&err, "invalid_program", "", "the program is not valid UTF-8");
+    } else {
+        rc = pgn_spec_parse_text(text, len, &spec, &err);
+    }
     free(text);
     if (rc) {
         fprintf(stderr, "paragon run: %s: %s\n", file, err.message);
@@ -202,7 +215,19 @@ static int cmd_run(int argc, char **argv) {
     pgn_device_close(dev);
     if (rc) {
         fprintf(stderr, "paragon run: %s failed: %s\n", spec.name, err.message);
+        pgn_spec_free(&spec);
         return 1;
+    }
+    pgn_spec_free(&spec);
+    if (hvm && !as_json) { /* HVM2's own output format */
+        printf("Result: %s\n", json_string_value(json_object_get(result, "normal_form")));
+        if (stats)
+            printf("- ITRS: %lld\n- TIME: %.2fs\n- MIPS: %.2f\n",
+                   (long long)json_integer_value(json_object_get(result, "interactions")),
+                   json_real_value(json_object_get(result, "seconds")),
+                   json_real_value(json_object_get(result, "mips")));
+        json_decref(result);
+        return 0;
     }
     char *s = as_json ? pgn_json_dumps(result) : json_dumps(result, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
     printf("%s\n", s);

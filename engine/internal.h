@@ -172,6 +172,11 @@ void pgn_dataset_free(pgn_dataset *d);
 int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
                   const pgn_run_hooks *hooks, json_t **result, pgn_error *err);
 
+/* ---- inet jobs (inet_job.c) -------------------------------------------------------------- */
+
+int pgn_inet_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_hooks *hooks,
+                     json_t **result, pgn_error *err);
+
 /* ---- safetensors (safetensors.c) -------------------------------------------------------- */
 
 typedef struct pgn_st_entry {

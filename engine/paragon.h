@@ -92,7 +92,7 @@ const pgn_device_info *pgn_device_get_info(const pgn_device *dev);
 
 /* ---- job specs -------------------------------------------------------------------------- */
 
-typedef enum { PGN_JOB_TRAIN } pgn_job_kind;
+typedef enum { PGN_JOB_TRAIN, PGN_JOB_INET } pgn_job_kind;
 
 /* Values match PGN_ACT_CODE_* in kernels/pgn_ops.h. */
 typedef enum {
@@ -150,12 +150,21 @@ typedef struct pgn_train_spec {
     int checkpoint_every; /* epochs between checkpoints; 0: none */
 } pgn_train_spec;
 
+/* An inet job: an HVM2-format program and the limits that stop a runaway one. */
+typedef struct pgn_inet_spec {
+    char *program; /* owned: pgn_spec_free releases it */
+    uint64_t max_interactions, max_nodes;
+    double timeout_s;
+    int work_items; /* OpenCL reducer work-items; 0: one per compute unit */
+} pgn_inet_spec;
+
 typedef struct pgn_job_spec {
     pgn_job_kind kind;
     char name[128];
     char device[64]; /* "auto", "cpu", "gpu", "host" or a device id */
     uint64_t seed;
     pgn_train_spec train;
+    pgn_inet_spec inet;
 } pgn_job_spec;
 
 /* Parses and validates the "data" object of a train spec (path prefix "data"). */
@@ -168,6 +177,9 @@ int pgn_data_shape(const pgn_data_spec *data, int *features, int *classes);
 /* Validates a spec. Unknown fields, wrong types and impossible shapes are errors with code
  * "invalid_spec" and field set to the JSON path. Defaults fill what the spec leaves out. */
 int pgn_spec_parse(const json_t *root, pgn_job_spec *out, pgn_error *err);
+
+/* Releases what a parsed spec owns (an inet program); safe on a spec that failed to parse. */
+void pgn_spec_free(pgn_job_spec *spec);
 
 /* Parses JSON text then validates it; a syntax error names line and column. */
 int pgn_spec_parse_text(const char *text, size_t len, pgn_job_spec *out, pgn_error *err);

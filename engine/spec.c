@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "inet.h"
 #include "internal.h"
 
 #define PGN_MAX_WIDTH 65536
@@ -263,21 +264,86 @@ static int parse_train(const json_t *root, pgn_job_spec *out, pgn_error *err) {
     return 0;
 }
 
+#define PGN_MAX_PROGRAM_BYTES (4u << 20)
+#define PGN_INET_DEFAULT_MAX_INTERACTIONS 1000000000ULL
+#define PGN_INET_DEFAULT_MAX_NODES (1ULL << 24)
+#define PGN_INET_DEFAULT_TIMEOUT_S 60.0
+
+/* An inet spec; the program is parsed here too, so a bad program is a 400 naming its line. */
+static int parse_inet(const json_t *root, pgn_job_spec *out, pgn_error *err) {
+    static const char *const keys[] = {"kind", "name", "device", "program", "limits", "work_items", NULL};
+    if (only_keys(root, "", keys, err)) return -1;
+    pgn_inet_spec *s = &out->inet;
+    s->max_interactions = PGN_INET_DEFAULT_MAX_INTERACTIONS;
+    s->max_nodes = PGN_INET_DEFAULT_MAX_NODES;
+    s->timeout_s = PGN_INET_DEFAULT_TIMEOUT_S;
+    const json_t *prog = json_object_get(root, "program");
+    if (!prog) return pgn_spec_fail(err, "program", "required (HVM2 text, with @main)");
+    if (!json_is_string(prog)) return pgn_spec_fail(err, "program", "must be a string");
+    size_t len = json_string_length(prog);
+    if (len > PGN_MAX_PROGRAM_BYTES)
+        return pgn_spec_fail(err, "program", "must be at most %u bytes", PGN_MAX_PROGRAM_BYTES);
+    pgn_inet_book *book = NULL;
+    if (pgn_inet_parse(json_string_value(prog), len, &book, err)) {
+        char msg[sizeof err->message];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        return pgn_spec_fail(err, "program", "%s", msg);
+    }
+    pgn_inet_book_free(book);
+    s->program = strndup(json_string_value(prog), len);
+    if (!s->program) {
+        pgn_error_set(err, "internal", "", "out of memory");
+        return -1;
+    }
+    long long wi = 0;
+    if (get_int(root, "work_items", "work_items", 0, 1 << 20, &wi, err)) return -1;
+    s->work_items = (int)wi;
+    /* Until the OpenCL reducer exists, inet jobs default to the host reference reducer. */
+    if (!json_object_get(root, "device")) snprintf(out->device, sizeof out->device, "host");
+    int rc;
+    const json_t *lim = get_object(root, "limits", "limits", false, err, &rc);
+    if (!lim) return rc;
+    static const char *const lkeys[] = {"max_interactions", "max_nodes", "timeout_s", NULL};
+    if (only_keys(lim, "limits", lkeys, err)) return -1;
+    long long mi = (long long)s->max_interactions, mn = (long long)s->max_nodes;
+    float to = (float)s->timeout_s;
+    if (get_int(lim, "max_interactions", "limits.max_interactions", 1, (long long)1 << 50, &mi, err) ||
+        get_int(lim, "max_nodes", "limits.max_nodes", 16, (long long)1 << 31, &mn, err) ||
+        get_float(lim, "timeout_s", "limits.timeout_s", 0.0, true, 86400.0, &to, err))
+        return -1;
+    s->max_interactions = (uint64_t)mi;
+    s->max_nodes = (uint64_t)mn;
+    s->timeout_s = to;
+    return 0;
+}
+
+void pgn_spec_free(pgn_job_spec *spec) {
+    if (!spec) return;
+    free(spec->inet.program);
+    spec->inet.program = NULL;
+}
+
 int pgn_spec_parse(const json_t *root, pgn_job_spec *out, pgn_error *err) {
     memset(out, 0, sizeof *out);
     if (!json_is_object(root)) return pgn_spec_fail(err, "(root)", "a job spec must be a JSON object");
     char kind[32] = "";
     if (get_string(root, "kind", "kind", kind, sizeof kind, err)) return -1;
-    if (!kind[0]) return pgn_spec_fail(err, "kind", "required (\"train\")");
-    if (strcmp(kind, "train"))
-        return pgn_spec_fail(err, "kind", "unknown job kind '%s' (this build runs: \"train\")", kind);
-    out->kind = PGN_JOB_TRAIN;
+    if (!kind[0]) return pgn_spec_fail(err, "kind", "required (\"train\" or \"inet\")");
+    if (strcmp(kind, "train") && strcmp(kind, "inet"))
+        return pgn_spec_fail(err, "kind", "unknown job kind '%s' (this build runs: \"train\", \"inet\")",
+                             kind);
+    out->kind = strcmp(kind, "inet") ? PGN_JOB_TRAIN : PGN_JOB_INET;
     snprintf(out->name, sizeof out->name, "%s", kind);
     snprintf(out->device, sizeof out->device, "auto");
     if (get_string(root, "name", "name", out->name, sizeof out->name, err) ||
         get_string(root, "device", "device", out->device, sizeof out->device, err))
         return -1;
     if (!out->device[0]) return pgn_spec_fail(err, "device", "must not be empty");
+    if (out->kind == PGN_JOB_INET) {
+        if (parse_inet(root, out, err) == 0) return 0;
+        pgn_spec_free(out);
+        return -1;
+    }
     long long seed = 0;
     if (get_int(root, "seed", "seed", 0, (long long)9007199254740991LL, &seed, err)) return -1;
     out->seed = (uint64_t)seed;
@@ -300,11 +366,20 @@ int pgn_spec_parse_text(const char *text, size_t len, pgn_job_spec *out, pgn_err
 const char *pgn_job_kind_name(pgn_job_kind kind) {
     switch (kind) {
     case PGN_JOB_TRAIN: return "train";
+    case PGN_JOB_INET: return "inet";
     }
     return "unknown";
 }
 
 json_t *pgn_spec_to_json(const pgn_job_spec *spec) {
+    if (spec->kind == PGN_JOB_INET) {
+        const pgn_inet_spec *s = &spec->inet;
+        return json_pack("{s:s, s:s, s:s, s:s, s:i, s:{s:I, s:I, s:f}}", "kind", "inet", "name",
+                         spec->name, "device", spec->device, "program", s->program, "work_items",
+                         s->work_items, "limits", "max_interactions",
+                         (json_int_t)s->max_interactions, "max_nodes", (json_int_t)s->max_nodes,
+                         "timeout_s", s->timeout_s);
+    }
     const pgn_train_spec *t = &spec->train;
     const pgn_optimizer_spec *o = &t->optimizer;
     json_t *layers = json_array();

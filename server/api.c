@@ -166,10 +166,13 @@ static enum MHD_Result post_job(pgd_server *srv, const pgd_request *req) {
     }
 
     pgn_device_info device;
-    if (pgd_scheduler_place(srv->sched, spec.device, &device, &err) < 0)
+    json_t *spec_json = NULL;
+    if (pgd_scheduler_place(srv->sched, spec.device, &device, &err) < 0) {
+        pgn_spec_free(&spec);
         return pgd_reply_pgn_error(req, MHD_HTTP_BAD_REQUEST, &err, NULL, NULL);
-
-    json_t *spec_json = pgn_spec_to_json(&spec);
+    }
+    spec_json = pgn_spec_to_json(&spec);
+    pgn_spec_free(&spec);
     if (!spec_json) {
         pgn_error_set(&err, "internal", "", "the engine could not serialise the spec");
         return internal_error(req, &err);

@@ -163,6 +163,7 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json) {
         json_decref(e);
     }
     json_decref(result);
+    pgn_spec_free(&spec);
     atomic_store(&w->running_job, 0);
 }
 

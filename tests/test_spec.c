@@ -142,3 +142,43 @@ Test(spec, device_selection) {
     cr_assert_eq(pgn_device_select("auto", list, 0, &out, &err), -1);
     cr_assert_str_eq(err.code, "no_device");
 }
+
+Test(spec, inet_spec_parses_program_and_limits) {
+    const char *text = "{\"kind\":\"inet\",\"program\":\"@main = 42\","
+                       "\"limits\":{\"max_interactions\":1000,\"timeout_s\":2.5}}";
+    pgn_job_spec spec;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_spec_parse_text(text, strlen(text), &spec, &err), 0, "%s", err.message);
+    cr_assert_eq(spec.kind, PGN_JOB_INET);
+    cr_assert_str_eq(spec.inet.program, "@main = 42");
+    cr_assert_eq(spec.inet.max_interactions, 1000);
+    cr_assert_eq(spec.inet.timeout_s, 2.5);
+    cr_assert_str_eq(spec.device, "host", "inet defaults to the host reducer for now");
+    json_t *j = pgn_spec_to_json(&spec);
+    pgn_job_spec again;
+    cr_assert_eq(pgn_spec_parse(j, &again, &err), 0, "%s", err.message);
+    cr_assert_str_eq(again.inet.program, spec.inet.program);
+    json_decref(j);
+    pgn_spec_free(&again);
+    pgn_spec_free(&spec);
+}
+
+Test(spec, inet_errors_name_their_field) {
+    struct {
+        const char *text, *field, *fragment;
+    } cases[] = {
+        {"{\"kind\":\"inet\"}", "program", "required"},
+        {"{\"kind\":\"inet\",\"program\":7}", "program", "must be a string"},
+        {"{\"kind\":\"inet\",\"program\":\"@main = (a b)\"}", "program", "line 1, col"},
+        {"{\"kind\":\"inet\",\"program\":\"@foo = *\"}", "program", "@main"},
+        {"{\"kind\":\"inet\",\"program\":\"@main = *\",\"epochs\":3}", "epochs", "unknown field"},
+        {"{\"kind\":\"inet\",\"program\":\"@main = *\",\"limits\":{\"max_nodes\":0}}", "limits.max_nodes", "between"},
+        {"{\"kind\":\"inet\",\"program\":\"@main = *\",\"limits\":{\"timeout_s\":-1}}", "limits.timeout_s", "must be >"},
+        {"{\"kind\":\"inet\",\"program\":\"@main = *\",\"limits\":{\"steps\":1}}", "limits.steps", "unknown field"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        pgn_error err = parse_err(cases[i].text);
+        cr_assert_str_eq(err.field, cases[i].field, "%s -> %s (%s)", cases[i].text, err.field, err.message);
+        cr_assert(strstr(err.message, cases[i].fragment), "%s -> %s", cases[i].text, err.message);
+    }
+}

@@ -1,0 +1,433 @@
+/* inet_host.c: the sequential host reference reducer. One thread pops redexes off a stack and
+ * applies HVM2's rules; each rule is a short function drawn as the rewrite it performs. Wires are
+ * HVM2's variables: a variable's slot stays NONE until one of its two ends is linked, then holds
+ * what that end was linked to, and the other end's link consumes it. Freed nodes and variables
+ * go on free lists threaded through their own slots, so memory follows the live net. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "inet.h"
+
+/* Interactions between polls of the clock, the interaction limit and should_stop: about a
+ * millisecond at 50-100 MIPS, and the poll costs one clock read. */
+#define POLL_EVERY 65536u
+#define REPORT_EVERY_S 0.5
+#define INITIAL_NODES 4096u
+#define INITIAL_BAG 1024u
+/* Index 0 of nodes and variables is never handed out: 0 ends a free list. Indices stay below
+ * PGN_INET_VAL_MAX so that no port equals NONE. */
+#define INDEX_MAX (PGN_INET_VAL_MAX - 1)
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef enum { OK = 0, FAIL_OOM, FAIL_NODES, FAIL_SPACE, FAIL_CLONE } failure;
+
+typedef struct {
+    const pgn_inet_book *book;
+    uint64_t *node; /* node[i]: pgn_inet_pair(port 1, port 2); a free slot: the next free index */
+    uint32_t node_cap, node_top, node_free;
+    uint64_t live, peak, node_limit;
+    uint32_t *vars; /* vars[v]: NONE, the port linked to one end, or (free) the next free index */
+    uint32_t var_cap, var_top, var_free;
+    uint64_t *bag; /* redexes still to reduce, reduced last-in first-out */
+    size_t bag_len, bag_cap;
+    uint32_t *nloc, *vloc; /* where CALL put a definition's nodes and variables */
+    failure fail;
+    uint32_t fail_fid;
+} net;
+
+/* ---- memory -------------------------------------------------------------------------------- */
+
+static bool grow_u64(uint64_t **buf, uint32_t *cap, uint32_t max) {
+    if (*cap >= max) return false;
+    uint64_t n = (uint64_t)*cap * 2;
+    if (n > max) n = max;
+    uint64_t *p = realloc(*buf, n * sizeof *p);
+    if (!p) return false;
+    *buf = p;
+    *cap = (uint32_t)n;
+    return true;
+}
+
+static bool grow_u32(uint32_t **buf, uint32_t *cap, uint32_t max) {
+    if (*cap >= max) return false;
+    uint64_t n = (uint64_t)*cap * 2;
+    if (n > max) n = max;
+    uint32_t *p = realloc(*buf, n * sizeof *p);
+    if (!p) return false;
+    *buf = p;
+    *cap = (uint32_t)n;
+    return true;
+}
+
+/* On failure the net is flagged (the run stops after this interaction) and slot 0 is returned,
+ * a scratch slot nothing reads, so the interaction can finish without checks. */
+static uint32_t node_alloc(net *n) {
+    uint32_t i = n->node_free;
+    if (i) {
+        n->node_free = (uint32_t)n->node[i];
+    } else {
+        if (n->node_top == n->node_cap && !grow_u64(&n->node, &n->node_cap, INDEX_MAX)) {
+            if (!n->fail) n->fail = n->node_cap >= INDEX_MAX ? FAIL_SPACE : FAIL_OOM;
+            return 0;
+        }
+        i = n->node_top++;
+    }
+    if (++n->live > n->peak) {
+        n->peak = n->live;
+        if (n->peak > n->node_limit && !n->fail) n->fail = FAIL_NODES;
+    }
+    return i;
+}
+
+static void node_free(net *n, uint32_t i) {
+    n->node[i] = n->node_free;
+    n->node_free = i;
+    n->live--;
+}
+
+/* A new wire: both ends still unlinked. */
+static uint32_t var_alloc(net *n) {
+    uint32_t i = n->var_free;
+    if (i) {
+        n->var_free = n->vars[i];
+    } else {
+        if (n->var_top == n->var_cap && !grow_u32(&n->vars, &n->var_cap, INDEX_MAX)) {
+            if (!n->fail) n->fail = n->var_cap >= INDEX_MAX ? FAIL_SPACE : FAIL_OOM;
+            return 0;
+        }
+        i = n->var_top++;
+    }
+    n->vars[i] = PGN_INET_NONE;
+    return i;
+}
+
+static void var_free(net *n, uint32_t v) {
+    n->vars[v] = n->var_free;
+    n->var_free = v;
+}
+
+static void push_redex(net *n, uint32_t a, uint32_t b) {
+    if (n->bag_len == n->bag_cap) {
+        size_t cap = n->bag_cap * 2;
+        uint64_t *p = realloc(n->bag, cap * sizeof *p);
+        if (!p) {
+            if (!n->fail) n->fail = FAIL_OOM;
+            return;
+        }
+        n->bag = p;
+        n->bag_cap = cap;
+    }
+    n->bag[n->bag_len++] = pgn_inet_pair(a, b);
+}
+
+/* ---- linking ------------------------------------------------------------------------------- */
+
+/* What the end p of a wire leads to: while p is a variable whose other end has been linked,
+ * step to what that was linked to. Each variable stepped through is used up (both its ends have
+ * now been consumed) and freed. */
+static uint32_t enter(net *n, uint32_t p) {
+    while (pgn_inet_tag(p) == PGN_INET_VAR) {
+        uint32_t v = pgn_inet_val(p), s = n->vars[v];
+        if (s == PGN_INET_NONE) break;
+        var_free(n, v);
+        p = s;
+    }
+    return p;
+}
+
+/* Connects a ~ b. Two non-variables make a redex. A variable whose other end is still unlinked
+ * records b for it; one whose other end was already linked (to c) is used up, and c ~ b is
+ * linked instead. A wire linked to its own other end is a closed loop and simply vanishes. */
+static void link_ports(net *n, uint32_t a, uint32_t b) {
+    for (;;) {
+        if (pgn_inet_tag(a) != PGN_INET_VAR) {
+            if (pgn_inet_tag(b) != PGN_INET_VAR) {
+                push_redex(n, a, b);
+                return;
+            }
+            uint32_t t = a;
+            a = b;
+            b = t;
+        }
+        b = enter(n, b);
+        uint32_t v = pgn_inet_val(a);
+        if (b == a) {
+            var_free(n, v);
+            return;
+        }
+        uint32_t other = n->vars[v];
+        if (other == PGN_INET_NONE) {
+            n->vars[v] = b;
+            return;
+        }
+        var_free(n, v);
+        a = other;
+    }
+}
+
+/* ---- the rules -----------------------------------------------------------------------------
+ * Drawn as HVM2 draws them: X(a b) is a node of tag X with aux ports a and b; the left side of
+ * the line is the redex, the right side what replaces it. */
+
+static void rule_eras(net *n, uint32_t a, uint32_t b);
+
+/* A definition's port rebased onto the nodes and variables this CALL allocated. */
+static inline uint32_t adjust(const net *n, uint32_t p) {
+    uint32_t tag = pgn_inet_tag(p);
+    if (tag >= PGN_INET_CON) return pgn_inet_port(tag, n->nloc[pgn_inet_val(p)]);
+    if (tag == PGN_INET_VAR) return pgn_inet_port(PGN_INET_VAR, n->vloc[pgn_inet_val(p)]);
+    return p;
+}
+
+/* @f ~ X(b1 b2), X != DUP (or @f ~ the root variable):
+ *   @f ~ B  ---CALL--->  a fresh copy of @f's net, its root ~ B, its redexes linked
+ * Through a DUP, a definition without DUPs is copied by erasure (ERAS below); copying one with
+ * a DUP is refused, as HVM2's reference runtime refuses it. */
+static void rule_call(net *n, uint32_t a, uint32_t b) {
+    uint32_t fid = pgn_inet_val(a) & PGN_INET_REF_FID;
+    const pgn_inet_def *d = &n->book->defs[fid];
+    if (pgn_inet_tag(b) == PGN_INET_DUP) {
+        if (d->safe) {
+            rule_eras(n, a, b);
+        } else if (!n->fail) {
+            n->fail = FAIL_CLONE;
+            n->fail_fid = fid;
+        }
+        return;
+    }
+    for (uint32_t i = 0; i < d->vars_len; i++) n->vloc[i] = var_alloc(n);
+    for (uint32_t i = 0; i < d->node_len; i++) n->nloc[i] = node_alloc(n);
+    const uint64_t *nodes = n->book->nodes + d->node_off;
+    for (uint32_t i = 0; i < d->node_len; i++)
+        n->node[n->nloc[i]] = pgn_inet_pair(adjust(n, pgn_inet_fst(nodes[i])), adjust(n, pgn_inet_snd(nodes[i])));
+    const uint64_t *rbag = n->book->rbag + d->rbag_off;
+    for (uint32_t i = 0; i < d->rbag_len; i++)
+        link_ports(n, adjust(n, pgn_inet_fst(rbag[i])), adjust(n, pgn_inet_snd(rbag[i])));
+    link_ports(n, adjust(n, d->root), b);
+}
+
+/* *  ~ X(b1 b2)  ---ERAS--->  * ~ b1, * ~ b2      (also a number, or a safe @ref, copied) */
+static void rule_eras(net *n, uint32_t a, uint32_t b) {
+    uint32_t i = pgn_inet_val(b);
+    uint64_t B = n->node[i];
+    node_free(n, i);
+    link_ports(n, a, pgn_inet_fst(B));
+    link_ports(n, a, pgn_inet_snd(B));
+}
+
+/* X(a1 a2) ~ X(b1 b2)  ---ANNI--->  a1 ~ b1, a2 ~ b2 */
+static void rule_anni(net *n, uint32_t a, uint32_t b) {
+    uint64_t A = n->node[pgn_inet_val(a)], B = n->node[pgn_inet_val(b)];
+    node_free(n, pgn_inet_val(a));
+    node_free(n, pgn_inet_val(b));
+    link_ports(n, pgn_inet_fst(A), pgn_inet_fst(B));
+    link_ports(n, pgn_inet_snd(A), pgn_inet_snd(B));
+}
+
+/* X(a1 a2) ~ Y(b1 b2)  ---COMM--->  a1 ~ Y(x0 x1), a2 ~ Y(x2 x3), b1 ~ X(x0 x2), b2 ~ X(x1 x3) */
+static void rule_comm(net *n, uint32_t a, uint32_t b) {
+    uint64_t A = n->node[pgn_inet_val(a)], B = n->node[pgn_inet_val(b)];
+    node_free(n, pgn_inet_val(a));
+    node_free(n, pgn_inet_val(b));
+    uint32_t x0 = pgn_inet_port(PGN_INET_VAR, var_alloc(n)), x1 = pgn_inet_port(PGN_INET_VAR, var_alloc(n));
+    uint32_t x2 = pgn_inet_port(PGN_INET_VAR, var_alloc(n)), x3 = pgn_inet_port(PGN_INET_VAR, var_alloc(n));
+    uint32_t y0 = node_alloc(n), y1 = node_alloc(n), z0 = node_alloc(n), z1 = node_alloc(n);
+    n->node[y0] = pgn_inet_pair(x0, x1);
+    n->node[y1] = pgn_inet_pair(x2, x3);
+    n->node[z0] = pgn_inet_pair(x0, x2);
+    n->node[z1] = pgn_inet_pair(x1, x3);
+    uint32_t ta = pgn_inet_tag(a), tb = pgn_inet_tag(b);
+    link_ports(n, pgn_inet_port(tb, y0), pgn_inet_fst(A));
+    link_ports(n, pgn_inet_port(tb, y1), pgn_inet_snd(A));
+    link_ports(n, pgn_inet_port(ta, z0), pgn_inet_fst(B));
+    link_ports(n, pgn_inet_port(ta, z1), pgn_inet_snd(B));
+}
+
+/* #n ~ $(#m r)  ---OPER--->  r ~ #(n op m)
+ * #n ~ $(b r)   ---OPER--->  b ~ $(#n r)      (b not yet a number: the operator waits on it) */
+static void rule_oper(net *n, uint32_t a, uint32_t b) {
+    uint32_t i = pgn_inet_val(b);
+    uint64_t B = n->node[i];
+    uint32_t b1 = pgn_inet_fst(B), b2 = pgn_inet_snd(B);
+    if (pgn_inet_tag(b1) == PGN_INET_NUM) {
+        node_free(n, i);
+        uint32_t r = pgn_inet_operate(pgn_inet_val(a), pgn_inet_val(b1));
+        link_ports(n, pgn_inet_port(PGN_INET_NUM, r), b2);
+    } else {
+        n->node[i] = pgn_inet_pair(a, b2);
+        link_ports(n, b1, pgn_inet_port(PGN_INET_OPR, i));
+    }
+}
+
+/* #0 ~ ?(b r)  ---SWIT--->  b ~ (r *)
+ * #k ~ ?(b r)  ---SWIT--->  b ~ (* (#k-1 r))   (k read as u24 whatever the number's type) */
+static void rule_swit(net *n, uint32_t a, uint32_t b) {
+    uint32_t i = pgn_inet_val(b);
+    uint64_t B = n->node[i];
+    uint32_t k = pgn_inet_get_u24(pgn_inet_val(a));
+    uint32_t era = pgn_inet_port(PGN_INET_ERA, 0);
+    if (k == 0) {
+        n->node[i] = pgn_inet_pair(pgn_inet_snd(B), era);
+    } else {
+        uint32_t j = node_alloc(n);
+        n->node[j] = pgn_inet_pair(pgn_inet_port(PGN_INET_NUM, pgn_inet_u24(k - 1)), pgn_inet_snd(B));
+        n->node[i] = pgn_inet_pair(era, pgn_inet_port(PGN_INET_CON, j));
+    }
+    link_ports(n, pgn_inet_port(PGN_INET_CON, i), pgn_inet_fst(B));
+}
+
+/* ---- the run ------------------------------------------------------------------------------- */
+
+static int fail_limit(pgn_error *err, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail_limit(pgn_error *err, const char *name, const char *fmt, ...) {
+    char msg[512], field[64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(field, sizeof field, "limits.%s", name);
+    pgn_error_set(err, "limit_exceeded", field, "%s: %s", name, msg);
+    return -1;
+}
+
+static void net_free(net *n) {
+    free(n->node);
+    free(n->vars);
+    free(n->bag);
+    free(n->nloc);
+    free(n->vloc);
+}
+
+int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
+                      const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err) {
+    pgn_inet_limits L = lim ? *lim : (pgn_inet_limits){0};
+    uint64_t max_itrs = L.max_interactions ? L.max_interactions : UINT64_MAX;
+    net n = {.book = book, .node_limit = L.max_nodes ? L.max_nodes : UINT64_MAX};
+    n.node_cap = n.var_cap = INITIAL_NODES;
+    n.bag_cap = INITIAL_BAG;
+    n.node = malloc((size_t)n.node_cap * sizeof *n.node);
+    n.vars = malloc((size_t)n.var_cap * sizeof *n.vars);
+    n.bag = malloc(n.bag_cap * sizeof *n.bag);
+    n.nloc = malloc(((size_t)book->max_def_nodes + 1) * sizeof *n.nloc);
+    n.vloc = malloc(((size_t)book->max_def_vars + 1) * sizeof *n.vloc);
+    if (!n.node || !n.vars || !n.bag || !n.nloc || !n.vloc) {
+        net_free(&n);
+        pgn_error_set(err, "internal", "", "out of memory setting up the heap");
+        return -1;
+    }
+    n.node[0] = 0;
+    n.node_top = n.var_top = 1;
+
+    /* The run starts as HVM2's does, with the redex @main ~ ROOT, a CALL that counts. */
+    uint32_t root = pgn_inet_port(PGN_INET_VAR, var_alloc(&n));
+    double t0 = now_s(), next_report = t0 + REPORT_EVERY_S;
+    uint64_t itrs = 1;
+    rule_call(&n, pgn_inet_port(PGN_INET_REF, 0), root);
+
+    uint8_t rules[64];
+    for (uint32_t a = 0; a < 8; a++)
+        for (uint32_t b = 0; b < 8; b++) rules[a * 8 + b] = (uint8_t)pgn_inet_rule(a, b);
+
+    uint64_t next_poll = itrs + POLL_EVERY < max_itrs ? itrs + POLL_EVERY : max_itrs;
+    const char *stop = NULL;
+    while (n.bag_len && !n.fail) {
+        if (itrs >= next_poll) {
+            if (itrs >= max_itrs) {
+                stop = "max_interactions";
+                break;
+            }
+            double now = now_s();
+            if (L.timeout_s > 0 && now - t0 >= L.timeout_s) {
+                stop = "timeout_s";
+                break;
+            }
+            if (hooks && hooks->should_stop && hooks->should_stop(hooks->ctx)) {
+                stop = "cancelled";
+                break;
+            }
+            if (hooks && now >= next_report) {
+                next_report = now + REPORT_EVERY_S;
+                if (hooks->on_metric) hooks->on_metric(hooks->ctx, "interactions", (int64_t)itrs, (double)itrs);
+                double frac = -1;
+                if (L.max_interactions) frac = (double)itrs / (double)L.max_interactions;
+                if (L.timeout_s > 0 && (now - t0) / L.timeout_s > frac) frac = (now - t0) / L.timeout_s;
+                if (hooks->on_progress && frac >= 0) hooks->on_progress(hooks->ctx, frac > 1 ? 1 : frac);
+            }
+            next_poll = itrs + POLL_EVERY < max_itrs ? itrs + POLL_EVERY : max_itrs;
+        }
+        uint64_t r = n.bag[--n.bag_len];
+        uint32_t a = pgn_inet_fst(r), b = pgn_inet_snd(r);
+        if (pgn_inet_tag(b) < pgn_inet_tag(a)) {
+            uint32_t t = a;
+            a = b;
+            b = t;
+        }
+        switch (rules[pgn_inet_tag(a) * 8 + pgn_inet_tag(b)]) {
+        case PGN_INET_CALL: rule_call(&n, a, b); break;
+        case PGN_INET_VOID: break;
+        case PGN_INET_ERAS: rule_eras(&n, a, b); break;
+        case PGN_INET_ANNI: rule_anni(&n, a, b); break;
+        case PGN_INET_COMM: rule_comm(&n, a, b); break;
+        case PGN_INET_OPER: rule_oper(&n, a, b); break;
+        case PGN_INET_SWIT: rule_swit(&n, a, b); break;
+        default: link_ports(&n, a, b); continue; /* LINK: not an interaction (never queued) */
+        }
+        itrs++;
+    }
+    double seconds = now_s() - t0;
+
+    int rc = 0;
+    if (n.fail == FAIL_CLONE) {
+        pgn_error_set(err, "invalid_program", "",
+                      "a DUP tried to copy @%s, which contains a duplicator (HVM2: attempt to clone a "
+                      "non-affine global reference)",
+                      book->defs[n.fail_fid].name);
+        rc = -1;
+    } else if (n.fail == FAIL_NODES) {
+        rc = fail_limit(err, "max_nodes", "%llu live nodes reached (after %llu interactions)",
+                        (unsigned long long)L.max_nodes, (unsigned long long)itrs);
+    } else if (n.fail == FAIL_SPACE) {
+        rc = fail_limit(err, "max_nodes", "the heap's address space of %u nodes is full", INDEX_MAX);
+    } else if (n.fail == FAIL_OOM) {
+        pgn_error_set(err, "internal", "", "out of memory after %llu interactions (%llu live nodes)",
+                      (unsigned long long)itrs, (unsigned long long)n.live);
+        rc = -1;
+    } else if (stop && !strcmp(stop, "max_interactions")) {
+        rc = fail_limit(err, "max_interactions", "%llu interactions reached", (unsigned long long)max_itrs);
+    } else if (stop && !strcmp(stop, "timeout_s")) {
+        rc = fail_limit(err, "timeout_s", "%g s reached (after %llu interactions)", L.timeout_s,
+                        (unsigned long long)itrs);
+    } else if (stop) {
+        pgn_error_set(err, "cancelled", "", "cancelled after %llu interactions", (unsigned long long)itrs);
+        rc = -1;
+    }
+    if (rc) {
+        net_free(&n);
+        return -1;
+    }
+
+    char *nf = pgn_inet_readback(book, n.node, n.node_top, n.vars, n.var_top, root, err);
+    net_free(&n);
+    if (!nf) return -1;
+    *out = (pgn_inet_result){.normal_form = nf,
+                             .interactions = itrs,
+                             .seconds = seconds,
+                             .mips = seconds > 0 ? (double)itrs / seconds / 1e6 : 0,
+                             .peak_nodes = n.peak};
+    return 0;
+}
+
+void pgn_inet_result_free(pgn_inet_result *r) {
+    if (!r) return;
+    free(r->normal_form);
+    r->normal_form = NULL;
+}
