@@ -194,18 +194,22 @@ static int cmd_run(int argc, char **argv) {
         pgn_device_select(spec.device, list, n, &chosen, &err)) {
         fprintf(stderr, "paragon run: %s\n", err.message);
         free(list);
+        pgn_spec_free(&spec);
         return 1;
     }
     free(list);
     pgn_device *dev = NULL;
     if (chosen.type != PGN_DEVICE_HOST && pgn_device_open(&chosen, &dev, &err)) {
         fprintf(stderr, "paragon run: %s\n", err.message);
+        pgn_spec_free(&spec);
         return 1;
     }
     pgn_run_options opts = {.data_dir = data_dir, .checkpoint_dir = checkpoint_dir,
                             .resume = resume, .profile = profile};
     if (resume && !checkpoint_dir) {
         fprintf(stderr, "paragon run: --resume needs --checkpoint-dir\n");
+        pgn_device_close(dev);
+        pgn_spec_free(&spec);
         return 2;
     }
     cli_ctx ctx = {as_json};
