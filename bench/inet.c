@@ -12,32 +12,6 @@
 
 #include "inet.h"
 
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 65536;
-            char *p = realloc(buf, cap);
-            if (!p) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = p;
-        }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0) break;
-    }
-    fclose(f);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -52,7 +26,7 @@ static const char *check(const char *path, const pgn_inet_result *r) {
     if (n < 4 || n + 16 > sizeof exp_path) return "-";
     snprintf(exp_path, sizeof exp_path, "%.*s.expected", (int)(n - 4), path);
     size_t len;
-    char *expected = read_file(exp_path, &len);
+    char *expected = pgn_read_file(exp_path, &len);
     if (!expected) return "-";
     size_t glen = strlen(r->normal_form) + 64;
     char *got = malloc(glen);
@@ -65,7 +39,7 @@ static const char *check(const char *path, const pgn_inet_result *r) {
 
 static int bench_file(const char *path, int repeats, double min_seconds) {
     size_t len;
-    char *text = read_file(path, &len);
+    char *text = pgn_read_file(path, &len);
     if (!text) {
         fprintf(stderr, "%s: cannot read\n", path);
         return 1;

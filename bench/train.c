@@ -8,18 +8,6 @@
 
 #include "internal.h"
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n > 0 ? malloc((size_t)n) : NULL;
-    *len = buf ? fread(buf, 1, (size_t)n, f) : 0;
-    fclose(f);
-    return buf;
-}
-
 static void row(const char *device, const json_t *r) {
     printf("%-14s %10.3f %12.0f %9.2f %9.4f  %.16s\n", device,
            json_real_value(json_object_get(r, "seconds_per_epoch")),
@@ -46,7 +34,7 @@ int main(int argc, char **argv) {
         }
     }
     size_t len = 0;
-    char *text = slurp(spec_path, &len);
+    char *text = pgn_read_file(spec_path, &len);
     pgn_job_spec spec;
     pgn_error err = {0};
     if (!text || pgn_spec_parse_text(text, len, &spec, &err)) {

@@ -83,38 +83,6 @@ static int cmd_devices(int argc, char **argv) {
     return 0;
 }
 
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 4096 > cap) {
-            cap = cap ? cap * 2 : 65536;
-            char *grown = realloc(buf, cap);
-            if (!grown) {
-                free(buf);
-                fclose(f);
-                errno = ENOMEM;
-                return NULL;
-            }
-            buf = grown;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        errno = EIO;
-        return NULL;
-    }
-    *len = n;
-    return buf;
-}
-
 typedef struct {
     int quiet_stdout; /* --json: progress goes to stderr so stdout holds only the result */
 } cli_ctx;
@@ -162,7 +130,7 @@ static int cmd_run(int argc, char **argv) {
         return 2;
     }
     size_t len = 0;
-    char *text = read_file(file, &len);
+    char *text = pgn_read_file(file, &len);
     if (!text) {
         fprintf(stderr, "paragon run: cannot read '%s': %s\n", file, strerror(errno));
         return 1;

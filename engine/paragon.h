@@ -37,6 +37,10 @@ json_t *pgn_json_real_f32(float f);
  * 0.10000000000000001. Caller frees the string. */
 char *pgn_json_dumps(const json_t *value);
 
+/* Reads a whole file into a malloc'd buffer (caller frees) with a NUL after *len bytes;
+ * NULL with errno set on failure. */
+char *pgn_read_file(const char *path, size_t *len);
+
 /* ---- devices ---------------------------------------------------------------------------- */
 
 typedef enum {
