@@ -123,10 +123,15 @@ function jobDuration(j) {
   return Math.max(0, b - a);
 }
 
-// One line for the Result column: loss and accuracy for training, else the first few fields.
+// One line for the Result column: loss and accuracy for training, the normal form with its
+// interaction count and MIPS for inet, else the first few fields.
 function resultSummary(r) {
   if (!r || typeof r !== 'object') return '';
   const parts = [];
+  if (typeof r.normal_form === 'string') {
+    const nf = r.normal_form.length > 40 ? r.normal_form.slice(0, 40) + '\u2026' : r.normal_form;
+    return nf + ' \u00b7 ' + fmtNum(r.interactions) + ' itrs \u00b7 ' + fmtNum(r.mips) + ' MIPS';
+  }
   if ('loss' in r) parts.push('loss ' + fmtNum(r.loss));
   if (typeof r.accuracy === 'number') parts.push('acc ' + fmtPct(r.accuracy));
   if (parts.length) return parts.join(' \u00b7 ');
