@@ -4,6 +4,7 @@
  * nothing stored), the dashboard files, flags, a restart mid-job, and start-up without any
  * OpenCL device. Waits are bounded; nothing asserts on time. */
 #include "http_client.h"
+#include "paragon.h"
 
 #include <criterion/criterion.h>
 #include <ctype.h>
@@ -825,5 +826,50 @@ Test(server, jobs_queued_before_start_are_run_or_placed_again) {
     cr_assert_str_eq(str(e, "field"), "device");
     cr_assert(strstr(str(e, "message"), "gpu-0badc0de"), "%s", str(e, "message"));
     json_decref(job);
+    stop_server(&s);
+}
+
+/* An inet program through the API: stored, reduced on the host reducer, its normal form and
+ * interaction count in the result; a limit hit is a failed job naming the limit; a malformed
+ * program is a 400 naming its line and column. */
+Test(server, inet_jobs_run_and_report_their_normal_form) {
+    server s = start_server();
+    const char *fib_path = "examples/inet/fib.hvm";
+    char path[512];
+    const char *root = getenv("PARAGON_SOURCE_ROOT");
+    snprintf(path, sizeof path, "%s/%s", root ? root : ".", fib_path);
+    size_t len = 0;
+    char *program = pgn_read_file(path, &len);
+    cr_assert_not_null(program, "%s", path);
+    json_t *spec = json_pack("{s:s, s:s, s:s%}", "kind", "inet", "name", "fib", "program", program, len);
+    char *body = json_dumps(spec, JSON_COMPACT);
+    int64_t id = submit(&s, body);
+    json_t *job = wait_state(&s, id, "succeeded failed", 60000);
+    cr_assert_str_eq(str(job, "state"), "succeeded", "%s", json_dumps(json_object_get(job, "error"), 0));
+    json_t *result = json_object_get(job, "result");
+    cr_assert_str_eq(str(result, "normal_form"), "17711");
+    cr_assert_eq(json_integer_value(json_object_get(result, "interactions")), 718993);
+    cr_assert_str_eq(str(job, "device"), "host");
+    json_decref(job);
+    free(body);
+
+    json_object_set_new(spec, "limits", json_pack("{s:i}", "max_interactions", 1000));
+    body = json_dumps(spec, JSON_COMPACT);
+    id = submit(&s, body);
+    job = wait_state(&s, id, "succeeded failed", 60000);
+    cr_assert_str_eq(str(job, "state"), "failed");
+    const char *msg = str(json_object_get(job, "error"), "message");
+    cr_assert(msg && strstr(msg, "max_interactions"), "%s", msg ? msg : "(none)");
+    json_decref(job);
+    free(body);
+
+    http_response r = request(&s, "POST", "/api/v1/jobs", json_headers,
+                              "{\"kind\":\"inet\",\"program\":\"@main = (a b)\"}");
+    assert_error(&r, 400, "invalid_spec", "program");
+    cr_assert(strstr(r.body, "line 1, col"), "%s", r.body);
+    http_response_free(&r);
+
+    json_decref(spec);
+    free(program);
     stop_server(&s);
 }
