@@ -9,8 +9,8 @@
  *   bias_act           z += b; y = act(z)           bias_act_backward: dz = dy act'(z); db = colsum dz
  *   act                y = act(x)                   act_backward: dx = dy act'(x)
  *   dropout            y = x mask (counter RNG)     mul: dx = dy mask
- *   softmax_xent       loss, pred, dlogits (fused)  -
- *   mse_onehot         loss, pred, dx (fused)       -
+ *   softmax_xent       loss, pred, dlogits (fused)  - (kernel fused_loss)
+ *   mse_onehot         loss, pred, dx (fused)       - (kernel fused_loss)
  *   colsum (sum rows)  out = sum_r x[r]             broadcast_rows: dx[r] = dy
  *   add                out = a + b                  (gradient accumulation)
  *   gather_rows        batch rows from a dataset    -
@@ -150,15 +150,15 @@ int pgn_op_dropout_forward(int rows, const pgn_tensor *x, float p, uint64_t seed
 
 /* ---- elementwise mul and add ------------------------------------------------------------ */
 
-static int binary(const char *kernel, int rows, const pgn_tensor *a, const pgn_tensor *b,
+static int binary(bool is_mul, int rows, const pgn_tensor *a, const pgn_tensor *b,
                   pgn_tensor *out, pgn_error *err) {
+    const char *kernel = is_mul ? "mul" : "add";
     int cols = a->cols, n = rows * cols;
     if (check(same_dev(a, b) && same_dev(a, out), kernel, "tensors on different devices", err) ||
         check(fits(a, rows, cols) && fits(b, rows, cols) && fits(out, rows, cols), kernel, "shape",
               err))
         return -1;
     if (!a->dev) {
-        bool is_mul = kernel[0] == 'm';
         for (int i = 0; i < n; i++)
             F32(out)[i] = is_mul ? F32(a)[i] * F32(b)[i] : F32(a)[i] + F32(b)[i];
         return 0;
@@ -168,11 +168,11 @@ static int binary(const char *kernel, int rows, const pgn_tensor *a, const pgn_t
 }
 
 int pgn_op_mul(int rows, const pgn_tensor *a, const pgn_tensor *b, pgn_tensor *out, pgn_error *err) {
-    return binary("mul", rows, a, b, out, err);
+    return binary(true, rows, a, b, out, err);
 }
 
 int pgn_op_add(int rows, const pgn_tensor *a, const pgn_tensor *b, pgn_tensor *out, pgn_error *err) {
-    return binary("add", rows, a, b, out, err);
+    return binary(false, rows, a, b, out, err);
 }
 
 /* ---- colsum and its backward, broadcast_rows --------------------------------------------- */
@@ -206,40 +206,40 @@ int pgn_op_broadcast_rows(int rows, const pgn_tensor *src, float scale, pgn_tens
 
 /* ---- fused losses: softmax + cross-entropy, MSE against one-hot --------------------------- */
 
-static int fused_loss(const char *kernel, int rows, const pgn_tensor *x, const pgn_tensor *labels,
+static int fused_loss(int mse, int rows, const pgn_tensor *x, const pgn_tensor *labels,
                       float scale, pgn_tensor *dx, pgn_tensor *loss, pgn_tensor *pred,
                       pgn_error *err) {
+    const char *op = mse ? "mse_onehot" : "softmax_xent";
     if (check(same_dev(x, labels) && same_dev(x, dx) && same_dev(x, loss) && same_dev(x, pred),
-              kernel, "tensors on different devices", err) ||
+              op, "tensors on different devices", err) ||
         check(rows <= x->rows && fits(dx, rows, x->cols) && pgn_tensor_count(labels) >= (size_t)rows &&
                   pgn_tensor_count(loss) >= (size_t)rows && pgn_tensor_count(pred) >= (size_t)rows,
-              kernel, "shape", err))
+              op, "shape", err))
         return -1;
     int n = x->cols;
     if (!x->dev) {
-        bool xent = kernel[0] == 's';
         for (int r = 0; r < rows; r++) {
             const float *xr = F32(x) + r * n;
             float *dxr = F32(dx) + r * n;
             int y = I32(labels)[r];
-            F32(loss)[r] = xent ? pgn_softmax_xent_row(n, xr, y, scale, dxr, I32(pred) + r)
-                                : pgn_mse_onehot_row(n, xr, y, scale, dxr, I32(pred) + r);
+            F32(loss)[r] = mse ? pgn_mse_onehot_row(n, xr, y, scale, dxr, I32(pred) + r)
+                               : pgn_softmax_xent_row(n, xr, y, scale, dxr, I32(pred) + r);
         }
         return 0;
     }
-    pgn_karg args[] = {KARG(rows),  KARG(n),       KARG(x->mem),    KARG(labels->mem),
+    pgn_karg args[] = {KARG(mse),   KARG(rows),    KARG(n),         KARG(x->mem),  KARG(labels->mem),
                        KARG(scale), KARG(dx->mem), KARG(loss->mem), KARG(pred->mem)};
-    return pgn_launch(x->dev, kernel, args, 8, 1, GLOBAL1(rows), NULL, err);
+    return pgn_launch(x->dev, "fused_loss", args, 9, 1, GLOBAL1(rows), NULL, err);
 }
 
 int pgn_op_softmax_xent(int rows, const pgn_tensor *logits, const pgn_tensor *labels, float scale,
                         pgn_tensor *dlogits, pgn_tensor *loss, pgn_tensor *pred, pgn_error *err) {
-    return fused_loss("softmax_xent", rows, logits, labels, scale, dlogits, loss, pred, err);
+    return fused_loss(0, rows, logits, labels, scale, dlogits, loss, pred, err);
 }
 
 int pgn_op_mse_onehot(int rows, const pgn_tensor *x, const pgn_tensor *labels, float scale,
                       pgn_tensor *dx, pgn_tensor *loss, pgn_tensor *pred, pgn_error *err) {
-    return fused_loss("mse_onehot", rows, x, labels, scale, dx, loss, pred, err);
+    return fused_loss(1, rows, x, labels, scale, dx, loss, pred, err);
 }
 
 /* ---- batches and statistics ------------------------------------------------------------- */

@@ -95,22 +95,15 @@ __kernel void broadcast_rows(int n, int cols, float scale, __global const float 
     if (i < n) dst[i] = src[i % cols] * scale;
 }
 
-/* Fused softmax + cross-entropy over (rows, n) logits; one work-item per row. */
-__kernel void softmax_xent(int rows, int n, __global const float *x, __global const int *labels,
-                           float scale, __global float *dx, __global float *loss,
-                           __global int *pred) {
+/* Fused loss over (rows, n) predictions, one work-item per row: softmax + cross-entropy, or
+ * squared error against one-hot labels when mse is set. */
+__kernel void fused_loss(int mse, int rows, int n, __global const float *x,
+                         __global const int *labels, float scale, __global float *dx,
+                         __global float *loss, __global int *pred) {
     int r = get_global_id(0);
-    if (r < rows)
-        loss[r] = pgn_softmax_xent_row(n, x + r * n, labels[r], scale, dx + r * n, pred + r);
-}
-
-/* Fused mean-squared error against one-hot labels; one work-item per row. */
-__kernel void mse_onehot(int rows, int n, __global const float *x, __global const int *labels,
-                         float scale, __global float *dx, __global float *loss,
-                         __global int *pred) {
-    int r = get_global_id(0);
-    if (r < rows)
-        loss[r] = pgn_mse_onehot_row(n, x + r * n, labels[r], scale, dx + r * n, pred + r);
+    if (r >= rows) return;
+    loss[r] = mse ? pgn_mse_onehot_row(n, x + r * n, labels[r], scale, dx + r * n, pred + r)
+                  : pgn_softmax_xent_row(n, x + r * n, labels[r], scale, dx + r * n, pred + r);
 }
 
 /* dst row r = src row idx[offset + r] (4-byte elements, floats or ints); global: rows*cols. */
