@@ -13,28 +13,14 @@ __kernel void bias_act_forward(int n, int cols, int act, __global float *z,
     y[i] = pgn_act(act, v);
 }
 
-/* dz = dy act'(z) and db (cols) = column sums of dz, rows in order (each column its own
- * in-order sum, as on the host). global: ceil(cols / PGN_COL_BLOCK). */
-__kernel void bias_act_backward(int rows, int cols, int act, __global const float *z,
-                                __global const float *y, __global const float *dy,
-                                __global float *dz, __global float *db) {
-    int j0 = get_global_id(0) * PGN_COL_BLOCK;
-    if (j0 >= cols) return;
+/* Columns [j0, j0 + w) of bias_act_backward. Inlined with w = PGN_COL_BLOCK for whole blocks,
+ * so the inner loop has a constant trip count and vectorises; the last block passes its width. */
+static inline void bias_act_backward_block(int rows, int cols, int j0, int w, int act,
+                                           __global const float *z, __global const float *y,
+                                           __global const float *dy, __global float *dz,
+                                           __global float *db) {
     float acc[PGN_COL_BLOCK];
     for (int jj = 0; jj < PGN_COL_BLOCK; jj++) acc[jj] = 0.0f;
-    if (cols - j0 >= PGN_COL_BLOCK) {
-        for (int r = 0; r < rows; r++) {
-            int base = r * cols + j0;
-            for (int jj = 0; jj < PGN_COL_BLOCK; jj++) {
-                float g = pgn_act_grad(act, z[base + jj], y[base + jj], dy[base + jj]);
-                dz[base + jj] = g;
-                acc[jj] += g;
-            }
-        }
-        for (int jj = 0; jj < PGN_COL_BLOCK; jj++) db[j0 + jj] = acc[jj];
-        return;
-    }
-    int w = cols - j0;
     for (int r = 0; r < rows; r++) {
         int base = r * cols + j0;
         for (int jj = 0; jj < w; jj++) {
@@ -44,6 +30,19 @@ __kernel void bias_act_backward(int rows, int cols, int act, __global const floa
         }
     }
     for (int jj = 0; jj < w; jj++) db[j0 + jj] = acc[jj];
+}
+
+/* dz = dy act'(z) and db (cols) = column sums of dz, rows in order (each column its own
+ * in-order sum, as on the host). global: ceil(cols / PGN_COL_BLOCK). */
+__kernel void bias_act_backward(int rows, int cols, int act, __global const float *z,
+                                __global const float *y, __global const float *dy,
+                                __global float *dz, __global float *db) {
+    int j0 = get_global_id(0) * PGN_COL_BLOCK;
+    if (j0 >= cols) return;
+    if (cols - j0 >= PGN_COL_BLOCK)
+        bias_act_backward_block(rows, cols, j0, PGN_COL_BLOCK, act, z, y, dy, dz, db);
+    else
+        bias_act_backward_block(rows, cols, j0, cols - j0, act, z, y, dy, dz, db);
 }
 
 /* y = act(x); global: n. */
