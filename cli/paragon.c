@@ -19,6 +19,9 @@ static void usage(FILE *out) {
             "      --checkpoint-dir DIR             write checkpoint.safetensors there\n"
             "      --resume                         continue from that checkpoint if present\n"
             "      --profile                        time every op (waits after each: slower)\n"
+            "  run FILE.hvm [-s] [--device DEV] [--work-items N]\n"
+            "                                       reduce an HVM2 program and print its normal\n"
+            "                                       form (-s: interactions, time and MIPS too)\n"
             "  version                              print the version\n"
             "\n"
             "DEV is auto, cpu, gpu, host, or a device id from `paragon devices`.\n");
@@ -97,6 +100,7 @@ static int cmd_run(int argc, char **argv) {
     const char *file = NULL, *device = NULL, *data_dir = "data", *checkpoint_dir = NULL;
     int as_json = 0;
     bool resume = false, profile = false, stats = false;
+    const char *work_items = NULL;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             as_json = 1;
@@ -114,6 +118,8 @@ static int cmd_run(int argc, char **argv) {
             profile = true;
         else if (!strcmp(argv[i], "-s"))
             stats = true;
+        else if (!strcmp(argv[i], "--work-items") && i + 1 < argc)
+            work_items = argv[++i];
         else if (argv[i][0] == '-') {
             fprintf(stderr, "paragon run: unknown option '%s'\n", argv[i]);
             return 2;
@@ -155,6 +161,17 @@ static int cmd_run(int argc, char **argv) {
         return 1;
     }
     if (device) snprintf(spec.device, sizeof spec.device, "%s", device);
+    if (work_items) {
+        char *end;
+        long wi = strtol(work_items, &end, 10);
+        if (!hvm || *end || wi < 1 || wi > (1 << 20)) {
+            fprintf(stderr, "paragon run: --work-items: %s\n",
+                    hvm ? "must be a number from 1 to 1048576" : "only for .hvm programs");
+            pgn_spec_free(&spec);
+            return 2;
+        }
+        spec.inet.work_items = (int)wi;
+    }
 
     pgn_device_info *list = NULL, chosen;
     size_t n = 0;

@@ -79,6 +79,26 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
                       const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err);
 void pgn_inet_result_free(pgn_inet_result *r);
 
+/* The OpenCL reducer (kernels/inet.cl) on dev with `workers` work-items (0: the device's default,
+ * pgn_inet_default_workers). Same contract as pgn_inet_run_host: the same normal form and
+ * interaction count for any number of workers; seconds covers the launches and any heap growth
+ * between them; peak_nodes is the node heap's high-water mark (free slots held by workers
+ * included). Limits are checked between launches (about every SLICE_S, engine/inet_cl.c), so
+ * timeout_s and max_interactions stop the run within that; max_nodes bounds the node heap, which
+ * workers' unused chunks share, so a net near the limit may stop a little sooner than on host. */
+int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_limits *lim,
+                    unsigned workers, const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err);
+/* Work-items the OpenCL reducer uses on a device by default: one per compute unit on a CPU. */
+unsigned pgn_inet_default_workers(const pgn_device_info *info);
+
+/* Shared by both reducers: the "limit_exceeded" error for limits.<name> (returns -1), the
+ * refused copy of a definition with a DUP through a DUP, and a progress report to the hooks
+ * (metric "interactions", and the fraction of the nearest limit used). */
+int pgn_inet_fail_limit(pgn_error *err, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int pgn_inet_fail_clone(const pgn_inet_book *book, uint32_t fid, pgn_error *err);
+void pgn_inet_report(const pgn_run_hooks *hooks, const pgn_inet_limits *lim, uint64_t itrs, double elapsed);
+
 /* ---- readback ------------------------------------------------------------------------------
  * A reduced heap, as the reducers leave it: node[i] is a pair of ports, vars[v] a variable's
  * substitution (a port, or PGN_INET_NONE while unlinked). root is the port to print (usually

@@ -286,9 +286,7 @@ static void rule_swit(net *n, uint32_t a, uint32_t b) {
 
 /* ---- the run ------------------------------------------------------------------------------- */
 
-static int fail_limit(pgn_error *err, const char *name, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail_limit(pgn_error *err, const char *name, const char *fmt, ...) {
+int pgn_inet_fail_limit(pgn_error *err, const char *name, const char *fmt, ...) {
     char msg[512], field[64];
     va_list ap;
     va_start(ap, fmt);
@@ -297,6 +295,22 @@ static int fail_limit(pgn_error *err, const char *name, const char *fmt, ...) {
     snprintf(field, sizeof field, "limits.%s", name);
     pgn_error_set(err, "limit_exceeded", field, "%s: %s", name, msg);
     return -1;
+}
+
+int pgn_inet_fail_clone(const pgn_inet_book *book, uint32_t fid, pgn_error *err) {
+    pgn_error_set(err, "invalid_program", "",
+                  "a DUP tried to copy @%s, which contains a duplicator (HVM2: attempt to clone a "
+                  "non-affine global reference)",
+                  book->defs[fid].name);
+    return -1;
+}
+
+void pgn_inet_report(const pgn_run_hooks *hooks, const pgn_inet_limits *lim, uint64_t itrs, double elapsed) {
+    if (hooks->on_metric) hooks->on_metric(hooks->ctx, "interactions", (int64_t)itrs, (double)itrs);
+    double frac = -1;
+    if (lim->max_interactions) frac = (double)itrs / (double)lim->max_interactions;
+    if (lim->timeout_s > 0 && elapsed / lim->timeout_s > frac) frac = elapsed / lim->timeout_s;
+    if (hooks->on_progress && frac >= 0) hooks->on_progress(hooks->ctx, frac > 1 ? 1 : frac);
 }
 
 static void net_free(net *n) {
@@ -356,11 +370,7 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
             }
             if (hooks && now >= next_report) {
                 next_report = now + REPORT_EVERY_S;
-                if (hooks->on_metric) hooks->on_metric(hooks->ctx, "interactions", (int64_t)itrs, (double)itrs);
-                double frac = -1;
-                if (L.max_interactions) frac = (double)itrs / (double)L.max_interactions;
-                if (L.timeout_s > 0 && (now - t0) / L.timeout_s > frac) frac = (now - t0) / L.timeout_s;
-                if (hooks->on_progress && frac >= 0) hooks->on_progress(hooks->ctx, frac > 1 ? 1 : frac);
+                pgn_inet_report(hooks, &L, itrs, now - t0);
             }
             next_poll = itrs + POLL_EVERY < max_itrs ? itrs + POLL_EVERY : max_itrs;
         }
@@ -387,24 +397,20 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
 
     int rc = 0;
     if (n.fail == FAIL_CLONE) {
-        pgn_error_set(err, "invalid_program", "",
-                      "a DUP tried to copy @%s, which contains a duplicator (HVM2: attempt to clone a "
-                      "non-affine global reference)",
-                      book->defs[n.fail_fid].name);
-        rc = -1;
+        rc = pgn_inet_fail_clone(book, n.fail_fid, err);
     } else if (n.fail == FAIL_NODES) {
-        rc = fail_limit(err, "max_nodes", "%llu live nodes reached (after %llu interactions)",
+        rc = pgn_inet_fail_limit(err, "max_nodes", "%llu live nodes reached (after %llu interactions)",
                         (unsigned long long)L.max_nodes, (unsigned long long)itrs);
     } else if (n.fail == FAIL_SPACE) {
-        rc = fail_limit(err, "max_nodes", "the heap's address space of %u nodes is full", INDEX_MAX);
+        rc = pgn_inet_fail_limit(err, "max_nodes", "the heap's address space of %u nodes is full", INDEX_MAX);
     } else if (n.fail == FAIL_OOM) {
         pgn_error_set(err, "internal", "", "out of memory after %llu interactions (%llu live nodes)",
                       (unsigned long long)itrs, (unsigned long long)n.live);
         rc = -1;
     } else if (stop && !strcmp(stop, "max_interactions")) {
-        rc = fail_limit(err, "max_interactions", "%llu interactions reached", (unsigned long long)max_itrs);
+        rc = pgn_inet_fail_limit(err, "max_interactions", "%llu interactions reached", (unsigned long long)max_itrs);
     } else if (stop && !strcmp(stop, "timeout_s")) {
-        rc = fail_limit(err, "timeout_s", "%g s reached (after %llu interactions)", L.timeout_s,
+        rc = pgn_inet_fail_limit(err, "timeout_s", "%g s reached (after %llu interactions)", L.timeout_s,
                         (unsigned long long)itrs);
     } else if (stop) {
         pgn_error_set(err, "cancelled", "", "cancelled after %llu interactions", (unsigned long long)itrs);

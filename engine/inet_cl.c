@@ -1,0 +1,360 @@
+/* inet_cl.c: drives the OpenCL interaction-net reducer (kernels/inet.cl). Uploads the book,
+ * seeds worker 0 with @main ~ root, then launches the persistent kernel in slices: between
+ * launches it grows whatever heap or bag a worker found full (up to the job's limits), checks
+ * the interaction limit, the timeout and cancellation, and reports progress. At the end it
+ * downloads the heaps and prints @main's normal form with the shared readback. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "inet.h"
+#include "internal.h"
+#include "pgn_inet_dev.h"
+
+/* Starting sizes; each doubles when a worker finds it full. Slots 0 of both heaps are reserved
+ * (0 ends a free list) and variable 1 is the root. */
+#define INITIAL_NODES (1u << 18)
+#define INITIAL_VARS (1u << 18)
+#define INITIAL_BAG 1024u
+#define ROOT_VAR 1u
+/* A launch is sized to take about this long, so limits, cancellation and progress are looked
+ * at this often, and the launch cost (tens of microseconds) stays under 1 %. */
+#define SLICE_S 0.02
+#define BUDGET_MIN (1u << 12)
+#define BUDGET_MAX (1ull << 32)
+#define REPORT_EVERY_S 0.5
+/* Work-items per compute unit on a GPU; a CPU device runs one per compute unit (DESIGN.md). */
+#define GPU_WORKERS_PER_CU 64u
+#define GPU_LOCAL 64u
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct {
+    pgn_device *dev;
+    cl_mem node, vars, bnodes, brbag, defs, bags, mail, wk, ctl, scratch;
+    uint32_t workers, node_cap, var_cap, bag_cap, scratch_stride, max_def_nodes;
+    uint32_t node_limit, var_limit, bag_limit; /* the most each may grow to */
+    uint64_t max_alloc;                        /* the device's largest buffer */
+    pgn_inet_worker *w;                        /* host copies, read after each launch */
+    uint32_t *ctl_host;
+    uint64_t *mail_host;
+} clnet;
+
+static int cl_fail(pgn_error *err, cl_int st, const char *what) {
+    pgn_error_set(err, "device", "", "inet: %s failed: %s", what, pgn_cl_status_name(st));
+    return -1;
+}
+
+/* A buffer of bytes (at least 1), filled from host when given. */
+static int make_buffer(clnet *c, size_t bytes, const void *host, cl_mem *out, pgn_error *err) {
+    cl_int st;
+    if (bytes == 0) bytes = 8;
+    *out = clCreateBuffer(c->dev->context, CL_MEM_READ_WRITE | (host ? CL_MEM_COPY_HOST_PTR : 0), bytes,
+                          (void *)host, &st);
+    if (st != CL_SUCCESS) {
+        pgn_error_set(err, "device", "", "inet: allocating %zu bytes on %s failed: %s", bytes,
+                      c->dev->info.id, pgn_cl_status_name(st));
+        return -1;
+    }
+    return 0;
+}
+
+static void clnet_release(clnet *c) {
+    cl_mem *bufs[] = {&c->node, &c->vars, &c->bnodes, &c->brbag, &c->defs,
+                      &c->bags, &c->mail, &c->wk,    &c->ctl,   &c->scratch};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        if (*bufs[i]) clReleaseMemObject(*bufs[i]);
+    free(c->w);
+    free(c->ctl_host);
+    free(c->mail_host);
+}
+
+/* Replaces *buf by a buffer of new_bytes holding the same first old_bytes. */
+static int grow_buffer(clnet *c, cl_mem *buf, size_t old_bytes, size_t new_bytes, pgn_error *err) {
+    cl_mem bigger;
+    if (make_buffer(c, new_bytes, NULL, &bigger, err)) return -1;
+    cl_int st = clEnqueueCopyBuffer(c->dev->queue, *buf, bigger, 0, 0, old_bytes, 0, NULL, NULL);
+    if (st != CL_SUCCESS) {
+        clReleaseMemObject(bigger);
+        return cl_fail(err, st, "copying a heap");
+    }
+    clReleaseMemObject(*buf);
+    *buf = bigger;
+    return 0;
+}
+
+/* The next size of something at cap slots of elem bytes that must reach want: doubled, at most
+ * limit and the device's largest buffer. 0 when it cannot grow. */
+static uint32_t next_cap(const clnet *c, uint32_t cap, uint64_t want, uint32_t limit, size_t elem) {
+    uint64_t n = (uint64_t)cap * 2;
+    if (n < want) n = want;
+    if (n > limit) n = limit;
+    if (n * elem > c->max_alloc) n = c->max_alloc / elem;
+    return n > cap ? (uint32_t)n : 0;
+}
+
+/* A heap that cannot grow: max_nodes (with what workers hold back) or the device's largest buffer. */
+static int fail_space(const clnet *c, const char *what, uint32_t cap, uint64_t itrs, pgn_error *err) {
+    return pgn_inet_fail_limit(err, "max_nodes",
+                               "the %s is full at %u slots after %llu interactions (max_nodes, or the "
+                               "largest buffer %s allows, %llu bytes)",
+                               what, cap, (unsigned long long)itrs, c->dev->info.id,
+                               (unsigned long long)c->max_alloc);
+}
+
+static int grow_nodes(clnet *c, uint64_t itrs, pgn_error *err) {
+    uint64_t top = c->ctl_host[PGN_INET_CTL_NODE_TOP];
+    uint32_t cap = next_cap(c, c->node_cap, top + (uint64_t)c->workers * PGN_INET_CHUNK, c->node_limit, 8);
+    if (!cap) return fail_space(c, "node heap", c->node_cap, itrs, err);
+    if (grow_buffer(c, &c->node, (size_t)c->node_cap * 8, (size_t)cap * 8, err)) return -1;
+    c->node_cap = cap;
+    return 0;
+}
+
+static int grow_vars(clnet *c, uint64_t itrs, pgn_error *err) {
+    uint64_t top = c->ctl_host[PGN_INET_CTL_VAR_TOP];
+    uint32_t cap = next_cap(c, c->var_cap, top + (uint64_t)c->workers * PGN_INET_CHUNK, c->var_limit, 4);
+    if (!cap) return fail_space(c, "variable heap", c->var_cap, itrs, err);
+    if (grow_buffer(c, &c->vars, (size_t)c->var_cap * 4, (size_t)cap * 4, err)) return -1;
+    c->var_cap = cap;
+    return 0;
+}
+
+/* Every worker's bag is a slice of one buffer, so growing moves each slice to its new place. */
+static int grow_bags(clnet *c, uint64_t itrs, pgn_error *err) {
+    uint32_t cap = next_cap(c, c->bag_cap, 0, c->bag_limit, 8 * (size_t)c->workers);
+    if (!cap) return fail_space(c, "redex bag", c->bag_cap, itrs, err);
+    cl_mem bigger;
+    if (make_buffer(c, (size_t)cap * 8 * c->workers, NULL, &bigger, err)) return -1;
+    for (uint32_t j = 0; j < c->workers; j++) {
+        cl_int st = clEnqueueCopyBuffer(c->dev->queue, c->bags, bigger, (size_t)j * c->bag_cap * 8,
+                                        (size_t)j * cap * 8, (size_t)c->bag_cap * 8, 0, NULL, NULL);
+        if (st != CL_SUCCESS) {
+            clReleaseMemObject(bigger);
+            return cl_fail(err, st, "copying the redex bags");
+        }
+    }
+    clReleaseMemObject(c->bags);
+    c->bags = bigger;
+    c->bag_cap = cap;
+    return 0;
+}
+
+unsigned pgn_inet_default_workers(const pgn_device_info *info) {
+    unsigned cus = info->compute_units ? info->compute_units : 1;
+    return info->type == PGN_DEVICE_GPU ? cus * GPU_WORKERS_PER_CU : cus;
+}
+
+/* Uploads the book and sets up empty heaps, the workers and the seed redex @main ~ root. */
+static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, const pgn_inet_limits *L,
+                      unsigned workers, pgn_error *err) {
+    c->dev = dev;
+    c->workers = workers;
+    cl_ulong max_alloc = 0;
+    clGetDeviceInfo(dev->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
+    c->max_alloc = max_alloc ? max_alloc : (1ull << 30);
+    /* The heaps hold up to max_nodes nodes, plus the chunks workers hold back; a net has at most
+     * about two wires per node. */
+    uint64_t limit = L->max_nodes ? L->max_nodes + 1 + (uint64_t)workers * PGN_INET_CHUNK : PGN_INET_VAL_MAX;
+    c->node_limit = limit < PGN_INET_VAL_MAX ? (uint32_t)limit : PGN_INET_VAL_MAX;
+    c->var_limit = 2 * limit < PGN_INET_VAL_MAX ? (uint32_t)(2 * limit) : PGN_INET_VAL_MAX;
+    c->bag_limit = c->node_limit;
+    c->node_cap = INITIAL_NODES < c->node_limit ? INITIAL_NODES : c->node_limit;
+    c->var_cap = INITIAL_VARS < c->var_limit ? INITIAL_VARS : c->var_limit;
+    c->bag_cap = INITIAL_BAG;
+    c->max_def_nodes = book->max_def_nodes;
+    c->scratch_stride = book->max_def_nodes + book->max_def_vars + 1;
+
+    uint32_t *defs = calloc((size_t)book->n_defs * PGN_INET_DEF_WORDS + 1, sizeof *defs);
+    c->w = calloc(workers, sizeof *c->w);
+    c->ctl_host = calloc(PGN_INET_CTL_WORDS(workers), sizeof *c->ctl_host);
+    c->mail_host = calloc(PGN_INET_MAIL_WORDS(workers), sizeof *c->mail_host);
+    if (!defs || !c->w || !c->ctl_host || !c->mail_host) {
+        free(defs);
+        pgn_error_set(err, "internal", "", "out of memory setting up the reducer");
+        return -1;
+    }
+    for (uint32_t i = 0; i < book->n_defs; i++) {
+        const pgn_inet_def *d = &book->defs[i];
+        uint32_t *o = defs + (size_t)i * PGN_INET_DEF_WORDS;
+        o[PGN_INET_DEF_ROOT] = d->root;
+        o[PGN_INET_DEF_NODE_OFF] = d->node_off;
+        o[PGN_INET_DEF_NODE_LEN] = d->node_len;
+        o[PGN_INET_DEF_RBAG_OFF] = d->rbag_off;
+        o[PGN_INET_DEF_RBAG_LEN] = d->rbag_len;
+        o[PGN_INET_DEF_VARS_LEN] = d->vars_len;
+        o[PGN_INET_DEF_SAFE] = d->safe;
+    }
+    c->ctl_host[PGN_INET_CTL_NODE_TOP] = 1;
+    c->ctl_host[PGN_INET_CTL_VAR_TOP] = ROOT_VAR + 1;
+    c->w[0].bag_hi = 1;
+    uint32_t root_none = PGN_INET_NONE;
+    uint64_t seed = pgn_inet_pair(pgn_inet_port(PGN_INET_REF, 0), pgn_inet_port(PGN_INET_VAR, ROOT_VAR));
+    int rc = make_buffer(c, (size_t)c->node_cap * 8, NULL, &c->node, err) ||
+             make_buffer(c, (size_t)c->var_cap * 4, NULL, &c->vars, err) ||
+             make_buffer(c, (size_t)book->n_nodes * 8, book->n_nodes ? book->nodes : NULL, &c->bnodes, err) ||
+             make_buffer(c, (size_t)book->n_rbag * 8, book->n_rbag ? book->rbag : NULL, &c->brbag, err) ||
+             make_buffer(c, (size_t)book->n_defs * PGN_INET_DEF_WORDS * 4, defs, &c->defs, err) ||
+             make_buffer(c, (size_t)c->bag_cap * 8 * workers, NULL, &c->bags, err) ||
+             make_buffer(c, PGN_INET_MAIL_WORDS(workers) * 8, c->mail_host, &c->mail, err) ||
+             make_buffer(c, workers * sizeof *c->w, c->w, &c->wk, err) ||
+             make_buffer(c, PGN_INET_CTL_WORDS(workers) * 4, NULL, &c->ctl, err) ||
+             make_buffer(c, (size_t)c->scratch_stride * 4 * workers, NULL, &c->scratch, err);
+    free(defs);
+    if (rc) return -1;
+    cl_int st = clEnqueueWriteBuffer(dev->queue, c->vars, CL_TRUE, ROOT_VAR * 4, 4, &root_none, 0, NULL, NULL);
+    if (st == CL_SUCCESS)
+        st = clEnqueueWriteBuffer(dev->queue, c->bags, CL_TRUE, 0, 8, &seed, 0, NULL, NULL);
+    return st == CL_SUCCESS ? 0 : cl_fail(err, st, "seeding the net");
+}
+
+/* One launch with every flag cleared; returns after reading the workers, control and mail back. */
+static int launch(clnet *c, uint64_t budget, pgn_error *err) {
+    c->ctl_host[PGN_INET_CTL_STOP] = 0;
+    c->ctl_host[PGN_INET_CTL_IDLE] = 0;
+    for (uint32_t j = 0; j < c->workers; j++) c->ctl_host[PGN_INET_CTL_HUNGRY(j)] = 0;
+    cl_int st = clEnqueueWriteBuffer(c->dev->queue, c->ctl, CL_FALSE, 0, PGN_INET_CTL_WORDS(c->workers) * 4,
+                                     c->ctl_host, 0, NULL, NULL);
+    if (st != CL_SUCCESS) return cl_fail(err, st, "writing the control block");
+    pgn_karg args[] = {KARG(c->node),     KARG(c->vars),     KARG(c->bnodes),         KARG(c->brbag),
+                       KARG(c->defs),     KARG(c->bags),     KARG(c->mail),           KARG(c->wk),
+                       KARG(c->ctl),      KARG(c->scratch),  KARG(c->workers),        KARG(c->node_cap),
+                       KARG(c->var_cap),  KARG(c->bag_cap),  KARG(c->scratch_stride), KARG(c->max_def_nodes),
+                       KARG(budget)};
+    bool cpu = c->dev->info.type == PGN_DEVICE_CPU;
+    size_t local = cpu ? 1 : GPU_LOCAL;
+    size_t global = (c->workers + local - 1) / local * local;
+    if (pgn_launch(c->dev, "pgn_inet_reduce", args, (int)(sizeof args / sizeof *args), 1, &global, &local, err))
+        return -1;
+    st = clEnqueueReadBuffer(c->dev->queue, c->wk, CL_FALSE, 0, c->workers * sizeof *c->w, c->w, 0, NULL, NULL);
+    if (st == CL_SUCCESS)
+        st = clEnqueueReadBuffer(c->dev->queue, c->mail, CL_FALSE, 0, PGN_INET_MAIL_WORDS(c->workers) * 8,
+                                 c->mail_host, 0, NULL, NULL);
+    if (st == CL_SUCCESS)
+        st = clEnqueueReadBuffer(c->dev->queue, c->ctl, CL_TRUE, 0, PGN_INET_CTL_WORDS(c->workers) * 4,
+                                 c->ctl_host, 0, NULL, NULL);
+    return st == CL_SUCCESS ? 0 : cl_fail(err, st, "running the reducer");
+}
+
+/* Downloads the heaps and prints the normal form. */
+static char *clnet_readback(clnet *c, const pgn_inet_book *book, pgn_error *err) {
+    uint32_t n_nodes = c->ctl_host[PGN_INET_CTL_NODE_TOP], n_vars = c->ctl_host[PGN_INET_CTL_VAR_TOP];
+    if (n_nodes > c->node_cap) n_nodes = c->node_cap;
+    if (n_vars > c->var_cap) n_vars = c->var_cap;
+    uint64_t *nodes = malloc((size_t)n_nodes * 8 + 8);
+    uint32_t *vars = malloc((size_t)n_vars * 4 + 4);
+    char *nf = NULL;
+    if (!nodes || !vars) {
+        pgn_error_set(err, "internal", "", "out of memory reading the net back");
+    } else {
+        cl_int st = clEnqueueReadBuffer(c->dev->queue, c->node, CL_FALSE, 0, (size_t)n_nodes * 8, nodes, 0, NULL, NULL);
+        if (st == CL_SUCCESS)
+            st = clEnqueueReadBuffer(c->dev->queue, c->vars, CL_TRUE, 0, (size_t)n_vars * 4, vars, 0, NULL, NULL);
+        if (st != CL_SUCCESS)
+            cl_fail(err, st, "reading the net back");
+        else
+            nf = pgn_inet_readback(book, nodes, n_nodes, vars, n_vars, pgn_inet_port(PGN_INET_VAR, ROOT_VAR), err);
+    }
+    free(nodes);
+    free(vars);
+    return nf;
+}
+
+/* What the workers asked for after a launch: grows it, or fails. 1: the run is over (normal form),
+ * 0: launch again, -1: failed. */
+static int after_launch(clnet *c, const pgn_inet_book *book, uint64_t itrs, pgn_error *err) {
+    bool need_nodes = false, need_vars = false, need_bag = false, busy = false;
+    for (uint32_t j = 0; j < c->workers; j++) {
+        const pgn_inet_worker *w = &c->w[j];
+        if (w->status == PGN_INET_ST_CLONE) return pgn_inet_fail_clone(book, w->status_arg, err);
+        need_nodes |= w->status == PGN_INET_ST_NEED_NODES || w->node_end > c->node_cap;
+        need_vars |= w->status == PGN_INET_ST_NEED_VARS || w->var_end > c->var_cap;
+        need_bag |= w->status == PGN_INET_ST_NEED_BAG;
+        busy |= w->bag_lo != w->bag_hi || c->mail_host[PGN_INET_MAIL(j)] != 0;
+    }
+    if (need_nodes && grow_nodes(c, itrs, err)) return -1;
+    if (need_vars && grow_vars(c, itrs, err)) return -1;
+    if (need_bag && grow_bags(c, itrs, err)) return -1;
+    return busy ? 0 : 1;
+}
+
+int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_limits *lim,
+                    unsigned workers, const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err) {
+    pgn_inet_limits L = lim ? *lim : (pgn_inet_limits){0};
+    if (!workers) workers = pgn_inet_default_workers(&dev->info);
+    clnet c = {0};
+    if (clnet_init(&c, dev, book, &L, workers, err)) {
+        clnet_release(&c);
+        return -1;
+    }
+    double t0 = now_s(), next_report = t0 + REPORT_EVERY_S;
+    uint64_t budget = BUDGET_MIN, itrs = 0;
+    int state;
+    for (;;) {
+        uint64_t b = budget;
+        if (L.max_interactions) { /* stop near the limit: each worker may do its share of what is left */
+            uint64_t left = L.max_interactions > itrs ? L.max_interactions - itrs : 0;
+            uint64_t share = left / workers + 1;
+            if (share < b) b = share;
+        }
+        double t = now_s();
+        if (launch(&c, b, err)) {
+            state = -1;
+            break;
+        }
+        double slice = now_s() - t;
+        itrs = 0;
+        for (uint32_t j = 0; j < workers; j++) itrs += c.w[j].itrs;
+        state = after_launch(&c, book, itrs, err);
+        if (L.max_interactions && itrs > L.max_interactions) {
+            state = pgn_inet_fail_limit(err, "max_interactions", "%llu interactions reached",
+                                        (unsigned long long)L.max_interactions);
+        }
+        if (state) break;
+        double now = now_s();
+        if (L.max_interactions && itrs == L.max_interactions) {
+            state = pgn_inet_fail_limit(err, "max_interactions", "%llu interactions reached",
+                                        (unsigned long long)L.max_interactions);
+            break;
+        }
+        if (L.timeout_s > 0 && now - t0 >= L.timeout_s) {
+            state = pgn_inet_fail_limit(err, "timeout_s", "%g s reached (after %llu interactions)", L.timeout_s,
+                                        (unsigned long long)itrs);
+            break;
+        }
+        if (hooks && hooks->should_stop && hooks->should_stop(hooks->ctx)) {
+            pgn_error_set(err, "cancelled", "", "cancelled after %llu interactions", (unsigned long long)itrs);
+            state = -1;
+            break;
+        }
+        if (hooks && now >= next_report) {
+            next_report = now + REPORT_EVERY_S;
+            pgn_inet_report(hooks, &L, itrs, now - t0);
+        }
+        /* Size the next launch to take about SLICE_S. */
+        double scale = slice > 0 ? SLICE_S / slice : 4;
+        if (scale > 4) scale = 4;
+        if (scale < 0.25) scale = 0.25;
+        budget = (uint64_t)((double)budget * scale);
+        if (budget < BUDGET_MIN) budget = BUDGET_MIN;
+        if (budget > BUDGET_MAX) budget = BUDGET_MAX;
+    }
+    double seconds = now_s() - t0;
+    char *nf = state == 1 ? clnet_readback(&c, book, err) : NULL;
+    uint64_t peak = c.ctl_host[PGN_INET_CTL_NODE_TOP];
+    if (peak > c.node_cap) peak = c.node_cap;
+    clnet_release(&c);
+    if (!nf) return -1;
+    *out = (pgn_inet_result){.normal_form = nf,
+                             .interactions = itrs,
+                             .seconds = seconds,
+                             .mips = seconds > 0 ? (double)itrs / seconds / 1e6 : 0,
+                             .peak_nodes = peak - 1};
+    return 0;
+}

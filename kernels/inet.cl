@@ -1,0 +1,409 @@
+/* inet.cl: the OpenCL interaction-net reducer. A persistent kernel: every work-item is a worker
+ * that pops redexes off its own bag and applies HVM2's rules on a shared node heap, linking wires
+ * with one atomic exchange each. Idle workers raise a flag and busy ones hand them their oldest
+ * redex. A launch ends when all workers are idle, when one has used its interaction budget, or
+ * when one needs more memory; the host (engine/inet_cl.c) then grows what is short and launches
+ * again, so the kernel never waits on anything unbounded and a CPU device can run the workers
+ * one after another. Same rules and counts as the host reference (engine/inet_host.c). */
+
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+
+/* Interactions between polls of the stop flag and the budget. */
+#define INET_POLL 256u
+/* An idle worker gives up waiting after this many polls (a few milliseconds), so a worker whose
+ * partners are not running (more work-groups than the device runs at once) cannot hold a launch. */
+#define INET_SPIN_MAX 262144u
+
+typedef struct {
+    __global pgn_u64 *node;
+    volatile __global pgn_u32 *vars;
+    __global pgn_u64 *bag; /* this worker's */
+    __global pgn_u32 *nloc, *vloc;
+    __global const pgn_u64 *bnodes, *brbag;
+    __global const pgn_u32 *defs;
+    volatile __global pgn_u32 *ctl;
+    volatile __global pgn_u64 *mail;
+    pgn_u32 me, workers, bag_cap, node_cap, var_cap;
+    pgn_inet_worker s; /* the worker's state, in registers while it runs */
+} inet_w;
+
+/* ---- memory -------------------------------------------------------------------------------
+ * Allocation never fails inside a rule: before a redex is touched, inet_reserve makes sure the
+ * worker holds enough free slots and bag room for the rule's worst case. */
+
+/* Makes `need` slots available from a free list plus bump chunk, taking chunks from the shared
+ * bump pointer; false when the heap (of cap slots) has none left. A chunk that ends past cap is
+ * kept: once the host grows the heap it is valid. */
+static bool inet_reserve_heap(volatile __global pgn_u32 *top, pgn_u32 cap, pgn_u32 need,
+                              pgn_u32 *free_head, pgn_u32 *nfree, pgn_u32 *next, pgn_u32 *end,
+                              __global pgn_u64 *node, volatile __global pgn_u32 *vars) {
+    while (*nfree + (*end - *next) < need) {
+        if (*end > cap) return false;
+        while (*next < *end) { /* the chunk's rest goes on the free list */
+            pgn_u32 i = (*next)++;
+            if (node) node[i] = *free_head;
+            else vars[i] = *free_head;
+            *free_head = i;
+            (*nfree)++;
+        }
+        *next = atomic_add(top, PGN_INET_CHUNK);
+        *end = *next + PGN_INET_CHUNK;
+    }
+    return *end <= cap || *nfree >= need;
+}
+
+static pgn_u32 inet_node_alloc(inet_w *w) {
+    pgn_u32 i = w->s.node_free;
+    if (i) {
+        w->s.node_free = (pgn_u32)w->node[i];
+        w->s.node_nfree--;
+        return i;
+    }
+    return w->s.node_next++;
+}
+
+static void inet_node_free(inet_w *w, pgn_u32 i) {
+    w->node[i] = w->s.node_free;
+    w->s.node_free = i;
+    w->s.node_nfree++;
+}
+
+static pgn_u32 inet_var_alloc(inet_w *w) {
+    pgn_u32 i = w->s.var_free;
+    if (i) {
+        w->s.var_free = w->vars[i];
+        w->s.var_nfree--;
+    } else {
+        i = w->s.var_next++;
+    }
+    w->vars[i] = PGN_INET_NONE;
+    return i;
+}
+
+static void inet_var_free(inet_w *w, pgn_u32 v) {
+    w->vars[v] = w->s.var_free;
+    w->s.var_free = v;
+    w->s.var_nfree++;
+}
+
+static void inet_push(inet_w *w, pgn_u32 a, pgn_u32 b) { w->bag[w->s.bag_hi++] = pgn_inet_pair(a, b); }
+
+/* ---- linking ------------------------------------------------------------------------------
+ * A variable's slot is written once by the first end to be linked (an atomic exchange that finds
+ * NONE) and read by the other, which then owns both ends and frees it. So a plain read that sees
+ * a port sees a final value, and only the exchange needs to be atomic. */
+
+static pgn_u32 inet_enter(inet_w *w, pgn_u32 p) {
+    while (pgn_inet_tag(p) == PGN_INET_VAR) {
+        pgn_u32 s = w->vars[pgn_inet_val(p)];
+        if (s == PGN_INET_NONE) break;
+        inet_var_free(w, pgn_inet_val(p));
+        p = s;
+    }
+    return p;
+}
+
+/* a ~ b, as engine/inet_host.c's link_ports, with the variable written by exchange. */
+static void inet_link(inet_w *w, pgn_u32 a, pgn_u32 b) {
+    for (;;) {
+        if (pgn_inet_tag(a) != PGN_INET_VAR) {
+            if (pgn_inet_tag(b) != PGN_INET_VAR) {
+                inet_push(w, a, b);
+                return;
+            }
+            pgn_u32 t = a;
+            a = b;
+            b = t;
+        }
+        b = inet_enter(w, b);
+        pgn_u32 v = pgn_inet_val(a);
+        if (b == a) { /* both ends of one wire: a closed loop */
+            inet_var_free(w, v);
+            return;
+        }
+        pgn_u32 other = atomic_xchg(&w->vars[v], b);
+        if (other == PGN_INET_NONE) return;
+        inet_var_free(w, v);
+        a = other;
+    }
+}
+
+/* ---- the rules (drawn in engine/inet_host.c, which these follow line by line) --------------- */
+
+static void inet_eras(inet_w *w, pgn_u32 a, pgn_u32 b) {
+    pgn_u32 i = pgn_inet_val(b);
+    pgn_u64 B = w->node[i];
+    inet_node_free(w, i);
+    inet_link(w, a, pgn_inet_fst(B));
+    inet_link(w, a, pgn_inet_snd(B));
+}
+
+static pgn_u32 inet_adjust(inet_w *w, pgn_u32 p) {
+    pgn_u32 tag = pgn_inet_tag(p);
+    if (tag >= PGN_INET_CON) return pgn_inet_port(tag, w->nloc[pgn_inet_val(p)]);
+    if (tag == PGN_INET_VAR) return pgn_inet_port(PGN_INET_VAR, w->vloc[pgn_inet_val(p)]);
+    return p;
+}
+
+/* @f ~ B: a fresh copy of @f's net (B not a DUP: inet_reserve turned that case into ERAS). */
+static void inet_call(inet_w *w, pgn_u32 a, pgn_u32 b) {
+    __global const pgn_u32 *d = w->defs + PGN_INET_DEF_WORDS * (pgn_inet_val(a) & PGN_INET_REF_FID);
+    pgn_u32 node_len = d[PGN_INET_DEF_NODE_LEN], vars_len = d[PGN_INET_DEF_VARS_LEN];
+    for (pgn_u32 i = 0; i < vars_len; i++) w->vloc[i] = inet_var_alloc(w);
+    for (pgn_u32 i = 0; i < node_len; i++) w->nloc[i] = inet_node_alloc(w);
+    __global const pgn_u64 *nodes = w->bnodes + d[PGN_INET_DEF_NODE_OFF];
+    for (pgn_u32 i = 0; i < node_len; i++)
+        w->node[w->nloc[i]] = pgn_inet_pair(inet_adjust(w, pgn_inet_fst(nodes[i])),
+                                            inet_adjust(w, pgn_inet_snd(nodes[i])));
+    __global const pgn_u64 *rbag = w->brbag + d[PGN_INET_DEF_RBAG_OFF];
+    pgn_u32 rbag_len = d[PGN_INET_DEF_RBAG_LEN];
+    for (pgn_u32 i = 0; i < rbag_len; i++)
+        inet_link(w, inet_adjust(w, pgn_inet_fst(rbag[i])), inet_adjust(w, pgn_inet_snd(rbag[i])));
+    inet_link(w, inet_adjust(w, d[PGN_INET_DEF_ROOT]), b);
+}
+
+static void inet_anni(inet_w *w, pgn_u32 a, pgn_u32 b) {
+    pgn_u64 A = w->node[pgn_inet_val(a)], B = w->node[pgn_inet_val(b)];
+    inet_node_free(w, pgn_inet_val(a));
+    inet_node_free(w, pgn_inet_val(b));
+    inet_link(w, pgn_inet_fst(A), pgn_inet_fst(B));
+    inet_link(w, pgn_inet_snd(A), pgn_inet_snd(B));
+}
+
+static void inet_comm(inet_w *w, pgn_u32 a, pgn_u32 b) {
+    pgn_u64 A = w->node[pgn_inet_val(a)], B = w->node[pgn_inet_val(b)];
+    inet_node_free(w, pgn_inet_val(a));
+    inet_node_free(w, pgn_inet_val(b));
+    pgn_u32 x0 = pgn_inet_port(PGN_INET_VAR, inet_var_alloc(w));
+    pgn_u32 x1 = pgn_inet_port(PGN_INET_VAR, inet_var_alloc(w));
+    pgn_u32 x2 = pgn_inet_port(PGN_INET_VAR, inet_var_alloc(w));
+    pgn_u32 x3 = pgn_inet_port(PGN_INET_VAR, inet_var_alloc(w));
+    pgn_u32 y0 = inet_node_alloc(w), y1 = inet_node_alloc(w);
+    pgn_u32 z0 = inet_node_alloc(w), z1 = inet_node_alloc(w);
+    w->node[y0] = pgn_inet_pair(x0, x1);
+    w->node[y1] = pgn_inet_pair(x2, x3);
+    w->node[z0] = pgn_inet_pair(x0, x2);
+    w->node[z1] = pgn_inet_pair(x1, x3);
+    pgn_u32 ta = pgn_inet_tag(a), tb = pgn_inet_tag(b);
+    inet_link(w, pgn_inet_port(tb, y0), pgn_inet_fst(A));
+    inet_link(w, pgn_inet_port(tb, y1), pgn_inet_snd(A));
+    inet_link(w, pgn_inet_port(ta, z0), pgn_inet_fst(B));
+    inet_link(w, pgn_inet_port(ta, z1), pgn_inet_snd(B));
+}
+
+/* The operator's first port is looked at as stored, never through its variable, so whether the
+ * OPER swaps does not depend on timing and the count matches the host's. */
+static void inet_oper(inet_w *w, pgn_u32 a, pgn_u32 b) {
+    pgn_u32 i = pgn_inet_val(b);
+    pgn_u64 B = w->node[i];
+    pgn_u32 b1 = pgn_inet_fst(B), b2 = pgn_inet_snd(B);
+    if (pgn_inet_tag(b1) == PGN_INET_NUM) {
+        inet_node_free(w, i);
+        inet_link(w, pgn_inet_port(PGN_INET_NUM, pgn_inet_operate(pgn_inet_val(a), pgn_inet_val(b1))), b2);
+    } else {
+        w->node[i] = pgn_inet_pair(a, b2);
+        inet_link(w, b1, pgn_inet_port(PGN_INET_OPR, i));
+    }
+}
+
+static void inet_swit(inet_w *w, pgn_u32 a, pgn_u32 b) {
+    pgn_u32 i = pgn_inet_val(b);
+    pgn_u64 B = w->node[i];
+    pgn_u32 k = pgn_inet_get_u24(pgn_inet_val(a));
+    pgn_u32 era = pgn_inet_port(PGN_INET_ERA, 0);
+    if (k == 0) {
+        w->node[i] = pgn_inet_pair(pgn_inet_snd(B), era);
+    } else {
+        pgn_u32 j = inet_node_alloc(w);
+        w->node[j] = pgn_inet_pair(pgn_inet_port(PGN_INET_NUM, pgn_inet_u24(k - 1)), pgn_inet_snd(B));
+        w->node[i] = pgn_inet_pair(era, pgn_inet_port(PGN_INET_CON, j));
+    }
+    inet_link(w, pgn_inet_port(PGN_INET_CON, i), pgn_inet_fst(B));
+}
+
+/* ---- one redex ---------------------------------------------------------------------------- */
+
+/* The rule for a ~ b (tag(a) <= tag(b)); a CALL through a DUP copies like ERAS. */
+static pgn_u32 inet_rule_of(pgn_u32 a, pgn_u32 b) {
+    pgn_u32 rule = pgn_inet_rule(pgn_inet_tag(a), pgn_inet_tag(b));
+    if (rule == PGN_INET_CALL && pgn_inet_tag(b) == PGN_INET_DUP) return PGN_INET_ERAS;
+    return rule;
+}
+
+/* Makes room for the worst case of rule on a ~ b: nodes, variables and bag slots (one per link
+ * a rule makes). Returns PGN_INET_ST_OK or why the worker must stop first. */
+static pgn_u32 inet_reserve(inet_w *w, pgn_u32 rule, pgn_u32 a, pgn_u32 b) {
+    pgn_u32 nodes = 0, vars = 0, links = 2;
+    if (rule == PGN_INET_CALL) {
+        __global const pgn_u32 *d = w->defs + PGN_INET_DEF_WORDS * (pgn_inet_val(a) & PGN_INET_REF_FID);
+        nodes = d[PGN_INET_DEF_NODE_LEN];
+        vars = d[PGN_INET_DEF_VARS_LEN];
+        links = d[PGN_INET_DEF_RBAG_LEN] + 1;
+    } else if (rule == PGN_INET_ERAS && pgn_inet_tag(a) == PGN_INET_REF) {
+        __global const pgn_u32 *d = w->defs + PGN_INET_DEF_WORDS * (pgn_inet_val(a) & PGN_INET_REF_FID);
+        if (!d[PGN_INET_DEF_SAFE]) {
+            w->s.status_arg = pgn_inet_val(a) & PGN_INET_REF_FID;
+            return PGN_INET_ST_CLONE;
+        }
+    } else if (rule == PGN_INET_COMM) {
+        nodes = vars = links = 4;
+    } else if (rule == PGN_INET_SWIT) {
+        nodes = 1;
+    }
+    if (w->s.bag_hi + links > w->bag_cap) {
+        pgn_u32 n = w->s.bag_hi - w->s.bag_lo;
+        for (pgn_u32 i = 0; i < n; i++) w->bag[i] = w->bag[w->s.bag_lo + i];
+        w->s.bag_lo = 0;
+        w->s.bag_hi = n;
+        if (n + links > w->bag_cap) return PGN_INET_ST_NEED_BAG;
+    }
+    if (nodes && !inet_reserve_heap(&w->ctl[PGN_INET_CTL_NODE_TOP], w->node_cap, nodes, &w->s.node_free,
+                                    &w->s.node_nfree, &w->s.node_next, &w->s.node_end, w->node, 0))
+        return PGN_INET_ST_NEED_NODES;
+    if (vars && !inet_reserve_heap(&w->ctl[PGN_INET_CTL_VAR_TOP], w->var_cap, vars, &w->s.var_free,
+                                   &w->s.var_nfree, &w->s.var_next, &w->s.var_end, 0, w->vars))
+        return PGN_INET_ST_NEED_VARS;
+    return PGN_INET_ST_OK;
+}
+
+static void inet_interact(inet_w *w, pgn_u32 rule, pgn_u32 a, pgn_u32 b) {
+    switch (rule) {
+    case PGN_INET_CALL: inet_call(w, a, b); break;
+    case PGN_INET_VOID: break;
+    case PGN_INET_ERAS: inet_eras(w, a, b); break;
+    case PGN_INET_ANNI: inet_anni(w, a, b); break;
+    case PGN_INET_COMM: inet_comm(w, a, b); break;
+    case PGN_INET_OPER: inet_oper(w, a, b); break;
+    default: inet_swit(w, a, b); break;
+    }
+}
+
+/* ---- sharing -------------------------------------------------------------------------------
+ * An idle worker counts itself in CTL_IDLE and raises its HUNGRY flag. A busy worker with two or
+ * more redexes claims a hungry one by exchanging its flag to 0 (so only one giver wins), puts its
+ * oldest redex in that worker's mailbox and uncounts it. Since the giver is busy while it does
+ * this, CTL_IDLE equals the number of workers only when no work is left anywhere. */
+
+static void inet_share(inet_w *w) {
+    if (w->workers < 2 || w->s.bag_hi - w->s.bag_lo < 2) return;
+    w->s.share_rot = w->s.share_rot + 1 < w->workers - 1 ? w->s.share_rot + 1 : 0;
+    pgn_u32 j = w->me + 1 + w->s.share_rot;
+    if (j >= w->workers) j -= w->workers;
+    volatile __global pgn_u32 *hungry = &w->ctl[PGN_INET_CTL_HUNGRY(j)];
+    if (*hungry && atomic_xchg(hungry, 0u) == 1u) {
+        atom_xchg(&w->mail[PGN_INET_MAIL(j)], w->bag[w->s.bag_lo++]);
+        atomic_dec(&w->ctl[PGN_INET_CTL_IDLE]);
+    }
+}
+
+/* Takes what is in this worker's mailbox, if anything. */
+static bool inet_take_mail(inet_w *w) {
+    volatile __global pgn_u64 *box = &w->mail[PGN_INET_MAIL(w->me)];
+    if (*box == 0) return false;
+    pgn_u64 r = atom_xchg(box, (pgn_u64)0);
+    w->bag[0] = r; /* only called with an empty bag */
+    w->s.bag_lo = 0;
+    w->s.bag_hi = 1;
+    return true;
+}
+
+/* Waits for work with an empty bag. True when work came; false when the worker should leave: all
+ * workers are idle (the net is in normal form, or the rest lies in a bag of a worker not running),
+ * the launch is stopping, or it waited INET_SPIN_MAX polls. */
+static bool inet_wait(inet_w *w) {
+    volatile __global pgn_u32 *hungry = &w->ctl[PGN_INET_CTL_HUNGRY(w->me)];
+    w->s.bag_lo = w->s.bag_hi = 0;
+    atomic_inc(&w->ctl[PGN_INET_CTL_IDLE]);
+    atomic_xchg(hungry, 1u);
+    for (pgn_u32 spins = 0;; spins++) {
+        if (*hungry == 0) { /* claimed: the giver has uncounted us and is filling the mailbox */
+            while (!inet_take_mail(w)) {
+            }
+            return true;
+        }
+        bool all_idle = w->ctl[PGN_INET_CTL_IDLE] == w->workers;
+        if (all_idle || w->ctl[PGN_INET_CTL_STOP] || spins >= INET_SPIN_MAX) {
+            if (atomic_xchg(hungry, 0u) == 0u) continue; /* claimed just now: take the gift */
+            if (all_idle) w->ctl[PGN_INET_CTL_STOP] = 1u;
+            atomic_dec(&w->ctl[PGN_INET_CTL_IDLE]);
+            return false;
+        }
+    }
+}
+
+/* ---- the kernel ----------------------------------------------------------------------------
+ * node[node_cap], vars[var_cap]: the heaps. bnodes, brbag, defs: the book (pgn_inet_dev.h).
+ * bags[workers * bag_cap], mail[PGN_INET_MAIL_WORDS], wk[workers], ctl[PGN_INET_CTL_WORDS]:
+ * the workers. scratch[workers * scratch_stride]: where a CALL keeps the slots it allocated
+ * (stride >= the largest definition's nodes + variables). budget: interactions per worker. */
+__kernel void pgn_inet_reduce(__global pgn_u64 *node, volatile __global pgn_u32 *vars,
+                              __global const pgn_u64 *bnodes, __global const pgn_u64 *brbag,
+                              __global const pgn_u32 *defs, __global pgn_u64 *bags,
+                              volatile __global pgn_u64 *mail, __global pgn_inet_worker *wk,
+                              volatile __global pgn_u32 *ctl, __global pgn_u32 *scratch,
+                              pgn_u32 workers, pgn_u32 node_cap, pgn_u32 var_cap, pgn_u32 bag_cap,
+                              pgn_u32 scratch_stride, pgn_u32 max_def_nodes, pgn_u64 budget) {
+    pgn_u32 me = (pgn_u32)get_global_id(0);
+    if (me >= workers) return;
+    inet_w w;
+    w.node = node;
+    w.vars = vars;
+    w.bag = bags + (pgn_u64)me * bag_cap;
+    w.nloc = scratch + (pgn_u64)me * scratch_stride;
+    w.vloc = w.nloc + max_def_nodes;
+    w.bnodes = bnodes;
+    w.brbag = brbag;
+    w.defs = defs;
+    w.ctl = ctl;
+    w.mail = mail;
+    w.me = me;
+    w.workers = workers;
+    w.bag_cap = bag_cap;
+    w.node_cap = node_cap;
+    w.var_cap = var_cap;
+    w.s = wk[me];
+    w.s.status = PGN_INET_ST_OK;
+    pgn_u64 stop_at = w.s.itrs + budget;
+
+    if (w.s.bag_lo == w.s.bag_hi) inet_take_mail(&w);
+    for (;;) {
+        if (w.s.bag_lo == w.s.bag_hi) {
+            if (inet_wait(&w)) continue;
+            break;
+        }
+        pgn_u64 r = w.bag[w.s.bag_hi - 1];
+        pgn_u32 a = pgn_inet_fst(r), b = pgn_inet_snd(r);
+        if (pgn_inet_tag(b) < pgn_inet_tag(a)) {
+            pgn_u32 t = a;
+            a = b;
+            b = t;
+        }
+        /* The run's first redex, @main ~ the root variable, is the only one with a VAR (link
+         * never queues one); it is the first CALL, as in the host reducer. */
+        pgn_u32 rule = pgn_inet_tag(a) == PGN_INET_VAR ? PGN_INET_CALL : inet_rule_of(a, b);
+        if (pgn_inet_tag(a) == PGN_INET_VAR) {
+            pgn_u32 t = a;
+            a = b;
+            b = t;
+        }
+        pgn_u32 st = inet_reserve(&w, rule, a, b);
+        if (st != PGN_INET_ST_OK) {
+            w.s.status = st;
+            ctl[PGN_INET_CTL_STOP] = 1u;
+            break;
+        }
+        w.s.bag_hi--;
+        inet_interact(&w, rule, a, b);
+        w.s.itrs++;
+        if ((w.s.itrs & (INET_POLL - 1u)) == 0) {
+            if (ctl[PGN_INET_CTL_STOP]) break;
+            if (w.s.itrs >= stop_at) {
+                w.s.status = PGN_INET_ST_BUDGET;
+                ctl[PGN_INET_CTL_STOP] = 1u;
+                break;
+            }
+        }
+        if (ctl[PGN_INET_CTL_IDLE]) inet_share(&w);
+    }
+    wk[me] = w.s;
+}
