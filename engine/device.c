@@ -1,6 +1,7 @@
 /* device.c: OpenCL platforms and devices: enumeration with stable ids, selection by request,
  * and opening a device (context, in-order queue, kernel program built from the embedded
  * sources). Build failures come back as errors carrying the compiler's log. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -416,12 +417,48 @@ void pgn_device_close(pgn_device *dev) {
 
 const pgn_device_info *pgn_device_get_info(const pgn_device *dev) { return &dev->info; }
 
+/* Completion of a marker event, waited for on a condition variable. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+} marker_wait;
+
+static void CL_CALLBACK marker_done(cl_event ev, cl_int status, void *p) {
+    (void)ev;
+    (void)status;
+    marker_wait *w = p;
+    pthread_mutex_lock(&w->mu);
+    w->done = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* pocl's clFinish busy-waits on the calling thread, which on a CPU device takes a core from the
+ * kernels it waits for (measured: two inet workers ran at half speed while the host thread spun).
+ * So the wait is a marker whose completion callback wakes a sleeping thread. */
 int pgn_device_finish(pgn_device *dev, pgn_error *err) {
     if (!dev) return 0;
-    cl_int st = clFinish(dev->queue);
+    cl_event ev = NULL;
+    cl_int st = clEnqueueMarkerWithWaitList(dev->queue, 0, NULL, &ev);
+    marker_wait w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+    if (st == CL_SUCCESS) st = clSetEventCallback(ev, CL_COMPLETE, marker_done, &w);
+    if (st == CL_SUCCESS) st = clFlush(dev->queue);
+    if (st == CL_SUCCESS) {
+        pthread_mutex_lock(&w.mu);
+        while (!w.done) pthread_cond_wait(&w.cv, &w.mu);
+        pthread_mutex_unlock(&w.mu);
+        cl_int exec = CL_COMPLETE;
+        clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof exec, &exec, NULL);
+        if (exec < 0) st = exec;
+    } else if (ev) {
+        clFinish(dev->queue); /* the callback may still come: never return before it */
+    }
+    if (ev) clReleaseEvent(ev);
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
     if (st != CL_SUCCESS) {
-        pgn_error_set(err, "device", "", "clFinish failed on %s: %s", dev->info.id,
-                      pgn_cl_status_name(st));
+        pgn_error_set(err, "device", "", "waiting for %s failed: %s", dev->info.id, pgn_cl_status_name(st));
         return -1;
     }
     return 0;

@@ -169,7 +169,8 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
     c->var_cap = INITIAL_VARS < c->var_limit ? INITIAL_VARS : c->var_limit;
     c->bag_cap = INITIAL_BAG;
     c->max_def_nodes = book->max_def_nodes;
-    c->scratch_stride = book->max_def_nodes + book->max_def_vars + 1;
+    /* Whole cache lines per worker: CALL writes its scratch on every expansion. */
+    c->scratch_stride = (book->max_def_nodes + book->max_def_vars + 16) / 16 * 16;
 
     uint32_t *defs = calloc((size_t)book->n_defs * PGN_INET_DEF_WORDS + 1, sizeof *defs);
     c->w = calloc(workers, sizeof *c->w);
@@ -230,16 +231,17 @@ static int launch(clnet *c, uint64_t budget, pgn_error *err) {
     bool cpu = c->dev->info.type == PGN_DEVICE_CPU;
     size_t local = cpu ? 1 : GPU_LOCAL;
     size_t global = (c->workers + local - 1) / local * local;
-    if (pgn_launch(c->dev, "pgn_inet_reduce", args, (int)(sizeof args / sizeof *args), 1, &global, &local, err))
+    if (pgn_launch(c->dev, "inet_reduce", args, (int)(sizeof args / sizeof *args), 1, &global, &local, err))
         return -1;
     st = clEnqueueReadBuffer(c->dev->queue, c->wk, CL_FALSE, 0, c->workers * sizeof *c->w, c->w, 0, NULL, NULL);
     if (st == CL_SUCCESS)
         st = clEnqueueReadBuffer(c->dev->queue, c->mail, CL_FALSE, 0, PGN_INET_MAIL_WORDS(c->workers) * 8,
                                  c->mail_host, 0, NULL, NULL);
     if (st == CL_SUCCESS)
-        st = clEnqueueReadBuffer(c->dev->queue, c->ctl, CL_TRUE, 0, PGN_INET_CTL_WORDS(c->workers) * 4,
+        st = clEnqueueReadBuffer(c->dev->queue, c->ctl, CL_FALSE, 0, PGN_INET_CTL_WORDS(c->workers) * 4,
                                  c->ctl_host, 0, NULL, NULL);
-    return st == CL_SUCCESS ? 0 : cl_fail(err, st, "running the reducer");
+    if (st != CL_SUCCESS) return cl_fail(err, st, "running the reducer");
+    return pgn_device_finish(c->dev, err);
 }
 
 /* Downloads the heaps and prints the normal form. */
@@ -312,6 +314,11 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
         itrs = 0;
         for (uint32_t j = 0; j < workers; j++) itrs += c.w[j].itrs;
         state = after_launch(&c, book, itrs, err);
+        if (getenv("PGN_INET_DEBUG")) {
+            fprintf(stderr, "launch: budget %llu, %.3f ms, itrs", (unsigned long long)b, slice * 1e3);
+            for (uint32_t j = 0; j < workers; j++) fprintf(stderr, " %llu/%u/st%u.%u/v%u-%u/n%u-%u", (unsigned long long)c.w[j].itrs, c.w[j].pad, c.w[j].status, c.w[j].status_arg, c.w[j].var_nfree, c.w[j].var_end, c.w[j].node_nfree, c.w[j].node_end);
+            fprintf(stderr, "\n");
+        }
         if (L.max_interactions && itrs > L.max_interactions) {
             state = pgn_inet_fail_limit(err, "max_interactions", "%llu interactions reached",
                                         (unsigned long long)L.max_interactions);

@@ -39,6 +39,7 @@ typedef struct {
     uint64_t *bag; /* redexes still to reduce, reduced last-in first-out */
     size_t bag_len, bag_cap;
     uint32_t *nloc, *vloc; /* where CALL put a definition's nodes and variables */
+    uint64_t itrs;         /* interactions so far */
     failure fail;
     uint32_t fail_fid;
 } net;
@@ -114,7 +115,13 @@ static void var_free(net *n, uint32_t v) {
     n->var_free = v;
 }
 
+/* A redex between two nullary ports (VOID) only counts: counted here rather than left in the
+ * bag under the work pushed after it, where such redexes would pile up (a loop leaves one a turn). */
 static void push_redex(net *n, uint32_t a, uint32_t b) {
+    if (pgn_inet_tag(a) < PGN_INET_CON && pgn_inet_tag(b) < PGN_INET_CON) {
+        n->itrs++;
+        return;
+    }
     if (n->bag_len == n->bag_cap) {
         size_t cap = n->bag_cap * 2;
         uint64_t *p = realloc(n->bag, cap * sizeof *p);
@@ -344,18 +351,18 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
     /* The run starts as HVM2's does, with the redex @main ~ ROOT, a CALL that counts. */
     uint32_t root = pgn_inet_port(PGN_INET_VAR, var_alloc(&n));
     double t0 = now_s(), next_report = t0 + REPORT_EVERY_S;
-    uint64_t itrs = 1;
+    n.itrs = 1;
     rule_call(&n, pgn_inet_port(PGN_INET_REF, 0), root);
 
     uint8_t rules[64];
     for (uint32_t a = 0; a < 8; a++)
         for (uint32_t b = 0; b < 8; b++) rules[a * 8 + b] = (uint8_t)pgn_inet_rule(a, b);
 
-    uint64_t next_poll = itrs + POLL_EVERY < max_itrs ? itrs + POLL_EVERY : max_itrs;
+    uint64_t next_poll = n.itrs + POLL_EVERY < max_itrs ? n.itrs + POLL_EVERY : max_itrs;
     const char *stop = NULL;
     while (n.bag_len && !n.fail) {
-        if (itrs >= next_poll) {
-            if (itrs >= max_itrs) {
+        if (n.itrs >= next_poll) {
+            if (n.itrs >= max_itrs) {
                 stop = "max_interactions";
                 break;
             }
@@ -370,9 +377,9 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
             }
             if (hooks && now >= next_report) {
                 next_report = now + REPORT_EVERY_S;
-                pgn_inet_report(hooks, &L, itrs, now - t0);
+                pgn_inet_report(hooks, &L, n.itrs, now - t0);
             }
-            next_poll = itrs + POLL_EVERY < max_itrs ? itrs + POLL_EVERY : max_itrs;
+            next_poll = n.itrs + POLL_EVERY < max_itrs ? n.itrs + POLL_EVERY : max_itrs;
         }
         uint64_t r = n.bag[--n.bag_len];
         uint32_t a = pgn_inet_fst(r), b = pgn_inet_snd(r);
@@ -391,29 +398,30 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
         case PGN_INET_SWIT: rule_swit(&n, a, b); break;
         default: link_ports(&n, a, b); continue; /* LINK: not an interaction (never queued) */
         }
-        itrs++;
+        n.itrs++;
     }
     double seconds = now_s() - t0;
+    if (!stop && !n.fail && n.itrs > max_itrs) stop = "max_interactions"; /* VOIDs at the end */
 
     int rc = 0;
     if (n.fail == FAIL_CLONE) {
         rc = pgn_inet_fail_clone(book, n.fail_fid, err);
     } else if (n.fail == FAIL_NODES) {
         rc = pgn_inet_fail_limit(err, "max_nodes", "%llu live nodes reached (after %llu interactions)",
-                        (unsigned long long)L.max_nodes, (unsigned long long)itrs);
+                        (unsigned long long)L.max_nodes, (unsigned long long)n.itrs);
     } else if (n.fail == FAIL_SPACE) {
         rc = pgn_inet_fail_limit(err, "max_nodes", "the heap's address space of %u nodes is full", INDEX_MAX);
     } else if (n.fail == FAIL_OOM) {
         pgn_error_set(err, "internal", "", "out of memory after %llu interactions (%llu live nodes)",
-                      (unsigned long long)itrs, (unsigned long long)n.live);
+                      (unsigned long long)n.itrs, (unsigned long long)n.live);
         rc = -1;
     } else if (stop && !strcmp(stop, "max_interactions")) {
         rc = pgn_inet_fail_limit(err, "max_interactions", "%llu interactions reached", (unsigned long long)max_itrs);
     } else if (stop && !strcmp(stop, "timeout_s")) {
         rc = pgn_inet_fail_limit(err, "timeout_s", "%g s reached (after %llu interactions)", L.timeout_s,
-                        (unsigned long long)itrs);
+                        (unsigned long long)n.itrs);
     } else if (stop) {
-        pgn_error_set(err, "cancelled", "", "cancelled after %llu interactions", (unsigned long long)itrs);
+        pgn_error_set(err, "cancelled", "", "cancelled after %llu interactions", (unsigned long long)n.itrs);
         rc = -1;
     }
     if (rc) {
@@ -425,9 +433,9 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
     net_free(&n);
     if (!nf) return -1;
     *out = (pgn_inet_result){.normal_form = nf,
-                             .interactions = itrs,
+                             .interactions = n.itrs,
                              .seconds = seconds,
-                             .mips = seconds > 0 ? (double)itrs / seconds / 1e6 : 0,
+                             .mips = seconds > 0 ? (double)n.itrs / seconds / 1e6 : 0,
                              .peak_nodes = n.peak};
     return 0;
 }

@@ -86,19 +86,30 @@ static void inet_var_free(inet_w *w, pgn_u32 v) {
     w->s.var_nfree++;
 }
 
-static void inet_push(inet_w *w, pgn_u32 a, pgn_u32 b) { w->bag[w->s.bag_hi++] = pgn_inet_pair(a, b); }
+/* A redex between two nullary ports (VOID) only counts, so it is counted here rather than left
+ * in the bag under the work pushed after it, where it would pile up (engine/inet_host.c too). */
+static void inet_push(inet_w *w, pgn_u32 a, pgn_u32 b) {
+    if (pgn_inet_tag(a) < PGN_INET_CON && pgn_inet_tag(b) < PGN_INET_CON) w->s.itrs++;
+    else w->bag[w->s.bag_hi++] = pgn_inet_pair(a, b);
+}
 
 /* ---- linking ------------------------------------------------------------------------------
  * A variable's slot is written once by the first end to be linked (an atomic exchange that finds
  * NONE) and read by the other, which then owns both ends and frees it. So a plain read that sees
  * a port sees a final value, and only the exchange needs to be atomic. */
 
+/* One step along a wire: if p's other end has been linked, what it was linked to. Only one step,
+ * unlike the host's enter: the next variable of a chain is often an old one, such as the result
+ * wire a loop threads through every turn, whose cache line another worker is busy writing, and
+ * reading it on every turn halved two workers' speed. A chain left unfollowed is followed by
+ * whoever links its other end, with the same exchanges. */
 static pgn_u32 inet_enter(inet_w *w, pgn_u32 p) {
-    while (pgn_inet_tag(p) == PGN_INET_VAR) {
+    if (pgn_inet_tag(p) == PGN_INET_VAR) {
         pgn_u32 s = w->vars[pgn_inet_val(p)];
-        if (s == PGN_INET_NONE) break;
-        inet_var_free(w, pgn_inet_val(p));
-        p = s;
+        if (s != PGN_INET_NONE) {
+            inet_var_free(w, pgn_inet_val(p));
+            p = s;
+        }
     }
     return p;
 }
@@ -280,8 +291,8 @@ static void inet_interact(inet_w *w, pgn_u32 rule, pgn_u32 a, pgn_u32 b) {
 
 /* ---- sharing -------------------------------------------------------------------------------
  * An idle worker counts itself in CTL_IDLE and raises its HUNGRY flag. A busy worker with two or
- * more redexes claims a hungry one by exchanging its flag to 0 (so only one giver wins), puts its
- * oldest redex in that worker's mailbox and uncounts it. Since the giver is busy while it does
+ * more redexes claims a hungry one by exchanging its flag to 0 (so only one giver wins), uncounts
+ * it, then puts its oldest redex in that worker's mailbox. Since the giver is busy while it does
  * this, CTL_IDLE equals the number of workers only when no work is left anywhere. */
 
 static void inet_share(inet_w *w) {
@@ -291,8 +302,10 @@ static void inet_share(inet_w *w) {
     if (j >= w->workers) j -= w->workers;
     volatile __global pgn_u32 *hungry = &w->ctl[PGN_INET_CTL_HUNGRY(j)];
     if (*hungry && atomic_xchg(hungry, 0u) == 1u) {
-        atom_xchg(&w->mail[PGN_INET_MAIL(j)], w->bag[w->s.bag_lo++]);
+        /* Uncount it before it can start: once it has the redex it may go idle and count
+         * itself again, and counted twice it would end the launch with work left. */
         atomic_dec(&w->ctl[PGN_INET_CTL_IDLE]);
+        atom_xchg(&w->mail[PGN_INET_MAIL(j)], w->bag[w->s.bag_lo++]);
     }
 }
 
@@ -336,7 +349,7 @@ static bool inet_wait(inet_w *w) {
  * bags[workers * bag_cap], mail[PGN_INET_MAIL_WORDS], wk[workers], ctl[PGN_INET_CTL_WORDS]:
  * the workers. scratch[workers * scratch_stride]: where a CALL keeps the slots it allocated
  * (stride >= the largest definition's nodes + variables). budget: interactions per worker. */
-__kernel void pgn_inet_reduce(__global pgn_u64 *node, volatile __global pgn_u32 *vars,
+__kernel void inet_reduce(__global pgn_u64 *node, volatile __global pgn_u32 *vars,
                               __global const pgn_u64 *bnodes, __global const pgn_u64 *brbag,
                               __global const pgn_u32 *defs, __global pgn_u64 *bags,
                               volatile __global pgn_u64 *mail, __global pgn_inet_worker *wk,
@@ -363,7 +376,7 @@ __kernel void pgn_inet_reduce(__global pgn_u64 *node, volatile __global pgn_u32 
     w.var_cap = var_cap;
     w.s = wk[me];
     w.s.status = PGN_INET_ST_OK;
-    pgn_u64 stop_at = w.s.itrs + budget;
+    pgn_u64 stop_at = w.s.itrs + budget, next_poll = w.s.itrs + INET_POLL;
 
     if (w.s.bag_lo == w.s.bag_hi) inet_take_mail(&w);
     for (;;) {
@@ -395,7 +408,8 @@ __kernel void pgn_inet_reduce(__global pgn_u64 *node, volatile __global pgn_u32 
         w.s.bag_hi--;
         inet_interact(&w, rule, a, b);
         w.s.itrs++;
-        if ((w.s.itrs & (INET_POLL - 1u)) == 0) {
+        if (w.s.itrs >= next_poll) {
+            next_poll = w.s.itrs + INET_POLL;
             if (ctl[PGN_INET_CTL_STOP]) break;
             if (w.s.itrs >= stop_at) {
                 w.s.status = PGN_INET_ST_BUDGET;

@@ -369,7 +369,7 @@ Test(inet_num, symbols_partials_and_casts) {
 /* ---- reduction ---------------------------------------------------------------------------- */
 
 Test(inet_run, every_example_matches_its_expected_normal_form_and_count) {
-    const char *names[] = {"fib", "tree_sum", "tree_dup", "sort", "loop", "u24_ops", "i24_ops", "f24_ops"};
+    const char *names[] = {"fib", "tree_sum", "tree_dup", "sort", "loop", "loops", "u24_ops", "i24_ops", "f24_ops"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char file[64];
         snprintf(file, sizeof file, "%s.hvm", names[i]);

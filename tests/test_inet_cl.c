@@ -1,0 +1,242 @@
+/* test_inet_cl.c: the OpenCL interaction-net reducer (engine/inet_cl.c, kernels/inet.cl) against
+ * the host reference: the same normal form and the same interaction count for every example and
+ * for random nets, with 1, 2, 4 and 64 work-items; heaps and bags that grow; limits, errors and
+ * cancellation; and the inet job on a device. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_helpers.h"
+#include "inet.h"
+
+static pgn_device *dev;
+
+static void open_device(void) { dev = test_open_cl_device(); }
+static void close_device(void) { pgn_device_close(dev); }
+
+TestSuite(inet_cl, .init = open_device, .fini = close_device);
+
+static pgn_inet_book *parse_ok(const char *text) {
+    pgn_inet_book *book = NULL;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_inet_parse(text, strlen(text), &book, &err), 0, "%s\n%s", err.message, text);
+    return book;
+}
+
+/* "Result: <nf>\n- ITRS: <n>\n" as the CLI and the .expected files write it. */
+static char *result_text(const pgn_inet_result *r) {
+    size_t len = strlen(r->normal_form) + 64;
+    char *s = malloc(len);
+    cr_assert_not_null(s);
+    snprintf(s, len, "Result: %s\n- ITRS: %llu\n", r->normal_form, (unsigned long long)r->interactions);
+    return s;
+}
+
+/* Runs text on the device with `workers` work-items; the result text, or the test fails. */
+static char *run_cl(const char *text, const pgn_inet_limits *lim, unsigned workers, uint64_t *peak) {
+    pgn_inet_book *book = parse_ok(text);
+    pgn_inet_result r;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_inet_run_cl(dev, book, lim, workers, NULL, &r, &err), 0, "%u workers: %s: %s", workers,
+                 err.code, err.message);
+    pgn_inet_book_free(book);
+    if (peak) *peak = r.peak_nodes;
+    char *s = result_text(&r);
+    pgn_inet_result_free(&r);
+    return s;
+}
+
+static char *run_host(const char *text) {
+    pgn_inet_book *book = parse_ok(text);
+    pgn_inet_result r;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_inet_run_host(book, NULL, NULL, &r, &err), 0, "%s: %s", err.code, err.message);
+    pgn_inet_book_free(book);
+    char *s = result_text(&r);
+    pgn_inet_result_free(&r);
+    return s;
+}
+
+static pgn_error cl_fails(const char *text, const pgn_inet_limits *lim, const pgn_run_hooks *hooks) {
+    pgn_inet_book *book = parse_ok(text);
+    pgn_inet_result r;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_inet_run_cl(dev, book, lim, 2, hooks, &r, &err), -1, "ran: %.200s", text);
+    pgn_inet_book_free(book);
+    return err;
+}
+
+static char *read_example(const char *name) {
+    const char *root = getenv("PARAGON_SOURCE_ROOT");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/examples/inet/%s", root ? root : ".", name);
+    size_t len;
+    char *text = pgn_read_file(path, &len);
+    cr_assert_not_null(text, "cannot read %s (PARAGON_SOURCE_ROOT)", path);
+    return text;
+}
+
+static const unsigned worker_counts[] = {1, 2, 4, 64};
+
+Test(inet_cl, every_example_gives_the_expected_form_and_count_on_1_2_4_and_64_work_items) {
+    const char *names[] = {"fib", "tree_sum", "tree_dup", "sort", "loop", "loops", "u24_ops", "i24_ops", "f24_ops"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char file[64];
+        snprintf(file, sizeof file, "%s.hvm", names[i]);
+        char *program = read_example(file);
+        snprintf(file, sizeof file, "%s.expected", names[i]);
+        char *expected = read_example(file);
+        for (size_t w = 0; w < sizeof worker_counts / sizeof *worker_counts; w++) {
+            char *got = run_cl(program, NULL, worker_counts[w], NULL);
+            cr_assert_str_eq(got, expected, "%s with %u work-items", names[i], worker_counts[w]);
+            free(got);
+        }
+        free(program);
+        free(expected);
+    }
+}
+
+/* A random net in the shape of the host's fuzz test: definitions calling each other through
+ * numbers, switches, operators, duplicators and erasers. */
+static char *random_program(uint64_t seed) {
+    static const char *const bodies[] = {
+        "@main = r & @f ~ (%u r)\n@f = (?((%u @g) r) r)\n@g = ({a b} r) & @f ~ (a x) & @f ~ (b y) & x ~ $([+] $(y r))\n",
+        "@main = (a b) & {a b} ~ (%u (%u *))\n",
+        "@main = r & %u ~ $([*] $(%u r))\n",
+        "@main = r & @f ~ (%u (%u r))\n@f = (a (b r)) & a ~ $([-] $(b r))\n",
+        "@main = (r s) & @c ~ (%u r) & @c ~ (%u s)\n@c = (?((* (p ({q0 q1} (q0 q1)))) r) r) & p ~ *\n",
+    };
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    s ^= s >> 29;
+    unsigned k = (unsigned)(s % (sizeof bodies / sizeof *bodies));
+    unsigned a = (unsigned)((s >> 8) % 9), b = (unsigned)((s >> 20) % 50);
+    char *text = malloc(1024);
+    cr_assert_not_null(text);
+    snprintf(text, 1024, bodies[k], a, b);
+    return text;
+}
+
+Test(inet_cl, random_programs_match_the_host_reducer) {
+    for (uint64_t seed = 0; seed < 40; seed++) {
+        char *program = random_program(seed);
+        char *want = run_host(program);
+        char *got = run_cl(program, NULL, 1 + (unsigned)(seed % 4), NULL);
+        cr_assert_str_eq(got, want, "seed %llu:\n%s", (unsigned long long)seed, program);
+        free(got);
+        free(want);
+        free(program);
+    }
+}
+
+/* A definition of n constructor nodes: (1 (1 (... *))). */
+static char *long_list(size_t n) {
+    char *text = malloc(n * 4 + 32);
+    cr_assert_not_null(text);
+    char *p = text + sprintf(text, "@main = ");
+    for (size_t i = 0; i < n; i++) p += sprintf(p, "(1 ");
+    p += sprintf(p, "*");
+    memset(p, ')', n);
+    p[n] = '\n';
+    p[n + 1] = '\0';
+    return text;
+}
+
+Test(inet_cl, heaps_and_bags_grow_past_their_first_size) {
+    /* 300,000 nodes in one CALL: more than the node heap starts with */
+    char *big = long_list(300000);
+    char *got = run_cl(big, NULL, 2, NULL);
+    char *want = run_host(big);
+    cr_assert_str_eq(got, want);
+    free(got);
+    free(want);
+    free(big);
+
+    /* 3,000 redexes from one CALL: more than a worker's bag starts with */
+    char *many = malloc(3000 * 40 + 64);
+    cr_assert_not_null(many);
+    char *p = many + sprintf(many, "@main = *\n");
+    for (int i = 0; i < 3000; i++) p += sprintf(p, "& %d ~ $([+] $(%d *))\n", i, i);
+    got = run_cl(many, NULL, 4, NULL);
+    want = run_host(many);
+    cr_assert_str_eq(got, want);
+    free(got);
+    free(want);
+    free(many);
+}
+
+Test(inet_cl, freed_nodes_are_reused_so_memory_follows_the_live_net) {
+    char *loop = read_example("loop.hvm");
+    uint64_t peak;
+    free(run_cl(loop, NULL, 2, &peak));
+    /* 5 million interactions in the chunks two workers take at first */
+    cr_assert_leq(peak, 2 * 256, "a loop used %llu node slots", (unsigned long long)peak);
+    free(loop);
+}
+
+Test(inet_cl, copying_a_definition_with_a_dup_through_a_dup_is_an_error) {
+    pgn_error err = cl_fails("@c2 = ({f0 f1} (x r)) & f0 ~ (a r) & f1 ~ (x a)\n"
+                             "@main = r & @c2 ~ (@c2 (@inc (0 r)))\n"
+                             "@inc = ($([+1] r) r)\n",
+                             NULL, NULL);
+    cr_assert_str_eq(err.code, "invalid_program");
+    cr_assert(strstr(err.message, "@c2"), "%s", err.message);
+}
+
+Test(inet_cl, limits_stop_the_run_and_name_the_limit) {
+    char *loop = read_example("loop.hvm");
+    pgn_inet_limits lim = {.max_interactions = 1000};
+    pgn_error err = cl_fails(loop, &lim, NULL);
+    cr_assert_str_eq(err.code, "limit_exceeded");
+    cr_assert_str_eq(err.field, "limits.max_interactions");
+    cr_assert_str_eq(err.message, "max_interactions: 1000 interactions reached");
+    /* a limit equal to what the program needs is enough; one less is not */
+    lim.max_interactions = 5000006;
+    free(run_cl(loop, &lim, 2, NULL));
+    lim.max_interactions = 5000005;
+    err = cl_fails(loop, &lim, NULL);
+    cr_assert_str_eq(err.field, "limits.max_interactions");
+    free(loop);
+
+    /* the heap holds max_nodes (and the chunks workers hold back): 3,000 nodes do not fit in 100 */
+    char *big = long_list(3000);
+    lim = (pgn_inet_limits){.max_nodes = 100};
+    err = cl_fails(big, &lim, NULL);
+    cr_assert_str_eq(err.code, "limit_exceeded");
+    cr_assert_str_eq(err.field, "limits.max_nodes");
+    cr_assert(strstr(err.message, "max_nodes: the node heap is full"), "%s", err.message);
+    lim.max_nodes = 4000;
+    free(run_cl(big, &lim, 2, NULL));
+    free(big);
+
+    lim = (pgn_inet_limits){.timeout_s = 0.05};
+    err = cl_fails("@loop = (?((0 @loop) r) r)\n@main = r & @loop ~ (16777215 r)", &lim, NULL);
+    cr_assert_str_eq(err.field, "limits.timeout_s");
+    cr_assert(strstr(err.message, "timeout_s: 0.05 s reached"), "%s", err.message);
+}
+
+static bool stop_now(void *ctx) { return ++*(int *)ctx >= 2; }
+
+Test(inet_cl, should_stop_cancels_between_launches) {
+    int polls = 0;
+    pgn_run_hooks hooks = {.ctx = &polls, .should_stop = stop_now};
+    pgn_error err = cl_fails("@f = (x r) & @f ~ (x r)\n@main = r & @f ~ (1 r)", NULL, &hooks);
+    cr_assert_str_eq(err.code, "cancelled");
+    cr_assert_eq(polls, 2);
+}
+
+Test(inet_cl, an_inet_job_on_a_device_records_its_result_and_device) {
+    pgn_job_spec spec;
+    pgn_error err = {0};
+    json_t *j = json_pack("{s:s, s:s}", "kind", "inet", "program", "@id = (a a)\n@main = r & @id ~ (5 r)");
+    cr_assert_eq(pgn_spec_parse(j, &spec, &err), 0, "%s", err.message);
+    json_decref(j);
+    json_t *result = NULL;
+    pgn_run_options opts = {0};
+    cr_assert_eq(pgn_job_run(&spec, dev, &opts, NULL, &result, &err), 0, "%s", err.message);
+    cr_assert_str_eq(json_string_value(json_object_get(result, "normal_form")), "5");
+    cr_assert_eq(json_integer_value(json_object_get(result, "interactions")), 3);
+    cr_assert_str_eq(json_string_value(json_object_get(result, "device")), pgn_device_get_info(dev)->id);
+    json_decref(result);
+    pgn_spec_free(&spec);
+}
