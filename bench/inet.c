@@ -1,9 +1,11 @@
-/* inet.c: interaction-net throughput of the host reference reducer on the programs of
- * examples/inet: interactions, seconds and MIPS (millions of interactions per second), the
- * median of several runs, with each run's result checked against the example's .expected file.
- * Timed: the reduction alone, from the first CALL of @main to the empty redex bag, heap growth
- * included; parsing, the initial heap allocation and the readback are not.
- *   build/bench/bench-inet [--repeats N] [--min-seconds S] [FILE.hvm ...]
+/* inet.c: interaction-net throughput on the programs of examples/inet, on the host reference
+ * reducer and on every OpenCL device (with one work-item, then the device's default, so the
+ * speed-up from one compute unit to all shows): interactions, seconds and MIPS (millions of
+ * interactions per second), the median of several runs, each run's result checked against the
+ * example's .expected file. Timed: the reduction alone, from the first CALL of @main to the
+ * normal form, including on a device every launch and any heap growth between launches; parsing,
+ * the first allocation of the heaps, kernel compilation and the readback are not.
+ *   build/bench/bench-inet [--repeats N] [--min-seconds S] [--device host|ID|all] [FILE.hvm ...]
  * Without files it runs every example in $PARAGON_SOURCE_ROOT/examples/inet (default: ./). */
 #include <dirent.h>
 #include <stdio.h>
@@ -11,6 +13,14 @@
 #include <string.h>
 
 #include "inet.h"
+#include "internal.h"
+
+/* Where a program runs: the host reducer (dev NULL) or a device with some work-items. */
+typedef struct {
+    pgn_device *dev;
+    unsigned workers;
+    char label[64];
+} target;
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -37,7 +47,12 @@ static const char *check(const char *path, const pgn_inet_result *r) {
     return same ? "ok" : "DIFFERS";
 }
 
-static int bench_file(const char *path, int repeats, double min_seconds) {
+static int run(const target *t, const pgn_inet_book *book, pgn_inet_result *r, pgn_error *err) {
+    return t->dev ? pgn_inet_run_cl(t->dev, book, NULL, t->workers, NULL, r, err)
+                  : pgn_inet_run_host(book, NULL, NULL, r, err);
+}
+
+static int bench_file(const char *path, const target *t, int repeats, double min_seconds) {
     size_t len;
     char *text = pgn_read_file(path, &len);
     if (!text) {
@@ -57,9 +72,11 @@ static int bench_file(const char *path, int repeats, double min_seconds) {
     double total = 0;
     pgn_inet_result last = {0};
     const char *verdict = "-";
+    if (t->dev && run(t, book, &last, &err) == 0) pgn_inet_result_free(&last); /* warm-up: pocl compiles on first launch */
+    last = (pgn_inet_result){0};
     while (runs < 256 && (runs < repeats || total < min_seconds)) {
         pgn_inet_result r;
-        if (pgn_inet_run_host(book, NULL, NULL, &r, &err)) {
+        if (run(t, book, &r, &err)) {
             fprintf(stderr, "%s: %s: %s\n", path, err.code, err.message);
             pgn_inet_book_free(book);
             return 1;
@@ -73,7 +90,7 @@ static int bench_file(const char *path, int repeats, double min_seconds) {
     qsort(times, (size_t)runs, sizeof *times, cmp_double);
     double median = times[runs / 2];
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    printf("%-16s %12llu %10.4f %9.1f %10llu %5d  %s\n", name, (unsigned long long)last.interactions, median,
+    printf("%-16s %-22s %12llu %10.4f %9.1f %10llu %5d  %s\n", name, t->label, (unsigned long long)last.interactions, median,
            median > 0 ? (double)last.interactions / median / 1e6 : 0.0, (unsigned long long)last.peak_nodes,
            runs, verdict);
     pgn_inet_result_free(&last);
@@ -81,9 +98,53 @@ static int bench_file(const char *path, int repeats, double min_seconds) {
     return strcmp(verdict, "DIFFERS") == 0;
 }
 
+/* The host, then each OpenCL device with one work-item and with its default (when more). */
+static int targets_for(const char *want, target **out, pgn_device ***opened, size_t *n_opened) {
+    size_t n = 0, cap = 2;
+    target *t = calloc(cap, sizeof *t);
+    *opened = NULL;
+    *n_opened = 0;
+    if (!t) return -1;
+    if (!strcmp(want, "all") || !strcmp(want, "host")) {
+        snprintf(t[n++].label, sizeof t->label, "host");
+    }
+    pgn_device_info *list = NULL;
+    size_t n_dev = 0;
+    pgn_error err = {0};
+    if (strcmp(want, "host") && pgn_devices_list(&list, &n_dev, &err) == 0) {
+        *opened = calloc(n_dev + 1, sizeof **opened);
+        for (size_t d = 0; d < n_dev; d++) {
+            if (strcmp(want, "all") && strcmp(want, list[d].id)) continue;
+            pgn_device *dev;
+            if (pgn_device_open(&list[d], &dev, &err)) {
+                fprintf(stderr, "%s: %s\n", list[d].id, err.message);
+                continue;
+            }
+            (*opened)[(*n_opened)++] = dev;
+            unsigned def = pgn_inet_default_workers(&list[d]);
+            unsigned counts[2] = {1, def};
+            for (int k = 0; k < (def > 1 ? 2 : 1); k++) {
+                if (n + 1 > cap) {
+                    target *nt = realloc(t, (cap *= 2) * sizeof *t);
+                    if (!nt) return -1;
+                    t = nt;
+                }
+                t[n].dev = dev;
+                t[n].workers = counts[k];
+                snprintf(t[n].label, sizeof t->label, "%.40s x%u", list[d].id, counts[k]);
+                n++;
+            }
+        }
+    }
+    free(list);
+    *out = t;
+    return (int)n;
+}
+
 int main(int argc, char **argv) {
     int repeats = 5;
     double min_seconds = 0.5;
+    const char *device = "all";
     char **files = calloc((size_t)argc + 1, sizeof *files);
     int n_files = 0;
     for (int i = 1; i < argc; i++) {
@@ -91,8 +152,11 @@ int main(int argc, char **argv) {
             repeats = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--min-seconds") && i + 1 < argc)
             min_seconds = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc)
+            device = argv[++i];
         else if (argv[i][0] == '-') {
-            fprintf(stderr, "usage: %s [--repeats N] [--min-seconds S] [FILE.hvm ...]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--repeats N] [--min-seconds S] [--device host|ID|all] [FILE.hvm ...]\n",
+                    argv[0]);
             return 2;
         } else
             files[n_files++] = strdup(argv[i]);
@@ -120,15 +184,26 @@ int main(int argc, char **argv) {
         closedir(d);
         qsort(files, (size_t)n_files, sizeof *files, cmp_str);
     }
-    printf("host reducer, 1 thread; seconds: median reduction time of the runs (parse, heap set-up and "
-           "readback excluded)\n");
-    printf("%-16s %12s %10s %9s %10s %5s  %s\n", "program", "interactions", "seconds", "MIPS", "peak nodes",
-           "runs", "result");
+    target *targets;
+    pgn_device **opened;
+    size_t n_opened;
+    int n_targets = targets_for(device, &targets, &opened, &n_opened);
+    if (n_targets <= 0) {
+        fprintf(stderr, "no device '%s'\n", device);
+        return 1;
+    }
+    printf("seconds: median reduction time of the runs (parse, first heap allocation and readback "
+           "excluded); xN: N work-items\n");
+    printf("%-16s %-22s %12s %10s %9s %10s %5s  %s\n", "program", "reducer", "interactions", "seconds", "MIPS",
+           "peak nodes", "runs", "result");
     int bad = 0;
     for (int i = 0; i < n_files; i++) {
-        bad += bench_file(files[i], repeats, min_seconds);
+        for (int t = 0; t < n_targets; t++) bad += bench_file(files[i], &targets[t], repeats, min_seconds);
         free(files[i]);
     }
+    free(targets);
+    for (size_t d = 0; d < n_opened; d++) pgn_device_close(opened[d]);
+    free(opened);
     free(files);
     return bad ? 1 : 0;
 }

@@ -298,8 +298,6 @@ static int parse_inet(const json_t *root, pgn_job_spec *out, pgn_error *err) {
     long long wi = 0;
     if (get_int(root, "work_items", "work_items", 0, 1 << 20, &wi, err)) return -1;
     s->work_items = (int)wi;
-    /* Until the OpenCL reducer exists, inet jobs default to the host reference reducer. */
-    if (!json_object_get(root, "device")) snprintf(out->device, sizeof out->device, "host");
     int rc;
     const json_t *lim = get_object(root, "limits", "limits", false, err, &rc);
     if (!lim) return rc;

@@ -829,7 +829,7 @@ Test(server, jobs_queued_before_start_are_run_or_placed_again) {
     stop_server(&s);
 }
 
-/* An inet program through the API: stored, reduced on the host reducer, its normal form and
+/* An inet program through the API: stored, reduced on an OpenCL device, its normal form and
  * interaction count in the result; a limit hit is a failed job naming the limit; a malformed
  * program is a 400 naming its line and column. */
 Test(server, inet_jobs_run_and_report_their_normal_form) {
@@ -849,7 +849,8 @@ Test(server, inet_jobs_run_and_report_their_normal_form) {
     json_t *result = json_object_get(job, "result");
     cr_assert_str_eq(str(result, "normal_form"), "17711");
     cr_assert_eq(json_integer_value(json_object_get(result, "interactions")), 718993);
-    cr_assert_str_eq(str(job, "device"), "host");
+    cr_assert_str_neq(str(job, "device"), "host", "auto places inet jobs on an OpenCL device");
+    cr_assert_str_eq(str(result, "device"), str(job, "device"));
     json_decref(job);
     free(body);
 

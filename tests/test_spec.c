@@ -153,7 +153,7 @@ Test(spec, inet_spec_parses_program_and_limits) {
     cr_assert_str_eq(spec.inet.program, "@main = 42");
     cr_assert_eq(spec.inet.max_interactions, 1000);
     cr_assert_eq(spec.inet.timeout_s, 2.5);
-    cr_assert_str_eq(spec.device, "host", "inet defaults to the host reducer for now");
+    cr_assert_str_eq(spec.device, "auto", "inet jobs go to a device like any other");
     json_t *j = pgn_spec_to_json(&spec);
     pgn_job_spec again;
     cr_assert_eq(pgn_spec_parse(j, &again, &err), 0, "%s", err.message);
