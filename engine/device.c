@@ -140,10 +140,24 @@ static void describe(cl_platform_id p, cl_device_id d, pgn_device_info *out) {
  * the lookup by id in pgn_device_open always agree. */
 typedef int (*device_fn)(void *ctx, cl_platform_id, cl_device_id, const pgn_device_info *);
 
+/* pocl reads its settings from the environment when the first OpenCL call loads it. Its worker
+ * threads float by default, and a thread woken for a launch often lands on the core of the thread
+ * that woke it, where it waits for milliseconds: two inet workers then ran one after the other
+ * in about one launch of three (loops.hvm: 137-266 MIPS over runs). Pinned, one thread per core
+ * (POCL_AFFINITY=1), every run ran both (265-275). A value the user set is kept. */
+static void pocl_settings(void) { setenv("POCL_AFFINITY", "1", 0); }
+
+/* Every path into OpenCL starts here. */
+static cl_int platform_ids(cl_platform_id *platforms, cl_uint *np) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, pocl_settings);
+    return clGetPlatformIDs(PGN_MAX_PLATFORMS, platforms, np);
+}
+
 static int each_cl_device(device_fn fn, void *ctx, pgn_error *err) {
     cl_platform_id platforms[PGN_MAX_PLATFORMS];
     cl_uint np = 0;
-    cl_int st = clGetPlatformIDs(PGN_MAX_PLATFORMS, platforms, &np);
+    cl_int st = platform_ids(platforms, &np);
     if (st == CL_PLATFORM_NOT_FOUND_KHR || (st == CL_SUCCESS && np == 0)) return 0;
     if (st != CL_SUCCESS) {
         pgn_error_set(err, "device", "", "clGetPlatformIDs failed: %s", pgn_cl_status_name(st));
@@ -257,7 +271,7 @@ json_t *pgn_opencl_platforms_json(void) {
     json_t *arr = json_array();
     cl_platform_id platforms[PGN_MAX_PLATFORMS];
     cl_uint np = 0;
-    if (clGetPlatformIDs(PGN_MAX_PLATFORMS, platforms, &np) != CL_SUCCESS) return arr;
+    if (platform_ids(platforms, &np) != CL_SUCCESS) return arr;
     if (np > PGN_MAX_PLATFORMS) np = PGN_MAX_PLATFORMS;
     for (cl_uint p = 0; p < np; p++) {
         char name[256] = "", version[256] = "", vendor[256] = "";

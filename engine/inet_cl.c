@@ -21,8 +21,9 @@
 #define ROOT_VAR 1u
 /* A launch is sized to take about this long, so limits, cancellation and progress are looked
  * at this often, and the launch cost (tens of microseconds) stays under 1 %. */
-#define SLICE_S 0.02
+#define SLICE_S 0.1
 #define BUDGET_MIN (1u << 12)
+#define BUDGET_FIRST (1u << 22)
 #define BUDGET_MAX (1ull << 32)
 #define REPORT_EVERY_S 0.5
 /* Work-items per compute unit on a GPU; a CPU device runs one per compute unit (DESIGN.md). */
@@ -37,7 +38,7 @@ static double now_s(void) {
 
 typedef struct {
     pgn_device *dev;
-    cl_mem node, vars, bnodes, brbag, defs, bags, mail, wk, ctl, scratch;
+    cl_mem node, vars, node_owner, var_owner, bnodes, brbag, defs, bags, mail, wk, ctl, scratch;
     uint32_t workers, node_cap, var_cap, bag_cap, scratch_stride, max_def_nodes;
     uint32_t node_limit, var_limit, bag_limit; /* the most each may grow to */
     uint64_t max_alloc;                        /* the device's largest buffer */
@@ -66,8 +67,8 @@ static int make_buffer(clnet *c, size_t bytes, const void *host, cl_mem *out, pg
 }
 
 static void clnet_release(clnet *c) {
-    cl_mem *bufs[] = {&c->node, &c->vars, &c->bnodes, &c->brbag, &c->defs,
-                      &c->bags, &c->mail, &c->wk,    &c->ctl,   &c->scratch};
+    cl_mem *bufs[] = {&c->node, &c->vars, &c->node_owner, &c->var_owner, &c->bnodes, &c->brbag,
+                      &c->defs, &c->bags, &c->mail,       &c->wk,        &c->ctl,    &c->scratch};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         if (*bufs[i]) clReleaseMemObject(*bufs[i]);
     free(c->w);
@@ -109,7 +110,7 @@ static int fail_space(const clnet *c, const char *what, uint32_t cap, uint64_t i
 }
 
 static int grow_nodes(clnet *c, uint64_t itrs, pgn_error *err) {
-    uint64_t top = c->ctl_host[PGN_INET_CTL_NODE_TOP];
+    uint64_t top = c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_NODES)];
     uint32_t cap = next_cap(c, c->node_cap, top + (uint64_t)c->workers * PGN_INET_CHUNK, c->node_limit, 8);
     if (!cap) return fail_space(c, "node heap", c->node_cap, itrs, err);
     if (grow_buffer(c, &c->node, (size_t)c->node_cap * 8, (size_t)cap * 8, err)) return -1;
@@ -118,7 +119,7 @@ static int grow_nodes(clnet *c, uint64_t itrs, pgn_error *err) {
 }
 
 static int grow_vars(clnet *c, uint64_t itrs, pgn_error *err) {
-    uint64_t top = c->ctl_host[PGN_INET_CTL_VAR_TOP];
+    uint64_t top = c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_VARS)];
     uint32_t cap = next_cap(c, c->var_cap, top + (uint64_t)c->workers * PGN_INET_CHUNK, c->var_limit, 4);
     if (!cap) return fail_space(c, "variable heap", c->var_cap, itrs, err);
     if (grow_buffer(c, &c->vars, (size_t)c->var_cap * 4, (size_t)cap * 4, err)) return -1;
@@ -161,7 +162,7 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
     c->max_alloc = max_alloc ? max_alloc : (1ull << 30);
     /* The heaps hold up to max_nodes nodes, plus the chunks workers hold back; a net has at most
      * about two wires per node. */
-    uint64_t limit = L->max_nodes ? L->max_nodes + 1 + (uint64_t)workers * PGN_INET_CHUNK : PGN_INET_VAL_MAX;
+    uint64_t limit = L->max_nodes ? L->max_nodes + (uint64_t)(workers + 1) * PGN_INET_CHUNK : PGN_INET_VAL_MAX;
     c->node_limit = limit < PGN_INET_VAL_MAX ? (uint32_t)limit : PGN_INET_VAL_MAX;
     c->var_limit = 2 * limit < PGN_INET_VAL_MAX ? (uint32_t)(2 * limit) : PGN_INET_VAL_MAX;
     c->bag_limit = c->node_limit;
@@ -192,13 +193,18 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
         o[PGN_INET_DEF_VARS_LEN] = d->vars_len;
         o[PGN_INET_DEF_SAFE] = d->safe;
     }
-    c->ctl_host[PGN_INET_CTL_NODE_TOP] = 1;
-    c->ctl_host[PGN_INET_CTL_VAR_TOP] = ROOT_VAR + 1;
+    c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_NODES)] = PGN_INET_CHUNK; /* chunk 0 is no worker's */
+    c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_VARS)] = PGN_INET_CHUNK;
     c->w[0].bag_hi = 1;
     uint32_t root_none = PGN_INET_NONE;
     uint64_t seed = pgn_inet_pair(pgn_inet_port(PGN_INET_REF, 0), pgn_inet_port(PGN_INET_VAR, ROOT_VAR));
+    /* Owner tables cover every chunk the heaps may reach, with what workers can take past the end. */
+    size_t node_chunks = (c->node_limit + (size_t)workers * PGN_INET_CHUNK) / PGN_INET_CHUNK + 1;
+    size_t var_chunks = (c->var_limit + (size_t)workers * PGN_INET_CHUNK) / PGN_INET_CHUNK + 1;
     int rc = make_buffer(c, (size_t)c->node_cap * 8, NULL, &c->node, err) ||
              make_buffer(c, (size_t)c->var_cap * 4, NULL, &c->vars, err) ||
+             make_buffer(c, node_chunks * 4, NULL, &c->node_owner, err) ||
+             make_buffer(c, var_chunks * 4, NULL, &c->var_owner, err) ||
              make_buffer(c, (size_t)book->n_nodes * 8, book->n_nodes ? book->nodes : NULL, &c->bnodes, err) ||
              make_buffer(c, (size_t)book->n_rbag * 8, book->n_rbag ? book->rbag : NULL, &c->brbag, err) ||
              make_buffer(c, (size_t)book->n_defs * PGN_INET_DEF_WORDS * 4, defs, &c->defs, err) ||
@@ -209,7 +215,12 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
              make_buffer(c, (size_t)c->scratch_stride * 4 * workers, NULL, &c->scratch, err);
     free(defs);
     if (rc) return -1;
-    cl_int st = clEnqueueWriteBuffer(dev->queue, c->vars, CL_TRUE, ROOT_VAR * 4, 4, &root_none, 0, NULL, NULL);
+    uint32_t no_owner = PGN_INET_NO_OWNER;
+    cl_int st = clEnqueueFillBuffer(dev->queue, c->node_owner, &no_owner, 4, 0, node_chunks * 4, 0, NULL, NULL);
+    if (st == CL_SUCCESS)
+        st = clEnqueueFillBuffer(dev->queue, c->var_owner, &no_owner, 4, 0, var_chunks * 4, 0, NULL, NULL);
+    if (st == CL_SUCCESS)
+        st = clEnqueueWriteBuffer(dev->queue, c->vars, CL_TRUE, ROOT_VAR * 4, 4, &root_none, 0, NULL, NULL);
     if (st == CL_SUCCESS)
         st = clEnqueueWriteBuffer(dev->queue, c->bags, CL_TRUE, 0, 8, &seed, 0, NULL, NULL);
     return st == CL_SUCCESS ? 0 : cl_fail(err, st, "seeding the net");
@@ -223,11 +234,11 @@ static int launch(clnet *c, uint64_t budget, pgn_error *err) {
     cl_int st = clEnqueueWriteBuffer(c->dev->queue, c->ctl, CL_FALSE, 0, PGN_INET_CTL_WORDS(c->workers) * 4,
                                      c->ctl_host, 0, NULL, NULL);
     if (st != CL_SUCCESS) return cl_fail(err, st, "writing the control block");
-    pgn_karg args[] = {KARG(c->node),     KARG(c->vars),     KARG(c->bnodes),         KARG(c->brbag),
-                       KARG(c->defs),     KARG(c->bags),     KARG(c->mail),           KARG(c->wk),
-                       KARG(c->ctl),      KARG(c->scratch),  KARG(c->workers),        KARG(c->node_cap),
-                       KARG(c->var_cap),  KARG(c->bag_cap),  KARG(c->scratch_stride), KARG(c->max_def_nodes),
-                       KARG(budget)};
+    pgn_karg args[] = {KARG(c->node),    KARG(c->vars),    KARG(c->node_owner),     KARG(c->var_owner),
+                       KARG(c->bnodes),  KARG(c->brbag),   KARG(c->defs),           KARG(c->bags),
+                       KARG(c->mail),    KARG(c->wk),      KARG(c->ctl),            KARG(c->scratch),
+                       KARG(c->workers), KARG(c->node_cap), KARG(c->var_cap),       KARG(c->bag_cap),
+                       KARG(c->scratch_stride), KARG(c->max_def_nodes), KARG(budget)};
     bool cpu = c->dev->info.type == PGN_DEVICE_CPU;
     size_t local = cpu ? 1 : GPU_LOCAL;
     size_t global = (c->workers + local - 1) / local * local;
@@ -246,7 +257,8 @@ static int launch(clnet *c, uint64_t budget, pgn_error *err) {
 
 /* Downloads the heaps and prints the normal form. */
 static char *clnet_readback(clnet *c, const pgn_inet_book *book, pgn_error *err) {
-    uint32_t n_nodes = c->ctl_host[PGN_INET_CTL_NODE_TOP], n_vars = c->ctl_host[PGN_INET_CTL_VAR_TOP];
+    uint32_t n_nodes = c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_NODES)];
+    uint32_t n_vars = c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_VARS)];
     if (n_nodes > c->node_cap) n_nodes = c->node_cap;
     if (n_vars > c->var_cap) n_vars = c->var_cap;
     uint64_t *nodes = malloc((size_t)n_nodes * 8 + 8);
@@ -275,8 +287,8 @@ static int after_launch(clnet *c, const pgn_inet_book *book, uint64_t itrs, pgn_
     for (uint32_t j = 0; j < c->workers; j++) {
         const pgn_inet_worker *w = &c->w[j];
         if (w->status == PGN_INET_ST_CLONE) return pgn_inet_fail_clone(book, w->status_arg, err);
-        need_nodes |= w->status == PGN_INET_ST_NEED_NODES || w->node_end > c->node_cap;
-        need_vars |= w->status == PGN_INET_ST_NEED_VARS || w->var_end > c->var_cap;
+        need_nodes |= w->status == PGN_INET_ST_NEED_NODES || w->heap[PGN_INET_HEAP_NODES].end > c->node_cap;
+        need_vars |= w->status == PGN_INET_ST_NEED_VARS || w->heap[PGN_INET_HEAP_VARS].end > c->var_cap;
         need_bag |= w->status == PGN_INET_ST_NEED_BAG;
         busy |= w->bag_lo != w->bag_hi || c->mail_host[PGN_INET_MAIL(j)] != 0;
     }
@@ -296,7 +308,7 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
         return -1;
     }
     double t0 = now_s(), next_report = t0 + REPORT_EVERY_S;
-    uint64_t budget = BUDGET_MIN, itrs = 0;
+    uint64_t budget = BUDGET_FIRST, itrs = 0;
     int state;
     for (;;) {
         uint64_t b = budget;
@@ -314,11 +326,6 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
         itrs = 0;
         for (uint32_t j = 0; j < workers; j++) itrs += c.w[j].itrs;
         state = after_launch(&c, book, itrs, err);
-        if (getenv("PGN_INET_DEBUG")) {
-            fprintf(stderr, "launch: budget %llu, %.3f ms, itrs", (unsigned long long)b, slice * 1e3);
-            for (uint32_t j = 0; j < workers; j++) fprintf(stderr, " %llu/%u/st%u.%u/v%u-%u/n%u-%u", (unsigned long long)c.w[j].itrs, c.w[j].pad, c.w[j].status, c.w[j].status_arg, c.w[j].var_nfree, c.w[j].var_end, c.w[j].node_nfree, c.w[j].node_end);
-            fprintf(stderr, "\n");
-        }
         if (L.max_interactions && itrs > L.max_interactions) {
             state = pgn_inet_fail_limit(err, "max_interactions", "%llu interactions reached",
                                         (unsigned long long)L.max_interactions);
@@ -354,7 +361,7 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
     }
     double seconds = now_s() - t0;
     char *nf = state == 1 ? clnet_readback(&c, book, err) : NULL;
-    uint64_t peak = c.ctl_host[PGN_INET_CTL_NODE_TOP];
+    uint64_t peak = c.ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_NODES)];
     if (peak > c.node_cap) peak = c.node_cap;
     clnet_release(&c);
     if (!nf) return -1;
@@ -362,6 +369,6 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
                              .interactions = itrs,
                              .seconds = seconds,
                              .mips = seconds > 0 ? (double)itrs / seconds / 1e6 : 0,
-                             .peak_nodes = peak - 1};
+                             .peak_nodes = peak - PGN_INET_CHUNK};
     return 0;
 }

@@ -17,74 +17,121 @@
 typedef struct {
     __global pgn_u64 *node;
     volatile __global pgn_u32 *vars;
-    __global pgn_u64 *bag; /* this worker's */
+    __global pgn_u32 *owner[2]; /* per heap: the worker whose chunk each slot is in */
+    __global pgn_u64 *bag;      /* this worker's */
     __global pgn_u32 *nloc, *vloc;
     __global const pgn_u64 *bnodes, *brbag;
     __global const pgn_u32 *defs;
     volatile __global pgn_u32 *ctl;
     volatile __global pgn_u64 *mail;
-    pgn_u32 me, workers, bag_cap, node_cap, var_cap;
+    pgn_u32 me, workers, bag_cap, cap[2];
     pgn_inet_worker s; /* the worker's state, in registers while it runs */
 } inet_w;
 
 /* ---- memory -------------------------------------------------------------------------------
  * Allocation never fails inside a rule: before a redex is touched, inet_reserve makes sure the
- * worker holds enough free slots and bag room for the rule's worst case. */
+ * worker holds enough free slots and bag room for the rule's worst case. h is a heap,
+ * PGN_INET_HEAP_NODES or PGN_INET_HEAP_VARS; it is a constant wherever these are inlined. */
 
-/* Makes `need` slots available from a free list plus bump chunk, taking chunks from the shared
- * bump pointer; false when the heap (of cap slots) has none left. A chunk that ends past cap is
- * kept: once the host grows the heap it is valid. */
-static bool inet_reserve_heap(volatile __global pgn_u32 *top, pgn_u32 cap, pgn_u32 need,
-                              pgn_u32 *free_head, pgn_u32 *nfree, pgn_u32 *next, pgn_u32 *end,
-                              __global pgn_u64 *node, volatile __global pgn_u32 *vars) {
-    while (*nfree + (*end - *next) < need) {
-        if (*end > cap) return false;
-        while (*next < *end) { /* the chunk's rest goes on the free list */
-            pgn_u32 i = (*next)++;
-            if (node) node[i] = *free_head;
-            else vars[i] = *free_head;
-            *free_head = i;
-            (*nfree)++;
-        }
-        *next = atomic_add(top, PGN_INET_CHUNK);
-        *end = *next + PGN_INET_CHUNK;
-    }
-    return *end <= cap || *nfree >= need;
+/* The free-list link kept in a free slot. */
+static pgn_u32 inet_slot_next(inet_w *w, int h, pgn_u32 i) {
+    return h == PGN_INET_HEAP_NODES ? (pgn_u32)w->node[i] : w->vars[i];
 }
 
-static pgn_u32 inet_node_alloc(inet_w *w) {
-    pgn_u32 i = w->s.node_free;
+static void inet_slot_set_next(inet_w *w, int h, pgn_u32 i, pgn_u32 next) {
+    if (h == PGN_INET_HEAP_NODES) w->node[i] = next;
+    else w->vars[i] = next;
+}
+
+/* Own free list, then the chunk's rest, then foreign slots (inet_reserve_heap made sure there
+ * are enough). */
+static pgn_u32 inet_alloc(inet_w *w, int h) {
+    pgn_inet_alloc *a = &w->s.heap[h];
+    pgn_u32 i = a->free;
     if (i) {
-        w->s.node_free = (pgn_u32)w->node[i];
-        w->s.node_nfree--;
+        a->free = inet_slot_next(w, h, i);
+        a->nfree--;
         return i;
     }
-    return w->s.node_next++;
+    if (a->next < a->end) return a->next++;
+    i = a->foreign;
+    a->foreign = inet_slot_next(w, h, i);
+    a->nforeign--;
+    return i;
 }
 
-static void inet_node_free(inet_w *w, pgn_u32 i) {
-    w->node[i] = w->s.node_free;
-    w->s.node_free = i;
-    w->s.node_nfree++;
-}
-
-static pgn_u32 inet_var_alloc(inet_w *w) {
-    pgn_u32 i = w->s.var_free;
-    if (i) {
-        w->s.var_free = w->vars[i];
-        w->s.var_nfree--;
-    } else {
-        i = w->s.var_next++;
+/* Hands the foreign slots back to the owner of the first: one exchange for the whole batch. With
+ * more than two workers a batch may hold slots of several owners; they then stay with the one
+ * that gets them, which costs only speed. */
+static void inet_give_back(inet_w *w, int h) {
+    pgn_inet_alloc *a = &w->s.heap[h];
+    pgn_u32 owner = w->owner[h][a->foreign / PGN_INET_CHUNK];
+    volatile __global pgn_u64 *remote = &w->mail[PGN_INET_REMOTE(owner, h)];
+    pgn_u64 old = *remote;
+    for (;;) {
+        inet_slot_set_next(w, h, a->foreign_tail, (pgn_u32)old);
+        pgn_u64 seen = atom_cmpxchg(remote, old, (((old >> 32) + a->nforeign) << 32) | a->foreign);
+        if (seen == old) break;
+        old = seen;
     }
+    a->foreign = a->foreign_tail = a->nforeign = 0;
+}
+
+/* A slot of this worker's chunks goes on its free list; another worker's on the foreign list. */
+static void inet_free(inet_w *w, int h, pgn_u32 i) {
+    pgn_inet_alloc *a = &w->s.heap[h];
+    pgn_u32 owner = w->owner[h][i / PGN_INET_CHUNK];
+    if (owner == w->me || owner >= w->workers) {
+        inet_slot_set_next(w, h, i, a->free);
+        a->free = i;
+        a->nfree++;
+        return;
+    }
+    inet_slot_set_next(w, h, i, a->foreign);
+    if (!a->foreign) a->foreign_tail = i;
+    a->foreign = i;
+    if (++a->nforeign == PGN_INET_FOREIGN_BATCH) inet_give_back(w, h);
+}
+
+/* Makes `need` slots of heap h available without failing: the free list, the chunk's rest and the
+ * foreign slots, then what other workers gave back, then new chunks from the shared bump pointer.
+ * False when the heap has no chunk left; a chunk that ends past the heap's size is kept, valid
+ * once the host has grown the heap. */
+static bool inet_reserve_heap(inet_w *w, int h, pgn_u32 need) {
+    pgn_inet_alloc *a = &w->s.heap[h];
+    while (a->nfree + (a->end - a->next) + a->nforeign < need) {
+        volatile __global pgn_u64 *remote = &w->mail[PGN_INET_REMOTE(w->me, h)];
+        if (a->nfree == 0 && *remote) {
+            pgn_u64 back = atom_xchg(remote, (pgn_u64)0);
+            a->free = (pgn_u32)back;
+            a->nfree = (pgn_u32)(back >> 32);
+            continue;
+        }
+        if (a->end > w->cap[h]) return false;
+        while (a->next < a->end) { /* the chunk's rest goes on the free list */
+            pgn_u32 i = a->next++;
+            inet_slot_set_next(w, h, i, a->free);
+            a->free = i;
+            a->nfree++;
+        }
+        a->next = atomic_add(&w->ctl[PGN_INET_CTL_TOP(h)], PGN_INET_CHUNK);
+        a->end = a->next + PGN_INET_CHUNK;
+        w->owner[h][a->next / PGN_INET_CHUNK] = w->me;
+    }
+    return a->end <= w->cap[h] || a->nfree + a->nforeign >= need;
+}
+
+static pgn_u32 inet_node_alloc(inet_w *w) { return inet_alloc(w, PGN_INET_HEAP_NODES); }
+static void inet_node_free(inet_w *w, pgn_u32 i) { inet_free(w, PGN_INET_HEAP_NODES, i); }
+
+/* A new wire: both ends still unlinked. */
+static pgn_u32 inet_var_alloc(inet_w *w) {
+    pgn_u32 i = inet_alloc(w, PGN_INET_HEAP_VARS);
     w->vars[i] = PGN_INET_NONE;
     return i;
 }
 
-static void inet_var_free(inet_w *w, pgn_u32 v) {
-    w->vars[v] = w->s.var_free;
-    w->s.var_free = v;
-    w->s.var_nfree++;
-}
+static void inet_var_free(inet_w *w, pgn_u32 v) { inet_free(w, PGN_INET_HEAP_VARS, v); }
 
 /* A redex between two nullary ports (VOID) only counts, so it is counted here rather than left
  * in the bag under the work pushed after it, where it would pile up (engine/inet_host.c too). */
@@ -268,12 +315,8 @@ static pgn_u32 inet_reserve(inet_w *w, pgn_u32 rule, pgn_u32 a, pgn_u32 b) {
         w->s.bag_hi = n;
         if (n + links > w->bag_cap) return PGN_INET_ST_NEED_BAG;
     }
-    if (nodes && !inet_reserve_heap(&w->ctl[PGN_INET_CTL_NODE_TOP], w->node_cap, nodes, &w->s.node_free,
-                                    &w->s.node_nfree, &w->s.node_next, &w->s.node_end, w->node, 0))
-        return PGN_INET_ST_NEED_NODES;
-    if (vars && !inet_reserve_heap(&w->ctl[PGN_INET_CTL_VAR_TOP], w->var_cap, vars, &w->s.var_free,
-                                   &w->s.var_nfree, &w->s.var_next, &w->s.var_end, 0, w->vars))
-        return PGN_INET_ST_NEED_VARS;
+    if (nodes && !inet_reserve_heap(w, PGN_INET_HEAP_NODES, nodes)) return PGN_INET_ST_NEED_NODES;
+    if (vars && !inet_reserve_heap(w, PGN_INET_HEAP_VARS, vars)) return PGN_INET_ST_NEED_VARS;
     return PGN_INET_ST_OK;
 }
 
@@ -345,22 +388,26 @@ static bool inet_wait(inet_w *w) {
 }
 
 /* ---- the kernel ----------------------------------------------------------------------------
- * node[node_cap], vars[var_cap]: the heaps. bnodes, brbag, defs: the book (pgn_inet_dev.h).
+ * node[node_cap], vars[var_cap]: the heaps; node_owner, var_owner: who owns each of their chunks.
+ * bnodes, brbag, defs: the book (pgn_inet_dev.h).
  * bags[workers * bag_cap], mail[PGN_INET_MAIL_WORDS], wk[workers], ctl[PGN_INET_CTL_WORDS]:
  * the workers. scratch[workers * scratch_stride]: where a CALL keeps the slots it allocated
  * (stride >= the largest definition's nodes + variables). budget: interactions per worker. */
 __kernel void inet_reduce(__global pgn_u64 *node, volatile __global pgn_u32 *vars,
-                              __global const pgn_u64 *bnodes, __global const pgn_u64 *brbag,
-                              __global const pgn_u32 *defs, __global pgn_u64 *bags,
-                              volatile __global pgn_u64 *mail, __global pgn_inet_worker *wk,
-                              volatile __global pgn_u32 *ctl, __global pgn_u32 *scratch,
-                              pgn_u32 workers, pgn_u32 node_cap, pgn_u32 var_cap, pgn_u32 bag_cap,
-                              pgn_u32 scratch_stride, pgn_u32 max_def_nodes, pgn_u64 budget) {
+                          __global pgn_u32 *node_owner, __global pgn_u32 *var_owner,
+                          __global const pgn_u64 *bnodes, __global const pgn_u64 *brbag,
+                          __global const pgn_u32 *defs, __global pgn_u64 *bags,
+                          volatile __global pgn_u64 *mail, __global pgn_inet_worker *wk,
+                          volatile __global pgn_u32 *ctl, __global pgn_u32 *scratch,
+                          pgn_u32 workers, pgn_u32 node_cap, pgn_u32 var_cap, pgn_u32 bag_cap,
+                          pgn_u32 scratch_stride, pgn_u32 max_def_nodes, pgn_u64 budget){
     pgn_u32 me = (pgn_u32)get_global_id(0);
     if (me >= workers) return;
     inet_w w;
     w.node = node;
     w.vars = vars;
+    w.owner[PGN_INET_HEAP_NODES] = node_owner;
+    w.owner[PGN_INET_HEAP_VARS] = var_owner;
     w.bag = bags + (pgn_u64)me * bag_cap;
     w.nloc = scratch + (pgn_u64)me * scratch_stride;
     w.vloc = w.nloc + max_def_nodes;
@@ -372,8 +419,8 @@ __kernel void inet_reduce(__global pgn_u64 *node, volatile __global pgn_u32 *var
     w.me = me;
     w.workers = workers;
     w.bag_cap = bag_cap;
-    w.node_cap = node_cap;
-    w.var_cap = var_cap;
+    w.cap[PGN_INET_HEAP_NODES] = node_cap;
+    w.cap[PGN_INET_HEAP_VARS] = var_cap;
     w.s = wk[me];
     w.s.status = PGN_INET_ST_OK;
     pgn_u64 stop_at = w.s.itrs + budget, next_poll = w.s.itrs + INET_POLL;

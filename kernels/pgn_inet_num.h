@@ -7,10 +7,17 @@
  *
  * Semantics follow HVM2's runtime (src/hvm.c, operate/cast/partial) exactly, with two choices
  * where HVM2 has none: integer division or remainder by zero gives 0 (HVM2 traps), and i24
- * multiplication wraps instead of overflowing. The f24 transcendental operators use libm on the
- * host; see pgn_inet_f24_* below for what a device needs to match. */
+ * multiplication wraps instead of overflowing. The f24 transcendental operators are our own
+ * (pgn_inet_math.h), not libm's or the device's, so host and device give the same bits; they are
+ * within an ulp or two of glibc's, which after rounding to f24 almost always agrees. */
 #ifndef PGN_INET_NUM_H
 #define PGN_INET_NUM_H
+
+/* The OpenCL program has no include path: there pgn_inet_math.h comes before this file in
+ * meson.build's kernel_files. */
+#ifndef __OPENCL_VERSION__
+#include "pgn_inet_math.h"
+#endif
 
 #define PGN_INET_TY_SYM 0x00u
 #define PGN_INET_TY_U24 0x01u
@@ -39,19 +46,10 @@
 
 #define PGN_INET_NUMB_MASK 0x1FFFFFFFu
 
+/* fmod is exact, so libm and the device agree on it. */
 #ifdef __OPENCL_VERSION__
-#define pgn_inet_atan2f(a, b) atan2((a), (b))
-#define pgn_inet_logf(x) log(x)
-#define pgn_inet_powf(a, b) pow((a), (b))
-#define pgn_inet_sinf(x) sin(x)
-#define pgn_inet_tanf(x) tan(x)
 #define pgn_inet_fmodf(a, b) fmod((a), (b))
 #else
-#define pgn_inet_atan2f(a, b) atan2f((a), (b))
-#define pgn_inet_logf(x) logf(x)
-#define pgn_inet_powf(a, b) powf((a), (b))
-#define pgn_inet_sinf(x) sinf(x)
-#define pgn_inet_tanf(x) tanf(x)
 #define pgn_inet_fmodf(a, b) fmodf((a), (b))
 #endif
 
