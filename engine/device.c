@@ -325,7 +325,10 @@ int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_err
                       dev->info.id, pgn_cl_status_name(st));
         return -1;
     }
-    st = clBuildProgram(program, 1, &dev->device, PGN_CL_BUILD_OPTIONS, NULL, NULL);
+    /* PGN_DEVICE_CPU: kernels may rely on a CPU's coherent caches and ordered stores (inet.cl) */
+    const char *options = dev->info.type == PGN_DEVICE_CPU ? PGN_CL_BUILD_OPTIONS " -D PGN_DEVICE_CPU"
+                                                           : PGN_CL_BUILD_OPTIONS;
+    st = clBuildProgram(program, 1, &dev->device, options, NULL, NULL);
     if (st != CL_SUCCESS) {
         size_t log_size = 0;
         clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size);

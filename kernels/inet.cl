@@ -8,6 +8,20 @@
 
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 
+/* Ordering between workers. On a CPU device (pocl on x86) an atomic is a full barrier, stores are
+ * not reordered and caches are coherent, so nothing more is needed. Elsewhere (GPUs; not yet run
+ * on one) a fence goes before a port or a list of slots is published and after one is taken, and
+ * heap reads go through volatile pointers so a reused slot is not read from a stale cache. */
+#ifdef PGN_DEVICE_CPU
+#define INET_RELEASE()
+#define INET_ACQUIRE()
+#define INET_HEAP __global
+#else
+#define INET_RELEASE() mem_fence(CLK_GLOBAL_MEM_FENCE)
+#define INET_ACQUIRE() mem_fence(CLK_GLOBAL_MEM_FENCE)
+#define INET_HEAP volatile __global
+#endif
+
 /* Interactions between polls of the stop flag and the budget. */
 #define INET_POLL 256u
 /* An idle worker gives up waiting after this many polls (a few milliseconds), so a worker whose
@@ -15,7 +29,7 @@
 #define INET_SPIN_MAX 262144u
 
 typedef struct {
-    __global pgn_u64 *node;
+    INET_HEAP pgn_u64 *node;
     volatile __global pgn_u32 *vars;
     __global pgn_u32 *owner[2]; /* per heap: the worker whose chunk each slot is in */
     __global pgn_u64 *bag;      /* this worker's */
@@ -70,6 +84,7 @@ static void inet_give_back(inet_w *w, int h) {
     pgn_u64 old = *remote;
     for (;;) {
         inet_slot_set_next(w, h, a->foreign_tail, (pgn_u32)old);
+        INET_RELEASE();
         pgn_u64 seen = atom_cmpxchg(remote, old, (((old >> 32) + a->nforeign) << 32) | a->foreign);
         if (seen == old) break;
         old = seen;
@@ -103,6 +118,7 @@ static bool inet_reserve_heap(inet_w *w, int h, pgn_u32 need) {
         volatile __global pgn_u64 *remote = &w->mail[PGN_INET_REMOTE(w->me, h)];
         if (a->nfree == 0 && *remote) {
             pgn_u64 back = atom_xchg(remote, (pgn_u64)0);
+            INET_ACQUIRE();
             a->free = (pgn_u32)back;
             a->nfree = (pgn_u32)(back >> 32);
             continue;
@@ -154,6 +170,7 @@ static pgn_u32 inet_enter(inet_w *w, pgn_u32 p) {
     if (pgn_inet_tag(p) == PGN_INET_VAR) {
         pgn_u32 s = w->vars[pgn_inet_val(p)];
         if (s != PGN_INET_NONE) {
+            INET_ACQUIRE();
             inet_var_free(w, pgn_inet_val(p));
             p = s;
         }
@@ -179,8 +196,10 @@ static void inet_link(inet_w *w, pgn_u32 a, pgn_u32 b) {
             inet_var_free(w, v);
             return;
         }
+        INET_RELEASE();
         pgn_u32 other = atomic_xchg(&w->vars[v], b);
         if (other == PGN_INET_NONE) return;
+        INET_ACQUIRE();
         inet_var_free(w, v);
         a = other;
     }
@@ -348,6 +367,7 @@ static void inet_share(inet_w *w) {
         /* Uncount it before it can start: once it has the redex it may go idle and count
          * itself again, and counted twice it would end the launch with work left. */
         atomic_dec(&w->ctl[PGN_INET_CTL_IDLE]);
+        INET_RELEASE();
         atom_xchg(&w->mail[PGN_INET_MAIL(j)], w->bag[w->s.bag_lo++]);
     }
 }
@@ -357,6 +377,7 @@ static bool inet_take_mail(inet_w *w) {
     volatile __global pgn_u64 *box = &w->mail[PGN_INET_MAIL(w->me)];
     if (*box == 0) return false;
     pgn_u64 r = atom_xchg(box, (pgn_u64)0);
+    INET_ACQUIRE();
     w->bag[0] = r; /* only called with an empty bag */
     w->s.bag_lo = 0;
     w->s.bag_hi = 1;
@@ -393,7 +414,7 @@ static bool inet_wait(inet_w *w) {
  * bags[workers * bag_cap], mail[PGN_INET_MAIL_WORDS], wk[workers], ctl[PGN_INET_CTL_WORDS]:
  * the workers. scratch[workers * scratch_stride]: where a CALL keeps the slots it allocated
  * (stride >= the largest definition's nodes + variables). budget: interactions per worker. */
-__kernel void inet_reduce(__global pgn_u64 *node, volatile __global pgn_u32 *vars,
+__kernel void inet_reduce(INET_HEAP pgn_u64 *node, volatile __global pgn_u32 *vars,
                           __global pgn_u32 *node_owner, __global pgn_u32 *var_owner,
                           __global const pgn_u64 *bnodes, __global const pgn_u64 *brbag,
                           __global const pgn_u32 *defs, __global pgn_u64 *bags,
