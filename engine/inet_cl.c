@@ -36,11 +36,21 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* One heap on the device (PGN_INET_HEAP_NODES, PGN_INET_HEAP_VARS): its slots, the owner of each
+ * chunk, its size and the most it may grow to. */
+typedef struct {
+    cl_mem slots, owner;
+    uint32_t cap, limit;
+} clheap;
+
+static const size_t heap_elem[2] = {8, 4}; /* bytes a slot */
+static const char *const heap_name[2] = {"node heap", "variable heap"};
+
 typedef struct {
     pgn_device *dev;
-    cl_mem node, vars, node_owner, var_owner, bnodes, brbag, defs, bags, mail, wk, ctl, scratch;
-    uint32_t workers, node_cap, var_cap, bag_cap, scratch_stride, max_def_nodes;
-    uint32_t node_limit, var_limit, bag_limit; /* the most each may grow to */
+    clheap heap[2];
+    cl_mem bnodes, brbag, defs, bags, mail, wk, ctl, scratch;
+    uint32_t workers, bag_cap, bag_limit, scratch_stride, max_def_nodes;
     uint64_t max_alloc;                        /* the device's largest buffer */
     pgn_inet_worker *w;                        /* host copies, read after each launch */
     uint32_t *ctl_host;
@@ -67,8 +77,9 @@ static int make_buffer(clnet *c, size_t bytes, const void *host, cl_mem *out, pg
 }
 
 static void clnet_release(clnet *c) {
-    cl_mem *bufs[] = {&c->node, &c->vars, &c->node_owner, &c->var_owner, &c->bnodes, &c->brbag,
-                      &c->defs, &c->bags, &c->mail,       &c->wk,        &c->ctl,    &c->scratch};
+    cl_mem *bufs[] = {&c->heap[0].slots, &c->heap[0].owner, &c->heap[1].slots, &c->heap[1].owner,
+                      &c->bnodes,        &c->brbag,         &c->defs,          &c->bags,
+                      &c->mail,          &c->wk,            &c->ctl,           &c->scratch};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         if (*bufs[i]) clReleaseMemObject(*bufs[i]);
     free(c->w);
@@ -109,21 +120,13 @@ static int fail_space(const clnet *c, const char *what, uint32_t cap, uint64_t i
                                (unsigned long long)c->max_alloc);
 }
 
-static int grow_nodes(clnet *c, uint64_t itrs, pgn_error *err) {
-    uint64_t top = c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_NODES)];
-    uint32_t cap = next_cap(c, c->node_cap, top + (uint64_t)c->workers * PGN_INET_CHUNK, c->node_limit, 8);
-    if (!cap) return fail_space(c, "node heap", c->node_cap, itrs, err);
-    if (grow_buffer(c, &c->node, (size_t)c->node_cap * 8, (size_t)cap * 8, err)) return -1;
-    c->node_cap = cap;
-    return 0;
-}
-
-static int grow_vars(clnet *c, uint64_t itrs, pgn_error *err) {
-    uint64_t top = c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_VARS)];
-    uint32_t cap = next_cap(c, c->var_cap, top + (uint64_t)c->workers * PGN_INET_CHUNK, c->var_limit, 4);
-    if (!cap) return fail_space(c, "variable heap", c->var_cap, itrs, err);
-    if (grow_buffer(c, &c->vars, (size_t)c->var_cap * 4, (size_t)cap * 4, err)) return -1;
-    c->var_cap = cap;
+static int grow_heap(clnet *c, int h, uint64_t itrs, pgn_error *err) {
+    clheap *hp = &c->heap[h];
+    uint64_t top = c->ctl_host[PGN_INET_CTL_TOP(h)];
+    uint32_t cap = next_cap(c, hp->cap, top + (uint64_t)c->workers * PGN_INET_CHUNK, hp->limit, heap_elem[h]);
+    if (!cap) return fail_space(c, heap_name[h], hp->cap, itrs, err);
+    if (grow_buffer(c, &hp->slots, hp->cap * heap_elem[h], cap * heap_elem[h], err)) return -1;
+    hp->cap = cap;
     return 0;
 }
 
@@ -163,11 +166,12 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
     /* The heaps hold up to max_nodes nodes, plus the chunks workers hold back; a net has at most
      * about two wires per node. */
     uint64_t limit = L->max_nodes ? L->max_nodes + (uint64_t)(workers + 1) * PGN_INET_CHUNK : PGN_INET_VAL_MAX;
-    c->node_limit = limit < PGN_INET_VAL_MAX ? (uint32_t)limit : PGN_INET_VAL_MAX;
-    c->var_limit = 2 * limit < PGN_INET_VAL_MAX ? (uint32_t)(2 * limit) : PGN_INET_VAL_MAX;
-    c->bag_limit = c->node_limit;
-    c->node_cap = INITIAL_NODES < c->node_limit ? INITIAL_NODES : c->node_limit;
-    c->var_cap = INITIAL_VARS < c->var_limit ? INITIAL_VARS : c->var_limit;
+    clheap *nodes = &c->heap[PGN_INET_HEAP_NODES], *vars = &c->heap[PGN_INET_HEAP_VARS];
+    nodes->limit = limit < PGN_INET_VAL_MAX ? (uint32_t)limit : PGN_INET_VAL_MAX;
+    vars->limit = 2 * limit < PGN_INET_VAL_MAX ? (uint32_t)(2 * limit) : PGN_INET_VAL_MAX;
+    c->bag_limit = nodes->limit;
+    nodes->cap = INITIAL_NODES < nodes->limit ? INITIAL_NODES : nodes->limit;
+    vars->cap = INITIAL_VARS < vars->limit ? INITIAL_VARS : vars->limit;
     c->bag_cap = INITIAL_BAG;
     c->max_def_nodes = book->max_def_nodes;
     /* Whole cache lines per worker: CALL writes its scratch on every expansion. */
@@ -199,12 +203,13 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
     uint32_t root_none = PGN_INET_NONE;
     uint64_t seed = pgn_inet_pair(pgn_inet_port(PGN_INET_REF, 0), pgn_inet_port(PGN_INET_VAR, ROOT_VAR));
     /* Owner tables cover every chunk the heaps may reach, with what workers can take past the end. */
-    size_t node_chunks = (c->node_limit + (size_t)workers * PGN_INET_CHUNK) / PGN_INET_CHUNK + 1;
-    size_t var_chunks = (c->var_limit + (size_t)workers * PGN_INET_CHUNK) / PGN_INET_CHUNK + 1;
-    int rc = make_buffer(c, (size_t)c->node_cap * 8, NULL, &c->node, err) ||
-             make_buffer(c, (size_t)c->var_cap * 4, NULL, &c->vars, err) ||
-             make_buffer(c, node_chunks * 4, NULL, &c->node_owner, err) ||
-             make_buffer(c, var_chunks * 4, NULL, &c->var_owner, err) ||
+    size_t chunks[2];
+    for (int h = 0; h < 2; h++)
+        chunks[h] = (c->heap[h].limit + (size_t)workers * PGN_INET_CHUNK) / PGN_INET_CHUNK + 1;
+    int rc = make_buffer(c, nodes->cap * heap_elem[0], NULL, &nodes->slots, err) ||
+             make_buffer(c, vars->cap * heap_elem[1], NULL, &vars->slots, err) ||
+             make_buffer(c, chunks[0] * 4, NULL, &nodes->owner, err) ||
+             make_buffer(c, chunks[1] * 4, NULL, &vars->owner, err) ||
              make_buffer(c, (size_t)book->n_nodes * 8, book->n_nodes ? book->nodes : NULL, &c->bnodes, err) ||
              make_buffer(c, (size_t)book->n_rbag * 8, book->n_rbag ? book->rbag : NULL, &c->brbag, err) ||
              make_buffer(c, (size_t)book->n_defs * PGN_INET_DEF_WORDS * 4, defs, &c->defs, err) ||
@@ -216,11 +221,11 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
     free(defs);
     if (rc) return -1;
     uint32_t no_owner = PGN_INET_NO_OWNER;
-    cl_int st = clEnqueueFillBuffer(dev->queue, c->node_owner, &no_owner, 4, 0, node_chunks * 4, 0, NULL, NULL);
+    cl_int st = CL_SUCCESS;
+    for (int h = 0; h < 2 && st == CL_SUCCESS; h++)
+        st = clEnqueueFillBuffer(dev->queue, c->heap[h].owner, &no_owner, 4, 0, chunks[h] * 4, 0, NULL, NULL);
     if (st == CL_SUCCESS)
-        st = clEnqueueFillBuffer(dev->queue, c->var_owner, &no_owner, 4, 0, var_chunks * 4, 0, NULL, NULL);
-    if (st == CL_SUCCESS)
-        st = clEnqueueWriteBuffer(dev->queue, c->vars, CL_TRUE, ROOT_VAR * 4, 4, &root_none, 0, NULL, NULL);
+        st = clEnqueueWriteBuffer(dev->queue, vars->slots, CL_TRUE, ROOT_VAR * 4, 4, &root_none, 0, NULL, NULL);
     if (st == CL_SUCCESS)
         st = clEnqueueWriteBuffer(dev->queue, c->bags, CL_TRUE, 0, 8, &seed, 0, NULL, NULL);
     return st == CL_SUCCESS ? 0 : cl_fail(err, st, "seeding the net");
@@ -234,10 +239,11 @@ static int launch(clnet *c, uint64_t budget, pgn_error *err) {
     cl_int st = clEnqueueWriteBuffer(c->dev->queue, c->ctl, CL_FALSE, 0, PGN_INET_CTL_WORDS(c->workers) * 4,
                                      c->ctl_host, 0, NULL, NULL);
     if (st != CL_SUCCESS) return cl_fail(err, st, "writing the control block");
-    pgn_karg args[] = {KARG(c->node),    KARG(c->vars),    KARG(c->node_owner),     KARG(c->var_owner),
-                       KARG(c->bnodes),  KARG(c->brbag),   KARG(c->defs),           KARG(c->bags),
-                       KARG(c->mail),    KARG(c->wk),      KARG(c->ctl),            KARG(c->scratch),
-                       KARG(c->workers), KARG(c->node_cap), KARG(c->var_cap),       KARG(c->bag_cap),
+    const clheap *nodes = &c->heap[PGN_INET_HEAP_NODES], *vars = &c->heap[PGN_INET_HEAP_VARS];
+    pgn_karg args[] = {KARG(nodes->slots),      KARG(vars->slots),       KARG(nodes->owner), KARG(vars->owner),
+                       KARG(c->bnodes),         KARG(c->brbag),          KARG(c->defs),      KARG(c->bags),
+                       KARG(c->mail),           KARG(c->wk),             KARG(c->ctl),       KARG(c->scratch),
+                       KARG(c->workers),        KARG(nodes->cap),        KARG(vars->cap),    KARG(c->bag_cap),
                        KARG(c->scratch_stride), KARG(c->max_def_nodes), KARG(budget)};
     bool cpu = c->dev->info.type == PGN_DEVICE_CPU;
     size_t local = cpu ? 1 : GPU_LOCAL;
@@ -259,17 +265,17 @@ static int launch(clnet *c, uint64_t budget, pgn_error *err) {
 static char *clnet_readback(clnet *c, const pgn_inet_book *book, pgn_error *err) {
     uint32_t n_nodes = c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_NODES)];
     uint32_t n_vars = c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_VARS)];
-    if (n_nodes > c->node_cap) n_nodes = c->node_cap;
-    if (n_vars > c->var_cap) n_vars = c->var_cap;
+    if (n_nodes > c->heap[PGN_INET_HEAP_NODES].cap) n_nodes = c->heap[PGN_INET_HEAP_NODES].cap;
+    if (n_vars > c->heap[PGN_INET_HEAP_VARS].cap) n_vars = c->heap[PGN_INET_HEAP_VARS].cap;
     uint64_t *nodes = malloc((size_t)n_nodes * 8 + 8);
     uint32_t *vars = malloc((size_t)n_vars * 4 + 4);
     char *nf = NULL;
     if (!nodes || !vars) {
         pgn_error_set(err, "internal", "", "out of memory reading the net back");
     } else {
-        cl_int st = clEnqueueReadBuffer(c->dev->queue, c->node, CL_FALSE, 0, (size_t)n_nodes * 8, nodes, 0, NULL, NULL);
+        cl_int st = clEnqueueReadBuffer(c->dev->queue, c->heap[PGN_INET_HEAP_NODES].slots, CL_FALSE, 0, (size_t)n_nodes * 8, nodes, 0, NULL, NULL);
         if (st == CL_SUCCESS)
-            st = clEnqueueReadBuffer(c->dev->queue, c->vars, CL_TRUE, 0, (size_t)n_vars * 4, vars, 0, NULL, NULL);
+            st = clEnqueueReadBuffer(c->dev->queue, c->heap[PGN_INET_HEAP_VARS].slots, CL_TRUE, 0, (size_t)n_vars * 4, vars, 0, NULL, NULL);
         if (st != CL_SUCCESS)
             cl_fail(err, st, "reading the net back");
         else
@@ -283,17 +289,18 @@ static char *clnet_readback(clnet *c, const pgn_inet_book *book, pgn_error *err)
 /* What the workers asked for after a launch: grows it, or fails. 1: the run is over (normal form),
  * 0: launch again, -1: failed. */
 static int after_launch(clnet *c, const pgn_inet_book *book, uint64_t itrs, pgn_error *err) {
-    bool need_nodes = false, need_vars = false, need_bag = false, busy = false;
+    bool need[2] = {false, false}, need_bag = false, busy = false;
     for (uint32_t j = 0; j < c->workers; j++) {
         const pgn_inet_worker *w = &c->w[j];
         if (w->status == PGN_INET_ST_CLONE) return pgn_inet_fail_clone(book, w->status_arg, err);
-        need_nodes |= w->status == PGN_INET_ST_NEED_NODES || w->heap[PGN_INET_HEAP_NODES].end > c->node_cap;
-        need_vars |= w->status == PGN_INET_ST_NEED_VARS || w->heap[PGN_INET_HEAP_VARS].end > c->var_cap;
+        need[0] |= w->status == PGN_INET_ST_NEED_NODES;
+        need[1] |= w->status == PGN_INET_ST_NEED_VARS;
+        for (int h = 0; h < 2; h++) need[h] |= w->heap[h].end > c->heap[h].cap;
         need_bag |= w->status == PGN_INET_ST_NEED_BAG;
         busy |= w->bag_lo != w->bag_hi || c->mail_host[PGN_INET_MAIL(j)] != 0;
     }
-    if (need_nodes && grow_nodes(c, itrs, err)) return -1;
-    if (need_vars && grow_vars(c, itrs, err)) return -1;
+    for (int h = 0; h < 2; h++)
+        if (need[h] && grow_heap(c, h, itrs, err)) return -1;
     if (need_bag && grow_bags(c, itrs, err)) return -1;
     return busy ? 0 : 1;
 }
@@ -362,7 +369,7 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
     double seconds = now_s() - t0;
     char *nf = state == 1 ? clnet_readback(&c, book, err) : NULL;
     uint64_t peak = c.ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_NODES)];
-    if (peak > c.node_cap) peak = c.node_cap;
+    if (peak > c.heap[PGN_INET_HEAP_NODES].cap) peak = c.heap[PGN_INET_HEAP_NODES].cap;
     clnet_release(&c);
     if (!nf) return -1;
     *out = (pgn_inet_result){.normal_form = nf,
