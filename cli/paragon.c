@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "paragon.h"
 
 static void usage(FILE *out) {
@@ -22,6 +23,9 @@ static void usage(FILE *out) {
             "  run FILE.hvm [-s] [--device DEV] [--work-items N]\n"
             "                                       reduce an HVM2 program and print its normal\n"
             "                                       form (-s: interactions, time and MIPS too)\n"
+            "  bench --suite NAME|all [--device ID|all] [--repeats N] [--cases A,B] [--csv FILE] [--json]\n"
+            "                                       run benchmark suites (mlp-forward, tensor-micro,\n"
+            "                                       gemm, inet, train) and print their tables\n"
             "  version                              print the version\n"
             "\n"
             "DEV is auto, cpu, gpu, host, or a device id from `paragon devices`.\n");
@@ -233,6 +237,7 @@ int main(int argc, char **argv) {
     const char *cmd = argv[1];
     if (!strcmp(cmd, "devices")) return cmd_devices(argc - 2, argv + 2);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
+    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("paragon %s\n", PGN_VERSION);
         return 0;

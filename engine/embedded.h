@@ -14,6 +14,7 @@ typedef struct pgn_embedded {
 extern const pgn_embedded pgn_kernel_sources[]; /* kernels/: headers first, then *.cl */
 extern const pgn_embedded pgn_schema_sources[]; /* schema/NNN_name.sql in order */
 extern const pgn_embedded pgn_web_sources[];    /* web/ assets */
+extern const pgn_embedded pgn_inet_examples[];  /* examples/inet: NAME.hvm and NAME.expected */
 
 /* Finds an entry by name in a table; NULL when absent. */
 const pgn_embedded *pgn_embedded_find(const pgn_embedded *table, const char *name);

@@ -174,6 +174,9 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
 
 /* ---- inet jobs (inet_job.c) -------------------------------------------------------------- */
 
+/* A bench job: {"suite", "device", "rows": [...]} (bench.c). */
+int pgn_bench_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
+                      const pgn_run_hooks *hooks, json_t **result, pgn_error *err);
 int pgn_inet_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_hooks *hooks,
                      json_t **result, pgn_error *err);
 

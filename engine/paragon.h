@@ -96,7 +96,7 @@ const pgn_device_info *pgn_device_get_info(const pgn_device *dev);
 
 /* ---- job specs -------------------------------------------------------------------------- */
 
-typedef enum { PGN_JOB_TRAIN, PGN_JOB_INET } pgn_job_kind;
+typedef enum { PGN_JOB_TRAIN, PGN_JOB_INET, PGN_JOB_BENCH } pgn_job_kind;
 
 /* Values match PGN_ACT_CODE_* in kernels/pgn_ops.h. */
 typedef enum {
@@ -162,13 +162,24 @@ typedef struct pgn_inet_spec {
     int work_items; /* OpenCL reducer work-items; 0: one per compute unit */
 } pgn_inet_spec;
 
+#define PGN_BENCH_MAX_CASES 32
+
+/* A bench job: one suite (or "all") on one device. */
+typedef struct pgn_bench_spec {
+    char suite[32];                       /* a suite name (pgn_bench_suites) or "all" */
+    char cases[PGN_BENCH_MAX_CASES][32];  /* only these case ids; none: every case */
+    int n_cases;
+    int repeats;                          /* timed repeats after warm-up */
+} pgn_bench_spec;
+
 typedef struct pgn_job_spec {
     pgn_job_kind kind;
     char name[128];
-    char device[64]; /* "auto", "cpu", "gpu", "host" or a device id */
+    char device[64]; /* "auto", "cpu", "gpu", "host" or a device id; bench also "all" */
     uint64_t seed;
     pgn_train_spec train;
     pgn_inet_spec inet;
+    pgn_bench_spec bench;
 } pgn_job_spec;
 
 /* Parses and validates the "data" object of a train spec (path prefix "data"). */
@@ -216,6 +227,36 @@ typedef struct pgn_run_options {
 } pgn_run_options;
 
 #define PGN_CHECKPOINT_FILE "checkpoint.safetensors"
+
+/* ---- benchmarks (bench.c) ---------------------------------------------------------------
+ * Suites produce rows: flat JSON objects with "suite", "case", "device", "adapter", "version"
+ * and the suite's figures (engine/bench.h). */
+
+/* The suites in the order `all` runs them, NULL-terminated. */
+extern const char *const pgn_bench_suites[];
+bool pgn_bench_suite_known(const char *name);
+
+/* A column of a suite's table and CSV: its header and the row key it shows. */
+typedef struct pgn_bench_column {
+    const char *header, *key;
+} pgn_bench_column;
+
+/* The suite's columns in order (*n of them); NULL for an unknown suite. mlp-forward's are
+ * Paragon-Py's CSV columns exactly: id,shape,estMB,cpu_ms,gpu_ms,speedup,mae,max,gpu_init_ms,
+ * adapter (cpu = the host reference, gpu = the device). */
+const pgn_bench_column *pgn_bench_columns(const char *suite, size_t *n);
+/* The columns `paragon bench` prints: the CSV's, plus mlp-forward's batch-256 throughputs and the
+ * device. */
+const pgn_bench_column *pgn_bench_table_columns(const char *suite, size_t *n);
+
+/* rows (of one suite) as CSV: the header line, then one line per row; numbers in shortest
+ * round-trip form, strings quoted when they hold a comma, quote or newline. malloc'd. */
+char *pgn_bench_csv(const char *suite, const json_t *rows);
+
+/* Runs one suite (or "all") on dev (NULL: the host pseudo-device) and appends its rows to
+ * rows. hooks->on_log gets a line per case; should_stop is polled between cases. */
+int pgn_bench_run(const pgn_bench_spec *spec, pgn_device *dev, const pgn_run_options *opts,
+                  const pgn_run_hooks *hooks, json_t *rows, pgn_error *err);
 
 /* Runs a validated job on an opened device (or the host pseudo-device when dev is NULL).
  * On success *result is a new JSON object; for train jobs it has at least accuracy, loss,

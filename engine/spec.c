@@ -315,6 +315,44 @@ static int parse_inet(const json_t *root, pgn_job_spec *out, pgn_error *err) {
     return 0;
 }
 
+#define PGN_MAX_BENCH_REPEATS 1000
+
+/* A bench spec: one suite or "all", optionally some of its cases, and the timed repeats. */
+static int parse_bench(const json_t *root, pgn_job_spec *out, pgn_error *err) {
+    static const char *const keys[] = {"kind", "name", "device", "suite", "cases", "repeats", NULL};
+    if (only_keys(root, "", keys, err)) return -1;
+    pgn_bench_spec *b = &out->bench;
+    if (get_string(root, "suite", "suite", b->suite, sizeof b->suite, err)) return -1;
+    if (!b->suite[0]) return pgn_spec_fail(err, "suite", "required (a suite name or \"all\")");
+    if (strcmp(b->suite, "all") && !pgn_bench_suite_known(b->suite)) {
+        char names[256] = "";
+        for (const char *const *s = pgn_bench_suites; *s; s++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "", *s);
+        return pgn_spec_fail(err, "suite", "unknown suite '%s' (one of: %s, all)", b->suite, names);
+    }
+    const json_t *cases = json_object_get(root, "cases");
+    if (cases) {
+        if (!json_is_array(cases)) return pgn_spec_fail(err, "cases", "must be an array of case ids");
+        if (json_array_size(cases) > PGN_BENCH_MAX_CASES)
+            return pgn_spec_fail(err, "cases", "at most %d cases", PGN_BENCH_MAX_CASES);
+        size_t i;
+        const json_t *c;
+        json_array_foreach(cases, i, c) {
+            char path[32];
+            snprintf(path, sizeof path, "cases[%zu]", i);
+            if (!json_is_string(c) || !json_string_length(c))
+                return pgn_spec_fail(err, path, "must be a non-empty string");
+            if (json_string_length(c) >= sizeof b->cases[0])
+                return pgn_spec_fail(err, path, "at most %zu characters", sizeof b->cases[0] - 1);
+            snprintf(b->cases[b->n_cases++], sizeof b->cases[0], "%s", json_string_value(c));
+        }
+    }
+    long long repeats = 5;
+    if (get_int(root, "repeats", "repeats", 1, PGN_MAX_BENCH_REPEATS, &repeats, err)) return -1;
+    b->repeats = (int)repeats;
+    return 0;
+}
+
 void pgn_spec_free(pgn_job_spec *spec) {
     if (!spec) return;
     free(spec->inet.program);
@@ -326,11 +364,13 @@ int pgn_spec_parse(const json_t *root, pgn_job_spec *out, pgn_error *err) {
     if (!json_is_object(root)) return pgn_spec_fail(err, "(root)", "a job spec must be a JSON object");
     char kind[32] = "";
     if (get_string(root, "kind", "kind", kind, sizeof kind, err)) return -1;
-    if (!kind[0]) return pgn_spec_fail(err, "kind", "required (\"train\" or \"inet\")");
-    if (strcmp(kind, "train") && strcmp(kind, "inet"))
-        return pgn_spec_fail(err, "kind", "unknown job kind '%s' (this build runs: \"train\", \"inet\")",
-                             kind);
-    out->kind = strcmp(kind, "inet") ? PGN_JOB_TRAIN : PGN_JOB_INET;
+    if (!kind[0]) return pgn_spec_fail(err, "kind", "required (\"train\", \"inet\" or \"bench\")");
+    if (!strcmp(kind, "train")) out->kind = PGN_JOB_TRAIN;
+    else if (!strcmp(kind, "inet")) out->kind = PGN_JOB_INET;
+    else if (!strcmp(kind, "bench")) out->kind = PGN_JOB_BENCH;
+    else
+        return pgn_spec_fail(err, "kind",
+                             "unknown job kind '%s' (this build runs: \"train\", \"inet\", \"bench\")", kind);
     snprintf(out->name, sizeof out->name, "%s", kind);
     snprintf(out->device, sizeof out->device, "auto");
     if (get_string(root, "name", "name", out->name, sizeof out->name, err) ||
@@ -342,6 +382,9 @@ int pgn_spec_parse(const json_t *root, pgn_job_spec *out, pgn_error *err) {
         pgn_spec_free(out);
         return -1;
     }
+    if (!strcmp(out->device, "all") && out->kind != PGN_JOB_BENCH)
+        return pgn_spec_fail(err, "device", "\"all\" is only for bench jobs");
+    if (out->kind == PGN_JOB_BENCH) return parse_bench(root, out, err);
     long long seed = 0;
     if (get_int(root, "seed", "seed", 0, (long long)9007199254740991LL, &seed, err)) return -1;
     out->seed = (uint64_t)seed;
@@ -365,6 +408,7 @@ const char *pgn_job_kind_name(pgn_job_kind kind) {
     switch (kind) {
     case PGN_JOB_TRAIN: return "train";
     case PGN_JOB_INET: return "inet";
+    case PGN_JOB_BENCH: return "bench";
     }
     return "unknown";
 }
@@ -377,6 +421,13 @@ json_t *pgn_spec_to_json(const pgn_job_spec *spec) {
                          s->work_items, "limits", "max_interactions",
                          (json_int_t)s->max_interactions, "max_nodes", (json_int_t)s->max_nodes,
                          "timeout_s", s->timeout_s);
+    }
+    if (spec->kind == PGN_JOB_BENCH) {
+        const pgn_bench_spec *b = &spec->bench;
+        json_t *cases = json_array();
+        for (int i = 0; i < b->n_cases; i++) json_array_append_new(cases, json_string(b->cases[i]));
+        return json_pack("{s:s, s:s, s:s, s:s, s:o, s:i}", "kind", "bench", "name", spec->name, "device",
+                         spec->device, "suite", b->suite, "cases", cases, "repeats", b->repeats);
     }
     const pgn_train_spec *t = &spec->train;
     const pgn_optimizer_spec *o = &t->optimizer;

@@ -182,3 +182,40 @@ Test(spec, inet_errors_name_their_field) {
         cr_assert(strstr(err.message, cases[i].fragment), "%s -> %s", cases[i].text, err.message);
     }
 }
+
+Test(spec, bench_spec_names_suite_cases_and_repeats) {
+    const char *text = "{\"kind\":\"bench\",\"suite\":\"mlp-forward\",\"device\":\"all\","
+                       "\"cases\":[\"S1\",\"M3\"],\"repeats\":20}";
+    pgn_job_spec spec;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_spec_parse_text(text, strlen(text), &spec, &err), 0, "%s", err.message);
+    cr_assert_eq(spec.kind, PGN_JOB_BENCH);
+    cr_assert_str_eq(spec.bench.suite, "mlp-forward");
+    cr_assert_str_eq(spec.device, "all");
+    cr_assert_eq(spec.bench.n_cases, 2);
+    cr_assert_str_eq(spec.bench.cases[1], "M3");
+    cr_assert_eq(spec.bench.repeats, 20);
+    json_t *j = pgn_spec_to_json(&spec);
+    pgn_job_spec again;
+    cr_assert_eq(pgn_spec_parse(j, &again, &err), 0, "%s", err.message);
+    cr_assert_eq(again.bench.n_cases, 2);
+    json_decref(j);
+
+    struct {
+        const char *text, *field, *message;
+    } bad[] = {
+        {"{\"kind\":\"bench\"}", "suite", "suite: required (a suite name or \"all\")"},
+        {"{\"kind\":\"bench\",\"suite\":\"nope\"}", "suite",
+         "suite: unknown suite 'nope' (one of: mlp-forward, tensor-micro, gemm, inet, train, all)"},
+        {"{\"kind\":\"bench\",\"suite\":\"gemm\",\"cases\":\"S1\"}", "cases", "cases: must be an array of case ids"},
+        {"{\"kind\":\"bench\",\"suite\":\"gemm\",\"cases\":[\"\"]}", "cases[0]", "cases[0]: must be a non-empty string"},
+        {"{\"kind\":\"bench\",\"suite\":\"gemm\",\"repeats\":0}", "repeats", NULL},
+        {"{\"kind\":\"bench\",\"suite\":\"gemm\",\"epochs\":3}", "epochs", NULL},
+        {"{\"kind\":\"train\",\"device\":\"all\"}", "device", "device: \"all\" is only for bench jobs"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cr_assert_eq(pgn_spec_parse_text(bad[i].text, strlen(bad[i].text), &spec, &err), -1, "%s", bad[i].text);
+        cr_assert_str_eq(err.field, bad[i].field, "%s: %s", bad[i].text, err.message);
+        if (bad[i].message) cr_assert_str_eq(err.message, bad[i].message);
+    }
+}

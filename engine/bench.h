@@ -1,0 +1,42 @@
+/* bench.h: the benchmark suites' shared pieces, for engine/bench*.c and tests. A suite appends
+ * rows to a JSON array: one flat object per case and device, with the common keys
+ *   "suite", "case", "device" (device id, "host" for the host reference alone), "adapter"
+ *   (the device's name), "version" (PGN_VERSION)
+ * and the suite's own figures (bench.c's column table lists them, in order, per suite). Times are
+ * milliseconds (`*_ms`), throughputs per second, bandwidths GB/s (1e9 bytes). */
+#ifndef PGN_BENCH_H
+#define PGN_BENCH_H
+
+#include "internal.h"
+
+typedef struct pgn_bench_ctx {
+    pgn_device *dev;          /* the device under test; NULL: the host pseudo-device */
+    const pgn_device_info *info;
+    int repeats;              /* timed repeats after warm-up; the figure is their median */
+    const char *const *cases; /* only these case ids; NULL: every case of the suite */
+    size_t n_cases;
+    const pgn_run_hooks *hooks; /* on_log for progress lines, should_stop polled between cases */
+    const char *data_dir;       /* datasets (the train suite) */
+} pgn_bench_ctx;
+
+/* A new row {"suite", "case", "device", "adapter", "version"} for ctx's device; the caller sets
+ * the figures and appends it. */
+json_t *pgn_bench_row(const pgn_bench_ctx *ctx, const char *suite, const char *case_id);
+/* Whether ctx selects case_id (no filter selects every case). */
+bool pgn_bench_wants(const pgn_bench_ctx *ctx, const char *case_id);
+/* Median of n values (reorders them). */
+double pgn_bench_median(double *v, int n);
+/* Monotonic seconds. */
+double pgn_bench_now(void);
+/* Fails with "cancelled" when hooks->should_stop says so; 0 otherwise. */
+int pgn_bench_check_stop(const pgn_bench_ctx *ctx, pgn_error *err);
+
+/* The suites (bench_mlp.c: mlp-forward and tensor-micro; bench.c: gemm, inet, train). Each
+ * appends its rows to rows; -1 with err on failure (rows appended so far stay). */
+int pgn_bench_mlp_forward(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
+int pgn_bench_tensor_micro(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
+int pgn_bench_gemm(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
+int pgn_bench_inet(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
+int pgn_bench_train(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
+
+#endif
