@@ -228,6 +228,32 @@ typedef struct pgn_run_options {
 
 #define PGN_CHECKPOINT_FILE "checkpoint.safetensors"
 
+/* ---- the cost model (cost.c) -------------------------------------------------------------
+ * What "auto" placement compares: a job's estimated time on each device, from the device's
+ * measured rates. */
+
+typedef struct pgn_device_rates {
+    double gflops;    /* GEMM throughput on the training shape */
+    double mips;      /* interaction-net reducer, millions of interactions per second */
+    double launch_us; /* one kernel launch, queued with others */
+    bool measured;    /* from benchmark rows (else estimated from the device's properties) */
+} pgn_device_rates;
+
+/* Rates guessed from the device's compute units and clock, for a device without rows. */
+void pgn_device_rates_estimate(const pgn_device_info *info, pgn_device_rates *out);
+/* Rates from benchmark rows of that device (any suites; gemm fwd1, inet programs of 1e5
+ * interactions or more, tensor-micro launch_us), the estimate filling what they lack. */
+void pgn_device_rates_from_rows(const pgn_device_info *info, const json_t *rows, pgn_device_rates *out);
+
+typedef struct pgn_job_estimate {
+    double work;      /* FLOPs (train), interactions (inet: a nominal 1e8, unknown until run) */
+    const char *unit; /* "flop", "interactions", "none" (bench jobs do not steer placement) */
+    double launches;  /* kernel launches */
+    double seconds;   /* work / rate + launches * launch cost */
+} pgn_job_estimate;
+
+void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *rates, pgn_job_estimate *out);
+
 /* ---- benchmarks (bench.c) ---------------------------------------------------------------
  * Suites produce rows: flat JSON objects with "suite", "case", "device", "adapter", "version"
  * and the suite's figures (engine/bench.h). */

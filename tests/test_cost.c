@@ -1,0 +1,77 @@
+/* test_cost.c: the cost model (engine/cost.c): rates from benchmark rows, fallbacks from a
+ * device's properties, and job estimates that make small jobs cheap and big ones expensive. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "paragon.h"
+
+static pgn_device_info cpu_info(void) {
+    pgn_device_info d = {.type = PGN_DEVICE_CPU, .compute_units = 2, .max_clock_mhz = 2600};
+    strcpy(d.id, "cpu-test");
+    return d;
+}
+
+Test(cost, rates_come_from_the_latest_rows_and_fall_back_to_properties) {
+    pgn_device_info d = cpu_info();
+    pgn_device_rates est, r;
+    pgn_device_rates_estimate(&d, &est);
+    cr_assert(!est.measured);
+    cr_assert_float_eq(est.gflops, 2 * 2.6 * 32, 1e-9);
+    cr_assert_float_eq(est.launch_us, 35, 1e-9);
+
+    json_t *rows = json_pack("[{s:s, s:s, s:f}, {s:s, s:s, s:f}, {s:s, s:s, s:I, s:f}, {s:s, s:s, s:I, s:f},"
+                             " {s:s, s:s, s:I, s:f}, {s:s, s:s, s:I, s:f}, {s:s, s:s, s:f}]",
+                             "suite", "gemm", "case", "N=1024", "gflops", 430.0,     /* not the training shape */
+                             "suite", "gemm", "case", "fwd1", "gflops", 380.0,       /* the one the model uses */
+                             "suite", "inet", "case", "u24_ops", "interactions", (json_int_t)71, "mips", 1.0,
+                             "suite", "inet", "case", "fib", "interactions", (json_int_t)718993, "mips", 200.0,
+                             "suite", "inet", "case", "loops", "interactions", (json_int_t)20001398, "mips", 270.0,
+                             "suite", "inet", "case", "tree_sum", "interactions", (json_int_t)8388590, "mips", 158.0,
+                             "suite", "tensor-micro", "case", "add-1K", "launch_us", 4.5);
+    pgn_device_rates_from_rows(&d, rows, &r);
+    json_decref(rows);
+    cr_assert(r.measured);
+    cr_assert_float_eq(r.gflops, 380.0, 1e-9);
+    cr_assert_float_eq(r.mips, 200.0, 1e-9, "median of the programs big enough to time: %f", r.mips);
+    cr_assert_float_eq(r.launch_us, 4.5, 1e-9);
+
+    /* no rows: the estimate */
+    json_t *none = json_array();
+    pgn_device_rates_from_rows(&d, none, &r);
+    json_decref(none);
+    cr_assert(!r.measured);
+    cr_assert_float_eq(r.gflops, est.gflops, 1e-9);
+}
+
+static pgn_job_spec parse(const char *text) {
+    pgn_job_spec spec;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_spec_parse_text(text, strlen(text), &spec, &err), 0, "%s", err.message);
+    return spec;
+}
+
+Test(cost, estimates_scale_with_the_work_and_the_device) {
+    pgn_job_spec xor = parse("{\"kind\":\"train\",\"data\":{\"source\":\"xor\"},\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2]},"
+                             "\"batch_size\":4,\"epochs\":100}");
+    pgn_job_spec mnist = parse("{\"kind\":\"train\",\"data\":{\"source\":\"fashion-mnist\"},"
+                               "\"model\":{\"type\":\"mlp\",\"layers\":[784,256,256,10]},\"batch_size\":128,\"epochs\":5}");
+    pgn_device_rates slow = {.gflops = 10, .mips = 50, .launch_us = 1}, fast = {.gflops = 10000, .mips = 500, .launch_us = 20};
+    pgn_job_estimate a, b;
+    pgn_job_estimate_on(&mnist, &slow, &a);
+    cr_assert_str_eq(a.unit, "flop");
+    /* 6 * (784*256 + 256*256 + 256*10) FLOPs a sample, 60,000 samples, 5 epochs */
+    cr_assert_float_eq(a.work, 6.0 * (784 * 256 + 256 * 256 + 256 * 10) * 60000 * 5, 1.0);
+    pgn_job_estimate_on(&mnist, &fast, &b);
+    cr_assert_lt(b.seconds, a.seconds, "a big job is faster on the fast device");
+    /* XOR: 100 steps of 3 tiny layers: launch-bound, so the device with cheap launches wins */
+    pgn_job_estimate_on(&xor, &slow, &a);
+    pgn_job_estimate_on(&xor, &fast, &b);
+    cr_assert_lt(a.seconds, b.seconds, "a tiny job is faster where launches are cheap: %g vs %g", a.seconds, b.seconds);
+
+    pgn_job_spec inet = parse("{\"kind\":\"inet\",\"program\":\"@main = 1\"}");
+    pgn_job_estimate_on(&inet, &slow, &a);
+    pgn_job_estimate_on(&inet, &fast, &b);
+    cr_assert_str_eq(a.unit, "interactions");
+    cr_assert_lt(b.seconds, a.seconds);
+    pgn_spec_free(&inet);
+}
