@@ -19,12 +19,18 @@
 
 #define LIST_LIMIT_DEFAULT 50
 #define LIST_LIMIT_MAX 500
+/* The benchmark export: enough rows for every case of every suite on a few devices over many
+ * runs, and a cap that keeps one answer a few MB. */
+#define BENCH_LIMIT_DEFAULT 1000
+#define BENCH_LIMIT_MAX 10000
 
 struct pgd_server {
     pgd_store *store;
     pgd_scheduler *sched;
     pgd_http *http;
     char *data_dir;
+    pgn_device_info *devices; /* the OpenCL devices probed at start: what "all" expands to */
+    size_t n_devices;
     char *version_json; /* GET /api/v1/version never changes while we run */
     atomic_bool ready;
 };
@@ -134,6 +140,42 @@ static enum MHD_Result get_devices(pgd_server *srv, const pgd_request *req) {
     return pgd_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "devices", devices), NULL);
 }
 
+/* Queues spec once per device in targets[0..n) in one transaction; ids[i] is targets[i]'s job.
+ * For a spec that asked for "all", each stored spec names its own device, so that it re-runs
+ * (`paragon run`, or a restart) as it ran, and device_requested keeps "all". */
+static int insert_jobs(pgd_server *srv, pgn_job_spec *spec, const pgn_device_info *targets,
+                       size_t n, int64_t *ids, pgn_error *err) {
+    char requested[sizeof spec->device];
+    snprintf(requested, sizeof requested, "%s", spec->device[0] ? spec->device : "auto");
+    bool all = strcmp(requested, "all") == 0;
+    pgd_new_job *jobs = calloc(n, sizeof *jobs);
+    if (!jobs) {
+        pgn_error_set(err, "internal", "", "out of memory");
+        return -1;
+    }
+    int rc = 0;
+    size_t made = 0;
+    while (made < n) {
+        if (all) snprintf(spec->device, sizeof spec->device, "%s", targets[made].id);
+        json_t *spec_json = pgn_spec_to_json(spec);
+        if (!spec_json) {
+            pgn_error_set(err, "internal", "", "the engine could not serialise the spec");
+            rc = -1;
+            break;
+        }
+        jobs[made] = (pgd_new_job){.kind = pgn_job_kind_name(spec->kind),
+                                   .name = spec->name,
+                                   .device_requested = requested,
+                                   .device = targets[made].id,
+                                   .spec = spec_json};
+        made++;
+    }
+    if (rc == 0) rc = pgd_store_jobs_insert(srv->store, jobs, n, ids, err);
+    for (size_t i = 0; i < made; i++) json_decref((json_t *)jobs[i].spec);
+    free(jobs);
+    return rc;
+}
+
 static enum MHD_Result post_job(pgd_server *srv, const pgd_request *req) {
     if (!is_json_media_type(pgd_request_header(req, MHD_HTTP_HEADER_CONTENT_TYPE))) {
         const char *ct = pgd_request_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -165,33 +207,34 @@ static enum MHD_Result post_job(pgd_server *srv, const pgd_request *req) {
         return pgd_reply_pgn_error(req, MHD_HTTP_BAD_REQUEST, &err, NULL, NULL);
     }
 
-    pgn_device_info device;
-    json_t *spec_json = NULL;
-    if (pgd_scheduler_place(srv->sched, spec.device, &device, &err) < 0) {
+    /* "all" (bench jobs only: the parser refuses it elsewhere) is one job per OpenCL device. */
+    bool all = strcmp(spec.device, "all") == 0;
+    pgn_device_info placed;
+    if (!all && pgd_scheduler_place(srv->sched, spec.device, &placed, &err) < 0) {
         pgn_spec_free(&spec);
         return pgd_reply_pgn_error(req, MHD_HTTP_BAD_REQUEST, &err, NULL, NULL);
     }
-    spec_json = pgn_spec_to_json(&spec);
+    const pgn_device_info *targets = all ? srv->devices : &placed;
+    size_t n = all ? srv->n_devices : 1; /* >= 1: the server does not start without a device */
+    int64_t *ids = calloc(n, sizeof *ids);
+    rc = ids ? insert_jobs(srv, &spec, targets, n, ids, &err) : -1;
+    if (!ids) pgn_error_set(&err, "internal", "", "out of memory");
     pgn_spec_free(&spec);
-    if (!spec_json) {
-        pgn_error_set(&err, "internal", "", "the engine could not serialise the spec");
-        return internal_error(req, &err);
-    }
-    pgd_new_job job = {.kind = pgn_job_kind_name(spec.kind),
-                       .name = spec.name,
-                       .device_requested = spec.device[0] ? spec.device : "auto",
-                       .device = device.id,
-                       .spec = spec_json};
-    int64_t id;
-    rc = pgd_store_job_insert(srv->store, &job, &id, &err);
-    json_decref(spec_json);
-    if (rc < 0) return internal_error(req, &err);
-    pgd_scheduler_notify(srv->sched, device.id);
 
-    json_t *obj;
-    if (pgd_store_job_get(srv->store, id, true, &obj, &err) < 0) return internal_error(req, &err);
+    json_t *obj = NULL;
+    if (rc == 0) {
+        for (size_t i = 0; i < n; i++) pgd_scheduler_notify(srv->sched, targets[i].id);
+        rc = pgd_store_job_get(srv->store, ids[0], true, &obj, &err);
+    }
+    if (rc == 0 && all) {
+        json_t *list = json_array();
+        for (size_t i = 0; i < n; i++) json_array_append_new(list, json_integer(ids[i]));
+        json_object_set_new(obj, "ids", list);
+    }
     char location[64];
-    snprintf(location, sizeof location, "/api/v1/jobs/%" PRId64, id);
+    if (rc == 0) snprintf(location, sizeof location, "/api/v1/jobs/%" PRId64, ids[0]);
+    free(ids);
+    if (rc < 0) return internal_error(req, &err);
     const pgd_header h[] = {{MHD_HTTP_HEADER_LOCATION, location}, {NULL, NULL}};
     return pgd_reply_json(req, MHD_HTTP_CREATED, obj, h);
 }
@@ -268,6 +311,73 @@ static enum MHD_Result get_metrics(pgd_server *srv, const pgd_request *req, int6
                           NULL);
 }
 
+/* "mlp-forward, tensor-micro, ..." for messages. */
+static void suite_names(char *out, size_t size) {
+    out[0] = 0;
+    for (const char *const *s = pgn_bench_suites; *s; s++)
+        snprintf(out + strlen(out), size - strlen(out), "%s%s", out[0] ? ", " : "", *s);
+}
+
+/* Sends text (malloc'd; taken) with its media type and extra headers. */
+static enum MHD_Result reply_text(const pgd_request *req, unsigned status, char *text,
+                                  const char *content_type, const pgd_header *headers) {
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(text);
+        return MHD_NO; /* out of memory: MHD closes the connection */
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    for (const pgd_header *h = headers; h && h->name; h++)
+        MHD_add_response_header(resp, h->name, h->value);
+    enum MHD_Result r = MHD_queue_response(req->conn, status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+/* GET /api/v1/benchmarks?suite=&device=&format=json|csv&limit=: the newest `limit` rows,
+ * oldest first. CSV is one suite's table (Paragon-Py's columns for mlp-forward), so it needs a
+ * suite; JSON may mix suites. */
+static enum MHD_Result get_benchmarks(pgd_server *srv, const pgd_request *req) {
+    const char *suite = query(req, "suite");
+    const char *device = query(req, "device");
+    const char *format = query(req, "format");
+    const char *v;
+    int64_t limit = BENCH_LIMIT_DEFAULT;
+    if ((v = query(req, "limit")) && !parse_count(v, &limit))
+        return bad_param(req, "limit", v, "a non-negative integer");
+    if (limit > BENCH_LIMIT_MAX) limit = BENCH_LIMIT_MAX;
+    bool csv = format && strcmp(format, "csv") == 0;
+    if (format && !csv && strcmp(format, "json") != 0)
+        return bad_param(req, "format", format, "a format (json or csv)");
+    char names[256], want[300];
+    suite_names(names, sizeof names);
+    if (suite && !pgn_bench_suite_known(suite)) {
+        snprintf(want, sizeof want, "a benchmark suite (%s)", names);
+        return bad_param(req, "suite", suite, want);
+    }
+    if (csv && !suite)
+        return pgd_reply_error(req, MHD_HTTP_BAD_REQUEST, "invalid_parameter", "suite",
+                               "suite: format=csv needs a suite, one of: %s", names);
+
+    json_t *rows;
+    pgn_error err;
+    if (pgd_store_bench_list(srv->store, suite, device, limit, &rows, &err) < 0)
+        return internal_error(req, &err);
+    if (!csv) return pgd_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "rows", rows), NULL);
+
+    char *text = pgn_bench_csv(suite, rows);
+    json_decref(rows);
+    if (!text) {
+        pgn_error_set(&err, "internal", "", "cannot render the %s rows as CSV", suite);
+        return internal_error(req, &err);
+    }
+    char disposition[96];
+    snprintf(disposition, sizeof disposition, "attachment; filename=\"%s.csv\"", suite);
+    const pgd_header h[] = {{MHD_HTTP_HEADER_CONTENT_DISPOSITION, disposition}, {NULL, NULL}};
+    return reply_text(req, MHD_HTTP_OK, text, "text/csv; charset=utf-8", h);
+}
+
 /* ---- routing ---------------------------------------------------------------------------- */
 
 /* rest is what follows "/api/v1/". */
@@ -285,6 +395,10 @@ static enum MHD_Result route_api_v1(pgd_server *srv, const pgd_request *req, con
         if (is_get(req)) return list_jobs(srv, req);
         if (is_post(req)) return post_job(srv, req);
         return not_allowed(req, "GET, HEAD, POST");
+    }
+    if (strcmp(rest, "benchmarks") == 0) {
+        if (!is_get(req)) return not_allowed(req, "GET, HEAD");
+        return get_benchmarks(srv, req);
     }
     if (strncmp(rest, "jobs/", 5) == 0) {
         const char *id_text = rest + 5;
@@ -430,7 +544,8 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
         fprintf(stderr, "paragond: %lld job(s) left running by a previous run are queued again\n",
                 (long long)requeued);
     if (pgd_scheduler_start(srv->store, devices, count, srv->data_dir, &srv->sched, err) < 0) goto fail;
-    free(devices);
+    srv->devices = devices;
+    srv->n_devices = count;
     devices = NULL;
 
     if (pgd_http_start(cfg->host ? cfg->host : PGD_DEFAULT_HOST, cfg->port,
@@ -457,6 +572,7 @@ void pgd_server_stop(pgd_server *srv) {
     pgd_scheduler_stop(srv->sched);
     pgd_store_close(srv->store);
     free(srv->version_json);
+    free(srv->devices);
     free(srv->data_dir);
     free(srv);
 }

@@ -146,13 +146,19 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json) {
         pgn_error_set(&err, "internal", "", "the engine returned no result object");
     }
 
+    /* A bench job's rows are stored in the transaction that marks it succeeded; when they
+     * cannot be, the job fails with the reason. */
+    bool bench = rc == 0 && spec.kind == PGN_JOB_BENCH;
+    if (bench && pgd_store_bench_finish(s->store, id, result, &err) < 0) rc = -1;
+
     pgn_error serr;
     if (rc < 0 && atomic_load(&s->stopping) && strcmp(err.code, "cancelled") == 0) {
         /* Interrupted by shutdown, not by the job: it runs again after the restart. */
         if (pgd_store_job_requeue(s->store, id, &serr) < 0)
             fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
     } else if (rc == 0) {
-        if (pgd_store_job_finish(s->store, id, PGD_JOB_SUCCEEDED, result, NULL, &serr) < 0)
+        if (!bench &&
+            pgd_store_job_finish(s->store, id, PGD_JOB_SUCCEEDED, result, NULL, &serr) < 0)
             fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
     } else {
         json_t *e = pgd_error_json(&err);

@@ -1,8 +1,8 @@
 /* store.c: owns paragond's SQLite database: opening it (WAL, foreign keys, busy timeout),
  * the migration runner over the embedded schema/NNN_name.sql files, and every read and write
- * of job and metric rows. One connection, one mutex: statements are prepared once and cached,
- * each public call holds the mutex for its whole transaction, so HTTP and worker threads
- * never interleave inside one. */
+ * of job, metric and benchmark rows. One connection, one mutex: statements are prepared once
+ * and cached, each public call holds the mutex for its whole transaction, so HTTP and worker
+ * threads never interleave inside one. */
 #include "store.h"
 
 #include <errno.h>
@@ -100,7 +100,32 @@ static int run_stmt(pgd_store *s, const char *sql, pgn_error *err, const char *w
 }
 
 static const char begin_sql[] = "BEGIN";
+static const char begin_write_sql[] = "BEGIN IMMEDIATE";
 static const char commit_sql[] = "COMMIT";
+
+/* Runs fn(s, ctx, err) under the lock inside one write transaction: committed when fn returns
+ * 0, rolled back otherwise. It takes the write lock first (BEGIN IMMEDIATE), so a transaction
+ * that reads before it writes waits out another process's writer instead of failing. */
+static int write_transaction(pgd_store *s, int (*fn)(pgd_store *, void *, pgn_error *),
+                             void *ctx, pgn_error *err) {
+    pthread_mutex_lock(&s->lock);
+    int ret = run_stmt(s, begin_write_sql, err, "begin");
+    if (ret == 0) ret = fn(s, ctx, err);
+    if (ret == 0) ret = run_stmt(s, commit_sql, err, "commit");
+    if (ret < 0 && !sqlite3_get_autocommit(s->db))
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* Steps st to its end, appending row(st) to arr for each row; resets st. */
+static int collect_rows(pgd_store *s, sqlite3_stmt *st, json_t *(*row)(sqlite3_stmt *),
+                        json_t *arr, pgn_error *err, const char *what) {
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) json_array_append_new(arr, row(st));
+    stmt_done(st);
+    return rc == SQLITE_DONE ? 0 : db_fail(s, err, what);
+}
 
 static void bind_text_or_null(sqlite3_stmt *st, int idx, const char *text) {
     if (text) sqlite3_bind_text(st, idx, text, -1, SQLITE_TRANSIENT);
@@ -346,34 +371,50 @@ static json_t *job_from_row(sqlite3_stmt *st, bool with_spec) {
     return o;
 }
 
-int pgd_store_job_insert(pgd_store *s, const pgd_new_job *job, int64_t *id, pgn_error *err) {
+typedef struct insert_jobs {
+    const pgd_new_job *jobs;
+    size_t n;
+    int64_t *ids;
+} insert_jobs;
+
+static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
     static const char sql[] = "INSERT INTO jobs (kind, name, state, device_requested, device, spec)"
                               " VALUES (?1, ?2, 'queued', ?3, ?4, ?5)";
-    char *spec = pgn_json_dumps(job->spec);
-    if (!spec) {
-        pgn_error_set(err, "internal", "spec", "store: job spec cannot be serialised");
-        return -1;
-    }
-    pthread_mutex_lock(&s->lock);
-    int ret = -1;
-    sqlite3_stmt *st = stmt(s, sql, err);
-    if (st) {
+    insert_jobs *a = ctx;
+    for (size_t i = 0; i < a->n; i++) {
+        const pgd_new_job *job = &a->jobs[i];
+        char *spec = pgn_json_dumps(job->spec);
+        if (!spec) {
+            pgn_error_set(err, "internal", "spec", "store: job spec cannot be serialised");
+            return -1;
+        }
+        sqlite3_stmt *st = stmt(s, sql, err);
+        if (!st) {
+            free(spec);
+            return -1;
+        }
         sqlite3_bind_text(st, 1, job->kind, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, job->name ? job->name : "", -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 3, job->device_requested, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 4, job->device, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 5, spec, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_DONE) {
-            *id = sqlite3_last_insert_rowid(s->db);
-            ret = 0;
-        } else {
-            db_fail(s, err, "insert job");
-        }
+        int rc = sqlite3_step(st);
         stmt_done(st);
+        free(spec);
+        if (rc != SQLITE_DONE) return db_fail(s, err, "insert job");
+        a->ids[i] = sqlite3_last_insert_rowid(s->db);
     }
-    pthread_mutex_unlock(&s->lock);
-    free(spec);
-    return ret;
+    return 0;
+}
+
+int pgd_store_jobs_insert(pgd_store *s, const pgd_new_job *jobs, size_t n, int64_t *ids,
+                          pgn_error *err) {
+    insert_jobs a = {.jobs = jobs, .n = n, .ids = ids};
+    return write_transaction(s, insert_jobs_tx, &a, err);
+}
+
+int pgd_store_job_insert(pgd_store *s, const pgd_new_job *job, int64_t *id, pgn_error *err) {
+    return pgd_store_jobs_insert(s, job, 1, id, err);
 }
 
 int pgd_store_job_get(pgd_store *s, int64_t id, bool with_spec, json_t **out, pgn_error *err) {
@@ -398,6 +439,8 @@ int pgd_store_job_get(pgd_store *s, int64_t id, bool with_spec, json_t **out, pg
     pthread_mutex_unlock(&s->lock);
     return ret;
 }
+
+static json_t *listed_job_from_row(sqlite3_stmt *st) { return job_from_row(st, false); }
 
 int pgd_store_jobs_list(pgd_store *s, const pgd_job_filter *f, json_t **jobs, int64_t *total,
                         pgn_error *err) {
@@ -442,11 +485,7 @@ int pgd_store_jobs_list(pgd_store *s, const pgd_job_filter *f, json_t **jobs, in
     if (f->kind) sqlite3_bind_text(st, 2, f->kind, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, f->limit);
     sqlite3_bind_int64(st, 4, f->offset);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) json_array_append_new(arr, job_from_row(st, false));
-    if (rc != SQLITE_DONE) db_fail(s, err, "list jobs");
-    stmt_done(st);
-    if (rc != SQLITE_DONE) goto rollback;
+    if (collect_rows(s, st, listed_job_from_row, arr, err, "list jobs") < 0) goto rollback;
     if (run_stmt(s, commit_sql, err, "commit") < 0) goto rollback;
     ret = 0;
     *jobs = arr;
@@ -540,12 +579,25 @@ int pgd_store_job_progress(pgd_store *s, int64_t id, double fraction, pgn_error 
     return ret;
 }
 
-int pgd_store_job_finish(pgd_store *s, int64_t id, pgd_job_state state, const json_t *result,
-                         const json_t *error, pgn_error *err) {
+/* The UPDATE that ends a queued or running job; result and error are JSON text or NULL.
+ * Caller holds the lock. */
+static int finish_job(pgd_store *s, int64_t id, pgd_job_state state, const char *result,
+                      const char *error, pgn_error *err) {
     static const char sql[] =
         "UPDATE jobs SET state = ?2, result = ?3, error = ?4, finished_at = " NOW_SQL ","
         " progress = CASE WHEN ?2 = 'succeeded' THEN 1 ELSE progress END"
         " WHERE id = ?1 AND state IN ('queued', 'running')";
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, pgd_job_state_name(state), -1, SQLITE_STATIC);
+    bind_text_or_null(st, 3, result);
+    bind_text_or_null(st, 4, error);
+    return update_job(s, st, id, "finish", err);
+}
+
+int pgd_store_job_finish(pgd_store *s, int64_t id, pgd_job_state state, const json_t *result,
+                         const json_t *error, pgn_error *err) {
     if (state != PGD_JOB_SUCCEEDED && state != PGD_JOB_FAILED && state != PGD_JOB_CANCELLED) {
         pgn_error_set(err, "internal", "", "store: %s is not a final state",
                       pgd_job_state_name(state));
@@ -554,15 +606,7 @@ int pgd_store_job_finish(pgd_store *s, int64_t id, pgd_job_state state, const js
     char *res = result ? pgn_json_dumps(result) : NULL;
     char *er = error ? pgn_json_dumps(error) : NULL;
     pthread_mutex_lock(&s->lock);
-    int ret = -1;
-    sqlite3_stmt *st = stmt(s, sql, err);
-    if (st) {
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_text(st, 2, pgd_job_state_name(state), -1, SQLITE_STATIC);
-        bind_text_or_null(st, 3, res);
-        bind_text_or_null(st, 4, er);
-        ret = update_job(s, st, id, "finish", err);
-    }
+    int ret = finish_job(s, id, state, res, er, err);
     pthread_mutex_unlock(&s->lock);
     free(res);
     free(er);
@@ -617,6 +661,11 @@ int pgd_store_recover(pgd_store *s, int64_t *count, pgn_error *err) {
     return ret;
 }
 
+static json_t *queued_from_row(sqlite3_stmt *st) {
+    return json_pack("{s:I, s:o, s:o}", "id", (json_int_t)sqlite3_column_int64(st, 0),
+                     "device_requested", col_text(st, 1), "device", col_text(st, 2));
+}
+
 int pgd_store_queued_jobs(pgd_store *s, json_t **out, pgn_error *err) {
     static const char sql[] = "SELECT id, device_requested, device FROM jobs"
                               " WHERE state = 'queued' ORDER BY id";
@@ -625,17 +674,7 @@ int pgd_store_queued_jobs(pgd_store *s, json_t **out, pgn_error *err) {
     pthread_mutex_lock(&s->lock);
     int ret = -1;
     sqlite3_stmt *st = stmt(s, sql, err);
-    if (st) {
-        int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-            json_array_append_new(arr, json_pack("{s:I, s:o, s:o}", "id",
-                                                 (json_int_t)sqlite3_column_int64(st, 0),
-                                                 "device_requested", col_text(st, 1), "device",
-                                                 col_text(st, 2)));
-        if (rc == SQLITE_DONE) ret = 0;
-        else db_fail(s, err, "list queued jobs");
-        stmt_done(st);
-    }
+    if (st) ret = collect_rows(s, st, queued_from_row, arr, err, "list queued jobs");
     pthread_mutex_unlock(&s->lock);
     if (ret == 0) *out = arr;
     else json_decref(arr);
@@ -794,4 +833,215 @@ unlock:
     pthread_mutex_unlock(&s->lock);
     json_decref(arr);
     return ret;
+}
+
+/* ---- benchmarks ------------------------------------------------------------------------- */
+
+static int bad_row(pgn_error *err, size_t i, const char *key, const char *what) {
+    char field[128];
+    if (key) snprintf(field, sizeof field, "rows[%zu].%s", i, key);
+    else snprintf(field, sizeof field, "rows[%zu]", i);
+    pgn_error_set(err, "invalid_row", field, "%s: %s", field, what);
+    return -1;
+}
+
+/* Checks every row before anything is written (the rules are in store.h). */
+static int check_bench_rows(const json_t *rows, pgn_error *err) {
+    static const char *const required[] = {"suite", "case", "device"};
+    static const char *const optional[] = {"adapter", "version"};
+    static const char *const reserved[] = {"id", "job_id", "created_at"};
+    if (!json_is_array(rows)) {
+        pgn_error_set(err, "invalid_row", "rows", "rows: must be an array of benchmark rows");
+        return -1;
+    }
+    size_t i;
+    const json_t *row;
+    json_array_foreach(rows, i, row) {
+        if (!json_is_object(row)) return bad_row(err, i, NULL, "must be an object");
+        for (size_t k = 0; k < sizeof required / sizeof *required; k++) {
+            const json_t *v = json_object_get(row, required[k]);
+            if (!json_is_string(v) || json_string_length(v) == 0)
+                return bad_row(err, i, required[k], "must be a non-empty string");
+        }
+        for (size_t k = 0; k < sizeof optional / sizeof *optional; k++) {
+            const json_t *v = json_object_get(row, optional[k]);
+            if (v && !json_is_string(v) && !json_is_null(v))
+                return bad_row(err, i, optional[k], "must be a string");
+        }
+        for (size_t k = 0; k < sizeof reserved / sizeof *reserved; k++)
+            if (json_object_get(row, reserved[k]))
+                return bad_row(err, i, reserved[k], "is set by the store, not by a row");
+        const char *key;
+        const json_t *v;
+        json_object_foreach((json_t *)row, key, v) {
+            if (json_is_object(v) || json_is_array(v))
+                return bad_row(err, i, key,
+                               "must be a number, string, boolean or null (rows are flat)");
+        }
+    }
+    return 0;
+}
+
+static const char *row_string(const json_t *row, const char *key) {
+    return json_string_value(json_object_get(row, key)); /* NULL for null or absent */
+}
+
+/* Inserts checked rows of job_id (0: none) with one created_at. Caller is in a transaction. */
+static int insert_bench_rows(pgd_store *s, int64_t job_id, const json_t *rows,
+                             pgn_error *err) {
+    static const char now_sql[] = "SELECT " NOW_SQL;
+    static const char sql[] =
+        "INSERT INTO benchmarks (job_id, suite, case_id, device, adapter, version, created_at,"
+        " data) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    sqlite3_stmt *st = stmt(s, now_sql, err);
+    if (!st) return -1;
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        stmt_done(st);
+        return db_fail(s, err, "read the time");
+    }
+    char now[32];
+    snprintf(now, sizeof now, "%s", (const char *)sqlite3_column_text(st, 0));
+    stmt_done(st);
+
+    size_t i;
+    const json_t *row;
+    json_array_foreach(rows, i, row) {
+        /* Full precision: the CSV prints each figure as the shortest text that reads back the
+         * engine's double, so the export matches `paragon bench` bit for bit. */
+        char *data = json_dumps(row, JSON_COMPACT);
+        if (!data) {
+            pgn_error_set(err, "internal", "", "store: benchmark row %zu cannot be serialised", i);
+            return -1;
+        }
+        st = stmt(s, sql, err);
+        if (!st) {
+            free(data);
+            return -1;
+        }
+        if (job_id > 0) sqlite3_bind_int64(st, 1, job_id);
+        else sqlite3_bind_null(st, 1);
+        bind_text_or_null(st, 2, row_string(row, "suite"));
+        bind_text_or_null(st, 3, row_string(row, "case"));
+        bind_text_or_null(st, 4, row_string(row, "device"));
+        bind_text_or_null(st, 5, row_string(row, "adapter"));
+        bind_text_or_null(st, 6, row_string(row, "version"));
+        sqlite3_bind_text(st, 7, now, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 8, data, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        stmt_done(st);
+        free(data);
+        if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
+            pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)job_id);
+            return -1;
+        }
+        if (rc != SQLITE_DONE) return db_fail(s, err, "insert benchmark row");
+    }
+    return 0;
+}
+
+typedef struct bench_batch {
+    int64_t job_id;
+    const json_t *rows;
+    const char *result; /* bench_finish: the job's result as JSON text */
+} bench_batch;
+
+static int bench_add_tx(pgd_store *s, void *ctx, pgn_error *err) {
+    const bench_batch *b = ctx;
+    return insert_bench_rows(s, b->job_id, b->rows, err);
+}
+
+int pgd_store_bench_add(pgd_store *s, int64_t job_id, const json_t *rows, pgn_error *err) {
+    if (check_bench_rows(rows, err) < 0) return -1;
+    bench_batch b = {.job_id = job_id, .rows = rows};
+    return write_transaction(s, bench_add_tx, &b, err);
+}
+
+static int bench_finish_tx(pgd_store *s, void *ctx, pgn_error *err) {
+    const bench_batch *b = ctx;
+    if (finish_job(s, b->job_id, PGD_JOB_SUCCEEDED, b->result, NULL, err) < 0) return -1;
+    return insert_bench_rows(s, b->job_id, b->rows, err);
+}
+
+int pgd_store_bench_finish(pgd_store *s, int64_t job_id, const json_t *result,
+                           pgn_error *err) {
+    const json_t *rows = json_object_get(result, "rows");
+    if (check_bench_rows(rows, err) < 0) return -1;
+    char *text = pgn_json_dumps(result);
+    if (!text) {
+        pgn_error_set(err, "internal", "", "store: the job's result cannot be serialised");
+        return -1;
+    }
+    bench_batch b = {.job_id = job_id, .rows = rows, .result = text};
+    int ret = write_transaction(s, bench_finish_tx, &b, err);
+    free(text);
+    return ret;
+}
+
+/* The stored row plus the store's "id", "job_id" and "created_at" (columns 0-3). */
+static json_t *bench_from_row(sqlite3_stmt *st) {
+    json_t *o = col_json(st, 3);
+    if (!json_is_object(o)) { /* the CHECK constraint keeps this from happening */
+        json_decref(o);
+        o = json_object();
+    }
+    json_object_set_new(o, "id", json_integer(sqlite3_column_int64(st, 0)));
+    json_object_set_new(o, "job_id", sqlite3_column_type(st, 1) == SQLITE_NULL
+                                         ? json_null()
+                                         : json_integer(sqlite3_column_int64(st, 1)));
+    json_object_set_new(o, "created_at", col_text(st, 2));
+    return o;
+}
+
+/* Runs a read of benchmark rows (?1 suite, ?2 device: NULL when not given, ?3 limit) under the
+ * lock; *out is a new array, or NULL on failure. */
+static int bench_query(pgd_store *s, const char *sql, const char *suite, const char *device,
+                       int64_t limit, json_t **out, pgn_error *err) {
+    *out = NULL;
+    json_t *arr = json_array();
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (st) {
+        if (suite) sqlite3_bind_text(st, 1, suite, -1, SQLITE_STATIC);
+        if (device) sqlite3_bind_text(st, 2, device, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, limit);
+        ret = collect_rows(s, st, bench_from_row, arr, err, "list benchmark rows");
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (ret == 0) *out = arr;
+    else json_decref(arr);
+    return ret;
+}
+
+/* The newest ?3 rows matching `where`, put back in id order. */
+#define BENCH_COLS "id, job_id, created_at, data"
+#define BENCH_NEWEST(where)                                                                    \
+    "SELECT " BENCH_COLS " FROM (SELECT " BENCH_COLS " FROM benchmarks" where                  \
+    " ORDER BY id DESC LIMIT ?3) ORDER BY id"
+
+int pgd_store_bench_list(pgd_store *s, const char *suite, const char *device, int64_t limit,
+                         json_t **rows, pgn_error *err) {
+    /* One statement per filter combination, so each can use its index. */
+    static const char any[] = BENCH_NEWEST("");
+    static const char by_suite[] = BENCH_NEWEST(" WHERE suite = ?1");
+    static const char by_device[] = BENCH_NEWEST(" WHERE device = ?2");
+    static const char by_both[] = BENCH_NEWEST(" WHERE suite = ?1 AND device = ?2");
+    static const char *const sql[4] = {any, by_suite, by_device, by_both};
+    return bench_query(s, sql[(suite ? 1 : 0) | (device ? 2 : 0)], suite, device,
+                       limit < 0 ? 0 : limit, rows, err);
+}
+
+int pgd_store_bench_latest(pgd_store *s, const char *device, const char *suite,
+                           json_t **rows, pgn_error *err) {
+    /* newest: per suite, the run of its highest id (SQLite takes the bare columns of a
+     * max() query from the row that holds the max). A run is a job's rows; rows stored
+     * without a job form one run per batch, told apart by the created_at it shares. */
+    static const char sql[] =
+        "WITH newest AS (SELECT suite, job_id, created_at, max(id) FROM benchmarks"
+        "                WHERE device = ?2 AND (?1 IS NULL OR suite = ?1) GROUP BY suite)"
+        " SELECT b.id, b.job_id, b.created_at, b.data FROM benchmarks AS b JOIN newest AS n"
+        "   ON b.suite = n.suite AND b.job_id IS n.job_id"
+        "  AND (n.job_id IS NOT NULL OR b.created_at = n.created_at)"
+        " WHERE b.device = ?2 ORDER BY b.id LIMIT ?3";
+    return bench_query(s, sql, suite, device, -1, rows, err);
 }

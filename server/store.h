@@ -1,4 +1,4 @@
-/* store.h: paragond's SQLite store: migrations, job rows and their metric series.
+/* store.h: paragond's SQLite store: migrations, job rows, their metric series and benchmark rows.
  * One connection guarded by one mutex; every call is safe from any thread, and every state
  * change is one transaction. Calls return 0 on success, -1 with err set on failure; a missing
  * job is code "not_found". Job objects come back as JSON ready to send. */
@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct pgd_store pgd_store;
@@ -49,6 +50,10 @@ typedef struct pgd_new_job {
 
 /* Inserts a queued job; *id receives its id. */
 int pgd_store_job_insert(pgd_store *store, const pgd_new_job *job, int64_t *id, pgn_error *err);
+
+/* Inserts n queued jobs in one transaction (all or none); ids[i] receives jobs[i]'s id. */
+int pgd_store_jobs_insert(pgd_store *store, const pgd_new_job *jobs, size_t n, int64_t *ids,
+                          pgn_error *err);
 
 /* The job object {"id","kind","name","state","device_requested","device","spec","progress",
  * "attempts","result","error","created_at","started_at","finished_at"}; without "spec" when
@@ -113,5 +118,33 @@ int pgd_store_metric_add(pgd_store *store, int64_t job_id, const char *name, int
  * only steps > after_step when has_after. Code "not_found" when the job does not exist. */
 int pgd_store_metrics_list(pgd_store *store, int64_t job_id, const char *name, bool has_after,
                            int64_t after_step, json_t **out, pgn_error *err);
+
+/* ---- benchmarks ------------------------------------------------------------------------- */
+
+/* Benchmark rows are the engine's flat objects (engine/bench.h): "suite", "case" and "device"
+ * non-empty strings, "adapter" and "version" strings when present, every other value a number,
+ * string, boolean or null. "id", "job_id" and "created_at" are the store's own and refused.
+ * A bad row is code "invalid_row" with field "rows[i].key"; nothing is stored then. */
+
+/* Stores rows (an array, borrowed) of job_id (0: rows recorded without a job) in one
+ * transaction with one created_at. Code "not_found" when the job does not exist. */
+int pgd_store_bench_add(pgd_store *store, int64_t job_id, const json_t *rows, pgn_error *err);
+
+/* Ends a bench job as succeeded with result and stores result["rows"] as its benchmark rows,
+ * in one transaction: both happen or neither, so a job's rows are stored once and only for a
+ * job that succeeded. Errors are pgd_store_job_finish's and pgd_store_bench_add's. */
+int pgd_store_bench_finish(pgd_store *store, int64_t job_id, const json_t *result,
+                           pgn_error *err);
+
+/* The newest `limit` rows of suite on device (NULL: any), returned oldest first: each the stored
+ * row plus "id", "job_id" (null without a job) and "created_at". *rows is a new array. */
+int pgd_store_bench_list(pgd_store *store, const char *suite, const char *device, int64_t limit,
+                         json_t **rows, pgn_error *err);
+
+/* The rows of the newest run (a job, or a batch stored without one) of suite on device, oldest
+ * first, shaped as pgd_store_bench_list's; suite NULL: the newest run of every suite there (what
+ * pgn_device_rates_from_rows reads). An empty array when there is none. */
+int pgd_store_bench_latest(pgd_store *store, const char *device, const char *suite,
+                           json_t **rows, pgn_error *err);
 
 #endif

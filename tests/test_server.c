@@ -1,10 +1,12 @@
 /* test_server.c: integration tests against a live paragond ($PARAGOND), spawned on a free
  * port with its own database and data dir: health and discovery endpoints, the XOR training
  * job end to end (API, metrics, rows in the SQLite file), every class of bad request (with
- * nothing stored), the dashboard files, flags, a restart mid-job, and start-up without any
- * OpenCL device. Waits are bounded; nothing asserts on time. */
+ * nothing stored), the dashboard files, flags, a restart mid-job, start-up without any
+ * OpenCL device, bench jobs (one device and "all") and the benchmark export in CSV and JSON.
+ * Waits are bounded; nothing asserts on time. */
 #include "http_client.h"
 #include "paragon.h"
+#include "store.h"
 
 #include <criterion/criterion.h>
 #include <ctype.h>
@@ -494,11 +496,12 @@ Test(server, xor_job_trains_to_full_accuracy) {
         sqlite3_reset(st);
     }
     sqlite3_finalize(st);
-    cr_assert_eq(sqlite3_prepare_v2(db, "SELECT group_concat(version) FROM schema_migrations",
+    cr_assert_eq(sqlite3_prepare_v2(db, "SELECT group_concat(version) FROM"
+                                    " (SELECT version FROM schema_migrations ORDER BY version)",
                                     -1, &st, NULL),
                  SQLITE_OK);
     cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "1");
+    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "1,2");
     sqlite3_finalize(st);
     sqlite3_close(db);
 
@@ -872,5 +875,257 @@ Test(server, inet_jobs_run_and_report_their_normal_form) {
 
     json_decref(spec);
     free(program);
+    stop_server(&s);
+}
+
+/* ---- benchmarks ------------------------------------------------------------------------- */
+
+static const char gemm_bench_spec[] =
+    "{\"kind\":\"bench\",\"suite\":\"gemm\",\"cases\":[\"N=128\"],\"repeats\":1}";
+
+/* The suite's CSV header line as the engine defines it. */
+static char *csv_header(const char *suite) {
+    size_t n = 0;
+    const pgn_bench_column *cols = pgn_bench_columns(suite, &n);
+    cr_assert_not_null(cols, "suite %s has columns", suite);
+    char *line = calloc(1, 1024);
+    for (size_t i = 0; i < n; i++)
+        snprintf(line + strlen(line), 1024 - strlen(line), "%s%s", i ? "," : "", cols[i].header);
+    return line;
+}
+
+/* A finished bench job; skips the test while its suite is still a stub in the engine. */
+static json_t *wait_bench(const server *s, int64_t id) {
+    json_t *job = wait_state(s, id, "succeeded failed", JOB_TIMEOUT_MS);
+    json_t *e = json_object_get(job, "error");
+    if (json_is_object(e) && strcmp(str(e, "code"), "unsupported") == 0)
+        cr_skip_test("the bench suite is not written yet: %s", str(e, "message"));
+    cr_assert_str_eq(str(job, "state"), "succeeded", "error: %s", str(e, "message"));
+    return job;
+}
+
+static int64_t count_rows(const server *s, const char *sql, int64_t id) {
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(s->db, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+    sqlite3_bind_int64(st, 1, id);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    int64_t n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+Test(server, a_bench_job_stores_its_rows_for_the_export) {
+    server s = start_server();
+    int64_t id = submit(&s, gemm_bench_spec);
+    json_t *job = wait_bench(&s, id);
+    cr_assert_str_eq(str(job, "kind"), "bench");
+    cr_assert_str_eq(str(job, "device_requested"), "auto");
+    const char *device = str(job, "device");
+    json_t *result = json_object_get(job, "result");
+    cr_assert_str_eq(str(result, "suite"), "gemm");
+    cr_assert_str_eq(str(result, "device"), device);
+    json_t *rows = json_object_get(result, "rows");
+    cr_assert_eq(json_array_size(rows), 1, "one case asked for");
+    json_t *row = json_array_get(rows, 0);
+    cr_assert_str_eq(str(row, "case"), "N=128");
+    cr_assert_str_eq(str(row, "device"), device);
+    cr_assert_eq(count_rows(&s, "SELECT count(*) FROM benchmarks WHERE job_id = ?1", id), 1);
+
+    /* JSON: the row as the job reported it, plus the store's id, job_id and created_at. */
+    json_t *v = get_json(&s, "/api/v1/benchmarks?suite=gemm", 200);
+    json_t *got = json_object_get(v, "rows");
+    cr_assert_eq(json_array_size(got), 1);
+    json_t *exported = json_array_get(got, 0);
+    const char *key;
+    json_t *value;
+    json_object_foreach(row, key, value)
+        cr_assert(json_equal(json_object_get(exported, key), value), "field %s", key);
+    cr_assert_eq(json_integer_value(json_object_get(exported, "job_id")), id);
+    cr_assert(json_is_integer(json_object_get(exported, "id")));
+    cr_assert_eq(json_object_size(exported), json_object_size(row) + 3);
+    json_decref(v);
+
+    /* CSV: the suite's header, then the row. */
+    http_response r = request(&s, "GET", "/api/v1/benchmarks?suite=gemm&format=csv", NULL, NULL);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    char *header = csv_header("gemm");
+    cr_assert_eq(strncmp(r.body, header, strlen(header)), 0, "body: %s", r.body);
+    cr_assert_eq(r.body[strlen(header)], '\n');
+    cr_assert_eq(strncmp(r.body + strlen(header) + 1, "N=128,128,128,128,", 18), 0, "%s", r.body);
+    free(header);
+    http_response_free(&r);
+    json_decref(job);
+    stop_server(&s);
+}
+
+/* mlp-forward rows as the engine's suite makes them (figures from Paragon-Py's README). */
+static json_t *mlp_row(const char *case_id, const char *device, const char *shape, double cpu_ms) {
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "suite",
+                     "mlp-forward", "case", case_id, "device", device, "adapter",
+                     "0x7d55 (0x8086), integrated-gpu", "version", "0.1.0", "shape", shape,
+                     "est_mb", 0.19, "cpu_ms", cpu_ms, "gpu_ms", 0.95, "speedup", 5.04, "mae", 0.0,
+                     "max", 0.0, "gpu_init_ms", 0.57);
+}
+
+Test(server, benchmark_export_in_csv_and_json) {
+    server s = start_server();
+    /* Rows reach the store the way a finished bench job's do, through a second connection. */
+    json_t *rows = json_pack("[o, o, o]", mlp_row("S1", "cpu-aaaa", "784→64→10", 4.81),
+                             mlp_row("M3", "cpu-aaaa", "784→512→512→10", 9.5),
+                             mlp_row("S1", "gpu-bbbb", "784→64→10", 4.5));
+    pgd_store *store;
+    pgn_error err;
+    cr_assert_eq(pgd_store_open(s.db, &store, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(store, 0, rows, &err), 0, "%s", err.message);
+    pgd_store_close(store);
+
+    /* CSV: Paragon-Py's header exactly, a download named for the suite. */
+    http_response r =
+        request(&s, "GET", "/api/v1/benchmarks?suite=mlp-forward&format=csv", NULL, NULL);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    char h[128];
+    cr_assert_not_null(http_header(&r, "Content-Type", h, sizeof h));
+    cr_assert_str_eq(h, "text/csv; charset=utf-8");
+    cr_assert_not_null(http_header(&r, "Content-Disposition", h, sizeof h));
+    cr_assert_str_eq(h, "attachment; filename=\"mlp-forward.csv\"");
+#define ADAPTER_CSV "\"0x7d55 (0x8086), integrated-gpu\"" /* quoted: it holds a comma */
+    cr_assert_str_eq(r.body, "id,shape,estMB,cpu_ms,gpu_ms,speedup,mae,max,gpu_init_ms,adapter\n"
+                             "S1,784→64→10,0.19,4.81,0.95,5.04,0,0,0.57," ADAPTER_CSV "\n"
+                             "M3,784→512→512→10,0.19,9.5,0.95,5.04,0,0,0.57," ADAPTER_CSV "\n"
+                             "S1,784→64→10,0.19,4.5,0.95,5.04,0,0,0.57," ADAPTER_CSV "\n");
+    http_response_free(&r);
+    r = request(&s, "GET", "/api/v1/benchmarks?suite=mlp-forward&format=csv&device=gpu-bbbb", NULL,
+                NULL);
+    cr_assert_str_eq(r.body, "id,shape,estMB,cpu_ms,gpu_ms,speedup,mae,max,gpu_init_ms,adapter\n"
+                             "S1,784→64→10,0.19,4.5,0.95,5.04,0,0,0.57," ADAPTER_CSV "\n");
+    http_response_free(&r);
+    r = request(&s, "GET", "/api/v1/benchmarks?suite=gemm&format=csv", NULL, NULL);
+    cr_assert_eq(r.status, 200);
+    char *header = csv_header("gemm");
+    cr_assert_eq(strlen(r.body), strlen(header) + 1, "no gemm rows: the header alone: %s", r.body);
+    free(header);
+    http_response_free(&r);
+
+    /* JSON (the default): every stored field, plus id, job_id and created_at. */
+    json_t *v = get_json(&s, "/api/v1/benchmarks?suite=mlp-forward", 200);
+    json_t *got = json_object_get(v, "rows");
+    cr_assert_eq(json_array_size(got), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *want = json_deep_copy(json_array_get(rows, i));
+        json_t *row = json_array_get(got, i);
+        json_object_set_new(want, "id", json_integer((json_int_t)i + 1));
+        json_object_set_new(want, "job_id", json_null());
+        json_object_set(want, "created_at", json_object_get(row, "created_at"));
+        cr_assert(str(row, "created_at"), "created_at is set");
+        cr_assert(json_equal(row, want), "row %zu: %s", i, json_dumps(row, 0));
+        json_decref(want);
+    }
+    json_decref(v);
+    v = get_json(&s, "/api/v1/benchmarks?format=json&device=cpu-aaaa", 200);
+    cr_assert_eq(json_array_size(json_object_get(v, "rows")), 2);
+    json_decref(v);
+    v = get_json(&s, "/api/v1/benchmarks?limit=1", 200);
+    got = json_object_get(v, "rows");
+    cr_assert_eq(json_array_size(got), 1);
+    cr_assert_str_eq(str(json_array_get(got, 0), "device"), "gpu-bbbb", "limit keeps the newest");
+    json_decref(v);
+    v = get_json(&s, "/api/v1/benchmarks?device=nowhere", 200);
+    cr_assert_eq(json_array_size(json_object_get(v, "rows")), 0);
+    json_decref(v);
+
+    /* Bad parameters name themselves; other methods are refused. */
+    const char *bad[][2] = {
+        {"/api/v1/benchmarks?format=csv", "suite"},
+        {"/api/v1/benchmarks?format=csv&device=cpu-aaaa", "suite"},
+        {"/api/v1/benchmarks?suite=mlp-forward&format=xml", "format"},
+        {"/api/v1/benchmarks?suite=nope&format=csv", "suite"},
+        {"/api/v1/benchmarks?suite=all", "suite"},
+        {"/api/v1/benchmarks?limit=-1", "limit"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        r = request(&s, "GET", bad[i][0], NULL, NULL);
+        assert_error(&r, 400, "invalid_parameter", bad[i][1]);
+        if (strcmp(bad[i][1], "suite") == 0)
+            cr_assert(strstr(r.body, "mlp-forward, tensor-micro, gemm"), "lists the suites: %s",
+                      r.body);
+        http_response_free(&r);
+    }
+    r = request(&s, "POST", "/api/v1/benchmarks", json_headers, "{}");
+    assert_error(&r, 405, "method_not_allowed", NULL);
+    cr_assert_not_null(http_header(&r, "Allow", h, sizeof h));
+    cr_assert_str_eq(h, "GET, HEAD");
+    http_response_free(&r);
+    json_decref(rows);
+    stop_server(&s);
+}
+
+Test(server, device_all_queues_one_bench_job_per_opencl_device) {
+    server s = start_server();
+    json_t *devs = get_json(&s, "/api/v1/devices", 200);
+    json_t *opencl = json_array();
+    size_t i;
+    json_t *d;
+    json_array_foreach(json_object_get(devs, "devices"), i, d) {
+        if (strcmp(str(d, "type"), "host") != 0)
+            json_array_append(opencl, json_object_get(d, "id"));
+    }
+    json_decref(devs);
+    size_t n = json_array_size(opencl);
+    cr_assert_geq(n, 1);
+
+    http_response r = request(&s, "POST", "/api/v1/jobs", json_headers,
+                              "{\"kind\":\"bench\",\"suite\":\"gemm\",\"device\":\"all\","
+                              "\"cases\":[\"N=128\"],\"repeats\":1}");
+    cr_assert_eq(r.status, 201, "%d %s", r.status, r.body);
+    json_t *body = parse_body(&r);
+    json_t *ids = json_object_get(body, "ids");
+    cr_assert_eq(json_array_size(ids), n, "one job per OpenCL device, none on host: %s", r.body);
+    int64_t first = json_integer_value(json_object_get(body, "id"));
+    cr_assert_eq(json_integer_value(json_array_get(ids, 0)), first);
+    cr_assert_str_eq(str(body, "device"), json_string_value(json_array_get(opencl, 0)),
+                     "the body is the first job: %s", r.body);
+    cr_assert_str_eq(str(body, "device_requested"), "all");
+    char loc[64], want[64];
+    snprintf(want, sizeof want, "/api/v1/jobs/%lld", (long long)first);
+    cr_assert_not_null(http_header(&r, "Location", loc, sizeof loc));
+    cr_assert_str_eq(loc, want);
+    http_response_free(&r);
+    cr_assert_eq(job_total(&s), (int64_t)n);
+
+    bool ran = true;
+    for (i = 0; i < n; i++) {
+        int64_t id = json_integer_value(json_array_get(ids, i));
+        json_t *job = wait_state(&s, id, "succeeded failed", JOB_TIMEOUT_MS);
+        const char *device = json_string_value(json_array_get(opencl, i));
+        cr_assert_str_eq(str(job, "kind"), "bench");
+        cr_assert_str_eq(str(job, "device_requested"), "all");
+        cr_assert_str_eq(str(job, "device"), device);
+        cr_assert_str_eq(str(json_object_get(job, "spec"), "device"), device,
+                         "the stored spec names the device it ran on");
+        json_t *e = json_object_get(job, "error");
+        if (json_is_object(e) && strcmp(str(e, "code"), "unsupported") == 0) ran = false;
+        else cr_assert_str_eq(str(job, "state"), "succeeded", "%s", str(e, "message"));
+        json_decref(job);
+        if (!ran) continue;
+        char path[160];
+        snprintf(path, sizeof path, "/api/v1/benchmarks?suite=gemm&device=%s", device);
+        json_t *v = get_json(&s, path, 200);
+        json_t *rows = json_object_get(v, "rows");
+        cr_assert_eq(json_array_size(rows), 1);
+        cr_assert_eq(json_integer_value(json_object_get(json_array_get(rows, 0), "job_id")), id);
+        json_decref(v);
+    }
+
+    /* "all" is for bench jobs only. */
+    char *spec = spec_with("\"seed\":1", "\"seed\":1,\"device\":\"all\"");
+    post_expect(&s, spec, 400, "invalid_spec", "device");
+    free(spec);
+    cr_assert_eq(job_total(&s), (int64_t)n);
+    json_decref(body);
+    json_decref(opencl);
     stop_server(&s);
 }

@@ -1,6 +1,7 @@
 /* test_store.c: server/store.c against real SQLite files: the migration runner (fresh,
  * repeated, added, failing, newer), job rows through every transition, listing with filters
- * and paging, metric series, start-up recovery, and concurrent use from several threads. */
+ * and paging, metric series, benchmark rows (batches, export filters, the latest run, a bench
+ * job's success), start-up recovery, and concurrent use from several threads. */
 #include "store.h"
 
 #include <criterion/criterion.h>
@@ -117,27 +118,31 @@ static int64_t claim(pgd_store *s, const char *device) {
 
 /* ---- migrations ------------------------------------------------------------------------- */
 
-Test(store, fresh_database_records_version_1_and_creates_tables) {
+Test(store, fresh_database_records_every_version_and_creates_tables) {
     pgd_store *s = open_store();
     int64_t version = 0;
     pgn_error err;
     cr_assert_eq(pgd_store_schema_version(s, &version, &err), 0);
-    cr_assert_eq(version, 1);
+    cr_assert_eq(version, 2);
 
     sqlite3 *db = raw_db();
-    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 1);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 2);
     char *name = raw_text(db, "SELECT name FROM schema_migrations WHERE version = 1");
     cr_assert_str_eq(name, "001_init.sql");
+    free(name);
+    name = raw_text(db, "SELECT name FROM schema_migrations WHERE version = 2");
+    cr_assert_str_eq(name, "002_benchmarks.sql");
     free(name);
     char *at = raw_text(db, "SELECT applied_at FROM schema_migrations WHERE version = 1");
     assert_timestamp(at);
     free(at);
     cr_assert_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
-                             " AND name IN ('jobs', 'metrics', 'schema_migrations')"),
-                 3);
+                             " AND name IN ('jobs', 'metrics', 'benchmarks', 'schema_migrations')"),
+                 4);
     cr_assert_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
-                             " AND name IN ('jobs_queue', 'jobs_state', 'jobs_kind')"),
-                 3);
+                             " AND name IN ('jobs_queue', 'jobs_state', 'jobs_kind',"
+                             " 'benchmarks_export', 'benchmarks_latest', 'benchmarks_job')"),
+                 6);
     char *mode = raw_text(db, "PRAGMA journal_mode");
     cr_assert_str_eq(mode, "wal");
     free(mode);
@@ -148,7 +153,7 @@ Test(store, fresh_database_records_version_1_and_creates_tables) {
 Test(store, reopening_applies_nothing_again) {
     pgd_store_close(open_store());
     sqlite3 *db = raw_db();
-    char *first = raw_text(db, "SELECT applied_at FROM schema_migrations");
+    char *first = raw_text(db, "SELECT group_concat(applied_at) FROM schema_migrations");
     sqlite3_close(db);
     usleep(5000); /* a re-application would get a later applied_at */
 
@@ -158,8 +163,8 @@ Test(store, reopening_applies_nothing_again) {
     s = open_store();
 
     db = raw_db();
-    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 1);
-    char *again = raw_text(db, "SELECT applied_at FROM schema_migrations");
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 2);
+    char *again = raw_text(db, "SELECT group_concat(applied_at) FROM schema_migrations");
     cr_assert_str_eq(again, first);
     cr_assert_eq(raw_int(db, "SELECT count(*) FROM jobs"), 1, "data survives a restart");
     sqlite3_close(db);
@@ -509,6 +514,338 @@ Test(store, schema_rejects_unknown_states) {
                   SQLITE_OK);
     cr_assert(strstr(sqlite3_errmsg(db), "CHECK constraint failed"), "%s", sqlite3_errmsg(db));
     sqlite3_close(db);
+}
+
+/* ---- benchmarks ------------------------------------------------------------------------- */
+
+Test(store, a_version_1_database_gains_the_benchmarks_table) {
+    const pgn_embedded one[] = {*find_init(), {NULL, NULL, 0}};
+    pgd_store *s;
+    pgn_error err;
+    cr_assert_eq(pgd_store_open_with(dbpath, one, &s, &err), 0, "%s", err.message);
+    int64_t id = insert(s, "bench", "old", "d");
+    pgd_store_close(s);
+
+    s = open_store(); /* the embedded migrations: 001 and 002 */
+    int64_t version = 0;
+    cr_assert_eq(pgd_store_schema_version(s, &version, &err), 0);
+    cr_assert_eq(version, 2);
+    json_t *job = get(s, id);
+    cr_assert_str_eq(str(job, "name"), "old", "jobs survive the upgrade");
+    json_decref(job);
+    json_t *rows = json_pack("[{s:s, s:s, s:s}]", "suite", "gemm", "case", "N=128", "device", "d");
+    cr_assert_eq(pgd_store_bench_add(s, id, rows, &err), 0, "%s", err.message);
+    json_decref(rows);
+    pgd_store_close(s);
+}
+
+/* A row as the engine makes it, with one figure. */
+static json_t *bench_row(const char *suite, const char *case_id, const char *device,
+                         double ms) {
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:b, s:i}", "suite", suite, "case", case_id,
+                     "device", device, "adapter", "Adapter, Inc.", "version", "0.1.0",
+                     "device_ms", ms, "bit_identical", 1, "m", 128);
+}
+
+static json_t *bench_list(pgd_store *s, const char *suite, const char *device, int64_t limit) {
+    json_t *rows = NULL;
+    pgn_error err;
+    cr_assert_eq(pgd_store_bench_list(s, suite, device, limit, &rows, &err), 0, "%s",
+                 err.message);
+    cr_assert(json_is_array(rows));
+    return rows;
+}
+
+static json_t *bench_latest(pgd_store *s, const char *device, const char *suite) {
+    json_t *rows = NULL;
+    pgn_error err;
+    cr_assert_eq(pgd_store_bench_latest(s, device, suite, &rows, &err), 0, "%s", err.message);
+    cr_assert(json_is_array(rows));
+    return rows;
+}
+
+static int64_t row_int(const json_t *rows, size_t i, const char *key) {
+    return json_integer_value(json_object_get(json_array_get(rows, i), key));
+}
+
+static const char *row_str(const json_t *rows, size_t i, const char *key) {
+    return json_string_value(json_object_get(json_array_get(rows, i), key));
+}
+
+Test(store, bench_rows_are_stored_in_one_batch_and_listed_with_filters_and_limit) {
+    pgd_store *s = open_store();
+    int64_t job = insert(s, "bench", "b", "cpu-1");
+    json_t *rows = json_pack("[o, o, o]", bench_row("gemm", "N=128", "cpu-1", 0.5),
+                             bench_row("gemm", "N=256", "cpu-1", 2.0),
+                             bench_row("inet", "fib", "cpu-1", 7.0));
+    pgn_error err;
+    cr_assert_eq(pgd_store_bench_add(s, job, rows, &err), 0, "%s", err.message);
+    json_t *other = json_pack("[o]", bench_row("gemm", "N=128", "gpu-2", 0.25));
+    cr_assert_eq(pgd_store_bench_add(s, 0, other, &err), 0, "rows without a job: %s",
+                 err.message);
+
+    json_t *all = bench_list(s, NULL, NULL, 1000);
+    cr_assert_eq(json_array_size(all), 4);
+    for (size_t i = 0; i < 4; i++)
+        cr_assert_eq(row_int(all, i, "id"), (int64_t)i + 1, "oldest first");
+    /* Every stored field comes back, plus the store's own. */
+    json_t *first = json_array_get(all, 0);
+    json_t *want = json_deep_copy(json_array_get(rows, 0));
+    json_object_set_new(want, "id", json_integer(1));
+    json_object_set_new(want, "job_id", json_integer(job));
+    json_object_set(want, "created_at", json_object_get(first, "created_at"));
+    cr_assert(json_equal(first, want), "row: %s", json_dumps(first, 0));
+    json_decref(want);
+    assert_timestamp(row_str(all, 0, "created_at"));
+    cr_assert_str_eq(row_str(all, 0, "created_at"), row_str(all, 2, "created_at"),
+                     "one batch, one created_at");
+    cr_assert(json_is_null(json_object_get(json_array_get(all, 3), "job_id")));
+    cr_assert_float_eq(json_real_value(json_object_get(json_array_get(all, 1), "device_ms")), 2.0,
+                       0);
+    json_decref(all);
+
+    json_t *l = bench_list(s, "gemm", NULL, 1000);
+    cr_assert_eq(json_array_size(l), 3);
+    cr_assert_str_eq(row_str(l, 2, "device"), "gpu-2");
+    json_decref(l);
+    l = bench_list(s, NULL, "cpu-1", 1000);
+    cr_assert_eq(json_array_size(l), 3);
+    cr_assert_str_eq(row_str(l, 2, "suite"), "inet");
+    json_decref(l);
+    l = bench_list(s, "gemm", "cpu-1", 1000);
+    cr_assert_eq(json_array_size(l), 2);
+    cr_assert_str_eq(row_str(l, 0, "case"), "N=128");
+    cr_assert_str_eq(row_str(l, 1, "case"), "N=256");
+    json_decref(l);
+    l = bench_list(s, "train", NULL, 1000);
+    cr_assert_eq(json_array_size(l), 0);
+    json_decref(l);
+
+    /* limit keeps the newest rows, still oldest first. */
+    l = bench_list(s, "gemm", NULL, 2);
+    cr_assert_eq(json_array_size(l), 2);
+    cr_assert_eq(row_int(l, 0, "id"), 2);
+    cr_assert_eq(row_int(l, 1, "id"), 4);
+    json_decref(l);
+    l = bench_list(s, NULL, NULL, 0);
+    cr_assert_eq(json_array_size(l), 0);
+    json_decref(l);
+
+    /* The columns beside the JSON are what the rows say. */
+    pgd_store_close(s);
+    sqlite3 *db = raw_db();
+    char *cols = raw_text(db, "SELECT group_concat(suite || '/' || case_id || '/' || device || '/'"
+                              " || adapter || '/' || version, ';') FROM benchmarks");
+    cr_assert_str_eq(cols, "gemm/N=128/cpu-1/Adapter, Inc./0.1.0;gemm/N=256/cpu-1/Adapter, "
+                           "Inc./0.1.0;inet/fib/cpu-1/Adapter, Inc./0.1.0;gemm/N=128/gpu-2/"
+                           "Adapter, Inc./0.1.0");
+    free(cols);
+    sqlite3_close(db);
+    json_decref(rows);
+    json_decref(other);
+}
+
+Test(store, bad_bench_rows_name_the_field_and_store_nothing) {
+    pgd_store *s = open_store();
+    int64_t job = insert(s, "bench", "b", "d");
+    struct {
+        const char *json, *field, *says;
+    } cases[] = {
+        {"{}", "rows", "must be an array"},
+        {"[1]", "rows[0]", "must be an object"},
+        {"[{\"suite\":\"gemm\",\"case\":\"a\",\"device\":\"d\"},"
+         " {\"suite\":\"gemm\",\"device\":\"d\"}]",
+         "rows[1].case", "non-empty string"},
+        {"[{\"suite\":\"\",\"case\":\"a\",\"device\":\"d\"}]", "rows[0].suite", "non-empty"},
+        {"[{\"suite\":\"gemm\",\"case\":\"a\",\"device\":7}]", "rows[0].device", "string"},
+        {"[{\"suite\":\"gemm\",\"case\":\"a\",\"device\":\"d\",\"adapter\":[1]}]",
+         "rows[0].adapter", "must be a string"},
+        {"[{\"suite\":\"gemm\",\"case\":\"a\",\"device\":\"d\",\"id\":3}]", "rows[0].id",
+         "set by the store"},
+        {"[{\"suite\":\"gemm\",\"case\":\"a\",\"device\":\"d\",\"created_at\":\"x\"}]",
+         "rows[0].created_at", "set by the store"},
+        {"[{\"suite\":\"gemm\",\"case\":\"a\",\"device\":\"d\",\"shape\":[784,10]}]",
+         "rows[0].shape", "rows are flat"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *rows = json_loads(cases[i].json, JSON_DECODE_ANY, NULL);
+        cr_assert_not_null(rows, "%s", cases[i].json);
+        pgn_error err;
+        pgn_error_clear(&err);
+        cr_assert_eq(pgd_store_bench_add(s, job, rows, &err), -1, "%s", cases[i].json);
+        cr_assert_str_eq(err.code, "invalid_row");
+        cr_assert_str_eq(err.field, cases[i].field);
+        cr_assert(strstr(err.message, cases[i].field) && strstr(err.message, cases[i].says),
+                  "%s: %s", cases[i].json, err.message);
+        json_decref(rows);
+    }
+    json_t *rows = json_pack("[o]", bench_row("gemm", "N=128", "d", 1));
+    pgn_error err;
+    cr_assert_eq(pgd_store_bench_add(s, 999, rows, &err), -1);
+    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_str_eq(err.message, "job 999 does not exist");
+    json_decref(rows);
+    json_t *none = bench_list(s, NULL, NULL, 1000);
+    cr_assert_eq(json_array_size(none), 0, "no bad batch stored a row");
+    json_decref(none);
+    pgd_store_close(s);
+}
+
+Test(store, latest_returns_only_the_newest_run_of_a_suite_on_a_device) {
+    pgd_store *s = open_store();
+    pgn_error err;
+    int64_t old = insert(s, "bench", "old", "cpu-1");
+    int64_t new = insert(s, "bench", "new", "cpu-1");
+    json_t *a = json_pack("[o, o, o]", bench_row("gemm", "N=128", "cpu-1", 1),
+                          bench_row("gemm", "N=256", "cpu-1", 2),
+                          bench_row("inet", "fib", "cpu-1", 3));
+    json_t *b = json_pack("[o, o]", bench_row("gemm", "N=128", "cpu-1", 0.9),
+                          bench_row("gemm", "fwd1", "cpu-1", 0.8));
+    json_t *c = json_pack("[o]", bench_row("gemm", "N=128", "gpu-2", 0.1));
+    cr_assert_eq(pgd_store_bench_add(s, old, a, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(s, new, b, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(s, new, c, &err), 0, "%s", err.message);
+
+    json_t *l = bench_latest(s, "cpu-1", "gemm");
+    cr_assert_eq(json_array_size(l), 2, "only the newer job's gemm rows on cpu-1");
+    cr_assert_str_eq(row_str(l, 0, "case"), "N=128");
+    cr_assert_eq(row_int(l, 0, "job_id"), new);
+    cr_assert_float_eq(json_real_value(json_object_get(json_array_get(l, 0), "device_ms")), 0.9, 0);
+    cr_assert_str_eq(row_str(l, 1, "case"), "fwd1");
+    json_decref(l);
+
+    l = bench_latest(s, "cpu-1", "inet");
+    cr_assert_eq(json_array_size(l), 1, "inet's newest run is still the old job");
+    cr_assert_eq(row_int(l, 0, "job_id"), old);
+    json_decref(l);
+
+    l = bench_latest(s, "cpu-1", NULL);
+    cr_assert_eq(json_array_size(l), 3, "every suite's newest run: 1 inet + 2 gemm");
+    cr_assert_str_eq(row_str(l, 0, "suite"), "inet");
+    cr_assert_eq(row_int(l, 1, "job_id"), new);
+    json_decref(l);
+
+    l = bench_latest(s, "gpu-2", "gemm");
+    cr_assert_eq(json_array_size(l), 1);
+    cr_assert_str_eq(row_str(l, 0, "device"), "gpu-2");
+    json_decref(l);
+    l = bench_latest(s, "gpu-9", "gemm");
+    cr_assert_eq(json_array_size(l), 0);
+    json_decref(l);
+
+    /* Batches without a job are runs of their own. */
+    usleep(5000); /* a later created_at */
+    json_t *d = json_pack("[o]", bench_row("gemm", "N=512", "cpu-1", 5));
+    cr_assert_eq(pgd_store_bench_add(s, 0, d, &err), 0, "%s", err.message);
+    l = bench_latest(s, "cpu-1", "gemm");
+    cr_assert_eq(json_array_size(l), 1, "the jobless batch is the newest run");
+    cr_assert_str_eq(row_str(l, 0, "case"), "N=512");
+    cr_assert(json_is_null(json_object_get(json_array_get(l, 0), "job_id")));
+    json_decref(l);
+
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    json_decref(d);
+    pgd_store_close(s);
+}
+
+Test(store, bench_finish_stores_rows_and_success_together_or_neither) {
+    pgd_store *s = open_store();
+    int64_t ok = insert(s, "bench", "ok", "d");
+    int64_t bad = insert(s, "bench", "bad", "d");
+    int64_t queued = insert(s, "bench", "never claimed", "d2");
+    cr_assert_eq(claim(s, "d"), ok);
+    cr_assert_eq(claim(s, "d"), bad);
+    pgn_error err;
+
+    json_t *result = json_pack("{s:s, s:s, s:[o, o]}", "suite", "gemm", "device", "d", "rows",
+                               bench_row("gemm", "N=128", "d", 1),
+                               bench_row("gemm", "N=256", "d", 2));
+    cr_assert_eq(pgd_store_bench_finish(s, ok, result, &err), 0, "%s", err.message);
+    json_t *o = get(s, ok);
+    cr_assert_str_eq(str(o, "state"), "succeeded");
+    cr_assert(json_equal(json_object_get(o, "result"), result));
+    json_decref(o);
+    json_t *l = bench_list(s, NULL, NULL, 100);
+    cr_assert_eq(json_array_size(l), 2);
+    cr_assert_eq(row_int(l, 1, "job_id"), ok);
+    json_decref(l);
+
+    /* Finished already: conflict, and no second copy of the rows. */
+    cr_assert_eq(pgd_store_bench_finish(s, ok, result, &err), -1);
+    cr_assert_str_eq(err.code, "conflict");
+    l = bench_list(s, NULL, NULL, 100);
+    cr_assert_eq(json_array_size(l), 2);
+    json_decref(l);
+
+    /* A bad row: the job is not marked succeeded and nothing is stored. */
+    json_t *broken = json_pack("{s:[{s:s}]}", "rows", "suite", "gemm");
+    cr_assert_eq(pgd_store_bench_finish(s, bad, broken, &err), -1);
+    cr_assert_str_eq(err.code, "invalid_row");
+    cr_assert_str_eq(err.field, "rows[0].case");
+    o = get(s, bad);
+    cr_assert_str_eq(str(o, "state"), "running");
+    json_decref(o);
+    json_t *no_rows = json_pack("{s:s}", "suite", "gemm");
+    cr_assert_eq(pgd_store_bench_finish(s, bad, no_rows, &err), -1);
+    cr_assert_str_eq(err.field, "rows");
+    l = bench_list(s, NULL, NULL, 100);
+    cr_assert_eq(json_array_size(l), 2);
+    json_decref(l);
+
+    /* A queued job may finish too (as pgd_store_job_finish allows); a missing one may not. */
+    cr_assert_eq(pgd_store_bench_finish(s, queued, result, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_finish(s, 4242, result, &err), -1);
+    cr_assert_str_eq(err.code, "not_found");
+    pgd_store_close(s);
+
+    /* Deleting a job deletes its rows (ON DELETE CASCADE); rows without a job stay. */
+    sqlite3 *db = raw_db();
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM benchmarks"), 4);
+    char sql[128];
+    snprintf(sql, sizeof sql, "PRAGMA foreign_keys = ON; DELETE FROM jobs WHERE id = %lld;",
+             (long long)ok);
+    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM benchmarks"), 2);
+    cr_assert_eq(sqlite3_exec(db, "INSERT INTO benchmarks (suite, case_id, device, data)"
+                                  " VALUES ('gemm', 'a', 'd', '[1]')", NULL, NULL, NULL),
+                 SQLITE_CONSTRAINT, "data must be a JSON object");
+    sqlite3_close(db);
+    json_decref(result);
+    json_decref(broken);
+    json_decref(no_rows);
+}
+
+Test(store, jobs_inserted_together_are_all_stored_or_none) {
+    pgd_store *s = open_store();
+    json_t *spec = json_pack("{s:s}", "kind", "bench");
+    pgd_new_job jobs[3] = {
+        {.kind = "bench", .name = "a", .device_requested = "all", .device = "cpu-1", .spec = spec},
+        {.kind = "bench", .name = "b", .device_requested = "all", .device = "gpu-2", .spec = spec},
+        {.kind = "bench", .name = "c", .device_requested = "all", .device = "gpu-3", .spec = spec},
+    };
+    int64_t ids[3] = {0};
+    pgn_error err;
+    cr_assert_eq(pgd_store_jobs_insert(s, jobs, 3, ids, &err), 0, "%s", err.message);
+    cr_assert(ids[0] == 1 && ids[1] == 2 && ids[2] == 3);
+    json_t *o = get(s, ids[1]);
+    cr_assert_str_eq(str(o, "device"), "gpu-2");
+    cr_assert_str_eq(str(o, "device_requested"), "all");
+    json_decref(o);
+
+    jobs[2].kind = NULL; /* NOT NULL fails on the third insert */
+    cr_assert_eq(pgd_store_jobs_insert(s, jobs, 3, ids, &err), -1);
+    cr_assert_str_eq(err.code, "store");
+    cr_assert(strstr(err.message, "NOT NULL"), "%s", err.message);
+    json_t *list;
+    int64_t total = 0;
+    pgd_job_filter f = {.limit = 50};
+    cr_assert_eq(pgd_store_jobs_list(s, &f, &list, &total, &err), 0);
+    cr_assert_eq(total, 3, "the failed batch left none of its jobs");
+    json_decref(list);
+    json_decref(spec);
+    pgd_store_close(s);
 }
 
 /* ---- recovery --------------------------------------------------------------------------- */

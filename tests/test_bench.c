@@ -1,0 +1,230 @@
+/* test_bench.c: the mlp-forward and tensor-micro suites (engine/bench_mlp.c) on the OpenCL
+ * device and on the host pseudo-device: every row carries its keys, host and device results are
+ * bit-identical, the CSV export has Paragon-Py's columns, and case filters select. Figures are
+ * checked for presence and sign only: tests never assert on wall-clock time. */
+#include <string.h>
+
+#include "bench.h"
+#include "engine_helpers.h"
+
+static pgn_device *dev;
+
+static void setup(void) { dev = test_open_cl_device(); }
+static void teardown(void) { pgn_device_close(dev); }
+
+TestSuite(bench, .init = setup, .fini = teardown);
+
+typedef int (*suite_fn)(const pgn_bench_ctx *, json_t *, pgn_error *);
+
+static pgn_device_info host_info;
+
+/* ctx for d (NULL: the host) with the given cases and repeats, no hooks. */
+static pgn_bench_ctx ctx_for(pgn_device *d, const char *const *cases, size_t n_cases,
+                             int repeats) {
+    pgn_device_info_host(&host_info);
+    return (pgn_bench_ctx){.dev = d,
+                           .info = d ? pgn_device_get_info(d) : &host_info,
+                           .repeats = repeats,
+                           .cases = cases,
+                           .n_cases = n_cases};
+}
+
+/* The suite's rows for ctx; fails the test on an error. */
+static json_t *run_ok(suite_fn suite, const pgn_bench_ctx *ctx) {
+    pgn_error err = {0};
+    json_t *rows = json_array();
+    cr_assert_not_null(rows);
+    cr_assert_eq(suite(ctx, rows, &err), 0, "%s", err.message);
+    return rows;
+}
+
+static double real_of(const json_t *row, const char *key) {
+    const json_t *v = json_object_get(row, key);
+    cr_assert(json_is_real(v), "row key '%s' is missing or not a real", key);
+    return json_real_value(v);
+}
+
+static void assert_keys(const json_t *row, const char *const *keys) {
+    for (const char *const *k = keys; *k; k++)
+        cr_assert_not_null(json_object_get(row, *k), "row has no key '%s'", *k);
+}
+
+static const char *const common_keys[] = {"suite", "case", "device", "adapter", "version", NULL};
+static const char *const mlp_keys[] = {"shape", "est_mb", "cpu_ms", "gpu_ms", "speedup", "mae",
+                                       "max", "gpu_init_ms", "batch", "cpu_batch_sps",
+                                       "gpu_batch_sps", "identical", NULL};
+static const char *const micro_keys[] = {"elements", "host_ms", "device_ms", "speedup",
+                                         "host_gbps", "device_gbps", "device_elems_per_s",
+                                         "launch_us", "identical", NULL};
+
+/* Weights and biases of 784-h-10 in fp32, MB of 1e6 bytes. */
+static double est_mb(int h) { return (784.0 * h + h + h * 10.0 + 10) * 4 / 1e6; }
+
+Test(bench, mlp_forward_device_matches_host_bit_for_bit) {
+    const char *cases[] = {"S1", "S2"};
+    pgn_bench_ctx ctx = ctx_for(dev, cases, 2, 2);
+    json_t *rows = run_ok(pgn_bench_mlp_forward, &ctx);
+    cr_assert_eq(json_array_size(rows), 2);
+    const char *shapes[] = {"784-64-10", "784-128-10"};
+    int widths[] = {64, 128};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *row = json_array_get(rows, i);
+        assert_keys(row, common_keys);
+        assert_keys(row, mlp_keys);
+        cr_assert_str_eq(json_string_value(json_object_get(row, "suite")), "mlp-forward");
+        cr_assert_str_eq(json_string_value(json_object_get(row, "case")), cases[i]);
+        cr_assert_str_eq(json_string_value(json_object_get(row, "device")),
+                         pgn_device_get_info(dev)->id);
+        cr_assert_str_eq(json_string_value(json_object_get(row, "shape")), shapes[i]);
+        cr_assert_float_eq(real_of(row, "est_mb"), est_mb(widths[i]), 1e-12);
+        cr_assert_eq(json_integer_value(json_object_get(row, "batch")), 256);
+        cr_assert_eq(real_of(row, "mae"), 0.0, "%s: mae %g", cases[i], real_of(row, "mae"));
+        cr_assert_eq(real_of(row, "max"), 0.0, "%s: max %g", cases[i], real_of(row, "max"));
+        cr_assert(json_is_true(json_object_get(row, "identical")), "%s: batch outputs differ",
+                  cases[i]);
+        cr_assert_gt(real_of(row, "gpu_ms"), 0.0);
+        cr_assert_gt(real_of(row, "cpu_ms"), 0.0);
+        cr_assert_gt(real_of(row, "speedup"), 0.0);
+        cr_assert_gt(real_of(row, "gpu_init_ms"), 0.0);
+        cr_assert_gt(real_of(row, "cpu_batch_sps"), 0.0);
+        cr_assert_gt(real_of(row, "gpu_batch_sps"), 0.0);
+    }
+    json_decref(rows);
+}
+
+Test(bench, tensor_micro_device_matches_host) {
+    const char *cases[] = {"add-1K", "relu-64K"};
+    pgn_bench_ctx ctx = ctx_for(dev, cases, 2, 2);
+    json_t *rows = run_ok(pgn_bench_tensor_micro, &ctx);
+    cr_assert_eq(json_array_size(rows), 2);
+    json_int_t elements[] = {1024, 65536};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *row = json_array_get(rows, i);
+        assert_keys(row, common_keys);
+        assert_keys(row, micro_keys);
+        cr_assert_str_eq(json_string_value(json_object_get(row, "suite")), "tensor-micro");
+        cr_assert_str_eq(json_string_value(json_object_get(row, "case")), cases[i]);
+        cr_assert_eq(json_integer_value(json_object_get(row, "elements")), elements[i]);
+        cr_assert(json_is_true(json_object_get(row, "identical")), "%s: device != host",
+                  cases[i]);
+        cr_assert_gt(real_of(row, "device_ms"), 0.0);
+        cr_assert_gt(real_of(row, "launch_us"), 0.0);
+    }
+    /* one launch-overhead measurement per run, on every row */
+    cr_assert_eq(real_of(json_array_get(rows, 0), "launch_us"),
+                 real_of(json_array_get(rows, 1), "launch_us"));
+    json_decref(rows);
+}
+
+Test(bench, tensor_micro_dense_matches_host) {
+    const char *cases[] = {"dense-64"};
+    pgn_bench_ctx ctx = ctx_for(dev, cases, 1, 1);
+    json_t *rows = run_ok(pgn_bench_tensor_micro, &ctx);
+    cr_assert_eq(json_array_size(rows), 1);
+    const json_t *row = json_array_get(rows, 0);
+    assert_keys(row, micro_keys);
+    cr_assert_eq(json_integer_value(json_object_get(row, "elements")), 256 * 64);
+    cr_assert(json_is_true(json_object_get(row, "identical")));
+    json_decref(rows);
+}
+
+/* The n-th comma-separated field of line (no quoted fields before it). */
+static void field(const char *line, int n, char *out, size_t size) {
+    for (int i = 0; i < n; i++) {
+        line = strchr(line, ',');
+        cr_assert_not_null(line, "line has no field %d", n);
+        line++;
+    }
+    size_t len = strcspn(line, ",\n");
+    cr_assert_lt(len, size);
+    memcpy(out, line, len);
+    out[len] = '\0';
+}
+
+Test(bench, mlp_forward_csv_has_paragon_py_columns) {
+    const char *cases[] = {"S1", "S2"};
+    pgn_bench_ctx ctx = ctx_for(dev, cases, 2, 1);
+    json_t *rows = run_ok(pgn_bench_mlp_forward, &ctx);
+    char *csv = pgn_bench_csv("mlp-forward", rows);
+    cr_assert_not_null(csv);
+    const char *header = "id,shape,estMB,cpu_ms,gpu_ms,speedup,mae,max,gpu_init_ms,adapter\n";
+    cr_assert_eq(strncmp(csv, header, strlen(header)), 0, "CSV starts with:\n%s", csv);
+    int lines = 0;
+    for (const char *p = csv; (p = strchr(p, '\n')); p++) lines++;
+    cr_assert_eq(lines, 1 + (int)json_array_size(rows), "CSV:\n%s", csv);
+    const char *line = csv + strlen(header);
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        char f[64];
+        field(line, 0, f, sizeof f);
+        cr_assert_str_eq(f, cases[i]);
+        field(line, 6, f, sizeof f);
+        cr_assert_str_eq(f, "0", "mae field of %s", cases[i]);
+        field(line, 7, f, sizeof f);
+        cr_assert_str_eq(f, "0", "max field of %s", cases[i]);
+        line = strchr(line, '\n') + 1;
+    }
+    free(csv);
+    json_decref(rows);
+}
+
+Test(bench, unknown_case_filter_yields_no_rows) {
+    const char *cases[] = {"no-such-case"};
+    pgn_bench_ctx ctx = ctx_for(dev, cases, 1, 1);
+    json_t *rows = run_ok(pgn_bench_mlp_forward, &ctx);
+    cr_assert_eq(json_array_size(rows), 0);
+    json_decref(rows);
+    rows = run_ok(pgn_bench_tensor_micro, &ctx);
+    cr_assert_eq(json_array_size(rows), 0);
+    json_decref(rows);
+    /* an unknown case beside a known one: the known one runs */
+    const char *mixed[] = {"nope", "S1"};
+    ctx = ctx_for(NULL, mixed, 2, 1);
+    rows = run_ok(pgn_bench_mlp_forward, &ctx);
+    cr_assert_eq(json_array_size(rows), 1);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(rows, 0), "case")), "S1");
+    json_decref(rows);
+}
+
+Test(bench, host_pseudo_device_reports_host_columns_only) {
+    const char *mlp[] = {"S1"}, *micro[] = {"relu-1K"};
+    pgn_bench_ctx ctx = ctx_for(NULL, mlp, 1, 1);
+    json_t *rows = run_ok(pgn_bench_mlp_forward, &ctx);
+    cr_assert_eq(json_array_size(rows), 1);
+    const json_t *row = json_array_get(rows, 0);
+    cr_assert_str_eq(json_string_value(json_object_get(row, "device")), "host");
+    cr_assert_gt(real_of(row, "cpu_ms"), 0.0);
+    cr_assert_gt(real_of(row, "cpu_batch_sps"), 0.0);
+    cr_assert_null(json_object_get(row, "gpu_ms"));
+    json_decref(rows);
+
+    ctx = ctx_for(NULL, micro, 1, 1);
+    rows = run_ok(pgn_bench_tensor_micro, &ctx);
+    cr_assert_eq(json_array_size(rows), 1);
+    row = json_array_get(rows, 0);
+    cr_assert_gt(real_of(row, "host_ms"), 0.0);
+    cr_assert_null(json_object_get(row, "device_ms"));
+    cr_assert_null(json_object_get(row, "launch_us"));
+    json_decref(rows);
+}
+
+static bool stop_now(void *ctx) {
+    (void)ctx;
+    return true;
+}
+
+Test(bench, should_stop_cancels_before_a_case) {
+    const char *cases[] = {"S1", "add-1K"};
+    pgn_run_hooks hooks = {.should_stop = stop_now};
+    pgn_bench_ctx ctx = ctx_for(dev, cases, 2, 1);
+    ctx.hooks = &hooks;
+    pgn_error err = {0};
+    json_t *rows = json_array();
+    cr_assert_eq(pgn_bench_mlp_forward(&ctx, rows, &err), -1);
+    cr_assert_str_eq(err.code, "cancelled");
+    cr_assert_eq(json_array_size(rows), 0);
+    pgn_error_clear(&err);
+    cr_assert_eq(pgn_bench_tensor_micro(&ctx, rows, &err), -1);
+    cr_assert_str_eq(err.code, "cancelled");
+    cr_assert_eq(json_array_size(rows), 0);
+    json_decref(rows);
+}
