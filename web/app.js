@@ -1,7 +1,8 @@
 // paragon dashboard: polls the JSON API (every 1 s while jobs are queued or running, every
 // 5 s otherwise, never while the tab is hidden), renders the devices and a paged job table,
-// and draws a job's per-epoch loss/accuracy as inline SVG. Server strings reach the DOM only
-// through textContent or attributes, never as markup.
+// draws a job's per-epoch loss/accuracy as inline SVG, and charts the benchmark export (the
+// latest figures per case and device, reloaded when a bench job succeeds). Server strings
+// reach the DOM only through textContent or attributes, never as markup.
 'use strict';
 
 const API = '/api/v1';
@@ -184,6 +185,7 @@ async function refresh() {
     } else {
       renderJobs(list, total);
       await refreshDetail();
+      benchAfterJobs(list);         // not awaited: its own pace, its own errors
     }
     const busy = list.some((j) => !TERMINAL.has(j.state)) ||
       devices.some((d) => d.queued > 0 || d.running_job != null);
@@ -647,6 +649,429 @@ async function runXor() {
   }
 }
 
+// ---- benchmarks panel ----------------------------------------------------------------
+// GET /api/v1/benchmarks?suite= returns a suite's rows oldest first; the panel keeps the
+// latest row per (case, device), tabulates them and draws them as grouped horizontal bars.
+// It is reloaded when a bench job is seen to succeed, when the suite changes, and at most
+// every BENCH_EVERY_MS otherwise (a job on another page of the job table finishes unseen),
+// never at the jobs' 1 s pace: a suite's export can be thousands of rows.
+
+const BENCH_EVERY_MS = 30000;
+const BENCH_LIMIT = 1000;   // newest rows fetched: every case of the last runs of many devices
+const LOG_SPAN = 20;        // a log axis once the largest bar is this many times the smallest
+const HOST_COLOR = '#b45309', DEVICE_COLOR = '#1d4ed8';
+const DEVICE_COLORS = ['#1d4ed8', '#15803d', '#b45309', '#7c3aed', '#be185d', '#0e7490'];
+
+// Per suite: the table's figure columns ([row key, header, formatter]; numbers right-aligned)
+// and the chart. `order` fixes the case order where it means something (the crossover is read
+// along it); other suites keep the order their rows first name the cases in, which is the
+// order the engine runs them. A `versus` chart draws one chart per device, the device's figure
+// against the host reference measured in the same run; a `metric` chart one bar per device.
+const BENCH = {
+  'mlp-forward': {
+    order: ['S1', 'S2', 'S3', 'M1', 'M2', 'M3', 'L1', 'L2', 'XL1', 'XL2'],
+    cols: [['shape', 'shape', String], ['est_mb', 'est. MB'], ['cpu_ms', 'host ms'],
+      ['gpu_ms', 'device ms'], ['speedup', 'speedup', fmtX], ['mae', 'MAE'], ['max', 'max err'],
+      ['gpu_init_ms', 'init ms'], ['batch', 'batch'], ['cpu_batch_sps', 'host samples/s', fmtQty],
+      ['gpu_batch_sps', 'device samples/s', fmtQty]],
+    versus: {title: 'latency per case (lower is better)', axis: 'latency, ms',
+      host: 'cpu_ms', device: 'gpu_ms', ratio: (r) => pick(r.speedup, r.cpu_ms / r.gpu_ms),
+      crossover: true},
+  },
+  'tensor-micro': {
+    cols: [['elements', 'elements', fmtQty], ['host_ms', 'host ms'], ['device_ms', 'device ms'],
+      ['speedup', 'speedup', fmtX], ['host_gbps', 'host GB/s'], ['device_gbps', 'device GB/s'],
+      ['device_elems_per_s', 'device elem/s', fmtQty], ['launch_us', 'launch \u00b5s']],
+    metric: {key: 'device_gbps', title: 'device bandwidth per case (higher is better)',
+      axis: 'device GB/s'},
+  },
+  gemm: {
+    cols: [['m', 'm'], ['n', 'n'], ['k', 'k'], ['device_ms', 'device ms'],
+      ['gflops', 'GFLOP/s'], ['host_gflops', 'host GFLOP/s'], ['bit_identical', 'identical', fmtYes]],
+    versus: {title: 'GFLOP/s per case (higher is better)', axis: 'GFLOP/s',
+      host: 'host_gflops', device: 'gflops', ratio: (r) => r.gflops / r.host_gflops,
+      identity: 'bit_identical'},
+  },
+  inet: {
+    caseHead: 'program',
+    cols: [['work_items', 'work items'], ['interactions', 'interactions', fmtQty],
+      ['seconds', 'seconds'], ['mips', 'MIPS'], ['peak_nodes', 'peak nodes', fmtQty],
+      ['result', 'result', String]],
+    metric: {key: 'mips', title: 'MIPS per program (higher is better)', axis: 'MIPS'},
+  },
+  train: {
+    cols: [['epochs', 'epochs'], ['seconds_per_epoch', 's/epoch'],
+      ['samples_per_second', 'samples/s', fmtQty], ['gflops', 'GFLOP/s'],
+      ['test_accuracy', 'test acc.', fmtPct]],
+    metric: {key: 'samples_per_second', title: 'training throughput (higher is better)',
+      axis: 'samples/s'},
+  },
+};
+
+const bench = {
+  suite: 'mlp-forward',
+  seq: 0,              // bumped per load; an answer for an older load is dropped
+  loadedAt: 0,         // when the last load started; 0 asks the next refresh for one
+  drawn: '',           // suite + response text last drawn, to skip identical redraws
+  jobs: new Map(),     // bench job id -> last state seen in the job table
+  since: Date.now(),   // bench jobs first seen finished after this finished while we watched
+};
+
+const num = (v) => typeof v === 'number' && isFinite(v);
+const pick = (a, b) => num(a) ? a : b;
+
+// Ratios to 3 figures at most: 0.13x, 2.15x, 27.4x (the noise is larger than a 4th).
+function fmtX(v) { return num(v) ? (Math.abs(v) >= 10 ? v.toFixed(1) : v.toFixed(2)) + '\u00d7' : fmtNum(v); }
+function fmtYes(v) { return typeof v === 'boolean' ? (v ? 'yes' : 'no') : fmtNum(v); }
+
+// Counts and rates with digit groups (20,001,398 interactions, 128,000 samples/s), and past
+// a billion in G (77.73G elements/s), where a row of digit groups no longer reads at a glance.
+function fmtQty(v) {
+  if (!num(v) || Math.abs(v) < 1e4) return fmtNum(v);
+  if (Math.abs(v) >= 1e9) return fmtNum(v / 1e9) + 'G';
+  return (Number.isInteger(v) ? v : Number(v.toPrecision(4))).toLocaleString('en-US');
+}
+
+// Axis ticks: 2.5k, 128k, 1.5M rather than 2500, 128000, 1500000.
+function fmtAxis(v) {
+  const a = Math.abs(v);
+  if (a >= 1e9) return fmtNum(v / 1e9) + 'G';
+  if (a >= 1e6) return fmtNum(v / 1e6) + 'M';
+  if (a >= 1e4) return fmtNum(v / 1e3) + 'k';
+  return fmtNum(v);
+}
+
+function benchURL(suite, format) {
+  return API + '/benchmarks?suite=' + encodeURIComponent(suite) + '&format=' + format;
+}
+
+function setBenchSuite(suite) {
+  bench.suite = suite;
+  for (const f of ['csv', 'json']) {
+    const a = $('b-' + f);
+    a.href = benchURL(suite, f);
+    a.download = 'paragon-bench-' + suite + '.' + f;
+    a.setAttribute('aria-label', 'Download the ' + suite + ' rows as ' + f.toUpperCase());
+  }
+  loadBench();
+}
+
+// Called after each good refresh of the job table: reloads when a bench job has just
+// succeeded (seen running before, or first seen already finished since the page opened),
+// else when the last load is BENCH_EVERY_MS old.
+function benchAfterJobs(list) {
+  let done = false;
+  for (const j of list) {
+    if (j.kind !== 'bench') continue;
+    const before = bench.jobs.get(j.id);
+    if (j.state === 'succeeded' && before !== 'succeeded' && (before !== undefined ||
+        Date.parse(j.finished_at) > bench.since)) done = true;
+    bench.jobs.set(j.id, j.state);
+  }
+  if (done || Date.now() - bench.loadedAt >= BENCH_EVERY_MS) loadBench();
+}
+
+async function loadBench() {
+  const suite = bench.suite, seq = ++bench.seq;
+  bench.loadedAt = Date.now();
+  let r;
+  try {
+    r = await api(benchURL(suite, 'json') + '&limit=' + BENCH_LIMIT);
+  } catch (_) {
+    // Unreachable: the banner says so; keep what is drawn and load on the next good refresh.
+    if (seq === bench.seq) bench.loadedAt = 0;
+    return;
+  }
+  if (seq !== bench.seq) return;                      // the suite changed meanwhile
+  $('b-exports').hidden = r.status === 404;           // links to a 404 would only mislead
+  if (r.ok && r.body && Array.isArray(r.body.rows)) {
+    const key = suite + '\n' + r.text;
+    if (key !== bench.drawn) { bench.drawn = key; renderBench(suite, r.body.rows); }
+    return;
+  }
+  // A server without the export (404), or one that fails it: say so quietly, draw nothing.
+  bench.drawn = '';
+  showBench(false);
+  benchMsg(r.status === 404
+    ? ['This server has no benchmarks export (', el('code', null, 'GET ' + API + '/benchmarks'),
+      ' answers 404).']
+    : ['Benchmarks unavailable: ' + errText(r)], r.status === 404 ? '' : 'err');
+}
+
+function benchMsg(parts, kind) {
+  const m = $('bench-msg');
+  m.textContent = '';
+  m.className = 'bench-msg' + (kind ? ' ' + kind : '');
+  m.append(...parts);
+  m.hidden = !parts.length;
+}
+
+function showBench(on) {
+  $('bench-table-wrap').hidden = !on;
+  if (!on) { $('bench-charts').textContent = ''; setText($('bench-note'), ''); }
+}
+
+// The latest row per (case, device): rows come oldest first, so a later one replaces an
+// earlier. Returned in case order, devices by name within a case.
+function latestRows(def, rows) {
+  const latest = new Map(), seen = new Map();
+  for (const r of rows) {
+    if (!r || typeof r.case !== 'string' || typeof r.device !== 'string') continue;
+    latest.set(r.case + '\u0000' + r.device, r);
+    if (!seen.has(r.case)) seen.set(r.case, seen.size);
+  }
+  const order = def.order || [];
+  const rank = (c) => order.includes(c) ? order.indexOf(c) : order.length + seen.get(c);
+  return [...latest.values()].sort((a, b) =>
+    rank(a.case) - rank(b.case) || (a.device < b.device ? -1 : a.device > b.device ? 1 : 0));
+}
+
+function renderBench(suite, rows) {
+  const def = BENCH[suite];
+  const list = latestRows(def, rows);
+  if (!list.length) {
+    showBench(false);
+    benchMsg(['No benchmark rows for ' + suite + ' yet: submit a bench job, ',
+      el('code', null, JSON.stringify({kind: 'bench', suite})), ' to ',
+      el('code', null, 'POST ' + API + '/jobs'), '. (', el('code', null, 'paragon bench'),
+      ' prints its figures in the terminal; it does not record them here.)'], '');
+    return;
+  }
+  benchMsg([], '');
+  const devices = [...new Set(list.map((r) => r.device))].sort();
+  const newest = list.reduce((a, r) => (r.created_at > a ? r.created_at : a), '');
+  setText($('bench-note'), 'latest per case and device, from ' + rows.length + ' row' +
+    (rows.length === 1 ? '' : 's') + ' \u00b7 newest ' + fmtTime(newest));
+  benchTable(suite, def, list);
+  const box = $('bench-charts');
+  box.textContent = '';
+  if (def.versus) {
+    // One axis for every device's chart, so that bars of the same length mean the same figure.
+    const all = list.flatMap((r) => [r[def.versus.host], r[def.versus.device]]);
+    for (const d of devices) box.append(versusChart(suite, def, list.filter((r) => r.device === d), all));
+  }
+  else box.append(metricChart(suite, def, list, devices));
+  showBench(true);
+}
+
+function benchTable(suite, def, list) {
+  setText($('bench-caption'), 'Latest ' + suite + ' figures per ' + (def.caseHead || 'case') +
+    ' and device.');
+  const head = $('bench-head');
+  head.textContent = '';
+  const th = (text, cls) => { const e = el('th', cls, text); e.scope = 'col'; return e; };
+  head.append(th(def.caseHead || 'case'), th('device'));
+  for (const [, h, f] of def.cols) head.append(th(h, f === String ? null : 'num'));
+  head.append(th('job', 'num'), th('measured'));
+  const body = $('bench-body');
+  body.textContent = '';
+  for (const r of list) {
+    const tr = el('tr');
+    const c = el('th', 'b-case', r.case);
+    c.scope = 'row';
+    const d = el('td', 'b-device', r.device);
+    d.title = [r.adapter, r.version && 'paragon ' + r.version].filter(Boolean).join(' \u00b7 ');
+    tr.append(c, d);
+    for (const [k, , f] of def.cols) {
+      const v = r[k];
+      const td = el('td', f === String ? null : 'num', v == null ? '\u2014' : (f || fmtNum)(v));
+      // Mark where the device beats the host, and what the reader must not miss: a result
+      // that differs from the host's or from the expected one.
+      if (k === 'speedup' && num(v) && v > 1) td.classList.add('win');
+      if ((k === 'bit_identical' && v === false) || (k === 'result' && v !== 'ok' && v != null)) {
+        td.classList.add('err');
+      }
+      tr.append(td);
+    }
+    tr.append(el('td', 'num', r.job_id != null ? '#' + r.job_id : '\u2014'));
+    const t = Date.parse(r.created_at);
+    const when = el('td', 'muted', isNaN(t) ? '\u2014'
+      : new Date(t).toLocaleString(undefined, {dateStyle: 'short', timeStyle: 'short'}));
+    when.title = r.created_at || '';
+    tr.append(when);
+    body.append(tr);
+  }
+}
+
+function shortName(s, n) { return s && s.length > n ? s.slice(0, n - 1) + '\u2026' : s || ''; }
+
+// One device's figure against the host reference of the same run, per case, with the ratio at
+// the right. For mlp-forward, also where the device starts to win (the crossover); for gemm,
+// whether every product matched the host's bit for bit.
+function versusChart(suite, def, rows, domain) {
+  const v = def.versus, dev = rows[0].device;
+  const groups = rows.map((r) => {
+    const ratio = v.ratio(r);
+    return {
+      label: r.case,
+      bars: [
+        {value: r[v.host], color: HOST_COLOR, tip: r.case + ', host: ' + fmtNum(r[v.host])},
+        {value: r[v.device], color: DEVICE_COLOR, tip: r.case + ', device: ' + fmtNum(r[v.device])},
+      ],
+      note: num(ratio) ? fmtX(ratio) : '',
+      noteClass: num(ratio) && ratio > 1 ? 'c-win' : 'c-lose',
+      win: num(ratio) && ratio > 1,
+    };
+  });
+  let sub = '', subClass = '', mark = null;
+  if (v.crossover) {
+    const at = groups.findIndex((g) => g.win);
+    const known = rows.some((r) => num(v.ratio(r)));
+    if (!known) sub = 'no device figures';
+    else if (at < 0) sub = 'host wins on every case';
+    else {
+      const back = groups.slice(at).filter((g) => !g.win).map((g) => g.label);
+      sub = at === 0 ? 'device wins on every case' : 'device wins from ' + groups[at].label + ' on';
+      if (back.length) sub += ' (except ' + back.join(', ') + ')';
+      subClass = 'c-win';
+      if (at > 0) mark = {at, text: '\u25be device faster from ' + groups[at].label};
+    }
+  } else if (v.identity) {
+    const off = rows.filter((r) => r[v.identity] === false).map((r) => r.case);
+    const checked = rows.filter((r) => typeof r[v.identity] === 'boolean').length;
+    if (off.length) { sub = 'differs from the host on ' + off.join(', '); subClass = 'c-bad'; }
+    else if (checked) sub = 'bit-identical to the host on every case';
+  }
+  const adapter = shortName(rows[0].adapter, 44);
+  return barChart({
+    title: dev + (adapter && adapter !== dev ? ' (' + adapter + ')' : ''),
+    sub: v.title + (sub ? ' \u00b7 ' : ''), verdict: sub, verdictClass: subClass,
+    legend: [{label: 'host reference', color: HOST_COLOR}, {label: 'device', color: DEVICE_COLOR}],
+    groupHead: def.caseHead || 'case', noteHead: suite === 'mlp-forward' ? 'speedup' : 'dev/host',
+    axis: v.axis, groups, mark, domain,
+    label: suite + ' on ' + dev + ': ' + v.title + ', host reference against the device' +
+      (sub ? '; ' + sub : '') + '. The table below has the figures.',
+  });
+}
+
+// One figure per case, one bar per device.
+function metricChart(suite, def, list, devices) {
+  const m = def.metric;
+  const color = (d) => DEVICE_COLORS[devices.indexOf(d) % DEVICE_COLORS.length];
+  const groups = [];
+  for (const r of list) {
+    let g = groups[groups.length - 1];
+    if (!g || g.label !== r.case) groups.push(g = {label: r.case, bars: []});
+    g.bars.push({value: r[m.key], color: color(r.device),
+      tip: r.case + ', ' + r.device + ': ' + fmtNum(r[m.key]) + ' ' + m.axis});
+  }
+  return barChart({
+    title: suite, sub: m.title,
+    legend: devices.map((d) => ({label: d, color: color(d)})),
+    groupHead: def.caseHead || 'case', axis: m.axis, groups,
+    label: suite + ': ' + m.title + ', one bar per device (' + devices.join(', ') +
+      '). The table below has the figures.',
+  });
+}
+
+// The value axis: linear from zero in round steps, or, when the bars span LOG_SPAN or more,
+// logarithmic over whole decades (2 and 5 ticks too when there are few decades).
+function valueScale(values, x0, x1) {
+  const v = values.filter((x) => num(x) && x > 0);
+  if (!v.length) return null;
+  const lo = Math.min(...v), hi = Math.max(...v);
+  if (hi / lo >= LOG_SPAN) {
+    const a = Math.floor(Math.log10(lo)), b = Math.max(Math.ceil(Math.log10(hi)), a + 1);
+    const ticks = [];
+    for (let e = a; e <= b; e++) {
+      for (const m of b - a <= 2 ? [1, 2, 5] : [1]) if (e < b || m === 1) ticks.push(m * Math.pow(10, e));
+    }
+    return {log: true, ticks, x: (x) => x0 + (Math.log10(x) - a) / (b - a) * (x1 - x0)};
+  }
+  const mag = Math.pow(10, Math.floor(Math.log10(hi / 4)));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s * 4 >= hi);
+  const top = Math.ceil(hi / step - 1e-9) * step;
+  const ticks = [];
+  for (let t = 0; t <= top + step / 2; t += step) ticks.push(Number(t.toPrecision(6)));
+  return {log: false, ticks, x: (x) => x0 + x / top * (x1 - x0)};
+}
+
+// A horizontal grouped bar chart, sized to its bars: a band per group (a case) with one bar
+// per series, the value axis at the bottom, an optional note per band at the right (a ratio)
+// and an optional marker above one band (the crossover), with room of its own so it covers
+// no bar. Values label their bars; every bar also has a tooltip.
+function barChart(o) {
+  const BW = 640, BAR = 11, GAP = 2, PADB = 5, MARK = 18;
+  const maxLen = Math.max(o.groupHead.length, ...o.groups.map((g) => g.label.length));
+  const x0 = Math.min(170, Math.max(50, 16 + maxLen * 7.8));   // 11.5 px bold labels
+  const noteW = o.groups.some((g) => g.note) ? 58 : 0;
+  const x1 = BW - 14 - noteW;
+  const legendY = 50, top = 60;
+  let y = top;
+  const bands = o.groups.map((g, i) => {
+    if (o.mark && o.mark.at === i) y += MARK;
+    const b = {y, h: g.bars.length * (BAR + GAP) - GAP + 2 * PADB};
+    y += b.h;
+    return b;
+  });
+  const bottom = y, H = bottom + 40;
+  const root = svg('svg', {viewBox: '0 0 ' + BW + ' ' + H, class: 'bchart', role: 'img',
+    'aria-label': o.label});
+  root.append(svg('title', {}, o.label));
+  root.append(svg('text', {x: 10, y: 17, class: 'c-title'}, o.title));
+  const sub = svg('text', {x: 10, y: 33, class: 'c-sub'}, o.sub);
+  if (o.verdict) sub.append(svg('tspan', {class: 'c-verdict ' + (o.verdictClass || '')}, o.verdict));
+  root.append(sub);
+  // legend, and the heads of the label and note columns, on one line above the bars
+  root.append(svg('text', {x: x0 - 8, y: legendY, 'text-anchor': 'end', class: 'c-head'}, o.groupHead));
+  let lx = x0;
+  for (const s of o.legend) {
+    root.append(svg('rect', {x: lx, y: legendY - 8, width: 10, height: 10, rx: 2, fill: s.color}));
+    root.append(svg('text', {x: lx + 14, y: legendY, class: 'c-axis'}, s.label));
+    lx += 26 + s.label.length * 5.8;
+  }
+  if (noteW) root.append(svg('text', {x: BW - 10, y: legendY, 'text-anchor': 'end', class: 'c-head'}, o.noteHead));
+
+  const sc = valueScale(o.domain || o.groups.flatMap((g) => g.bars.map((b) => b.value)), x0, x1);
+  if (sc) {
+    for (const t of sc.ticks) {
+      const x = sc.x(t).toFixed(1);
+      root.append(svg('line', {x1: x, x2: x, y1: top - 4, y2: bottom, class: 'c-grid'}));
+      root.append(svg('text', {x, y: bottom + 13, 'text-anchor': 'middle', class: 'c-axis'}, fmtAxis(t)));
+    }
+  }
+  root.append(svg('line', {x1: x0, x2: x0, y1: top - 4, y2: bottom, class: 'c-base'}));
+  root.append(svg('text', {x: (x0 + x1) / 2, y: bottom + 30, 'text-anchor': 'middle',
+    class: 'c-axis c-axis-title'}, o.axis + (sc && sc.log ? ' (log scale)' : '')));
+
+  o.groups.forEach((g, i) => {
+    const b = bands[i];
+    if (i % 2) root.insertBefore(svg('rect', {x: 0, y: b.y, width: BW, height: b.h, class: 'c-band'}), root.children[1]);
+    root.append(svg('text', {x: x0 - 8, y: b.y + b.h / 2 + 4, 'text-anchor': 'end',
+      class: 'c-label' + (o.mark && o.mark.at === i ? ' c-win' : '')}, g.label));
+    g.bars.forEach((bar, k) => {
+      const by = b.y + PADB + k * (BAR + GAP);
+      const ok = sc && num(bar.value) && bar.value > 0;
+      const end = ok ? Math.max(x0 + 1.5, sc.x(bar.value)) : x0;
+      const text = num(bar.value) ? fmtAxis(bar.value) : 'n/a';
+      if (ok) {
+        const r = svg('rect', {x: x0, y: by, width: (end - x0).toFixed(1), height: BAR, fill: bar.color});
+        r.append(svg('title', {}, bar.tip));
+        root.append(r);
+      }
+      // the value after the bar, or inside its end when the bar leaves no room after it
+      const w = text.length * 5.6 + 4;
+      const inside = end + w > x1 + noteW * 0.3 && end - x0 > w + 4;
+      root.append(svg('text', {x: (inside ? end - 3 : end + 3).toFixed(1), y: by + BAR - 2,
+        'text-anchor': inside ? 'end' : 'start', class: inside ? 'c-val c-val-in' : 'c-val'}, text));
+    });
+    if (g.note) {
+      root.append(svg('text', {x: BW - 10, y: b.y + b.h / 2 + 4, 'text-anchor': 'end',
+        class: 'c-note ' + (g.noteClass || '')}, g.note));
+    }
+  });
+  if (o.mark) {
+    const my = bands[o.mark.at].y - 1;
+    root.append(svg('line', {x1: 4, x2: BW - 4, y1: my, y2: my, class: 'c-mark'}));
+    root.append(svg('text', {x: x0 + 4, y: my - 5, class: 'c-mark-text'}, o.mark.text));
+  }
+  if (!sc) {
+    root.append(svg('text', {x: (x0 + x1) / 2, y: (top + bottom) / 2 + 4, 'text-anchor': 'middle',
+      class: 'c-axis'}, 'no positive figures to draw'));
+  }
+  return root;
+}
+
 // ---- wiring --------------------------------------------------------------------------
 
 function setPage(offset) {
@@ -661,10 +1086,12 @@ function init() {
   $('f-state').addEventListener('change', (e) => { st.state = e.target.value; setPage(0); });
   $('f-kind').addEventListener('change', (e) => { st.kind = e.target.value; setPage(0); });
   $('run-xor').addEventListener('click', runXor);
+  $('b-suite').addEventListener('change', (e) => setBenchSuite(e.target.value));
   document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && st.open) closeDetail(); });
   document.addEventListener('visibilitychange', () => {
     if (document.hidden) { clearTimeout(st.timer); st.timer = 0; } else refresh();
   });
+  setBenchSuite($('b-suite').value);   // the browser may restore the last suite chosen
   refresh();
 }
 
