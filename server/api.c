@@ -144,7 +144,7 @@ static enum MHD_Result get_devices(pgd_server *srv, const pgd_request *req) {
  * For a spec that asked for "all", each stored spec names its own device, so that it re-runs
  * (`paragon run`, or a restart) as it ran, and device_requested keeps "all". */
 static int insert_jobs(pgd_server *srv, pgn_job_spec *spec, const pgn_device_info *targets,
-                       size_t n, int64_t *ids, pgn_error *err) {
+                       const json_t *estimate, size_t n, int64_t *ids, pgn_error *err) {
     char requested[sizeof spec->device];
     snprintf(requested, sizeof requested, "%s", spec->device[0] ? spec->device : "auto");
     bool all = strcmp(requested, "all") == 0;
@@ -167,7 +167,8 @@ static int insert_jobs(pgd_server *srv, pgn_job_spec *spec, const pgn_device_inf
                                    .name = spec->name,
                                    .device_requested = requested,
                                    .device = targets[made].id,
-                                   .spec = spec_json};
+                                   .spec = spec_json,
+                                   .estimate = estimate};
         made++;
     }
     if (rc == 0) rc = pgd_store_jobs_insert(srv->store, jobs, n, ids, err);
@@ -210,14 +211,16 @@ static enum MHD_Result post_job(pgd_server *srv, const pgd_request *req) {
     /* "all" (bench jobs only: the parser refuses it elsewhere) is one job per OpenCL device. */
     bool all = strcmp(spec.device, "all") == 0;
     pgn_device_info placed;
-    if (!all && pgd_scheduler_place(srv->sched, spec.device, &placed, &err) < 0) {
+    json_t *estimate = NULL;
+    if (!all && pgd_scheduler_place_job(srv->sched, &spec, &placed, &estimate, &err) < 0) {
         pgn_spec_free(&spec);
         return pgd_reply_pgn_error(req, MHD_HTTP_BAD_REQUEST, &err, NULL, NULL);
     }
     const pgn_device_info *targets = all ? srv->devices : &placed;
     size_t n = all ? srv->n_devices : 1; /* >= 1: the server does not start without a device */
     int64_t *ids = calloc(n, sizeof *ids);
-    rc = ids ? insert_jobs(srv, &spec, targets, n, ids, &err) : -1;
+    rc = ids ? insert_jobs(srv, &spec, targets, estimate, n, ids, &err) : -1;
+    json_decref(estimate);
     if (!ids) pgn_error_set(&err, "internal", "", "out of memory");
     pgn_spec_free(&spec);
 
@@ -543,7 +546,8 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
     if (requeued)
         fprintf(stderr, "paragond: %lld job(s) left running by a previous run are queued again\n",
                 (long long)requeued);
-    if (pgd_scheduler_start(srv->store, devices, count, srv->data_dir, &srv->sched, err) < 0) goto fail;
+    if (pgd_scheduler_start(srv->store, devices, count, srv->data_dir, !cfg->no_calibration, &srv->sched, err) < 0)
+        goto fail;
     srv->devices = devices;
     srv->n_devices = count;
     devices = NULL;

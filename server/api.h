@@ -20,6 +20,7 @@ typedef struct pgd_config {
     const char *db_path;
     const char *data_dir; /* created (with parents) when missing */
     unsigned http_threads;
+    bool no_calibration; /* do not measure devices without benchmark rows at start */
 } pgd_config;
 
 typedef struct pgd_server pgd_server;

@@ -18,6 +18,7 @@ static void usage(FILE *out) {
             "  --db PATH        SQLite database (default " PGD_DEFAULT_DB ")\n"
             "  --data-dir PATH  checkpoints and job files, created if missing (default "
             PGD_DEFAULT_DATA_DIR ")\n"
+            "  --no-calibration do not measure devices that have no benchmark rows at start\n"
             "  --help           show this help\n"
             "  --version        print the version\n",
             PGD_DEFAULT_PORT);
@@ -46,6 +47,10 @@ int main(int argc, char **argv) {
         if (strcmp(arg, "--version") == 0) {
             printf("paragond %s\n", PGN_VERSION);
             return 0;
+        }
+        if (strcmp(arg, "--no-calibration") == 0) {
+            cfg.no_calibration = true;
+            continue;
         }
         /* --name value or --name=value */
         char name[32];

@@ -16,6 +16,8 @@
 
 /* Progress is a UI nicety: a few writes per second are enough and keep the store free. */
 #define PROGRESS_INTERVAL_NS 250000000LL
+/* Timed repeats of each calibration case: enough for a median, few enough for a quick start. */
+#define CALIBRATION_REPEATS 3
 
 typedef struct worker {
     pgd_scheduler *sched;
@@ -39,6 +41,7 @@ struct pgd_scheduler {
     size_t n;
     worker *workers; /* workers[i] serves devices[i] */
     pgn_run_options run_opts; /* data_dir points into the server's config, which outlives us */
+    bool calibrate;           /* measure devices without benchmark rows at start */
 };
 
 static bool is_host(const pgn_device_info *info) { return info->type == PGN_DEVICE_HOST; }
@@ -173,9 +176,41 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json) {
     atomic_store(&w->running_job, 0);
 }
 
+/* A first start on a device without benchmark rows measures it briefly (a second or two: the
+ * training GEMM shape, one mid-sized inet program, the launch cost), so "auto" has numbers. */
+static void calibrate(worker *w) {
+    pgd_scheduler *s = w->sched;
+    json_t *rows = NULL;
+    pgn_error err;
+    pgn_error_clear(&err);
+    if (pgd_store_bench_latest(s->store, w->info->id, NULL, &rows, &err) < 0) {
+        fprintf(stderr, "paragond: %s: cannot read benchmark rows: %s\n", w->info->id, err.message);
+        return;
+    }
+    bool have = json_array_size(rows) > 0;
+    json_decref(rows);
+    if (have || worker_device(w, &err) < 0) return;
+    static const struct {
+        const char *suite, *cases;
+    } runs[] = {{"gemm", "fwd1"}, {"inet", "fib"}, {"tensor-micro", "add-1K"}};
+    rows = json_array();
+    int rc = 0;
+    for (size_t i = 0; i < sizeof runs / sizeof *runs && rc == 0 && !atomic_load(&s->stopping); i++) {
+        pgn_bench_spec b = {.n_cases = 1, .repeats = CALIBRATION_REPEATS};
+        snprintf(b.suite, sizeof b.suite, "%s", runs[i].suite);
+        snprintf(b.cases[0], sizeof b.cases[0], "%s", runs[i].cases);
+        rc = pgn_bench_run(&b, w->dev, &s->run_opts, NULL, rows, &err);
+    }
+    if (rc == 0 && !atomic_load(&s->stopping)) rc = pgd_store_bench_add(s->store, 0, rows, &err);
+    if (rc < 0) fprintf(stderr, "paragond: calibrating %s failed: %s\n", w->info->id, err.message);
+    else fprintf(stderr, "paragond: calibrated %s (%zu benchmark rows)\n", w->info->id, json_array_size(rows));
+    json_decref(rows);
+}
+
 static void *worker_main(void *arg) {
     worker *w = arg;
     pgd_scheduler *s = w->sched;
+    if (s->calibrate) calibrate(w);
     for (;;) {
         pthread_mutex_lock(&s->lock);
         while (!w->wake && !atomic_load(&s->stopping)) pthread_cond_wait(&w->cond, &s->lock);
@@ -221,6 +256,73 @@ int pgd_scheduler_place(pgd_scheduler *s, const char *want, pgn_device_info *out
     return place(s, want, out, err);
 }
 
+/* The device's rates from its latest benchmark rows (estimated from its properties while it has
+ * none, or when the store cannot say). */
+static void device_rates(pgd_scheduler *s, const pgn_device_info *info, pgn_device_rates *r) {
+    json_t *rows = NULL;
+    pgn_error err;
+    if (pgd_store_bench_latest(s->store, info->id, NULL, &rows, &err) < 0) rows = NULL;
+    if (rows) pgn_device_rates_from_rows(info, rows, r);
+    else pgn_device_rates_estimate(info, r);
+    json_decref(rows);
+}
+
+/* One candidate: the job's estimate there plus the work already queued or running there. */
+static json_t *candidate(pgd_scheduler *s, const pgn_job_spec *spec, const pgn_device_info *info,
+                         double *total) {
+    pgn_device_rates r;
+    pgn_job_estimate e;
+    device_rates(s, info, &r);
+    pgn_job_estimate_on(spec, &r, &e);
+    double queued = 0;
+    pgn_error err;
+    if (pgd_store_queue_seconds(s->store, info->id, &queued, &err) < 0) queued = 0;
+    *total = e.seconds + queued;
+    return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:b}", "device", info->id, "seconds",
+                     e.seconds, "queue_seconds", queued, "total_seconds", *total, "work", e.work, "gflops",
+                     r.gflops, "mips", r.mips, "launch_us", r.launch_us, "unit", e.unit, "measured",
+                     r.measured);
+}
+
+int pgd_scheduler_place_job(pgd_scheduler *s, const pgn_job_spec *spec, pgn_device_info *out,
+                            json_t **estimate, pgn_error *err) {
+    *estimate = NULL;
+    bool auto_ = strcmp(spec->device, "auto") == 0;
+    if (!auto_) {
+        if (place(s, spec->device, out, err) < 0) return -1;
+        double total;
+        json_t *c = candidate(s, spec, out, &total);
+        *estimate = json_pack("{s:s, s:o}", "reason", "asked for by name", "candidates", json_pack("[O]", c));
+        json_object_update(*estimate, c);
+        json_decref(c);
+        return *estimate ? 0 : -1;
+    }
+    /* auto: the OpenCL device that would finish it first, counting what it already has to do;
+     * the host pseudo-device only when there is no OpenCL device (it is asked for by name). */
+    json_t *cands = json_array();
+    const pgn_device_info *best = NULL;
+    json_t *best_c = NULL;
+    double best_total = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (is_host(&s->devices[i]) && s->n > 1) continue;
+        double total;
+        json_t *c = candidate(s, spec, &s->devices[i], &total);
+        json_array_append_new(cands, c);
+        if (!best || total < best_total) {
+            best = &s->devices[i];
+            best_c = c;
+            best_total = total;
+        }
+    }
+    *out = *best;
+    *estimate = json_deep_copy(best_c);
+    json_object_set_new(*estimate, "reason",
+                        json_string(json_array_size(cands) > 1 ? "the shortest estimated finish (estimate + queued)"
+                                                                : "the only device"));
+    json_object_set_new(*estimate, "candidates", cands);
+    return 0;
+}
+
 static const worker *find_worker(const pgd_scheduler *s, const char *id) {
     for (size_t i = 0; i < s->n; i++)
         if (strcmp(s->devices[i].id, id) == 0) return &s->workers[i];
@@ -263,11 +365,12 @@ static int replace_orphans(pgd_scheduler *s, pgn_error *err) {
 /* ---- lifecycle -------------------------------------------------------------------------- */
 
 int pgd_scheduler_start(pgd_store *store, const pgn_device_info *devices, size_t count,
-                        const char *data_dir, pgd_scheduler **out, pgn_error *err) {
+                        const char *data_dir, bool calibrate, pgd_scheduler **out, pgn_error *err) {
     *out = NULL;
     pgd_scheduler *s = calloc(1, sizeof *s);
     if (!s) goto oom;
     s->store = store;
+    s->calibrate = calibrate;
     s->run_opts.data_dir = data_dir;
     pthread_mutex_init(&s->lock, NULL);
     atomic_init(&s->stopping, false);

@@ -15,9 +15,10 @@ typedef struct pgd_scheduler pgd_scheduler;
 /* Starts one worker per device in devices[0..count) plus one for the host pseudo-device,
  * after re-placing queued jobs whose device no longer exists. The store must outlive the
  * scheduler. Workers pick up jobs already queued in the store at once. Jobs read datasets
- * from data_dir, which must outlive the scheduler. */
+ * from data_dir, which must outlive the scheduler. With calibrate, a worker whose device has no
+ * benchmark rows first measures it (a few seconds) and stores the rows for the cost model. */
 int pgd_scheduler_start(pgd_store *store, const pgn_device_info *devices, size_t count,
-                        const char *data_dir, pgd_scheduler **out, pgn_error *err);
+                        const char *data_dir, bool calibrate, pgd_scheduler **out, pgn_error *err);
 
 /* Asks every worker to stop: a running job stops at its next step boundary and goes back to
  * the queue; then joins the workers, closes the devices and frees the scheduler. */
@@ -27,6 +28,14 @@ void pgd_scheduler_stop(pgd_scheduler *sched);
  * or unavailable device is code "invalid_spec" with field "device". */
 int pgd_scheduler_place(pgd_scheduler *sched, const char *want, pgn_device_info *out,
                         pgn_error *err);
+
+/* Places a validated job: a named device as pgd_scheduler_place; "auto" on the OpenCL device
+ * where the cost model expects it to finish first (its estimate from the device's latest
+ * benchmark rows, plus the estimates of the jobs queued or running there). *estimate receives
+ * {"device", "seconds", "queue_seconds", "total_seconds", "work", "unit", "gflops", "mips",
+ * "launch_us", "measured", "reason", "candidates": [...]} to record on the job (new reference). */
+int pgd_scheduler_place_job(pgd_scheduler *sched, const pgn_job_spec *spec, pgn_device_info *out,
+                            json_t **estimate, pgn_error *err);
 
 /* Wakes the worker of device_id: a job was queued for it. */
 void pgd_scheduler_notify(pgd_scheduler *sched, const char *device_id);

@@ -350,7 +350,7 @@ int pgd_store_schema_version(pgd_store *s, int64_t *version, pgn_error *err) {
 /* Column order every job query shares; spec, when selected, comes last (index 13). */
 #define JOB_COLS                                                                               \
     "id, kind, name, state, device_requested, device, progress, attempts, result, error, "     \
-    "created_at, started_at, finished_at"
+    "created_at, started_at, finished_at, estimate"
 
 static json_t *job_from_row(sqlite3_stmt *st, bool with_spec) {
     json_t *o = json_object();
@@ -360,7 +360,7 @@ static json_t *job_from_row(sqlite3_stmt *st, bool with_spec) {
     json_object_set_new(o, "state", col_text(st, 3));
     json_object_set_new(o, "device_requested", col_text(st, 4));
     json_object_set_new(o, "device", col_text(st, 5));
-    if (with_spec) json_object_set_new(o, "spec", col_json(st, 13));
+    if (with_spec) json_object_set_new(o, "spec", col_json(st, 14));
     json_object_set_new(o, "progress", col_real(st, 6));
     json_object_set_new(o, "attempts", json_integer(sqlite3_column_int64(st, 7)));
     json_object_set_new(o, "result", col_json(st, 8));
@@ -368,6 +368,7 @@ static json_t *job_from_row(sqlite3_stmt *st, bool with_spec) {
     json_object_set_new(o, "created_at", col_text(st, 10));
     json_object_set_new(o, "started_at", col_text(st, 11));
     json_object_set_new(o, "finished_at", col_text(st, 12));
+    json_object_set_new(o, "estimate", col_json(st, 13));
     return o;
 }
 
@@ -378,19 +379,23 @@ typedef struct insert_jobs {
 } insert_jobs;
 
 static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
-    static const char sql[] = "INSERT INTO jobs (kind, name, state, device_requested, device, spec)"
-                              " VALUES (?1, ?2, 'queued', ?3, ?4, ?5)";
+    static const char sql[] = "INSERT INTO jobs (kind, name, state, device_requested, device, spec, estimate)"
+                              " VALUES (?1, ?2, 'queued', ?3, ?4, ?5, ?6)";
     insert_jobs *a = ctx;
     for (size_t i = 0; i < a->n; i++) {
         const pgd_new_job *job = &a->jobs[i];
         char *spec = pgn_json_dumps(job->spec);
-        if (!spec) {
+        char *estimate = job->estimate ? pgn_json_dumps(job->estimate) : NULL;
+        if (!spec || (job->estimate && !estimate)) {
+            free(spec);
+            free(estimate);
             pgn_error_set(err, "internal", "spec", "store: job spec cannot be serialised");
             return -1;
         }
         sqlite3_stmt *st = stmt(s, sql, err);
         if (!st) {
             free(spec);
+            free(estimate);
             return -1;
         }
         sqlite3_bind_text(st, 1, job->kind, -1, SQLITE_STATIC);
@@ -398,9 +403,12 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
         sqlite3_bind_text(st, 3, job->device_requested, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 4, job->device, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 5, spec, -1, SQLITE_STATIC);
+        if (estimate) sqlite3_bind_text(st, 6, estimate, -1, SQLITE_STATIC);
+        else sqlite3_bind_null(st, 6);
         int rc = sqlite3_step(st);
         stmt_done(st);
         free(spec);
+        free(estimate);
         if (rc != SQLITE_DONE) return db_fail(s, err, "insert job");
         a->ids[i] = sqlite3_last_insert_rowid(s->db);
     }
@@ -415,6 +423,27 @@ int pgd_store_jobs_insert(pgd_store *s, const pgd_new_job *jobs, size_t n, int64
 
 int pgd_store_job_insert(pgd_store *s, const pgd_new_job *job, int64_t *id, pgn_error *err) {
     return pgd_store_jobs_insert(s, job, 1, id, err);
+}
+
+int pgd_store_queue_seconds(pgd_store *s, const char *device, double *seconds, pgn_error *err) {
+    static const char sql[] = "SELECT total(json_extract(estimate, '$.seconds')) FROM jobs"
+                              " WHERE state IN ('queued', 'running') AND device = ?1";
+    *seconds = 0;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_text(st, 1, device, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            *seconds = sqlite3_column_double(st, 0);
+            ret = 0;
+        } else {
+            db_fail(s, err, "sum queued work");
+        }
+        stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
 }
 
 int pgd_store_job_get(pgd_store *s, int64_t id, bool with_spec, json_t **out, pgn_error *err) {

@@ -46,7 +46,11 @@ typedef struct pgd_new_job {
     const char *device_requested; /* what the spec asked for: "auto", "cpu", an id ... */
     const char *device;           /* the device id the scheduler placed it on */
     const json_t *spec;           /* the validated spec with defaults filled in */
+    const json_t *estimate;       /* the cost model's expectation (NULL: none) */
 } pgd_new_job;
+
+/* The estimated seconds (estimate.seconds) of the jobs queued or running on device. */
+int pgd_store_queue_seconds(pgd_store *store, const char *device, double *seconds, pgn_error *err);
 
 /* Inserts a queued job; *id receives its id. */
 int pgd_store_job_insert(pgd_store *store, const pgd_new_job *job, int64_t *id, pgn_error *err);

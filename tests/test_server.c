@@ -177,12 +177,15 @@ typedef struct server {
     char data[300];
 } server;
 
-/* Starts paragond on a free port with the database and data dir in tmpdir. */
-static server start_server(void) {
+/* Starts paragond on a free port with the database and data dir in tmpdir; with calibrate, it
+ * measures devices that have no benchmark rows at start, as a first start does (the other
+ * tests skip that: it costs every start a second or two). */
+static server start_server_calibrating(bool calibrate) {
     server s;
     snprintf(s.db, sizeof s.db, "%s/t.db", tmpdir);
     snprintf(s.data, sizeof s.data, "%s/data", tmpdir);
-    const char *args[] = {"--port", "0", "--db", s.db, "--data-dir", s.data, NULL};
+    const char *args[] = {"--port", "0", "--db", s.db, "--data-dir", s.data,
+                          calibrate ? NULL : "--no-calibration", NULL};
     s.proc = spawn(args, NULL, false);
 
     /* The first line on stdout says where it listens. */
@@ -209,6 +212,8 @@ static server start_server(void) {
     s.port = (uint16_t)port;
     return s;
 }
+
+static server start_server(void) { return start_server_calibrating(false); }
 
 /* SIGTERM, then the clean exit (status 0; under ASan a leak would make it non-zero). */
 static void stop_server(server *s) {
@@ -501,7 +506,7 @@ Test(server, xor_job_trains_to_full_accuracy) {
                                     -1, &st, NULL),
                  SQLITE_OK);
     cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "1,2");
+    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "1,2,3");
     sqlite3_finalize(st);
     sqlite3_close(db);
 
@@ -1127,5 +1132,47 @@ Test(server, device_all_queues_one_bench_job_per_opencl_device) {
     cr_assert_eq(job_total(&s), (int64_t)n);
     json_decref(body);
     json_decref(opencl);
+    stop_server(&s);
+}
+
+/* A first start measures each device that has no benchmark rows; "auto" placement then records
+ * on the job which device the cost model chose, its estimate and every candidate's. */
+Test(server, first_start_calibrates_and_auto_placement_records_its_estimate) {
+    server s = start_server_calibrating(true);
+    json_t *devs = get_json(&s, "/api/v1/devices", 200);
+    size_t i, n_dev = json_array_size(json_object_get(devs, "devices"));
+    json_t *d;
+    int64_t deadline = now_ms() + 120000;
+    json_array_foreach(json_object_get(devs, "devices"), i, d) {
+        char path[256];
+        snprintf(path, sizeof path, "/api/v1/benchmarks?device=%s", str(d, "id"));
+        for (;;) {
+            json_t *b = get_json(&s, path, 200);
+            size_t rows = json_array_size(json_object_get(b, "rows"));
+            json_decref(b);
+            if (rows >= 3) break; /* gemm fwd1, inet fib, tensor-micro add-1K */
+            cr_assert_lt(now_ms(), deadline, "device %s was not calibrated", str(d, "id"));
+            usleep(100000);
+        }
+    }
+    json_decref(devs);
+
+    int64_t id = submit(&s, "{\"kind\":\"train\",\"name\":\"xor\",\"data\":{\"source\":\"xor\"},"
+                            "\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2]},\"epochs\":5}");
+    char path[64];
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld", (long long)id);
+    json_t *job = get_json(&s, path, 200);
+    json_t *est = json_object_get(job, "estimate");
+    cr_assert(json_is_object(est), "the job records the cost model's estimate");
+    cr_assert_str_eq(str(est, "device"), str(job, "device"), "the estimate names the chosen device");
+    cr_assert_str_neq(str(job, "device"), "host", "auto places on an OpenCL device");
+    cr_assert_gt(json_number_value(json_object_get(est, "seconds")), 0);
+    cr_assert_str_eq(str(est, "unit"), "flop");
+    cr_assert(json_is_true(json_object_get(est, "measured")), "rates come from the calibration rows");
+    cr_assert_eq(json_array_size(json_object_get(est, "candidates")), n_dev - 1, "every OpenCL device is weighed");
+    json_decref(job);
+    job = wait_state(&s, id, "succeeded failed", 60000);
+    cr_assert_str_eq(str(job, "state"), "succeeded");
+    json_decref(job);
     stop_server(&s);
 }

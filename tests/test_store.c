@@ -123,15 +123,18 @@ Test(store, fresh_database_records_every_version_and_creates_tables) {
     int64_t version = 0;
     pgn_error err;
     cr_assert_eq(pgd_store_schema_version(s, &version, &err), 0);
-    cr_assert_eq(version, 2);
+    cr_assert_eq(version, 3);
 
     sqlite3 *db = raw_db();
-    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 2);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 3);
     char *name = raw_text(db, "SELECT name FROM schema_migrations WHERE version = 1");
     cr_assert_str_eq(name, "001_init.sql");
     free(name);
     name = raw_text(db, "SELECT name FROM schema_migrations WHERE version = 2");
     cr_assert_str_eq(name, "002_benchmarks.sql");
+    free(name);
+    name = raw_text(db, "SELECT name FROM schema_migrations WHERE version = 3");
+    cr_assert_str_eq(name, "003_job_estimates.sql");
     free(name);
     char *at = raw_text(db, "SELECT applied_at FROM schema_migrations WHERE version = 1");
     assert_timestamp(at);
@@ -163,7 +166,7 @@ Test(store, reopening_applies_nothing_again) {
     s = open_store();
 
     db = raw_db();
-    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 2);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 3);
     char *again = raw_text(db, "SELECT group_concat(applied_at) FROM schema_migrations");
     cr_assert_str_eq(again, first);
     cr_assert_eq(raw_int(db, "SELECT count(*) FROM jobs"), 1, "data survives a restart");
@@ -279,7 +282,8 @@ Test(store, insert_then_get_returns_every_field) {
     assert_timestamp(str(o, "created_at"));
     cr_assert(json_is_null(json_object_get(o, "started_at")));
     cr_assert(json_is_null(json_object_get(o, "finished_at")));
-    cr_assert_eq(json_object_size(o), 14);
+    cr_assert(json_is_null(json_object_get(o, "estimate")));
+    cr_assert_eq(json_object_size(o), 15);
     json_decref(o);
 
     cr_assert_eq(pgd_store_job_get(s, id, false, &o, &err), 0);
@@ -523,13 +527,18 @@ Test(store, a_version_1_database_gains_the_benchmarks_table) {
     pgd_store *s;
     pgn_error err;
     cr_assert_eq(pgd_store_open_with(dbpath, one, &s, &err), 0, "%s", err.message);
-    int64_t id = insert(s, "bench", "old", "d");
     pgd_store_close(s);
+    /* a job of that version, written as that version's server wrote it */
+    sqlite3 *db = raw_db();
+    cr_assert_eq(sqlite3_exec(db, "INSERT INTO jobs (kind, name, device_requested, device, spec)"
+                                  " VALUES ('bench', 'old', 'auto', 'd', '{}')", NULL, NULL, NULL), SQLITE_OK);
+    int64_t id = sqlite3_last_insert_rowid(db);
+    sqlite3_close(db);
 
-    s = open_store(); /* the embedded migrations: 001 and 002 */
+    s = open_store(); /* every embedded migration */
     int64_t version = 0;
     cr_assert_eq(pgd_store_schema_version(s, &version, &err), 0);
-    cr_assert_eq(version, 2);
+    cr_assert_eq(version, 3);
     json_t *job = get(s, id);
     cr_assert_str_eq(str(job, "name"), "old", "jobs survive the upgrade");
     json_decref(job);
