@@ -434,6 +434,9 @@ void pgn_device_close(pgn_device *dev) {
 
 const pgn_device_info *pgn_device_get_info(const pgn_device *dev) { return &dev->info; }
 
+/* How long pgn_device_finish polls before it sleeps. */
+#define FINISH_SPIN_S 50e-6
+
 /* Completion of a marker event, waited for on a condition variable. */
 typedef struct {
     pthread_mutex_t mu;
@@ -453,7 +456,8 @@ static void CL_CALLBACK marker_done(cl_event ev, cl_int status, void *p) {
 
 /* pocl's clFinish busy-waits on the calling thread, which on a CPU device takes a core from the
  * kernels it waits for (measured: two inet workers ran at half speed while the host thread spun).
- * So the wait is a marker whose completion callback wakes a sleeping thread. */
+ * So the wait is a marker whose completion callback wakes a sleeping thread, after at most
+ * FINISH_SPIN_S of polling. */
 int pgn_device_finish(pgn_device *dev, pgn_error *err) {
     if (!dev) return 0;
     cl_event ev = NULL;
@@ -462,10 +466,18 @@ int pgn_device_finish(pgn_device *dev, pgn_error *err) {
     if (st == CL_SUCCESS) st = clSetEventCallback(ev, CL_COMPLETE, marker_done, &w);
     if (st == CL_SUCCESS) st = clFlush(dev->queue);
     if (st == CL_SUCCESS) {
+        /* Short waits spin a little first: waking from the condition variable costs tens of
+         * microseconds, which single-sample forward passes (mlp-forward S1: ~20 us) would feel. */
+        double until = pgn_now_s() + FINISH_SPIN_S;
+        cl_int exec = CL_QUEUED;
+        while (pgn_now_s() < until &&
+               clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof exec, &exec, NULL) == CL_SUCCESS &&
+               exec > CL_COMPLETE) {
+        }
         pthread_mutex_lock(&w.mu);
         while (!w.done) pthread_cond_wait(&w.cv, &w.mu);
         pthread_mutex_unlock(&w.mu);
-        cl_int exec = CL_COMPLETE;
+        exec = CL_COMPLETE;
         clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof exec, &exec, NULL);
         if (exec < 0) st = exec;
     } else if (ev) {
