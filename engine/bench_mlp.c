@@ -69,64 +69,6 @@ static int oom(pgn_error *err) {
     return -1;
 }
 
-/* ---- the engine's GEMM with its weights packed once ----------------------------------------
- * pgn_op_gemm packs any B over 256K elements into the device's scratch on every call. For one
- * sample that repacking is nearly all the work: a 2048 x 2048 layer took 1.5 ms through
- * pgn_op_gemm_bias_act and 0.19 ms on panels packed beforehand (pocl, medians of 20). A server
- * keeps its weights packed, so this suite packs each layer once at set-up with gemm.cl's
- * gemm_pack and queues gemm_tile on the panels, exactly as engine/gemm.c's gemm_device does for
- * a packed B with A in place: the same kernel, one in-order fma chain per output, the same bits
- * (checked on every case: mae and max must be 0). The engine has no public call for a
- * pre-packed operand yet, so the panel layout is repeated here. */
-#define PANEL_MR 8       /* = GEMM_MR in kernels/gemm.cl and engine/gemm.c */
-#define PANEL_NR 32      /* = GEMM_NR */
-#define PANEL_PACK_KC 64 /* = GEMM_PACK_KC */
-
-static int ceil_div(int a, int b) { return (a + b - 1) / b; }
-
-/* A (K, N) weight matrix as ceil(N / PANEL_NR) zero-padded (K, PANEL_NR) panels. */
-typedef struct {
-    int K, N;
-    pgn_tensor panels;
-} packed_weights;
-
-/* Packs w (K, N), on the device, into p (queued, not waited for). */
-static int pack_weights(const pgn_tensor *w, int K, int N, packed_weights *p, pgn_error *err) {
-    pgn_device *dev = w->dev;
-    int n_panels = ceil_div(N, PANEL_NR);
-    p->K = K;
-    p->N = N;
-    if (pgn_tensor_init(&p->panels, dev, n_panels * K, PANEL_NR, err)) return -1;
-    int M = 1, a_blocks = 0, b_rs = N, b_cs = 1;
-    cl_long a_off = 0;
-    /* (M, N, K, a, a_blocks, a_off, b, b_rs, b_cs, b_panels, ws): no A to pack, so w stands in
-     * for the unused A buffer */
-    pgn_karg args[] = {KARG(M),     KARG(N),    KARG(K),    KARG(w->mem),   KARG(a_blocks),
-                       KARG(a_off), KARG(w->mem), KARG(b_rs), KARG(b_cs), KARG(n_panels),
-                       KARG(p->panels.mem)};
-    size_t global[2] = {(size_t)n_panels, (size_t)ceil_div(K, PANEL_PACK_KC)};
-    size_t local[2] = {1, 1};
-    return pgn_launch(dev, "gemm_pack", args, 11, 2, global, local, err);
-}
-
-/* z (M, N) = a (M, K) w + bias, y = act(z): pgn_op_gemm_bias_act with w packed. */
-static int packed_gemm_bias_act(int M, const pgn_tensor *a, const packed_weights *w,
-                                pgn_tensor *z, const pgn_tensor *bias, int act, pgn_tensor *y,
-                                pgn_error *err) {
-    int N = w->N, K = w->K, n_panels = ceil_div(N, PANEL_NR);
-    int a_ps = PANEL_MR * K, a_rs = K, a_cs = 1, b_ps = K * PANEL_NR, b_rs = PANEL_NR;
-    int epilogue = 1;
-    cl_long a_off = 0, b_len = (cl_long)n_panels * PANEL_NR * K;
-    pgn_karg args[] = {KARG(M),       KARG(N),         KARG(K),    KARG(a->mem),
-                       KARG(a_off),   KARG(a_ps),      KARG(a_rs), KARG(a_cs),
-                       KARG(w->panels.mem), KARG(b_ps), KARG(b_rs), KARG(b_len),
-                       KARG(z->mem),  KARG(N) /* ldc */, KARG(epilogue), KARG(bias->mem),
-                       KARG(act),     KARG(y->mem)};
-    size_t global[2] = {(size_t)ceil_div(M, PANEL_MR), (size_t)n_panels};
-    size_t local[2] = {1, 1};
-    return pgn_launch(z->dev, "gemm_tile", args, 18, 2, global, local, err);
-}
-
 /* ---- mlp-forward ---------------------------------------------------------------------------
  * Paragon-Py's cases: 784 inputs, `hidden` ReLU layers of `width`, 10 softmax outputs. Weights
  * and biases are uniform in +-1/sqrt(fan_in) (PyTorch's nn.Linear default), inputs in [0, 1),
@@ -156,7 +98,7 @@ typedef struct {
     pgn_device *dev;
     int layers, dims[MLP_MAX_LAYERS + 1];
     pgn_tensor w[MLP_MAX_LAYERS], b[MLP_MAX_LAYERS];
-    packed_weights pw[MLP_MAX_LAYERS];
+    pgn_gemm_packed pw[MLP_MAX_LAYERS]; /* weights packed once, as a server keeps them */
     pgn_tensor x, z[MLP_MAX_LAYERS], y[MLP_MAX_LAYERS];
 } mlp_net;
 
@@ -164,7 +106,7 @@ static void mlp_release(mlp_net *n) {
     for (int l = 0; l < MLP_MAX_LAYERS; l++) {
         pgn_tensor_release(&n->w[l]);
         pgn_tensor_release(&n->b[l]);
-        pgn_tensor_release(&n->pw[l].panels);
+        pgn_gemm_packed_release(&n->pw[l]);
         pgn_tensor_release(&n->z[l]);
         pgn_tensor_release(&n->y[l]);
     }
@@ -214,7 +156,7 @@ static int mlp_device_init(pgn_device *dev, const mlp_net *h, mlp_net *n, pgn_er
             pgn_tensor_init(&n->y[l], dev, MLP_BATCH, N, err) ||
             pgn_tensor_write(&n->w[l], h->w[l].host, (size_t)K * N, err) ||
             pgn_tensor_write(&n->b[l], h->b[l].host, (size_t)N, err) ||
-            pack_weights(&n->w[l], K, N, &n->pw[l], err))
+            pgn_gemm_pack(&n->w[l], K, N, &n->pw[l], err))
             return -1;
     }
     if (pgn_device_finish(dev, err)) return -1;
@@ -267,10 +209,9 @@ static int mlp_layers(mlp_net *n, int rows, pgn_error *err) {
     for (int l = 0; l < n->layers; l++) {
         int K = n->dims[l], N = n->dims[l + 1];
         int act = l + 1 < n->layers ? PGN_ACT_CODE_RELU : PGN_ACT_CODE_NONE;
-        int rc = n->dev ? packed_gemm_bias_act(rows, a, &n->pw[l], &n->z[l], &n->b[l], act,
-                                               &n->y[l], err)
-                        : pgn_op_gemm_bias_act(rows, N, K, a, false, &n->w[l], false, &n->z[l],
-                                               &n->b[l], act, &n->y[l], err);
+        int rc = n->dev ? pgn_op_gemm_bias_act_packed(rows, a, &n->pw[l], &n->z[l], &n->b[l], act, &n->y[l], err)
+                        : pgn_op_gemm_bias_act(rows, N, K, a, false, &n->w[l], false, &n->z[l], &n->b[l], act,
+                                               &n->y[l], err);
         if (rc) return -1;
         a = &n->y[l];
     }

@@ -217,47 +217,85 @@ typedef struct {
     int act;
 } gemm_epilogue;
 
+/* Queues gemm_pack: op(B) into b_panels panels and, when a_blocks > 0, op(A) into the panels
+ * that start at a_off, all in ws. */
+static int launch_pack(pgn_device *dev, int M, int N, int K, cl_mem a, int a_blocks, cl_long a_off, cl_mem b,
+                       int b_rs, int b_cs, int b_panels, cl_mem ws, pgn_error *err) {
+    pgn_karg pack[] = {KARG(M),   KARG(N),    KARG(K),    KARG(a),        KARG(a_blocks), KARG(a_off),
+                       KARG(b),   KARG(b_rs), KARG(b_cs), KARG(b_panels), KARG(ws)};
+    size_t global[2] = {(size_t)(a_blocks + b_panels), (size_t)ceil_div(K, GEMM_PACK_KC)};
+    size_t local[2] = {1, 1};
+    return pgn_launch(dev, "gemm_pack", pack, 11, 2, global, local, err);
+}
+
+/* An operand of gemm_tile: its buffer, where it starts, and its panel, row and column strides. */
+typedef struct {
+    cl_mem mem;
+    cl_long off, len; /* len: B's floats (bounds its reads); unused for A */
+    int ps, rs, cs;
+} tile_operand;
+
+static int launch_tile(pgn_device *dev, int M, int N, int K, const tile_operand *a, const tile_operand *b,
+                       cl_mem c, const gemm_epilogue *e, pgn_error *err) {
+    pgn_karg args[] = {KARG(M),     KARG(N),     KARG(K),     KARG(a->mem), KARG(a->off),   KARG(a->ps),
+                       KARG(a->rs), KARG(a->cs), KARG(b->mem), KARG(b->ps), KARG(b->rs),    KARG(b->len),
+                       KARG(c),     KARG(N),     KARG(e->on), KARG(e->bias), KARG(e->act), KARG(e->y)};
+    size_t global[2] = {(size_t)ceil_div(M, GEMM_MR), (size_t)ceil_div(N, GEMM_NR)};
+    size_t local[2] = {1, 1};
+    return pgn_launch(dev, "gemm_tile", args, 18, 2, global, local, err);
+}
+
 static int gemm_device(int M, int N, int K, cl_mem a, cl_mem b, cl_mem c, bool ta, bool tb,
                        const gemm_epilogue *e, pgn_device *dev, pgn_error *err) {
     gemm_strides s = strides_for(M, N, K, ta, tb);
     gemm_plan plan = plan_for(M, N, K, ta, tb);
-    int a_ps = GEMM_MR * s.a_rs, a_rs = s.a_rs, a_cs = s.a_cs;
-    int b_ps = GEMM_NR, b_rs = N;
-    cl_long a_off = 0, b_len = (cl_long)K * N;
+    tile_operand A = {a, 0, 0, GEMM_MR * s.a_rs, s.a_rs, s.a_cs};
+    tile_operand B = {b, 0, (cl_long)K * N, GEMM_NR, N, 1};
     if (plan.floats > 0) {
         if (pgn_gemm_reserve(dev, plan.floats * sizeof(float), err)) return -1;
-        cl_long ws_a_off = (cl_long)plan.a_off;
         int a_blocks = ceil_div(plan.a_panels * GEMM_MR, GEMM_PACK_AR);
-        pgn_karg pack[] = {KARG(M),      KARG(N),      KARG(K),     KARG(a),
-                           KARG(a_blocks), KARG(ws_a_off), KARG(b), KARG(s.b_rs),
-                           KARG(s.b_cs), KARG(plan.b_panels), KARG(dev->gemm_ws)};
-        size_t global[2] = {(size_t)(a_blocks + plan.b_panels),
-                            (size_t)ceil_div(K, GEMM_PACK_KC)};
-        size_t local[2] = {1, 1};
-        if (pgn_launch(dev, "gemm_pack", pack, 11, 2, global, local, err)) return -1;
+        if (launch_pack(dev, M, N, K, a, a_blocks, (cl_long)plan.a_off, b, s.b_rs, s.b_cs, plan.b_panels,
+                        dev->gemm_ws, err))
+            return -1;
     }
-    if (plan.a_panels > 0) {
-        a = dev->gemm_ws;
-        a_off = (cl_long)plan.a_off;
-        a_ps = K * GEMM_MR;
-        a_rs = 1;
-        a_cs = GEMM_MR;
-    }
-    if (plan.b_panels > 0) {
-        b = dev->gemm_ws;
-        b_ps = K * GEMM_NR;
-        b_rs = GEMM_NR;
-        b_len = (cl_long)plan.a_off;
-    }
+    if (plan.a_panels > 0) A = (tile_operand){dev->gemm_ws, (cl_long)plan.a_off, 0, K * GEMM_MR, 1, GEMM_MR};
+    if (plan.b_panels > 0) B = (tile_operand){dev->gemm_ws, 0, (cl_long)plan.a_off, K * GEMM_NR, GEMM_NR, 1};
     gemm_epilogue none = {0, c, c, 0};
-    if (!e) e = &none;
-    pgn_karg args[] = {KARG(M),    KARG(N),     KARG(K),    KARG(a),     KARG(a_off),
-                       KARG(a_ps), KARG(a_rs),  KARG(a_cs), KARG(b),     KARG(b_ps),
-                       KARG(b_rs), KARG(b_len), KARG(c),    KARG(N),     KARG(e->on),
-                       KARG(e->bias), KARG(e->act), KARG(e->y)};
-    size_t global[2] = {(size_t)ceil_div(M, GEMM_MR), (size_t)ceil_div(N, GEMM_NR)};
-    size_t local[2] = {1, 1};
-    return pgn_launch(dev, "gemm_tile", args, 18, 2, global, local, err);
+    return launch_tile(dev, M, N, K, &A, &B, c, e ? e : &none, err);
+}
+
+/* ---- weights packed once -------------------------------------------------------------------
+ * pgn_op_gemm packs any B over GEMM_IN_PLACE_MAX elements on every call. Where the same weights
+ * serve many products of few rows (inference), that repacking is nearly all the work: a
+ * 2048 x 2048 layer at one row took 1.5 ms through pgn_op_gemm_bias_act and 0.19 ms on panels
+ * packed beforehand (pocl, medians of 20). Same kernel, same in-order fma chains: same bits. */
+
+int pgn_gemm_pack(const pgn_tensor *w, int K, int N, pgn_gemm_packed *out, pgn_error *err) {
+    *out = (pgn_gemm_packed){.K = K, .N = N};
+    if (check(w->dev != NULL, "packing is for device tensors", err) ||
+        check(K > 0 && N > 0 && pgn_tensor_count(w) >= (size_t)K * N, "W too small", err))
+        return -1;
+    int panels = ceil_div(N, GEMM_NR);
+    if (pgn_tensor_init(&out->panels, w->dev, panels * K, GEMM_NR, err)) return -1;
+    /* no A to pack: w stands in for the unused A buffer */
+    return launch_pack(w->dev, 1, N, K, w->mem, 0, 0, w->mem, N, 1, panels, out->panels.mem, err);
+}
+
+void pgn_gemm_packed_release(pgn_gemm_packed *p) { pgn_tensor_release(&p->panels); }
+
+int pgn_op_gemm_bias_act_packed(int M, const pgn_tensor *a, const pgn_gemm_packed *w, pgn_tensor *z,
+                                const pgn_tensor *bias, int act, pgn_tensor *y, pgn_error *err) {
+    int N = w->N, K = w->K;
+    if (check(a->dev && a->dev == z->dev && w->panels.dev == z->dev && bias->dev == z->dev && y->dev == z->dev,
+              "tensors on different devices", err) ||
+        check(M > 0 && pgn_tensor_count(a) >= (size_t)M * K && pgn_tensor_count(z) >= (size_t)M * N &&
+                  pgn_tensor_count(y) >= (size_t)M * N && (int)pgn_tensor_count(bias) == N,
+              "operand too small", err))
+        return -1;
+    tile_operand A = {a->mem, 0, 0, GEMM_MR * K, K, 1};
+    tile_operand B = {w->panels.mem, 0, (cl_long)pgn_tensor_count(&w->panels), K * GEMM_NR, GEMM_NR, 1};
+    gemm_epilogue e = {1, bias->mem, y->mem, act};
+    return launch_tile(z->dev, M, N, K, &A, &B, z->mem, &e, err);
 }
 
 int pgn_op_gemm(int M, int N, int K, const pgn_tensor *a, bool ta, const pgn_tensor *b, bool tb,

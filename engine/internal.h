@@ -96,6 +96,19 @@ int pgn_op_gemm(int M, int N, int K, const pgn_tensor *a, bool ta, const pgn_ten
 int pgn_op_gemm_bias_act(int M, int N, int K, const pgn_tensor *a, bool ta, const pgn_tensor *b,
                          bool tb, pgn_tensor *z, const pgn_tensor *bias, int act, pgn_tensor *y,
                          pgn_error *err);
+/* A (K, N) weight matrix packed once into the GEMM's panels on its device, for many products of
+ * few rows (inference) without repacking on each (engine/gemm.c). Owns its panels. */
+typedef struct pgn_gemm_packed {
+    int K, N;
+    pgn_tensor panels;
+} pgn_gemm_packed;
+/* Queues the packing of w (not waited for). */
+int pgn_gemm_pack(const pgn_tensor *w, int K, int N, pgn_gemm_packed *out, pgn_error *err);
+void pgn_gemm_packed_release(pgn_gemm_packed *p);
+/* z (M, N) = a (M, K) W + bias, y = act(z): pgn_op_gemm_bias_act's bits on a packed W. */
+int pgn_op_gemm_bias_act_packed(int M, const pgn_tensor *a, const pgn_gemm_packed *w, pgn_tensor *z,
+                                const pgn_tensor *bias, int act, pgn_tensor *y, pgn_error *err);
+
 /* Device scratch bytes pgn_op_gemm needs for that call (0: none). */
 size_t pgn_gemm_workspace_bytes(int M, int N, int K, bool ta, bool tb);
 /* Grows dev's GEMM scratch to at least bytes (waits for queued work first when it grows), so
