@@ -120,12 +120,29 @@ static int fail_space(const clnet *c, const char *what, uint32_t cap, uint64_t i
                                (unsigned long long)c->max_alloc);
 }
 
+/* Owner-table entries for a heap of cap slots: every chunk up to the end, and the chunks workers
+ * may have taken past it (each holds at most one such). */
+static size_t owner_entries(const clnet *c, uint32_t cap) {
+    return ((size_t)cap + (size_t)c->workers * PGN_INET_CHUNK) / PGN_INET_CHUNK + 1;
+}
+
+/* Fills owner-table entries [from, to) with PGN_INET_NO_OWNER. */
+static cl_int clear_owners(const clnet *c, cl_mem owner, size_t from, size_t to) {
+    static const uint32_t no_owner = PGN_INET_NO_OWNER;
+    return clEnqueueFillBuffer(c->dev->queue, owner, &no_owner, 4, from * 4, (to - from) * 4, 0, NULL, NULL);
+}
+
 static int grow_heap(clnet *c, int h, uint64_t itrs, pgn_error *err) {
     clheap *hp = &c->heap[h];
     uint64_t top = c->ctl_host[PGN_INET_CTL_TOP(h)];
     uint32_t cap = next_cap(c, hp->cap, top + (uint64_t)c->workers * PGN_INET_CHUNK, hp->limit, heap_elem[h]);
     if (!cap) return fail_space(c, heap_name[h], hp->cap, itrs, err);
-    if (grow_buffer(c, &hp->slots, hp->cap * heap_elem[h], cap * heap_elem[h], err)) return -1;
+    size_t had = owner_entries(c, hp->cap), need = owner_entries(c, cap);
+    if (grow_buffer(c, &hp->slots, hp->cap * heap_elem[h], cap * heap_elem[h], err) ||
+        grow_buffer(c, &hp->owner, had * 4, need * 4, err))
+        return -1;
+    cl_int st = clear_owners(c, hp->owner, had, need);
+    if (st != CL_SUCCESS) return cl_fail(err, st, "growing an owner table");
     hp->cap = cap;
     return 0;
 }
@@ -202,10 +219,9 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
     c->w[0].bag_hi = 1;
     uint32_t root_none = PGN_INET_NONE;
     uint64_t seed = pgn_inet_pair(pgn_inet_port(PGN_INET_REF, 0), pgn_inet_port(PGN_INET_VAR, ROOT_VAR));
-    /* Owner tables cover every chunk the heaps may reach, with what workers can take past the end. */
+    /* Owner tables cover the heaps as they are, and grow with them. */
     size_t chunks[2];
-    for (int h = 0; h < 2; h++)
-        chunks[h] = (c->heap[h].limit + (size_t)workers * PGN_INET_CHUNK) / PGN_INET_CHUNK + 1;
+    for (int h = 0; h < 2; h++) chunks[h] = owner_entries(c, c->heap[h].cap);
     int rc = make_buffer(c, nodes->cap * heap_elem[0], NULL, &nodes->slots, err) ||
              make_buffer(c, vars->cap * heap_elem[1], NULL, &vars->slots, err) ||
              make_buffer(c, chunks[0] * 4, NULL, &nodes->owner, err) ||
@@ -220,10 +236,8 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
              make_buffer(c, (size_t)c->scratch_stride * 4 * workers, NULL, &c->scratch, err);
     free(defs);
     if (rc) return -1;
-    uint32_t no_owner = PGN_INET_NO_OWNER;
     cl_int st = CL_SUCCESS;
-    for (int h = 0; h < 2 && st == CL_SUCCESS; h++)
-        st = clEnqueueFillBuffer(dev->queue, c->heap[h].owner, &no_owner, 4, 0, chunks[h] * 4, 0, NULL, NULL);
+    for (int h = 0; h < 2 && st == CL_SUCCESS; h++) st = clear_owners(c, c->heap[h].owner, 0, chunks[h]);
     if (st == CL_SUCCESS)
         st = clEnqueueWriteBuffer(dev->queue, vars->slots, CL_TRUE, ROOT_VAR * 4, 4, &root_none, 0, NULL, NULL);
     if (st == CL_SUCCESS)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "inet.h"
+#include "inet_gen.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -600,56 +601,10 @@ Test(inet_fuzz, mangled_programs_never_crash) {
 Test(inet_fuzz, random_well_formed_nets_reduce_or_fail_cleanly) {
     /* random trees with every variable used twice, random references between a few
      * definitions (often recursive, so many runs end at the limit) */
-    static const char *const leaves[] = {"*", "0", "1", "+2", "-3", "1.5", "[+]", "[*]", "[<]", "[:-1]",
-                                         "[u24]", "[f24]", "@main", "@f0", "@f1"};
     uint64_t seed = 12345;
     char *text = malloc(1 << 16);
     for (int round = 0; round < 300; round++) {
-        size_t o = 0;
-        for (int d = 0; d < 3; d++) {
-            o += (size_t)sprintf(text + o, d == 0 ? "@main = " : "\n@f%d = ", d - 1);
-            int open = 0, made = 0;
-            /* a tree in prefix form from a random shape, closing variables as it goes */
-            int pending = 1, stack[64], top = 0;
-            while (pending > 0 && o < 60000) {
-                uint64_t k = next_rand(&seed) % 10;
-                if (k < 3 && top < 60) {
-                    static const char *const opens[] = {"(", "{", "$(", "?("};
-                    static const char closes[] = {')', '}', ')', ')'};
-                    int t = (int)(next_rand(&seed) % 4);
-                    o += (size_t)sprintf(text + o, "%s", opens[t]);
-                    stack[top++] = closes[t];
-                    stack[top++] = 2; /* children left */
-                    pending--;
-                    pending += 2;
-                    continue;
-                }
-                if (k < 6) {
-                    if (open && next_rand(&seed) % 2) {
-                        o += (size_t)sprintf(text + o, "v%d ", made - open);
-                        open--;
-                    } else {
-                        o += (size_t)sprintf(text + o, "v%d ", made++);
-                        open++;
-                    }
-                } else {
-                    o += (size_t)sprintf(text + o, "%s ", leaves[next_rand(&seed) % 15]);
-                }
-                pending--;
-                while (top) {
-                    if (--stack[top - 1] > 0) break;
-                    top--;
-                    text[o++] = (char)stack[--top];
-                    text[o++] = ' ';
-                }
-            }
-            /* variables opened last-in first-out were closed in that order; close the rest */
-            while (open) {
-                o += (size_t)sprintf(text + o, "\n  & v%d ~ *", made - open);
-                open--;
-            }
-        }
-        text[o] = '\0';
+        size_t o = inet_gen_program(&seed, text);
         pgn_inet_book *book = NULL;
         pgn_error err = {0};
         cr_assert_eq(pgn_inet_parse(text, o, &book, &err), 0, "%s\n%s", err.message, text);

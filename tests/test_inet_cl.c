@@ -9,6 +9,7 @@
 
 #include "engine_helpers.h"
 #include "inet.h"
+#include "inet_gen.h"
 
 static pgn_device *dev;
 
@@ -127,6 +128,40 @@ Test(inet_cl, random_programs_match_the_host_reducer) {
         free(want);
         free(program);
     }
+}
+
+Test(inet_cl, random_well_formed_nets_give_the_host_result_or_fail_the_same_way) {
+    /* the host's fuzz nets (tests/inet_gen.h): where the host finishes within the limits, the
+     * device must print the same net after the same count; clone errors must match too */
+    uint64_t seed = 12345;
+    char *text = malloc(1 << 16);
+    cr_assert_not_null(text);
+    int compared = 0;
+    for (int round = 0; round < 300; round++) {
+        size_t o = inet_gen_program(&seed, text);
+        pgn_inet_book *book = parse_ok(text);
+        pgn_inet_limits lim = {.max_interactions = 5000, .max_nodes = 5000};
+        pgn_inet_result host, dev_r;
+        pgn_error err = {0}, derr = {0};
+        int host_rc = pgn_inet_run_host(book, &lim, NULL, &host, &err);
+        if (host_rc == 0 || !strcmp(err.code, "invalid_program")) {
+            int dev_rc = pgn_inet_run_cl(dev, book, &lim, 1u << (round % 3), NULL, &dev_r, &derr);
+            cr_assert_eq(dev_rc, host_rc, "round %d: host %s, device %s: %s\n%.*s", round, host_rc ? err.code : "ok",
+                         dev_rc ? derr.code : "ok", derr.message, (int)o, text);
+            if (host_rc == 0) {
+                char *want = result_text(&host), *got = result_text(&dev_r);
+                cr_assert_str_eq(got, want, "round %d:\n%.*s", round, (int)o, text);
+                free(want);
+                free(got);
+                pgn_inet_result_free(&host);
+                pgn_inet_result_free(&dev_r);
+                compared++;
+            }
+        }
+        pgn_inet_book_free(book);
+    }
+    free(text);
+    cr_assert_gt(compared, 50, "only %d nets finished on the host", compared);
 }
 
 /* A definition of n constructor nodes: (1 (1 (... *))). */
