@@ -127,3 +127,55 @@ void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *r, pg
         break;
     }
 }
+
+/* ---- device memory ---------------------------------------------------------------------- */
+
+/* Samples of the evaluation set the trainer uploads beside the training set. */
+static double test_samples(const pgn_data_spec *d) {
+    switch (d->source) {
+    case PGN_DATA_XOR: return 4;
+    case PGN_DATA_SPIRAL: return (double)d->samples * d->classes; /* same size, other noise */
+    case PGN_DATA_FASHION_MNIST: return 10000;
+    case PGN_DATA_IDX: break;
+    }
+    return 0;
+}
+
+uint64_t pgn_train_param_count(const pgn_train_spec *t) {
+    uint64_t n = 0;
+    for (int l = 0; l + 1 < t->n_layers; l++)
+        n += (uint64_t)t->layers[l] * (uint64_t)t->layers[l + 1] + (uint64_t)t->layers[l + 1];
+    return n;
+}
+
+/* What train.c and graph.c allocate on the device, in floats (every tensor is 4-byte floats
+ * or ints): the parameters, their gradients, the optimizer's moments, the per-layer buffers of
+ * one batch (value, pre-activation, gradient and the dropout mask or softmax of each layer),
+ * and both datasets with their labels and shuffle index. The GEMM's packed copy of each weight
+ * matrix counts with the parameters. */
+#define ACTIVATION_BUFFERS_PER_WIDTH 4.0
+#define PACKED_WEIGHT_COPIES 1.0
+
+void pgn_job_memory_estimate(const pgn_job_spec *spec, pgn_memory_estimate *out) {
+    *out = (pgn_memory_estimate){0};
+    if (spec->kind != PGN_JOB_TRAIN) return;
+    const pgn_train_spec *t = &spec->train;
+    const double f = 4.0;
+    out->n_params = pgn_train_param_count(t);
+    double p = (double)out->n_params;
+    out->params = p * f * (1.0 + PACKED_WEIGHT_COPIES);
+    out->gradients = p * f;
+    const pgn_optimizer_spec *o = &t->optimizer;
+    int moments = o->type != PGN_OPT_SGD ? 2 : o->momentum > 0.0f ? 1 : 0;
+    out->optimizer = p * f * moments;
+    double widths = 0;
+    for (int l = 0; l < t->n_layers; l++) widths += t->layers[l];
+    out->activations = ACTIVATION_BUFFERS_PER_WIDTH * t->batch_size * widths * f;
+    int features = 0, classes = 0;
+    if (pgn_data_shape(&t->data, &features, &classes)) {
+        double n = samples_per_epoch(&t->data) + test_samples(&t->data);
+        out->dataset = n * (features + 2) * f; /* features, label, index */
+        out->dataset_known = true;
+    }
+    out->total = out->params + out->gradients + out->optimizer + out->activations + out->dataset;
+}

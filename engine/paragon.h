@@ -223,6 +223,8 @@ typedef struct pgn_run_options {
     const char *checkpoint_dir; /* train: checkpoint.safetensors is written here every
                                    checkpoint_every epochs and at the end; NULL: nowhere */
     bool resume;                /* train: continue from checkpoint_dir's checkpoint if any */
+    bool checkpoint_on_stop;    /* train: when should_stop stops the run, first checkpoint the
+                                   exact position (mid-epoch too), so a resume repeats no step */
     bool profile;               /* train: time every graph node; adds "profile" to the result */
 } pgn_run_options;
 
@@ -253,6 +255,25 @@ typedef struct pgn_job_estimate {
 } pgn_job_estimate;
 
 void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *rates, pgn_job_estimate *out);
+
+/* Parameters of a train spec's MLP: the sum over layers of in*out weights plus out biases. */
+uint64_t pgn_train_param_count(const pgn_train_spec *train);
+
+/* Device bytes a job is expected to hold at once (train jobs; zero for the others, whose
+ * memory follows their limits or their suite). dataset is 0 and dataset_known false when the
+ * data's size is known only once its files are read (idx). */
+typedef struct pgn_memory_estimate {
+    uint64_t n_params;
+    double params;      /* weights and biases, with the GEMM's packed copy */
+    double gradients;
+    double optimizer;   /* momentum (sgd with momentum), first and second moments (adam, adamw) */
+    double activations; /* the per-layer buffers of one batch of batch_size */
+    double dataset;     /* training and evaluation sets with labels and shuffle index */
+    bool dataset_known;
+    double total;
+} pgn_memory_estimate;
+
+void pgn_job_memory_estimate(const pgn_job_spec *spec, pgn_memory_estimate *out);
 
 /* ---- benchmarks (bench.c) ---------------------------------------------------------------
  * Suites produce rows: flat JSON objects with "suite", "case", "device", "adapter", "version"
@@ -286,7 +307,8 @@ int pgn_bench_run(const pgn_bench_spec *spec, pgn_device *dev, const pgn_run_opt
 
 /* Runs a validated job on an opened device (or the host pseudo-device when dev is NULL).
  * On success *result is a new JSON object; for train jobs it has at least accuracy, loss,
- * weights_sha256, epochs, steps, seconds and device. */
+ * weights_sha256, epochs, steps, seconds, device, and resumed_from_epoch / resumed_from_step
+ * (whole epochs / optimizer steps the checkpoint it continued had done; 0 for a fresh run). */
 int pgn_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
                 const pgn_run_hooks *hooks, json_t **result, pgn_error *err);
 

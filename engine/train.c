@@ -2,7 +2,8 @@
  * step gathers its batch on the device from the epoch's permutation, runs the graph forward and
  * backward and the optimizer, and records its loss and correct count on the device, so steps
  * queue without waiting. Per epoch: evaluation on the test set, metrics through the hooks, and
- * a checkpoint when due. Resuming from a checkpoint continues bit-identically. */
+ * a checkpoint when due (and at a stop, mid-epoch, when asked). Resuming from a checkpoint
+ * continues bit-identically. */
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -164,8 +165,8 @@ static int evaluate(trainer *tr, double *loss, double *acc, pgn_error *err) {
 /* Checkpoint entries: parameters, then each parameter's optimizer state. Names follow
  * PyTorch's state_dict where they can ("layers.0.weight", "optimizer.layers.0.weight.exp_avg"). */
 typedef struct {
-    pgn_st_entry e[3 * PGN_GRAPH_MAX_PARAMS];
-    char names[3 * PGN_GRAPH_MAX_PARAMS][96];
+    pgn_st_entry e[3 * PGN_GRAPH_MAX_PARAMS + 1]; /* + the step statistics of a stop */
+    char names[3 * PGN_GRAPH_MAX_PARAMS + 1][96];
     int n;
 } st_list;
 
@@ -203,19 +204,32 @@ static json_t *resume_key(const pgn_job_spec *spec) {
     return j;
 }
 
-static int save_checkpoint(trainer *tr, int epochs_done, const char *sha, pgn_error *err) {
+/* A checkpoint taken inside an epoch (a stop between steps) also keeps the per-step statistics
+ * of the epoch's steps so far, so the epoch's loss and accuracy come out as if never stopped. */
+#define PGN_CHECKPOINT_STATS "trainer.step_stats"
+
+/* epochs_done whole epochs, then epoch_step steps of the next one (0: at an epoch boundary). */
+static int save_checkpoint(trainer *tr, int epochs_done, int epoch_step, const char *sha,
+                           pgn_error *err) {
     char path[PGN_PATH_MAX * 2];
     if (!checkpoint_path(tr, path, sizeof path)) return 0;
     st_list l;
     checkpoint_entries(tr, &l);
+    if (epoch_step > 0) {
+        snprintf(l.names[l.n], sizeof l.names[0], "%s", PGN_CHECKPOINT_STATS);
+        l.e[l.n] = (pgn_st_entry){l.names[l.n], &tr->stats};
+        l.n++;
+    }
     json_t *key = resume_key(tr->spec);
     char *spec_text = pgn_json_dumps(key);
     json_decref(key);
-    char epoch[32], step[32];
+    char epoch[32], step[32], in_epoch[32];
     snprintf(epoch, sizeof epoch, "%d", epochs_done);
     snprintf(step, sizeof step, "%lld", (long long)tr->optim.t);
-    json_t *meta = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "format", PGN_CHECKPOINT_FORMAT,
-                             "paragon_version", PGN_VERSION, "epoch", epoch, "step", step, "spec",
+    snprintf(in_epoch, sizeof in_epoch, "%d", epoch_step);
+    json_t *meta = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "format",
+                             PGN_CHECKPOINT_FORMAT, "paragon_version", PGN_VERSION, "epoch",
+                             epoch, "epoch_step", in_epoch, "step", step, "spec",
                              spec_text ? spec_text : "", "weights_sha256", sha);
     free(spec_text);
     int rc = pgn_safetensors_write(path, l.e, l.n, meta, err);
@@ -223,10 +237,11 @@ static int save_checkpoint(trainer *tr, int epochs_done, const char *sha, pgn_er
     return rc;
 }
 
-/* Loads the checkpoint if there is one; *epochs_done stays 0 otherwise. */
-static int load_checkpoint(trainer *tr, int *epochs_done, pgn_error *err) {
+/* Loads the checkpoint if there is one; *epochs_done and *epoch_step stay 0 otherwise. */
+static int load_checkpoint(trainer *tr, int *epochs_done, int *epoch_step, pgn_error *err) {
     char path[PGN_PATH_MAX * 2];
     *epochs_done = 0;
+    *epoch_step = 0;
     if (!tr->opts->resume || !checkpoint_path(tr, path, sizeof path)) return 0;
     FILE *f = fopen(path, "rb");
     if (!f) return 0;
@@ -239,6 +254,9 @@ static int load_checkpoint(trainer *tr, int *epochs_done, pgn_error *err) {
     const char *spec_text = json_string_value(json_object_get(meta, "spec"));
     const char *epoch = json_string_value(json_object_get(meta, "epoch"));
     const char *step = json_string_value(json_object_get(meta, "step"));
+    /* absent in checkpoints written before stops checkpointed: those are at epoch boundaries */
+    const char *in_epoch = json_string_value(json_object_get(meta, "epoch_step"));
+    int at_step = in_epoch ? atoi(in_epoch) : 0;
     json_t *key = resume_key(tr->spec);
     char *want = pgn_json_dumps(key);
     json_decref(key);
@@ -251,13 +269,40 @@ static int load_checkpoint(trainer *tr, int *epochs_done, pgn_error *err) {
                       "checkpoint '%s' belongs to a different job spec; remove it to start over",
                       path);
         rc = -1;
+    } else if (at_step < 0 || at_step >= tr->steps_per_epoch) {
+        pgn_error_set(err, "checkpoint", "",
+                      "checkpoint '%s': epoch_step %d is outside an epoch of %d steps", path,
+                      at_step, tr->steps_per_epoch);
+        rc = -1;
     } else {
         *epochs_done = atoi(epoch);
+        *epoch_step = at_step;
         tr->optim.t = atoll(step);
+        pgn_st_entry stats = {PGN_CHECKPOINT_STATS, &tr->stats};
+        if (at_step > 0) rc = pgn_safetensors_read(path, &stats, 1, NULL, err);
     }
     free(want);
     json_decref(meta);
     return rc;
+}
+
+/* should_stop said stop before step s of epoch (0-based): the run fails with "cancelled", after
+ * checkpointing this exact position when the caller asked for it (a graceful shutdown), so the
+ * next run repeats no step. A checkpoint that cannot be written leaves the previous one intact
+ * (writes are atomic); the stop is still a stop, and its message says what was lost. */
+static void stop(trainer *tr, int epoch, int s, pgn_error *err) {
+    pgn_error cerr;
+    pgn_error_clear(&cerr);
+    char sha[65], saved[64] = "";
+    if (tr->opts->checkpoint_on_stop && tr->opts->checkpoint_dir) {
+        if (pgn_graph_weights_sha256(&tr->graph, sha, &cerr) == 0 &&
+            save_checkpoint(tr, epoch, s, sha, &cerr) == 0)
+            snprintf(saved, sizeof saved, "; checkpointed");
+        else
+            snprintf(saved, sizeof saved, "; not checkpointed");
+    }
+    pgn_error_set(err, "cancelled", "", "stopped at epoch %d, step %lld%s%s%s", epoch + 1,
+                  (long long)tr->optim.t, saved, cerr.message[0] ? ": " : "", cerr.message);
 }
 
 static int setup(trainer *tr, pgn_device *dev, pgn_error *err) {
@@ -309,15 +354,17 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
     tr.opts = opts;
     tr.hooks = hooks;
     double t_start = pgn_now_s();
-    int start_epoch = 0;
-    if (setup(&tr, dev, err) || load_checkpoint(&tr, &start_epoch, err)) goto fail;
+    int start_epoch = 0, start_step = 0;
+    if (setup(&tr, dev, err) || load_checkpoint(&tr, &start_epoch, &start_step, err)) goto fail;
+    int64_t resumed_step = tr.optim.t;
     const char *dev_id = dev ? dev->info.id : "host";
     log_line(hooks, "training %s on %s: %d samples, batch %d, %d epochs, seed %llu%s", spec->name,
              dev_id, tr.train.n, tr.batch, t->epochs, (unsigned long long)spec->seed,
-             start_epoch ? " (resumed)" : "");
-    if (start_epoch)
-        log_line(hooks, "resumed from %s/%s after epoch %d (step %lld)", opts->checkpoint_dir,
-                 PGN_CHECKPOINT_FILE, start_epoch, (long long)tr.optim.t);
+             resumed_step ? " (resumed)" : "");
+    if (resumed_step)
+        log_line(hooks, "resumed from %s/%s after epoch %d and %d steps of the next (step %lld)",
+                 opts->checkpoint_dir, PGN_CHECKPOINT_FILE, start_epoch, start_step,
+                 (long long)tr.optim.t);
 
     double test_loss = 0, test_acc = 0, train_loss = 0, train_acc = 0;
     int64_t total_steps = (int64_t)tr.steps_per_epoch * t->epochs;
@@ -325,10 +372,9 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
         double t_epoch = pgn_now_s();
         shuffle(tr.order, tr.train.n, spec->seed, epoch);
         if (pgn_tensor_write(&tr.dtrain.idx, tr.order, (size_t)tr.train.n, err)) goto fail;
-        for (int s = 0; s < tr.steps_per_epoch; s++) {
+        for (int s = epoch == start_epoch ? start_step : 0; s < tr.steps_per_epoch; s++) {
             if (hooks && hooks->should_stop && hooks->should_stop(hooks->ctx)) {
-                pgn_error_set(err, "cancelled", "", "stopped at epoch %d, step %lld", epoch + 1,
-                              (long long)tr.optim.t);
+                stop(&tr, epoch, s, err);
                 goto fail;
             }
             int start = s * tr.batch;
@@ -363,29 +409,34 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
         if (due && epoch + 1 < t->epochs) {
             char sha[65];
             if (pgn_graph_weights_sha256(&tr.graph, sha, err) ||
-                save_checkpoint(&tr, epoch + 1, sha, err))
+                save_checkpoint(&tr, epoch + 1, 0, sha, err))
                 goto fail;
         }
     }
     if (start_epoch >= t->epochs && evaluate(&tr, &test_loss, &test_acc, err)) goto fail;
 
     char sha[65];
-    if (pgn_graph_weights_sha256(&tr.graph, sha, err) || save_checkpoint(&tr, t->epochs, sha, err))
+    if (pgn_graph_weights_sha256(&tr.graph, sha, err) ||
+        save_checkpoint(&tr, t->epochs, 0, sha, err))
         goto fail;
     double seconds = pgn_now_s() - t_start;
     int ran = t->epochs - start_epoch;
     double train_seconds = 0;
     for (int e = start_epoch; e < t->epochs; e++) train_seconds += tr.epoch_seconds[e];
     double median = pgn_median(tr.epoch_seconds + start_epoch, (size_t)(ran > 0 ? ran : 0));
-    double sps = train_seconds > 0 ? (double)tr.train.n * ran / train_seconds : 0.0;
-    *result = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:i, s:I, s:f, s:f, s:f, s:f, s:s, s:i}",
+    /* a run resumed inside an epoch skipped start_step whole batches of it */
+    double samples = (double)tr.train.n * ran - (double)start_step * tr.batch;
+    double sps = train_seconds > 0 ? samples / train_seconds : 0.0;
+    *result = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:i, s:I, s:f, s:f, s:f, s:f, s:s, s:i, s:I}",
                         "accuracy", test_acc, "loss", test_loss, "test_accuracy", test_acc,
                         "test_loss", test_loss, "train_loss", train_loss, "train_accuracy",
                         train_acc, "weights_sha256", sha, "epochs", t->epochs, "steps",
                         (json_int_t)tr.optim.t, "seconds", seconds, "seconds_per_epoch", median,
                         "samples_per_second", sps, "gflops",
                         sps * flops_per_sample(t) * 1e-9, "device", dev_id, "resumed_from_epoch",
-                        start_epoch);
+                        start_epoch, "resumed_from_step", (json_int_t)resumed_step);
+    /* The work this run did (paragond sums it over jobs for /metrics). */
+    json_object_set_new(*result, "flops", json_real(samples * flops_per_sample(t)));
     if (opts->profile) json_object_set_new(*result, "profile", pgn_graph_profile_json(&tr.graph));
     log_line(hooks, "done: test_accuracy %.4f test_loss %.6f weights sha256 %s", test_acc,
              test_loss, sha);

@@ -3,19 +3,28 @@
  * stopped in order. Requests reach handlers through http.c; jobs run in scheduler.c. */
 #include "api.h"
 
+#include "auth.h"
 #include "embedded.h"
+#include "events.h"
 #include "http.h"
+#include "admission.h"
+#include "metrics.h"
 #include "scheduler.h"
 #include "store.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #define LIST_LIMIT_DEFAULT 50
 #define LIST_LIMIT_MAX 500
@@ -27,13 +36,30 @@
 struct pgd_server {
     pgd_store *store;
     pgd_scheduler *sched;
+    pgd_events *events; /* job events: the SSE streams read them */
     pgd_http *http;
     char *data_dir;
     pgn_device_info *devices; /* the OpenCL devices probed at start: what "all" expands to */
     size_t n_devices;
     char *version_json; /* GET /api/v1/version never changes while we run */
     atomic_bool ready;
+    pgd_auth *auth;
+    int64_t max_queued;
+    /* Held from counting the queue to inserting, so concurrent submissions cannot together
+     * pass max_queued. Placement and parsing happen outside it. */
+    pthread_mutex_t submit_lock;
+    /* Under submit_lock: an upper bound on the queued jobs, the store's count at
+     * queued_read_ns plus every job inserted since (jobs leaving the queue only lower the
+     * truth). Counting is a scan of the queue, so it runs only when the bound comes near the
+     * limit or grows old. */
+    int64_t queued_bound, queued_read_ns;
 };
+
+/* How old the queued-jobs bound may get before it is counted again. */
+#define QUEUED_RECOUNT_NS 100000000LL
+
+/* When the queue is full: long enough for a worker to finish a few jobs. */
+#define QUEUE_FULL_RETRY_AFTER_S "5"
 
 /* Job kinds that DESIGN.md defines; a list filter on anything else is a typo. */
 static const char *const known_kinds[] = {"train", "inet", "bench"};
@@ -140,6 +166,26 @@ static enum MHD_Result get_devices(pgd_server *srv, const pgd_request *req) {
     return pgd_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "devices", devices), NULL);
 }
 
+/* Each new job's log starts with where it was placed and why; then its queued state is
+ * published (before its worker is woken, so that "running" follows it). */
+static void announce_queued(pgd_server *srv, const pgn_device_info *targets, const char *requested,
+                            const json_t *estimate, size_t n, const int64_t *ids) {
+    const char *reason = json_string_value(json_object_get(estimate, "reason"));
+    double seconds = json_number_value(json_object_get(estimate, "seconds"));
+    for (size_t i = 0; i < n; i++) {
+        if (reason)
+            pgd_events_job_log(srv->events, srv->store, ids[i], "info",
+                               "placed on %s (asked for %s; %s; estimate %.3g s)", targets[i].id,
+                               requested, reason, seconds);
+        else
+            pgd_events_job_log(srv->events, srv->store, ids[i], "info",
+                               "placed on %s (asked for %s)", targets[i].id, requested);
+        pgn_error err;
+        if (pgd_events_job_changed(srv->events, srv->store, ids[i], NULL, &err) < 0)
+            fprintf(stderr, "paragond: job %" PRId64 ": %s\n", ids[i], err.message);
+    }
+}
+
 /* Queues spec once per device in targets[0..n) in one transaction; ids[i] is targets[i]'s job.
  * For a spec that asked for "all", each stored spec names its own device, so that it re-runs
  * (`paragon run`, or a restart) as it ran, and device_requested keeps "all". */
@@ -172,9 +218,47 @@ static int insert_jobs(pgd_server *srv, pgn_job_spec *spec, const pgn_device_inf
         made++;
     }
     if (rc == 0) rc = pgd_store_jobs_insert(srv->store, jobs, n, ids, err);
+    if (rc == 0) announce_queued(srv, targets, requested, estimate, n, ids);
     for (size_t i = 0; i < made; i++) json_decref((json_t *)jobs[i].spec);
     free(jobs);
     return rc;
+}
+
+/* An error reply with extra members (taken) merged into its error object. */
+static enum MHD_Result reply_limit(const pgd_request *req, unsigned status, const pgn_error *err,
+                                   json_t *extra, const pgd_header *headers) {
+    enum MHD_Result r = pgd_reply_pgn_error(req, status, err, extra, headers);
+    json_decref(extra);
+    return r;
+}
+
+/* Jobs queued now, on every device. */
+static int queued_jobs(pgd_server *srv, int64_t *queued, pgn_error *err) {
+    json_t *counts;
+    *queued = 0;
+    if (pgd_store_queued_counts(srv->store, &counts, err) < 0) return -1;
+    const char *device;
+    json_t *n;
+    json_object_foreach(counts, device, n) *queued += json_integer_value(n);
+    json_decref(counts);
+    return 0;
+}
+
+/* Whether n more jobs fit under max_queued: 0 yes, 1 no, -1 when the store cannot say.
+ * *queued is the count judged by. The caller holds submit_lock until it has inserted. */
+static int queue_room(pgd_server *srv, size_t n, int64_t *queued, pgn_error *err) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t now_ns = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+    if (srv->queued_bound + (int64_t)n > srv->max_queued ||
+        now_ns - srv->queued_read_ns > QUEUED_RECOUNT_NS) {
+        int64_t counted;
+        if (queued_jobs(srv, &counted, err) < 0) return -1;
+        srv->queued_bound = counted;
+        srv->queued_read_ns = now_ns;
+    }
+    *queued = srv->queued_bound;
+    return *queued + (int64_t)n > srv->max_queued ? 1 : 0;
 }
 
 static enum MHD_Result post_job(pgd_server *srv, const pgd_request *req) {
@@ -184,6 +268,11 @@ static enum MHD_Result post_job(pgd_server *srv, const pgd_request *req) {
                                NULL, "Content-Type must be application/json, not %s%s%s",
                                ct ? "'" : "", ct ? ct : "missing", ct ? "'" : "");
     }
+
+    pgn_error lerr;
+    json_t *extra;
+    if (pgd_admit_json(req->body, req->body_len, &lerr, &extra) < 0)
+        return reply_limit(req, MHD_HTTP_BAD_REQUEST, &lerr, extra, NULL);
 
     json_error_t jerr;
     json_t *root = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
@@ -216,13 +305,44 @@ static enum MHD_Result post_job(pgd_server *srv, const pgd_request *req) {
         pgn_spec_free(&spec);
         return pgd_reply_pgn_error(req, MHD_HTTP_BAD_REQUEST, &err, NULL, NULL);
     }
+    /* Parameters and device memory: a job that cannot fit is refused now, not failed later
+     * (or worse, left to exhaust the device under the jobs beside it). */
+    if (!all && pgd_admit_job(&spec, &placed, &lerr, &extra) < 0) {
+        pgn_spec_free(&spec);
+        json_decref(estimate);
+        return reply_limit(req, MHD_HTTP_BAD_REQUEST, &lerr, extra, NULL);
+    }
     const pgn_device_info *targets = all ? srv->devices : &placed;
     size_t n = all ? srv->n_devices : 1; /* >= 1: the server does not start without a device */
     int64_t *ids = calloc(n, sizeof *ids);
-    rc = ids ? insert_jobs(srv, &spec, targets, estimate, n, ids, &err) : -1;
+    int64_t queued = 0;
+    bool full = false;
+    pthread_mutex_lock(&srv->submit_lock);
+    rc = ids ? queue_room(srv, n, &queued, &err) : -1;
+    full = rc == 1;
+    if (rc == 0) {
+        pgd_scheduler_admit_lock(srv->sched);
+        rc = insert_jobs(srv, &spec, targets, estimate, n, ids, &err);
+        pgd_scheduler_admit_unlock(srv->sched);
+    }
+    if (rc == 0) srv->queued_bound += (int64_t)n;
+    pthread_mutex_unlock(&srv->submit_lock);
     json_decref(estimate);
     if (!ids) pgn_error_set(&err, "internal", "", "out of memory");
     pgn_spec_free(&spec);
+    if (full) {
+        free(ids);
+        pgn_error_clear(&lerr);
+        pgn_error_set(&lerr, "queue_full", "",
+                      "the queue is full: %" PRId64 " jobs are queued and the limit is %" PRId64
+                      " (--max-queued); retry after a few finish",
+                      queued, srv->max_queued);
+        extra = json_pack("{s:s, s:I, s:I}", "limit", "max_queued", "max",
+                          (json_int_t)srv->max_queued, "value", (json_int_t)queued);
+        const pgd_header h[] = {{MHD_HTTP_HEADER_RETRY_AFTER, QUEUE_FULL_RETRY_AFTER_S},
+                                {NULL, NULL}};
+        return reply_limit(req, MHD_HTTP_TOO_MANY_REQUESTS, &lerr, extra, h);
+    }
 
     json_t *obj = NULL;
     if (rc == 0) {
@@ -314,6 +434,103 @@ static enum MHD_Result get_metrics(pgd_server *srv, const pgd_request *req, int6
                           NULL);
 }
 
+/* A store error about one job: a missing job is 404, a job in the wrong state 409. */
+static enum MHD_Result job_error(const pgd_request *req, const pgn_error *err) {
+    if (strcmp(err->code, "not_found") == 0)
+        return pgd_reply_pgn_error(req, MHD_HTTP_NOT_FOUND, err, NULL, NULL);
+    if (strcmp(err->code, "conflict") == 0)
+        return pgd_reply_pgn_error(req, MHD_HTTP_CONFLICT, err, NULL, NULL);
+    return internal_error(req, err);
+}
+
+/* POST /api/v1/jobs/{id}/cancel: 200 with the job when it is cancelled now (it was queued),
+ * 202 when it stops at its next step boundary (it is running). */
+static enum MHD_Result cancel_job(pgd_server *srv, const pgd_request *req, int64_t id) {
+    json_t *job;
+    pgn_error err;
+    if (pgd_scheduler_cancel(srv->sched, id, &job, &err) < 0) return job_error(req, &err);
+    bool ended = strcmp(json_string_value(json_object_get(job, "state")), "cancelled") == 0;
+    return pgd_reply_json(req, ended ? MHD_HTTP_OK : MHD_HTTP_ACCEPTED, job, NULL);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* DELETE /api/v1/jobs/{id}: a finished job's rows go in one transaction, then its files. Files
+ * that cannot be removed are reported on stderr, not to the client: the job is gone either way
+ * and a retry could only answer 404. */
+static enum MHD_Result delete_job(pgd_server *srv, const pgd_request *req, int64_t id) {
+    pgn_error err;
+    if (pgd_store_job_delete(srv->store, id, &err) < 0) return job_error(req, &err);
+    char dir[PGN_PATH_MAX * 2];
+    pgd_scheduler_job_dir(srv->sched, id, dir, sizeof dir);
+    if (nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
+        fprintf(stderr, "paragond: job %lld is deleted but not all of %s could be removed: %s\n",
+                (long long)id, dir, strerror(errno));
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
+    enum MHD_Result r = MHD_queue_response(req->conn, MHD_HTTP_NO_CONTENT, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+/* GET /api/v1/jobs/{id}/checkpoint: the job's checkpoint.safetensors as a download. The engine
+ * replaces it by rename, so the open file stays one whole checkpoint while it is sent. */
+static enum MHD_Result get_checkpoint(pgd_server *srv, const pgd_request *req, int64_t id) {
+    json_t *job;
+    pgn_error err;
+    if (pgd_store_job_get(srv->store, id, false, &job, &err) < 0) return job_error(req, &err);
+    const char *kind = json_string_value(json_object_get(job, "kind"));
+    bool train = kind && strcmp(kind, "train") == 0;
+    char dir[PGN_PATH_MAX * 2], path[PGN_PATH_MAX * 2 + sizeof PGN_CHECKPOINT_FILE + 1];
+    pgd_scheduler_job_dir(srv->sched, id, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/%s", dir, PGN_CHECKPOINT_FILE);
+    int fd = train ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    int open_errno = errno;
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        fd = -1;
+        open_errno = EINVAL;
+    }
+    enum MHD_Result r;
+    if (fd < 0 && train && open_errno != ENOENT) {
+        pgn_error_set(&err, "internal", "", "cannot read the checkpoint of job %lld: %s",
+                      (long long)id, strerror(open_errno));
+        r = internal_error(req, &err);
+    } else if (fd < 0 && !train) {
+        r = pgd_reply_error(req, MHD_HTTP_NOT_FOUND, "no_checkpoint", NULL,
+                            "job %lld has no checkpoint: it is a%s %s job, and only train jobs "
+                            "keep one",
+                            (long long)id, kind && strchr("aeiou", kind[0]) ? "n" : "",
+                            kind ? kind : "unknown");
+    } else if (fd < 0) {
+        r = pgd_reply_error(req, MHD_HTTP_NOT_FOUND, "no_checkpoint", NULL,
+                            "job %lld has no checkpoint yet (it is %s): a train job writes one "
+                            "every checkpoint_every epochs, when it is stopped, and when it "
+                            "finishes",
+                            (long long)id, json_string_value(json_object_get(job, "state")));
+    } else {
+        struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
+        if (!resp) {
+            close(fd);
+            json_decref(job);
+            return MHD_NO;
+        }
+        char disposition[80];
+        snprintf(disposition, sizeof disposition, "attachment; filename=\"job-%lld.safetensors\"",
+                 (long long)id);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disposition);
+        r = MHD_queue_response(req->conn, MHD_HTTP_OK, resp);
+        MHD_destroy_response(resp); /* MHD closes fd when it is done with the response */
+    }
+    json_decref(job);
+    return r;
+}
+
 /* "mlp-forward, tensor-micro, ..." for messages. */
 static void suite_names(char *out, size_t size) {
     out[0] = 0;
@@ -381,7 +598,33 @@ static enum MHD_Result get_benchmarks(pgd_server *srv, const pgd_request *req) {
     return reply_text(req, MHD_HTTP_OK, text, "text/csv; charset=utf-8", h);
 }
 
+/* GET /metrics: the Prometheus text exposition (metrics.c). */
+static enum MHD_Result get_prometheus(pgd_server *srv, const pgd_request *req) {
+    pgn_error err;
+    char *text = pgd_metrics_render(srv->store, srv->sched, &err);
+    if (!text) return internal_error(req, &err);
+    return reply_text(req, MHD_HTTP_OK, text, PGD_METRICS_CONTENT_TYPE, NULL);
+}
+
 /* ---- routing ---------------------------------------------------------------------------- */
+
+/* jobs/{id}/logs and jobs/{id}/events; id_text runs up to tail ("/logs" or "/events"). */
+static enum MHD_Result route_job_log_events(pgd_server *srv, const pgd_request *req,
+                                            const char *id_text, const char *tail) {
+    if (!is_get(req)) return not_allowed(req, "GET, HEAD");
+    char text[32];
+    size_t id_len = (size_t)(tail - id_text);
+    if (id_len >= sizeof text) id_len = sizeof text - 1;
+    memcpy(text, id_text, id_len);
+    text[id_len] = 0;
+    int64_t id;
+    if (!parse_count(text, &id) || id == 0) return job_missing(req, text);
+    if (strcmp(tail, "/events") == 0) return pgd_events_reply_job(srv->events, req, id);
+    const char *v = query(req, "after");
+    int64_t after = 0;
+    if (v && !parse_count(v, &after)) return bad_param(req, "after", v, "a non-negative integer");
+    return pgd_events_reply_logs(srv->store, req, id, after);
+}
 
 /* rest is what follows "/api/v1/". */
 static enum MHD_Result route_api_v1(pgd_server *srv, const pgd_request *req, const char *rest) {
@@ -403,19 +646,34 @@ static enum MHD_Result route_api_v1(pgd_server *srv, const pgd_request *req, con
         if (!is_get(req)) return not_allowed(req, "GET, HEAD");
         return get_benchmarks(srv, req);
     }
+    if (strcmp(rest, "events") == 0) {
+        if (!is_get(req)) return not_allowed(req, "GET, HEAD");
+        return pgd_events_reply_all(srv->events, req);
+    }
+    const char *tail = strncmp(rest, "jobs/", 5) == 0 ? strchr(rest + 5, '/') : NULL;
+    if (tail && tail > rest + 5 && (strcmp(tail, "/logs") == 0 || strcmp(tail, "/events") == 0))
+        return route_job_log_events(srv, req, rest + 5, tail);
     if (strncmp(rest, "jobs/", 5) == 0) {
         const char *id_text = rest + 5;
         const char *slash = strchr(id_text, '/');
         size_t id_len = slash ? (size_t)(slash - id_text) : strlen(id_text);
         const char *sub = slash ? slash : "";
-        if (id_len == 0 || (*sub && strcmp(sub, "/metrics") != 0)) return not_found(req);
-        if (!is_get(req)) return not_allowed(req, "GET, HEAD");
+        bool cancel = strcmp(sub, "/cancel") == 0, checkpoint = strcmp(sub, "/checkpoint") == 0;
+        if (id_len == 0 || (*sub && strcmp(sub, "/metrics") != 0 && !cancel && !checkpoint))
+            return not_found(req);
+        if (cancel && !is_post(req)) return not_allowed(req, "POST");
+        bool delete = !*sub && strcmp(req->method, "DELETE") == 0;
+        if (!cancel && !delete && !is_get(req))
+            return not_allowed(req, *sub ? "GET, HEAD" : "GET, HEAD, DELETE");
         char text[32];
         int64_t id;
         if (id_len >= sizeof text) id_len = sizeof text - 1;
         memcpy(text, id_text, id_len);
         text[id_len] = 0;
         if (!parse_count(text, &id) || id == 0) return job_missing(req, text);
+        if (cancel) return cancel_job(srv, req, id);
+        if (delete) return delete_job(srv, req, id);
+        if (checkpoint) return get_checkpoint(srv, req, id);
         return *sub ? get_metrics(srv, req, id) : get_job(srv, req, id);
     }
     return not_found(req);
@@ -434,7 +692,13 @@ static enum MHD_Result route_web(const pgd_request *req) {
 static enum MHD_Result handle(void *ctx, const pgd_request *req) {
     pgd_server *srv = ctx;
     const char *path = req->path;
+    const char *refused = pgd_auth_refusal(srv->auth, req);
+    if (refused) return pgd_auth_reply_unauthorized(req, refused);
     if (strncmp(path, "/api/v1/", 8) == 0) return route_api_v1(srv, req, path + 8);
+    if (strcmp(path, "/metrics") == 0) {
+        if (!is_get(req)) return not_allowed(req, "GET, HEAD");
+        return get_prometheus(srv, req);
+    }
     if (strcmp(path, "/healthz") == 0) {
         if (!is_get(req)) return not_allowed(req, "GET, HEAD");
         return pgd_reply_static(req, MHD_HTTP_OK, healthz_json, sizeof healthz_json - 1,
@@ -518,6 +782,9 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
         return -1;
     }
     atomic_init(&srv->ready, false);
+    pthread_mutex_init(&srv->submit_lock, NULL);
+    srv->max_queued = cfg->max_queued > 0 ? cfg->max_queued : PGD_DEFAULT_MAX_QUEUED;
+    srv->queued_bound = INT64_MAX / 2; /* unknown: the first submission counts */
     pgn_device_info *devices = NULL;
     size_t count = 0;
 
@@ -529,6 +796,10 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
     /* Devices first: a machine that cannot run anything gets no files either. */
     if (probe_devices(&devices, &count, err) < 0) goto fail;
     if (make_dirs(srv->data_dir, err) < 0) goto fail;
+    if (pgd_auth_open(cfg->token_file, srv->data_dir, cfg->host ? cfg->host : PGD_DEFAULT_HOST,
+                      &srv->auth, err) < 0)
+        goto fail;
+    fprintf(stderr, "paragond: API token in %s\n", pgd_auth_token_path(srv->auth));
 
     json_t *version = json_pack("{s:s, s:o}", "version", PGN_VERSION, "opencl",
                                 pgn_opencl_platforms_json());
@@ -546,7 +817,9 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
     if (requeued)
         fprintf(stderr, "paragond: %lld job(s) left running by a previous run are queued again\n",
                 (long long)requeued);
-    if (pgd_scheduler_start(srv->store, devices, count, srv->data_dir, !cfg->no_calibration, &srv->sched, err) < 0)
+    if (pgd_events_create(srv->store, &srv->events, err) < 0) goto fail;
+    if (pgd_scheduler_start(srv->store, srv->events, devices, count, srv->data_dir,
+                            !cfg->no_calibration, &srv->sched, err) < 0)
         goto fail;
     srv->devices = devices;
     srv->n_devices = count;
@@ -572,9 +845,14 @@ void pgd_server_stop(pgd_server *srv) {
     atomic_store(&srv->ready, false);
     /* Requests in flight may still use the scheduler and store: the listener goes first. */
     pgd_http_quiesce(srv->http);
+    /* Event streams end first: the daemon must not stop with a parked connection. */
+    pgd_events_close(srv->events);
     pgd_http_stop(srv->http);
     pgd_scheduler_stop(srv->sched);
+    pgd_events_destroy(srv->events); /* the workers publish until they stop */
     pgd_store_close(srv->store);
+    pgd_auth_close(srv->auth);
+    pthread_mutex_destroy(&srv->submit_lock);
     free(srv->version_json);
     free(srv->devices);
     free(srv->data_dir);

@@ -21,20 +21,24 @@ typedef struct pgd_config {
     const char *data_dir; /* created (with parents) when missing */
     unsigned http_threads;
     bool no_calibration; /* do not measure devices without benchmark rows at start */
+    const char *token_file; /* the API token; NULL: <data_dir>/token, created when missing */
+    int64_t max_queued;     /* submissions beyond this many queued jobs get 429; 0: default */
 } pgd_config;
 
 typedef struct pgd_server pgd_server;
 
-/* Creates the data dir, probes OpenCL devices (none at all is code "no_device"), opens the
- * store and applies migrations, re-queues jobs a previous process left running, starts one
- * worker per device and the HTTP listener. cfg's strings are copied. */
+/* Creates the data dir, probes OpenCL devices (none at all is code "no_device"), reads or
+ * creates the API token (auth.c; the path goes to stderr), opens the store and applies
+ * migrations, re-queues jobs a previous process left running, starts one worker per device
+ * and the HTTP listener. cfg's strings are copied. */
 int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err);
 
 /* The port the server listens on (the real one when cfg->port was 0). */
 uint16_t pgd_server_port(const pgd_server *server);
 
 /* Graceful stop: stops accepting, finishes requests in progress, stops the running jobs at
- * their next step boundary (they are queued again), closes the store and frees everything. */
+ * their next step boundary (train jobs checkpoint that step; all are queued again, and resume
+ * from it on the next start), closes the store and frees everything. */
 void pgd_server_stop(pgd_server *server);
 
 #endif

@@ -2,7 +2,8 @@
  * request body up to PGD_MAX_BODY, and building responses. Routing and the API itself live
  * in api.c; this file knows nothing of jobs. */
 #include "http.h"
-#include "store.h" /* pgd_error_json */
+#include "metrics.h" /* pgd_metrics_observe */
+#include "store.h"   /* pgd_error_json */
 
 #include <errno.h>
 #include <netdb.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A body declared larger than the limit but below this is read and dropped before the 413,
@@ -108,8 +110,24 @@ const char *pgd_request_header(const pgd_request *req, const char *name) {
 }
 
 static enum MHD_Result reply_too_large(const pgd_request *req) {
-    return pgd_reply_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "too_large", NULL,
-                           "request body is larger than %d bytes", PGD_MAX_BODY);
+    enum MHD_Result r = pgd_reply_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "too_large", NULL,
+                                        "request body is larger than %d bytes", PGD_MAX_BODY);
+    pgd_metrics_observe(req->method, req->path, MHD_HTTP_CONTENT_TOO_LARGE, 0.0);
+    return r;
+}
+
+/* Runs the handler and counts the request for /metrics: its route, method, the status it
+ * queued and the time the handler took. */
+static enum MHD_Result dispatch(pgd_http *h, const pgd_request *req) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    enum MHD_Result r = h->handler(h->ctx, req);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+    double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    pgd_metrics_observe(req->method, req->path, info ? info->http_status : 0, seconds);
+    return r;
 }
 
 /* Parses a Content-Length value; MHD has already rejected malformed ones. */
@@ -165,7 +183,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
 
-    if (b == &no_body) return h->handler(h->ctx, &req);
+    if (b == &no_body) return dispatch(h, &req);
 
     if (*upload_data_size) {
         size_t n = *upload_data_size;
@@ -198,7 +216,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req.body = b->data;
         req.body_len = b->len;
     }
-    return h->handler(h->ctx, &req);
+    return dispatch(h, &req);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -236,8 +254,10 @@ int pgd_http_start(const char *host, uint16_t port, unsigned threads, pgd_handle
     h->handler = handler;
     h->ctx = ctx;
 
-    /* ITC lets pgd_http_quiesce stop the listener while the pool keeps serving. */
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    /* ITC lets pgd_http_quiesce stop the listener while the pool keeps serving. Suspend/resume
+     * parks idle event streams (events.c) so that they hold no thread of the pool. */
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG;
     if (addrs->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     errno = 0;
     h->daemon = MHD_start_daemon(

@@ -2,7 +2,9 @@
  * "listening" line on stdout, and waits for SIGINT/SIGTERM to stop it gracefully.
  * Exit status: 0 after a clean stop, 1 when the server cannot start, 2 for bad flags. */
 #include "api.h"
+#include "admission.h" /* PGD_DEFAULT_MAX_QUEUED */
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -18,10 +20,16 @@ static void usage(FILE *out) {
             "  --db PATH        SQLite database (default " PGD_DEFAULT_DB ")\n"
             "  --data-dir PATH  checkpoints and job files, created if missing (default "
             PGD_DEFAULT_DATA_DIR ")\n"
+            "  --token-file PATH\n"
+            "                   the API token (default <data-dir>/token, created on the first\n"
+            "                   start); POST and DELETE need 'Authorization: Bearer <token>',\n"
+            "                   and so does every read but /healthz and /readyz when --host\n"
+            "                   is not a loopback address\n"
+            "  --max-queued N   refuse submissions (429) while N jobs are queued (default %d)\n"
             "  --no-calibration do not measure devices that have no benchmark rows at start\n"
             "  --help           show this help\n"
             "  --version        print the version\n",
-            PGD_DEFAULT_PORT);
+            PGD_DEFAULT_PORT, PGD_DEFAULT_MAX_QUEUED);
 }
 
 static int bad_flag(const char *fmt, const char *a, const char *b) {
@@ -60,12 +68,15 @@ int main(int argc, char **argv) {
             return bad_flag("unexpected argument '%s'%s", arg, "");
         memcpy(name, arg, name_len);
         name[name_len] = 0;
-        const char **dest = strcmp(name, "--host") == 0       ? &cfg.host
-                            : strcmp(name, "--db") == 0       ? &cfg.db_path
-                            : strcmp(name, "--data-dir") == 0 ? &cfg.data_dir
-                                                              : NULL;
+        const char **dest = strcmp(name, "--host") == 0         ? &cfg.host
+                            : strcmp(name, "--db") == 0         ? &cfg.db_path
+                            : strcmp(name, "--data-dir") == 0   ? &cfg.data_dir
+                            : strcmp(name, "--token-file") == 0 ? &cfg.token_file
+                                                                : NULL;
         bool is_port = strcmp(name, "--port") == 0;
-        if (!dest && !is_port) return bad_flag("unknown option '%s'%s", name, "");
+        bool is_max_queued = strcmp(name, "--max-queued") == 0;
+        if (!dest && !is_port && !is_max_queued)
+            return bad_flag("unknown option '%s'%s", name, "");
         const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
         if (!value) return bad_flag("%s needs a value%s", name, "");
         if (!*value) return bad_flag("%s: the value is empty%s", name, "");
@@ -76,6 +87,15 @@ int main(int argc, char **argv) {
                 value[0] == '+')
                 return bad_flag("--port: '%s' is not a port number (0-65535)%s", value, "");
             cfg.port = (uint16_t)port;
+        } else if (is_max_queued) {
+            char *end;
+            errno = 0;
+            long long n = strtoll(value, &end, 10);
+            if (*end || end == value || errno || n < 1 || n > PGD_MAX_QUEUED_LIMIT ||
+                value[0] == '+')
+                return bad_flag("--max-queued: '%s' is not a count of jobs (1-%s)", value,
+                                PGD_MAX_QUEUED_LIMIT_TEXT);
+            cfg.max_queued = n;
         } else {
             *dest = value;
         }

@@ -1,10 +1,14 @@
 /* scheduler.c: owns placement (which device a job goes to) and the device workers.
  * Each device has one worker thread that opens the device once, on its first job, then takes
  * the oldest queued job of that device from the store, runs it through the engine and records
- * metrics, progress and the outcome. Shutdown stops a running job at a step boundary and
- * puts it back in the queue, as a restart would. */
+ * metrics, progress and the outcome. Shutdown stops a running job at a step boundary (a train
+ * job checkpoints that exact step) and puts it back in the queue, as a restart would; a cancel
+ * request stops it the same way and ends it cancelled. */
 #include "scheduler.h"
 
+#include "events.h"
+
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,6 +20,8 @@
 
 /* Progress is a UI nicety: a few writes per second are enough and keep the store free. */
 #define PROGRESS_INTERVAL_NS 250000000LL
+/* How stale the cost model's per-device queue sums may get (see queue_seconds). */
+#define QUEUE_REFRESH_NS 100000000LL
 /* Timed repeats of each calibration case: enough for a median, few enough for a quick start. */
 #define CALIBRATION_REPEATS 3
 
@@ -27,6 +33,14 @@ typedef struct worker {
     pthread_cond_t cond;
     bool wake;                   /* guarded by sched->lock: a job may be waiting */
     _Atomic int64_t running_job; /* 0 when idle */
+    /* Time spent running jobs, for /metrics: finished runs, and when the current one began
+     * (0 when idle); both guarded by sched->lock so a reader sees them consistent. */
+    int64_t busy_ns, run_started_ns;
+    /* The cost model's view of this device's queue (guarded by sched->lock): the store's sum
+     * of the estimates queued or running here, read at queue_read_ns, plus the estimates of
+     * the jobs placed here since. */
+    double queue_s;
+    int64_t queue_read_ns;
     /* Owned by the worker thread alone. */
     pgn_device *dev;
     bool open_tried;
@@ -35,13 +49,18 @@ typedef struct worker {
 
 struct pgd_scheduler {
     pgd_store *store;
+    pgd_events *events; /* NULL: publish nothing */
     pthread_mutex_t lock;
+    pthread_mutex_t admit; /* held from a job's insert to its announcement; claims wait on it */
     atomic_bool stopping;
     pgn_device_info *devices; /* the OpenCL devices, then host */
     size_t n;
     worker *workers; /* workers[i] serves devices[i] */
     pgn_run_options run_opts; /* data_dir points into the server's config, which outlives us */
     bool calibrate;           /* measure devices without benchmark rows at start */
+    /* Bumped after every cancel request a running job got: each running job then reads its
+     * own cancel_requested once, so a step costs an atomic load, not a query. */
+    atomic_uint_fast64_t cancel_gen;
 };
 
 static bool is_host(const pgn_device_info *info) { return info->type == PGN_DEVICE_HOST; }
@@ -53,6 +72,9 @@ typedef struct run_ctx {
     int64_t job_id;
     struct timespec last_progress;
     bool wrote_progress;
+    bool cancel_checked;        /* the store was asked at least once */
+    uint_fast64_t cancel_seen;  /* sched->cancel_gen when it was last asked */
+    bool cancel;                /* a cancel of this job was requested */
 } run_ctx;
 
 static void hook_metric(void *ctx, const char *name, int64_t step, double value) {
@@ -61,6 +83,12 @@ static void hook_metric(void *ctx, const char *name, int64_t step, double value)
     if (pgd_store_metric_add(r->w->sched->store, r->job_id, name, step, value, &err) < 0)
         fprintf(stderr, "paragond: job %lld: metric %s step %lld not stored: %s\n",
                 (long long)r->job_id, name, (long long)step, err.message);
+    pgd_events_metric(r->w->sched->events, r->job_id, name, step, value);
+}
+
+static void hook_log(void *ctx, const char *line) {
+    run_ctx *r = ctx;
+    pgd_events_job_log(r->w->sched->events, r->w->sched->store, r->job_id, "info", "%s", line);
 }
 
 static int64_t elapsed_ns(const struct timespec *a, const struct timespec *b) {
@@ -80,11 +108,28 @@ static void hook_progress(void *ctx, double fraction) {
     if (pgd_store_job_progress(r->w->sched->store, r->job_id, fraction, &err) < 0)
         fprintf(stderr, "paragond: job %lld: progress not stored: %s\n", (long long)r->job_id,
                 err.message);
+    pgd_events_progress(r->w->sched->events, r->job_id, fraction);
 }
 
+/* Stops at shutdown, or when this job's cancel was requested. The first poll always asks the
+ * store (a cancel may have come between the claim and the run); later ones only after a cancel
+ * request somewhere. The generation is read before the store, so a request committed after the
+ * read bumps it again and is seen at the next poll. */
 static bool hook_should_stop(void *ctx) {
     run_ctx *r = ctx;
-    return atomic_load(&r->w->sched->stopping);
+    pgd_scheduler *s = r->w->sched;
+    uint_fast64_t gen = atomic_load(&s->cancel_gen);
+    if (!r->cancel && (!r->cancel_checked || gen != r->cancel_seen)) {
+        r->cancel_checked = true;
+        r->cancel_seen = gen;
+        pgn_error err;
+        bool requested = false;
+        if (pgd_store_job_cancel_requested(s->store, r->job_id, &requested, &err) < 0)
+            fprintf(stderr, "paragond: job %lld: cannot read its cancel request: %s\n",
+                    (long long)r->job_id, err.message);
+        r->cancel = requested;
+    }
+    return r->cancel || atomic_load(&s->stopping);
 }
 
 /* ---- the worker ------------------------------------------------------------------------- */
@@ -128,20 +173,25 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json) {
     run_ctx ctx = {.w = w, .job_id = id};
     pgn_run_hooks hooks = {.ctx = &ctx,
                            .on_metric = hook_metric,
+                           .on_log = hook_log,
                            .on_progress = hook_progress,
                            .should_stop = hook_should_stop};
 
     /* Each job keeps its checkpoint in <data dir>/jobs/<id>/; a job that runs again after a
      * restart resumes from it (bit-identically: the engine's resume is deterministic). */
     char job_dir[PGN_PATH_MAX * 2];
-    snprintf(job_dir, sizeof job_dir, "%s/jobs/%lld", s->run_opts.data_dir, (long long)id);
+    pgd_scheduler_job_dir(s, id, job_dir, sizeof job_dir);
     pgn_run_options opts = s->run_opts;
     opts.checkpoint_dir = job_dir;
     opts.resume = true;
+    opts.checkpoint_on_stop = true; /* a shutdown loses no step; a cancel keeps what it learnt */
 
     atomic_store(&w->running_job, id);
     int rc = pgn_spec_parse(spec_json, &spec, &err);
-    if (rc == 0) rc = make_job_dir(s->run_opts.data_dir, job_dir, &err);
+    /* Only train jobs write files (checkpoints); a directory per inet or bench job would cost
+     * an inode allocation each for nothing. */
+    if (rc == 0 && spec.kind == PGN_JOB_TRAIN)
+        rc = make_job_dir(s->run_opts.data_dir, job_dir, &err);
     if (rc == 0) rc = worker_device(w, &err);
     if (rc == 0) rc = pgn_job_run(&spec, w->dev, &opts, &hooks, &result, &err);
     if (rc == 0 && !json_is_object(result)) {
@@ -155,8 +205,19 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json) {
     if (bench && pgd_store_bench_finish(s->store, id, result, &err) < 0) rc = -1;
 
     pgn_error serr;
-    if (rc < 0 && atomic_load(&s->stopping) && strcmp(err.code, "cancelled") == 0) {
-        /* Interrupted by shutdown, not by the job: it runs again after the restart. */
+    bool stopped = rc < 0 && strcmp(err.code, "cancelled") == 0;
+    if (stopped && ctx.cancel) {
+        /* Stopped because someone asked: it ends cancelled, saying where it stopped. */
+        char message[sizeof err.message];
+        snprintf(message, sizeof message, "%s", err.message);
+        pgn_error_set(&err, "cancelled", "", "cancelled on request: %s", message);
+        json_t *e = pgd_error_json(&err);
+        if (pgd_store_job_finish(s->store, id, PGD_JOB_CANCELLED, NULL, e, &serr) < 0)
+            fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
+        json_decref(e);
+    } else if (stopped && atomic_load(&s->stopping)) {
+        /* Interrupted by shutdown, not by the job: it runs again after the restart (unless a
+         * cancel arrived meanwhile: the store then ends it cancelled). */
         if (pgd_store_job_requeue(s->store, id, &serr) < 0)
             fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
     } else if (rc == 0) {
@@ -207,6 +268,92 @@ static void calibrate(worker *w) {
     json_decref(rows);
 }
 
+static int64_t mono_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* A run starts (running) or ends: its time joins the worker's busy total. */
+static void busy_mark(worker *w, bool running) {
+    int64_t now = mono_ns();
+    pthread_mutex_lock(&w->sched->lock);
+    if (running) {
+        w->run_started_ns = now;
+    } else {
+        w->busy_ns += now - w->run_started_ns;
+        w->run_started_ns = 0;
+    }
+    pthread_mutex_unlock(&w->sched->lock);
+}
+
+/* Finished runs plus the one in progress: grows steadily while a job runs. */
+static double busy_seconds(pgd_scheduler *s, worker *w) {
+    pthread_mutex_lock(&s->lock);
+    int64_t ns = w->busy_ns + (w->run_started_ns ? mono_ns() - w->run_started_ns : 0);
+    pthread_mutex_unlock(&s->lock);
+    return (double)ns * 1e-9;
+}
+
+/* ---- what a job's log and event stream hear from the scheduler ------------------------- */
+
+static const char *text_of(const json_t *o, const char *key, const char *fallback) {
+    const char *v = json_string_value(json_object_get(o, key));
+    return v ? v : fallback;
+}
+
+/* A claimed job: its running state, then "started" with the attempt (a later attempt resumes
+ * from the job's checkpoint). */
+static void announce_start(worker *w, int64_t id) {
+    pgd_scheduler *s = w->sched;
+    json_t *job;
+    pgn_error err;
+    if (pgd_events_job_changed(s->events, s->store, id, &job, &err) < 0) {
+        fprintf(stderr, "paragond: job %" PRId64 ": %s\n", id, err.message);
+        return;
+    }
+    pgd_events_job_log(s->events, s->store, id, "info", "started on %s (attempt %" PRId64 ")",
+                       w->info->id, (int64_t)json_integer_value(json_object_get(job, "attempts")));
+    json_decref(job);
+}
+
+/* After a run: a line saying how it ended, then the state, in that order, because a job's event
+ * stream closes at its final state. Read back from the store, so every ending is told the same
+ * way whoever decided it (the engine, a cancel, shutdown). */
+static void announce_end(worker *w, int64_t id) {
+    pgd_scheduler *s = w->sched;
+    json_t *job;
+    pgn_error err;
+    if (pgd_store_job_get(s->store, id, false, &job, &err) < 0) {
+        fprintf(stderr, "paragond: job %" PRId64 ": %s\n", id, err.message);
+        return;
+    }
+    const char *state = text_of(job, "state", "");
+    int64_t attempt = json_integer_value(json_object_get(job, "attempts"));
+    const json_t *result = json_object_get(job, "result");
+    const json_t *error = json_object_get(job, "error");
+    if (strcmp(state, "succeeded") == 0) {
+        int64_t resumed = json_integer_value(json_object_get(result, "resumed_from_epoch"));
+        char from[64] = "";
+        if (resumed > 0) snprintf(from, sizeof from, ", resumed from epoch %" PRId64, resumed);
+        pgd_events_job_log(s->events, s->store, id, "info", "succeeded (attempt %" PRId64 "%s)",
+                           attempt, from);
+    } else if (strcmp(state, "failed") == 0) {
+        pgd_events_job_log(s->events, s->store, id, "error", "failed (attempt %" PRId64 "): %s: %s",
+                           attempt, text_of(error, "code", "internal"),
+                           text_of(error, "message", ""));
+    } else if (strcmp(state, "cancelled") == 0) {
+        pgd_events_job_log(s->events, s->store, id, "warn", "cancelled (attempt %" PRId64 ")",
+                           attempt);
+    } else if (strcmp(state, "queued") == 0) {
+        pgd_events_job_log(s->events, s->store, id, "warn",
+                           "interrupted by shutdown (attempt %" PRId64 "); queued again", attempt);
+    }
+    json_decref(job);
+    if (pgd_events_job_changed(s->events, s->store, id, NULL, &err) < 0)
+        fprintf(stderr, "paragond: job %" PRId64 ": %s\n", id, err.message);
+}
+
 static void *worker_main(void *arg) {
     worker *w = arg;
     pgd_scheduler *s = w->sched;
@@ -221,13 +368,22 @@ static void *worker_main(void *arg) {
             int64_t id;
             json_t *spec;
             pgn_error err;
-            if (pgd_store_job_claim(s->store, w->info->id, &id, &spec, &err) < 0) {
+            /* Not while a submission is between its insert and its announcement: a job's
+             * "queued" state and "placed" line go out before its "running" and "started". */
+            pthread_mutex_lock(&s->admit);
+            int claimed = pgd_store_job_claim(s->store, w->info->id, &id, &spec, &err);
+            pthread_mutex_unlock(&s->admit);
+            if (claimed < 0) {
                 /* The job stays queued; the next submission retries. */
                 fprintf(stderr, "paragond: worker %s: %s\n", w->info->id, err.message);
                 break;
             }
             if (id == 0) break;
+            busy_mark(w, true);
+            announce_start(w, id);
             run_job(w, id, spec);
+            announce_end(w, id);
+            busy_mark(w, false);
             json_decref(spec);
         }
         if (atomic_load(&s->stopping)) break;
@@ -268,15 +424,48 @@ static void device_rates(pgd_scheduler *s, const pgn_device_info *info, pgn_devi
 }
 
 /* One candidate: the job's estimate there plus the work already queued or running there. */
+/* Seconds of work queued or running on a device, as the cost model counts it. The store's
+ * sum parses the estimate of every job there (about a millisecond per thousand queued jobs,
+ * under the store's lock, for every submission), so it is re-read at most every
+ * QUEUE_REFRESH_NS; in between, each placement adds its own estimate (queue_add), so a burst
+ * of "auto" submissions still spreads over the devices. */
+static double queue_seconds(pgd_scheduler *s, const char *device_id) {
+    worker *w = NULL;
+    for (size_t i = 0; i < s->n && !w; i++)
+        if (strcmp(s->devices[i].id, device_id) == 0) w = &s->workers[i];
+    double q = 0;
+    pgn_error err;
+    if (!w) return pgd_store_queue_seconds(s->store, device_id, &q, &err) < 0 ? 0 : q;
+    int64_t now = mono_ns();
+    pthread_mutex_lock(&s->lock);
+    bool fresh = w->queue_read_ns && now - w->queue_read_ns < QUEUE_REFRESH_NS;
+    q = w->queue_s;
+    pthread_mutex_unlock(&s->lock);
+    if (fresh) return q;
+    if (pgd_store_queue_seconds(s->store, w->info->id, &q, &err) < 0) return q;
+    pthread_mutex_lock(&s->lock);
+    w->queue_s = q;
+    w->queue_read_ns = now;
+    pthread_mutex_unlock(&s->lock);
+    return q;
+}
+
+static void queue_add(pgd_scheduler *s, const char *device_id, double seconds) {
+    for (size_t i = 0; i < s->n; i++) {
+        if (strcmp(s->devices[i].id, device_id) != 0) continue;
+        pthread_mutex_lock(&s->lock);
+        s->workers[i].queue_s += seconds;
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
 static json_t *candidate(pgd_scheduler *s, const pgn_job_spec *spec, const pgn_device_info *info,
                          double *total) {
     pgn_device_rates r;
     pgn_job_estimate e;
     device_rates(s, info, &r);
     pgn_job_estimate_on(spec, &r, &e);
-    double queued = 0;
-    pgn_error err;
-    if (pgd_store_queue_seconds(s->store, info->id, &queued, &err) < 0) queued = 0;
+    double queued = queue_seconds(s, info->id);
     *total = e.seconds + queued;
     return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:b}", "device", info->id, "seconds",
                      e.seconds, "queue_seconds", queued, "total_seconds", *total, "work", e.work, "gflops",
@@ -295,6 +484,7 @@ int pgd_scheduler_place_job(pgd_scheduler *s, const pgn_job_spec *spec, pgn_devi
         *estimate = json_pack("{s:s, s:o}", "reason", "asked for by name", "candidates", json_pack("[O]", c));
         json_object_update(*estimate, c);
         json_decref(c);
+        queue_add(s, out->id, json_number_value(json_object_get(*estimate, "seconds")));
         return *estimate ? 0 : -1;
     }
     /* auto: the OpenCL device that would finish it first, counting what it already has to do;
@@ -320,6 +510,7 @@ int pgd_scheduler_place_job(pgd_scheduler *s, const pgn_job_spec *spec, pgn_devi
                         json_string(json_array_size(cands) > 1 ? "the shortest estimated finish (estimate + queued)"
                                                                 : "the only device"));
     json_object_set_new(*estimate, "candidates", cands);
+    queue_add(s, out->id, json_number_value(json_object_get(*estimate, "seconds")));
     return 0;
 }
 
@@ -348,6 +539,10 @@ static int replace_orphans(pgd_scheduler *s, pgn_error *err) {
                     (long long)id, device ? device : "?", info.id);
             if (pgd_store_job_reassign(s->store, id, info.id, &serr) < 0)
                 fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
+            else
+                pgd_events_job_log(s->events, s->store, id, "warn",
+                                   "device %s is gone: placed again on %s", device ? device : "?",
+                                   info.id);
         } else {
             if (!want) pgn_error_set(&e, "invalid_spec", "device", "device: not recorded");
             fprintf(stderr, "paragond: job %lld cannot be placed again: %s\n", (long long)id,
@@ -355,6 +550,9 @@ static int replace_orphans(pgd_scheduler *s, pgn_error *err) {
             json_t *ej = pgd_error_json(&e);
             if (pgd_store_job_finish(s->store, id, PGD_JOB_FAILED, NULL, ej, &serr) < 0)
                 fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
+            pgd_events_job_log(s->events, s->store, id, "error", "failed: cannot be placed again: %s",
+                               e.message);
+            pgd_events_job_changed(s->events, s->store, id, NULL, &serr);
             json_decref(ej);
         }
     }
@@ -364,16 +562,20 @@ static int replace_orphans(pgd_scheduler *s, pgn_error *err) {
 
 /* ---- lifecycle -------------------------------------------------------------------------- */
 
-int pgd_scheduler_start(pgd_store *store, const pgn_device_info *devices, size_t count,
-                        const char *data_dir, bool calibrate, pgd_scheduler **out, pgn_error *err) {
+int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_info *devices,
+                        size_t count, const char *data_dir, bool calibrate, pgd_scheduler **out,
+                        pgn_error *err) {
     *out = NULL;
     pgd_scheduler *s = calloc(1, sizeof *s);
     if (!s) goto oom;
     s->store = store;
+    s->events = events;
     s->calibrate = calibrate;
     s->run_opts.data_dir = data_dir;
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->admit, NULL);
     atomic_init(&s->stopping, false);
+    atomic_init(&s->cancel_gen, 0);
     s->n = count + 1;
     s->devices = calloc(s->n, sizeof *s->devices);
     s->workers = calloc(s->n, sizeof *s->workers);
@@ -381,6 +583,7 @@ int pgd_scheduler_start(pgd_store *store, const pgn_device_info *devices, size_t
         free(s->devices);
         free(s->workers);
         pthread_mutex_destroy(&s->lock);
+        pthread_mutex_destroy(&s->admit);
         free(s);
         goto oom;
     }
@@ -427,10 +630,34 @@ void pgd_scheduler_stop(pgd_scheduler *s) {
         pthread_cond_destroy(&s->workers[i].cond);
     }
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->admit);
     free(s->workers);
     free(s->devices);
     free(s);
 }
+
+void pgd_scheduler_job_dir(const pgd_scheduler *s, int64_t id, char *out, size_t size) {
+    snprintf(out, size, "%s/jobs/%lld", s->run_opts.data_dir, (long long)id);
+}
+
+int pgd_scheduler_cancel(pgd_scheduler *s, int64_t id, json_t **job, pgn_error *err) {
+    if (pgd_store_job_cancel(s->store, id, job, err) < 0) return -1;
+    if (strcmp(json_string_value(json_object_get(*job, "state")), "running") == 0) {
+        atomic_fetch_add(&s->cancel_gen, 1);
+        pgd_events_job_log(s->events, s->store, id, "warn",
+                           "cancel requested: it stops at its next step");
+        return 0;
+    }
+    /* A queued job ended here, not in a worker: its log and stream hear it from us. */
+    pgd_events_job_log(s->events, s->store, id, "warn", "cancelled before it started");
+    pgn_error eerr;
+    if (pgd_events_job_changed(s->events, s->store, id, NULL, &eerr) < 0)
+        fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, eerr.message);
+    return 0;
+}
+
+void pgd_scheduler_admit_lock(pgd_scheduler *s) { pthread_mutex_lock(&s->admit); }
+void pgd_scheduler_admit_unlock(pgd_scheduler *s) { pthread_mutex_unlock(&s->admit); }
 
 void pgd_scheduler_notify(pgd_scheduler *s, const char *device_id) {
     for (size_t i = 0; i < s->n; i++) {
@@ -457,6 +684,7 @@ json_t *pgd_scheduler_devices_json(pgd_scheduler *s, pgn_error *err) {
         json_object_set_new(d, "queued", json_integer(q ? json_integer_value(q) : 0));
         int64_t running = atomic_load(&s->workers[i].running_job);
         json_object_set_new(d, "running_job", running ? json_integer(running) : json_null());
+        json_object_set_new(d, "busy_seconds", json_real(busy_seconds(s, &s->workers[i])));
         json_array_append_new(arr, d);
     }
     json_decref(counts);

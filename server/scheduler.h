@@ -11,17 +11,22 @@
 #include <stddef.h>
 
 typedef struct pgd_scheduler pgd_scheduler;
+typedef struct pgd_events pgd_events; /* events.h */
 
 /* Starts one worker per device in devices[0..count) plus one for the host pseudo-device,
  * after re-placing queued jobs whose device no longer exists. The store must outlive the
  * scheduler. Workers pick up jobs already queued in the store at once. Jobs read datasets
  * from data_dir, which must outlive the scheduler. With calibrate, a worker whose device has no
- * benchmark rows first measures it (a few seconds) and stores the rows for the cost model. */
-int pgd_scheduler_start(pgd_store *store, const pgn_device_info *devices, size_t count,
-                        const char *data_dir, bool calibrate, pgd_scheduler **out, pgn_error *err);
+ * benchmark rows first measures it (a few seconds) and stores the rows for the cost model.
+ * Jobs' state changes, metrics, progress and log lines go to events (NULL: none; it must
+ * outlive the scheduler); their log lines are stored either way. */
+int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_info *devices,
+                        size_t count, const char *data_dir, bool calibrate, pgd_scheduler **out,
+                        pgn_error *err);
 
-/* Asks every worker to stop: a running job stops at its next step boundary and goes back to
- * the queue; then joins the workers, closes the devices and frees the scheduler. */
+/* Asks every worker to stop: a running job stops at its next step boundary (a train job
+ * checkpoints it first) and goes back to the queue, or ends cancelled when its cancel was
+ * requested; then joins the workers, closes the devices and frees the scheduler. */
 void pgd_scheduler_stop(pgd_scheduler *sched);
 
 /* Resolves a device request ("auto", "cpu", "gpu", "host" or an id) to a device; an unknown
@@ -37,11 +42,26 @@ int pgd_scheduler_place(pgd_scheduler *sched, const char *want, pgn_device_info 
 int pgd_scheduler_place_job(pgd_scheduler *sched, const pgn_job_spec *spec, pgn_device_info *out,
                             json_t **estimate, pgn_error *err);
 
+/* Cancels job id (pgd_store_job_cancel): a queued job ends at once; a running one stops at
+ * its next step boundary and ends cancelled (a train job keeps a checkpoint of where it
+ * stopped). *job is the job object afterwards (new reference): state "cancelled", or
+ * "running" with cancel_requested true. Codes "not_found" and "conflict" as the store's. */
+int pgd_scheduler_cancel(pgd_scheduler *sched, int64_t id, json_t **job, pgn_error *err);
+
+/* <data_dir>/jobs/<id>: where job id keeps its files (checkpoint.safetensors). */
+void pgd_scheduler_job_dir(const pgd_scheduler *sched, int64_t id, char *out, size_t size);
+
+/* Held by a submission from inserting its jobs to publishing their "queued" state; workers do not
+ * claim a job meanwhile, so every stream sees queued before running. */
+void pgd_scheduler_admit_lock(pgd_scheduler *sched);
+void pgd_scheduler_admit_unlock(pgd_scheduler *sched);
+
 /* Wakes the worker of device_id: a job was queued for it. */
 void pgd_scheduler_notify(pgd_scheduler *sched, const char *device_id);
 
-/* [{pgn_device_info_json fields..., "queued":N, "running_job":ID|null}] for every device,
- * host last. New reference, or NULL with err set. */
+/* [{pgn_device_info_json fields..., "queued":N, "running_job":ID|null, "busy_seconds":S}] for
+ * every device, host last; busy_seconds is the time its worker has spent running jobs since
+ * start. New reference, or NULL with err set. */
 json_t *pgd_scheduler_devices_json(pgd_scheduler *sched, pgn_error *err);
 
 #endif

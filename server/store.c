@@ -347,10 +347,10 @@ int pgd_store_schema_version(pgd_store *s, int64_t *version, pgn_error *err) {
 
 /* ---- jobs ------------------------------------------------------------------------------- */
 
-/* Column order every job query shares; spec, when selected, comes last (index 13). */
+/* Column order every job query shares; spec, when selected, comes last (index 15). */
 #define JOB_COLS                                                                               \
     "id, kind, name, state, device_requested, device, progress, attempts, result, error, "     \
-    "created_at, started_at, finished_at, estimate"
+    "created_at, started_at, finished_at, estimate, cancel_requested"
 
 static json_t *job_from_row(sqlite3_stmt *st, bool with_spec) {
     json_t *o = json_object();
@@ -360,7 +360,7 @@ static json_t *job_from_row(sqlite3_stmt *st, bool with_spec) {
     json_object_set_new(o, "state", col_text(st, 3));
     json_object_set_new(o, "device_requested", col_text(st, 4));
     json_object_set_new(o, "device", col_text(st, 5));
-    if (with_spec) json_object_set_new(o, "spec", col_json(st, 14));
+    if (with_spec) json_object_set_new(o, "spec", col_json(st, 15));
     json_object_set_new(o, "progress", col_real(st, 6));
     json_object_set_new(o, "attempts", json_integer(sqlite3_column_int64(st, 7)));
     json_object_set_new(o, "result", col_json(st, 8));
@@ -369,6 +369,7 @@ static json_t *job_from_row(sqlite3_stmt *st, bool with_spec) {
     json_object_set_new(o, "started_at", col_text(st, 11));
     json_object_set_new(o, "finished_at", col_text(st, 12));
     json_object_set_new(o, "estimate", col_json(st, 13));
+    json_object_set_new(o, "cancel_requested", json_boolean(sqlite3_column_int(st, 14)));
     return o;
 }
 
@@ -379,8 +380,11 @@ typedef struct insert_jobs {
 } insert_jobs;
 
 static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
-    static const char sql[] = "INSERT INTO jobs (kind, name, state, device_requested, device, spec, estimate)"
-                              " VALUES (?1, ?2, 'queued', ?3, ?4, ?5, ?6)";
+    /* Ids only grow: above every job there is and every job deleted (job_id_floor). */
+    static const char sql[] =
+        "INSERT INTO jobs (id, kind, name, state, device_requested, device, spec, estimate)"
+        " VALUES ((SELECT max(coalesce(max(id), 0), (SELECT id FROM job_id_floor)) + 1"
+        "          FROM jobs), ?1, ?2, 'queued', ?3, ?4, ?5, ?6)";
     insert_jobs *a = ctx;
     for (size_t i = 0; i < a->n; i++) {
         const pgd_new_job *job = &a->jobs[i];
@@ -642,18 +646,159 @@ int pgd_store_job_finish(pgd_store *s, int64_t id, pgd_job_state state, const js
     return ret;
 }
 
-int pgd_store_job_requeue(pgd_store *s, int64_t id, pgn_error *err) {
+/* Ends running jobs (job id, or every one when id is 0) whose cancel was requested as
+ * cancelled, with an error saying why: a job that was asked to stop never goes back to the
+ * queue. *n receives how many. Caller is in a write transaction. */
+static int end_cancel_requested(pgd_store *s, int64_t id, const char *why, int64_t *n,
+                                pgn_error *err) {
+    static const char sql[] =
+        "UPDATE jobs SET state = 'cancelled', finished_at = " NOW_SQL ","
+        " error = json_object('code', 'cancelled', 'message', ?2, 'field', NULL)"
+        " WHERE state = 'running' AND cancel_requested = 1 AND (?1 = 0 OR id = ?1)";
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, why, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    stmt_done(st);
+    if (rc != SQLITE_DONE) return db_fail(s, err, "end cancelled jobs");
+    *n = sqlite3_changes(s->db);
+    return 0;
+}
+
+static int requeue_tx(pgd_store *s, void *ctx, pgn_error *err) {
     static const char sql[] = "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0"
                               " WHERE id = ?1 AND state = 'running'";
+    int64_t id = *(const int64_t *)ctx, ended = 0;
+    if (end_cancel_requested(s, id, "cancelled on request while paragond was stopping", &ended,
+                             err) < 0)
+        return -1;
+    if (ended) return 0;
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, id);
+    return update_job(s, st, id, "requeue", err);
+}
+
+int pgd_store_job_requeue(pgd_store *s, int64_t id, pgn_error *err) {
+    return write_transaction(s, requeue_tx, &id, err);
+}
+
+/* The cancel of a queued job: it never ran, so there is nothing to stop. */
+#define CANCELLED_QUEUED_MESSAGE "cancelled on request before it started"
+
+typedef struct cancel_args {
+    int64_t id;
+    json_t *job; /* out: the job after the cancel */
+} cancel_args;
+
+static int cancel_tx(pgd_store *s, void *ctx, pgn_error *err) {
+    static const char state_sql[] = "SELECT state FROM jobs WHERE id = ?1";
+    static const char queued_sql[] =
+        "UPDATE jobs SET state = 'cancelled', finished_at = " NOW_SQL ", cancel_requested = 1,"
+        " error = json_object('code', 'cancelled', 'message', '" CANCELLED_QUEUED_MESSAGE "',"
+        " 'field', NULL) WHERE id = ?1 AND state = 'queued'";
+    static const char running_sql[] =
+        "UPDATE jobs SET cancel_requested = 1 WHERE id = ?1 AND state = 'running'";
+    static const char get_sql[] = "SELECT " JOB_COLS ", spec FROM jobs WHERE id = ?1";
+    cancel_args *a = ctx;
+    sqlite3_stmt *st = stmt(s, state_sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, a->id);
+    int rc = sqlite3_step(st);
+    pgd_job_state state = PGD_JOB_QUEUED;
+    bool known = rc == SQLITE_ROW &&
+                 pgd_job_state_parse((const char *)sqlite3_column_text(st, 0), &state) == 0;
+    stmt_done(st);
+    if (rc == SQLITE_DONE) {
+        pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)a->id);
+        return -1;
+    }
+    if (!known) return db_fail(s, err, "read job state");
+    if (state != PGD_JOB_QUEUED && state != PGD_JOB_RUNNING) {
+        pgn_error_set(err, "conflict", "", "job %lld has already finished (%s): nothing to cancel",
+                      (long long)a->id, pgd_job_state_name(state));
+        return -1;
+    }
+    st = stmt(s, state == PGD_JOB_QUEUED ? queued_sql : running_sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, a->id);
+    if (update_job(s, st, a->id, "cancel", err) < 0) return -1;
+    st = stmt(s, get_sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, a->id);
+    if (sqlite3_step(st) == SQLITE_ROW) a->job = job_from_row(st, true);
+    stmt_done(st);
+    return a->job ? 0 : db_fail(s, err, "read job");
+}
+
+int pgd_store_job_cancel(pgd_store *s, int64_t id, json_t **job, pgn_error *err) {
+    cancel_args a = {.id = id};
+    *job = NULL;
+    int ret = write_transaction(s, cancel_tx, &a, err);
+    if (ret == 0) *job = a.job;
+    else json_decref(a.job);
+    return ret;
+}
+
+int pgd_store_job_cancel_requested(pgd_store *s, int64_t id, bool *requested, pgn_error *err) {
+    static const char sql[] = "SELECT cancel_requested FROM jobs WHERE id = ?1";
+    *requested = false;
     pthread_mutex_lock(&s->lock);
     int ret = -1;
     sqlite3_stmt *st = stmt(s, sql, err);
     if (st) {
         sqlite3_bind_int64(st, 1, id);
-        ret = update_job(s, st, id, "requeue", err);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *requested = sqlite3_column_int(st, 0) != 0;
+            ret = 0;
+        } else if (rc == SQLITE_DONE) {
+            pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)id);
+        } else {
+            db_fail(s, err, "read cancel request");
+        }
+        stmt_done(st);
     }
     pthread_mutex_unlock(&s->lock);
     return ret;
+}
+
+static int delete_tx(pgd_store *s, void *ctx, pgn_error *err) {
+    static const char state_sql[] = "SELECT state FROM jobs WHERE id = ?1";
+    /* Metrics, benchmark rows (and any other table keyed on the job) go with it: their
+     * foreign keys are ON DELETE CASCADE. */
+    static const char delete_sql[] =
+        "DELETE FROM jobs WHERE id = ?1 AND state NOT IN ('queued', 'running')";
+    int64_t id = *(const int64_t *)ctx;
+    sqlite3_stmt *st = stmt(s, state_sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    char state[16] = "";
+    if (rc == SQLITE_ROW)
+        snprintf(state, sizeof state, "%s", (const char *)sqlite3_column_text(st, 0));
+    stmt_done(st);
+    if (rc == SQLITE_DONE) {
+        pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)id);
+        return -1;
+    }
+    if (rc != SQLITE_ROW) return db_fail(s, err, "read job state");
+    if (strcmp(state, "queued") == 0 || strcmp(state, "running") == 0) {
+        pgn_error_set(err, "conflict", "",
+                      "job %lld is %s: only a finished job can be deleted (cancel it first: "
+                      "POST /api/v1/jobs/%lld/cancel)",
+                      (long long)id, state, (long long)id);
+        return -1;
+    }
+    st = stmt(s, delete_sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, id);
+    return update_job(s, st, id, "delete", err);
+}
+
+int pgd_store_job_delete(pgd_store *s, int64_t id, pgn_error *err) {
+    return write_transaction(s, delete_tx, &id, err);
 }
 
 int pgd_store_job_reassign(pgd_store *s, int64_t id, const char *device, pgn_error *err) {
@@ -671,22 +816,30 @@ int pgd_store_job_reassign(pgd_store *s, int64_t id, const char *device, pgn_err
     return ret;
 }
 
-int pgd_store_recover(pgd_store *s, int64_t *count, pgn_error *err) {
+typedef struct recover_counts {
+    int64_t requeued, cancelled;
+} recover_counts;
+
+static int recover_tx(pgd_store *s, void *ctx, pgn_error *err) {
     static const char sql[] = "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0"
                               " WHERE state = 'running'";
-    pthread_mutex_lock(&s->lock);
-    int ret = -1;
+    recover_counts *c = ctx;
+    if (end_cancel_requested(s, 0, "cancelled on request; paragond ended before the job stopped",
+                             &c->cancelled, err) < 0)
+        return -1;
     sqlite3_stmt *st = stmt(s, sql, err);
-    if (st) {
-        if (sqlite3_step(st) == SQLITE_DONE) {
-            *count = sqlite3_changes(s->db);
-            ret = 0;
-        } else {
-            db_fail(s, err, "requeue running jobs");
-        }
-        stmt_done(st);
-    }
-    pthread_mutex_unlock(&s->lock);
+    if (!st) return -1;
+    int rc = sqlite3_step(st);
+    stmt_done(st);
+    if (rc != SQLITE_DONE) return db_fail(s, err, "requeue running jobs");
+    c->requeued = sqlite3_changes(s->db);
+    return 0;
+}
+
+int pgd_store_recover(pgd_store *s, int64_t *count, pgn_error *err) {
+    recover_counts c = {0, 0};
+    int ret = write_transaction(s, recover_tx, &c, err);
+    *count = ret == 0 ? c.requeued : 0;
     return ret;
 }
 
@@ -849,6 +1002,100 @@ int pgd_store_metrics_list(pgd_store *s, int64_t job_id, const char *name, bool 
         json_array_append_new(arr, m);
     }
     if (rc != SQLITE_DONE) db_fail(s, err, "list metrics");
+    stmt_done(st);
+    if (rc != SQLITE_DONE) goto rollback;
+    if (run_stmt(s, commit_sql, err, "commit") < 0) goto rollback;
+    *out = arr;
+    arr = NULL;
+    ret = 0;
+    goto unlock;
+rollback:
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+unlock:
+    pthread_mutex_unlock(&s->lock);
+    json_decref(arr);
+    return ret;
+}
+
+/* ---- logs ------------------------------------------------------------------------------- */
+
+json_t *pgd_json_string_lossy(const char *text) { return json_string_lossy(text); }
+
+int pgd_store_log_add(pgd_store *s, int64_t job_id, const char *level, const char *line,
+                      int64_t *seq, char created_at[32], pgn_error *err) {
+    /* The next seq is read and written in one statement under the lock: no gaps, no repeats. */
+    static const char sql[] =
+        "INSERT INTO logs (job_id, seq, level, line)"
+        " SELECT ?1, coalesce(max(seq), 0) + 1, ?2, ?3 FROM logs WHERE job_id = ?1"
+        " RETURNING seq, created_at";
+    *seq = 0;
+    created_at[0] = 0;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_int64(st, 1, job_id);
+        sqlite3_bind_text(st, 2, level, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, line, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            int64_t got = sqlite3_column_int64(st, 0);
+            const char *at = (const char *)sqlite3_column_text(st, 1);
+            snprintf(created_at, 32, "%s", at ? at : "");
+            rc = sqlite3_step(st); /* runs the statement to completion: the commit */
+            if (rc == SQLITE_DONE) {
+                *seq = got;
+                ret = 0;
+            }
+        }
+        if (ret < 0 && rc == SQLITE_CONSTRAINT_FOREIGNKEY)
+            pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)job_id);
+        else if (ret < 0)
+            db_fail(s, err, "insert log line");
+        stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+int pgd_store_logs_list(pgd_store *s, int64_t job_id, int64_t after, json_t **out,
+                        pgn_error *err) {
+    static const char exists_sql[] = "SELECT 1 FROM jobs WHERE id = ?1";
+    static const char sql[] = "SELECT seq, level, line, created_at FROM logs"
+                              " WHERE job_id = ?1 AND seq > ?2 ORDER BY seq";
+    *out = NULL;
+    json_t *arr = json_array();
+    int ret = -1;
+    pthread_mutex_lock(&s->lock);
+    /* Both reads in one transaction, so a job deleted meanwhile is not an empty log. */
+    if (run_stmt(s, begin_sql, err, "begin") < 0) goto unlock;
+    sqlite3_stmt *st = stmt(s, exists_sql, err);
+    if (!st) goto rollback;
+    sqlite3_bind_int64(st, 1, job_id);
+    int rc = sqlite3_step(st);
+    stmt_done(st);
+    if (rc == SQLITE_DONE) {
+        pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)job_id);
+        goto rollback;
+    }
+    if (rc != SQLITE_ROW) {
+        db_fail(s, err, "read job");
+        goto rollback;
+    }
+    st = stmt(s, sql, err);
+    if (!st) goto rollback;
+    sqlite3_bind_int64(st, 1, job_id);
+    sqlite3_bind_int64(st, 2, after);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *line = (const char *)sqlite3_column_text(st, 2);
+        json_t *e = json_object();
+        json_object_set_new(e, "seq", json_integer(sqlite3_column_int64(st, 0)));
+        json_object_set_new(e, "level", col_text(st, 1));
+        json_object_set_new(e, "line", json_string_lossy(line ? line : ""));
+        json_object_set_new(e, "created_at", col_text(st, 3));
+        json_array_append_new(arr, e);
+    }
+    if (rc != SQLITE_DONE) db_fail(s, err, "list log lines");
     stmt_done(st);
     if (rc != SQLITE_DONE) goto rollback;
     if (run_stmt(s, commit_sql, err, "commit") < 0) goto rollback;
@@ -1073,4 +1320,54 @@ int pgd_store_bench_latest(pgd_store *s, const char *device, const char *suite,
         "  AND (n.job_id IS NOT NULL OR b.created_at = n.created_at)"
         " WHERE b.device = ?2 ORDER BY b.id LIMIT ?3";
     return bench_query(s, sql, suite, device, -1, rows, err);
+}
+
+/* ---- figures for /metrics --------------------------------------------------------------- */
+
+int pgd_store_job_state_counts(pgd_store *s, int64_t counts[PGD_JOB_STATES], pgn_error *err) {
+    static const char sql[] = "SELECT state, count(*) FROM jobs GROUP BY state";
+    for (int i = 0; i < PGD_JOB_STATES; i++) counts[i] = 0;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1, rc = SQLITE_ERROR;
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (st) {
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            pgd_job_state state;
+            const char *name = (const char *)sqlite3_column_text(st, 0);
+            if (name && pgd_job_state_parse(name, &state) == 0)
+                counts[state] = sqlite3_column_int64(st, 1);
+        }
+        stmt_done(st);
+        ret = rc == SQLITE_DONE ? 0 : db_fail(s, err, "count jobs by state");
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+int pgd_store_work_totals(pgd_store *s, double *interactions, double *flops, pgn_error *err) {
+    /* A train result without "flops" (results before it had one) counts its measured rate
+     * over the epochs it ran. */
+    static const char sql[] =
+        "SELECT total(CASE WHEN kind = 'inet' THEN json_extract(result, '$.interactions') END),"
+        " total(CASE WHEN kind = 'train' THEN coalesce(json_extract(result, '$.flops'),"
+        "   json_extract(result, '$.gflops') * 1e9 * json_extract(result, '$.seconds_per_epoch')"
+        "   * (json_extract(result, '$.epochs') - coalesce(json_extract(result,"
+        "   '$.resumed_from_epoch'), 0))) END)"
+        " FROM jobs WHERE state = 'succeeded' AND kind IN ('inet', 'train')";
+    *interactions = *flops = 0;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (st) {
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            *interactions = sqlite3_column_double(st, 0);
+            *flops = sqlite3_column_double(st, 1);
+            ret = 0;
+        } else {
+            db_fail(s, err, "sum finished work");
+        }
+        stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
 }

@@ -60,8 +60,8 @@ int pgd_store_jobs_insert(pgd_store *store, const pgd_new_job *jobs, size_t n, i
                           pgn_error *err);
 
 /* The job object {"id","kind","name","state","device_requested","device","spec","progress",
- * "attempts","result","error","created_at","started_at","finished_at"}; without "spec" when
- * with_spec is false. *out is a new reference. */
+ * "attempts","result","error","created_at","started_at","finished_at","estimate",
+ * "cancel_requested"}; without "spec" when with_spec is false. *out is a new reference. */
 int pgd_store_job_get(pgd_store *store, int64_t id, bool with_spec, json_t **out,
                       pgn_error *err);
 
@@ -91,14 +91,31 @@ int pgd_store_job_progress(pgd_store *store, int64_t id, double fraction, pgn_er
 int pgd_store_job_finish(pgd_store *store, int64_t id, pgd_job_state state,
                          const json_t *result, const json_t *error, pgn_error *err);
 
-/* Puts a running job back in the queue (shutdown mid-run); attempts are kept. */
+/* Puts a running job back in the queue (shutdown mid-run); attempts are kept. A job whose
+ * cancel was requested ends cancelled instead, in the same transaction. */
 int pgd_store_job_requeue(pgd_store *store, int64_t id, pgn_error *err);
+
+/* Cancels a job in one transaction: a queued job ends at once (state cancelled, finished_at
+ * now, error {"code":"cancelled",...}); a running one gets cancel_requested, which its worker
+ * acts on at the next step boundary. *job is the job object afterwards (with spec; new
+ * reference). Code "conflict" when the job has finished, "not_found" when it does not exist. */
+int pgd_store_job_cancel(pgd_store *store, int64_t id, json_t **job, pgn_error *err);
+
+/* Whether a cancel of the job was requested. */
+int pgd_store_job_cancel_requested(pgd_store *store, int64_t id, bool *requested,
+                                   pgn_error *err);
+
+/* Deletes a finished job with its metric series and benchmark rows (ON DELETE CASCADE), in
+ * one transaction. Code "conflict" for a queued or running job, "not_found" when missing.
+ * The job's files are the caller's to remove. */
+int pgd_store_job_delete(pgd_store *store, int64_t id, pgn_error *err);
 
 /* Moves a queued job to another device (its device vanished between runs). */
 int pgd_store_job_reassign(pgd_store *store, int64_t id, const char *device, pgn_error *err);
 
 /* Start-up recovery: every job left running by a previous process goes back to queued
- * (attempts kept). *count receives how many. */
+ * (attempts kept), except one whose cancel was requested: that one ends cancelled. *count
+ * receives how many went back to the queue. */
 int pgd_store_recover(pgd_store *store, int64_t *count, pgn_error *err);
 
 /* Queued jobs as [{"id","device_requested","device"}], oldest first. */
@@ -122,6 +139,22 @@ int pgd_store_metric_add(pgd_store *store, int64_t job_id, const char *name, int
  * only steps > after_step when has_after. Code "not_found" when the job does not exist. */
 int pgd_store_metrics_list(pgd_store *store, int64_t job_id, const char *name, bool has_after,
                            int64_t after_step, json_t **out, pgn_error *err);
+
+/* ---- logs ---- */
+
+/* Appends line to job_id's log at level ("info", "warn", "error"): its seq is one more than the
+ * job's last (1 for the first). *seq and created_at (ISO-8601 text) receive what was stored.
+ * Code "not_found" when the job does not exist. */
+int pgd_store_log_add(pgd_store *store, int64_t job_id, const char *level, const char *line,
+                      int64_t *seq, char created_at[32], pgn_error *err);
+
+/* [{"seq","level","line","created_at"}] of the job's lines with seq > after, in seq order (bytes
+ * that are not UTF-8 read back as '?'). Code "not_found" when the job does not exist. */
+int pgd_store_logs_list(pgd_store *store, int64_t job_id, int64_t after, json_t **out,
+                        pgn_error *err);
+
+/* text as a JSON string, bytes that are not UTF-8 replaced by '?'. New reference. */
+json_t *pgd_json_string_lossy(const char *text);
 
 /* ---- benchmarks ------------------------------------------------------------------------- */
 
@@ -150,5 +183,16 @@ int pgd_store_bench_list(pgd_store *store, const char *suite, const char *device
  * pgn_device_rates_from_rows reads). An empty array when there is none. */
 int pgd_store_bench_latest(pgd_store *store, const char *device, const char *suite,
                            json_t **rows, pgn_error *err);
+
+/* ---- figures for /metrics --------------------------------------------------------------- */
+
+#define PGD_JOB_STATES (PGD_JOB_CANCELLED + 1)
+
+/* counts[state]: how many jobs are in each state now. */
+int pgd_store_job_state_counts(pgd_store *store, int64_t counts[PGD_JOB_STATES], pgn_error *err);
+
+/* Sums over succeeded jobs: interactions of inet jobs, FLOPs of train jobs (their result's
+ * "flops", else gflops * seconds_per_epoch * epochs run). */
+int pgd_store_work_totals(pgd_store *store, double *interactions, double *flops, pgn_error *err);
 
 #endif

@@ -406,3 +406,144 @@ void http_close(http_conn *c) {
     free(c->pending);
     free(c);
 }
+
+/* ---- streamed responses ----------------------------------------------------------------- */
+
+struct http_stream {
+    int fd;
+    http_response head;
+    buf raw;  /* bytes received and not decoded yet */
+    buf body; /* decoded body bytes not consumed yet */
+    bool chunked, sized, done;
+    size_t left;       /* sized: body bytes still to come; chunked: of the current chunk */
+    bool chunk_crlf;   /* chunked: the CRLF after a chunk's data is due */
+};
+
+http_stream *http_stream_open(uint16_t port, const char *path, const char *const *headers,
+                              int timeout_ms) {
+    int64_t deadline = now_ms() + timeout_ms;
+    buf req = {0};
+    if (format_request(&req, "GET", path, headers, NULL, 0, false) < 0) {
+        free(req.data);
+        return NULL;
+    }
+    int fd = connect_local(port, deadline);
+    if (fd < 0 || send_all(fd, req.data, req.len, deadline) < 0) {
+        if (fd >= 0) close(fd);
+        free(req.data);
+        return NULL;
+    }
+    free(req.data);
+    http_stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        close(fd);
+        fail("out of memory");
+        return NULL;
+    }
+    s->fd = fd;
+    char *end;
+    while (!(end = s->raw.data ? strstr(s->raw.data, "\r\n\r\n") : NULL)) {
+        ssize_t n = read_more(fd, &s->raw, deadline);
+        if (n <= 0) {
+            if (n == 0) fail("connection closed before a response");
+            http_stream_close(s);
+            return NULL;
+        }
+    }
+    size_t head_len = (size_t)(end - s->raw.data) + 4;
+    if (sscanf(s->raw.data, "HTTP/1.%*d %d", &s->head.status) != 1) {
+        fail("malformed status line");
+        http_stream_close(s);
+        return NULL;
+    }
+    s->head.head = strndup(s->raw.data, head_len - 2);
+    memmove(s->raw.data, s->raw.data + head_len, s->raw.len - head_len + 1);
+    s->raw.len -= head_len;
+    size_t vlen;
+    const char *te = find_header(s->head.head, "Transfer-Encoding", &vlen);
+    const char *cl = find_header(s->head.head, "Content-Length", &vlen);
+    s->chunked = te && strncasecmp(te, "chunked", 7) == 0;
+    s->sized = !s->chunked && cl;
+    if (s->sized) s->left = (size_t)strtoull(cl, NULL, 10);
+    if (buf_append(&s->body, "", 0) < 0) {
+        http_stream_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+const http_response *http_stream_head(const http_stream *s) { return &s->head; }
+
+/* Moves what s->raw holds of the body into s->body; -1 when the framing is broken. */
+static int stream_decode(http_stream *s) {
+    size_t pos = 0;
+    while (!s->done && pos < s->raw.len) {
+        if (!s->chunked) {
+            size_t n = s->raw.len - pos;
+            if (s->sized && n > s->left) n = s->left;
+            if (buf_append(&s->body, s->raw.data + pos, n) < 0) return -1;
+            pos += n;
+            if (s->sized && (s->left -= n) == 0) s->done = true;
+        } else if (s->left) {
+            size_t n = s->raw.len - pos < s->left ? s->raw.len - pos : s->left;
+            if (buf_append(&s->body, s->raw.data + pos, n) < 0) return -1;
+            pos += n;
+            s->left -= n;
+            s->chunk_crlf = s->left == 0;
+        } else if (s->chunk_crlf) {
+            if (s->raw.len - pos < 2) break;
+            if (memcmp(s->raw.data + pos, "\r\n", 2) != 0) return fail("bad chunk end");
+            pos += 2;
+            s->chunk_crlf = false;
+        } else {
+            const char *eol = memmem(s->raw.data + pos, s->raw.len - pos, "\r\n", 2);
+            if (!eol) break;
+            char *end;
+            unsigned long long size = strtoull(s->raw.data + pos, &end, 16);
+            if (end == s->raw.data + pos) return fail("bad chunk size");
+            pos = (size_t)(eol - s->raw.data) + 2;
+            if (size == 0) s->done = true; /* trailers, if any, are not read */
+            s->left = (size_t)size;
+        }
+    }
+    memmove(s->raw.data, s->raw.data + pos, s->raw.len - pos + 1);
+    s->raw.len -= pos;
+    return 0;
+}
+
+int http_stream_read(http_stream *s, int timeout_ms) {
+    int64_t deadline = now_ms() + timeout_ms;
+    size_t before = s->body.len;
+    for (;;) {
+        if (s->raw.len && stream_decode(s) < 0) return -1;
+        if (s->body.len > before) return (int)(s->body.len - before);
+        if (s->done) return 0;
+        ssize_t n = read_more(s->fd, &s->raw, deadline);
+        if (n < 0) return -1;
+        if (n == 0) {
+            if (s->chunked || s->sized) return fail("connection closed inside the body");
+            s->done = true;
+            return 0;
+        }
+    }
+}
+
+const char *http_stream_data(const http_stream *s, size_t *len) {
+    *len = s->body.len;
+    return s->body.data;
+}
+
+void http_stream_consume(http_stream *s, size_t n) {
+    if (n > s->body.len) n = s->body.len;
+    memmove(s->body.data, s->body.data + n, s->body.len - n + 1);
+    s->body.len -= n;
+}
+
+void http_stream_close(http_stream *s) {
+    if (!s) return;
+    close(s->fd);
+    http_response_free(&s->head);
+    free(s->raw.data);
+    free(s->body.data);
+    free(s);
+}

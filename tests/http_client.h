@@ -39,4 +39,21 @@ void http_response_free(http_response *resp);
 /* Why the last call on this thread failed. */
 const char *http_last_error(void);
 
+/* A streamed GET (Server-Sent Events): http_stream_open sends the request and reads the head;
+ * the body then arrives piece by piece through http_stream_read, chunked encoding decoded.
+ * headers as http_request's. NULL on failure. */
+typedef struct http_stream http_stream;
+http_stream *http_stream_open(uint16_t port, const char *path, const char *const *headers,
+                              int timeout_ms);
+/* The response head: status code and headers. */
+const http_response *http_stream_head(const http_stream *s);
+/* Waits up to timeout_ms for more body bytes: the count added (> 0), 0 at the end of the body,
+ * -1 on error or timeout. */
+int http_stream_read(http_stream *s, int timeout_ms);
+/* Body bytes received and not consumed yet (NUL-terminated); consume drops the first n. */
+const char *http_stream_data(const http_stream *s, size_t *len);
+void http_stream_consume(http_stream *s, size_t n);
+/* Closes the connection, mid-body or not, and frees the stream. */
+void http_stream_close(http_stream *s);
+
 #endif

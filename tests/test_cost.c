@@ -75,3 +75,51 @@ Test(cost, estimates_scale_with_the_work_and_the_device) {
     cr_assert_lt(b.seconds, a.seconds);
     pgn_spec_free(&inet);
 }
+
+/* Parameters and device bytes as train.c allocates them: weights (with the GEMM's packed copy),
+ * gradients, optimizer moments, per-layer batch buffers and both datasets. */
+Test(cost, memory_estimate_counts_parameters_state_batch_and_data) {
+    pgn_job_spec sgd = parse("{\"kind\":\"train\",\"data\":{\"source\":\"fashion-mnist\"},"
+                             "\"model\":{\"type\":\"mlp\",\"layers\":[784,256,10]},\"batch_size\":100,"
+                             "\"optimizer\":{\"type\":\"sgd\",\"lr\":0.1}}");
+    const double p = 784.0 * 256 + 256 + 256.0 * 10 + 10;
+    cr_assert_eq(pgn_train_param_count(&sgd.train), (uint64_t)p);
+    pgn_memory_estimate m;
+    pgn_job_memory_estimate(&sgd, &m);
+    cr_assert_eq(m.n_params, (uint64_t)p);
+    cr_assert_float_eq(m.params, p * 4 * 2, 0.5);
+    cr_assert_float_eq(m.gradients, p * 4, 0.5);
+    cr_assert_float_eq(m.optimizer, 0, 0.5, "plain SGD keeps no state");
+    cr_assert_float_eq(m.activations, 4.0 * 100 * (784 + 256 + 10) * 4, 0.5);
+    cr_assert(m.dataset_known);
+    cr_assert_float_eq(m.dataset, (60000.0 + 10000) * (784 + 2) * 4, 0.5);
+    cr_assert_float_eq(m.total, m.params + m.gradients + m.optimizer + m.activations + m.dataset, 0.5);
+
+    pgn_job_spec adam = parse("{\"kind\":\"train\",\"data\":{\"source\":\"xor\"},"
+                              "\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2]},\"optimizer\":{\"type\":\"adam\"}}");
+    pgn_job_memory_estimate(&adam, &m);
+    cr_assert_float_eq(m.optimizer, (2 * 8 + 8 + 8 * 2 + 2) * 4.0 * 2, 0.5, "two moments");
+    pgn_job_spec momentum = parse("{\"kind\":\"train\",\"data\":{\"source\":\"xor\"},"
+                                  "\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2]},"
+                                  "\"optimizer\":{\"type\":\"sgd\",\"momentum\":0.9}}");
+    pgn_job_memory_estimate(&momentum, &m);
+    cr_assert_float_eq(m.optimizer, (2 * 8 + 8 + 8 * 2 + 2) * 4.0, 0.5, "one momentum buffer");
+
+    /* idx data is sized only once read: no guess */
+    pgn_job_spec idx = parse("{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[784,10]},"
+                             "\"data\":{\"source\":\"idx\",\"train_images\":\"a\",\"train_labels\":\"b\","
+                             "\"test_images\":\"c\",\"test_labels\":\"d\"}}");
+    pgn_job_memory_estimate(&idx, &m);
+    cr_assert(!m.dataset_known);
+    cr_assert_float_eq(m.dataset, 0, 0.5);
+
+    /* 65536 * 65536 weights: past 4G, counted without overflow */
+    pgn_job_spec wide = parse("{\"kind\":\"train\",\"data\":{\"source\":\"xor\"},"
+                              "\"model\":{\"type\":\"mlp\",\"layers\":[2,65536,65536,2]}}");
+    cr_assert_eq(pgn_train_param_count(&wide.train),
+                 2ull * 65536 + 65536 + 65536ull * 65536 + 65536 + 65536ull * 2 + 2);
+    pgn_job_spec inet = parse("{\"kind\":\"inet\",\"program\":\"@main = 1\"}");
+    pgn_job_memory_estimate(&inet, &m);
+    cr_assert_float_eq(m.total, 0, 0.5, "only train jobs are estimated");
+    pgn_spec_free(&inet);
+}

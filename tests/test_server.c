@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <jansson.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -227,10 +228,34 @@ static void stop_server(server *s) {
 
 /* ---- HTTP helpers ----------------------------------------------------------------------- */
 
+/* "Authorization: Bearer <token>" from the server's <data>/token; "" while there is none. */
+static void auth_header(const server *s, char *out, size_t size) {
+    char path[320];
+    snprintf(path, sizeof path, "%s/token", s->data);
+    out[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char token[200];
+    if (fscanf(f, "%199s", token) == 1) snprintf(out, size, "Authorization: Bearer %s", token);
+    fclose(f);
+}
+
+/* Sends a request as the server's owner: with its token, so every test is an authorised
+ * client; the auth tests call http_request directly to be anything else. */
 static http_response request(const server *s, const char *method, const char *path,
                              const char *const *headers, const char *body) {
+    char auth[256];
+    auth_header(s, auth, sizeof auth);
+    const char *all[16];
+    size_t n = 0;
+    for (const char *const *h = headers; h && *h; h++) {
+        cr_assert_lt(n, 14, "too many headers");
+        all[n++] = *h;
+    }
+    if (auth[0]) all[n++] = auth;
+    all[n] = NULL;
     http_response r;
-    int rc = http_request(s->port, method, path, headers, body, body ? strlen(body) : 0,
+    int rc = http_request(s->port, method, path, all, body, body ? strlen(body) : 0,
                           HTTP_TIMEOUT_MS, &r);
     cr_assert_eq(rc, 0, "%s %s: %s", method, path, http_last_error());
     return r;
@@ -506,7 +531,7 @@ Test(server, xor_job_trains_to_full_accuracy) {
                                     -1, &st, NULL),
                  SQLITE_OK);
     cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "1,2,3");
+    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "1,2,3,4,5");
     sqlite3_finalize(st);
     sqlite3_close(db);
 
@@ -1174,5 +1199,1395 @@ Test(server, first_start_calibrates_and_auto_placement_records_its_estimate) {
     job = wait_state(&s, id, "succeeded failed", 60000);
     cr_assert_str_eq(str(job, "state"), "succeeded");
     json_decref(job);
+    stop_server(&s);
+}
+
+/* ---- job logs and event streams --------------------------------------------------------- */
+
+#define STREAM_TIMEOUT_MS 60000 /* the longest wait for one event or the end of a stream */
+
+typedef struct sse_event {
+    char type[32]; /* "state", "metric", "progress", "log", "reset" */
+    uint64_t id;   /* 0 when the event had none */
+    json_t *data;
+} sse_event;
+
+/* Opens path as an event stream and checks its head. extra: one more header line, or NULL. */
+static http_stream *open_events(const server *s, const char *path, const char *extra) {
+    const char *headers[] = {extra, NULL};
+    http_stream *st = http_stream_open(s->port, path, extra ? headers : NULL, HTTP_TIMEOUT_MS);
+    cr_assert_not_null(st, "GET %s: %s", path, http_last_error());
+    const http_response *h = http_stream_head(st);
+    cr_assert_eq(h->status, 200, "GET %s: %d", path, h->status);
+    char v[128];
+    cr_assert_not_null(http_header(h, "Content-Type", v, sizeof v));
+    cr_assert_str_eq(v, "text/event-stream");
+    cr_assert_not_null(http_header(h, "Cache-Control", v, sizeof v));
+    cr_assert_str_eq(v, "no-cache");
+    return st;
+}
+
+/* The next event of the stream; false when the stream ended. Comments (": ping") and "retry"
+ * blocks are skipped; a stream that neither sends nor ends in time fails the test. */
+static bool next_event(http_stream *st, sse_event *e) {
+    memset(e, 0, sizeof *e);
+    for (;;) {
+        size_t len;
+        const char *data = http_stream_data(st, &len);
+        const char *end = strstr(data, "\n\n");
+        if (!end) {
+            int n = http_stream_read(st, STREAM_TIMEOUT_MS);
+            cr_assert_geq(n, 0, "event stream: %s", http_last_error());
+            if (n == 0) {
+                cr_assert_eq(len, 0, "the stream ended inside an event: '%s'", data);
+                return false;
+            }
+            continue;
+        }
+        size_t block = (size_t)(end - data) + 2;
+        char *text = strndup(data, block - 2);
+        http_stream_consume(st, block);
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+            if (strncmp(line, "event: ", 7) == 0) snprintf(e->type, sizeof e->type, "%s", line + 7);
+            else if (strncmp(line, "id: ", 4) == 0) e->id = strtoull(line + 4, NULL, 10);
+            else if (strncmp(line, "data: ", 6) == 0) {
+                cr_assert_null(e->data, "one data line per event");
+                e->data = json_loads(line + 6, 0, NULL);
+                cr_assert_not_null(e->data, "event data is JSON: %s", line + 6);
+            } else {
+                cr_assert(line[0] == ':' || strncmp(line, "retry: ", 7) == 0, "line '%s'", line);
+            }
+        }
+        free(text);
+        if (e->type[0] || e->data) {
+            cr_assert(e->type[0] && e->data && e->id > 0, "an event has a type, an id and data");
+            return true;
+        }
+    }
+}
+
+/* Every event up to the end of the stream. */
+static size_t read_to_end(http_stream *st, sse_event *out, size_t cap) {
+    size_t n = 0;
+    sse_event e;
+    while (next_event(st, &e)) {
+        cr_assert_lt(n, cap, "more events than expected");
+        out[n++] = e;
+    }
+    return n;
+}
+
+static void free_events(sse_event *evs, size_t n) {
+    for (size_t i = 0; i < n; i++) json_decref(evs[i].data);
+}
+
+/* The job id an event is about: state and reset events carry the job object ("id"). */
+static int64_t event_job(const sse_event *e) {
+    const char *key = strcmp(e->type, "state") == 0 || strcmp(e->type, "reset") == 0 ? "id"
+                                                                                       : "job_id";
+    return json_integer_value(json_object_get(e->data, key));
+}
+
+static int state_rank(const char *state) {
+    static const char *const order[] = {"queued", "running", "succeeded"};
+    for (int i = 0; i < 3; i++)
+        if (state && strcmp(state, order[i]) == 0) return i;
+    cr_assert_fail("unexpected state %s", state ? state : "(none)");
+    return -1;
+}
+
+/* The events of one job, as a stream about it delivers them: state changes only forward
+ * (queued, running, succeeded, each at most once), ids increasing after the first (a snapshot
+ * carries the id before the events that follow it), metrics and logs of this job only, and
+ * the final state last. Returns how many states and metrics it saw. */
+static void check_job_events(const sse_event *evs, size_t n, int64_t id, size_t *states,
+                             size_t *metrics) {
+    cr_assert_gt(n, 0, "the stream sent events");
+    *states = *metrics = 0;
+    int rank = -1;
+    for (size_t i = 0; i < n; i++) {
+        const sse_event *e = &evs[i];
+        cr_assert_eq(event_job(e), id, "event %zu (%s) is about job %lld", i, e->type,
+                     (long long)id);
+        if (i > 0) cr_assert_gt(e->id, evs[i - 1].id, "ids increase");
+        if (strcmp(e->type, "state") == 0) {
+            int r = state_rank(str(e->data, "state"));
+            cr_assert_gt(r, rank, "states move forward: %s after rank %d", str(e->data, "state"),
+                         rank);
+            rank = r;
+            (*states)++;
+        } else if (strcmp(e->type, "metric") == 0) {
+            cr_assert(str(e->data, "name") && json_is_integer(json_object_get(e->data, "step")) &&
+                          json_is_number(json_object_get(e->data, "value")),
+                      "a metric has name, step and value");
+            (*metrics)++;
+        } else if (strcmp(e->type, "log") == 0) {
+            cr_assert(str(e->data, "line") && str(e->data, "level") && str(e->data, "time"));
+            cr_assert_gt(json_integer_value(json_object_get(e->data, "seq")), 0);
+        } else {
+            cr_assert_str_eq(e->type, "progress", "unexpected event type");
+            double p = json_number_value(json_object_get(e->data, "progress"));
+            cr_assert(p >= 0 && p <= 1, "progress %g", p);
+        }
+    }
+    cr_assert_str_eq(evs[n - 1].type, "state", "the last event is the final state");
+    cr_assert_str_eq(str(evs[n - 1].data, "state"), "succeeded");
+}
+
+/* Index of the first log event from `from` on whose line starts with prefix; n when none. */
+static size_t find_log(const sse_event *evs, size_t n, size_t from, const char *prefix) {
+    for (size_t i = from; i < n; i++)
+        if (strcmp(evs[i].type, "log") == 0 &&
+            strncmp(str(evs[i].data, "line"), prefix, strlen(prefix)) == 0)
+            return i;
+    return n;
+}
+
+#define SHORT_EPOCHS 20
+#define MAX_EVENTS 4096
+
+Test(server, a_job_event_stream_follows_xor_training_to_its_end) {
+    server s = start_server();
+    char *spec = spec_with("\"epochs\":300", "\"epochs\":20");
+    http_stream *all = open_events(&s, "/api/v1/events", NULL);
+    int64_t id = submit(&s, spec);
+    free(spec);
+    char path[96];
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/events", (long long)id);
+    /* A client that connects now: it starts from the job's current state, whatever that is. */
+    http_stream *live = open_events(&s, path, NULL);
+
+    /* The all-jobs stream opened before the job existed: its first event is the job queued. */
+    sse_event e;
+    cr_assert(next_event(all, &e));
+    cr_assert_str_eq(e.type, "log", "the job's log starts with its placement");
+    cr_assert_eq(event_job(&e), id);
+    cr_assert(strncmp(str(e.data, "line"), "placed on ", 10) == 0, "%s", str(e.data, "line"));
+    uint64_t placed_id = e.id;
+    json_decref(e.data);
+    cr_assert(next_event(all, &e));
+    cr_assert_str_eq(e.type, "state");
+    cr_assert_str_eq(str(e.data, "state"), "queued");
+    cr_assert_eq(event_job(&e), id);
+    cr_assert_gt(e.id, placed_id);
+    json_decref(e.data);
+    http_stream_close(all);
+
+    /* Replayed from before the placement (Last-Event-ID), the job's stream is its whole life, in
+     * order, whatever the timing: queued, running, every metric, succeeded, then the end. */
+    char last[64];
+    snprintf(last, sizeof last, "Last-Event-ID: %llu", (unsigned long long)(placed_id - 1));
+    http_stream *replay = open_events(&s, path, last);
+    sse_event *evs = calloc(MAX_EVENTS, sizeof *evs);
+    size_t n = read_to_end(replay, evs, MAX_EVENTS);
+    http_stream_close(replay);
+    size_t states, metrics;
+    check_job_events(evs, n, id, &states, &metrics);
+    cr_assert_eq(states, 3, "queued, running, succeeded");
+    cr_assert_eq(metrics, 4 * SHORT_EPOCHS, "loss, accuracy, test_loss, test_accuracy per epoch");
+    cr_assert_eq(evs[0].id, placed_id, "the replay starts right after Last-Event-ID");
+    size_t at = find_log(evs, n, 0, "placed on ");
+    cr_assert_eq(at, 0);
+    at = find_log(evs, n, at, "started on ");
+    cr_assert_lt(at, n, "a 'started' line");
+    cr_assert(strstr(str(evs[at].data, "line"), "(attempt 1)"), "%s", str(evs[at].data, "line"));
+    at = find_log(evs, n, at, "training xor on ");
+    cr_assert_lt(at, n, "the engine's first line");
+    at = find_log(evs, n, at, "done: ");
+    cr_assert_lt(at, n, "the engine's last line");
+    at = find_log(evs, n, at, "succeeded (attempt 1)");
+    cr_assert_eq(at, n - 2, "the scheduler's last line comes right before the final state");
+    free_events(evs, n);
+
+    /* The live client saw a suffix of the same: a current state first, the final state last. */
+    n = read_to_end(live, evs, MAX_EVENTS);
+    http_stream_close(live);
+    check_job_events(evs, n, id, &states, &metrics);
+    cr_assert_str_eq(evs[0].type, "state", "a stream starts with the job's current state");
+    free_events(evs, n);
+    free(evs);
+    stop_server(&s);
+}
+
+Test(server, a_job_log_is_text_and_a_finished_jobs_stream_is_its_final_state) {
+    server s = start_server();
+    char *spec = spec_with("\"epochs\":300", "\"epochs\":5");
+    int64_t id = submit(&s, spec);
+    free(spec);
+    json_t *job = wait_state(&s, id, "succeeded failed", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "succeeded");
+    char device[64];
+    snprintf(device, sizeof device, "%s", str(job, "device"));
+    json_decref(job);
+
+    char path[96];
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/logs", (long long)id);
+    http_response r = request(&s, "GET", path, NULL, NULL);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    char v[128];
+    cr_assert_not_null(http_header(&r, "Content-Type", v, sizeof v));
+    cr_assert_str_eq(v, "text/plain; charset=utf-8");
+    /* One line per entry: "<ISO time> <level> <text>". */
+    char *lines[64];
+    size_t n = 0;
+    char *all = strdup(r.body);
+    for (char *line = strtok(all, "\n"); line; line = strtok(NULL, "\n")) {
+        cr_assert_lt(n, 64);
+        cr_assert_gt(strlen(line), 31, "line '%s'", line);
+        cr_assert(line[4] == '-' && line[10] == 'T' && line[19] == '.' && line[23] == 'Z' &&
+                      line[24] == ' ',
+                  "line '%s' starts with its ISO time", line);
+        cr_assert(strncmp(line + 25, "info  ", 6) == 0 || strncmp(line + 25, "warn  ", 6) == 0 ||
+                      strncmp(line + 25, "error ", 6) == 0,
+                  "then its level: '%s'", line);
+        lines[n++] = line + 31;
+    }
+    cr_assert_eq(r.body[strlen(r.body) - 1], '\n');
+    const char *want[] = {"placed on ", "started on ", "training xor on ", "epoch 5/5: ",
+                          "done: ", "succeeded (attempt 1)"};
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < 6; i++)
+        if (strncmp(lines[i], want[k], strlen(want[k])) == 0) k++;
+    cr_assert_eq(k, 6, "placed, started, the engine's lines, succeeded, in order:\n%s", r.body);
+    cr_assert(strstr(lines[0], device) && strstr(lines[1], device), "%s", r.body);
+    cr_assert_str_eq(lines[n - 1], "succeeded (attempt 1)");
+
+    /* ?after=SEQ: the lines after line SEQ. */
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/logs?after=2", (long long)id);
+    http_response tail = request(&s, "GET", path, NULL, NULL);
+    cr_assert_eq(tail.status, 200);
+    const char *third = r.body;
+    for (int i = 0; i < 2; i++) third = strchr(third, '\n') + 1;
+    cr_assert_str_eq(tail.body, third);
+    http_response_free(&tail);
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/logs?after=%zu", (long long)id, n);
+    tail = request(&s, "GET", path, NULL, NULL);
+    cr_assert_eq(tail.status, 200);
+    cr_assert_str_eq(tail.body, "");
+    http_response_free(&tail);
+    cr_assert_eq(count_rows(&s, "SELECT count(*) FROM logs WHERE job_id = ?1", id), (int64_t)n);
+    cr_assert_eq(count_rows(&s, "SELECT max(seq) FROM logs WHERE job_id = ?1", id), (int64_t)n);
+    free(all);
+    http_response_free(&r);
+
+    /* Bad requests. */
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/logs?after=last", (long long)id);
+    r = request(&s, "GET", path, NULL, NULL);
+    assert_error(&r, 400, "invalid_parameter", "after");
+    http_response_free(&r);
+    const char *missing[] = {"/api/v1/jobs/999/logs", "/api/v1/jobs/999/events",
+                             "/api/v1/jobs/x/logs"};
+    for (size_t i = 0; i < 3; i++) {
+        r = request(&s, "GET", missing[i], NULL, NULL);
+        assert_error(&r, 404, "not_found", NULL);
+        http_response_free(&r);
+    }
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/events", (long long)id);
+    r = request(&s, "POST", path, json_headers, "{}");
+    assert_error(&r, 405, "method_not_allowed", NULL);
+    http_response_free(&r);
+
+    /* A finished job's stream is its final state, and ends. */
+    sse_event evs[4];
+    http_stream *st = open_events(&s, path, NULL);
+    size_t got = read_to_end(st, evs, 4);
+    http_stream_close(st);
+    cr_assert_eq(got, 1, "one event");
+    cr_assert_str_eq(evs[0].type, "state");
+    cr_assert_str_eq(str(evs[0].data, "state"), "succeeded");
+    cr_assert_eq(event_job(&evs[0]), id);
+    cr_assert(json_is_object(json_object_get(evs[0].data, "result")), "the whole job object");
+    free_events(evs, got);
+    /* A client resuming from an id the server no longer holds gets a reset to the same. */
+    st = open_events(&s, path, "Last-Event-ID: 1");
+    got = read_to_end(st, evs, 4);
+    http_stream_close(st);
+    cr_assert_eq(got, 1);
+    cr_assert_str_eq(evs[0].type, "reset");
+    cr_assert_str_eq(str(evs[0].data, "state"), "succeeded");
+    free_events(evs, got);
+    stop_server(&s);
+}
+
+#define LONG_EPOCHS 3000 /* about 12000 metric events: more than the ring holds */
+
+Test(server, an_event_client_that_vanishes_does_not_stop_the_job) {
+    server s = start_server();
+    char *spec = spec_with("\"epochs\":300", "\"epochs\":3000");
+    int64_t id = submit(&s, spec);
+    free(spec);
+    char path[96];
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/events", (long long)id);
+    /* One client hangs up mid-training, once metrics flow; another before reading anything. */
+    http_stream *a = open_events(&s, path, NULL);
+    http_stream_close(open_events(&s, path, NULL));
+    sse_event e;
+    for (;;) {
+        cr_assert(next_event(a, &e), "the stream ends only after metrics");
+        bool metric = strcmp(e.type, "metric") == 0;
+        json_decref(e.data);
+        if (metric) break;
+    }
+    http_stream_close(a);
+
+    json_t *job = wait_state(&s, id, "succeeded failed", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "succeeded");
+    json_decref(job);
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/metrics?name=loss", (long long)id);
+    json_t *m = get_json(&s, path, 200);
+    cr_assert_eq(json_array_size(json_object_get(m, "metrics")), LONG_EPOCHS, "every epoch ran");
+    json_decref(m);
+
+    /* Shutdown ends the streams still open (an idle one included) and exits cleanly. */
+    http_stream *idle = open_events(&s, "/api/v1/events", NULL);
+    cr_assert_gt(http_stream_read(idle, HTTP_TIMEOUT_MS), 0, "the stream has begun");
+    stop_server(&s);
+    cr_assert(!next_event(idle, &e), "the stream ended at shutdown");
+    http_stream_close(idle);
+}
+
+Test(server, the_all_jobs_stream_delivers_every_jobs_events_to_every_client) {
+    server s = start_server();
+    /* More idle streams than the HTTP pool has threads (4): parked, they hold none. */
+    enum { CLIENTS = 6 };
+    http_stream *st[CLIENTS];
+    for (int i = 0; i < CLIENTS; i++) st[i] = open_events(&s, "/api/v1/events", NULL);
+    json_t *v = get_json(&s, "/healthz", 200);
+    json_decref(v);
+
+    char *spec = spec_with("\"epochs\":300", "\"epochs\":10");
+    int64_t ids[2] = {submit(&s, spec), submit(&s, spec)};
+    free(spec);
+    sse_event *evs = calloc(MAX_EVENTS, sizeof *evs);
+    for (int c = 0; c < CLIENTS; c++) {
+        /* Read until both jobs have succeeded; then each job's events read as its own stream. */
+        size_t n = 0;
+        int done = 0;
+        while (done < 2) {
+            cr_assert_lt(n, MAX_EVENTS);
+            cr_assert(next_event(st[c], &evs[n]), "the all-jobs stream does not end");
+            const sse_event *e = &evs[n++];
+            cr_assert_neq(strcmp(e->type, "reset"), 0, "nothing was missed");
+            if (strcmp(e->type, "state") == 0 && strcmp(str(e->data, "state"), "succeeded") == 0)
+                done++;
+        }
+        for (int j = 0; j < 2; j++) {
+            sse_event *mine = calloc(n, sizeof *mine);
+            size_t m = 0;
+            for (size_t i = 0; i < n; i++) {
+                int64_t job = event_job(&evs[i]);
+                cr_assert(job == ids[0] || job == ids[1], "events of the two jobs only");
+                if (job == ids[j]) mine[m++] = evs[i];
+            }
+            size_t states, metrics;
+            check_job_events(mine, m, ids[j], &states, &metrics);
+            cr_assert_eq(states, 3, "client %d, job %lld: queued, running, succeeded", c,
+                         (long long)ids[j]);
+            cr_assert_eq(metrics, 4 * 10);
+            free(mine);
+        }
+        free_events(evs, n);
+        http_stream_close(st[c]);
+    }
+    free(evs);
+    stop_server(&s);
+}
+
+/* ---- cancel, delete, checkpoint download, durability ------------------------------------ */
+
+static char *job_url(char *buf, size_t size, int64_t id, const char *sub) {
+    snprintf(buf, size, "/api/v1/jobs/%lld%s", (long long)id, sub);
+    return buf;
+}
+
+static json_t *job_now(const server *s, int64_t id) {
+    char url[96];
+    return get_json(s, job_url(url, sizeof url, id, ""), 200);
+}
+
+/* The status of method on /api/v1/jobs/{id}{sub}, with the body freed. */
+static int status_of(const server *s, const char *method, int64_t id, const char *sub) {
+    char url[96];
+    http_response r = request(s, method, job_url(url, sizeof url, id, sub), NULL, NULL);
+    int status = r.status;
+    http_response_free(&r);
+    return status;
+}
+
+static void assert_allow(const http_response *r, const char *allow) {
+    char h[64];
+    assert_error(r, 405, "method_not_allowed", NULL);
+    cr_assert_not_null(http_header(r, "Allow", h, sizeof h));
+    cr_assert_str_eq(h, allow);
+}
+
+/* The JSON header of a safetensors file (8-byte little-endian length, then JSON), checked to
+ * describe exactly the bytes that follow it; *data_start receives where tensor data begins. */
+static json_t *safetensors_header(const char *bytes, size_t len, size_t *data_start) {
+    cr_assert_gt(len, 8, "shorter than the 8-byte header length");
+    uint64_t hlen = 0;
+    for (int k = 0; k < 8; k++) hlen |= (uint64_t)(unsigned char)bytes[k] << (8 * k);
+    cr_assert_leq(hlen, len - 8, "header length %llu past the end", (unsigned long long)hlen);
+    json_error_t e;
+    json_t *header = json_loadb(bytes + 8, hlen, 0, &e);
+    cr_assert(json_is_object(header), "the header is a JSON object: %s", e.text);
+    size_t end = 0;
+    const char *name;
+    json_t *t;
+    json_object_foreach(header, name, t) {
+        if (strcmp(name, "__metadata__") == 0) continue;
+        cr_assert_str_eq(str(t, "dtype"), "F32", "%s", name);
+        json_t *shape = json_object_get(t, "shape"), *off = json_object_get(t, "data_offsets");
+        size_t count = 1;
+        for (size_t i = 0; i < json_array_size(shape); i++)
+            count *= (size_t)json_integer_value(json_array_get(shape, i));
+        size_t b = (size_t)json_integer_value(json_array_get(off, 0));
+        size_t f = (size_t)json_integer_value(json_array_get(off, 1));
+        cr_assert_eq(f - b, count * 4, "%s: offsets match its shape", name);
+        if (f > end) end = f;
+    }
+    cr_assert_eq(8 + hlen + end, len, "the tensors fill the file exactly");
+    *data_start = 8 + hlen;
+    return header;
+}
+
+/* A file of the server's data dir, read whole; NULL when missing. */
+static char *data_file(const server *s, int64_t id, size_t *len) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/jobs/%lld/checkpoint.safetensors", s->data, (long long)id);
+    return pgn_read_file(path, len);
+}
+
+Test(server, cancel_ends_a_queued_job_at_once_and_a_running_one_at_its_next_step) {
+    server s = start_server();
+    /* A long job on the CPU device, and one queued behind it on the same device. */
+    char *spec = spec_with("\"epochs\":300", "\"epochs\":100000,\"device\":\"cpu\"");
+    int64_t running = submit(&s, spec);
+    int64_t queued = submit(&s, spec);
+    free(spec);
+    json_t *job = wait_state(&s, running, "running succeeded failed cancelled", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "running");
+    cr_assert(json_is_false(json_object_get(job, "cancel_requested")));
+    json_decref(job);
+
+    char url[96];
+    http_response r = request(&s, "GET", job_url(url, sizeof url, queued, "/checkpoint"), NULL, NULL);
+    assert_error(&r, 404, "no_checkpoint", NULL);
+    cr_assert(strstr(r.body, "queued"), "says why: %s", r.body);
+    http_response_free(&r);
+
+    /* Queued: cancelled now, in the answer and in the database. */
+    r = request(&s, "POST", job_url(url, sizeof url, queued, "/cancel"), NULL, NULL);
+    cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+    job = parse_body(&r);
+    http_response_free(&r);
+    cr_assert_eq(json_integer_value(json_object_get(job, "id")), queued);
+    cr_assert_str_eq(str(job, "state"), "cancelled");
+    cr_assert_not_null(str(job, "finished_at"));
+    cr_assert(json_is_null(json_object_get(job, "started_at")), "it never ran");
+    cr_assert_eq(json_integer_value(json_object_get(job, "attempts")), 0);
+    cr_assert_str_eq(str(json_object_get(job, "error"), "code"), "cancelled");
+    cr_assert(json_is_object(json_object_get(job, "spec")), "the whole job object");
+    json_decref(job);
+    cr_assert_eq(count_rows(&s, "SELECT count(*) FROM jobs WHERE id = ?1 AND state = 'cancelled'"
+                                " AND finished_at IS NOT NULL", queued), 1);
+    r = request(&s, "POST", job_url(url, sizeof url, queued, "/cancel"), NULL, NULL);
+    assert_error(&r, 409, "conflict", NULL);
+    cr_assert(strstr(r.body, "cancelled"), "names the state: %s", r.body);
+    http_response_free(&r);
+
+    /* Running: 202, it stops at its next step and ends cancelled, not failed. */
+    r = request(&s, "POST", job_url(url, sizeof url, running, "/cancel"), NULL, NULL);
+    cr_assert_eq(r.status, 202, "%d %s", r.status, r.body);
+    job = parse_body(&r);
+    http_response_free(&r);
+    cr_assert_str_eq(str(job, "state"), "running");
+    cr_assert(json_is_true(json_object_get(job, "cancel_requested")));
+    json_decref(job);
+    job = wait_state(&s, running, "succeeded failed cancelled", JOB_TIMEOUT_MS);
+    json_t *e = json_object_get(job, "error");
+    cr_assert_str_eq(str(job, "state"), "cancelled", "error: %s", str(e, "message"));
+    cr_assert_str_eq(str(e, "code"), "cancelled");
+    cr_assert(strstr(str(e, "message"), "cancelled on request: stopped at epoch"), "%s",
+              str(e, "message"));
+    cr_assert_not_null(str(job, "finished_at"));
+    cr_assert(json_is_null(json_object_get(job, "result")));
+    cr_assert_eq(json_integer_value(json_object_get(job, "attempts")), 1);
+    json_decref(job);
+    cr_assert_eq(status_of(&s, "GET", running, "/checkpoint"), 200,
+                 "the stopped job keeps a checkpoint of where it stopped");
+    r = request(&s, "POST", job_url(url, sizeof url, running, "/cancel"), NULL, NULL);
+    assert_error(&r, 409, "conflict", NULL);
+    http_response_free(&r);
+
+    /* The device is free again; a finished job cannot be cancelled. */
+    spec = spec_with("\"epochs\":300", "\"epochs\":5,\"device\":\"cpu\"");
+    int64_t done = submit(&s, spec);
+    free(spec);
+    job = wait_state(&s, done, "succeeded failed cancelled", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "succeeded");
+    json_decref(job);
+    r = request(&s, "POST", job_url(url, sizeof url, done, "/cancel"), NULL, NULL);
+    assert_error(&r, 409, "conflict", NULL);
+    cr_assert(strstr(r.body, "succeeded"), "%s", r.body);
+    http_response_free(&r);
+    job = job_now(&s, done);
+    cr_assert_str_eq(str(job, "state"), "succeeded", "a refused cancel changes nothing");
+    cr_assert(json_is_false(json_object_get(job, "cancel_requested")));
+    json_decref(job);
+
+    /* Unknown jobs and other methods. */
+    r = request(&s, "POST", "/api/v1/jobs/4242/cancel", NULL, NULL);
+    assert_error(&r, 404, "not_found", NULL);
+    http_response_free(&r);
+    r = request(&s, "POST", "/api/v1/jobs/abc/cancel", NULL, NULL);
+    assert_error(&r, 404, "not_found", NULL);
+    http_response_free(&r);
+    r = request(&s, "GET", job_url(url, sizeof url, done, "/cancel"), NULL, NULL);
+    assert_allow(&r, "POST");
+    http_response_free(&r);
+    r = request(&s, "DELETE", job_url(url, sizeof url, done, "/cancel"), NULL, NULL);
+    assert_allow(&r, "POST");
+    http_response_free(&r);
+    r = request(&s, "PUT", job_url(url, sizeof url, done, ""), json_headers, "{}");
+    assert_allow(&r, "GET, HEAD, DELETE");
+    http_response_free(&r);
+    stop_server(&s);
+}
+
+Test(server, delete_removes_a_finished_job_with_its_rows_and_files) {
+    server s = start_server();
+    char *spec = spec_with("\"epochs\":300", "\"epochs\":20,\"device\":\"cpu\"");
+    int64_t trained = submit(&s, spec);
+    free(spec);
+    int64_t bench = submit(&s, gemm_bench_spec);
+    json_t *job = wait_state(&s, trained, "succeeded failed", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "succeeded");
+    json_decref(job);
+    json_decref(wait_bench(&s, bench));
+    size_t len;
+    char *file = data_file(&s, trained, &len);
+    cr_assert_not_null(file, "the finished train job has its checkpoint");
+    free(file);
+    cr_assert_eq(count_rows(&s, "SELECT count(*) FROM metrics WHERE job_id = ?1", trained), 4 * 20);
+    cr_assert_eq(count_rows(&s, "SELECT count(*) FROM benchmarks WHERE job_id = ?1", bench), 1);
+
+    /* Queued and running jobs are refused; cancel them first. */
+    spec = spec_with("\"epochs\":300", "\"epochs\":100000,\"device\":\"cpu\"");
+    int64_t running = submit(&s, spec);
+    int64_t queued = submit(&s, spec);
+    free(spec);
+    json_decref(wait_state(&s, running, "running", JOB_TIMEOUT_MS));
+    char url[96];
+    int64_t ids[2] = {running, queued};
+    for (int i = 0; i < 2; i++) {
+        http_response r = request(&s, "DELETE", job_url(url, sizeof url, ids[i], ""), NULL, NULL);
+        assert_error(&r, 409, "conflict", NULL);
+        cr_assert(strstr(r.body, "cancel it first"), "says what to do: %s", r.body);
+        http_response_free(&r);
+        cr_assert_eq(count_rows(&s, "SELECT count(*) FROM jobs WHERE id = ?1", ids[i]), 1);
+    }
+    cr_assert_eq(status_of(&s, "POST", queued, "/cancel"), 200);
+    cr_assert_eq(status_of(&s, "POST", running, "/cancel"), 202);
+    json_decref(wait_state(&s, running, "cancelled", JOB_TIMEOUT_MS));
+
+    /* Finished jobs of every kind and end go, with their rows and files. */
+    int64_t gone[] = {trained, bench, running, queued};
+    bool logs_table = count_rows(&s, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+                                     " AND name = 'logs'", 0) == 1;
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++) {
+        http_response r = request(&s, "DELETE", job_url(url, sizeof url, gone[i], ""), NULL, NULL);
+        cr_assert_eq(r.status, 204, "DELETE job %lld: %d %s", (long long)gone[i], r.status, r.body);
+        cr_assert_eq(r.body_len, 0);
+        http_response_free(&r);
+        r = request(&s, "GET", job_url(url, sizeof url, gone[i], ""), NULL, NULL);
+        assert_error(&r, 404, "not_found", NULL);
+        http_response_free(&r);
+        r = request(&s, "DELETE", job_url(url, sizeof url, gone[i], ""), NULL, NULL);
+        assert_error(&r, 404, "not_found", NULL);
+        http_response_free(&r);
+        cr_assert_eq(status_of(&s, "GET", gone[i], "/metrics"), 404);
+        cr_assert_eq(count_rows(&s, "SELECT count(*) FROM jobs WHERE id = ?1", gone[i]), 0);
+        cr_assert_eq(count_rows(&s, "SELECT count(*) FROM metrics WHERE job_id = ?1", gone[i]), 0);
+        cr_assert_eq(count_rows(&s, "SELECT count(*) FROM benchmarks WHERE job_id = ?1", gone[i]),
+                     0);
+        if (logs_table)
+            cr_assert_eq(count_rows(&s, "SELECT count(*) FROM logs WHERE job_id = ?1", gone[i]), 0);
+        char dir[512];
+        snprintf(dir, sizeof dir, "%s/jobs/%lld", s.data, (long long)gone[i]);
+        cr_assert_neq(access(dir, F_OK), 0, "%s is removed", dir);
+    }
+    cr_assert_eq(job_total(&s), 0);
+    json_t *v = get_json(&s, "/api/v1/benchmarks?suite=gemm", 200);
+    cr_assert_eq(json_array_size(json_object_get(v, "rows")), 0, "the export forgets the run");
+    json_decref(v);
+
+    http_response r = request(&s, "DELETE", "/api/v1/jobs/4242", NULL, NULL);
+    assert_error(&r, 404, "not_found", NULL);
+    http_response_free(&r);
+    r = request(&s, "DELETE", "/api/v1/jobs/4242/metrics", NULL, NULL);
+    assert_allow(&r, "GET, HEAD");
+    http_response_free(&r);
+    stop_server(&s);
+}
+
+Test(server, the_checkpoint_downloads_as_a_safetensors_file) {
+    server s = start_server();
+    char *spec = spec_with("\"epochs\":300", "\"epochs\":50");
+    int64_t id = submit(&s, spec);
+    free(spec);
+    json_t *job = wait_state(&s, id, "succeeded failed", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "succeeded");
+    const char *sha = str(json_object_get(job, "result"), "weights_sha256");
+
+    char url[96], h[128], want[64];
+    http_response r = request(&s, "GET", job_url(url, sizeof url, id, "/checkpoint"), NULL, NULL);
+    cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+    cr_assert_not_null(http_header(&r, "Content-Type", h, sizeof h));
+    cr_assert_str_eq(h, "application/octet-stream");
+    cr_assert_not_null(http_header(&r, "Content-Disposition", h, sizeof h));
+    snprintf(want, sizeof want, "attachment; filename=\"job-%lld.safetensors\"", (long long)id);
+    cr_assert_str_eq(h, want);
+
+    /* What any safetensors reader sees: the header, the model's tensors by their names. */
+    size_t data_start;
+    json_t *header = safetensors_header(r.body, r.body_len, &data_start);
+    const struct {
+        const char *name;
+        int rows, cols;
+    } tensors[] = {{"layers.0.weight", 2, 8}, {"layers.0.bias", 1, 8},
+                   {"layers.1.weight", 8, 2}, {"layers.1.bias", 1, 2}};
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
+        json_t *t = json_object_get(header, tensors[i].name);
+        cr_assert(json_is_object(t), "%s is in the file", tensors[i].name);
+        json_t *shape = json_object_get(t, "shape");
+        cr_assert_eq(json_integer_value(json_array_get(shape, 0)), tensors[i].rows);
+        cr_assert_eq(json_integer_value(json_array_get(shape, 1)), tensors[i].cols);
+        /* trained weights: finite, not all zero */
+        size_t b = (size_t)json_integer_value(json_array_get(json_object_get(t, "data_offsets"), 0));
+        bool nonzero = false;
+        for (int k = 0; k < tensors[i].rows * tensors[i].cols; k++) {
+            uint32_t u = 0;
+            for (int j = 0; j < 4; j++)
+                u |= (uint32_t)(unsigned char)r.body[data_start + b + 4 * (size_t)k + j] << (8 * j);
+            float f;
+            memcpy(&f, &u, sizeof f);
+            cr_assert(isfinite(f), "%s[%d] is finite", tensors[i].name, k);
+            nonzero = nonzero || f != 0;
+        }
+        cr_assert(nonzero || strstr(tensors[i].name, "bias"), "%s is trained", tensors[i].name);
+    }
+    json_t *meta = json_object_get(header, "__metadata__");
+    cr_assert_str_eq(str(meta, "weights_sha256"), sha, "the weights the job reported");
+    cr_assert_str_eq(str(meta, "epoch"), "50");
+    json_decref(header);
+
+    /* Byte for byte the file in the data dir. */
+    size_t len;
+    char *file = data_file(&s, id, &len);
+    cr_assert_not_null(file);
+    cr_assert_eq(len, r.body_len);
+    cr_assert_eq(memcmp(file, r.body, len), 0);
+    free(file);
+    http_response_free(&r);
+    json_decref(job);
+
+    /* No checkpoint: an inet job, an unknown job; other methods. */
+    int64_t inet = submit(&s, "{\"kind\":\"inet\",\"program\":\"@main = 42\"}");
+    job = wait_state(&s, inet, "succeeded failed", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "succeeded");
+    json_decref(job);
+    r = request(&s, "GET", job_url(url, sizeof url, inet, "/checkpoint"), NULL, NULL);
+    assert_error(&r, 404, "no_checkpoint", NULL);
+    cr_assert(strstr(r.body, "only train jobs"), "%s", r.body);
+    http_response_free(&r);
+    r = request(&s, "GET", "/api/v1/jobs/4242/checkpoint", NULL, NULL);
+    assert_error(&r, 404, "not_found", NULL);
+    http_response_free(&r);
+    r = request(&s, "POST", job_url(url, sizeof url, id, "/checkpoint"), json_headers, "{}");
+    assert_allow(&r, "GET, HEAD");
+    http_response_free(&r);
+    stop_server(&s);
+}
+
+/* Fashion-MNIST on the pocl CPU device: about half a second an epoch there, so a kill lands
+ * mid-run. */
+#define FASHION_SPEC(epochs, every)                                                            \
+    "{\"kind\":\"train\",\"name\":\"fashion\",\"device\":\"cpu\",\"seed\":7,"                 \
+    "\"model\":{\"type\":\"mlp\",\"layers\":[784,256,256,10]},"                               \
+    "\"data\":{\"source\":\"fashion-mnist\"},"                                                 \
+    "\"optimizer\":{\"type\":\"sgd\",\"lr\":0.05,\"momentum\":0.9},\"batch_size\":128,"       \
+    "\"epochs\":" #epochs ",\"checkpoint_every\":" #every "}"
+#define FASHION_STEPS_PER_EPOCH 469 /* 60000 samples in batches of 128 */
+
+static const char *const metric_names[] = {"accuracy", "loss", "test_accuracy", "test_loss"};
+
+/* The job's metric rows as the database holds them: [{name, step, value, created_at}]. */
+static json_t *metric_rows(const server *s, int64_t id) {
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(s->db, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db,
+                                    "SELECT name, step, value, created_at FROM metrics"
+                                    " WHERE job_id = ?1 ORDER BY name, step",
+                                    -1, &st, NULL),
+                 SQLITE_OK);
+    sqlite3_bind_int64(st, 1, id);
+    json_t *rows = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW)
+        json_array_append_new(rows, json_pack("{s:s, s:I, s:f, s:s}", "name",
+                                              (const char *)sqlite3_column_text(st, 0), "step",
+                                              (json_int_t)sqlite3_column_int64(st, 1), "value",
+                                              sqlite3_column_double(st, 2), "created_at",
+                                              (const char *)sqlite3_column_text(st, 3)));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rows;
+}
+
+static json_t *metric_row(const json_t *rows, const char *name, int64_t step) {
+    size_t i;
+    json_t *m;
+    json_array_foreach(rows, i, m) {
+        if (strcmp(str(m, "name"), name) == 0 &&
+            json_integer_value(json_object_get(m, "step")) == step)
+            return m;
+    }
+    return NULL;
+}
+
+/* Every metric of every epoch 1..epochs, once. */
+static void assert_every_epoch_once(const json_t *rows, int epochs) {
+    cr_assert_eq(json_array_size(rows), 4 * (size_t)epochs, "one row per metric and epoch");
+    for (int n = 0; n < 4; n++)
+        for (int e = 1; e <= epochs; e++)
+            cr_assert_not_null(metric_row(rows, metric_names[n], e), "%s of epoch %d",
+                               metric_names[n], e);
+}
+
+static void kill_server(server *s) {
+    cr_assert_eq(kill(s->proc.pid, SIGKILL), 0);
+    int status;
+    cr_assert_eq(waitpid(s->proc.pid, &status, 0), s->proc.pid);
+    forget(s->proc.pid);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    close(s->proc.out_fd);
+}
+
+Test(server, a_kill_9_mid_training_resumes_from_the_last_checkpoint_bit_identically) {
+    server s = start_server();
+    int64_t t0 = now_ms();
+    int64_t id = submit(&s, FASHION_SPEC(8, 1));
+
+    /* The download answers once the first epoch's checkpoint is written. */
+    int64_t deadline = now_ms() + JOB_TIMEOUT_MS;
+    int status;
+    while ((status = status_of(&s, "GET", id, "/checkpoint")) != 200) {
+        cr_assert_eq(status, 404);
+        cr_assert_lt(now_ms(), deadline, "no checkpoint was written");
+        usleep(20000);
+    }
+    int64_t t_checkpoint = now_ms();
+    json_t *before = metric_rows(&s, id);
+    json_t *job = job_now(&s, id);
+    cr_assert_str_eq(str(job, "state"), "running", "still running when it is killed");
+    json_decref(job);
+    kill_server(&s);
+    int64_t t_kill = now_ms();
+    cr_assert_eq(count_rows(&s, "SELECT count(*) FROM jobs WHERE id = ?1 AND state = 'running'", id),
+                 1, "a killed server leaves its job running in the database");
+
+    /* The next start resumes it; the same spec queued behind it runs uninterrupted. */
+    s = start_server();
+    int64_t t_restart = now_ms();
+    int64_t ref = submit(&s, FASHION_SPEC(8, 1));
+    job = wait_state(&s, id, "succeeded failed cancelled", JOB_TIMEOUT_MS);
+    int64_t t_done = now_ms();
+    json_t *result = json_object_get(job, "result");
+    cr_assert_str_eq(str(job, "state"), "succeeded", "error: %s",
+                     str(json_object_get(job, "error"), "message"));
+    cr_assert_geq(json_integer_value(json_object_get(job, "attempts")), 2);
+    int64_t resumed = json_integer_value(json_object_get(result, "resumed_from_epoch"));
+    cr_assert(resumed >= 1 && resumed < 8, "resumed_from_epoch %lld", (long long)resumed);
+    cr_assert_eq(json_integer_value(json_object_get(result, "resumed_from_step")),
+                 resumed * FASHION_STEPS_PER_EPOCH);
+    json_t *ref_job = wait_state(&s, ref, "succeeded failed cancelled", JOB_TIMEOUT_MS);
+    json_t *ref_result = json_object_get(ref_job, "result");
+    cr_assert_str_eq(str(ref_job, "state"), "succeeded");
+    cr_assert_eq(json_integer_value(json_object_get(ref_result, "resumed_from_epoch")), 0);
+    cr_assert_str_eq(str(result, "weights_sha256"), str(ref_result, "weights_sha256"),
+                     "resume is bit-identical to the uninterrupted run");
+    cr_assert_eq(json_integer_value(json_object_get(result, "steps")),
+                 json_integer_value(json_object_get(ref_result, "steps")));
+
+    /* No metric row was lost or doubled: the killed run's epochs up to its checkpoint are the
+     * rows it wrote (older than the second attempt); later ones were written again, equal. */
+    json_t *after = metric_rows(&s, id), *ref_rows = metric_rows(&s, ref);
+    assert_every_epoch_once(after, 8);
+    const char *restarted_at = str(job, "started_at");
+    size_t i;
+    json_t *m;
+    json_array_foreach(after, i, m) {
+        int64_t step = json_integer_value(json_object_get(m, "step"));
+        bool kept = strcmp(str(m, "created_at"), restarted_at) < 0;
+        cr_assert_eq(kept, step <= resumed, "%s of epoch %lld written %s, second start %s",
+                     str(m, "name"), (long long)step, str(m, "created_at"), restarted_at);
+        json_t *same = metric_row(ref_rows, str(m, "name"), step);
+        cr_assert_eq(json_real_value(json_object_get(m, "value")),
+                     json_real_value(json_object_get(same, "value")), "%s of epoch %lld",
+                     str(m, "name"), (long long)step);
+    }
+    json_array_foreach(before, i, m) {
+        json_t *now = metric_row(after, str(m, "name"), json_integer_value(json_object_get(m, "step")));
+        cr_assert_not_null(now);
+        cr_assert_eq(json_real_value(json_object_get(m, "value")),
+                     json_real_value(json_object_get(now, "value")));
+        if (json_integer_value(json_object_get(m, "step")) <= resumed)
+            cr_assert_str_eq(str(m, "created_at"), str(now, "created_at"), "the same row");
+    }
+    cr_assert_geq(json_array_size(before), 4, "epoch 1 was recorded before the kill");
+    fprintf(stderr,
+            "kill -9 test: first checkpoint after %lld ms, killed %lld ms later at epoch >= %lld; "
+            "restart took %lld ms; resumed job done %lld ms after the restart "
+            "(resumed_from_epoch %lld, attempts %lld)\n",
+            (long long)(t_checkpoint - t0), (long long)(t_kill - t_checkpoint),
+            (long long)json_array_size(before) / 4, (long long)(t_restart - t_kill),
+            (long long)(t_done - t_restart), (long long)resumed,
+            (long long)json_integer_value(json_object_get(job, "attempts")));
+    json_decref(before);
+    json_decref(after);
+    json_decref(ref_rows);
+    json_decref(job);
+    json_decref(ref_job);
+    stop_server(&s);
+}
+
+Test(server, sigterm_checkpoints_the_running_job_requeues_it_and_the_next_start_resumes_it) {
+    server s = start_server();
+    /* No periodic checkpoints: whatever the restart resumes from, the shutdown wrote. */
+    int64_t id = submit(&s, FASHION_SPEC(6, 0));
+    int64_t ref = submit(&s, FASHION_SPEC(6, 0)); /* queued behind it on the same device */
+    int64_t deadline = now_ms() + JOB_TIMEOUT_MS;
+    for (;;) {
+        json_t *job = job_now(&s, id);
+        double progress = json_number_value(json_object_get(job, "progress"));
+        bool running = strcmp(str(job, "state"), "running") == 0;
+        cr_assert(running || strcmp(str(job, "state"), "queued") == 0, "state %s",
+                  str(job, "state"));
+        json_decref(job);
+        if (running && progress >= 0.2) break; /* inside the second epoch */
+        cr_assert_lt(now_ms(), deadline, "the job did not get going");
+        usleep(20000);
+    }
+    stop_server(&s); /* SIGTERM; exits 0 */
+
+    cr_assert_eq(count_rows(&s, "SELECT count(*) FROM jobs WHERE id = ?1 AND state = 'queued'"
+                                " AND attempts = 1 AND started_at IS NULL AND progress = 0", id),
+                 1, "the running job is queued again, its attempt counted");
+    cr_assert_eq(count_rows(&s, "SELECT count(*) FROM jobs WHERE id = ?1 AND state = 'queued'"
+                                " AND attempts = 0", ref),
+                 1, "the queued job was not started by a stopping server");
+    size_t len, data_start;
+    char *file = data_file(&s, id, &len);
+    cr_assert_not_null(file, "the shutdown checkpointed the running job");
+    json_t *header = safetensors_header(file, len, &data_start);
+    cr_assert_not_null(json_object_get(header, "layers.2.weight"));
+    json_t *meta = json_object_get(header, "__metadata__");
+    int64_t step = atoll(str(meta, "step"));
+    int64_t epoch = atoll(str(meta, "epoch")), in_epoch = atoll(str(meta, "epoch_step"));
+    cr_assert_geq(step, FASHION_STEPS_PER_EPOCH / 5, "stopped past 20 %% of the run: step %lld",
+                  (long long)step);
+    cr_assert_eq(step, epoch * FASHION_STEPS_PER_EPOCH + in_epoch);
+    json_decref(header);
+    free(file);
+
+    s = start_server();
+    json_t *job = wait_state(&s, id, "succeeded failed cancelled", JOB_TIMEOUT_MS);
+    json_t *result = json_object_get(job, "result");
+    cr_assert_str_eq(str(job, "state"), "succeeded", "error: %s",
+                     str(json_object_get(job, "error"), "message"));
+    cr_assert_eq(json_integer_value(json_object_get(job, "attempts")), 2);
+    cr_assert_eq(json_integer_value(json_object_get(result, "resumed_from_step")), step,
+                 "it resumed where the shutdown stopped it");
+    cr_assert_eq(json_integer_value(json_object_get(result, "resumed_from_epoch")), epoch);
+    json_t *ref_job = wait_state(&s, ref, "succeeded failed cancelled", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(ref_job, "state"), "succeeded");
+    cr_assert_eq(json_integer_value(json_object_get(ref_job, "attempts")), 1);
+    cr_assert_str_eq(str(result, "weights_sha256"),
+                     str(json_object_get(ref_job, "result"), "weights_sha256"),
+                     "a stop and resume mid-epoch is bit-identical to no stop");
+    json_t *rows = metric_rows(&s, id), *ref_rows = metric_rows(&s, ref);
+    assert_every_epoch_once(rows, 6);
+    size_t i;
+    json_t *m;
+    json_array_foreach(rows, i, m) {
+        json_t *same = metric_row(ref_rows, str(m, "name"), json_integer_value(json_object_get(m, "step")));
+        cr_assert_eq(json_real_value(json_object_get(m, "value")),
+                     json_real_value(json_object_get(same, "value")), "%s of epoch %lld",
+                     str(m, "name"), (long long)json_integer_value(json_object_get(m, "step")));
+    }
+    json_decref(rows);
+    json_decref(ref_rows);
+    json_decref(job);
+    json_decref(ref_job);
+    stop_server(&s);
+}
+
+/* ---- auth, request limits and /metrics -------------------------------------------------- */
+
+/* Starts paragond with extra flags and its stderr captured (*err_fd); host is the address its
+ * listening line names. The database and data dir are start_server's. */
+static server start_server_with(const char *const *extra, const char *host, int *err_fd) {
+    server s;
+    snprintf(s.db, sizeof s.db, "%s/t.db", tmpdir);
+    snprintf(s.data, sizeof s.data, "%s/data", tmpdir);
+    const char *args[24] = {"--port", "0", "--db", s.db, "--data-dir", s.data, "--no-calibration"};
+    size_t n = 7;
+    for (const char *const *a = extra; a && *a; a++) args[n++] = *a;
+    args[n] = NULL;
+    s.proc = spawn(args, NULL, true);
+    *err_fd = s.proc.err_fd;
+    char line[256];
+    size_t len = 0;
+    int64_t deadline = now_ms() + START_TIMEOUT_MS;
+    while (len == 0 || line[len - 1] != '\n') {
+        int64_t left = deadline - now_ms();
+        cr_assert_gt(left, 0, "paragond did not print its listening line");
+        struct pollfd p = {.fd = s.proc.out_fd, .events = POLLIN};
+        if (poll(&p, 1, (int)left) <= 0) continue;
+        ssize_t got = read(s.proc.out_fd, line + len, 1);
+        if (got < 0 && errno == EINTR) continue;
+        cr_assert_gt(got, 0, "paragond exited before listening (status %d)",
+                     wait_exit(s.proc.pid, STOP_TIMEOUT_MS));
+        len++;
+        cr_assert_lt(len, sizeof line);
+    }
+    line[len] = 0;
+    char want[64];
+    snprintf(want, sizeof want, "paragond listening on http://%s:", host);
+    cr_assert_eq(strncmp(line, want, strlen(want)), 0, "unexpected first line: %s", line);
+    unsigned port = (unsigned)atoi(line + strlen(want));
+    cr_assert(port > 0 && port < 65536, "%s", line);
+    s.port = (uint16_t)port;
+    return s;
+}
+
+/* Stops it as stop_server does and returns what it wrote on stderr. */
+static char *stop_server_with(server *s, int err_fd) {
+    stop_server(s);
+    char *err = read_all(err_fd, HTTP_TIMEOUT_MS);
+    close(err_fd);
+    return err;
+}
+
+/* A request exactly as given: no token added. */
+static http_response bare_request(const server *s, const char *method, const char *path,
+                                  const char *const *headers, const char *body) {
+    http_response r;
+    int rc = http_request(s->port, method, path, headers, body, body ? strlen(body) : 0,
+                          HTTP_TIMEOUT_MS, &r);
+    cr_assert_eq(rc, 0, "%s %s: %s", method, path, http_last_error());
+    return r;
+}
+
+static char *read_token(const server *s) {
+    char path[320];
+    snprintf(path, sizeof path, "%s/token", s->data);
+    int fd = open(path, O_RDONLY);
+    cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+    char *text = read_all(fd, HTTP_TIMEOUT_MS);
+    close(fd);
+    return text;
+}
+
+/* 401 unauthorized, its message saying what is wrong, the challenge header, no token. */
+static void assert_unauthorized(const http_response *r, const char *says, const char *token) {
+    assert_error(r, 401, "unauthorized", NULL);
+    char h[128];
+    cr_assert_not_null(http_header(r, "WWW-Authenticate", h, sizeof h), "%s", r->head);
+    cr_assert_str_eq(h, "Bearer realm=\"paragond\"");
+    cr_assert(strstr(r->body, says), "the message says '%s': %s", says, r->body);
+    if (token) cr_assert_null(strstr(r->body, token), "the token leaks: %s", r->body);
+}
+
+static const char inet_host_spec[] = "{\"kind\":\"inet\",\"device\":\"host\",\"program\":\"@main = 1\"}";
+
+Test(server, a_token_guards_mutations_while_loopback_reads_need_none) {
+    int err_fd;
+    server s = start_server_with(NULL, "127.0.0.1", &err_fd);
+    char *token = read_token(&s);
+    size_t len = strlen(token);
+    cr_assert_eq(len, 65, "64 hex characters and a newline: '%s'", token);
+    cr_assert_eq(token[64], '\n');
+    token[64] = 0;
+    for (const char *p = token; *p; p++)
+        cr_assert(isxdigit((unsigned char)*p) && !isupper((unsigned char)*p), "hex: %s", token);
+    char path[320];
+    snprintf(path, sizeof path, "%s/token", s.data);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600, "mode %o", st.st_mode & 0777);
+
+    /* Missing, not Bearer, empty, wrong: each says so, and nothing is stored. */
+    const char *const no_auth[] = {"Content-Type: application/json", NULL};
+    http_response r = bare_request(&s, "POST", "/api/v1/jobs", no_auth, inet_host_spec);
+    assert_unauthorized(&r, "missing Authorization header", NULL);
+    http_response_free(&r);
+    const char *const basic[] = {"Content-Type: application/json",
+                                 "Authorization: Basic dXNlcjpwYXNz", NULL};
+    r = bare_request(&s, "POST", "/api/v1/jobs", basic, inet_host_spec);
+    assert_unauthorized(&r, "not a Bearer token", NULL);
+    http_response_free(&r);
+    const char *const empty[] = {"Content-Type: application/json", "Authorization: Bearer ", NULL};
+    r = bare_request(&s, "POST", "/api/v1/jobs", empty, inet_host_spec);
+    assert_unauthorized(&r, "empty Bearer token", NULL);
+    http_response_free(&r);
+    /* One character off: the same length, the same prefix. */
+    char wrong_value[128], wrong_header[160];
+    snprintf(wrong_value, sizeof wrong_value, "%s", token);
+    wrong_value[63] = wrong_value[63] == '0' ? '1' : '0';
+    snprintf(wrong_header, sizeof wrong_header, "Authorization: Bearer %s", wrong_value);
+    const char *const wrong[] = {"Content-Type: application/json", wrong_header, NULL};
+    r = bare_request(&s, "POST", "/api/v1/jobs", wrong, inet_host_spec);
+    assert_unauthorized(&r, "wrong token", token);
+    cr_assert_null(strstr(r.body, wrong_value), "the presented token is not echoed");
+    http_response_free(&r);
+    snprintf(wrong_header, sizeof wrong_header, "Authorization: Bearer %sx", token);
+    r = bare_request(&s, "POST", "/api/v1/jobs", wrong, inet_host_spec);
+    assert_unauthorized(&r, "wrong token", token);
+    http_response_free(&r);
+    /* Every method but GET and HEAD needs it, before any other check. */
+    r = bare_request(&s, "DELETE", "/api/v1/jobs/1", NULL, NULL);
+    assert_unauthorized(&r, "missing Authorization header", NULL);
+    http_response_free(&r);
+    r = bare_request(&s, "PUT", "/api/v1/devices", no_auth, "{}");
+    assert_unauthorized(&r, "missing Authorization header", NULL);
+    http_response_free(&r);
+    cr_assert_eq(job_total(&s), 0, "no unauthorised request stored a job");
+
+    /* On loopback, reads need no token: the API, the dashboard, the probes and /metrics. */
+    const char *reads[] = {"/api/v1/jobs", "/api/v1/devices", "/api/v1/version", "/",
+                           "/app.js", "/healthz", "/readyz", "/metrics"};
+    for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++) {
+        r = bare_request(&s, "GET", reads[i], NULL, NULL);
+        cr_assert_eq(r.status, 200, "GET %s without a token: %d %s", reads[i], r.status, r.body);
+        http_response_free(&r);
+    }
+
+    /* The right token, any case of "Bearer", extra spaces: accepted. */
+    char good[160];
+    snprintf(good, sizeof good, "Authorization: bEaReR   %s ", token);
+    const char *const ok[] = {"Content-Type: application/json", good, NULL};
+    r = bare_request(&s, "POST", "/api/v1/jobs", ok, inet_host_spec);
+    cr_assert_eq(r.status, 201, "%d %s", r.status, r.body);
+    http_response_free(&r);
+    char *err = stop_server_with(&s, err_fd);
+    char line[400];
+    snprintf(line, sizeof line, "paragond: API token in %s\n", path);
+    cr_assert(strstr(err, line), "stderr says where the token is: %s", err);
+    cr_assert_null(strstr(err, token), "stderr does not show the token: %s", err);
+    free(err);
+
+    /* A restart reuses the file: the same token, still private, still accepted. */
+    s = start_server_with(NULL, "127.0.0.1", &err_fd);
+    char *again = read_token(&s);
+    again[64] = 0;
+    cr_assert_str_eq(again, token, "the token survives a restart");
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600);
+    r = bare_request(&s, "POST", "/api/v1/jobs", ok, inet_host_spec);
+    cr_assert_eq(r.status, 201, "%d %s", r.status, r.body);
+    http_response_free(&r);
+    err = stop_server_with(&s, err_fd);
+    cr_assert(strstr(err, line), "%s", err);
+    free(err);
+    free(again);
+    free(token);
+}
+
+Test(server, off_loopback_reads_need_the_token_too_but_the_probes_do_not) {
+    const char *const any[] = {"--host", "0.0.0.0", NULL};
+    int err_fd;
+    server s = start_server_with(any, "0.0.0.0", &err_fd);
+    char *token = read_token(&s);
+    token[64] = 0;
+    const char *closed[] = {"/api/v1/jobs", "/api/v1/devices", "/", "/metrics", "/api/v1/jobs/1"};
+    for (size_t i = 0; i < sizeof closed / sizeof closed[0]; i++) {
+        http_response r = bare_request(&s, "GET", closed[i], NULL, NULL);
+        assert_unauthorized(&r, "missing Authorization header", NULL);
+        http_response_free(&r);
+    }
+    const char *open_paths[] = {"/healthz", "/readyz"};
+    for (size_t i = 0; i < 2; i++) {
+        http_response r = bare_request(&s, "GET", open_paths[i], NULL, NULL);
+        cr_assert_eq(r.status, 200, "GET %s: %d %s", open_paths[i], r.status, r.body);
+        http_response_free(&r);
+    }
+    json_t *v = get_json(&s, "/api/v1/jobs", 200); /* request() sends the token */
+    json_decref(v);
+    char *err = stop_server_with(&s, err_fd);
+    free(err);
+    free(token);
+}
+
+Test(server, token_file_flag_supplies_the_token_and_bad_files_stop_the_start) {
+    char file[320];
+    snprintf(file, sizeof file, "%s/my-token", tmpdir);
+    FILE *f = fopen(file, "w");
+    cr_assert_not_null(f);
+    fputs("  s3cret-token-of-24-chars\n\n", f);
+    fclose(f);
+    chmod(file, 0600);
+    const char *const flags[] = {"--token-file", file, NULL};
+    int err_fd;
+    server s = start_server_with(flags, "127.0.0.1", &err_fd);
+    char token_path[320];
+    snprintf(token_path, sizeof token_path, "%s/token", s.data);
+    cr_assert_neq(access(token_path, F_OK), 0, "no token is created in the data dir");
+    const char *const ok[] = {"Content-Type: application/json",
+                              "Authorization: Bearer s3cret-token-of-24-chars", NULL};
+    http_response r = bare_request(&s, "POST", "/api/v1/jobs", ok, inet_host_spec);
+    cr_assert_eq(r.status, 201, "%d %s", r.status, r.body);
+    http_response_free(&r);
+    char *err = stop_server_with(&s, err_fd);
+    char line[400];
+    snprintf(line, sizeof line, "paragond: API token in %s\n", file);
+    cr_assert(strstr(err, line), "%s", err);
+    free(err);
+
+    /* Too short, missing, or a bad --max-queued: paragond does not start and says why. */
+    f = fopen(file, "w");
+    fputs("short\n", f);
+    fclose(f);
+    char db[300], data[300];
+    snprintf(db, sizeof db, "%s/t.db", tmpdir);
+    snprintf(data, sizeof data, "%s/data", tmpdir);
+    char missing[320];
+    snprintf(missing, sizeof missing, "%s/nowhere", tmpdir);
+    const char *bad[][10] = {
+        {"--port", "0", "--db", db, "--data-dir", data, "--token-file", file, NULL},
+        {"--port", "0", "--db", db, "--data-dir", data, "--token-file", missing, NULL},
+        {"--port", "0", "--db", db, "--data-dir", data, "--max-queued", "0", NULL},
+        {"--port", "0", "--db", db, "--data-dir", data, "--max-queued", "many", NULL},
+    };
+    const int status[] = {1, 1, 2, 2};
+    const char *says[] = {"--token-file: token file", "No such file", "--max-queued: '0'",
+                          "--max-queued: 'many'"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        child c = spawn(bad[i], NULL, true);
+        char *out = read_all(c.out_fd, START_TIMEOUT_MS);
+        err = read_all(c.err_fd, START_TIMEOUT_MS);
+        cr_assert_eq(wait_exit(c.pid, STOP_TIMEOUT_MS), status[i], "case %zu: %s", i, err);
+        cr_assert(strstr(err, says[i]), "case %zu: stderr: %s", i, err);
+        cr_assert_str_eq(out, "");
+        free(out);
+        free(err);
+        close(c.out_fd);
+        close(c.err_fd);
+    }
+}
+
+/* Nesting, array length, parameters and device memory: 400 naming the limit; nothing stored. */
+Test(server, request_and_job_limits_are_clear_400s) {
+    server s = start_server();
+    /* 33 levels is one too many; 32 is parsed (and then is not a spec). */
+    char deep[80] = "";
+    for (int i = 0; i < 33; i++) strcat(deep, "[");
+    for (int i = 0; i < 33; i++) strcat(deep, "]");
+    http_response r = request(&s, "POST", "/api/v1/jobs", json_headers, deep);
+    assert_error(&r, 400, "limit_exceeded", NULL);
+    json_t *v = parse_body(&r);
+    json_t *e = json_object_get(v, "error");
+    cr_assert_str_eq(str(e, "limit"), "json_depth");
+    cr_assert_eq(json_integer_value(json_object_get(e, "max")), 32);
+    cr_assert(strstr(str(e, "message"), "deeper than 32"), "%s", str(e, "message"));
+    json_decref(v);
+    http_response_free(&r);
+    deep[32] = 0;
+    memset(deep + 32, ']', 32);
+    deep[64] = 0;
+    post_expect(&s, deep + 0, 400, "invalid_spec", NULL);
+    /* Brackets inside strings are text, not nesting. */
+    char *quoted = spec_with("\"seed\":1", "\"seed\":1,\"bogus\":\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"");
+    post_expect(&s, quoted, 400, "invalid_spec", "bogus");
+    free(quoted);
+
+    /* 10001 cases is too long an array; 10000 reaches the spec parser. */
+    size_t cap = 20 * 10001 + 100;
+    char *body = malloc(cap);
+    cr_assert_not_null(body);
+    for (int n = 10000; n <= 10001; n++) {
+        char *at = body + sprintf(body, "{\"kind\":\"bench\",\"suite\":\"gemm\",\"cases\":[");
+        for (int i = 0; i < n; i++) at += sprintf(at, i ? ",\"x\"" : "\"x\"");
+        strcpy(at, "]}");
+        r = request(&s, "POST", "/api/v1/jobs", json_headers, body);
+        if (n == 10000) {
+            assert_error(&r, 400, "invalid_spec", "cases");
+        } else {
+            assert_error(&r, 400, "limit_exceeded", NULL);
+            cr_assert(strstr(r.body, "\"limit\":\"json_array_length\""), "%s", r.body);
+            cr_assert(strstr(r.body, "longer than 10000"), "%s", r.body);
+        }
+        http_response_free(&r);
+    }
+    free(body);
+
+    /* Parameters: 784*65536 + 65536*65536 + 65536*10 weights is far past 50M. */
+    r = request(&s, "POST", "/api/v1/jobs", json_headers,
+                "{\"kind\":\"train\",\"data\":{\"source\":\"fashion-mnist\"},\"model\":{\"type\":"
+                "\"mlp\",\"layers\":[784,65536,65536,10]}}");
+    assert_error(&r, 400, "limit_exceeded", "model.layers");
+    cr_assert(strstr(r.body, "4347133962 parameters"), "%s", r.body);
+    cr_assert(strstr(r.body, "\"limit\":\"max_params\""), "%s", r.body);
+    http_response_free(&r);
+
+    /* Device memory: few parameters, but a batch of 65536 through 65536-wide layers needs
+     * hundreds of GB of activations, on any device (and on host, more than the machine). */
+    const char *devices[] = {"auto", "host"};
+    for (int i = 0; i < 2; i++) {
+        char spec[512];
+        snprintf(spec, sizeof spec,
+                 "{\"kind\":\"train\",\"device\":\"%s\",\"data\":{\"source\":\"xor\"},"
+                 "\"model\":{\"type\":\"mlp\",\"layers\":[2,65536,1,65536,1,65536,1,65536,2]},"
+                 "\"batch_size\":65536,\"epochs\":1}",
+                 devices[i]);
+        r = request(&s, "POST", "/api/v1/jobs", json_headers, spec);
+        assert_error(&r, 400, "limit_exceeded", "batch_size");
+        v = parse_body(&r);
+        e = json_object_get(v, "error");
+        cr_assert_str_eq(str(e, "limit"), "device_memory");
+        cr_assert(strstr(str(e, "message"), "device memory"), "%s", str(e, "message"));
+        json_t *est = json_object_get(e, "estimate");
+        cr_assert_gt(json_integer_value(json_object_get(est, "activations")),
+                     json_integer_value(json_object_get(e, "max")), "%s", r.body);
+        cr_assert_eq(json_integer_value(json_object_get(e, "value")),
+                     json_integer_value(json_object_get(est, "total")));
+        if (i == 1) cr_assert_str_eq(str(e, "device"), "host");
+        json_decref(v);
+        http_response_free(&r);
+    }
+    cr_assert_eq(job_total(&s), 0, "no refused job was stored");
+    stop_server(&s);
+}
+
+/* --max-queued: past it, 429 with Retry-After; the running job is undisturbed. */
+Test(server, a_full_queue_answers_429_with_retry_after) {
+    const char *const flags[] = {"--max-queued", "2", NULL};
+    int err_fd;
+    server s = start_server_with(flags, "127.0.0.1", &err_fd);
+    char *spec = spec_with("\"epochs\":300", "\"epochs\":100000");
+    int64_t first = submit(&s, spec);
+    json_t *job = wait_state(&s, first, "running succeeded failed", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "running");
+    json_decref(job);
+    submit(&s, spec);
+    submit(&s, spec); /* two queued behind the running one: the limit */
+    http_response r = request(&s, "POST", "/api/v1/jobs", json_headers, spec);
+    assert_error(&r, 429, "queue_full", NULL);
+    char h[64];
+    cr_assert_not_null(http_header(&r, "Retry-After", h, sizeof h), "%s", r.head);
+    cr_assert_gt(atoi(h), 0, "Retry-After: %s", h);
+    cr_assert(strstr(r.body, "--max-queued"), "the message names the flag: %s", r.body);
+    cr_assert(strstr(r.body, "\"max\":2"), "%s", r.body);
+    http_response_free(&r);
+    cr_assert_eq(job_total(&s), 3);
+    char path[64];
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld", (long long)first);
+    json_t *v = get_json(&s, path, 200);
+    cr_assert_str_eq(str(v, "state"), "running", "the running job goes on");
+    json_decref(v);
+    free(spec);
+    free(stop_server_with(&s, err_fd));
+}
+
+/* The value of the exposition line that starts with prefix (the metric and its labels). */
+static double metric_value(const char *text, const char *prefix) {
+    const char *p = text;
+    size_t n = strlen(prefix);
+    while ((p = strstr(p, prefix))) {
+        if ((p == text || p[-1] == '\n') && p[n] == ' ') return strtod(p + n + 1, NULL);
+        p += n;
+    }
+    cr_assert_fail("no line '%s ...' in:\n%s", prefix, text);
+    return 0;
+}
+
+Test(server, metrics_exposes_jobs_queues_requests_and_work_done) {
+    server s = start_server();
+    http_response r = request(&s, "GET", "/metrics", NULL, NULL);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    char ct[128];
+    cr_assert_not_null(http_header(&r, "Content-Type", ct, sizeof ct));
+    cr_assert_str_eq(ct, "text/plain; version=0.0.4; charset=utf-8");
+    cr_assert_eq(metric_value(r.body, "paragon_jobs{state=\"queued\"}"), 0);
+    cr_assert_eq(metric_value(r.body, "paragon_queue_length{device=\"host\"}"), 0);
+    cr_assert_eq(metric_value(r.body, "paragon_inet_interactions_total"), 0);
+    cr_assert(strstr(r.body, "# TYPE paragon_http_request_duration_seconds histogram\n"));
+    http_response_free(&r);
+
+    /* fib on an OpenCL device (718993 interactions) and the XOR training job. */
+    const char *root = getenv("PARAGON_SOURCE_ROOT");
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/inet/fib.hvm", root ? root : ".");
+    size_t len = 0;
+    char *program = pgn_read_file(path, &len);
+    cr_assert_not_null(program, "%s", path);
+    json_t *spec = json_pack("{s:s, s:s%}", "kind", "inet", "program", program, len);
+    char *body = json_dumps(spec, JSON_COMPACT);
+    int64_t fib = submit(&s, body);
+    int64_t xor = submit(&s, xor_spec);
+    json_t *job = wait_state(&s, fib, "succeeded failed", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "succeeded");
+    char device[64];
+    snprintf(device, sizeof device, "%s", str(job, "device"));
+    json_decref(job);
+    job = wait_state(&s, xor, "succeeded failed", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "succeeded");
+    json_decref(job);
+    r = request(&s, "GET", "/api/v1/nope/42", NULL, NULL);
+    http_response_free(&r);
+
+    r = request(&s, "GET", "/metrics", NULL, NULL);
+    cr_assert_eq(r.status, 200);
+    const char *m = r.body;
+    cr_assert_eq(metric_value(m, "paragon_jobs{state=\"succeeded\"}"), 2);
+    cr_assert_eq(metric_value(m, "paragon_jobs{state=\"running\"}"), 0);
+    cr_assert_eq(metric_value(m, "paragon_inet_interactions_total"), 718993);
+    cr_assert_gt(metric_value(m, "paragon_flops_total"), 0, "the XOR job's FLOPs");
+    char line[200];
+    snprintf(line, sizeof line, "paragon_device_busy_seconds_total{device=\"%s\"}", device);
+    cr_assert_gt(metric_value(m, line), 0, "the device ran fib");
+    snprintf(line, sizeof line, "paragon_queue_length{device=\"%s\"}", device);
+    cr_assert_eq(metric_value(m, line), 0);
+    /* Requests by route pattern, never by raw path; polls of the jobs were GETs of {id}. */
+    cr_assert_eq(metric_value(m, "paragon_http_requests_total{method=\"POST\",route=\"/api/v1/jobs\","
+                                 "status=\"201\"}"),
+                 2);
+    cr_assert_geq(metric_value(m, "paragon_http_requests_total{method=\"GET\",route="
+                                  "\"/api/v1/jobs/{id}\",status=\"200\"}"),
+                  2);
+    cr_assert_eq(metric_value(m, "paragon_http_requests_total{method=\"GET\",route=\"other\","
+                                 "status=\"404\"}"),
+                 1);
+    cr_assert_null(strstr(m, "/api/v1/nope"), "raw paths are not labels");
+    char id_path[64];
+    snprintf(id_path, sizeof id_path, "/api/v1/jobs/%lld\"", (long long)fib);
+    cr_assert_null(strstr(m, id_path), "job ids are not labels");
+    double count = metric_value(m, "paragon_http_request_duration_seconds_count{method=\"GET\","
+                                   "route=\"/api/v1/jobs/{id}\"}");
+    cr_assert_eq(metric_value(m, "paragon_http_request_duration_seconds_bucket{method=\"GET\","
+                                 "route=\"/api/v1/jobs/{id}\",le=\"+Inf\"}"),
+                 count);
+    cr_assert_gt(metric_value(m, "paragon_http_request_duration_seconds_sum{method=\"GET\","
+                                 "route=\"/api/v1/jobs/{id}\"}"),
+                 0);
+    http_response_free(&r);
+    r = request(&s, "POST", "/metrics", json_headers, "{}");
+    assert_error(&r, 405, "method_not_allowed", NULL);
+    http_response_free(&r);
+    free(body);
+    free(program);
+    json_decref(spec);
     stop_server(&s);
 }

@@ -123,10 +123,10 @@ Test(store, fresh_database_records_every_version_and_creates_tables) {
     int64_t version = 0;
     pgn_error err;
     cr_assert_eq(pgd_store_schema_version(s, &version, &err), 0);
-    cr_assert_eq(version, 3);
+    cr_assert_eq(version, 5);
 
     sqlite3 *db = raw_db();
-    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 3);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 5);
     char *name = raw_text(db, "SELECT name FROM schema_migrations WHERE version = 1");
     cr_assert_str_eq(name, "001_init.sql");
     free(name);
@@ -135,6 +135,12 @@ Test(store, fresh_database_records_every_version_and_creates_tables) {
     free(name);
     name = raw_text(db, "SELECT name FROM schema_migrations WHERE version = 3");
     cr_assert_str_eq(name, "003_job_estimates.sql");
+    free(name);
+    name = raw_text(db, "SELECT name FROM schema_migrations WHERE version = 4");
+    cr_assert_str_eq(name, "004_job_cancel_delete.sql");
+    free(name);
+    name = raw_text(db, "SELECT name FROM schema_migrations WHERE version = 5");
+    cr_assert_str_eq(name, "005_job_logs.sql");
     free(name);
     char *at = raw_text(db, "SELECT applied_at FROM schema_migrations WHERE version = 1");
     assert_timestamp(at);
@@ -166,7 +172,7 @@ Test(store, reopening_applies_nothing_again) {
     s = open_store();
 
     db = raw_db();
-    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 3);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 5);
     char *again = raw_text(db, "SELECT group_concat(applied_at) FROM schema_migrations");
     cr_assert_str_eq(again, first);
     cr_assert_eq(raw_int(db, "SELECT count(*) FROM jobs"), 1, "data survives a restart");
@@ -283,7 +289,8 @@ Test(store, insert_then_get_returns_every_field) {
     cr_assert(json_is_null(json_object_get(o, "started_at")));
     cr_assert(json_is_null(json_object_get(o, "finished_at")));
     cr_assert(json_is_null(json_object_get(o, "estimate")));
-    cr_assert_eq(json_object_size(o), 15);
+    cr_assert(json_is_false(json_object_get(o, "cancel_requested")));
+    cr_assert_eq(json_object_size(o), 16);
     json_decref(o);
 
     cr_assert_eq(pgd_store_job_get(s, id, false, &o, &err), 0);
@@ -538,7 +545,7 @@ Test(store, a_version_1_database_gains_the_benchmarks_table) {
     s = open_store(); /* every embedded migration */
     int64_t version = 0;
     cr_assert_eq(pgd_store_schema_version(s, &version, &err), 0);
-    cr_assert_eq(version, 3);
+    cr_assert_eq(version, 5);
     json_t *job = get(s, id);
     cr_assert_str_eq(str(job, "name"), "old", "jobs survive the upgrade");
     json_decref(job);
@@ -962,4 +969,193 @@ Test(store, concurrent_threads_never_claim_a_job_twice) {
                  THREADS * EACH);
     cr_assert_eq(raw_int(db, "SELECT count(*) FROM metrics"), THREADS * EACH);
     sqlite3_close(db);
+}
+
+/* ---- cancel and delete ------------------------------------------------------------------ */
+
+Test(store, cancel_ends_a_queued_job_and_flags_a_running_one) {
+    pgd_store *s = open_store();
+    int64_t run = insert(s, "train", "running", "d");
+    int64_t wait = insert(s, "train", "waiting", "d");
+    cr_assert_eq(claim(s, "d"), run);
+    pgn_error err;
+    json_t *job = NULL;
+
+    cr_assert_eq(pgd_store_job_cancel(s, wait, &job, &err), 0, "%s", err.message);
+    cr_assert_str_eq(str(job, "state"), "cancelled");
+    assert_timestamp(str(job, "finished_at"));
+    cr_assert_str_eq(str(json_object_get(job, "error"), "code"), "cancelled");
+    cr_assert_not_null(json_object_get(job, "spec"));
+    json_decref(job);
+    cr_assert_eq(claim(s, "d"), 0, "a cancelled job is never claimed");
+
+    bool requested = true;
+    cr_assert_eq(pgd_store_job_cancel_requested(s, run, &requested, &err), 0);
+    cr_assert(!requested);
+    cr_assert_eq(pgd_store_job_cancel(s, run, &job, &err), 0, "%s", err.message);
+    cr_assert_str_eq(str(job, "state"), "running", "a running job stops at its next step");
+    cr_assert(json_is_true(json_object_get(job, "cancel_requested")));
+    cr_assert(json_is_null(json_object_get(job, "finished_at")));
+    json_decref(job);
+    cr_assert_eq(pgd_store_job_cancel(s, run, &job, &err), 0, "asking twice is the same");
+    json_decref(job);
+    cr_assert_eq(pgd_store_job_cancel_requested(s, run, &requested, &err), 0);
+    cr_assert(requested);
+
+    /* The worker ends it cancelled; then it is finished like any other. */
+    json_t *e = json_pack("{s:s, s:s}", "code", "cancelled", "message", "stopped");
+    cr_assert_eq(pgd_store_job_finish(s, run, PGD_JOB_CANCELLED, NULL, e, &err), 0);
+    json_decref(e);
+    job = (json_t *)1;
+    cr_assert_eq(pgd_store_job_cancel(s, run, &job, &err), -1);
+    cr_assert_null(job);
+    cr_assert_str_eq(err.code, "conflict");
+    cr_assert(strstr(err.message, "cancelled"), "%s", err.message);
+    cr_assert_eq(pgd_store_job_cancel(s, 4242, &job, &err), -1);
+    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_eq(pgd_store_job_cancel_requested(s, 4242, &requested, &err), -1);
+    cr_assert_str_eq(err.code, "not_found");
+    pgd_store_close(s);
+}
+
+Test(store, a_requested_cancel_survives_a_shutdown_and_a_crash) {
+    pgd_store *s = open_store();
+    int64_t a = insert(s, "train", "a", "d"), b = insert(s, "train", "b", "d");
+    int64_t c = insert(s, "train", "c", "e");
+    cr_assert_eq(claim(s, "d"), a);
+    cr_assert_eq(claim(s, "e"), c);
+    pgn_error err;
+    json_t *job;
+    cr_assert_eq(pgd_store_job_cancel(s, a, &job, &err), 0);
+    json_decref(job);
+    /* A shutdown puts a running job back in the queue, unless it was asked to stop. */
+    cr_assert_eq(pgd_store_job_requeue(s, a, &err), 0, "%s", err.message);
+    job = get(s, a);
+    cr_assert_str_eq(str(job, "state"), "cancelled");
+    cr_assert_str_eq(str(json_object_get(job, "error"), "code"), "cancelled");
+    assert_timestamp(str(job, "finished_at"));
+    json_decref(job);
+
+    cr_assert_eq(claim(s, "d"), b);
+    cr_assert_eq(pgd_store_job_cancel(s, b, &job, &err), 0);
+    json_decref(job);
+    pgd_store_close(s); /* the process dies with b (cancel requested) and c running */
+
+    s = open_store();
+    int64_t n = -1;
+    cr_assert_eq(pgd_store_recover(s, &n, &err), 0);
+    cr_assert_eq(n, 1, "only c goes back to the queue");
+    job = get(s, b);
+    cr_assert_str_eq(str(job, "state"), "cancelled");
+    cr_assert(strstr(str(json_object_get(job, "error"), "message"), "cancelled on request"));
+    json_decref(job);
+    job = get(s, c);
+    cr_assert_str_eq(str(job, "state"), "queued");
+    json_decref(job);
+    pgd_store_close(s);
+}
+
+Test(store, delete_takes_a_finished_job_with_its_rows_in_one_go) {
+    pgd_store *s = open_store();
+    int64_t done = insert(s, "bench", "done", "d");
+    int64_t other = insert(s, "train", "other", "d");
+    pgn_error err;
+    cr_assert_eq(pgd_store_metric_add(s, done, "loss", 1, 0.5, &err), 0);
+    cr_assert_eq(pgd_store_metric_add(s, other, "loss", 1, 0.5, &err), 0);
+    json_t *rows = json_pack("[{s:s, s:s, s:s, s:f}]", "suite", "gemm", "case", "N=128", "device",
+                             "d", "gflops", 1.5);
+    cr_assert_eq(pgd_store_bench_add(s, done, rows, &err), 0, "%s", err.message);
+    json_decref(rows);
+
+    /* queued, then running: refused, nothing removed */
+    cr_assert_eq(pgd_store_job_delete(s, done, &err), -1);
+    cr_assert_str_eq(err.code, "conflict");
+    cr_assert(strstr(err.message, "queued") && strstr(err.message, "cancel"), "%s", err.message);
+    cr_assert_eq(claim(s, "d"), done);
+    cr_assert_eq(pgd_store_job_delete(s, done, &err), -1);
+    cr_assert_str_eq(err.code, "conflict");
+    cr_assert(strstr(err.message, "running"), "%s", err.message);
+    sqlite3 *db = raw_db();
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM metrics"), 2);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM benchmarks"), 1);
+
+    json_t *e = json_pack("{s:s, s:s}", "code", "device", "message", "it broke");
+    cr_assert_eq(pgd_store_job_finish(s, done, PGD_JOB_FAILED, NULL, e, &err), 0);
+    json_decref(e);
+    cr_assert_eq(pgd_store_job_delete(s, done, &err), 0, "%s", err.message);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM jobs"), 1);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM metrics"), 1, "the other job's row stays");
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM benchmarks"), 0);
+    sqlite3_close(db);
+    cr_assert_eq(pgd_store_job_delete(s, done, &err), -1);
+    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_str_eq(err.message, "job 1 does not exist");
+
+    /* The newest job's id is not handed out again, even after a restart. */
+    cr_assert_eq(claim(s, "d"), other);
+    cr_assert_eq(pgd_store_job_finish(s, other, PGD_JOB_SUCCEEDED, NULL, NULL, &err), 0);
+    cr_assert_eq(pgd_store_job_delete(s, other, &err), 0, "%s", err.message);
+    pgd_store_close(s);
+    s = open_store();
+    cr_assert_eq(insert(s, "train", "next", "d"), other + 1);
+    pgd_store_close(s);
+}
+
+/* ---- logs ------------------------------------------------------------------------------- */
+
+Test(store, log_lines_count_from_one_per_job_and_go_with_their_job) {
+    pgd_store *s = open_store();
+    int64_t a = insert(s, "train", "a", "d"), b = insert(s, "train", "b", "d");
+    pgn_error err;
+    int64_t seq;
+    char at[32];
+    const char *lines[] = {"placed on d", "started on d (attempt 1)", "done"};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(pgd_store_log_add(s, a, i == 2 ? "warn" : "info", lines[i], &seq, at, &err), 0,
+                     "%s", err.message);
+        cr_assert_eq(seq, i + 1);
+        assert_timestamp(at);
+    }
+    /* Bytes that are not UTF-8 are kept in the file and read back as '?'. */
+    cr_assert_eq(pgd_store_log_add(s, b, "error", "bad \xff byte\nsecond line", &seq, at, &err), 0);
+    cr_assert_eq(seq, 1, "each job counts its own lines");
+
+    json_t *got;
+    cr_assert_eq(pgd_store_logs_list(s, a, 0, &got, &err), 0, "%s", err.message);
+    cr_assert_eq(json_array_size(got), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *e = json_array_get(got, i);
+        cr_assert_eq(json_integer_value(json_object_get(e, "seq")), (json_int_t)i + 1);
+        cr_assert_str_eq(str(e, "line"), lines[i]);
+        cr_assert_str_eq(str(e, "level"), i == 2 ? "warn" : "info");
+        assert_timestamp(str(e, "created_at"));
+    }
+    json_decref(got);
+    cr_assert_eq(pgd_store_logs_list(s, a, 2, &got, &err), 0);
+    cr_assert_eq(json_array_size(got), 1, "after=2 keeps line 3");
+    cr_assert_str_eq(str(json_array_get(got, 0), "line"), "done");
+    json_decref(got);
+    cr_assert_eq(pgd_store_logs_list(s, b, 0, &got, &err), 0);
+    cr_assert_str_eq(str(json_array_get(got, 0), "line"), "bad ? byte\nsecond line");
+    json_decref(got);
+
+    /* Bad input: an unknown job, an unknown level; nothing is stored. */
+    cr_assert_eq(pgd_store_log_add(s, 99, "info", "x", &seq, at, &err), -1);
+    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_str_eq(err.message, "job 99 does not exist");
+    cr_assert_eq(pgd_store_log_add(s, a, "loud", "x", &seq, at, &err), -1);
+    cr_assert_str_eq(err.code, "store");
+    cr_assert(strstr(err.message, "CHECK"), "%s", err.message);
+    cr_assert_eq(pgd_store_logs_list(s, 99, 0, &got, &err), -1);
+    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_null(got);
+
+    /* A deleted job takes its lines with it. */
+    cr_assert_eq(claim(s, "d"), a);
+    cr_assert_eq(pgd_store_job_finish(s, a, PGD_JOB_SUCCEEDED, NULL, NULL, &err), 0);
+    cr_assert_eq(pgd_store_job_delete(s, a, &err), 0, "%s", err.message);
+    sqlite3 *db = raw_db();
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM logs"), 1, "job b's line stays");
+    sqlite3_close(db);
+    pgd_store_close(s);
 }

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine_helpers.h"
 
@@ -254,4 +255,91 @@ Test(train, profile_reports_every_node) {
     cr_assert_eq(json_array_size(fwd), 5, "matmul, bias_act twice, and the loss");
     cr_assert(strstr(json_string_value(json_object_get(json_array_get(fwd, 0), "node")), "matmul"));
     json_decref(result);
+}
+
+/* A stop that checkpoints (checkpoint_on_stop: paragond's graceful shutdown) saves the exact
+ * position, inside an epoch, without periodic checkpoints at all; the resumed run repeats no
+ * step, reports the stopped epoch's metrics as the whole run does, and ends with its weights. */
+static void check_stop_checkpoint(pgn_device *dev) {
+    pgn_job_spec spec = parse(SPIRAL_ADAMW); /* dropout and a schedule: both follow the step */
+    spec.train.epochs = 6;
+    char whole[] = "/tmp/pgn-stop-XXXXXX", parted[] = "/tmp/pgn-stop-XXXXXX";
+    cr_assert_not_null(mkdtemp(whole));
+    cr_assert_not_null(mkdtemp(parted));
+    pgn_run_options o1 = {.data_dir = "data", .checkpoint_dir = whole};
+    pgn_run_options o2 = {.data_dir = "data", .checkpoint_dir = parted, .resume = true,
+                          .checkpoint_on_stop = true};
+    static recorder r1, r2, r3;
+    memset(&r1, 0, sizeof r1);
+    memset(&r2, 0, sizeof r2);
+    memset(&r3, 0, sizeof r3);
+    pgn_run_hooks h1 = {.ctx = &r1, .on_metric = on_metric, .should_stop = should_stop};
+    pgn_run_hooks h2 = {.ctx = &r2, .on_metric = on_metric, .should_stop = should_stop};
+    pgn_run_hooks h3 = {.ctx = &r3, .on_metric = on_metric, .should_stop = should_stop};
+    json_t *full = NULL, *resumed = NULL, *none = NULL;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_job_run(&spec, dev, &o1, &h1, &full, &err), 0, "%s", err.message);
+    int steps_per_epoch = 6; /* 180 samples, batch 32 */
+    cr_assert_eq(json_integer_value(json_object_get(full, "steps")), 6 * steps_per_epoch);
+    r2.stop_after = 3 * steps_per_epoch + 4; /* stops before step 5 of epoch 4 */
+    cr_assert_eq(pgn_job_run(&spec, dev, &o2, &h2, &none, &err), -1);
+    cr_assert_str_eq(err.code, "cancelled");
+    cr_assert(strstr(err.message, "checkpointed"), "%s", err.message);
+    cr_assert_eq(r2.count, 4 * 3, "three whole epochs reported before the stop");
+
+    char path[256];
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", parted);
+    size_t len;
+    char *file = read_all(path, &len);
+    uint64_t hlen = 0;
+    for (int k = 0; k < 8; k++) hlen |= (uint64_t)(unsigned char)file[k] << (8 * k);
+    json_t *header = json_loadb(file + 8, hlen, 0, NULL);
+    cr_assert_not_null(header);
+    json_t *meta = json_object_get(header, "__metadata__");
+    cr_assert_str_eq(json_string_value(json_object_get(meta, "epoch")), "3");
+    cr_assert_str_eq(json_string_value(json_object_get(meta, "epoch_step")), "4");
+    cr_assert_str_eq(json_string_value(json_object_get(meta, "step")), "22");
+    cr_assert_not_null(json_object_get(header, "layers.0.weight"));
+    cr_assert_not_null(json_object_get(header, "trainer.step_stats"));
+    json_decref(header);
+    free(file);
+
+    cr_assert_eq(pgn_job_run(&spec, dev, &o2, &h3, &resumed, &err), 0, "%s", err.message);
+    cr_assert_eq(json_integer_value(json_object_get(resumed, "resumed_from_epoch")), 3);
+    cr_assert_eq(json_integer_value(json_object_get(resumed, "resumed_from_step")), 22);
+    cr_assert_str_eq(json_string_value(json_object_get(full, "weights_sha256")),
+                     json_string_value(json_object_get(resumed, "weights_sha256")));
+    cr_assert_eq(r3.count, 4 * 3, "epochs 4..6 reported once");
+    for (int i = 0; i < r3.count; i++) {
+        cr_assert_str_eq(r3.names[i], r1.names[12 + i]);
+        cr_assert_eq(r3.steps[i], r1.steps[12 + i]);
+        cr_assert_eq(r3.values[i], r1.values[12 + i], "%s of epoch %lld", r3.names[i],
+                     (long long)r3.steps[i]);
+    }
+
+    /* without checkpoint_on_stop a stop writes nothing */
+    cr_assert_eq(unlink(path), 0);
+    o2.checkpoint_on_stop = false;
+    memset(&r2, 0, sizeof r2);
+    r2.stop_after = 2;
+    cr_assert_eq(pgn_job_run(&spec, dev, &o2, &h2, &none, &err), -1);
+    cr_assert_str_eq(err.code, "cancelled");
+    cr_assert_null(strstr(err.message, "checkpoint"), "%s", err.message);
+    cr_assert_neq(access(path, F_OK), 0, "no checkpoint was written");
+
+    json_decref(full);
+    json_decref(resumed);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", whole, parted);
+    cr_assert_eq(system(cmd), 0);
+}
+
+Test(train, a_stop_checkpoints_mid_epoch_and_resumes_bit_identically_on_host) {
+    check_stop_checkpoint(NULL);
+}
+
+Test(train, a_stop_checkpoints_mid_epoch_and_resumes_bit_identically_on_device) {
+    pgn_device *dev = test_open_cl_device();
+    check_stop_checkpoint(dev);
+    pgn_device_close(dev);
 }

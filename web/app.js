@@ -45,13 +45,19 @@ class HttpError extends Error {
   constructor(r) { super(errText(r)); this.status = r.status; }
 }
 
+// The API token (POST and DELETE need it; reads too when paragond listens beyond loopback),
+// kept in this browser's local storage.
+const TOKEN_KEY = 'paragon.token';
+function token() { try { return localStorage.getItem(TOKEN_KEY) || ''; } catch (_) { return ''; } }
+
 async function api(path, opts = {}) {
   const ctl = new AbortController();
   const t = setTimeout(() => ctl.abort(), TIMEOUT_MS);
+  const auth = token() ? {Authorization: 'Bearer ' + token()} : {};
   try {
     const res = await fetch(path, {
       ...opts, signal: ctl.signal, cache: 'no-store',
-      headers: {Accept: 'application/json', ...(opts.headers || {})},
+      headers: {Accept: 'application/json', ...auth, ...(opts.headers || {})},
     });
     const text = await res.text();
     let body = null;
@@ -639,6 +645,12 @@ async function runXor() {
     } else {
       const e = r.body && r.body.error, f = e && e.field;
       const named = f && e.message && e.message.includes(f);   // messages usually lead with it
+      if (r.status === 401) {
+        say('The server needs the API token to run jobs: paste the contents of paragond\'s token ' +
+          'file (it prints where, by default data/token) into "API token" above. (' + errText(r) + ')', 'err');
+        $('token').focus();
+        return;
+      }
       say('The server rejected the XOR job (HTTP ' + r.status + '): ' + errText(r) +
         (f && !named ? ' (field ' + f + ')' : ''), 'err');
     }
@@ -1086,6 +1098,12 @@ function init() {
   $('f-state').addEventListener('change', (e) => { st.state = e.target.value; setPage(0); });
   $('f-kind').addEventListener('change', (e) => { st.kind = e.target.value; setPage(0); });
   $('run-xor').addEventListener('click', runXor);
+  const tok = $('token');
+  tok.value = token();
+  tok.addEventListener('change', () => {
+    try { localStorage.setItem(TOKEN_KEY, tok.value.trim()); } catch (_) { /* private mode: this page only */ }
+    refresh();
+  });
   $('b-suite').addEventListener('change', (e) => setBenchSuite(e.target.value));
   document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && st.open) closeDetail(); });
   document.addEventListener('visibilitychange', () => {

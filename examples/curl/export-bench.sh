@@ -4,6 +4,8 @@
 # gpu_init_ms,adapter) and mlp-forward.json ({"rows":[...]} with every recorded field).
 # Run a bench job first, e.g. {"kind":"bench","suite":"mlp-forward","device":"all"}.
 #   PARAGON_URL  server address (default http://127.0.0.1:8080)
+#   PARAGON_TOKEN_FILE  paragond's API token, sent when readable (reads need it only when
+#                       paragond listens off loopback; default: data/token of this checkout)
 set -euo pipefail
 
 url=${PARAGON_URL:-http://127.0.0.1:8080}
@@ -12,11 +14,17 @@ suite=mlp-forward
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+token_file=${PARAGON_TOKEN_FILE:-$(dirname "$0")/../../data/token}
+auth=()
+if [[ -r $token_file ]]; then
+    printf 'Authorization: Bearer %s\n' "$(tr -d '[:space:]' < "$token_file")" > "$tmp/auth"
+    auth=(-H "@$tmp/auth")
+fi
 
 # fetch FORMAT: the export in that format, into $suite.FORMAT once the server answered 2xx.
 fetch() {
     local format=$1 status
-    if ! status=$(curl -sS --max-time 60 -o "$tmp/body" -w '%{http_code}' \
+    if ! status=$(curl -sS --max-time 60 -o "$tmp/body" -w '%{http_code}' "${auth[@]}" \
             "$url/api/v1/benchmarks?suite=$suite&format=$format"); then
         echo "export-bench: cannot reach paragond at $url" >&2
         exit 1

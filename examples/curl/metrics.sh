@@ -3,6 +3,8 @@
 # as a table: name, step, value.
 #   usage: metrics.sh ID [NAME]     NAME keeps one series, e.g. loss
 #   PARAGON_URL  server address (default http://127.0.0.1:8080)
+#   PARAGON_TOKEN_FILE  paragond's API token, sent when readable (reads need it only when
+#                       paragond listens off loopback; default: data/token of this checkout)
 set -euo pipefail
 
 url=${PARAGON_URL:-http://127.0.0.1:8080}
@@ -21,10 +23,16 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+token_file=${PARAGON_TOKEN_FILE:-$(dirname "$0")/../../data/token}
+auth=()
+if [[ -r $token_file ]]; then
+    printf 'Authorization: Bearer %s\n' "$(tr -d '[:space:]' < "$token_file")" > "$tmp/auth"
+    auth=(-H "@$tmp/auth")
+fi
 
 query=${name:+?name=$name}
 if ! status=$(curl -sS --max-time 30 -o "$tmp/body" -w '%{http_code}' \
-        -H 'Accept: application/json' "$url/api/v1/jobs/$id/metrics$query"); then
+        -H 'Accept: application/json' "${auth[@]}" "$url/api/v1/jobs/$id/metrics$query"); then
     echo "metrics: cannot reach paragond at $url" >&2
     exit 1
 fi

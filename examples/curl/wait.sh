@@ -5,6 +5,8 @@
 #   usage: wait.sh ID
 #   PARAGON_URL  server address (default http://127.0.0.1:8080)
 #   TIMEOUT      seconds to wait at most (default 300)
+#   PARAGON_TOKEN_FILE  paragond's API token, sent when readable (reads need it only when
+#                       paragond listens off loopback; default: data/token of this checkout)
 set -euo pipefail
 
 url=${PARAGON_URL:-http://127.0.0.1:8080}
@@ -30,13 +32,19 @@ json_num() { grep -o "\"$1\"[[:space:]]*:[[:space:]]*[-0-9.eE+]*" | head -n 1 |
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+token_file=${PARAGON_TOKEN_FILE:-$(dirname "$0")/../../data/token}
+auth=()
+if [[ -r $token_file ]]; then
+    printf 'Authorization: Bearer %s\n' "$(tr -d '[:space:]' < "$token_file")" > "$tmp/auth"
+    auth=(-H "@$tmp/auth")
+fi
 
 start=$SECONDS
 deadline=$((start + timeout))
 last="" state="" unreachable=0
 while :; do
     if status=$(curl -sS --max-time 10 -o "$tmp/body" -w '%{http_code}' \
-            -H 'Accept: application/json' "$url/api/v1/jobs/$id" 2>"$tmp/err"); then
+            -H 'Accept: application/json' "${auth[@]}" "$url/api/v1/jobs/$id" 2>"$tmp/err"); then
         unreachable=0
         if [[ $status != 2?? ]]; then
             echo "wait: the server answered HTTP $status for job $id:" >&2

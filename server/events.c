@@ -1,0 +1,649 @@
+/* events.c: owns the job event bus, the Server-Sent Events streams that read it, and the job log
+ * (each line stored, then published). Publishers append pre-formatted SSE frames to a bounded
+ * ring under one mutex and resume the parked streams that want them; a stream copies frames
+ * from its own cursor inside libmicrohttpd's content reader and suspends its connection when it
+ * has nothing to send. No publisher ever waits for a client, and no idle client holds a thread. */
+#include "events.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* What one content-reader call gathers before it hands the bytes to MHD. */
+#define STREAM_BATCH_BYTES (64u * 1024)
+/* MHD's buffer for each stream write. */
+#define STREAM_BLOCK_BYTES (16u * 1024)
+/* Last published state per job, to drop repeats (two threads reporting one change); a slot is
+ * shared by ids equal modulo this, and a collision only lets one repeat through. */
+#define LAST_STATE_SLOTS 1024
+/* At shutdown, how long pgd_events_close lets the ended streams finish sending (a client that
+ * reads nothing is cut off by the daemon's stop instead). */
+#define DRAIN_MS 2000
+/* Every stream starts with how long EventSource waits before it reconnects (ms). */
+static const char retry_frame[] = "retry: 3000\n\n";
+static const char ping_frame[] = ": ping\n\n";
+
+typedef struct ev_entry {
+    uint64_t seq;
+    int64_t job_id;
+    int state;   /* a state event's pgd_job_state; -1 for other events */
+    char *frame; /* "id: N\nevent: T\ndata: {...}\n\n" (malloc'd) */
+    size_t len;
+} ev_entry;
+
+typedef struct sse_stream sse_stream;
+
+struct pgd_events {
+    pgd_store *store;
+    pthread_mutex_t lock; /* guards everything below except `order` and `last` */
+    ev_entry ring[PGD_EVENTS_RING]; /* the entry of seq s is ring[s % PGD_EVENTS_RING] */
+    uint64_t first_seq; /* the oldest event held; == next_seq when none */
+    uint64_t next_seq;
+    size_t bytes;        /* frame bytes held */
+    sse_stream *parked;  /* streams suspended until an event for them arrives */
+    uint64_t ping_epoch; /* bumped every PGD_EVENTS_PING_S */
+    bool closed;
+    size_t n_streams;       /* open, parked or not */
+    pthread_cond_t drained; /* n_streams reached 0 after close */
+    pthread_cond_t tick;    /* wakes the ping thread at close */
+    pthread_t pinger;
+    bool pinger_started;
+    /* Serialises "read a job, publish its state" (so that published states follow commits)
+     * and "store a log line, publish it" (so that the ring has a job's lines in seq order). */
+    pthread_mutex_t order;
+    struct {
+        int64_t id;
+        int state;
+    } last[LAST_STATE_SLOTS];
+};
+
+/* One SSE connection. Its cursor and buffer belong to the connection's MHD thread; prev, next
+ * and parked are guarded by the bus lock. */
+struct sse_stream {
+    pgd_events *ev;
+    struct MHD_Connection *conn;
+    int64_t job_id;  /* 0: every job */
+    uint64_t cursor; /* the seq of the next event to look at */
+    int last_state;  /* the job's state this client has (job streams); -1: none yet */
+    uint64_t ping_epoch;
+    bool ending; /* the final state is in `out`: close once it is sent */
+    bool parked;
+    sse_stream *prev, *next;
+    char *out;
+    size_t out_len, out_off, out_cap;
+};
+
+static bool is_terminal(int state) { return state >= (int)PGD_JOB_SUCCEEDED; }
+
+static int state_of(const json_t *job) {
+    pgd_job_state st;
+    const char *name = json_string_value(json_object_get(job, "state"));
+    return name && pgd_job_state_parse(name, &st) == 0 ? (int)st : -1;
+}
+
+/* ---- frames ----------------------------------------------------------------------------- */
+
+/* A job object as event data: without "result" and "estimate" when it would be too big for
+ * one frame (an inet job's normal form can be megabytes; GET /api/v1/jobs/{id} has them). */
+static char *job_data(const json_t *job) {
+    char *text = pgn_json_dumps(job);
+    if (!text || strlen(text) <= PGD_EVENTS_FRAME_MAX) return text;
+    free(text);
+    json_t *slim = json_copy((json_t *)job);
+    json_object_del(slim, "result");
+    json_object_del(slim, "estimate");
+    json_object_set_new(slim, "truncated", json_true());
+    text = pgn_json_dumps(slim);
+    json_decref(slim);
+    return text;
+}
+
+/* "id: N\nevent: T\ndata: D\n\n"; D is compact JSON, so it is one line. malloc'd. */
+static char *make_frame(uint64_t id, const char *event, const char *data, size_t *len) {
+    int n = snprintf(NULL, 0, "id: %" PRIu64 "\nevent: %s\ndata: %s\n\n", id, event, data);
+    if (n < 0) return NULL;
+    char *f = malloc((size_t)n + 1);
+    if (f) snprintf(f, (size_t)n + 1, "id: %" PRIu64 "\nevent: %s\ndata: %s\n\n", id, event, data);
+    *len = (size_t)n;
+    return f;
+}
+
+/* ---- the ring --------------------------------------------------------------------------- */
+
+/* Resumes the parked streams that want an event of job_id (0: every parked stream).
+ * Caller holds the lock. */
+static void wake(pgd_events *ev, int64_t job_id) {
+    sse_stream *st = ev->parked;
+    while (st) {
+        sse_stream *next = st->next;
+        if (job_id == 0 || st->job_id == 0 || st->job_id == job_id) {
+            if (st->prev) st->prev->next = st->next;
+            else ev->parked = st->next;
+            if (st->next) st->next->prev = st->prev;
+            st->prev = st->next = NULL;
+            st->parked = false;
+            MHD_resume_connection(st->conn);
+        }
+        st = next;
+    }
+}
+
+/* Appends an event (data: JSON text) and wakes the streams that want it. Dropping the oldest
+ * events is the whole of the back-pressure: a client that has not read them gets a reset. */
+static void push(pgd_events *ev, int64_t job_id, int state, const char *event, const char *data) {
+    pthread_mutex_lock(&ev->lock);
+    uint64_t seq = ev->next_seq;
+    size_t len;
+    char *frame = make_frame(seq, event, data, &len);
+    if (!frame) {
+        pthread_mutex_unlock(&ev->lock);
+        fprintf(stderr, "paragond: events: out of memory, a %s event is lost\n", event);
+        return;
+    }
+    while (ev->first_seq < ev->next_seq &&
+           (ev->next_seq - ev->first_seq >= PGD_EVENTS_RING ||
+            ev->bytes + len > PGD_EVENTS_RING_BYTES)) {
+        ev_entry *old = &ev->ring[ev->first_seq % PGD_EVENTS_RING];
+        ev->bytes -= old->len;
+        free(old->frame);
+        old->frame = NULL;
+        ev->first_seq++;
+    }
+    ev->ring[seq % PGD_EVENTS_RING] =
+        (ev_entry){.seq = seq, .job_id = job_id, .state = state, .frame = frame, .len = len};
+    ev->bytes += len;
+    ev->next_seq++;
+    if (!ev->closed) wake(ev, job_id);
+    pthread_mutex_unlock(&ev->lock);
+}
+
+static void push_json(pgd_events *ev, int64_t job_id, const char *event, json_t *data) {
+    char *text = data ? pgn_json_dumps(data) : NULL;
+    json_decref(data);
+    if (!text) {
+        fprintf(stderr, "paragond: events: job %" PRId64 ": a %s event cannot be built\n", job_id,
+                event);
+        return;
+    }
+    push(ev, job_id, -1, event, text);
+    free(text);
+}
+
+/* ---- publishing ------------------------------------------------------------------------- */
+
+int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, json_t **job,
+                           pgn_error *err) {
+    if (job) *job = NULL;
+    if (ev) pthread_mutex_lock(&ev->order);
+    json_t *obj = NULL;
+    int rc = pgd_store_job_get(store, id, false, &obj, err);
+    if (rc == 0 && ev) {
+        int state = state_of(obj);
+        size_t slot = (size_t)((uint64_t)id % LAST_STATE_SLOTS);
+        if (ev->last[slot].id != id || ev->last[slot].state != state) {
+            ev->last[slot].id = id;
+            ev->last[slot].state = state;
+            char *text = job_data(obj);
+            if (text) push(ev, id, state, "state", text);
+            else fprintf(stderr, "paragond: events: job %" PRId64 ": no state event\n", id);
+            free(text);
+        }
+    }
+    if (ev) pthread_mutex_unlock(&ev->order);
+    if (rc == 0 && job) *job = obj;
+    else json_decref(obj);
+    return rc;
+}
+
+void pgd_events_job_log(pgd_events *ev, pgd_store *store, int64_t id, const char *level,
+                        const char *fmt, ...) {
+    char line[sizeof(((pgn_error *)0)->message) + 256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    /* Under `order`, so the ring carries a job's lines in their seq order. */
+    if (ev) pthread_mutex_lock(&ev->order);
+    int64_t seq = 0;
+    char time[32];
+    pgn_error err;
+    if (pgd_store_log_add(store, id, level, line, &seq, time, &err) < 0) {
+        fprintf(stderr, "paragond: job %" PRId64 ": log line not stored (%s): %s\n", id,
+                err.message, line);
+    } else if (ev) {
+        push_json(ev, id, "log",
+                  json_pack("{s:I, s:I, s:s, s:o, s:s}", "job_id", (json_int_t)id, "seq",
+                            (json_int_t)seq, "level", level, "line", pgd_json_string_lossy(line),
+                            "time", time));
+    }
+    if (ev) pthread_mutex_unlock(&ev->order);
+}
+
+void pgd_events_metric(pgd_events *ev, int64_t id, const char *name, int64_t step,
+                       double value) {
+    if (!ev) return;
+    json_t *v = isfinite(value) ? json_real(value) : json_null();
+    push_json(ev, id, "metric",
+              json_pack("{s:I, s:s, s:I, s:o}", "job_id", (json_int_t)id, "name", name, "step",
+                        (json_int_t)step, "value", v));
+}
+
+void pgd_events_progress(pgd_events *ev, int64_t id, double fraction) {
+    if (!ev) return;
+    push_json(ev, id, "progress",
+              json_pack("{s:I, s:f}", "job_id", (json_int_t)id, "progress", fraction));
+}
+
+/* ---- streams ---------------------------------------------------------------------------- */
+
+static int out_append(sse_stream *st, const char *data, size_t len) {
+    if (st->out_len + len > st->out_cap) {
+        size_t cap = st->out_cap ? st->out_cap : 4096;
+        while (cap < st->out_len + len) cap *= 2;
+        char *grown = realloc(st->out, cap);
+        if (!grown) return -1;
+        st->out = grown;
+        st->out_cap = cap;
+    }
+    memcpy(st->out + st->out_len, data, len);
+    st->out_len += len;
+    return 0;
+}
+
+/* Appends a frame built here (snapshots and resets, which have no place in the ring). */
+static int out_frame(sse_stream *st, uint64_t id, const char *event, const char *data) {
+    size_t len;
+    char *frame = data ? make_frame(id, event, data, &len) : NULL;
+    int rc = frame ? out_append(st, frame, len) : -1;
+    free(frame);
+    return rc;
+}
+
+/* Appends job (an object read from the store) as `event` and notes its state: 1, or -1 when
+ * out of memory. */
+static int out_frame_job(sse_stream *st, uint64_t id, const char *event, const json_t *job) {
+    st->last_state = state_of(job);
+    st->ending = is_terminal(st->last_state);
+    char *text = job_data(job);
+    int rc = out_frame(st, id, event, text);
+    free(text);
+    return rc < 0 ? -1 : 1;
+}
+
+/* Appends the job's current state as `event`; -1 when the job is gone. */
+static int out_job_state(sse_stream *st, uint64_t id, const char *event) {
+    json_t *job;
+    pgn_error err;
+    if (pgd_store_job_get(st->ev->store, st->job_id, false, &job, &err) < 0) return -1;
+    int rc = out_frame_job(st, id, event, job);
+    json_decref(job);
+    return rc;
+}
+
+/* A client whose cursor fell out of the ring: a job stream gets the job's current state as
+ * "reset"; the all-jobs stream {"missed": N}. Both continue from the newest event. */
+static int out_reset(sse_stream *st, uint64_t missed) {
+    if (st->job_id) return out_job_state(st, st->cursor - 1, "reset");
+    char data[64];
+    snprintf(data, sizeof data, "{\"missed\":%" PRIu64 "}", missed);
+    return out_frame(st, st->cursor - 1, "reset", data);
+}
+
+static void park(pgd_events *ev, sse_stream *st) {
+    st->parked = true;
+    st->prev = NULL;
+    st->next = ev->parked;
+    if (ev->parked) ev->parked->prev = st;
+    ev->parked = st;
+    MHD_suspend_connection(st->conn);
+}
+
+/* Fills st->out from the ring: 1 when it holds bytes to send, 0 when the stream was parked
+ * (nothing to send yet), -1 when the stream ends now (shutdown, its job deleted, no memory). */
+static int refill(sse_stream *st) {
+    pgd_events *ev = st->ev;
+    st->out_len = st->out_off = 0;
+    pthread_mutex_lock(&ev->lock);
+    if (ev->closed) {
+        pthread_mutex_unlock(&ev->lock);
+        return -1;
+    }
+    if (st->cursor < ev->first_seq) {
+        uint64_t missed = ev->first_seq - st->cursor;
+        st->cursor = ev->next_seq;
+        pthread_mutex_unlock(&ev->lock); /* the store is read without the bus lock */
+        return out_reset(st, missed) < 0 ? -1 : 1;
+    }
+    int rc = 1;
+    while (st->cursor < ev->next_seq && st->out_len < STREAM_BATCH_BYTES && !st->ending) {
+        const ev_entry *e = &ev->ring[st->cursor % PGD_EVENTS_RING];
+        st->cursor++;
+        if (st->job_id && e->job_id != st->job_id) continue;
+        if (st->job_id && e->state >= 0) {
+            if (e->state == st->last_state) continue; /* the snapshot had it already */
+            st->last_state = e->state;
+            st->ending = is_terminal(e->state);
+        }
+        if (out_append(st, e->frame, e->len) < 0) {
+            rc = -1;
+            break;
+        }
+    }
+    bool pinged = false;
+    if (rc == 1 && st->out_len == 0) {
+        if (st->ping_epoch != ev->ping_epoch) {
+            st->ping_epoch = ev->ping_epoch;
+            pinged = true;
+            rc = out_append(st, ping_frame, sizeof ping_frame - 1) < 0 ? -1 : 1;
+        } else {
+            park(ev, st);
+            rc = 0;
+        }
+    }
+    pthread_mutex_unlock(&ev->lock);
+    /* At each ping a job stream checks its job against what it has sent: a change that was
+     * never published (made outside the scheduler) still reaches the client, and the stream of
+     * a deleted job ends. */
+    if (pinged && st->job_id) {
+        json_t *job;
+        pgn_error err;
+        if (pgd_store_job_get(ev->store, st->job_id, false, &job, &err) < 0)
+            return strcmp(err.code, "not_found") == 0 ? -1 : rc;
+        int state = state_of(job);
+        if (state != st->last_state) {
+            st->out_len = 0;
+            rc = out_frame_job(st, st->cursor - 1, "state", job);
+        }
+        json_decref(job);
+    }
+    return rc;
+}
+
+/* MHD's content reader: runs on the connection's thread with nothing else of ours held. */
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    sse_stream *st = cls;
+    if (st->out_off == st->out_len) {
+        if (st->ending) return MHD_CONTENT_READER_END_OF_STREAM;
+        int rc = refill(st);
+        if (rc < 0) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (rc == 0) return 0; /* parked: MHD calls again once the stream is resumed */
+    }
+    size_t n = st->out_len - st->out_off;
+    if (n > max) n = max;
+    memcpy(buf, st->out + st->out_off, n);
+    st->out_off += n;
+    return (ssize_t)n;
+}
+
+/* MHD's free callback: the connection is done with the stream (ended, client gone, shutdown). */
+static void stream_free(void *cls) {
+    sse_stream *st = cls;
+    pgd_events *ev = st->ev;
+    pthread_mutex_lock(&ev->lock);
+    if (st->parked) { /* not reached: MHD frees no suspended connection; kept for safety */
+        if (st->prev) st->prev->next = st->next;
+        else ev->parked = st->next;
+        if (st->next) st->next->prev = st->prev;
+    }
+    if (--ev->n_streams == 0) pthread_cond_broadcast(&ev->drained);
+    pthread_mutex_unlock(&ev->lock);
+    free(st->out);
+    free(st);
+}
+
+/* Last-Event-ID, when the client sent one that parses. */
+static bool last_event_id(const pgd_request *req, uint64_t *out) {
+    const char *v = pgd_request_header(req, "Last-Event-ID");
+    if (!v || !*v) return false;
+    uint64_t n = 0;
+    for (const char *p = v; *p; p++) {
+        if (*p < '0' || *p > '9' || n > (UINT64_MAX - 9) / 10) return false;
+        n = n * 10 + (uint64_t)(*p - '0');
+    }
+    *out = n;
+    return true;
+}
+
+/* A new stream reading from the newest event, or right after Last-Event-ID when the ring still
+ * holds what follows it (*resumed); *missed counts the events lost when it does not. */
+static sse_stream *stream_new(pgd_events *ev, const pgd_request *req, int64_t job_id,
+                              bool *asked, bool *resumed, uint64_t *missed) {
+    sse_stream *st = calloc(1, sizeof *st);
+    if (!st) return NULL;
+    if (out_append(st, retry_frame, sizeof retry_frame - 1) < 0) {
+        free(st);
+        return NULL;
+    }
+    st->ev = ev;
+    st->conn = req->conn;
+    st->job_id = job_id;
+    st->last_state = -1;
+    uint64_t last = 0;
+    *asked = last_event_id(req, &last);
+    *resumed = false;
+    *missed = 0;
+    pthread_mutex_lock(&ev->lock);
+    ev->n_streams++;
+    st->cursor = ev->next_seq;
+    st->ping_epoch = ev->ping_epoch;
+    if (*asked && last < ev->next_seq && last + 1 >= ev->first_seq) {
+        st->cursor = last + 1;
+        *resumed = true;
+    } else if (*asked && last < ev->first_seq) {
+        *missed = ev->first_seq - last - 1;
+    }
+    pthread_mutex_unlock(&ev->lock);
+    return st;
+}
+
+/* Whether the ring holds a final state of st's job at or after its cursor. */
+static bool final_in_ring(pgd_events *ev, const sse_stream *st) {
+    bool found = false;
+    pthread_mutex_lock(&ev->lock);
+    uint64_t from = st->cursor > ev->first_seq ? st->cursor : ev->first_seq;
+    for (uint64_t q = from; q < ev->next_seq && !found; q++) {
+        const ev_entry *e = &ev->ring[q % PGD_EVENTS_RING];
+        found = e->job_id == st->job_id && is_terminal(e->state);
+    }
+    pthread_mutex_unlock(&ev->lock);
+    return found;
+}
+
+static enum MHD_Result start_stream(const pgd_request *req, sse_stream *st) {
+    struct MHD_Response *resp = MHD_create_response_from_callback(
+        MHD_SIZE_UNKNOWN, STREAM_BLOCK_BYTES, stream_read, st, stream_free);
+    if (!resp) {
+        stream_free(st);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    /* Reverse proxies (nginx) buffer responses unless told not to. */
+    MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+    enum MHD_Result r = MHD_queue_response(req->conn, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp); /* the connection holds it; stream_free runs when it is done */
+    return r;
+}
+
+enum MHD_Result pgd_events_reply_job(pgd_events *ev, const pgd_request *req, int64_t id) {
+    bool asked, resumed;
+    uint64_t missed;
+    /* The cursor is taken before the snapshot is read: an event in between is sent twice (a
+     * repeated state is dropped), never lost. */
+    sse_stream *st = stream_new(ev, req, id, &asked, &resumed, &missed);
+    if (!st) return MHD_NO;
+    json_t *job;
+    pgn_error err;
+    if (pgd_store_job_get(ev->store, id, false, &job, &err) < 0) {
+        stream_free(st);
+        if (strcmp(err.code, "not_found") == 0)
+            return pgd_reply_pgn_error(req, MHD_HTTP_NOT_FOUND, &err, NULL, NULL);
+        fprintf(stderr, "paragond: %s %s: %s\n", req->method, req->path, err.message);
+        return pgd_reply_pgn_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, &err, NULL, NULL);
+    }
+    int state = state_of(job);
+    json_decref(job);
+    /* A resumed client has the state it last saw and replays the rest from the ring; anyone
+     * else starts from the current state, and a finished job's stream is then its final state
+     * alone. A resumed client of a finished job replays only when the final state is still to
+     * come in the ring (else it would wait for nothing). */
+    bool replay = resumed && (!is_terminal(state) || final_in_ring(ev, st));
+    int rc = 0;
+    if (!replay) rc = out_job_state(st, st->cursor - 1, asked && !resumed ? "reset" : "state");
+    if (rc < 0) { /* deleted between the two reads, or out of memory */
+        stream_free(st);
+        return pgd_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", NULL,
+                               "job %" PRId64 " does not exist", id);
+    }
+    return start_stream(req, st);
+}
+
+enum MHD_Result pgd_events_reply_all(pgd_events *ev, const pgd_request *req) {
+    bool asked, resumed;
+    uint64_t missed;
+    sse_stream *st = stream_new(ev, req, 0, &asked, &resumed, &missed);
+    if (!st) return MHD_NO;
+    if (asked && !resumed && out_reset(st, missed) < 0) {
+        stream_free(st);
+        return MHD_NO;
+    }
+    return start_stream(req, st);
+}
+
+/* ---- lifecycle -------------------------------------------------------------------------- */
+
+static void *pinger(void *arg) {
+    pgd_events *ev = arg;
+    pthread_mutex_lock(&ev->lock);
+    struct timespec due;
+    clock_gettime(CLOCK_MONOTONIC, &due);
+    while (!ev->closed) {
+        due.tv_sec += PGD_EVENTS_PING_S;
+        while (!ev->closed && pthread_cond_timedwait(&ev->tick, &ev->lock, &due) == 0) {
+        }
+        if (ev->closed) break;
+        ev->ping_epoch++;
+        wake(ev, 0);
+    }
+    pthread_mutex_unlock(&ev->lock);
+    return NULL;
+}
+
+int pgd_events_create(pgd_store *store, pgd_events **out, pgn_error *err) {
+    *out = NULL;
+    pgd_events *ev = calloc(1, sizeof *ev);
+    if (!ev) {
+        pgn_error_set(err, "internal", "", "events: out of memory");
+        return -1;
+    }
+    ev->store = store;
+    /* Ids grow across restarts (microseconds since the epoch at start), so a Last-Event-ID
+     * from an earlier process is older than the ring and gets a reset, never a wrong resume. */
+    ev->first_seq = ev->next_seq = (uint64_t)time(NULL) * 1000000u;
+    for (size_t i = 0; i < LAST_STATE_SLOTS; i++) ev->last[i].state = -1;
+    pthread_mutex_init(&ev->lock, NULL);
+    pthread_mutex_init(&ev->order, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&ev->tick, &attr);
+    pthread_cond_init(&ev->drained, &attr);
+    pthread_condattr_destroy(&attr);
+    int rc = pthread_create(&ev->pinger, NULL, pinger, ev);
+    if (rc != 0) {
+        pgn_error_set(err, "internal", "", "events: cannot start the ping thread: %s",
+                      strerror(rc));
+        pgd_events_destroy(ev);
+        return -1;
+    }
+    ev->pinger_started = true;
+    *out = ev;
+    return 0;
+}
+
+void pgd_events_close(pgd_events *ev) {
+    if (!ev) return;
+    pthread_mutex_lock(&ev->lock);
+    bool was = ev->closed;
+    ev->closed = true;
+    wake(ev, 0); /* each resumed stream finds the bus closed and ends */
+    pthread_cond_signal(&ev->tick);
+    /* Give the streams a moment to send their end, so clients see a clean close. */
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += DRAIN_MS / 1000;
+    while (ev->n_streams > 0 &&
+           pthread_cond_timedwait(&ev->drained, &ev->lock, &until) == 0) {
+    }
+    pthread_mutex_unlock(&ev->lock);
+    if (!was && ev->pinger_started) pthread_join(ev->pinger, NULL);
+    ev->pinger_started = false;
+}
+
+void pgd_events_destroy(pgd_events *ev) {
+    if (!ev) return;
+    pgd_events_close(ev);
+    for (uint64_t s = ev->first_seq; s < ev->next_seq; s++)
+        free(ev->ring[s % PGD_EVENTS_RING].frame);
+    pthread_cond_destroy(&ev->tick);
+    pthread_cond_destroy(&ev->drained);
+    pthread_mutex_destroy(&ev->order);
+    pthread_mutex_destroy(&ev->lock);
+    free(ev);
+}
+
+/* ---- the job log as text ---------------------------------------------------------------- */
+
+enum MHD_Result pgd_events_reply_logs(pgd_store *store, const pgd_request *req, int64_t id,
+                                      int64_t after) {
+    json_t *lines;
+    pgn_error err;
+    if (pgd_store_logs_list(store, id, after, &lines, &err) < 0) {
+        if (strcmp(err.code, "not_found") == 0)
+            return pgd_reply_pgn_error(req, MHD_HTTP_NOT_FOUND, &err, NULL, NULL);
+        fprintf(stderr, "paragond: %s %s: %s\n", req->method, req->path, err.message);
+        return pgd_reply_pgn_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, &err, NULL, NULL);
+    }
+    /* "<time> <level> <line>\n" per entry; a newline inside a line is written as "\n" so that
+     * an entry stays one line and line N of the full log is seq N. */
+    size_t cap = 1, i;
+    json_t *e;
+    json_array_foreach(lines, i, e) cap += 40 + 2 * json_string_length(json_object_get(e, "line"));
+    char *text = malloc(cap), *p = text;
+    if (!text) {
+        json_decref(lines);
+        return MHD_NO;
+    }
+    json_array_foreach(lines, i, e) {
+        p += sprintf(p, "%s %-5s ", json_string_value(json_object_get(e, "created_at")),
+                     json_string_value(json_object_get(e, "level")));
+        for (const char *c = json_string_value(json_object_get(e, "line")); *c; c++) {
+            if (*c == '\n' || *c == '\r') {
+                *p++ = '\\';
+                *p++ = *c == '\n' ? 'n' : 'r';
+            } else {
+                *p++ = *c;
+            }
+        }
+        *p++ = '\n';
+    }
+    *p = 0;
+    json_decref(lines);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer((size_t)(p - text), text, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+    enum MHD_Result r = MHD_queue_response(req->conn, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    return r;
+}

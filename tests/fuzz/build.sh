@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds tests/fuzz/fuzz_spec with clang's libFuzzer, ASan and UBSan against the engine sources
+# (and server/admission.c), into ${1:-build-fuzz}. Needs clang and the build dependencies of
+# paragon (OpenCL, jansson, zlib headers and libraries).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=$(mkdir -p "${1:-$root/build-fuzz}" && cd "${1:-$root/build-fuzz}" && pwd)
+cd "$root"
+# The engine links the embedded kernels and inet examples, as meson generates them.
+python3 scripts/embed.py pgn_kernel_sources "$out/embedded_kernels.c" \
+    kernels/pgn_math.h kernels/pgn_ops.h kernels/pgn_inet_math.h kernels/pgn_inet_num.h \
+    kernels/pgn_inet_port.h kernels/pgn_inet_dev.h kernels/gemm.cl kernels/tensor.cl kernels/inet.cl
+python3 scripts/embed.py pgn_inet_examples "$out/embedded_inet_examples.c" \
+    $(ls examples/inet/*.hvm examples/inet/*.expected)
+${CC:-clang} -std=c17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -ffp-contract=off -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 \
+    -Iengine -Ikernels -Iserver \
+    tests/fuzz/fuzz_spec.c server/admission.c engine/*.c \
+    "$out/embedded_kernels.c" "$out/embedded_inet_examples.c" \
+    -lOpenCL -ljansson -lz -lm -lpthread -o "$out/fuzz_spec"
+echo "built $out/fuzz_spec"

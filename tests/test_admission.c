@@ -1,0 +1,166 @@
+/* test_admission.c: server/admission.c: the JSON shape check in front of the spec parser
+ * (depth, array length, strings and escapes, where it stops) and the per-job checks
+ * (parameters, device memory against a device's size, the host's physical memory). */
+#include "admission.h"
+
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Runs the check; on refusal returns the limit's name ("" when accepted). */
+static const char *shape(const char *text, pgn_error *err, json_t **extra) {
+    pgn_error_clear(err);
+    *extra = NULL;
+    if (pgd_admit_json(text, strlen(text), err, extra) == 0) {
+        cr_assert_null(*extra);
+        return "";
+    }
+    cr_assert_str_eq(err->code, "limit_exceeded");
+    cr_assert(err->message[0]);
+    return json_string_value(json_object_get(*extra, "limit"));
+}
+
+static char *repeat(const char *open, int n, const char *close) {
+    size_t len = (strlen(open) + strlen(close)) * (size_t)n + 1;
+    char *s = calloc(1, len);
+    for (int i = 0; i < n; i++) strcat(s, open);
+    for (int i = 0; i < n; i++) strcat(s, close);
+    return s;
+}
+
+Test(admission, nesting_deeper_than_32_is_refused_where_it_happens) {
+    pgn_error err;
+    json_t *extra;
+    char *ok = repeat("[", PGD_JSON_MAX_DEPTH, "]");
+    cr_assert_str_eq(shape(ok, &err, &extra), "");
+    free(ok);
+    char *deep = repeat("{\"a\":", PGD_JSON_MAX_DEPTH + 1, "}");
+    cr_assert_str_eq(shape(deep, &err, &extra), "json_depth");
+    cr_assert_eq(json_integer_value(json_object_get(extra, "max")), 32);
+    cr_assert_eq(json_integer_value(json_object_get(extra, "value")), 33);
+    cr_assert_eq(json_integer_value(json_object_get(extra, "column")), 32 * 5 + 1);
+    cr_assert(strstr(err.message, "deeper than 32 levels"), "%s", err.message);
+    json_decref(extra);
+    free(deep);
+
+    /* Mixed objects and arrays count alike; lines are counted for the message. */
+    char text[200] = "\n\n  ";
+    for (int i = 0; i < 33; i++) strcat(text, i % 2 ? "[" : "{\"k\":");
+    cr_assert_str_eq(shape(text, &err, &extra), "json_depth");
+    cr_assert_eq(json_integer_value(json_object_get(extra, "line")), 3);
+    json_decref(extra);
+}
+
+Test(admission, brackets_and_quotes_inside_strings_are_text) {
+    pgn_error err;
+    json_t *extra;
+    char *s = repeat("[", 100, "");
+    char text[400];
+    snprintf(text, sizeof text, "{\"a\":\"%s\",\"b\":\"\\\"%s\\\\\",\"c\":[1]}", s, s);
+    cr_assert_str_eq(shape(text, &err, &extra), "", "%s", err.message);
+    free(s);
+    /* An escaped quote does not end the string: the brackets after it are still text. */
+    cr_assert_str_eq(shape("[\"\\\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"]", &err, &extra), "");
+}
+
+Test(admission, arrays_longer_than_10000_are_refused_objects_are_not_counted) {
+    pgn_error err;
+    json_t *extra;
+    size_t cap = 12 * 20001 + 64;
+    char *text = malloc(cap);
+    cr_assert_not_null(text);
+    for (int n = PGD_JSON_MAX_ARRAY; n <= PGD_JSON_MAX_ARRAY + 1; n++) {
+        char *at = text + sprintf(text, "{\"x\":[[0],");
+        for (int i = 0; i < n - 2; i++) at += sprintf(at, "%d,", i); /* + [0] and the last 0 */
+        strcpy(at, "0]}");
+        const char *limit = shape(text, &err, &extra);
+        if (n == PGD_JSON_MAX_ARRAY) {
+            cr_assert_str_eq(limit, "", "%d elements: %s", n, err.message);
+        } else {
+            cr_assert_str_eq(limit, "json_array_length");
+            cr_assert_eq(json_integer_value(json_object_get(extra, "value")), n);
+            cr_assert(strstr(err.message, "longer than 10000 elements"), "%s", err.message);
+            json_decref(extra);
+        }
+    }
+    /* Each array counts its own elements: two arrays of 6000 are fine. */
+    char *at = text + sprintf(text, "[[");
+    for (int i = 0; i < 6000; i++) at += sprintf(at, "1,");
+    at += sprintf(at, "1],[");
+    for (int i = 0; i < 6000; i++) at += sprintf(at, "1,");
+    strcpy(at, "1]]");
+    cr_assert_str_eq(shape(text, &err, &extra), "", "%s", err.message);
+    /* Object members are not array elements. */
+    at = text + sprintf(text, "{");
+    for (int i = 0; i < 12000; i++) at += sprintf(at, "\"k%d\":1,", i);
+    strcpy(at, "\"z\":1}");
+    cr_assert_str_eq(shape(text, &err, &extra), "", "%s", err.message);
+    free(text);
+}
+
+static pgn_job_spec parse(const char *text) {
+    pgn_job_spec spec;
+    pgn_error err;
+    pgn_error_clear(&err);
+    cr_assert_eq(pgn_spec_parse_text(text, strlen(text), &spec, &err), 0, "%s", err.message);
+    return spec;
+}
+
+Test(admission, jobs_past_the_parameter_limit_or_the_device_memory_are_refused) {
+    pgn_device_info gpu = {.id = "gpu-test", .type = PGN_DEVICE_GPU,
+                           .global_mem_bytes = 64ull << 20};
+    pgn_error err;
+    json_t *extra;
+    pgn_job_spec small = parse("{\"kind\":\"train\",\"data\":{\"source\":\"xor\"},"
+                               "\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2]}}");
+    cr_assert_eq(pgd_admit_job(&small, &gpu, &err, &extra), 0, "%s", err.message);
+
+    /* 7000 * 7000 + 7000 * 2 > 50M */
+    pgn_job_spec big = parse("{\"kind\":\"train\",\"data\":{\"source\":\"xor\"},"
+                             "\"model\":{\"type\":\"mlp\",\"layers\":[2,7000,7200,2]}}");
+    cr_assert_eq(pgd_admit_job(&big, &gpu, &err, &extra), -1);
+    cr_assert_str_eq(err.field, "model.layers");
+    cr_assert_str_eq(json_string_value(json_object_get(extra, "limit")), "max_params");
+    cr_assert_eq(json_integer_value(json_object_get(extra, "value")),
+                 2 * 7000 + 7000 + 7000 * 7200 + 7200 + 7200 * 2 + 2);
+    json_decref(extra);
+
+    /* 4000x4000 weights with Adam: 16M parameters, about 320 MB: past a 64 MiB device. */
+    pgn_job_spec model = parse("{\"kind\":\"train\",\"data\":{\"source\":\"xor\"},"
+                               "\"model\":{\"type\":\"mlp\",\"layers\":[2,4000,4000,2]},"
+                               "\"optimizer\":{\"type\":\"adam\"}}");
+    cr_assert_eq(pgd_admit_job(&model, &gpu, &err, &extra), -1);
+    cr_assert_str_eq(err.field, "model.layers", "the model weighs most: %s", err.message);
+    cr_assert(strstr(err.message, "device gpu-test has 64.0 MiB"), "%s", err.message);
+    cr_assert_str_eq(json_string_value(json_object_get(extra, "limit")), "device_memory");
+    cr_assert_eq(json_integer_value(json_object_get(extra, "max")), 64 << 20);
+    json_t *est = json_object_get(extra, "estimate");
+    cr_assert_gt(json_integer_value(json_object_get(est, "optimizer")), 0);
+    json_decref(extra);
+
+    /* A small model with a huge batch: the batch is to blame. */
+    pgn_job_spec batch = parse("{\"kind\":\"train\",\"data\":{\"source\":\"xor\"},"
+                               "\"model\":{\"type\":\"mlp\",\"layers\":[2,4096,2]},\"batch_size\":65536}");
+    cr_assert_eq(pgd_admit_job(&batch, &gpu, &err, &extra), -1);
+    cr_assert_str_eq(err.field, "batch_size", "%s", err.message);
+    json_decref(extra);
+
+    /* Fashion-MNIST alone is about 220 MB on the device: the data is to blame. */
+    pgn_job_spec data = parse("{\"kind\":\"train\",\"data\":{\"source\":\"fashion-mnist\"},"
+                              "\"model\":{\"type\":\"mlp\",\"layers\":[784,16,10]},\"batch_size\":8}");
+    cr_assert_eq(pgd_admit_job(&data, &gpu, &err, &extra), -1);
+    cr_assert_str_eq(err.field, "data", "%s", err.message);
+    json_decref(extra);
+
+    /* A device that does not say how much it has is not judged; the host is judged by the
+     * machine's memory, which holds this job. */
+    pgn_device_info unknown = gpu;
+    unknown.global_mem_bytes = 0;
+    cr_assert_eq(pgd_admit_job(&data, &unknown, &err, &extra), 0);
+    pgn_device_info host;
+    pgn_device_info_host(&host);
+    cr_assert_eq(pgd_admit_job(&data, &host, &err, &extra), 0, "%s", err.message);
+    pgn_job_spec inet = parse("{\"kind\":\"inet\",\"program\":\"@main = 1\"}");
+    cr_assert_eq(pgd_admit_job(&inet, &gpu, &err, &extra), 0);
+    pgn_spec_free(&inet);
+}
