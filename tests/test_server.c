@@ -181,13 +181,13 @@ typedef struct server {
 /* Starts paragond on a free port with the database and data dir in tmpdir; with calibrate, it
  * measures devices that have no benchmark rows at start, as a first start does (the other
  * tests skip that: it costs every start a second or two). */
-static server start_server_calibrating(bool calibrate) {
+static server start_server_env(bool calibrate, const char *const *extra_env) {
     server s;
     snprintf(s.db, sizeof s.db, "%s/t.db", tmpdir);
     snprintf(s.data, sizeof s.data, "%s/data", tmpdir);
     const char *args[] = {"--port", "0", "--db", s.db, "--data-dir", s.data,
                           calibrate ? NULL : "--no-calibration", NULL};
-    s.proc = spawn(args, NULL, false);
+    s.proc = spawn(args, extra_env, false);
 
     /* The first line on stdout says where it listens. */
     char line[256];
@@ -213,6 +213,8 @@ static server start_server_calibrating(bool calibrate) {
     s.port = (uint16_t)port;
     return s;
 }
+
+static server start_server_calibrating(bool calibrate) { return start_server_env(calibrate, NULL); }
 
 static server start_server(void) { return start_server_calibrating(false); }
 
@@ -2589,5 +2591,88 @@ Test(server, metrics_exposes_jobs_queues_requests_and_work_done) {
     free(body);
     free(program);
     json_decref(spec);
+    stop_server(&s);
+}
+
+/* Two pocl devices of different speed (pthread on both cores, basic on one): after the first
+ * start's calibration, "auto" puts a big job where the cost model expects it to finish first,
+ * and a second one where it would finish first counting the first one's queued estimate; both
+ * choices and their reasons are on the jobs. */
+Test(server, auto_placement_weighs_two_devices_and_their_queues) {
+    const char *const env[] = {"POCL_DEVICES=pthread basic", NULL};
+    server s = start_server_env(true, env);
+    json_t *devs = get_json(&s, "/api/v1/devices", 200);
+    size_t i, n_opencl = 0;
+    json_t *d;
+    int64_t deadline = now_ms() + 120000;
+    json_array_foreach(json_object_get(devs, "devices"), i, d) {
+        if (!strcmp(str(d, "type"), "host")) continue;
+        n_opencl++;
+        char path[256];
+        snprintf(path, sizeof path, "/api/v1/benchmarks?device=%s", str(d, "id"));
+        for (;;) { /* calibrated: its rates come from measurements */
+            json_t *b = get_json(&s, path, 200);
+            size_t rows = json_array_size(json_object_get(b, "rows"));
+            json_decref(b);
+            if (rows >= 3) break;
+            cr_assert_lt(now_ms(), deadline, "device %s was not calibrated", str(d, "id"));
+            usleep(100000);
+        }
+    }
+    json_decref(devs);
+    cr_assert_eq(n_opencl, 2, "POCL_DEVICES=\"pthread basic\" gives two devices");
+
+    /* a big job: 50 epochs of a 1024-wide MLP on 3,000 spiral points (about 1e12 FLOPs) */
+    static const char big[] = "{\"kind\":\"train\",\"name\":\"big\",\"data\":{\"source\":\"spiral\","
+                              "\"samples\":1000,\"classes\":3},\"model\":{\"type\":\"mlp\","
+                              "\"layers\":[2,1024,1024,3]},\"batch_size\":100,\"epochs\":50}";
+    json_t *jobs[2];
+    for (int k = 0; k < 2; k++) {
+        int64_t id = submit(&s, big);
+        char path[64];
+        snprintf(path, sizeof path, "/api/v1/jobs/%lld", (long long)id);
+        jobs[k] = get_json(&s, path, 200);
+        json_t *est = json_object_get(jobs[k], "estimate");
+        json_t *cands = json_object_get(est, "candidates");
+        cr_assert_eq(json_array_size(cands), 2, "both OpenCL devices are weighed");
+        /* the chosen device is the candidate with the shortest estimated finish */
+        const char *best = NULL;
+        double best_total = 0;
+        size_t c;
+        json_t *cand;
+        json_array_foreach(cands, c, cand) {
+            cr_assert(json_is_true(json_object_get(cand, "measured")));
+            double total = json_number_value(json_object_get(cand, "total_seconds"));
+            if (!best || total < best_total) {
+                best = str(cand, "device");
+                best_total = total;
+            }
+        }
+        cr_assert_str_eq(str(jobs[k], "device"), best, "job %d went to the shortest estimated finish", k);
+        if (k == 1) {
+            /* the first job's estimate counts on its device's queue */
+            const char *first = str(jobs[0], "device");
+            double first_s = json_number_value(json_object_get(json_object_get(jobs[0], "estimate"), "seconds"));
+            json_array_foreach(cands, c, cand) {
+                if (!strcmp(str(cand, "device"), first))
+                    cr_assert_geq(json_number_value(json_object_get(cand, "queue_seconds")), first_s * 0.999,
+                                  "the queued job counts");
+            }
+        }
+    }
+    /* the measured devices differ, and the first job took the faster one */
+    json_t *c0 = json_object_get(json_object_get(jobs[0], "estimate"), "candidates");
+    double g0 = json_number_value(json_object_get(json_array_get(c0, 0), "gflops"));
+    double g1 = json_number_value(json_object_get(json_array_get(c0, 1), "gflops"));
+    const char *faster = str(json_array_get(c0, g0 > g1 ? 0 : 1), "device");
+    cr_assert_str_eq(str(jobs[0], "device"), faster, "the big job went to the device with more GFLOP/s (%g vs %g)", g0, g1);
+    for (int k = 0; k < 2; k++) {
+        char path[96];
+        snprintf(path, sizeof path, "/api/v1/jobs/%lld/cancel", (long long)json_integer_value(json_object_get(jobs[k], "id")));
+        http_response r = request(&s, "POST", path, json_headers, "");
+        cr_assert(r.status == 200 || r.status == 202, "cancel: %d %s", r.status, r.body);
+        http_response_free(&r);
+        json_decref(jobs[k]);
+    }
     stop_server(&s);
 }
