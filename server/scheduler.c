@@ -22,6 +22,9 @@
 #define PROGRESS_INTERVAL_NS 250000000LL
 /* How stale the cost model's per-device queue sums may get (see queue_seconds). */
 #define QUEUE_REFRESH_NS 100000000LL
+/* How long the cost model trusts a device's rates before it reads its benchmark rows again
+ * (new rows come from calibration and bench jobs: rarely). */
+#define RATES_REFRESH_NS 1000000000LL
 /* Timed repeats of each calibration case: enough for a median, few enough for a quick start. */
 #define CALIBRATION_REPEATS 3
 
@@ -41,6 +44,11 @@ typedef struct worker {
      * the jobs placed here since. */
     double queue_s;
     int64_t queue_read_ns;
+    /* The device's rates from its latest benchmark rows (guarded by sched->lock), read at
+     * rates_read_ns: re-reading and parsing the rows for every submission cost more than the
+     * rest of placing it. */
+    pgn_device_rates rates;
+    int64_t rates_read_ns;
     /* Owned by the worker thread alone. */
     pgn_device *dev;
     bool open_tried;
@@ -415,12 +423,29 @@ int pgd_scheduler_place(pgd_scheduler *s, const char *want, pgn_device_info *out
 /* The device's rates from its latest benchmark rows (estimated from its properties while it has
  * none, or when the store cannot say). */
 static void device_rates(pgd_scheduler *s, const pgn_device_info *info, pgn_device_rates *r) {
+    worker *w = NULL;
+    for (size_t i = 0; i < s->n && !w; i++)
+        if (&s->devices[i] == info || strcmp(s->devices[i].id, info->id) == 0) w = &s->workers[i];
+    int64_t now = mono_ns();
+    if (w) {
+        pthread_mutex_lock(&s->lock);
+        bool fresh = w->rates_read_ns && now - w->rates_read_ns < RATES_REFRESH_NS;
+        *r = w->rates;
+        pthread_mutex_unlock(&s->lock);
+        if (fresh) return;
+    }
     json_t *rows = NULL;
     pgn_error err;
     if (pgd_store_bench_latest(s->store, info->id, NULL, &rows, &err) < 0) rows = NULL;
     if (rows) pgn_device_rates_from_rows(info, rows, r);
     else pgn_device_rates_estimate(info, r);
     json_decref(rows);
+    if (w) {
+        pthread_mutex_lock(&s->lock);
+        w->rates = *r;
+        w->rates_read_ns = now;
+        pthread_mutex_unlock(&s->lock);
+    }
 }
 
 /* One candidate: the job's estimate there plus the work already queued or running there. */
