@@ -387,6 +387,8 @@ static void *worker_main(void *arg) {
                 break;
             }
             if (id == 0) break;
+            /* Shown as running (GET /devices) as soon as the store says so. */
+            atomic_store(&w->running_job, id);
             busy_mark(w, true);
             announce_start(w, id);
             run_job(w, id, spec);

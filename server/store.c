@@ -962,9 +962,22 @@ int pgd_store_metric_add(pgd_store *s, int64_t job_id, const char *name, int64_t
     return ret;
 }
 
+/* 0 when job_id exists; else -1 with "not_found" (or the database's error). Under s->lock. */
+static int job_exists(pgd_store *s, int64_t job_id, pgn_error *err) {
+    static const char sql[] = "SELECT 1 FROM jobs WHERE id = ?1";
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, job_id);
+    int rc = sqlite3_step(st);
+    stmt_done(st);
+    if (rc == SQLITE_ROW) return 0;
+    if (rc == SQLITE_DONE) pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)job_id);
+    else db_fail(s, err, "read job");
+    return -1;
+}
+
 int pgd_store_metrics_list(pgd_store *s, int64_t job_id, const char *name, bool has_after,
                            int64_t after_step, json_t **out, pgn_error *err) {
-    static const char exists_sql[] = "SELECT 1 FROM jobs WHERE id = ?1";
     static const char all_sql[] = "SELECT name, step, value, created_at FROM metrics"
                                   " WHERE job_id = ?1 AND step > ?3 ORDER BY name, step";
     static const char one_sql[] = "SELECT name, step, value, created_at FROM metrics"
@@ -975,20 +988,9 @@ int pgd_store_metrics_list(pgd_store *s, int64_t job_id, const char *name, bool 
     int ret = -1;
     pthread_mutex_lock(&s->lock);
     if (run_stmt(s, begin_sql, err, "begin") < 0) goto unlock;
-    sqlite3_stmt *st = stmt(s, exists_sql, err);
-    if (!st) goto rollback;
-    sqlite3_bind_int64(st, 1, job_id);
-    int rc = sqlite3_step(st);
-    stmt_done(st);
-    if (rc == SQLITE_DONE) {
-        pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)job_id);
-        goto rollback;
-    }
-    if (rc != SQLITE_ROW) {
-        db_fail(s, err, "read job");
-        goto rollback;
-    }
-    st = stmt(s, name ? one_sql : all_sql, err);
+    if (job_exists(s, job_id, err) < 0) goto rollback;
+    int rc;
+    sqlite3_stmt *st = stmt(s, name ? one_sql : all_sql, err);
     if (!st) goto rollback;
     sqlite3_bind_int64(st, 1, job_id);
     if (name) sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
@@ -1060,7 +1062,6 @@ int pgd_store_log_add(pgd_store *s, int64_t job_id, const char *level, const cha
 
 int pgd_store_logs_list(pgd_store *s, int64_t job_id, int64_t after, json_t **out,
                         pgn_error *err) {
-    static const char exists_sql[] = "SELECT 1 FROM jobs WHERE id = ?1";
     static const char sql[] = "SELECT seq, level, line, created_at FROM logs"
                               " WHERE job_id = ?1 AND seq > ?2 ORDER BY seq";
     *out = NULL;
@@ -1069,20 +1070,9 @@ int pgd_store_logs_list(pgd_store *s, int64_t job_id, int64_t after, json_t **ou
     pthread_mutex_lock(&s->lock);
     /* Both reads in one transaction, so a job deleted meanwhile is not an empty log. */
     if (run_stmt(s, begin_sql, err, "begin") < 0) goto unlock;
-    sqlite3_stmt *st = stmt(s, exists_sql, err);
-    if (!st) goto rollback;
-    sqlite3_bind_int64(st, 1, job_id);
-    int rc = sqlite3_step(st);
-    stmt_done(st);
-    if (rc == SQLITE_DONE) {
-        pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)job_id);
-        goto rollback;
-    }
-    if (rc != SQLITE_ROW) {
-        db_fail(s, err, "read job");
-        goto rollback;
-    }
-    st = stmt(s, sql, err);
+    if (job_exists(s, job_id, err) < 0) goto rollback;
+    int rc;
+    sqlite3_stmt *st = stmt(s, sql, err);
     if (!st) goto rollback;
     sqlite3_bind_int64(st, 1, job_id);
     sqlite3_bind_int64(st, 2, after);

@@ -181,6 +181,24 @@ typedef struct server {
 /* Starts paragond on a free port with the database and data dir in tmpdir; with calibrate, it
  * measures devices that have no benchmark rows at start, as a first start does (the other
  * tests skip that: it costs every start a second or two). */
+/* The first line paragond prints on stdout says where it listens; waits for it. */
+static void read_listening_line(const child *c, char *line, size_t size) {
+    size_t len = 0;
+    int64_t deadline = now_ms() + START_TIMEOUT_MS;
+    while (len == 0 || line[len - 1] != '\n') {
+        int64_t left = deadline - now_ms();
+        cr_assert_gt(left, 0, "paragond did not print its listening line");
+        struct pollfd p = {.fd = c->out_fd, .events = POLLIN};
+        if (poll(&p, 1, (int)left) <= 0) continue;
+        ssize_t n = read(c->out_fd, line + len, 1);
+        if (n < 0 && errno == EINTR) continue;
+        cr_assert_gt(n, 0, "paragond exited before listening (status %d)", wait_exit(c->pid, STOP_TIMEOUT_MS));
+        len++;
+        cr_assert_lt(len, size);
+    }
+    line[len] = 0;
+}
+
 static server start_server_env(bool calibrate, const char *const *extra_env) {
     server s;
     snprintf(s.db, sizeof s.db, "%s/t.db", tmpdir);
@@ -189,23 +207,8 @@ static server start_server_env(bool calibrate, const char *const *extra_env) {
                           calibrate ? NULL : "--no-calibration", NULL};
     s.proc = spawn(args, extra_env, false);
 
-    /* The first line on stdout says where it listens. */
     char line[256];
-    size_t len = 0;
-    int64_t deadline = now_ms() + START_TIMEOUT_MS;
-    while (len == 0 || line[len - 1] != '\n') {
-        int64_t left = deadline - now_ms();
-        cr_assert_gt(left, 0, "paragond did not print its listening line");
-        struct pollfd p = {.fd = s.proc.out_fd, .events = POLLIN};
-        if (poll(&p, 1, (int)left) <= 0) continue;
-        ssize_t n = read(s.proc.out_fd, line + len, 1);
-        if (n < 0 && errno == EINTR) continue;
-        cr_assert_gt(n, 0, "paragond exited before listening (status %d)",
-                     wait_exit(s.proc.pid, STOP_TIMEOUT_MS));
-        len++;
-        cr_assert_lt(len, sizeof line);
-    }
-    line[len] = 0;
+    read_listening_line(&s.proc, line, sizeof line);
     unsigned port = 0;
     cr_assert_eq(sscanf(line, "paragond listening on http://127.0.0.1:%u\n", &port), 1,
                  "unexpected first line: %s", line);
@@ -2151,21 +2154,7 @@ static server start_server_with(const char *const *extra, const char *host, int 
     s.proc = spawn(args, NULL, true);
     *err_fd = s.proc.err_fd;
     char line[256];
-    size_t len = 0;
-    int64_t deadline = now_ms() + START_TIMEOUT_MS;
-    while (len == 0 || line[len - 1] != '\n') {
-        int64_t left = deadline - now_ms();
-        cr_assert_gt(left, 0, "paragond did not print its listening line");
-        struct pollfd p = {.fd = s.proc.out_fd, .events = POLLIN};
-        if (poll(&p, 1, (int)left) <= 0) continue;
-        ssize_t got = read(s.proc.out_fd, line + len, 1);
-        if (got < 0 && errno == EINTR) continue;
-        cr_assert_gt(got, 0, "paragond exited before listening (status %d)",
-                     wait_exit(s.proc.pid, STOP_TIMEOUT_MS));
-        len++;
-        cr_assert_lt(len, sizeof line);
-    }
-    line[len] = 0;
+    read_listening_line(&s.proc, line, sizeof line);
     char want[64];
     snprintf(want, sizeof want, "paragond listening on http://%s:", host);
     cr_assert_eq(strncmp(line, want, strlen(want)), 0, "unexpected first line: %s", line);
