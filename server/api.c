@@ -166,20 +166,21 @@ static enum MHD_Result get_devices(pgd_server *srv, const pgd_request *req) {
     return pgd_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "devices", devices), NULL);
 }
 
-/* Each new job's log starts with where it was placed and why; then its queued state is
- * published (before its worker is woken, so that "running" follows it). */
-static void announce_queued(pgd_server *srv, const pgn_device_info *targets, const char *requested,
-                            const json_t *estimate, size_t n, const int64_t *ids) {
+/* Each new job's log starts with where it was placed and why (stored with the job); its
+ * worker is woken only after that line and its queued state are published, so that "running"
+ * follows them. */
+static void placed_line(char *out, size_t size, const char *device, const char *requested, const json_t *estimate) {
     const char *reason = json_string_value(json_object_get(estimate, "reason"));
-    double seconds = json_number_value(json_object_get(estimate, "seconds"));
+    if (reason)
+        snprintf(out, size, "placed on %s (asked for %s; %s; estimate %.3g s)", device, requested, reason,
+                 json_number_value(json_object_get(estimate, "seconds")));
+    else
+        snprintf(out, size, "placed on %s (asked for %s)", device, requested);
+}
+
+static void announce_queued(pgd_server *srv, const pgd_new_job *jobs, size_t n, const int64_t *ids) {
     for (size_t i = 0; i < n; i++) {
-        if (reason)
-            pgd_events_job_log(srv->events, srv->store, ids[i], "info",
-                               "placed on %s (asked for %s; %s; estimate %.3g s)", targets[i].id,
-                               requested, reason, seconds);
-        else
-            pgd_events_job_log(srv->events, srv->store, ids[i], "info",
-                               "placed on %s (asked for %s)", targets[i].id, requested);
+        pgd_events_job_log_stored(srv->events, ids[i], 1, "info", jobs[i].log_line, jobs[i].log_time);
         pgn_error err;
         if (pgd_events_job_changed(srv->events, srv->store, ids[i], NULL, &err) < 0)
             fprintf(stderr, "paragond: job %" PRId64 ": %s\n", ids[i], err.message);
@@ -194,8 +195,15 @@ static int insert_jobs(pgd_server *srv, pgn_job_spec *spec, const pgn_device_inf
     char requested[sizeof spec->device];
     snprintf(requested, sizeof requested, "%s", spec->device[0] ? spec->device : "auto");
     bool all = strcmp(requested, "all") == 0;
+    /* each job: its record, its first log line and that line's stored time */
+    typedef struct {
+        char line[512], time[32];
+    } first_log;
     pgd_new_job *jobs = calloc(n, sizeof *jobs);
-    if (!jobs) {
+    first_log *logs = calloc(n, sizeof *logs);
+    if (!jobs || !logs) {
+        free(jobs);
+        free(logs);
         pgn_error_set(err, "internal", "", "out of memory");
         return -1;
     }
@@ -209,18 +217,22 @@ static int insert_jobs(pgd_server *srv, pgn_job_spec *spec, const pgn_device_inf
             rc = -1;
             break;
         }
+        placed_line(logs[made].line, sizeof logs[made].line, targets[made].id, requested, estimate);
         jobs[made] = (pgd_new_job){.kind = pgn_job_kind_name(spec->kind),
                                    .name = spec->name,
                                    .device_requested = requested,
                                    .device = targets[made].id,
                                    .spec = spec_json,
-                                   .estimate = estimate};
+                                   .estimate = estimate,
+                                   .log_line = logs[made].line,
+                                   .log_time = logs[made].time};
         made++;
     }
     if (rc == 0) rc = pgd_store_jobs_insert(srv->store, jobs, n, ids, err);
-    if (rc == 0) announce_queued(srv, targets, requested, estimate, n, ids);
+    if (rc == 0) announce_queued(srv, jobs, n, ids);
     for (size_t i = 0; i < made; i++) json_decref((json_t *)jobs[i].spec);
     free(jobs);
+    free(logs);
     return rc;
 }
 

@@ -201,6 +201,16 @@ int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, json_t 
     return rc;
 }
 
+void pgd_events_job_log_stored(pgd_events *ev, int64_t id, int64_t seq, const char *level, const char *line,
+                               const char *time) {
+    if (!ev) return;
+    pthread_mutex_lock(&ev->order);
+    push_json(ev, id, "log",
+              json_pack("{s:I, s:I, s:s, s:o, s:s}", "job_id", (json_int_t)id, "seq", (json_int_t)seq, "level",
+                        level, "line", pgd_json_string_lossy(line), "time", time));
+    pthread_mutex_unlock(&ev->order);
+}
+
 void pgd_events_job_log(pgd_events *ev, pgd_store *store, int64_t id, const char *level,
                         const char *fmt, ...) {
     char line[sizeof(((pgn_error *)0)->message) + 256];

@@ -43,6 +43,10 @@ void pgd_events_destroy(pgd_events *ev);
 int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, json_t **job,
                            pgn_error *err);
 
+/* Publishes a log line already stored (seq, created_at as stored), e.g. with its job. */
+void pgd_events_job_log_stored(pgd_events *ev, int64_t id, int64_t seq, const char *level, const char *line,
+                               const char *time);
+
 /* Appends a line to the job's stored log (level "info", "warn" or "error") and publishes it
  * ("event: log", data {"job_id","seq","level","line","time"}). Newlines in the line are kept in
  * the store and in the event. Failures are reported on stderr: a log line never fails a job. */

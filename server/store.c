@@ -379,6 +379,24 @@ typedef struct insert_jobs {
     int64_t *ids;
 } insert_jobs;
 
+/* A new job's first log line, in the transaction that inserts the job: one commit a submission. */
+static int insert_first_log(pgd_store *s, int64_t id, const char *line, char *time_out, pgn_error *err) {
+    static const char sql[] = "INSERT INTO logs (job_id, seq, level, line) VALUES (?1, 1, 'info', ?2)"
+                              " RETURNING created_at";
+    sqlite3_stmt *st = stmt(s, sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, line, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && time_out) {
+        const char *at = (const char *)sqlite3_column_text(st, 0);
+        snprintf(time_out, 32, "%s", at ? at : "");
+    }
+    if (rc == SQLITE_ROW) rc = sqlite3_step(st);
+    stmt_done(st);
+    return rc == SQLITE_DONE ? 0 : db_fail(s, err, "insert log line");
+}
+
 static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
     /* Ids only grow: above every job there is and every job deleted (job_id_floor). */
     static const char sql[] =
@@ -415,6 +433,7 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
         free(estimate);
         if (rc != SQLITE_DONE) return db_fail(s, err, "insert job");
         a->ids[i] = sqlite3_last_insert_rowid(s->db);
+        if (job->log_line && insert_first_log(s, a->ids[i], job->log_line, job->log_time, err) < 0) return -1;
     }
     return 0;
 }

@@ -47,6 +47,8 @@ typedef struct pgd_new_job {
     const char *device;           /* the device id the scheduler placed it on */
     const json_t *spec;           /* the validated spec with defaults filled in */
     const json_t *estimate;       /* the cost model's expectation (NULL: none) */
+    const char *log_line;         /* the job's first log line (seq 1, "info"), stored with it; NULL: none */
+    char *log_time;               /* receives that line's created_at (32 bytes) when given */
 } pgd_new_job;
 
 /* The estimated seconds (estimate.seconds) of the jobs queued or running on device. */
