@@ -12,7 +12,12 @@ packages=(
   curl sqlite3 dataset-fashion-mnist
 )
 case "${1:-}" in
-  --test) packages+=(libcriterion-dev) ;;
+  --test)
+    # Criterion; and for the dashboard's browser test, Debian's Chromium and Node.js (npm comes
+    # with some Node.js builds; Debian packages it apart)
+    packages+=(libcriterion-dev chromium nodejs)
+    command -v npm >/dev/null 2>&1 || packages+=(npm)
+    ;;
   "") ;;
   *) echo "install-deps.sh: unknown option '$1' (expected --test or nothing)" >&2; exit 2 ;;
 esac

@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
+# playwright-core for the browser test, at the version package-lock.json pins (no browser download)
+if [ ! -d tests/browser/node_modules/playwright-core ]; then
+  npm ci --prefix tests/browser --no-audit --no-fund
+fi
 if [ ! -f build-test/build.ninja ]; then
   meson setup build-test --buildtype=debugoptimized -Db_sanitize=address,undefined
 fi

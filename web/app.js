@@ -365,12 +365,14 @@ function renderJobs(list, total) {
     seen.add(j.id);
     want.push(r.tr);
     if (st.open && st.open.id === j.id) {
-      st.open.job = j;
+      st.open.job = {...st.open.job, ...j};
+      st.open.listed = true;
       want.push(st.open.tr);
     }
   }
   for (const [id, r] of st.rows) if (!seen.has(id)) st.rows.delete(id);
-  if (st.open && !seen.has(st.open.id) && st.open.job) closeDetail();
+  // A job that left this page closes its detail; one just submitted may not be listed yet.
+  if (st.open && !seen.has(st.open.id) && st.open.listed) closeDetail();
   // Move only what changed place, so a focused row keeps its focus across refreshes.
   let cur = body.firstChild;
   for (const e of want) {
@@ -390,6 +392,13 @@ function renderJobs(list, total) {
 }
 
 // ---- job detail ----------------------------------------------------------------------
+// The open detail follows its job live over /jobs/{id}/events (Server-Sent Events): `state`
+// replaces the job, `metric` adds a chart point, `log` a log line, `progress` moves the bar.
+// Points already recorded come from /metrics once; a stream that fails falls back to polling
+// /metrics on the refresh loop, as before. Points are keyed by step, so the two sources overlap
+// harmlessly.
+
+const LOG_TAIL = 20;        // log lines the detail shows
 
 function toggleDetail(id) {
   const same = st.open && st.open.id === id;
@@ -401,6 +410,7 @@ function closeDetail() {
   if (!st.open) return;
   const r = st.rows.get(st.open.id);
   if (r) r.c.btn.setAttribute('aria-expanded', 'false');
+  stopStream(st.open);
   st.open.tr.remove();
   st.open = null;
 }
@@ -414,52 +424,231 @@ function openDetail(id) {
   const charts = el('div', 'charts');
   charts.append(el('p', 'muted', 'Loading metrics\u2026'));
   const info = el('div', 'info');
-  box.append(charts, info);
+  const side = el('div', 'side');
+  const actions = el('div', 'actions');
+  const cancel = el('button', 'cancel', 'Cancel job');
+  cancel.type = 'button';
+  cancel.id = 'cancel-job';
+  const ckpt = el('a', 'btn', 'Download checkpoint');
+  ckpt.id = 'checkpoint';
+  ckpt.href = API + '/jobs/' + id + '/checkpoint';
+  ckpt.setAttribute('download', 'job-' + id + '.safetensors');
+  const actMsg = el('span', 'act-msg small');
+  actMsg.setAttribute('role', 'status');
+  actions.append(cancel, ckpt, actMsg);
+  const spec = el('details', 'spec');
+  spec.append(el('summary', null, 'Spec'), el('pre', 'json', 'loading\u2026'));
+  const logBox = el('div', 'logs');
+  const logHead = el('h4', null, 'Log');
+  const logPre = el('pre', 'log');
+  logPre.id = 'job-log';
+  logBox.append(logHead, logPre);
+  side.append(actions, info, spec);
+  box.append(charts, side, logBox);
   td.append(box);
   tr.append(td);
   const r = st.rows.get(id);
   const d = {
-    id, tr, charts, info, job: r ? r.job : null, spec: undefined, done: false, fetched: false, error: '',
+    id, tr, charts, info, cancel, ckpt, actMsg, spec, logPre, logHead,
+    job: r ? r.job : null, specValue: undefined, done: false, fetched: false, error: '',
+    listed: !!r,
     series: Object.fromEntries(SERIES.map((s) => [s.name, []])),
-    after: Object.fromEntries(SERIES.map((s) => [s.name, -1])),
-    drawn: '', infoKey: '',
+    polled: Object.fromEntries(SERIES.map((s) => [s.name, -1])),   // /metrics cursor
+    es: null, live: false,
+    logs: new Map(), logN: 0, logsFetched: false, logsKey: '',
+    drawn: '', infoKey: '', drawTimer: 0, logTimer: 0,
   };
+  cancel.addEventListener('click', (ev) => { ev.stopPropagation(); cancelJob(d); });
+  tr.addEventListener('click', (ev) => ev.stopPropagation());
   st.open = d;
   if (r) {
     r.c.btn.setAttribute('aria-expanded', 'true');
     r.tr.after(tr);
     drawDetail(d);
   }
+  startStream(d);
+  loadLogs(d);
   refresh();
 }
 
-// Fetches what the open detail lacks: the spec once, then new metric points (after_step),
-// until the job has finished and its series are complete.
+// A point into its series, in step order, once per step.
+function addPoint(d, p) {
+  const a = d.series[p.name];
+  if (!a || typeof p.step !== 'number') return false;
+  let i = a.length;
+  while (i > 0 && a[i - 1].step > p.step) i--;
+  if (i > 0 && a[i - 1].step === p.step) return false;
+  a.splice(i, 0, {name: p.name, step: p.step, value: p.value});
+  return true;
+}
+
+function startStream(d) {
+  if (typeof EventSource !== 'function') return;
+  let es;
+  try { es = new EventSource(API + '/jobs/' + d.id + '/events'); } catch (_) { return; }
+  d.es = es;
+  d.live = true;
+  const parse = (ev) => { try { return JSON.parse(ev.data); } catch (_) { return null; } };
+  es.addEventListener('state', (ev) => {
+    const j = parse(ev);
+    if (!j || st.open !== d || j.id !== d.id) return;
+    setJob(d, j);
+    if (TERMINAL.has(j.state)) {
+      stopStream(d);        // the stream ends here; the poll below collects any point missed,
+      loadLogs(d);          // and this any line logged after the final state
+      refresh();
+    }
+  });
+  es.addEventListener('metric', (ev) => {
+    const p = parse(ev);
+    if (p && st.open === d && addPoint(d, p)) drawSoon(d);
+  });
+  es.addEventListener('progress', (ev) => {
+    const p = parse(ev);
+    if (!p || st.open !== d || !d.job || typeof p.progress !== 'number') return;
+    d.job = {...d.job, progress: p.progress};
+    const r = st.rows.get(d.id);
+    if (r) updateRow(r, d.job);
+    drawSoon(d);
+  });
+  es.addEventListener('log', (ev) => {
+    const p = parse(ev);
+    if (!p || st.open !== d || typeof p.seq !== 'number') return;
+    d.logs.set(p.seq, logLine(p.time, p.level, p.line));
+    if (!d.logTimer) d.logTimer = setTimeout(() => { d.logTimer = 0; if (st.open === d) drawLogs(d); }, DRAW_MS);
+  });
+  es.addEventListener('error', () => {
+    // Refused, or dropped before the final state: poll instead (EventSource would retry
+    // on its own, but the refresh loop already covers a server that comes and goes).
+    if (st.open !== d || !d.live) return;
+    stopStream(d);
+    refresh();
+  });
+}
+
+// Points can arrive thousands a second (a small model's epochs): one redraw per DRAW_MS.
+const DRAW_MS = 150;
+function drawSoon(d) {
+  if (d.drawTimer) return;
+  d.drawTimer = setTimeout(() => { d.drawTimer = 0; if (st.open === d) drawDetail(d); }, DRAW_MS);
+}
+
+function stopStream(d) {
+  if (d.es) d.es.close();
+  d.es = null;
+  d.live = false;
+}
+
+// The job object from a stream event or an action: the detail, and its row when shown.
+function setJob(d, j) {
+  d.job = j;
+  const r = st.rows.get(d.id);
+  if (r) updateRow(r, j);
+  drawDetail(d);
+}
+
+function logLine(time, level, line) {
+  const t = Date.parse(time);
+  const hms = isNaN(t) ? '' : new Date(t).toLocaleTimeString() + ' ';
+  return hms + (level && level !== 'info' ? level.toUpperCase() + ' ' : '') + (line || '');
+}
+
+// The log lines not read yet (after=N); `log` events add to them while the stream is up.
+// Lines are "<ISO time> <level> <line>"; line N is seq N.
+async function loadLogs(d) {
+  try {
+    const from = d.logN;
+    const r = await api(API + '/jobs/' + d.id + '/logs?after=' + from);
+    if (!r.ok) { if (st.open === d) setText(d.logHead, 'Log (unavailable: ' + errText(r) + ')'); return; }
+    const lines = r.text.split('\n');
+    if (lines[lines.length - 1] === '') lines.pop();
+    lines.forEach((s, i) => {
+      const m = /^(\S+) (\S+) (.*)$/.exec(s);
+      if (!d.logs.has(from + i + 1)) d.logs.set(from + i + 1, m ? logLine(m[1], m[2], m[3]) : s);
+    });
+    d.logN = Math.max(d.logN, from + lines.length);
+    d.logsFetched = true;
+    if (st.open === d) drawLogs(d);
+  } catch (_) { /* unreachable: the banner tells; the stream may still fill it */ }
+}
+
+function drawLogs(d) {
+  const seqs = [...d.logs.keys()].sort((a, b) => a - b);
+  const tail = seqs.slice(-LOG_TAIL);
+  const text = tail.map((s) => d.logs.get(s)).join('\n');
+  if (text === d.logsKey) return;
+  d.logsKey = text;
+  const pre = d.logPre;
+  const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+  pre.textContent = text || (d.logsFetched ? '(no log lines)' : '');
+  setText(d.logHead, 'Log' + (seqs.length > LOG_TAIL ? ' (last ' + LOG_TAIL + ' of ' + seqs.length + ' lines)' : ''));
+  if (atEnd) pre.scrollTop = pre.scrollHeight;
+}
+
+async function cancelJob(d) {
+  d.cancel.disabled = true;
+  d.actMsg.className = 'act-msg small';
+  setText(d.actMsg, 'Cancelling\u2026');
+  try {
+    const r = await api(API + '/jobs/' + d.id + '/cancel', {method: 'POST'});
+    if (st.open !== d) return;
+    if (r.status === 200 || r.status === 202) {
+      setText(d.actMsg, r.status === 202 ? 'Cancel requested: the job stops at its next step.' : 'Cancelled.');
+      d.actMsg.className = 'act-msg small ok';
+      if (r.body && r.body.id === d.id) setJob(d, r.body);
+      refresh();
+      return;
+    }
+    d.actMsg.className = 'act-msg small err';
+    if (r.status === 401) {
+      setText(d.actMsg, 'Not cancelled: the server needs the API token (paste data/token into "API token" at the top). ' + errText(r));
+      flagToken();
+    } else if (r.status === 409) {
+      setText(d.actMsg, 'Not cancelled: the job has already finished (409 ' + errText(r) + ').');
+      refresh();
+    } else {
+      setText(d.actMsg, 'Not cancelled: ' + errText(r));
+    }
+  } catch (e) {
+    if (st.open === d) {
+      d.actMsg.className = 'act-msg small err';
+      setText(d.actMsg, 'Not cancelled: ' + (e.name === 'AbortError' ? 'timed out' : 'server unreachable'));
+    }
+  } finally {
+    d.cancel.disabled = false;
+    if (st.open === d) drawDetail(d, true);
+  }
+}
+
+// Fetches what the open detail lacks: the spec once, the points recorded so far once, then,
+// while no stream carries them, new points (after_step) until the job has finished.
 async function refreshDetail() {
   const d = st.open;
   if (!d || !d.job) return;
   try {
-    if (d.spec === undefined) {
+    if (d.specValue === undefined) {
       const full = await getJSON(API + '/jobs/' + d.id);
-      d.spec = full.spec || null;
+      d.specValue = full.spec || null;
+      if (st.open === d && full.id === d.id) { d.job = {...d.job, ...full}; }
     }
-    if (!d.done) {
+    if (!d.done && (!d.live || !d.fetched)) {
       const finished = TERMINAL.has(d.job.state);
       for (const s of SERIES) {
         for (let page = 0; page < 100; page++) {
           let url = API + '/jobs/' + d.id + '/metrics?name=' + encodeURIComponent(s.name);
-          if (d.after[s.name] >= 0) url += '&after_step=' + d.after[s.name];
+          if (d.polled[s.name] >= 0) url += '&after_step=' + d.polled[s.name];
           const m = await getJSON(url);
           const pts = (Array.isArray(m.metrics) ? m.metrics : [])
-            .filter((p) => p.name === s.name && typeof p.step === 'number' && p.step > d.after[s.name])
+            .filter((p) => p.name === s.name && typeof p.step === 'number' && p.step > d.polled[s.name])
             .sort((x, y) => x.step - y.step);
-          for (const p of pts) d.series[s.name].push(p);
-          if (pts.length) d.after[s.name] = pts[pts.length - 1].step;
-          if (!finished || !pts.length) break;   // a finished job: read until nothing is left
+          for (const p of pts) addPoint(d, p);
+          if (pts.length) d.polled[s.name] = pts[pts.length - 1].step;
+          if (!pts.length || (!finished && !d.live)) break;   // otherwise read until nothing is left
         }
       }
       d.done = finished;
       d.fetched = true;
+      if (!d.live && d.logsFetched) await loadLogs(d);   // no stream: poll the log as well
     }
   } catch (e) {
     if (!(e instanceof HttpError)) throw e;   // unreachable server: the banner says so
@@ -469,13 +658,15 @@ async function refreshDetail() {
   if (st.open === d) drawDetail(d);
 }
 
-function drawDetail(d) {
+function drawDetail(d, force) {
   const n = SERIES.reduce((a, s) => a + d.series[s.name].length, 0);
-  const drawKey = n + ' ' + d.fetched + ' ' + d.done + ' ' + d.error;
+  const j = d.job;
+  const chartable = n > 0 || (j && j.kind === 'train' && !d.error);
+  const drawKey = n + ' ' + d.fetched + ' ' + d.done + ' ' + d.error + ' ' + chartable;
   if (drawKey !== d.drawn) {
     d.charts.textContent = '';
-    if (d.error) d.charts.append(el('p', 'err', 'Metrics unavailable: ' + d.error));
-    else if (n === 0) {
+    if (d.error && n === 0) d.charts.append(el('p', 'err', 'Metrics unavailable: ' + d.error));
+    else if (!chartable) {
       d.charts.append(el('p', 'muted', !d.fetched ? 'Loading metrics\u2026'
         : d.done ? 'This job recorded no loss or accuracy metrics.'
           : 'Waiting for the first epoch\u2026'));
@@ -484,23 +675,43 @@ function drawDetail(d) {
     }
     d.drawn = drawKey;
   }
-  const j = d.job;
   if (!j) return;
+  const active = !TERMINAL.has(j.state);
+  d.cancel.hidden = !active;
+  if (j.cancel_requested && active) {
+    d.cancel.disabled = true;
+    setText(d.cancel, 'Cancel requested');
+  }
+  d.ckpt.hidden = j.kind !== 'train';
+  if (d.specValue !== undefined && !d.spec.dataset.done) {
+    d.spec.dataset.done = '1';
+    d.spec.lastChild.textContent = d.specValue ? JSON.stringify(d.specValue, null, 2) : '(no spec)';
+  }
   const key = JSON.stringify([j.state, j.result, j.error, j.started_at, j.finished_at,
-    j.device, j.attempts, d.spec === undefined]);
-  if (key === d.infoKey) return;
+    j.device, j.attempts, j.estimate, j.cancel_requested, j.progress]);
+  if (key === d.infoKey && !force) return;
   d.infoKey = key;
   const info = d.info;
   info.textContent = '';
   const dl = el('dl', 'facts');
+  const stateDd = el('dd', null, (j.state || '?') + (j.cancel_requested && active ? ' (cancel requested)' : ''));
+  stateDd.id = 'job-state';
+  stateDd.dataset.state = j.state || '';
+  dl.append(el('dt', null, 'State'), stateDd);
+  const wait = Date.parse(j.started_at) - Date.parse(j.created_at);
   const facts = [
-    ['State', j.state], ['Kind', j.kind || '?'], ['Device', (j.device || '\u2014') + ' (requested ' + (j.device_requested || '?') + ')'],
+    ['Kind', j.kind || '?'],
+    ['Device', (j.device || '\u2014') + ' (requested ' + (j.device_requested || '?') + ')'],
     ['Attempts', j.attempts != null ? String(j.attempts) : '\u2014'],
-    ['Created', fmtTime(j.created_at)], ['Started', j.started_at ? fmtTime(j.started_at) : '\u2014'],
+    ['Created', fmtTime(j.created_at)],
+    ['Started', j.started_at ? fmtTime(j.started_at) + (wait >= 0 ? ' (queued ' + fmtDur(wait) + ')' : '') : '\u2014'],
     ['Finished', j.finished_at ? fmtTime(j.finished_at) : '\u2014'],
+    ['Run time', j.started_at ? fmtDur(jobDuration(j)) + (j.finished_at ? '' : ' so far') : '\u2014'],
   ];
+  if (typeof j.progress === 'number' && active && j.state !== 'queued') facts.push(['Progress', fmtPct(j.progress)]);
   for (const [k, v] of facts) dl.append(el('dt', null, k), el('dd', null, v));
   info.append(dl);
+  if (j.estimate && typeof j.estimate === 'object') info.append(estimateBox(j.estimate));
   if (j.error) {
     const box = el('div', 'errbox');
     box.append(el('strong', null, j.error.code || 'error'), document.createTextNode(': ' + (j.error.message || '')));
@@ -508,16 +719,66 @@ function drawDetail(d) {
     info.append(box);
   }
   if (j.result) {
-    info.append(el('h4', null, 'Result'), el('pre', 'json', JSON.stringify(j.result, null, 2)));
+    info.append(el('h4', null, 'Result'), resultFacts(j.result));
+    const raw = el('details');
+    raw.append(el('summary', null, 'Result JSON'), el('pre', 'json', JSON.stringify(j.result, null, 2)));
+    info.append(raw);
   } else if (!j.error) {
     info.append(el('p', 'muted', j.state === 'cancelled' ? 'Cancelled before a result.'
       : 'No result yet (' + (j.state || '?') + ').'));
   }
-  if (d.spec) {
-    const det = el('details');
-    det.append(el('summary', null, 'Spec'), el('pre', 'json', JSON.stringify(d.spec, null, 2)));
-    info.append(det);
+}
+
+// Where the scheduler placed the job and why: its pick, the estimate, every candidate.
+function estimateBox(e) {
+  const box = el('div', 'estimate');
+  box.append(el('h4', null, 'Placement'));
+  const p = el('p', 'small');
+  p.append(el('strong', null, e.device || '?'), document.createTextNode(
+    ': ' + (e.reason || 'no reason recorded') +
+    (num(e.seconds) ? '; estimated ' + fmtDur(e.seconds * 1000) : '') +
+    (num(e.queue_seconds) && e.queue_seconds > 0 ? ' after ' + fmtDur(e.queue_seconds * 1000) + ' queued' : '')));
+  box.append(p);
+  const c = Array.isArray(e.candidates) ? e.candidates : [];
+  if (c.length) {
+    const ul = el('ul', 'candidates small');
+    for (const x of c) {
+      const li = el('li', x.device === e.device ? 'chosen' : null);
+      li.append(el('code', null, x.device || '?'), document.createTextNode(
+        ' \u2014 ' + (num(x.seconds) ? fmtDur(x.seconds * 1000) : '?') +
+        (num(x.queue_seconds) && x.queue_seconds > 0 ? ' + ' + fmtDur(x.queue_seconds * 1000) + ' queued' : '') +
+        (x.measured === false ? ' (rates not measured)' : '')));
+      ul.append(li);
+    }
+    box.append(ul);
   }
+  return box;
+}
+
+// The figures that answer "did it work": accuracy and weights hash for training, the normal
+// form with its cost for inet, else the first few scalar fields.
+function resultFacts(r) {
+  const dl = el('dl', 'facts result');
+  const add = (k, v, cls) => { const dd = el('dd', cls, v); dl.append(el('dt', null, k), dd); };
+  if (typeof r.normal_form === 'string') {
+    add('Normal form', r.normal_form, 'mono');
+    add('Interactions', fmtQty(r.interactions));
+    add('MIPS', fmtNum(r.mips));
+    if (num(r.seconds)) add('Seconds', fmtNum(r.seconds));
+  } else if ('accuracy' in r || 'weights_sha256' in r) {
+    if (num(r.accuracy)) add('Accuracy', fmtPct(r.accuracy));
+    if (num(r.loss)) add('Loss', fmtNum(r.loss));
+    if (r.weights_sha256) add('Weights SHA-256', String(r.weights_sha256), 'mono hash');
+    if (num(r.seconds)) add('Seconds', fmtNum(r.seconds));
+  } else {
+    let n = 0;
+    for (const [k, v] of Object.entries(r)) {
+      if (n === 6) break;
+      if (v === null || typeof v !== 'object') { add(k, typeof v === 'number' ? fmtNum(v) : String(v)); n++; }
+      else if (Array.isArray(v)) { add(k, v.length + ' items'); n++; }
+    }
+  }
+  return dl;
 }
 
 // ---- SVG line chart ------------------------------------------------------------------
@@ -569,7 +830,7 @@ function chart(s, raw) {
   const label = s.label + ' per epoch: ' + pts.length + ' points' +
     (last ? ', last ' + lastText + ' at step ' + last.step : '');
   const root = svg('svg', {viewBox: '0 0 ' + CW + ' ' + CH, class: 'chart', role: 'img',
-    'aria-label': label});
+    'aria-label': label, 'data-series': s.name, 'data-points': pts.length});
   root.append(svg('title', {}, label));
   root.append(svg('text', {x: PAD.l, y: 15, class: 'c-title'}, s.label));
   root.append(svg('text', {x: CW - PAD.r, y: 15, class: 'c-last', 'text-anchor': 'end',
@@ -614,7 +875,44 @@ function chart(s, raw) {
   return root;
 }
 
-// ---- submitting the XOR example ------------------------------------------------------
+// ---- submitting jobs -----------------------------------------------------------------
+// The "New job" panel: a template fills the JSON spec (examples/jobs/*.json and
+// examples/inet/fib.hvm, copied: only the three web files are embedded), the inputs beside it
+// patch their field of that spec, and the spec as edited is what is sent. A 400 names the
+// field (a JSON path); the message goes next to the input that owns that field, else under
+// the spec with the path highlighted.
+
+const FIB_HVM = `// fib(n), the doubly recursive way: fib(0) = 0, fib(1) = 1, fib(n) = fib(n-1) + fib(n-2).
+// A switch on n peels one step (?(zero succ)); the successor case gets n-1 and switches again,
+// so @fib_ss receives q = n-2, duplicates it, and adds fib(q+1) and fib(q). The two recursive
+// calls are independent: plenty of parallel work, and CALL, SWIT, OPER and DUP copies of numbers.
+@fib = (?((0 @fib_s) r) r)
+@fib_s = (?((1 @fib_ss) r) r)
+@fib_ss = ({q0 q1} r)
+  & q0 ~ $([+1] a)
+  & @fib ~ (a x)
+  & @fib ~ (q1 y)
+  & x ~ $([+] $(y r))
+
+@main = r & @fib ~ (22 r)
+`;
+
+const TEMPLATES = {
+  xor: {group: 'train', spec: () => XOR_SPEC},
+  'fashion-mlp': {group: 'train', spec: () => ({
+    kind: 'train', name: 'fashion-mlp', device: 'auto', seed: 0,
+    model: {type: 'mlp', layers: [784, 256, 256, 10], activation: 'relu'},
+    data: {source: 'fashion-mnist'},
+    optimizer: {type: 'sgd', lr: 0.05, momentum: 0.9},
+    batch_size: 128, epochs: 5, checkpoint_every: 1,
+  })},
+  inet: {group: 'inet', spec: () => ({kind: 'inet', name: 'fib', device: 'auto',
+    program: $('program').value})},
+  bench: {group: 'bench', spec: () => ({kind: 'bench', suite: $('suite').value, device: 'all'})},
+};
+
+// Which form input owns a spec field: its own error slot, and the spec key it patches.
+const FIELD_INPUTS = {epochs: 'epochs', program: 'program', suite: 'suite'};
 
 function say(text, kind) {
   const m = $('submit-msg');
@@ -625,40 +923,193 @@ function say(text, kind) {
   if (kind === 'ok') st.msgTimer = setTimeout(() => { m.textContent = ''; m.hidden = true; }, 8000);
 }
 
-async function runXor() {
-  const btn = $('run-xor');
+function flagToken() {
+  const t = $('token');
+  t.closest('label').classList.add('attention');
+  t.focus();
+}
+
+function clearFormErrors() {
+  const e = $('submit-error');
+  e.hidden = true;
+  e.textContent = '';
+  for (const f of Object.values(FIELD_INPUTS)) {
+    const m = $(f + '-error');
+    m.hidden = true;
+    m.textContent = '';
+    $(f).classList.remove('invalid');
+    $(f).removeAttribute('aria-invalid');
+  }
+  $('spec').classList.remove('invalid');
+}
+
+function formError(parts) {
+  const e = $('submit-error');
+  e.textContent = '';
+  for (const p of parts) e.append(typeof p === 'string' ? document.createTextNode(p) : p);
+  e.hidden = false;
+}
+
+function readSpec() {
+  try { const v = JSON.parse($('spec').value); return v && typeof v === 'object' ? v : null; } catch (_) { return null; }
+}
+
+// Pretty JSON with arrays of numbers on one line ("layers": [2, 8, 2]); a raw newline is
+// only ever formatting, never inside a JSON string, so the pattern cannot touch a string.
+function writeSpec(v) {
+  $('spec').value = JSON.stringify(v, null, 2).replace(/\[\n\s*(-?[\d.eE+-]+(?:,\n\s*-?[\d.eE+-]+)*)\n\s*\]/g,
+    (_, inner) => '[' + inner.split(/,\n\s*/).join(', ') + ']');
+}
+
+// A template's spec, its inputs shown and filled from it.
+function applyTemplate(name) {
+  const t = TEMPLATES[name] || TEMPLATES.xor;
+  for (const e of document.querySelectorAll('.tpl')) e.hidden = !e.classList.contains('tpl-' + t.group);
+  const spec = JSON.parse(JSON.stringify(t.spec()));
+  if (t.group === 'train') $('epochs').value = String(spec.epochs);
+  writeSpec(spec);
+  clearFormErrors();
+}
+
+// An input changed: set its field in the spec as edited (or, when that no longer parses,
+// in a fresh copy of the template's).
+function patchSpec(key, value) {
+  const v = readSpec() || JSON.parse(JSON.stringify(TEMPLATES[$('template').value].spec()));
+  v[key] = value;
+  writeSpec(v);
+}
+
+// The spec's text span for a JSON path like "model.layers[1]": the last key's name, at the
+// nesting its path implies when that can be found, else anywhere.
+function specSpan(text, path) {
+  const keys = String(path).split('.').map((k) => k.replace(/\[\d+\]/g, '')).filter(Boolean);
+  let from = 0;
+  for (const k of keys) {
+    const at = text.indexOf('"' + k + '"', from);
+    if (at < 0) return null;
+    from = at;
+  }
+  const last = keys[keys.length - 1];
+  return last ? [from, from + last.length + 2] : null;
+}
+
+async function submitSpec(body, how) {
+  clearFormErrors();
+  say('');
+  const btn = $('submit-job');
   btn.disabled = true;
-  say('Submitting\u2026');
+  $('run-xor').disabled = true;
   try {
     const r = await api(API + '/jobs', {method: 'POST',
-      headers: {'Content-Type': 'application/json'}, body: JSON.stringify(XOR_SPEC)});
+      headers: {'Content-Type': 'application/json'}, body});
     if (r.ok) {
       let id = r.body && r.body.id;
       if (id == null) {
         const m = /\/jobs\/(\d+)\s*$/.exec(r.headers.get('Location') || '');
         id = m ? Number(m[1]) : null;
       }
-      say(id != null ? 'Submitted job #' + id : 'Submitted', 'ok');
+      const ids = r.body && Array.isArray(r.body.ids) && r.body.ids.length > 1 ? r.body.ids : null;
+      say((id != null ? 'Submitted job #' + id : 'Submitted') + (ids ? ' (jobs #' + ids.join(', #') + ')' : ''), 'ok');
+      $('token').closest('label').classList.remove('attention');
+      // Show the new job: first page, no filter that could hide it, its detail open.
       st.offset = 0;
+      st.state = st.kind = '';
+      $('f-state').value = $('f-kind').value = '';
       closeDetail();
       if (id != null) openDetail(id); else refresh();
-    } else {
-      const e = r.body && r.body.error, f = e && e.field;
-      const named = f && e.message && e.message.includes(f);   // messages usually lead with it
-      if (r.status === 401) {
-        say('The server needs the API token to run jobs: paste the contents of paragond\'s token ' +
-          'file (it prints where, by default data/token) into "API token" above. (' + errText(r) + ')', 'err');
-        $('token').focus();
-        return;
+      return;
+    }
+    const e = r.body && r.body.error, f = e && e.field;
+    if (r.status === 401) {
+      formError(['The server needs the API token to run jobs: paste the contents of paragond\'s ' +
+        'token file (it prints where; by default data/token) into "API token" at the top. (' + errText(r) + ')']);
+      flagToken();
+      return;
+    }
+    const where = f && how === 'form' ? FIELD_INPUTS[String(f).split(/[.[]/)[0]] : null;
+    if (where && !$(where).closest('.tpl').hidden) {
+      const m = $(where + '-error');
+      m.textContent = e.message || errText(r);
+      m.hidden = false;
+      $(where).classList.add('invalid');
+      $(where).setAttribute('aria-invalid', 'true');
+      formError(['Rejected (HTTP ' + r.status + (e.code ? ', ' + e.code : '') + '): see ',
+        el('code', 'field-path', f), ' above.']);
+      $(where).focus();
+      return;
+    }
+    const parts = ['Rejected (HTTP ' + r.status + '): ' + errText(r)];
+    if (f) parts.push(' \u2014 field ', el('mark', 'field-path', f));
+    formError(parts);
+    if (f && how === 'form') {
+      const ta = $('spec');
+      ta.classList.add('invalid');
+      const span = specSpan(ta.value, f);
+      if (span) {
+        ta.focus();
+        ta.setSelectionRange(span[0], span[1]);
+        const line = ta.value.slice(0, span[0]).split('\n').length - 1;
+        const lh = parseFloat(getComputedStyle(ta).lineHeight) || 17;
+        ta.scrollTop = Math.max(0, line * lh - ta.clientHeight / 3);
       }
-      say('The server rejected the XOR job (HTTP ' + r.status + '): ' + errText(r) +
-        (f && !named ? ' (field ' + f + ')' : ''), 'err');
     }
   } catch (e) {
-    say('Could not submit: ' + (e.name === 'AbortError' ? 'timed out' : 'server unreachable'), 'err');
+    formError(['Could not submit: ' + (e.name === 'AbortError' ? 'timed out' : 'server unreachable')]);
   } finally {
     btn.disabled = false;
+    $('run-xor').disabled = false;
   }
+}
+
+function submitForm(ev) {
+  ev.preventDefault();
+  const text = $('spec').value;
+  try { JSON.parse(text); } catch (e) {
+    clearFormErrors();
+    $('spec').classList.add('invalid');
+    formError(['The spec is not valid JSON: ' + e.message]);
+    return;
+  }
+  submitSpec(text, 'form');
+}
+
+// The one-click XOR run: the canonical spec whatever the form holds.
+function runXor() { submitSpec(JSON.stringify(XOR_SPEC), 'button'); }
+
+function initForm() {
+  $('template').addEventListener('change', (e) => applyTemplate(e.target.value));
+  $('reset-spec').addEventListener('click', () => applyTemplate($('template').value));
+  $('job-form').addEventListener('submit', submitForm);
+  $('epochs').addEventListener('input', (e) => {
+    const n = Number(e.target.value);
+    patchSpec('epochs', e.target.value.trim() !== '' && Number.isFinite(n) ? n : e.target.value);
+  });
+  $('program').addEventListener('input', (e) => patchSpec('program', e.target.value));
+  $('suite').addEventListener('change', (e) => patchSpec('suite', e.target.value));
+  $('program-file').addEventListener('change', async (e) => {
+    const f = e.target.files && e.target.files[0];
+    if (!f) return;
+    try {
+      $('program').value = await f.text();
+      const v = readSpec() || {};
+      patchSpec('program', $('program').value);
+      if (!v.name || v.name === 'fib') patchSpec('name', f.name.replace(/\.hvm$/, ''));
+    } catch (err) {
+      formError(['Could not read ' + f.name + ': ' + err.message]);
+    }
+  });
+  $('spec').addEventListener('input', () => $('spec').classList.remove('invalid'));
+  if (!$('program').value) $('program').value = FIB_HVM;
+  applyTemplate($('template').value);   // the browser may restore the last template chosen
+}
+
+// "#token=..." in the address: stored as the API token, then taken out of the address (and
+// of the history) so that it is not bookmarked or shared by accident.
+function tokenFromFragment() {
+  const m = /^#token=([^&]*)/.exec(location.hash);
+  if (!m) return;
+  try { localStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]).trim()); } catch (_) { /* private mode */ }
+  history.replaceState(null, '', location.pathname + location.search);
 }
 
 // ---- benchmarks panel ----------------------------------------------------------------
@@ -1098,10 +1549,19 @@ function init() {
   $('f-state').addEventListener('change', (e) => { st.state = e.target.value; setPage(0); });
   $('f-kind').addEventListener('change', (e) => { st.kind = e.target.value; setPage(0); });
   $('run-xor').addEventListener('click', runXor);
+  initForm();
+  tokenFromFragment();
+  window.addEventListener('hashchange', () => {
+    if (!/^#token=/.test(location.hash)) return;
+    tokenFromFragment();
+    $('token').value = token();
+    refresh();
+  });
   const tok = $('token');
   tok.value = token();
   tok.addEventListener('change', () => {
     try { localStorage.setItem(TOKEN_KEY, tok.value.trim()); } catch (_) { /* private mode: this page only */ }
+    tok.closest('label').classList.remove('attention');
     refresh();
   });
   $('b-suite').addEventListener('change', (e) => setBenchSuite(e.target.value));
