@@ -240,8 +240,57 @@ async function loadVersion() {
 
 // ---- devices -------------------------------------------------------------------------
 
+// Utilisation over the last minutes, from the devices' busy_seconds counters: each refresh adds
+// a sample per device; a window's utilisation is the busy time gained over the time passed.
+const UTIL_WINDOW_MS = 5 * 60 * 1000;
+const util = new Map();   // device id -> [{t, busy}] oldest first
+
+function sampleUtil(devices) {
+  const now = Date.now();
+  for (const d of devices) {
+    if (typeof d.busy_seconds !== 'number') continue;
+    const s = util.get(d.id) || [];
+    s.push({t: now, busy: d.busy_seconds});
+    while (s.length > 2 && now - s[1].t > UTIL_WINDOW_MS) s.shift();
+    util.set(d.id, s);
+  }
+}
+
+// Busy fraction per interval between samples, and over the whole window.
+function utilOf(id) {
+  const s = util.get(id) || [];
+  const parts = [];
+  for (let i = 1; i < s.length; i++) {
+    const dt = (s[i].t - s[i - 1].t) / 1000;
+    if (dt > 0) parts.push(Math.max(0, Math.min(1, (s[i].busy - s[i - 1].busy) / dt)));
+  }
+  const span = s.length > 1 ? (s[s.length - 1].t - s[0].t) / 1000 : 0;
+  const total = span > 0 ? Math.max(0, Math.min(1, (s[s.length - 1].busy - s[0].busy) / span)) : null;
+  return {parts, total, span};
+}
+
+function utilSparkline(id) {
+  const {parts, total, span} = utilOf(id);
+  const W = 120, H = 22;
+  const label = total == null ? 'utilisation: measuring' :
+    'utilisation ' + fmtPct(total) + ' over the last ' + Math.max(1, Math.round(span / 60)) + ' min';
+  const root = svg('svg', {viewBox: '0 0 ' + W + ' ' + H, class: 'util', role: 'img', 'aria-label': label,
+    width: W, height: H});
+  root.append(svg('title', {}, label));
+  const n = parts.length;
+  parts.forEach((v, i) => {
+    const w = W / Math.max(n, 1);
+    const h = Math.max(1, v * H);
+    root.append(svg('rect', {x: (i * w).toFixed(1), y: (H - h).toFixed(1), width: Math.max(1, w - 0.5).toFixed(1),
+      height: h.toFixed(1), class: 'util-bar'}));
+  });
+  return {root, text: total == null ? '\u2014' : fmtPct(total) + ' (' + Math.max(1, Math.round(span / 60)) + ' min)'};
+}
+
 function renderDevices(devices) {
-  const key = JSON.stringify(devices);
+  sampleUtil(devices);
+  const key = JSON.stringify(devices.map((d) => ({...d, busy_seconds: undefined}))) +
+    JSON.stringify([...util.keys()].map((k) => utilOf(k).parts.length));
   if (key === st.devicesKey) return;
   st.devicesKey = key;
   const box = $('devices');
@@ -268,6 +317,12 @@ function renderDevices(devices) {
     for (const [k, v] of rows) {
       const dd = el('dd', k === 'Running' && d.running_job != null ? 'busy' : null, v);
       dl.append(el('dt', null, k), dd);
+    }
+    if (typeof d.busy_seconds === 'number') {
+      const u = utilSparkline(d.id);
+      const dd = el('dd', 'util-cell', u.text + ' ');
+      dd.append(u.root);
+      dl.append(el('dt', null, 'Utilisation'), dd);
     }
     card.append(dl);
     const extra = [d.vendor, d.platform, d.opencl_c_version,
