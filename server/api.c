@@ -852,6 +852,8 @@ fail:
 
 uint16_t pgd_server_port(const pgd_server *srv) { return pgd_http_port(srv->http); }
 
+const char *pgd_server_token_path(const pgd_server *srv) { return pgd_auth_token_path(srv->auth); }
+
 void pgd_server_stop(pgd_server *srv) {
     if (!srv) return;
     atomic_store(&srv->ready, false);

@@ -36,6 +36,9 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err);
 /* The port the server listens on (the real one when cfg->port was 0). */
 uint16_t pgd_server_port(const pgd_server *server);
 
+/* The file that holds the API token. */
+const char *pgd_server_token_path(const pgd_server *server);
+
 /* Graceful stop: stops accepting, finishes requests in progress, stops the running jobs at
  * their next step boundary (train jobs checkpoint that step; all are queued again, and resume
  * from it on the next start), closes the store and frees everything. */

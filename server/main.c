@@ -121,6 +121,12 @@ int main(int argc, char **argv) {
     printf("paragond listening on http://%s%s%s:%u\n", v6 ? "[" : "", cfg.host, v6 ? "]" : "",
            (unsigned)pgd_server_port(server));
     fflush(stdout);
+    /* Where to look, not the token itself: stderr may end up in logs others can read. */
+    bool any = !strcmp(cfg.host, "0.0.0.0") || !strcmp(cfg.host, "::");
+    fprintf(stderr,
+            "paragond: dashboard at http://%s%s%s:%u/ (its API token box takes the token from %s)\n",
+            v6 && !any ? "[" : "", any ? "127.0.0.1" : cfg.host, v6 && !any ? "]" : "",
+            (unsigned)pgd_server_port(server), pgd_server_token_path(server));
 
     int sig = 0;
     while (sigwait(&stop_signals, &sig) != 0) {
