@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Progress is a UI nicety: a few writes per second are enough and keep the store free. */
 #define PROGRESS_INTERVAL_NS 250000000LL
@@ -172,7 +173,7 @@ static int make_job_dir(const char *data_dir, const char *job_dir, pgn_error *er
     return 0;
 }
 
-static void run_job(worker *w, int64_t id, const json_t *spec_json) {
+static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t attempt) {
     pgd_scheduler *s = w->sched;
     pgn_job_spec spec;
     pgn_error err;
@@ -191,7 +192,17 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json) {
     pgd_scheduler_job_dir(s, id, job_dir, sizeof job_dir);
     pgn_run_options opts = s->run_opts;
     opts.checkpoint_dir = job_dir;
-    opts.resume = true;
+    /* Only a job that ran before resumes. A first run never does: a checkpoint already in its
+     * directory belongs to another job that had the same id (a database started afresh over an
+     * old data dir) and is removed. */
+    opts.resume = attempt != 1;
+    if (attempt == 1) {
+        char stale[PGN_PATH_MAX * 2 + 32];
+        snprintf(stale, sizeof stale, "%s/%s", job_dir, PGN_CHECKPOINT_FILE);
+        if (unlink(stale) == 0)
+            pgd_events_job_log(s->events, s->store, id, "warn",
+                               "removed a checkpoint left in %s by an earlier job with this id", job_dir);
+    }
     opts.checkpoint_on_stop = true; /* a shutdown loses no step; a cancel keeps what it learnt */
 
     atomic_store(&w->running_job, id);
@@ -312,17 +323,20 @@ static const char *text_of(const json_t *o, const char *key, const char *fallbac
 
 /* A claimed job: its running state, then "started" with the attempt (a later attempt resumes
  * from the job's checkpoint). */
-static void announce_start(worker *w, int64_t id) {
+/* Publishes the job's start; returns its attempt (1 for a first run; 0 when unknown). */
+static int64_t announce_start(worker *w, int64_t id) {
     pgd_scheduler *s = w->sched;
     json_t *job;
     pgn_error err;
     if (pgd_events_job_changed(s->events, s->store, id, &job, &err) < 0) {
         fprintf(stderr, "paragond: job %" PRId64 ": %s\n", id, err.message);
-        return;
+        return 0;
     }
-    pgd_events_job_log(s->events, s->store, id, "info", "started on %s (attempt %" PRId64 ")",
-                       w->info->id, (int64_t)json_integer_value(json_object_get(job, "attempts")));
+    int64_t attempt = (int64_t)json_integer_value(json_object_get(job, "attempts"));
+    pgd_events_job_log(s->events, s->store, id, "info", "started on %s (attempt %" PRId64 ")", w->info->id,
+                       attempt);
     json_decref(job);
+    return attempt;
 }
 
 /* After a run: a line saying how it ended, then the state, in that order, because a job's event
@@ -390,8 +404,8 @@ static void *worker_main(void *arg) {
             /* Shown as running (GET /devices) as soon as the store says so. */
             atomic_store(&w->running_job, id);
             busy_mark(w, true);
-            announce_start(w, id);
-            run_job(w, id, spec);
+            int64_t attempt = announce_start(w, id);
+            run_job(w, id, spec, attempt);
             announce_end(w, id);
             busy_mark(w, false);
             json_decref(spec);

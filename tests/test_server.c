@@ -2665,3 +2665,37 @@ Test(server, auto_placement_weighs_two_devices_and_their_queues) {
     }
     stop_server(&s);
 }
+
+/* A database started afresh over an old data dir: job ids start again at 1, and the old job 1's
+ * checkpoint must not be resumed by the new job 1 (it runs from scratch, and says so). */
+Test(server, a_fresh_database_over_an_old_data_dir_does_not_resume_another_jobs_checkpoint) {
+    server s = start_server();
+    int64_t id = submit(&s, xor_spec);
+    json_t *job = wait_state(&s, id, "succeeded failed", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "succeeded");
+    json_decref(job);
+    stop_server(&s);
+    char path[600];
+    snprintf(path, sizeof path, "%s/jobs/%lld/checkpoint.safetensors", s.data, (long long)id);
+    cr_assert_eq(access(path, F_OK), 0, "the first job left its checkpoint: %s", path);
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s%s", s.db, suffixes[i]);
+        unlink(path);
+    }
+
+    s = start_server();
+    int64_t again = submit(&s, xor_spec);
+    cr_assert_eq(again, id, "ids start again in a new database");
+    job = wait_state(&s, again, "succeeded failed", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "succeeded");
+    json_t *result = json_object_get(job, "result");
+    cr_assert_eq(json_integer_value(json_object_get(result, "resumed_from_epoch")), 0, "it ran from scratch");
+    json_decref(job);
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/logs", (long long)again);
+    http_response r = request(&s, "GET", path, NULL, NULL);
+    cr_assert_eq(r.status, 200);
+    cr_assert(strstr(r.body, "removed a checkpoint left in"), "the log says so: %s", r.body);
+    http_response_free(&r);
+    stop_server(&s);
+}
