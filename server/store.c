@@ -995,47 +995,65 @@ static int job_exists(pgd_store *s, int64_t job_id, pgn_error *err) {
     return -1;
 }
 
-int pgd_store_metrics_list(pgd_store *s, int64_t job_id, const char *name, bool has_after,
-                           int64_t after_step, json_t **out, pgn_error *err) {
-    static const char all_sql[] = "SELECT name, step, value, created_at FROM metrics"
-                                  " WHERE job_id = ?1 AND step > ?3 ORDER BY name, step";
-    static const char one_sql[] = "SELECT name, step, value, created_at FROM metrics"
-                                  " WHERE job_id = ?1 AND name = ?2 AND step > ?3"
-                                  " ORDER BY name, step";
+static json_t *metric_row(sqlite3_stmt *st) {
+    json_t *m = json_object();
+    json_object_set_new(m, "name", col_text(st, 0));
+    json_object_set_new(m, "step", json_integer(sqlite3_column_int64(st, 1)));
+    json_object_set_new(m, "value", col_real(st, 2));
+    json_object_set_new(m, "created_at", col_text(st, 3));
+    return m;
+}
+
+/* A job's rows from sql (bound by the caller: ?1 is the job id), with the job's existence checked
+ * in the same read transaction, so a job deleted meanwhile is a 404 rather than no rows. */
+static int list_job_rows(pgd_store *s, int64_t job_id, sqlite3_stmt *(*prepare)(pgd_store *, const void *, pgn_error *),
+                         const void *args, json_t *(*row)(sqlite3_stmt *), const char *what, json_t **out,
+                         pgn_error *err) {
     *out = NULL;
     json_t *arr = json_array();
     int ret = -1;
     pthread_mutex_lock(&s->lock);
     if (run_stmt(s, begin_sql, err, "begin") < 0) goto unlock;
-    if (job_exists(s, job_id, err) < 0) goto rollback;
-    int rc;
-    sqlite3_stmt *st = stmt(s, name ? one_sql : all_sql, err);
-    if (!st) goto rollback;
-    sqlite3_bind_int64(st, 1, job_id);
-    if (name) sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, has_after ? after_step : INT64_MIN);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        json_t *m = json_object();
-        json_object_set_new(m, "name", col_text(st, 0));
-        json_object_set_new(m, "step", json_integer(sqlite3_column_int64(st, 1)));
-        json_object_set_new(m, "value", col_real(st, 2));
-        json_object_set_new(m, "created_at", col_text(st, 3));
-        json_array_append_new(arr, m);
+    sqlite3_stmt *st = NULL;
+    if (job_exists(s, job_id, err) < 0 || !(st = prepare(s, args, err)) ||
+        collect_rows(s, st, row, arr, err, what) < 0 || run_stmt(s, commit_sql, err, "commit") < 0) {
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        goto unlock;
     }
-    if (rc != SQLITE_DONE) db_fail(s, err, "list metrics");
-    stmt_done(st);
-    if (rc != SQLITE_DONE) goto rollback;
-    if (run_stmt(s, commit_sql, err, "commit") < 0) goto rollback;
     *out = arr;
     arr = NULL;
     ret = 0;
-    goto unlock;
-rollback:
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 unlock:
     pthread_mutex_unlock(&s->lock);
     json_decref(arr);
     return ret;
+}
+
+typedef struct {
+    int64_t job_id;
+    const char *name;
+    int64_t after;
+} metrics_query;
+
+static sqlite3_stmt *prepare_metrics(pgd_store *s, const void *args, pgn_error *err) {
+    static const char all_sql[] = "SELECT name, step, value, created_at FROM metrics"
+                                  " WHERE job_id = ?1 AND step > ?3 ORDER BY name, step";
+    static const char one_sql[] = "SELECT name, step, value, created_at FROM metrics"
+                                  " WHERE job_id = ?1 AND name = ?2 AND step > ?3"
+                                  " ORDER BY name, step";
+    const metrics_query *q = args;
+    sqlite3_stmt *st = stmt(s, q->name ? one_sql : all_sql, err);
+    if (!st) return NULL;
+    sqlite3_bind_int64(st, 1, q->job_id);
+    if (q->name) sqlite3_bind_text(st, 2, q->name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, q->after);
+    return st;
+}
+
+int pgd_store_metrics_list(pgd_store *s, int64_t job_id, const char *name, bool has_after,
+                           int64_t after_step, json_t **out, pgn_error *err) {
+    metrics_query q = {job_id, name, has_after ? after_step : INT64_MIN};
+    return list_job_rows(s, job_id, prepare_metrics, &q, metric_row, "list metrics", out, err);
 }
 
 /* ---- logs ------------------------------------------------------------------------------- */
@@ -1079,45 +1097,35 @@ int pgd_store_log_add(pgd_store *s, int64_t job_id, const char *level, const cha
     return ret;
 }
 
-int pgd_store_logs_list(pgd_store *s, int64_t job_id, int64_t after, json_t **out,
-                        pgn_error *err) {
+static json_t *log_row(sqlite3_stmt *st) {
+    const char *line = (const char *)sqlite3_column_text(st, 2);
+    json_t *e = json_object();
+    json_object_set_new(e, "seq", json_integer(sqlite3_column_int64(st, 0)));
+    json_object_set_new(e, "level", col_text(st, 1));
+    json_object_set_new(e, "line", json_string_lossy(line ? line : ""));
+    json_object_set_new(e, "created_at", col_text(st, 3));
+    return e;
+}
+
+typedef struct {
+    int64_t job_id, after;
+} logs_query;
+
+static sqlite3_stmt *prepare_logs(pgd_store *s, const void *args, pgn_error *err) {
     static const char sql[] = "SELECT seq, level, line, created_at FROM logs"
                               " WHERE job_id = ?1 AND seq > ?2 ORDER BY seq";
-    *out = NULL;
-    json_t *arr = json_array();
-    int ret = -1;
-    pthread_mutex_lock(&s->lock);
-    /* Both reads in one transaction, so a job deleted meanwhile is not an empty log. */
-    if (run_stmt(s, begin_sql, err, "begin") < 0) goto unlock;
-    if (job_exists(s, job_id, err) < 0) goto rollback;
-    int rc;
+    const logs_query *q = args;
     sqlite3_stmt *st = stmt(s, sql, err);
-    if (!st) goto rollback;
-    sqlite3_bind_int64(st, 1, job_id);
-    sqlite3_bind_int64(st, 2, after);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *line = (const char *)sqlite3_column_text(st, 2);
-        json_t *e = json_object();
-        json_object_set_new(e, "seq", json_integer(sqlite3_column_int64(st, 0)));
-        json_object_set_new(e, "level", col_text(st, 1));
-        json_object_set_new(e, "line", json_string_lossy(line ? line : ""));
-        json_object_set_new(e, "created_at", col_text(st, 3));
-        json_array_append_new(arr, e);
-    }
-    if (rc != SQLITE_DONE) db_fail(s, err, "list log lines");
-    stmt_done(st);
-    if (rc != SQLITE_DONE) goto rollback;
-    if (run_stmt(s, commit_sql, err, "commit") < 0) goto rollback;
-    *out = arr;
-    arr = NULL;
-    ret = 0;
-    goto unlock;
-rollback:
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-unlock:
-    pthread_mutex_unlock(&s->lock);
-    json_decref(arr);
-    return ret;
+    if (!st) return NULL;
+    sqlite3_bind_int64(st, 1, q->job_id);
+    sqlite3_bind_int64(st, 2, q->after);
+    return st;
+}
+
+int pgd_store_logs_list(pgd_store *s, int64_t job_id, int64_t after, json_t **out,
+                        pgn_error *err) {
+    logs_query q = {job_id, after};
+    return list_job_rows(s, job_id, prepare_logs, &q, log_row, "list log lines", out, err);
 }
 
 /* ---- benchmarks ------------------------------------------------------------------------- */
