@@ -22,6 +22,13 @@
 #define INET_HEAP volatile __global
 #endif
 
+/* The rules and the memory and linking they use are inlined into the worker's loop, so its state
+ * stays in registers: when LLVM kept inet_link out of line, a quarter of the time went to calls
+ * and to spilling the worker's state (loops.hvm on one work-item: 61-71 MIPS against 136-150).
+ * Handing slots back to their owner is rare and stays out of line. */
+#define INET_HOT static inline __attribute__((always_inline))
+#define INET_COLD static __attribute__((noinline))
+
 /* Interactions between polls of the stop flag and the budget. */
 #define INET_POLL 256u
 /* An idle worker gives up waiting after this many polls (a few milliseconds), so a worker whose
@@ -48,18 +55,18 @@ typedef struct {
  * PGN_INET_HEAP_NODES or PGN_INET_HEAP_VARS; it is a constant wherever these are inlined. */
 
 /* The free-list link kept in a free slot. */
-static pgn_u32 inet_slot_next(inet_w *w, int h, pgn_u32 i) {
+INET_HOT pgn_u32 inet_slot_next(inet_w *w, int h, pgn_u32 i) {
     return h == PGN_INET_HEAP_NODES ? (pgn_u32)w->node[i] : w->vars[i];
 }
 
-static void inet_slot_set_next(inet_w *w, int h, pgn_u32 i, pgn_u32 next) {
+INET_HOT void inet_slot_set_next(inet_w *w, int h, pgn_u32 i, pgn_u32 next) {
     if (h == PGN_INET_HEAP_NODES) w->node[i] = next;
     else w->vars[i] = next;
 }
 
 /* Own free list, then the chunk's rest, then foreign slots (inet_reserve_heap made sure there
  * are enough). */
-static pgn_u32 inet_alloc(inet_w *w, int h) {
+INET_HOT pgn_u32 inet_alloc(inet_w *w, int h) {
     pgn_inet_alloc *a = &w->s.heap[h];
     pgn_u32 i = a->free;
     if (i) {
@@ -77,7 +84,7 @@ static pgn_u32 inet_alloc(inet_w *w, int h) {
 /* Hands the foreign slots back to the owner of the first: one exchange for the whole batch. With
  * more than two workers a batch may hold slots of several owners; they then stay with the one
  * that gets them, which costs only speed. */
-static void inet_give_back(inet_w *w, int h) {
+INET_COLD void inet_give_back(inet_w *w, int h) {
     pgn_inet_alloc *a = &w->s.heap[h];
     pgn_u32 owner = w->owner[h][a->foreign / PGN_INET_CHUNK];
     volatile __global pgn_u64 *remote = &w->mail[PGN_INET_REMOTE(owner, h)];
@@ -93,7 +100,7 @@ static void inet_give_back(inet_w *w, int h) {
 }
 
 /* A slot of this worker's chunks goes on its free list; another worker's on the foreign list. */
-static void inet_free(inet_w *w, int h, pgn_u32 i) {
+INET_HOT void inet_free(inet_w *w, int h, pgn_u32 i) {
     pgn_inet_alloc *a = &w->s.heap[h];
     pgn_u32 owner = w->owner[h][i / PGN_INET_CHUNK];
     if (owner == w->me || owner >= w->workers) {
@@ -112,7 +119,7 @@ static void inet_free(inet_w *w, int h, pgn_u32 i) {
  * foreign slots, then what other workers gave back, then new chunks from the shared bump pointer.
  * False when the heap has no chunk left; a chunk that ends past the heap's size is kept, valid
  * once the host has grown the heap. */
-static bool inet_reserve_heap(inet_w *w, int h, pgn_u32 need) {
+INET_HOT bool inet_reserve_heap(inet_w *w, int h, pgn_u32 need) {
     pgn_inet_alloc *a = &w->s.heap[h];
     while (a->nfree + (a->end - a->next) + a->nforeign < need) {
         volatile __global pgn_u64 *remote = &w->mail[PGN_INET_REMOTE(w->me, h)];
@@ -137,21 +144,21 @@ static bool inet_reserve_heap(inet_w *w, int h, pgn_u32 need) {
     return a->end <= w->cap[h] || a->nfree + a->nforeign >= need;
 }
 
-static pgn_u32 inet_node_alloc(inet_w *w) { return inet_alloc(w, PGN_INET_HEAP_NODES); }
-static void inet_node_free(inet_w *w, pgn_u32 i) { inet_free(w, PGN_INET_HEAP_NODES, i); }
+INET_HOT pgn_u32 inet_node_alloc(inet_w *w) { return inet_alloc(w, PGN_INET_HEAP_NODES); }
+INET_HOT void inet_node_free(inet_w *w, pgn_u32 i) { inet_free(w, PGN_INET_HEAP_NODES, i); }
 
 /* A new wire: both ends still unlinked. */
-static pgn_u32 inet_var_alloc(inet_w *w) {
+INET_HOT pgn_u32 inet_var_alloc(inet_w *w) {
     pgn_u32 i = inet_alloc(w, PGN_INET_HEAP_VARS);
     w->vars[i] = PGN_INET_NONE;
     return i;
 }
 
-static void inet_var_free(inet_w *w, pgn_u32 v) { inet_free(w, PGN_INET_HEAP_VARS, v); }
+INET_HOT void inet_var_free(inet_w *w, pgn_u32 v) { inet_free(w, PGN_INET_HEAP_VARS, v); }
 
 /* A redex between two nullary ports (VOID) only counts, so it is counted here rather than left
  * in the bag under the work pushed after it, where it would pile up (engine/inet_host.c too). */
-static void inet_push(inet_w *w, pgn_u32 a, pgn_u32 b) {
+INET_HOT void inet_push(inet_w *w, pgn_u32 a, pgn_u32 b) {
     if (pgn_inet_tag(a) < PGN_INET_CON && pgn_inet_tag(b) < PGN_INET_CON) w->s.itrs++;
     else w->bag[w->s.bag_hi++] = pgn_inet_pair(a, b);
 }
@@ -166,7 +173,7 @@ static void inet_push(inet_w *w, pgn_u32 a, pgn_u32 b) {
  * wire a loop threads through every turn, whose cache line another worker is busy writing, and
  * reading it on every turn halved two workers' speed. A chain left unfollowed is followed by
  * whoever links its other end, with the same exchanges. */
-static pgn_u32 inet_enter(inet_w *w, pgn_u32 p) {
+INET_HOT pgn_u32 inet_enter(inet_w *w, pgn_u32 p) {
     if (pgn_inet_tag(p) == PGN_INET_VAR) {
         pgn_u32 s = w->vars[pgn_inet_val(p)];
         if (s != PGN_INET_NONE) {
@@ -179,7 +186,7 @@ static pgn_u32 inet_enter(inet_w *w, pgn_u32 p) {
 }
 
 /* a ~ b, as engine/inet_host.c's link_ports, with the variable written by exchange. */
-static void inet_link(inet_w *w, pgn_u32 a, pgn_u32 b) {
+INET_HOT void inet_link(inet_w *w, pgn_u32 a, pgn_u32 b) {
     for (;;) {
         if (pgn_inet_tag(a) != PGN_INET_VAR) {
             if (pgn_inet_tag(b) != PGN_INET_VAR) {
@@ -207,7 +214,7 @@ static void inet_link(inet_w *w, pgn_u32 a, pgn_u32 b) {
 
 /* ---- the rules (drawn in engine/inet_host.c, which these follow line by line) --------------- */
 
-static void inet_eras(inet_w *w, pgn_u32 a, pgn_u32 b) {
+INET_HOT void inet_eras(inet_w *w, pgn_u32 a, pgn_u32 b) {
     pgn_u32 i = pgn_inet_val(b);
     pgn_u64 B = w->node[i];
     inet_node_free(w, i);
@@ -215,7 +222,7 @@ static void inet_eras(inet_w *w, pgn_u32 a, pgn_u32 b) {
     inet_link(w, a, pgn_inet_snd(B));
 }
 
-static pgn_u32 inet_adjust(inet_w *w, pgn_u32 p) {
+INET_HOT pgn_u32 inet_adjust(inet_w *w, pgn_u32 p) {
     pgn_u32 tag = pgn_inet_tag(p);
     if (tag >= PGN_INET_CON) return pgn_inet_port(tag, w->nloc[pgn_inet_val(p)]);
     if (tag == PGN_INET_VAR) return pgn_inet_port(PGN_INET_VAR, w->vloc[pgn_inet_val(p)]);
@@ -223,7 +230,7 @@ static pgn_u32 inet_adjust(inet_w *w, pgn_u32 p) {
 }
 
 /* @f ~ B: a fresh copy of @f's net (B not a DUP: inet_reserve turned that case into ERAS). */
-static void inet_call(inet_w *w, pgn_u32 a, pgn_u32 b) {
+INET_HOT void inet_call(inet_w *w, pgn_u32 a, pgn_u32 b) {
     __global const pgn_u32 *d = w->defs + PGN_INET_DEF_WORDS * (pgn_inet_val(a) & PGN_INET_REF_FID);
     pgn_u32 node_len = d[PGN_INET_DEF_NODE_LEN], vars_len = d[PGN_INET_DEF_VARS_LEN];
     for (pgn_u32 i = 0; i < vars_len; i++) w->vloc[i] = inet_var_alloc(w);
@@ -239,7 +246,7 @@ static void inet_call(inet_w *w, pgn_u32 a, pgn_u32 b) {
     inet_link(w, inet_adjust(w, d[PGN_INET_DEF_ROOT]), b);
 }
 
-static void inet_anni(inet_w *w, pgn_u32 a, pgn_u32 b) {
+INET_HOT void inet_anni(inet_w *w, pgn_u32 a, pgn_u32 b) {
     pgn_u64 A = w->node[pgn_inet_val(a)], B = w->node[pgn_inet_val(b)];
     inet_node_free(w, pgn_inet_val(a));
     inet_node_free(w, pgn_inet_val(b));
@@ -247,7 +254,7 @@ static void inet_anni(inet_w *w, pgn_u32 a, pgn_u32 b) {
     inet_link(w, pgn_inet_snd(A), pgn_inet_snd(B));
 }
 
-static void inet_comm(inet_w *w, pgn_u32 a, pgn_u32 b) {
+INET_HOT void inet_comm(inet_w *w, pgn_u32 a, pgn_u32 b) {
     pgn_u64 A = w->node[pgn_inet_val(a)], B = w->node[pgn_inet_val(b)];
     inet_node_free(w, pgn_inet_val(a));
     inet_node_free(w, pgn_inet_val(b));
@@ -270,7 +277,7 @@ static void inet_comm(inet_w *w, pgn_u32 a, pgn_u32 b) {
 
 /* The operator's first port is looked at as stored, never through its variable, so whether the
  * OPER swaps does not depend on timing and the count matches the host's. */
-static void inet_oper(inet_w *w, pgn_u32 a, pgn_u32 b) {
+INET_HOT void inet_oper(inet_w *w, pgn_u32 a, pgn_u32 b) {
     pgn_u32 i = pgn_inet_val(b);
     pgn_u64 B = w->node[i];
     pgn_u32 b1 = pgn_inet_fst(B), b2 = pgn_inet_snd(B);
@@ -283,7 +290,7 @@ static void inet_oper(inet_w *w, pgn_u32 a, pgn_u32 b) {
     }
 }
 
-static void inet_swit(inet_w *w, pgn_u32 a, pgn_u32 b) {
+INET_HOT void inet_swit(inet_w *w, pgn_u32 a, pgn_u32 b) {
     pgn_u32 i = pgn_inet_val(b);
     pgn_u64 B = w->node[i];
     pgn_u32 k = pgn_inet_get_u24(pgn_inet_val(a));
@@ -301,7 +308,7 @@ static void inet_swit(inet_w *w, pgn_u32 a, pgn_u32 b) {
 /* ---- one redex ---------------------------------------------------------------------------- */
 
 /* The rule for a ~ b (tag(a) <= tag(b)); a CALL through a DUP copies like ERAS. */
-static pgn_u32 inet_rule_of(pgn_u32 a, pgn_u32 b) {
+INET_HOT pgn_u32 inet_rule_of(pgn_u32 a, pgn_u32 b) {
     pgn_u32 rule = pgn_inet_rule(pgn_inet_tag(a), pgn_inet_tag(b));
     if (rule == PGN_INET_CALL && pgn_inet_tag(b) == PGN_INET_DUP) return PGN_INET_ERAS;
     return rule;
@@ -309,7 +316,7 @@ static pgn_u32 inet_rule_of(pgn_u32 a, pgn_u32 b) {
 
 /* Makes room for the worst case of rule on a ~ b: nodes, variables and bag slots (one per link
  * a rule makes). Returns PGN_INET_ST_OK or why the worker must stop first. */
-static pgn_u32 inet_reserve(inet_w *w, pgn_u32 rule, pgn_u32 a, pgn_u32 b) {
+INET_HOT pgn_u32 inet_reserve(inet_w *w, pgn_u32 rule, pgn_u32 a, pgn_u32 b) {
     pgn_u32 nodes = 0, vars = 0, links = 2;
     if (rule == PGN_INET_CALL) {
         __global const pgn_u32 *d = w->defs + PGN_INET_DEF_WORDS * (pgn_inet_val(a) & PGN_INET_REF_FID);
@@ -339,7 +346,7 @@ static pgn_u32 inet_reserve(inet_w *w, pgn_u32 rule, pgn_u32 a, pgn_u32 b) {
     return PGN_INET_ST_OK;
 }
 
-static void inet_interact(inet_w *w, pgn_u32 rule, pgn_u32 a, pgn_u32 b) {
+INET_HOT void inet_interact(inet_w *w, pgn_u32 rule, pgn_u32 a, pgn_u32 b) {
     switch (rule) {
     case PGN_INET_CALL: inet_call(w, a, b); break;
     case PGN_INET_VOID: break;
