@@ -98,9 +98,7 @@ static int bench_file(const char *path, const target *t, int repeats, double min
     return strcmp(verdict, "DIFFERS") == 0;
 }
 
-/* The host, then each OpenCL device with its default work-items and with one (in that order:
- * after launches of a single work-group, pocl 3.1 ran the next two-group launches of the same
- * kernel on one thread in this process, halving them; the default is what jobs use). */
+/* The host, then each OpenCL device with one work-item and with its default (when more). */
 static int targets_for(const char *want, target **out, pgn_device ***opened, size_t *n_opened) {
     size_t n = 0, cap = 2;
     target *t = calloc(cap, sizeof *t);
@@ -124,7 +122,7 @@ static int targets_for(const char *want, target **out, pgn_device ***opened, siz
             }
             (*opened)[(*n_opened)++] = dev;
             unsigned def = pgn_inet_default_workers(&list[d]);
-            unsigned counts[2] = {def, 1};
+            unsigned counts[2] = {1, def};
             for (int k = 0; k < (def > 1 ? 2 : 1); k++) {
                 if (n + 1 > cap) {
                     target *nt = realloc(t, (cap *= 2) * sizeof *t);

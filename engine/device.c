@@ -504,6 +504,11 @@ int pgn_launch(pgn_device *dev, const char *name, const pgn_karg *args, int narg
                const size_t *global, const size_t *local, pgn_error *err) {
     cl_kernel k = pgn_kernel(dev, name, err);
     if (!k) return -1;
+    return pgn_launch_kernel(dev, k, name, args, nargs, dims, global, local, err);
+}
+
+int pgn_launch_kernel(pgn_device *dev, cl_kernel k, const char *name, const pgn_karg *args, int nargs,
+                      cl_uint dims, const size_t *global, const size_t *local, pgn_error *err) {
     for (int i = 0; i < nargs; i++) {
         cl_int st = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
         if (st != CL_SUCCESS) {

@@ -40,6 +40,9 @@ typedef struct pgn_karg {
  * Never waits: a step's kernels are queued and waited for once (DESIGN.md). */
 int pgn_launch(pgn_device *dev, const char *name, const pgn_karg *args, int nargs, cl_uint dims,
                const size_t *global, const size_t *local, pgn_error *err);
+/* The same with a kernel object of the caller's (name is for error messages). */
+int pgn_launch_kernel(pgn_device *dev, cl_kernel k, const char *name, const pgn_karg *args, int nargs,
+                      cl_uint dims, const size_t *global, const size_t *local, pgn_error *err);
 
 /* A spec error: code "invalid_spec", err->field = field, message "field: <fmt>". Returns -1. */
 int pgn_spec_fail(pgn_error *err, const char *field, const char *fmt, ...)
