@@ -103,6 +103,10 @@ int pgn_op_act_forward(int rows, int act, const pgn_tensor *x, pgn_tensor *y, pg
         for (int i = 0; i < n; i++) F32(y)[i] = pgn_act(act, F32(x)[i]);
         return 0;
     }
+    if (act == PGN_ACT_CODE_RELU) {
+        pgn_karg args[] = {KARG(n), KARG(x->mem), KARG(y->mem)};
+        return pgn_launch(x->dev, "relu_forward", args, 3, 1, GLOBAL1(n), NULL, err);
+    }
     pgn_karg args[] = {KARG(n), KARG(act), KARG(x->mem), KARG(y->mem)};
     return pgn_launch(x->dev, "act_forward", args, 4, 1, GLOBAL1(n), NULL, err);
 }

@@ -51,6 +51,13 @@ __kernel void act_forward(int n, int act, __global const float *x, __global floa
     if (i < n) y[i] = pgn_act(act, x[i]);
 }
 
+/* act_forward for ReLU, without the switch: pocl vectorises across work-items only a body
+ * without the branch (measured 1M elements: 14-26 GB/s with it, add's ~75-125 without). */
+__kernel void relu_forward(int n, __global const float *x, __global float *y) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = pgn_relu(x[i]);
+}
+
 /* dx = dy act'(x); global: n. */
 __kernel void act_backward(int n, int act, __global const float *x, __global const float *y,
                            __global const float *dy, __global float *dx) {
