@@ -85,32 +85,6 @@ const pgn_bench_column *pgn_bench_table_columns(const char *suite, size_t *n) {
 
 /* ---- CSV ----------------------------------------------------------------------------------- */
 
-typedef struct {
-    char *buf;
-    size_t len, cap;
-    bool oom;
-} sbuf;
-
-static void put(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1024;
-        while (b->len + n + 1 > cap) cap *= 2;
-        char *p = realloc(b->buf, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->buf = p;
-        b->cap = cap;
-    }
-    memcpy(b->buf + b->len, s, n);
-    b->len += n;
-    b->buf[b->len] = '\0';
-}
-
-static void put_str(sbuf *b, const char *s) { put(b, s, strlen(s)); }
-
 /* The shortest %g text that reads back as x. */
 static void shortest(double x, char *out, size_t size) {
     for (int prec = 1; prec <= 17; prec++) {
@@ -121,28 +95,28 @@ static void shortest(double x, char *out, size_t size) {
 
 /* One CSV field: numbers as the shortest text that reads back the same double, strings
  * quoted (quotes doubled) when they need it, booleans true/false, a missing value empty. */
-static void put_field(sbuf *b, const json_t *v) {
+static void put_field(pgn_text *b, const json_t *v) {
     char num[64];
     if (json_is_integer(v)) {
         snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
-        put_str(b, num);
+        pgn_text_puts(b, num);
     } else if (json_is_real(v)) {
         shortest(json_real_value(v), num, sizeof num);
-        put_str(b, num);
+        pgn_text_puts(b, num);
     } else if (json_is_boolean(v)) {
-        put_str(b, json_is_true(v) ? "true" : "false");
+        pgn_text_puts(b, json_is_true(v) ? "true" : "false");
     } else if (json_is_string(v)) {
         const char *s = json_string_value(v);
         if (!strpbrk(s, ",\"\r\n")) {
-            put_str(b, s);
+            pgn_text_puts(b, s);
             return;
         }
-        put(b, "\"", 1);
+        pgn_text_put(b, "\"", 1);
         for (const char *c = s; *c; c++) {
-            if (*c == '"') put(b, "\"\"", 2);
-            else put(b, c, 1);
+            if (*c == '"') pgn_text_put(b, "\"\"", 2);
+            else pgn_text_put(b, c, 1);
         }
-        put(b, "\"", 1);
+        pgn_text_put(b, "\"", 1);
     }
 }
 
@@ -150,26 +124,22 @@ char *pgn_bench_csv(const char *suite, const json_t *rows) {
     size_t n;
     const pgn_bench_column *cols = pgn_bench_columns(suite, &n);
     if (!cols) return NULL;
-    sbuf b = {0};
+    pgn_text b = {0};
     for (size_t c = 0; c < n; c++) {
-        if (c) put(&b, ",", 1);
-        put_str(&b, cols[c].header);
+        if (c) pgn_text_put(&b, ",", 1);
+        pgn_text_puts(&b, cols[c].header);
     }
-    put(&b, "\n", 1);
+    pgn_text_put(&b, "\n", 1);
     size_t i;
     const json_t *row;
     json_array_foreach(rows, i, row) {
         for (size_t c = 0; c < n; c++) {
-            if (c) put(&b, ",", 1);
+            if (c) pgn_text_put(&b, ",", 1);
             put_field(&b, json_object_get(row, cols[c].key));
         }
-        put(&b, "\n", 1);
+        pgn_text_put(&b, "\n", 1);
     }
-    if (b.oom) {
-        free(b.buf);
-        return NULL;
-    }
-    return b.buf;
+    return pgn_text_take(&b);
 }
 
 /* ---- shared helpers ------------------------------------------------------------------------ */

@@ -7,38 +7,12 @@
 
 #include "inet.h"
 
-typedef struct {
-    char *buf;
-    size_t len, cap;
-    bool oom;
-} text;
-
-static void put(text *t, const char *s, size_t n) {
-    if (t->oom) return;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 256;
-        while (t->len + n + 1 > cap) cap *= 2;
-        char *p = realloc(t->buf, cap);
-        if (!p) {
-            t->oom = true;
-            return;
-        }
-        t->buf = p;
-        t->cap = cap;
-    }
-    memcpy(t->buf + t->len, s, n);
-    t->len += n;
-    t->buf[t->len] = '\0';
-}
-
-static void puts_(text *t, const char *s) { put(t, s, strlen(s)); }
-
 /* The stack holds ports still to print and punctuation still to emit (flagged in bit 32). */
 #define PUNCT (1ull << 32)
 
 char *pgn_inet_readback(const pgn_inet_book *book, const uint64_t *nodes, size_t n_nodes,
                         const uint32_t *vars, size_t n_vars, uint32_t root, pgn_error *err) {
-    text out = {0};
+    pgn_text out = {0};
     uint64_t *stack = NULL;
     size_t top = 0, cap = 0;
     uint8_t *seen = calloc(n_nodes / 8 + 1, 1);  /* nodes already printed: a second visit is a cycle */
@@ -64,7 +38,7 @@ char *pgn_inet_readback(const pgn_inet_book *book, const uint64_t *nodes, size_t
         uint64_t item = stack[--top];
         if (item & PUNCT) {
             char c = (char)(item & 0xFF);
-            put(&out, &c, 1);
+            pgn_text_put(&out, &c, 1);
             continue;
         }
         uint32_t port = (uint32_t)item;
@@ -84,18 +58,18 @@ char *pgn_inet_readback(const pgn_inet_book *book, const uint64_t *nodes, size_t
         case PGN_INET_VAR:
             if (!name[val]) name[val] = ++names;
             snprintf(buf, sizeof buf, "v%x", name[val] - 1);
-            puts_(&out, buf);
+            pgn_text_puts(&out, buf);
             break;
         case PGN_INET_REF:
             if ((val & PGN_INET_REF_FID) >= book->n_defs) {
                 bad = "a reference to no definition";
                 goto fail;
             }
-            put(&out, "@", 1);
-            puts_(&out, book->defs[val & PGN_INET_REF_FID].name);
+            pgn_text_put(&out, "@", 1);
+            pgn_text_puts(&out, book->defs[val & PGN_INET_REF_FID].name);
             break;
-        case PGN_INET_ERA: put(&out, "*", 1); break;
-        case PGN_INET_NUM: puts_(&out, pgn_inet_numb_show(val, buf)); break;
+        case PGN_INET_ERA: pgn_text_put(&out, "*", 1); break;
+        case PGN_INET_NUM: pgn_text_puts(&out, pgn_inet_numb_show(val, buf)); break;
         default: {
             if (val >= n_nodes) {
                 bad = "a node outside the heap";
@@ -110,7 +84,7 @@ char *pgn_inet_readback(const pgn_inet_book *book, const uint64_t *nodes, size_t
             seen[val / 8] |= (uint8_t)(1u << (val % 8));
             static const char *const OPEN[] = {"(", "{", "$(", "?("};
             static const char CLOSE[] = {')', '}', ')', ')'};
-            puts_(&out, OPEN[tag - PGN_INET_CON]);
+            pgn_text_puts(&out, OPEN[tag - PGN_INET_CON]);
             PUSH(PUNCT | (uint8_t)CLOSE[tag - PGN_INET_CON]);
             PUSH(pgn_inet_snd(nodes[val]));
             PUSH(PUNCT | (uint8_t)' ');
@@ -120,13 +94,12 @@ char *pgn_inet_readback(const pgn_inet_book *book, const uint64_t *nodes, size_t
         }
     }
 #undef PUSH
-    if (out.oom) goto oom;
-    if (!out.buf) puts_(&out, "");
-    if (out.oom) goto oom;
+    char *printed = pgn_text_take(&out);
+    if (!printed) goto oom;
     free(stack);
     free(seen);
     free(name);
-    return out.buf;
+    return printed;
 
 fail:
     pgn_error_set(err, "internal", "", "readback: the heap is corrupt (%s)", bad);
@@ -137,6 +110,6 @@ out_fail:
     free(stack);
     free(seen);
     free(name);
-    free(out.buf);
+    free(out.data);
     return NULL;
 }

@@ -41,6 +41,19 @@ char *pgn_json_dumps(const json_t *value);
  * NULL with errno set on failure. */
 char *pgn_read_file(const char *path, size_t *len);
 
+/* A string built piece by piece (text.c). Start from (pgn_text){0}; a failed allocation sets oom
+ * and later calls do nothing. pgn_text_take returns the malloc'd string (an empty one for
+ * nothing put) and resets t, or NULL after an allocation failed. */
+typedef struct pgn_text {
+    char *data;
+    size_t len, cap;
+    bool oom;
+} pgn_text;
+void pgn_text_put(pgn_text *t, const char *s, size_t n);
+void pgn_text_puts(pgn_text *t, const char *s);
+void pgn_text_printf(pgn_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+char *pgn_text_take(pgn_text *t);
+
 /* ---- devices ---------------------------------------------------------------------------- */
 
 typedef enum {

@@ -550,23 +550,6 @@ static void suite_names(char *out, size_t size) {
         snprintf(out + strlen(out), size - strlen(out), "%s%s", out[0] ? ", " : "", *s);
 }
 
-/* Sends text (malloc'd; taken) with its media type and extra headers. */
-static enum MHD_Result reply_text(const pgd_request *req, unsigned status, char *text,
-                                  const char *content_type, const pgd_header *headers) {
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(text);
-        return MHD_NO; /* out of memory: MHD closes the connection */
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    for (const pgd_header *h = headers; h && h->name; h++)
-        MHD_add_response_header(resp, h->name, h->value);
-    enum MHD_Result r = MHD_queue_response(req->conn, status, resp);
-    MHD_destroy_response(resp);
-    return r;
-}
-
 /* GET /api/v1/benchmarks?suite=&device=&format=json|csv&limit=: the newest `limit` rows,
  * oldest first. CSV is one suite's table (Paragon-Py's columns for mlp-forward), so it needs a
  * suite; JSON may mix suites. */
@@ -607,7 +590,7 @@ static enum MHD_Result get_benchmarks(pgd_server *srv, const pgd_request *req) {
     char disposition[96];
     snprintf(disposition, sizeof disposition, "attachment; filename=\"%s.csv\"", suite);
     const pgd_header h[] = {{MHD_HTTP_HEADER_CONTENT_DISPOSITION, disposition}, {NULL, NULL}};
-    return reply_text(req, MHD_HTTP_OK, text, "text/csv; charset=utf-8", h);
+    return pgd_reply_text(req, MHD_HTTP_OK, text, "text/csv; charset=utf-8", h);
 }
 
 /* GET /metrics: the Prometheus text exposition (metrics.c). */
@@ -615,7 +598,7 @@ static enum MHD_Result get_prometheus(pgd_server *srv, const pgd_request *req) {
     pgn_error err;
     char *text = pgd_metrics_render(srv->store, srv->sched, &err);
     if (!text) return internal_error(req, &err);
-    return reply_text(req, MHD_HTTP_OK, text, PGD_METRICS_CONTENT_TYPE, NULL);
+    return pgd_reply_text(req, MHD_HTTP_OK, text, PGD_METRICS_CONTENT_TYPE, NULL);
 }
 
 /* ---- routing ---------------------------------------------------------------------------- */

@@ -623,37 +623,20 @@ enum MHD_Result pgd_events_reply_logs(pgd_store *store, const pgd_request *req, 
     }
     /* "<time> <level> <line>\n" per entry; a newline inside a line is written as "\n" so that
      * an entry stays one line and line N of the full log is seq N. */
-    size_t cap = 1, i;
+    pgn_text t = {0};
+    size_t i;
     json_t *e;
-    json_array_foreach(lines, i, e) cap += 40 + 2 * json_string_length(json_object_get(e, "line"));
-    char *text = malloc(cap), *p = text;
-    if (!text) {
-        json_decref(lines);
-        return MHD_NO;
-    }
     json_array_foreach(lines, i, e) {
-        p += sprintf(p, "%s %-5s ", json_string_value(json_object_get(e, "created_at")),
-                     json_string_value(json_object_get(e, "level")));
+        pgn_text_printf(&t, "%s %-5s ", json_string_value(json_object_get(e, "created_at")),
+                        json_string_value(json_object_get(e, "level")));
         for (const char *c = json_string_value(json_object_get(e, "line")); *c; c++) {
-            if (*c == '\n' || *c == '\r') {
-                *p++ = '\\';
-                *p++ = *c == '\n' ? 'n' : 'r';
-            } else {
-                *p++ = *c;
-            }
+            if (*c == '\n' || *c == '\r') pgn_text_puts(&t, *c == '\n' ? "\\n" : "\\r");
+            else pgn_text_put(&t, c, 1);
         }
-        *p++ = '\n';
+        pgn_text_put(&t, "\n", 1);
     }
-    *p = 0;
     json_decref(lines);
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer((size_t)(p - text), text, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(text);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-    enum MHD_Result r = MHD_queue_response(req->conn, MHD_HTTP_OK, resp);
-    MHD_destroy_response(resp);
-    return r;
+    char *text = pgn_text_take(&t);
+    if (!text) return MHD_NO; /* out of memory: MHD closes the connection */
+    return pgd_reply_text(req, MHD_HTTP_OK, text, "text/plain; charset=utf-8", NULL);
 }

@@ -56,6 +56,13 @@ static enum MHD_Result queue(const pgd_request *req, unsigned status,
     return r;
 }
 
+enum MHD_Result pgd_reply_text(const pgd_request *req, unsigned status, char *text, const char *content_type,
+                               const pgd_header *headers) {
+    struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!resp) free(text);
+    return queue(req, status, resp, content_type, headers);
+}
+
 enum MHD_Result pgd_reply_static(const pgd_request *req, unsigned status, const void *data,
                                  size_t len, const char *content_type) {
     struct MHD_Response *resp =
@@ -72,10 +79,7 @@ enum MHD_Result pgd_reply_json(const pgd_request *req, unsigned status, json_t *
                      MHD_create_response_from_buffer(sizeof oom_json - 1, (void *)oom_json,
                                                      MHD_RESPMEM_PERSISTENT),
                      "application/json", NULL);
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-    if (!resp) free(text);
-    return queue(req, status, resp, "application/json", headers);
+    return pgd_reply_text(req, status, text, "application/json", headers);
 }
 
 enum MHD_Result pgd_reply_pgn_error(const pgd_request *req, unsigned status,

@@ -60,6 +60,9 @@ enum MHD_Result pgd_reply_pgn_error(const pgd_request *req, unsigned status,
                                     const pgn_error *err, const json_t *extra,
                                     const pgd_header *headers);
 /* Sends bytes that live as long as the process (embedded files). */
+/* Sends text (malloc'd; taken) with its media type and extra headers. */
+enum MHD_Result pgd_reply_text(const pgd_request *req, unsigned status, char *text, const char *content_type,
+                               const pgd_header *headers);
 enum MHD_Result pgd_reply_static(const pgd_request *req, unsigned status, const void *data,
                                  size_t len, const char *content_type);
 

@@ -4,7 +4,6 @@
  * busy time, interactions and FLOPs done) is read from the store and scheduler per scrape. */
 #include "metrics.h"
 
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -112,42 +111,8 @@ void pgd_metrics_observe(const char *method, const char *path, unsigned status, 
 
 /* ---- the exposition --------------------------------------------------------------------- */
 
-typedef struct text {
-    char *data;
-    size_t len, cap;
-    bool oom;
-} text;
-
-static void add(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void add(text *t, const char *fmt, ...) {
-    if (t->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->data + t->len, t->cap - t->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            t->oom = true;
-            return;
-        }
-        if ((size_t)n < t->cap - t->len) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = t->cap * 2 + (size_t)n;
-        char *grown = realloc(t->data, cap);
-        if (!grown) {
-            t->oom = true;
-            return;
-        }
-        t->data = grown;
-        t->cap = cap;
-    }
-}
-
-static void family(text *t, const char *name, const char *type, const char *help) {
-    add(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+static void family(pgn_text *t, const char *name, const char *type, const char *help) {
+    pgn_text_printf(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* A label value with \, " and newlines escaped as the format asks. */
@@ -166,7 +131,7 @@ static const char *label(const char *value, char *buf, size_t size) {
     return buf;
 }
 
-static void render_http(text *t) {
+static void render_http(pgn_text *t) {
     family(t, "paragon_http_requests_total", "counter",
            "HTTP requests answered, by method, route pattern and status.");
     for (size_t r = 0; r < N_ROUTES; r++)
@@ -177,7 +142,7 @@ static void render_http(text *t) {
                 char status[8];
                 if (s < N_STATUSES) snprintf(status, sizeof status, "%u", statuses[s]);
                 else snprintf(status, sizeof status, "%zuxx", s - N_STATUSES + 1);
-                add(t, "paragon_http_requests_total{method=\"%s\",route=\"%s\",status=\"%s\"} %llu\n",
+                pgn_text_printf(t, "paragon_http_requests_total{method=\"%s\",route=\"%s\",status=\"%s\"} %llu\n",
                     methods[m], routes[r], status, (unsigned long long)n);
             }
 
@@ -199,15 +164,15 @@ static void render_http(text *t) {
                 char le[16];
                 if (b < N_BOUNDS) snprintf(le, sizeof le, "%g", bounds[b]);
                 else snprintf(le, sizeof le, "+Inf");
-                add(t,
+                pgn_text_printf(t,
                     "paragon_http_request_duration_seconds_bucket{method=\"%s\",route=\"%s\","
                     "le=\"%s\"} %llu\n",
                     methods[m], routes[r], le, (unsigned long long)cum);
             }
             double sum = (double)atomic_load_explicit(&h->sum_ns, memory_order_relaxed) * 1e-9;
-            add(t, "paragon_http_request_duration_seconds_sum{method=\"%s\",route=\"%s\"} %.9g\n",
+            pgn_text_printf(t, "paragon_http_request_duration_seconds_sum{method=\"%s\",route=\"%s\"} %.9g\n",
                 methods[m], routes[r], sum);
-            add(t, "paragon_http_request_duration_seconds_count{method=\"%s\",route=\"%s\"} %llu\n",
+            pgn_text_printf(t, "paragon_http_request_duration_seconds_count{method=\"%s\",route=\"%s\"} %llu\n",
                 methods[m], routes[r], (unsigned long long)total);
         }
 }
@@ -221,14 +186,11 @@ char *pgd_metrics_render(pgd_store *store, pgd_scheduler *sched, pgn_error *err)
     json_t *devices = pgd_scheduler_devices_json(sched, err);
     if (!devices) return NULL;
 
-    text t = {.cap = 16384};
-    t.data = malloc(t.cap);
-    if (!t.data) t.oom = true;
-    else t.data[0] = 0;
+    pgn_text t = {0};
 
     family(&t, "paragon_jobs", "gauge", "Jobs in the store, by state.");
     for (int s = 0; s < PGD_JOB_STATES; s++)
-        add(&t, "paragon_jobs{state=\"%s\"} %lld\n", pgd_job_state_name((pgd_job_state)s),
+        pgn_text_printf(&t, "paragon_jobs{state=\"%s\"} %lld\n", pgd_job_state_name((pgd_job_state)s),
             (long long)states[s]);
 
     char id[128];
@@ -236,13 +198,13 @@ char *pgd_metrics_render(pgd_store *store, pgd_scheduler *sched, pgn_error *err)
     json_t *d;
     family(&t, "paragon_queue_length", "gauge", "Jobs queued on each device.");
     json_array_foreach(devices, i, d)
-        add(&t, "paragon_queue_length{device=\"%s\"} %lld\n",
+        pgn_text_printf(&t, "paragon_queue_length{device=\"%s\"} %lld\n",
             label(json_string_value(json_object_get(d, "id")), id, sizeof id),
             (long long)json_integer_value(json_object_get(d, "queued")));
     family(&t, "paragon_device_busy_seconds_total", "counter",
            "Seconds each device's worker spent running jobs since paragond started.");
     json_array_foreach(devices, i, d)
-        add(&t, "paragon_device_busy_seconds_total{device=\"%s\"} %.9g\n",
+        pgn_text_printf(&t, "paragon_device_busy_seconds_total{device=\"%s\"} %.9g\n",
             label(json_string_value(json_object_get(d, "id")), id, sizeof id),
             json_number_value(json_object_get(d, "busy_seconds")));
     json_decref(devices);
@@ -251,15 +213,12 @@ char *pgd_metrics_render(pgd_store *store, pgd_scheduler *sched, pgn_error *err)
 
     family(&t, "paragon_inet_interactions_total", "counter",
            "Interactions reduced by the inet jobs that succeeded (stored results).");
-    add(&t, "paragon_inet_interactions_total %.17g\n", interactions);
+    pgn_text_printf(&t, "paragon_inet_interactions_total %.17g\n", interactions);
     family(&t, "paragon_flops_total", "counter",
            "Floating-point operations of the train jobs that succeeded (stored results).");
-    add(&t, "paragon_flops_total %.17g\n", flops);
+    pgn_text_printf(&t, "paragon_flops_total %.17g\n", flops);
 
-    if (t.oom) {
-        free(t.data);
-        pgn_error_set(err, "internal", "", "out of memory rendering /metrics");
-        return NULL;
-    }
-    return t.data;
+    char *out = pgn_text_take(&t);
+    if (!out) pgn_error_set(err, "internal", "", "out of memory rendering /metrics");
+    return out;
 }
