@@ -12,14 +12,7 @@ url=${PARAGON_URL:-http://127.0.0.1:8080}
 url=${url%/}
 suite=mlp-forward
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-token_file=${PARAGON_TOKEN_FILE:-$(dirname "$0")/../../data/token}
-auth=()
-if [[ -r $token_file ]]; then
-    printf 'Authorization: Bearer %s\n' "$(tr -d '[:space:]' < "$token_file")" > "$tmp/auth"
-    auth=(-H "@$tmp/auth")
-fi
+. "$(dirname "$0")/auth.sh"
 
 # fetch FORMAT: the export in that format, into $suite.FORMAT once the server answered 2xx.
 fetch() {

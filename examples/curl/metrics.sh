@@ -21,14 +21,7 @@ if [[ -n $name && ! $name =~ ^[A-Za-z0-9_.-]+$ ]]; then
     exit 1
 fi
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-token_file=${PARAGON_TOKEN_FILE:-$(dirname "$0")/../../data/token}
-auth=()
-if [[ -r $token_file ]]; then
-    printf 'Authorization: Bearer %s\n' "$(tr -d '[:space:]' < "$token_file")" > "$tmp/auth"
-    auth=(-H "@$tmp/auth")
-fi
+. "$(dirname "$0")/auth.sh"
 
 query=${name:+?name=$name}
 if ! status=$(curl -sS --max-time 30 -o "$tmp/body" -w '%{http_code}' \

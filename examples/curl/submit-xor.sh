@@ -10,26 +10,21 @@ set -euo pipefail
 url=${PARAGON_URL:-http://127.0.0.1:8080}
 url=${url%/}
 spec=${1:-$(dirname "$0")/../jobs/xor.json}
-token_file=${PARAGON_TOKEN_FILE:-$(dirname "$0")/../../data/token}
 
 if [[ ! -r $spec ]]; then
     echo "submit-xor: cannot read job spec $spec" >&2
     exit 1
 fi
 
-if [[ ! -r $token_file ]]; then
+. "$(dirname "$0")/auth.sh"
+if [[ ${#auth[@]} -eq 0 ]]; then
     echo "submit-xor: cannot read the API token in $token_file (paragond prints where it is" \
          "when it starts; set PARAGON_TOKEN_FILE)" >&2
     exit 1
 fi
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-# The header goes through a private file, so the token never shows in the process list.
-printf 'Authorization: Bearer %s\n' "$(tr -d '[:space:]' < "$token_file")" > "$tmp/auth"
-
 if ! status=$(curl -sS --max-time 30 -o "$tmp/body" -D "$tmp/headers" -w '%{http_code}' \
-        -H 'Content-Type: application/json' -H 'Accept: application/json' -H "@$tmp/auth" \
+        -H 'Content-Type: application/json' -H 'Accept: application/json' "${auth[@]}" \
         --data-binary "@$spec" "$url/api/v1/jobs"); then
     echo "submit-xor: cannot reach paragond at $url" >&2
     exit 1

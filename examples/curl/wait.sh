@@ -30,14 +30,7 @@ json_str() { grep -o "\"$1\"[[:space:]]*:[[:space:]]*\"\\([^\"\\\\]\\|\\\\.\\)*\
 json_num() { grep -o "\"$1\"[[:space:]]*:[[:space:]]*[-0-9.eE+]*" | head -n 1 |
              sed 's/^"[^"]*"[[:space:]]*:[[:space:]]*//' || true; }
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-token_file=${PARAGON_TOKEN_FILE:-$(dirname "$0")/../../data/token}
-auth=()
-if [[ -r $token_file ]]; then
-    printf 'Authorization: Bearer %s\n' "$(tr -d '[:space:]' < "$token_file")" > "$tmp/auth"
-    auth=(-H "@$tmp/auth")
-fi
+. "$(dirname "$0")/auth.sh"
 
 start=$SECONDS
 deadline=$((start + timeout))
