@@ -327,21 +327,33 @@ void pgd_store_close(pgd_store *s) {
     free(s);
 }
 
-int pgd_store_schema_version(pgd_store *s, int64_t *version, pgn_error *err) {
-    static const char sql[] = "SELECT coalesce(max(version), 0) FROM schema_migrations";
+/* Reads the one row of numbers an aggregate query returns into out[0..n-1]; param, when not
+ * NULL, binds ?1. */
+static int read_numbers(pgd_store *s, const char *sql, const char *param, double *out, int n,
+                        const char *what, pgn_error *err) {
+    for (int i = 0; i < n; i++) out[i] = 0;
     pthread_mutex_lock(&s->lock);
     int ret = -1;
     sqlite3_stmt *st = stmt(s, sql, err);
     if (st) {
+        if (param) sqlite3_bind_text(st, 1, param, -1, SQLITE_STATIC);
         if (sqlite3_step(st) == SQLITE_ROW) {
-            *version = sqlite3_column_int64(st, 0);
+            for (int i = 0; i < n; i++) out[i] = sqlite3_column_double(st, i);
             ret = 0;
         } else {
-            db_fail(s, err, "read schema version");
+            db_fail(s, err, what);
         }
         stmt_done(st);
     }
     pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+int pgd_store_schema_version(pgd_store *s, int64_t *version, pgn_error *err) {
+    double v;
+    int ret = read_numbers(s, "SELECT coalesce(max(version), 0) FROM schema_migrations", NULL,
+                           &v, 1, "read schema version", err);
+    *version = (int64_t)v;
     return ret;
 }
 
@@ -451,22 +463,7 @@ int pgd_store_job_insert(pgd_store *s, const pgd_new_job *job, int64_t *id, pgn_
 int pgd_store_queue_seconds(pgd_store *s, const char *device, double *seconds, pgn_error *err) {
     static const char sql[] = "SELECT total(json_extract(estimate, '$.seconds')) FROM jobs"
                               " WHERE state IN ('queued', 'running') AND device = ?1";
-    *seconds = 0;
-    pthread_mutex_lock(&s->lock);
-    int ret = -1;
-    sqlite3_stmt *st = stmt(s, sql, err);
-    if (st) {
-        sqlite3_bind_text(st, 1, device, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            *seconds = sqlite3_column_double(st, 0);
-            ret = 0;
-        } else {
-            db_fail(s, err, "sum queued work");
-        }
-        stmt_done(st);
-    }
-    pthread_mutex_unlock(&s->lock);
-    return ret;
+    return read_numbers(s, sql, device, seconds, 1, "sum queued work", err);
 }
 
 int pgd_store_job_get(pgd_store *s, int64_t id, bool with_spec, json_t **out, pgn_error *err) {
@@ -1371,20 +1368,9 @@ int pgd_store_work_totals(pgd_store *s, double *interactions, double *flops, pgn
         "   * (json_extract(result, '$.epochs') - coalesce(json_extract(result,"
         "   '$.resumed_from_epoch'), 0))) END)"
         " FROM jobs WHERE state = 'succeeded' AND kind IN ('inet', 'train')";
-    *interactions = *flops = 0;
-    pthread_mutex_lock(&s->lock);
-    int ret = -1;
-    sqlite3_stmt *st = stmt(s, sql, err);
-    if (st) {
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            *interactions = sqlite3_column_double(st, 0);
-            *flops = sqlite3_column_double(st, 1);
-            ret = 0;
-        } else {
-            db_fail(s, err, "sum finished work");
-        }
-        stmt_done(st);
-    }
-    pthread_mutex_unlock(&s->lock);
+    double totals[2];
+    int ret = read_numbers(s, sql, NULL, totals, 2, "sum finished work", err);
+    *interactions = totals[0];
+    *flops = totals[1];
     return ret;
 }
