@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "internal.h"
 #include "pgn_math.h"
 
@@ -26,20 +27,7 @@
  * and would steal a core from whatever runs next; they are let go to sleep first. */
 #define BLAS_SPIN_NS 250000000L
 
-typedef struct {
-    const char *name;
-    int M, N, K;
-    bool ta, tb;
-} shape;
-
-/* The MLP 784-256-256-10 at batch 128: forward x w, dW = x^T dz, dX = dz w^T. */
-static const shape training[] = {
-    {"fwd1", 128, 256, 784, false, false}, {"fwd2", 128, 256, 256, false, false},
-    {"fwd3", 128, 10, 256, false, false},  {"dW1", 784, 256, 128, true, false},
-    {"dW2", 256, 256, 128, true, false},   {"dW3", 256, 10, 128, true, false},
-    {"dX2", 128, 256, 256, false, true},   {"dX3", 128, 256, 10, false, true},
-};
-#define N_TRAINING (int)(sizeof training / sizeof *training)
+/* The training shapes are the gemm suite's: pgn_mlp_gemm_shapes (bench.h). */
 
 /* cblas_sgemm, looked up at run time so OpenBLAS is never a build dependency. */
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
@@ -62,8 +50,8 @@ typedef struct {
     double t[MAX_REPEATS];
 } runner;
 
-static void runner_init(runner *r, const char *label, bool blas, pgn_device *dev, const shape *s,
-                        const float *a, const float *b) {
+static void runner_init(runner *r, const char *label, bool blas, pgn_device *dev,
+                        const pgn_gemm_shape *s, const float *a, const float *b) {
     pgn_error err = {0};
     int M = s->M, N = s->N, K = s->K;
     *r = (runner){.label = label, .blas = blas, .dev = dev, .calls = 1};
@@ -76,7 +64,7 @@ static void runner_init(runner *r, const char *label, bool blas, pgn_device *dev
 }
 
 /* Queues n products and waits. */
-static void runner_calls(runner *r, const shape *s, int n) {
+static void runner_calls(runner *r, const pgn_gemm_shape *s, int n) {
     pgn_error err = {0};
     int M = s->M, N = s->N, K = s->K;
     for (int i = 0; i < n; i++) {
@@ -92,7 +80,7 @@ static void runner_calls(runner *r, const shape *s, int n) {
 
 /* One untimed call (the other rows of the shape ran in between: wakes this one's threads and
  * caches), then r->calls timed ones; returns seconds per call. */
-static double runner_repeat(runner *r, const shape *s) {
+static double runner_repeat(runner *r, const pgn_gemm_shape *s) {
     runner_calls(r, s, 1);
     double t0 = pgn_now_s();
     runner_calls(r, s, r->calls);
@@ -102,12 +90,12 @@ static double runner_repeat(runner *r, const shape *s) {
 }
 
 /* Sets how many calls make TARGET_REPEAT_S. */
-static void runner_calibrate(runner *r, const shape *s) {
+static void runner_calibrate(runner *r, const pgn_gemm_shape *s) {
     double n = ceil(TARGET_REPEAT_S / runner_repeat(r, s));
     r->calls = n > MAX_CALLS ? MAX_CALLS : (int)n;
 }
 
-static void runner_release(runner *r, float *out, const shape *s) {
+static void runner_release(runner *r, float *out, const pgn_gemm_shape *s) {
     pgn_error err = {0};
     if (out && pgn_tensor_read(&r->c, out, (size_t)s->M * s->N, &err)) die("read", &err);
     pgn_tensor_release(&r->a);
@@ -116,7 +104,7 @@ static void runner_release(runner *r, float *out, const shape *s) {
 }
 
 /* The contract itself on a sample of elements: acc = 0; acc = fma(a(i,k), b(k,j), acc). */
-static bool spot_check(const shape *s, const float *a, const float *b, const float *c) {
+static bool spot_check(const pgn_gemm_shape *s, const float *a, const float *b, const float *c) {
     for (uint64_t x = 0; x < SPOT_CHECKS; x++) {
         int i = (int)(pgn_rand64(9, 1, x) % (uint64_t)s->M);
         int j = (int)(pgn_rand64(9, 2, x) % (uint64_t)s->N);
@@ -132,7 +120,7 @@ static bool spot_check(const shape *s, const float *a, const float *b, const flo
 /* One row: median time and GFLOP/s, GFLOP/s of the fastest repeat (the machine is shared and
  * noisy: medians move between runs, the best repeat much less), and the ratio of medians to
  * OpenBLAS's. */
-static void print_row(const shape *s, const char *device, double sec, double best_sec,
+static void print_row(const pgn_gemm_shape *s, const char *device, double sec, double best_sec,
                       double blas_gflops, const char *identical) {
     double flop = 2.0 * s->M * s->N * (double)s->K, gflops = flop / sec * 1e-9;
     char ratio[16] = "-";
@@ -154,7 +142,7 @@ static double runner_median(runner *r, int repeats, double *best) {
 
 /* Runs one shape everywhere; returns the seconds per call of OpenBLAS (0 without it) and of each
  * device (sec[0]: host) so the caller can total the training step. */
-static double bench_shape(const shape *s, pgn_device **devs, const pgn_device_info *list,
+static double bench_shape(const pgn_gemm_shape *s, pgn_device **devs, const pgn_device_info *list,
                           size_t n_dev, int repeats, double *sec) {
     size_t na = (size_t)s->M * s->K, nb = (size_t)s->K * s->N, nc = (size_t)s->M * s->N;
     float *a = malloc(na * 4), *b = malloc(nb * 4), *ref = malloc(nc * 4), *c = malloc(nc * 4);
@@ -219,15 +207,15 @@ static int parse_sizes(const char *arg, int *out, int max) {
 
 static int parse_shapes(const char *arg, bool *on) {
     int n = 0;
-    for (int i = 0; i < N_TRAINING; i++) on[i] = false;
+    for (int i = 0; i < PGN_MLP_GEMM_SHAPES; i++) on[i] = false;
     if (!strcmp(arg, "none")) return 0;
     char buf[256];
     snprintf(buf, sizeof buf, "%s", arg);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         int i = 0;
-        while (i < N_TRAINING && strcmp(training[i].name, tok)) i++;
-        if (i == N_TRAINING) {
+        while (i < PGN_MLP_GEMM_SHAPES && strcmp(pgn_mlp_gemm_shapes[i].name, tok)) i++;
+        if (i == PGN_MLP_GEMM_SHAPES) {
             fprintf(stderr, "bench-gemm: --shapes: unknown shape '%s' (fwd1 fwd2 fwd3 dW1 dW2 "
                             "dW3 dX2 dX3, or none)\n", tok);
             exit(2);
@@ -240,8 +228,8 @@ static int parse_shapes(const char *arg, bool *on) {
 
 int main(int argc, char **argv) {
     int sizes[16] = {128, 256, 512, 1024, 2048}, n_sizes = 5, repeats = 11;
-    bool on[N_TRAINING];
-    for (int i = 0; i < N_TRAINING; i++) on[i] = true;
+    bool on[PGN_MLP_GEMM_SHAPES];
+    for (int i = 0; i < PGN_MLP_GEMM_SHAPES; i++) on[i] = true;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--sizes") && i + 1 < argc)
             n_sizes = parse_sizes(argv[++i], sizes, 16);
@@ -291,15 +279,15 @@ int main(int argc, char **argv) {
     printf("%-6s %5s %5s %5s  %-2s  %-14s %10s %9s %7s %7s  %s\n", "shape", "M", "N", "K", "op",
            "device", "us/call", "GFLOP/s", "best", "vs BLAS", "identical");
     for (int i = 0; i < n_sizes; i++) {
-        shape s = {"square", sizes[i], sizes[i], sizes[i], false, false};
+        pgn_gemm_shape s = {"square", sizes[i], sizes[i], sizes[i], false, false};
         bench_shape(&s, devs, list, n_dev, repeats, sec);
     }
     double step_flops = 0, step_blas = 0;
     int n_on = 0;
-    for (int i = 0; i < N_TRAINING; i++) {
+    for (int i = 0; i < PGN_MLP_GEMM_SHAPES; i++) {
         if (!on[i]) continue;
-        step_blas += bench_shape(&training[i], devs, list, n_dev, repeats, sec);
-        step_flops += 2.0 * training[i].M * training[i].N * (double)training[i].K;
+        step_blas += bench_shape(&pgn_mlp_gemm_shapes[i], devs, list, n_dev, repeats, sec);
+        step_flops += 2.0 * pgn_mlp_gemm_shapes[i].M * pgn_mlp_gemm_shapes[i].N * (double)pgn_mlp_gemm_shapes[i].K;
         for (size_t d = 0; d <= n_dev; d++) step[d] += sec[d];
         n_on++;
     }

@@ -241,25 +241,19 @@ int pgn_bench_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_o
 #define GEMM_REPEAT_S 0.02
 #define GEMM_MAX_CALLS 2000
 
-typedef struct {
-    const char *name;
-    int M, N, K;
-    bool ta, tb;
-} gemm_case;
-
-static const gemm_case gemm_cases[] = {
-    {"N=128", 128, 128, 128, false, false},   {"N=256", 256, 256, 256, false, false},
-    {"N=512", 512, 512, 512, false, false},   {"N=1024", 1024, 1024, 1024, false, false},
-    {"N=2048", 2048, 2048, 2048, false, false}, {"fwd1", 128, 256, 784, false, false},
-    {"fwd2", 128, 256, 256, false, false},    {"fwd3", 128, 10, 256, false, false},
-    {"dW1", 784, 256, 128, true, false},      {"dW2", 256, 256, 128, true, false},
-    {"dW3", 256, 10, 128, true, false},       {"dX2", 128, 256, 256, false, true},
-    {"dX3", 128, 256, 10, false, true},
+const pgn_gemm_shape pgn_mlp_gemm_shapes[PGN_MLP_GEMM_SHAPES] = {
+    {"fwd1", 128, 256, 784, false, false}, {"fwd2", 128, 256, 256, false, false},
+    {"fwd3", 128, 10, 256, false, false},  {"dW1", 784, 256, 128, true, false},
+    {"dW2", 256, 256, 128, true, false},   {"dW3", 256, 10, 128, true, false},
+    {"dX2", 128, 256, 256, false, true},   {"dX3", 128, 256, 10, false, true},
 };
+
+/* The square cases, N=128 .. N=2048, run before the MLP's. */
+static const int gemm_squares[] = {128, 256, 512, 1024, 2048};
 
 /* Seconds per call of c on dev (NULL: host) over `repeats` timed repeats; the product lands in
  * out (M*N floats) when given. */
-static int gemm_time(pgn_device *dev, const gemm_case *c, const float *a, const float *b, int repeats,
+static int gemm_time(pgn_device *dev, const pgn_gemm_shape *c, const float *a, const float *b, int repeats,
                      float *out, double *seconds, pgn_error *err) {
     pgn_tensor ta = {0}, tb = {0}, tc = {0};
     int rc = -1;
@@ -293,55 +287,66 @@ done:
     return rc;
 }
 
-int pgn_bench_gemm(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
-    for (size_t i = 0; i < sizeof gemm_cases / sizeof *gemm_cases; i++) {
-        const gemm_case *c = &gemm_cases[i];
-        if (!pgn_bench_wants(ctx, c->name)) continue;
-        if (pgn_bench_check_stop(ctx, err)) return -1;
-        size_t na = (size_t)c->M * c->K, nb = (size_t)c->K * c->N, nc = (size_t)c->M * c->N;
-        float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b);
-        float *host = malloc(nc * sizeof *host), *dev = malloc(nc * sizeof *dev);
-        double host_s = 0, dev_s = 0;
-        int rc = -1;
-        if (!a || !b || !host || !dev) {
-            pgn_error_set(err, "internal", "", "out of memory for gemm %s", c->name);
-        } else {
-            for (size_t k = 0; k < na; k++) a[k] = pgn_rand_unit(1, 1, k) * 2.0f - 1.0f;
-            for (size_t k = 0; k < nb; k++) b[k] = pgn_rand_unit(1, 2, k) * 2.0f - 1.0f;
-            /* the host reference is slow at 2048: its figure is one call's */
-            int host_repeats = c->M >= 1024 ? 1 : ctx->repeats;
-            rc = gemm_time(NULL, c, a, b, host_repeats, host, &host_s, err);
-            if (rc == 0) rc = ctx->dev ? gemm_time(ctx->dev, c, a, b, ctx->repeats, dev, &dev_s, err) : 0;
-            if (rc == 0 && !ctx->dev) {
-                memcpy(dev, host, nc * sizeof *dev);
-                dev_s = host_s;
-            }
+/* Times one shape (unless ctx's case filter leaves it out) and appends its row. */
+static int gemm_case_run(const pgn_bench_ctx *ctx, const pgn_gemm_shape *c, json_t *rows,
+                         pgn_error *err) {
+    if (!pgn_bench_wants(ctx, c->name)) return 0;
+    if (pgn_bench_check_stop(ctx, err)) return -1;
+    size_t na = (size_t)c->M * c->K, nb = (size_t)c->K * c->N, nc = (size_t)c->M * c->N;
+    float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b);
+    float *host = malloc(nc * sizeof *host), *dev = malloc(nc * sizeof *dev);
+    double host_s = 0, dev_s = 0;
+    int rc = -1;
+    if (!a || !b || !host || !dev) {
+        pgn_error_set(err, "internal", "", "out of memory for gemm %s", c->name);
+    } else {
+        for (size_t k = 0; k < na; k++) a[k] = pgn_rand_unit(1, 1, k) * 2.0f - 1.0f;
+        for (size_t k = 0; k < nb; k++) b[k] = pgn_rand_unit(1, 2, k) * 2.0f - 1.0f;
+        /* the host reference is slow at 2048: its figure is one call's */
+        int host_repeats = c->M >= 1024 ? 1 : ctx->repeats;
+        rc = gemm_time(NULL, c, a, b, host_repeats, host, &host_s, err);
+        if (rc == 0) rc = ctx->dev ? gemm_time(ctx->dev, c, a, b, ctx->repeats, dev, &dev_s, err) : 0;
+        if (rc == 0 && !ctx->dev) {
+            memcpy(dev, host, nc * sizeof *dev);
+            dev_s = host_s;
         }
-        if (rc == 0) {
-            double flop = 2.0 * c->M * c->N * c->K;
-            json_t *row = pgn_bench_row(ctx, "gemm", c->name);
-            json_object_set_new(row, "m", json_integer(c->M));
-            json_object_set_new(row, "n", json_integer(c->N));
-            json_object_set_new(row, "k", json_integer(c->K));
-            json_object_set_new(row, "transpose", json_string(c->ta ? "TN" : c->tb ? "NT" : "NN"));
-            json_object_set_new(row, "device_ms", json_real(dev_s * 1e3));
-            json_object_set_new(row, "gflops", json_real(dev_s > 0 ? flop / dev_s / 1e9 : 0));
-            json_object_set_new(row, "host_gflops", json_real(host_s > 0 ? flop / host_s / 1e9 : 0));
-            json_object_set_new(row, "bit_identical", json_boolean(!memcmp(host, dev, nc * sizeof *dev)));
-            json_array_append_new(rows, row);
-            if (ctx->hooks && ctx->hooks->on_log) {
-                char line[160];
-                snprintf(line, sizeof line, "gemm %s on %s: %.1f GFLOP/s", c->name, ctx->info->id,
-                         dev_s > 0 ? flop / dev_s / 1e9 : 0);
-                ctx->hooks->on_log(ctx->hooks->ctx, line);
-            }
-        }
-        free(a);
-        free(b);
-        free(host);
-        free(dev);
-        if (rc) return -1;
     }
+    if (rc == 0) {
+        double flop = 2.0 * c->M * c->N * c->K;
+        json_t *row = pgn_bench_row(ctx, "gemm", c->name);
+        json_object_set_new(row, "m", json_integer(c->M));
+        json_object_set_new(row, "n", json_integer(c->N));
+        json_object_set_new(row, "k", json_integer(c->K));
+        json_object_set_new(row, "transpose", json_string(c->ta ? "TN" : c->tb ? "NT" : "NN"));
+        json_object_set_new(row, "device_ms", json_real(dev_s * 1e3));
+        json_object_set_new(row, "gflops", json_real(dev_s > 0 ? flop / dev_s / 1e9 : 0));
+        json_object_set_new(row, "host_gflops", json_real(host_s > 0 ? flop / host_s / 1e9 : 0));
+        json_object_set_new(row, "bit_identical", json_boolean(!memcmp(host, dev, nc * sizeof *dev)));
+        json_array_append_new(rows, row);
+        if (ctx->hooks && ctx->hooks->on_log) {
+            char line[160];
+            snprintf(line, sizeof line, "gemm %s on %s: %.1f GFLOP/s", c->name, ctx->info->id,
+                     dev_s > 0 ? flop / dev_s / 1e9 : 0);
+            ctx->hooks->on_log(ctx->hooks->ctx, line);
+        }
+    }
+    free(a);
+    free(b);
+    free(host);
+    free(dev);
+    return rc;
+}
+
+int pgn_bench_gemm(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
+    for (size_t i = 0; i < sizeof gemm_squares / sizeof *gemm_squares; i++) {
+        int n = gemm_squares[i];
+        char name[16];
+        snprintf(name, sizeof name, "N=%d", n);
+        pgn_gemm_shape square = {name, n, n, n, false, false};
+        if (gemm_case_run(ctx, &square, rows, err)) return -1;
+    }
+    for (int i = 0; i < PGN_MLP_GEMM_SHAPES; i++)
+        if (gemm_case_run(ctx, &pgn_mlp_gemm_shapes[i], rows, err)) return -1;
     return 0;
 }
 

@@ -19,6 +19,19 @@ typedef struct pgn_bench_ctx {
     const char *data_dir;       /* datasets (the train suite) */
 } pgn_bench_ctx;
 
+/* One GEMM a benchmark times: C (M x N) = op(A) op(B) with inner dimension K; ta/tb say
+ * whether A/B are stored transposed. */
+typedef struct {
+    const char *name;
+    int M, N, K;
+    bool ta, tb;
+} pgn_gemm_shape;
+
+/* The Fashion-MNIST MLP 784-256-256-10's GEMMs at batch 128 (forward x w, dW = x^T dz,
+ * dX = dz w^T): the gemm suite and bench-gemm both time them. */
+#define PGN_MLP_GEMM_SHAPES 8
+extern const pgn_gemm_shape pgn_mlp_gemm_shapes[PGN_MLP_GEMM_SHAPES];
+
 /* A new row {"suite", "case", "device", "adapter", "version"} for ctx's device; the caller sets
  * the figures and appends it. */
 json_t *pgn_bench_row(const pgn_bench_ctx *ctx, const char *suite, const char *case_id);
