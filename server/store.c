@@ -80,6 +80,12 @@ static void stmt_done(sqlite3_stmt *st) {
     sqlite3_clear_bindings(st);
 }
 
+/* Fails with not_found naming the job id. */
+static int no_such_job(pgn_error *err, int64_t id) {
+    pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)id);
+    return -1;
+}
+
 static int exec_sql(pgd_store *s, const char *sql, pgn_error *err, const char *what) {
     char *msg = NULL;
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
@@ -479,7 +485,7 @@ int pgd_store_job_get(pgd_store *s, int64_t id, bool with_spec, json_t **out, pg
             *out = job_from_row(st, with_spec);
             ret = 0;
         } else if (rc == SQLITE_DONE) {
-            pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)id);
+            no_such_job(err, id);
         } else {
             db_fail(s, err, "read job");
         }
@@ -604,7 +610,7 @@ static int update_job(pgd_store *s, sqlite3_stmt *st, int64_t id, const char *wh
         pgn_error_set(err, "conflict", "", "cannot %s job %lld: it is %s", what, (long long)id,
                       (const char *)sqlite3_column_text(q, 0));
     else if (rc == SQLITE_DONE)
-        pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)id);
+        no_such_job(err, id);
     else
         db_fail(s, err, what);
     stmt_done(q);
@@ -726,10 +732,7 @@ static int cancel_tx(pgd_store *s, void *ctx, pgn_error *err) {
     bool known = rc == SQLITE_ROW &&
                  pgd_job_state_parse((const char *)sqlite3_column_text(st, 0), &state) == 0;
     stmt_done(st);
-    if (rc == SQLITE_DONE) {
-        pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)a->id);
-        return -1;
-    }
+    if (rc == SQLITE_DONE) return no_such_job(err, a->id);
     if (!known) return db_fail(s, err, "read job state");
     if (state != PGD_JOB_QUEUED && state != PGD_JOB_RUNNING) {
         pgn_error_set(err, "conflict", "", "job %lld has already finished (%s): nothing to cancel",
@@ -770,7 +773,7 @@ int pgd_store_job_cancel_requested(pgd_store *s, int64_t id, bool *requested, pg
             *requested = sqlite3_column_int(st, 0) != 0;
             ret = 0;
         } else if (rc == SQLITE_DONE) {
-            pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)id);
+            no_such_job(err, id);
         } else {
             db_fail(s, err, "read cancel request");
         }
@@ -795,10 +798,7 @@ static int delete_tx(pgd_store *s, void *ctx, pgn_error *err) {
     if (rc == SQLITE_ROW)
         snprintf(state, sizeof state, "%s", (const char *)sqlite3_column_text(st, 0));
     stmt_done(st);
-    if (rc == SQLITE_DONE) {
-        pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)id);
-        return -1;
-    }
+    if (rc == SQLITE_DONE) return no_such_job(err, id);
     if (rc != SQLITE_ROW) return db_fail(s, err, "read job state");
     if (strcmp(state, "queued") == 0 || strcmp(state, "running") == 0) {
         pgn_error_set(err, "conflict", "",
@@ -970,7 +970,7 @@ int pgd_store_metric_add(pgd_store *s, int64_t job_id, const char *name, int64_t
         int rc = sqlite3_step(st);
         if (rc == SQLITE_DONE) ret = 0;
         else if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
-            pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)job_id);
+            no_such_job(err, job_id);
         else db_fail(s, err, "insert metric");
         stmt_done(st);
     }
@@ -987,7 +987,7 @@ static int job_exists(pgd_store *s, int64_t job_id, pgn_error *err) {
     int rc = sqlite3_step(st);
     stmt_done(st);
     if (rc == SQLITE_ROW) return 0;
-    if (rc == SQLITE_DONE) pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)job_id);
+    if (rc == SQLITE_DONE) no_such_job(err, job_id);
     else db_fail(s, err, "read job");
     return -1;
 }
@@ -1085,7 +1085,7 @@ int pgd_store_log_add(pgd_store *s, int64_t job_id, const char *level, const cha
             }
         }
         if (ret < 0 && rc == SQLITE_CONSTRAINT_FOREIGNKEY)
-            pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)job_id);
+            no_such_job(err, job_id);
         else if (ret < 0)
             db_fail(s, err, "insert log line");
         stmt_done(st);
@@ -1220,10 +1220,7 @@ static int insert_bench_rows(pgd_store *s, int64_t job_id, const json_t *rows,
         int rc = sqlite3_step(st);
         stmt_done(st);
         free(data);
-        if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
-            pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)job_id);
-            return -1;
-        }
+        if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) return no_such_job(err, job_id);
         if (rc != SQLITE_DONE) return db_fail(s, err, "insert benchmark row");
     }
     return 0;
