@@ -6,6 +6,7 @@
  * Waits are bounded; nothing asserts on time. */
 #include "http_client.h"
 #include "paragon.h"
+#include "safetensors_check.h"
 #include "store.h"
 
 #include <criterion/criterion.h>
@@ -1626,36 +1627,6 @@ static void assert_allow(const http_response *r, const char *allow) {
     cr_assert_str_eq(h, allow);
 }
 
-/* The JSON header of a safetensors file (8-byte little-endian length, then JSON), checked to
- * describe exactly the bytes that follow it; *data_start receives where tensor data begins. */
-static json_t *safetensors_header(const char *bytes, size_t len, size_t *data_start) {
-    cr_assert_gt(len, 8, "shorter than the 8-byte header length");
-    uint64_t hlen = 0;
-    for (int k = 0; k < 8; k++) hlen |= (uint64_t)(unsigned char)bytes[k] << (8 * k);
-    cr_assert_leq(hlen, len - 8, "header length %llu past the end", (unsigned long long)hlen);
-    json_error_t e;
-    json_t *header = json_loadb(bytes + 8, hlen, 0, &e);
-    cr_assert(json_is_object(header), "the header is a JSON object: %s", e.text);
-    size_t end = 0;
-    const char *name;
-    json_t *t;
-    json_object_foreach(header, name, t) {
-        if (strcmp(name, "__metadata__") == 0) continue;
-        cr_assert_str_eq(str(t, "dtype"), "F32", "%s", name);
-        json_t *shape = json_object_get(t, "shape"), *off = json_object_get(t, "data_offsets");
-        size_t count = 1;
-        for (size_t i = 0; i < json_array_size(shape); i++)
-            count *= (size_t)json_integer_value(json_array_get(shape, i));
-        size_t b = (size_t)json_integer_value(json_array_get(off, 0));
-        size_t f = (size_t)json_integer_value(json_array_get(off, 1));
-        cr_assert_eq(f - b, count * 4, "%s: offsets match its shape", name);
-        if (f > end) end = f;
-    }
-    cr_assert_eq(8 + hlen + end, len, "the tensors fill the file exactly");
-    *data_start = 8 + hlen;
-    return header;
-}
-
 /* A file of the server's data dir, read whole; NULL when missing. */
 static char *data_file(const server *s, int64_t id, size_t *len) {
     char path[512];
@@ -1856,7 +1827,7 @@ Test(server, the_checkpoint_downloads_as_a_safetensors_file) {
 
     /* What any safetensors reader sees: the header, the model's tensors by their names. */
     size_t data_start;
-    json_t *header = safetensors_header(r.body, r.body_len, &data_start);
+    json_t *header = test_safetensors_header(r.body, r.body_len, &data_start);
     const struct {
         const char *name;
         int rows, cols;
@@ -2096,7 +2067,7 @@ Test(server, sigterm_checkpoints_the_running_job_requeues_it_and_the_next_start_
     size_t len, data_start;
     char *file = data_file(&s, id, &len);
     cr_assert_not_null(file, "the shutdown checkpointed the running job");
-    json_t *header = safetensors_header(file, len, &data_start);
+    json_t *header = test_safetensors_header(file, len, &data_start);
     cr_assert_not_null(json_object_get(header, "layers.2.weight"));
     json_t *meta = json_object_get(header, "__metadata__");
     int64_t step = atoll(str(meta, "step"));

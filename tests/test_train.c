@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "engine_helpers.h"
+#include "safetensors_check.h"
 
 static pgn_job_spec xor_spec(void) {
     char path[4096];
@@ -44,6 +45,12 @@ static void on_metric(void *ctx, const char *name, int64_t step, double value) {
 static bool should_stop(void *ctx) {
     recorder *r = ctx;
     return r->stop_after && ++r->polls > r->stop_after;
+}
+
+/* Hooks that record into r, emptied first. */
+static pgn_run_hooks recorded(recorder *r) {
+    memset(r, 0, sizeof *r);
+    return (pgn_run_hooks){.ctx = r, .on_metric = on_metric, .should_stop = should_stop};
 }
 
 static json_t *run(const pgn_job_spec *spec, pgn_device *dev, recorder *rec) {
@@ -172,12 +179,7 @@ static void check_resume(pgn_device *dev) {
     pgn_run_options o1 = {.data_dir = "data", .checkpoint_dir = whole};
     pgn_run_options o2 = {.data_dir = "data", .checkpoint_dir = parted, .resume = true};
     static recorder r1, r2, r3;
-    memset(&r1, 0, sizeof r1);
-    memset(&r2, 0, sizeof r2);
-    memset(&r3, 0, sizeof r3);
-    pgn_run_hooks h1 = {.ctx = &r1, .on_metric = on_metric, .should_stop = should_stop};
-    pgn_run_hooks h2 = {.ctx = &r2, .on_metric = on_metric, .should_stop = should_stop};
-    pgn_run_hooks h3 = {.ctx = &r3, .on_metric = on_metric, .should_stop = should_stop};
+    pgn_run_hooks h1 = recorded(&r1), h2 = recorded(&r2), h3 = recorded(&r3);
     json_t *full = NULL, *resumed = NULL, *none = NULL;
     pgn_error err = {0};
     cr_assert_eq(pgn_job_run(&spec, dev, &o1, &h1, &full, &err), 0, "%s", err.message);
@@ -197,10 +199,7 @@ static void check_resume(pgn_device *dev) {
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", whole);
     size_t len;
     char *file = read_all(path, &len);
-    uint64_t hlen = 0;
-    for (int k = 0; k < 8; k++) hlen |= (uint64_t)(unsigned char)file[k] << (8 * k);
-    json_t *header = json_loadb(file + 8, hlen, 0, NULL);
-    cr_assert_not_null(header);
+    json_t *header = test_safetensors_header(file, len, NULL);
     json_t *w = json_object_get(header, "layers.0.weight");
     cr_assert_str_eq(json_string_value(json_object_get(w, "dtype")), "F32");
     cr_assert_eq(json_integer_value(json_array_get(json_object_get(w, "shape"), 1)), 16);
@@ -209,17 +208,6 @@ static void check_resume(pgn_device *dev) {
     cr_assert_str_eq(json_string_value(json_object_get(meta, "epoch")), "10");
     cr_assert_str_eq(json_string_value(json_object_get(meta, "weights_sha256")),
                      json_string_value(json_object_get(full, "weights_sha256")));
-    size_t data_bytes = 0;
-    const char *key;
-    json_t *val;
-    json_object_foreach(header, key, val) {
-        if (strcmp(key, "__metadata__")) {
-            json_t *off = json_object_get(val, "data_offsets");
-            size_t end = (size_t)json_integer_value(json_array_get(off, 1));
-            if (end > data_bytes) data_bytes = end;
-        }
-    }
-    cr_assert_eq(len, 8 + hlen + data_bytes);
     json_decref(header);
     free(file);
 
@@ -270,12 +258,7 @@ static void check_stop_checkpoint(pgn_device *dev) {
     pgn_run_options o2 = {.data_dir = "data", .checkpoint_dir = parted, .resume = true,
                           .checkpoint_on_stop = true};
     static recorder r1, r2, r3;
-    memset(&r1, 0, sizeof r1);
-    memset(&r2, 0, sizeof r2);
-    memset(&r3, 0, sizeof r3);
-    pgn_run_hooks h1 = {.ctx = &r1, .on_metric = on_metric, .should_stop = should_stop};
-    pgn_run_hooks h2 = {.ctx = &r2, .on_metric = on_metric, .should_stop = should_stop};
-    pgn_run_hooks h3 = {.ctx = &r3, .on_metric = on_metric, .should_stop = should_stop};
+    pgn_run_hooks h1 = recorded(&r1), h2 = recorded(&r2), h3 = recorded(&r3);
     json_t *full = NULL, *resumed = NULL, *none = NULL;
     pgn_error err = {0};
     cr_assert_eq(pgn_job_run(&spec, dev, &o1, &h1, &full, &err), 0, "%s", err.message);
@@ -291,10 +274,7 @@ static void check_stop_checkpoint(pgn_device *dev) {
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", parted);
     size_t len;
     char *file = read_all(path, &len);
-    uint64_t hlen = 0;
-    for (int k = 0; k < 8; k++) hlen |= (uint64_t)(unsigned char)file[k] << (8 * k);
-    json_t *header = json_loadb(file + 8, hlen, 0, NULL);
-    cr_assert_not_null(header);
+    json_t *header = test_safetensors_header(file, len, NULL);
     json_t *meta = json_object_get(header, "__metadata__");
     cr_assert_str_eq(json_string_value(json_object_get(meta, "epoch")), "3");
     cr_assert_str_eq(json_string_value(json_object_get(meta, "epoch_step")), "4");
