@@ -113,25 +113,33 @@ static void mlp_release(mlp_net *n) {
     pgn_tensor_release(&n->x);
 }
 
-static void mlp_shape(const mlp_case *c, mlp_net *n) {
-    n->layers = c->hidden + 1;
-    n->dims[0] = MLP_INPUTS;
-    for (int l = 1; l <= c->hidden; l++) n->dims[l] = c->width;
-    n->dims[n->layers] = MLP_CLASSES;
+/* An empty network of layers + 1 widths dims on dev (NULL: host): every tensor allocated. */
+static int mlp_alloc(pgn_device *dev, int layers, const int *dims, mlp_net *n, pgn_error *err) {
+    memset(n, 0, sizeof *n);
+    n->dev = dev;
+    n->layers = layers;
+    memcpy(n->dims, dims, (size_t)(layers + 1) * sizeof *dims);
+    if (pgn_tensor_init(&n->x, dev, MLP_BATCH, MLP_INPUTS, err)) return -1;
+    for (int l = 0; l < layers; l++) {
+        int K = dims[l], N = dims[l + 1];
+        if (pgn_tensor_init(&n->w[l], dev, K, N, err) ||
+            pgn_tensor_init(&n->b[l], dev, 1, N, err) ||
+            pgn_tensor_init(&n->z[l], dev, MLP_BATCH, N, err) ||
+            pgn_tensor_init(&n->y[l], dev, MLP_BATCH, N, err))
+            return -1;
+    }
+    return 0;
 }
 
 /* The host network with its weights drawn (the source the device copies). */
 static int mlp_host_init(const mlp_case *c, mlp_net *n, pgn_error *err) {
-    memset(n, 0, sizeof *n);
-    mlp_shape(c, n);
-    if (pgn_tensor_init(&n->x, NULL, MLP_BATCH, MLP_INPUTS, err)) return -1;
-    for (int l = 0; l < n->layers; l++) {
-        int K = n->dims[l], N = n->dims[l + 1];
-        if (pgn_tensor_init(&n->w[l], NULL, K, N, err) ||
-            pgn_tensor_init(&n->b[l], NULL, 1, N, err) ||
-            pgn_tensor_init(&n->z[l], NULL, MLP_BATCH, N, err) ||
-            pgn_tensor_init(&n->y[l], NULL, MLP_BATCH, N, err))
-            return -1;
+    int dims[MLP_MAX_LAYERS + 1], layers = c->hidden + 1;
+    dims[0] = MLP_INPUTS;
+    for (int l = 1; l <= c->hidden; l++) dims[l] = c->width;
+    dims[layers] = MLP_CLASSES;
+    if (mlp_alloc(NULL, layers, dims, n, err)) return -1;
+    for (int l = 0; l < layers; l++) {
+        int K = dims[l], N = dims[l + 1];
         float scale = 1.0f / sqrtf((float)K), *w = n->w[l].host, *b = n->b[l].host;
         for (size_t i = 0; i < (size_t)K * N; i++)
             w[i] = (2.0f * pgn_rand_unit(MLP_SEED, 2 * (pgn_u64)l, i) - 1.0f) * scale;
@@ -143,18 +151,10 @@ static int mlp_host_init(const mlp_case *c, mlp_net *n, pgn_error *err) {
 
 /* The device network: allocates, uploads and packs the host's weights, and waits. */
 static int mlp_device_init(pgn_device *dev, const mlp_net *h, mlp_net *n, pgn_error *err) {
-    memset(n, 0, sizeof *n);
-    n->dev = dev;
-    n->layers = h->layers;
-    memcpy(n->dims, h->dims, sizeof n->dims);
-    if (pgn_tensor_init(&n->x, dev, MLP_BATCH, MLP_INPUTS, err)) return -1;
+    if (mlp_alloc(dev, h->layers, h->dims, n, err)) return -1;
     for (int l = 0; l < n->layers; l++) {
         int K = n->dims[l], N = n->dims[l + 1];
-        if (pgn_tensor_init(&n->w[l], dev, K, N, err) ||
-            pgn_tensor_init(&n->b[l], dev, 1, N, err) ||
-            pgn_tensor_init(&n->z[l], dev, MLP_BATCH, N, err) ||
-            pgn_tensor_init(&n->y[l], dev, MLP_BATCH, N, err) ||
-            pgn_tensor_write(&n->w[l], h->w[l].host, (size_t)K * N, err) ||
+        if (pgn_tensor_write(&n->w[l], h->w[l].host, (size_t)K * N, err) ||
             pgn_tensor_write(&n->b[l], h->b[l].host, (size_t)N, err) ||
             pgn_gemm_pack(&n->w[l], K, N, &n->pw[l], err))
             return -1;
