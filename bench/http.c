@@ -498,35 +498,36 @@ static void submit_to_running(uint16_t port, const char *device, int n_samples, 
     free(post);
 }
 
-/* The OpenCL device "auto" places an inet job on (its id from the POST answer). */
-static void first_opencl_device(uint16_t port, char *out, size_t size) {
+/* The body of GET path on a new connection (200 or the benchmark dies); the caller frees it. */
+static char *get_body(uint16_t port, const char *path) {
     conn *c = calloc(1, sizeof *c);
     c->fd = connect_loopback(port);
-    char *get = get_request("/api/v1/devices");
+    char *get = get_request(path);
     const char *body;
     size_t len;
-    if (roundtrip(c, get, strlen(get), &body, &len) != 200) die("GET /api/v1/devices");
+    if (roundtrip(c, get, strlen(get), &body, &len) != 200) die("GET %s", path);
+    char *copy = strndup(body, len);
+    free(get);
+    close(c->fd);
+    free(c);
+    return copy;
+}
+
+/* The OpenCL device "auto" places an inet job on (its id from the POST answer). */
+static void first_opencl_device(uint16_t port, char *out, size_t size) {
+    char *body = get_body(port, "/api/v1/devices");
     const char *p = strstr(body, "\"id\":\"");
     if (!p) die("no device in %.200s", body);
     p += 6;
     size_t n = strcspn(p, "\"");
     snprintf(out, size, "%.*s", (int)(n < size ? n : size - 1), p);
-    free(get);
-    close(c->fd);
-    free(c);
+    free(body);
 }
 
 static long long stored_jobs(uint16_t port) {
-    conn *c = calloc(1, sizeof *c);
-    c->fd = connect_loopback(port);
-    char *get = get_request("/api/v1/jobs?limit=0");
-    const char *body;
-    size_t len;
-    if (roundtrip(c, get, strlen(get), &body, &len) != 200) die("GET /api/v1/jobs");
+    char *body = get_body(port, "/api/v1/jobs?limit=0");
     long long total = json_number_after(body, "\"total\":");
-    free(get);
-    close(c->fd);
-    free(c);
+    free(body);
     return total;
 }
 
