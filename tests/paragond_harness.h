@@ -1,0 +1,120 @@
+/* paragond_harness.h: the shared harness of the integration tests (test_server.c,
+ * test_hardening.c): paragond spawned on a free port with its database and data dir in a
+ * per-test temporary directory, requests as its owner or as anyone, bounded waits. Every helper
+ * asserts (Criterion) instead of returning errors. Waits are bounded; nothing asserts on time. */
+#ifndef PGN_TEST_PARAGOND_HARNESS_H
+#define PGN_TEST_PARAGOND_HARNESS_H
+
+#include "http_client.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define HTTP_TIMEOUT_MS 30000
+#define START_TIMEOUT_MS 120000 /* ASan + the first OpenCL probe can be slow */
+#define STOP_TIMEOUT_MS 120000
+#define JOB_TIMEOUT_MS 240000
+
+/* XOR 2-8-2, SGD with momentum, 300 epochs: trains to full accuracy in about a second. */
+extern const char xor_spec[];
+#define XOR_EPOCHS 300
+
+extern const char *const json_headers[]; /* Content-Type: application/json */
+
+/* The current test's temporary directory (the suite's .init creates it, .fini removes it). */
+extern char tmpdir[256];
+void harness_setup(void);
+/* Kills every paragond a failed test left running, then removes tmpdir. */
+void harness_teardown(void);
+
+/* ---- processes ---- */
+
+int64_t now_ms(void);
+const char *paragond_path(void); /* $PARAGOND */
+
+typedef struct child {
+    pid_t pid;
+    int out_fd; /* its stdout */
+    int err_fd; /* its stderr, when captured; else -1 */
+} child;
+
+/* Runs paragond with args; extra_env ("NAME=value" strings, NULL-ended) is added to ours. */
+child spawn(const char *const *args, const char *const *extra_env, bool capture_stderr);
+/* No longer a child to kill at teardown (it was waited for). */
+void forget(pid_t pid);
+/* Reads fd to its end (bounded), into a NUL-terminated malloc'd string. */
+char *read_all(int fd, int timeout_ms);
+/* Waits for the child to exit (bounded) and returns its exit status; a signal death fails. */
+int wait_exit(pid_t pid, int timeout_ms);
+
+typedef struct server {
+    child proc;
+    uint16_t port;
+    char db[300];
+    char data[300];
+} server;
+
+/* The first line paragond prints on stdout says where it listens; waits for it. */
+void read_listening_line(const child *c, char *line, size_t size);
+/* Starts paragond on a free port with the database and data dir in tmpdir; with calibrate, it
+ * measures devices that have no benchmark rows at start, as a first start does (the other
+ * tests skip that: it costs every start a second or two). */
+server start_server_env(bool calibrate, const char *const *extra_env);
+server start_server_calibrating(bool calibrate);
+server start_server(void);
+/* The same with extra flags and its stderr captured (*err_fd); host is the address its
+ * listening line names. */
+server start_server_with(const char *const *extra, const char *host, int *err_fd);
+/* SIGTERM, then the clean exit (status 0; under ASan a leak would make it non-zero). */
+void stop_server(server *s);
+/* Stops it as stop_server does and returns what it wrote on stderr. */
+char *stop_server_with(server *s, int err_fd);
+/* SIGKILL, and the death by it. */
+void kill_server(server *s);
+
+/* ---- requests ---- */
+
+/* "Authorization: Bearer <token>" from the server's <data>/token; "" while there is none. */
+void auth_header(const server *s, char *out, size_t size);
+/* A request as the server's owner (with its token). */
+http_response request(const server *s, const char *method, const char *path,
+                      const char *const *headers, const char *body);
+/* A request exactly as given: no token added. */
+http_response bare_request(const server *s, const char *method, const char *path,
+                           const char *const *headers, const char *body);
+/* GET path, expect status, return the parsed body. */
+json_t *get_json(const server *s, const char *path, int status);
+json_t *parse_body(const http_response *r);
+const char *str(const json_t *o, const char *key);
+/* Asserts {"error":{"code":code,"field":field,...}}; the message names field when given. */
+void assert_error(const http_response *r, int status, const char *code, const char *field);
+/* 401 unauthorized, its message saying what is wrong, the challenge header, no token. */
+void assert_unauthorized(const http_response *r, const char *says, const char *token);
+/* 405 with exactly this Allow header. */
+void assert_allow(const http_response *r, const char *allow);
+char *read_token(const server *s);
+
+/* ---- jobs ---- */
+
+int64_t job_total(const server *s);
+/* POSTs spec, asserts 201 with its Location, returns the id. */
+int64_t submit(const server *s, const char *spec);
+/* POSTs body and asserts the error (and no Location). */
+void post_expect(const server *s, const char *body, int status, const char *code,
+                 const char *field);
+/* Polls the job until its state is one of `until` (a space-separated list); bounded. */
+json_t *wait_state(const server *s, int64_t id, const char *until, int timeout_ms);
+/* xor_spec with the first occurrence of from replaced by to (malloc'd). */
+char *spec_with(const char *from, const char *to);
+char *job_url(char *buf, size_t size, int64_t id, const char *sub);
+json_t *job_now(const server *s, int64_t id);
+/* The status of method on /api/v1/jobs/{id}{sub}, with the body freed. */
+int status_of(const server *s, const char *method, int64_t id, const char *sub);
+/* <data>/jobs/<id>/checkpoint.safetensors, read whole; NULL when missing. */
+char *data_file(const server *s, int64_t id, size_t *len);
+
+#endif
