@@ -7,6 +7,7 @@
 #include "embedded.h"
 #include "events.h"
 #include "http.h"
+#include "lock.h"
 #include "admission.h"
 #include "metrics.h"
 #include "scheduler.h"
@@ -34,6 +35,7 @@
 #define BENCH_LIMIT_MAX 10000
 
 struct pgd_server {
+    pgd_lock *lock; /* one paragond per database: taken first, released last */
     pgd_store *store;
     pgd_scheduler *sched;
     pgd_events *events; /* job events: the SSE streams read them */
@@ -783,6 +785,10 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
     pgn_device_info *devices = NULL;
     size_t count = 0;
 
+    /* Before anything is created, read or recovered: a second paragond on this database must
+     * leave everything as it found it. */
+    if (pgd_lock_take(cfg->db_path ? cfg->db_path : PGD_DEFAULT_DB, &srv->lock, err) < 0)
+        goto fail;
     srv->data_dir = strdup(cfg->data_dir ? cfg->data_dir : PGD_DEFAULT_DATA_DIR);
     if (!srv->data_dir) {
         pgn_error_set(err, "internal", "", "out of memory");
@@ -807,12 +813,21 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
 
     if (pgd_store_open(cfg->db_path ? cfg->db_path : PGD_DEFAULT_DB, &srv->store, err) < 0)
         goto fail;
-    int64_t requeued = 0;
-    if (pgd_store_recover(srv->store, &requeued, err) < 0) goto fail;
-    if (requeued)
+    int64_t max_attempts = cfg->max_attempts > 0 ? cfg->max_attempts : PGD_DEFAULT_MAX_ATTEMPTS;
+    pgd_recovery rec;
+    if (pgd_store_recover(srv->store, max_attempts, &rec, err) < 0) goto fail;
+    if (rec.requeued)
         fprintf(stderr, "paragond: %lld job(s) left running by a previous run are queued again\n",
-                (long long)requeued);
-    if (pgd_events_create(srv->store, &srv->events, err) < 0) goto fail;
+                (long long)rec.requeued);
+    if (rec.crashed)
+        fprintf(stderr,
+                "paragond: %lld job(s) left running by a previous run failed as crashed: paragond "
+                "ended while each ran, %lld times (--max-attempts)\n",
+                (long long)rec.crashed, (long long)max_attempts);
+    if (pgd_events_create(srv->store,
+                          (size_t)(cfg->max_streams > 0 ? cfg->max_streams : PGD_DEFAULT_MAX_STREAMS),
+                          &srv->events, err) < 0)
+        goto fail;
     if (pgd_scheduler_start(srv->store, srv->events, devices, count, srv->data_dir,
                             !cfg->no_calibration, &srv->sched, err) < 0)
         goto fail;
@@ -820,9 +835,18 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
     srv->n_devices = count;
     devices = NULL;
 
+    pgd_http_limits limits = {
+        .max_connections = (unsigned)(cfg->max_connections > 0 ? cfg->max_connections
+                                                               : PGD_DEFAULT_MAX_CONNECTIONS),
+        .max_connections_per_ip =
+            (unsigned)(cfg->max_connections_per_ip > 0 ? cfg->max_connections_per_ip
+                                                       : PGD_DEFAULT_MAX_CONNECTIONS_PER_IP),
+        .header_timeout_s = (unsigned)(cfg->header_timeout_s > 0 ? cfg->header_timeout_s
+                                                                 : PGD_DEFAULT_HEADER_TIMEOUT_S),
+    };
     if (pgd_http_start(cfg->host ? cfg->host : PGD_DEFAULT_HOST, cfg->port,
-                       cfg->http_threads ? cfg->http_threads : PGD_DEFAULT_HTTP_THREADS, handle,
-                       srv, &srv->http, err) < 0)
+                       cfg->http_threads ? cfg->http_threads : PGD_DEFAULT_HTTP_THREADS, &limits,
+                       handle, srv, &srv->http, err) < 0)
         goto fail;
     atomic_store(&srv->ready, true);
     *out = srv;
@@ -853,5 +877,6 @@ void pgd_server_stop(pgd_server *srv) {
     free(srv->version_json);
     free(srv->devices);
     free(srv->data_dir);
+    pgd_lock_release(srv->lock);
     free(srv);
 }

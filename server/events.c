@@ -5,6 +5,8 @@
  * has nothing to send. No publisher ever waits for a client, and no idle client holds a thread. */
 #include "events.h"
 
+#include "metrics.h" /* pgd_metrics_refused */
+
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -50,6 +52,8 @@ struct pgd_events {
     uint64_t ping_epoch; /* bumped every PGD_EVENTS_PING_S */
     bool closed;
     size_t n_streams;       /* open, parked or not */
+    size_t max_streams;     /* beyond it, new streams get 503 */
+    bool said_full;         /* the cap was said on stderr (once) */
     pthread_cond_t drained; /* n_streams reached 0 after close */
     pthread_cond_t tick;    /* wakes the ping thread at close */
     pthread_t pinger;
@@ -392,6 +396,17 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     return (ssize_t)n;
 }
 
+/* A stream's place under max_streams, given back. Caller holds the lock. */
+static void release_slot(pgd_events *ev) {
+    if (--ev->n_streams == 0) pthread_cond_broadcast(&ev->drained);
+}
+
+static void give_back_slot(pgd_events *ev) {
+    pthread_mutex_lock(&ev->lock);
+    release_slot(ev);
+    pthread_mutex_unlock(&ev->lock);
+}
+
 /* MHD's free callback: the connection is done with the stream (ended, client gone, shutdown). */
 static void stream_free(void *cls) {
     sse_stream *st = cls;
@@ -402,7 +417,7 @@ static void stream_free(void *cls) {
         else ev->parked = st->next;
         if (st->next) st->next->prev = st->prev;
     }
-    if (--ev->n_streams == 0) pthread_cond_broadcast(&ev->drained);
+    release_slot(ev);
     pthread_mutex_unlock(&ev->lock);
     free(st->out);
     free(st);
@@ -424,14 +439,30 @@ static bool last_event_id(const pgd_request *req, uint64_t *out) {
 /* A new stream reading from the newest event, or right after Last-Event-ID when the ring still
  * holds what follows it (*resumed); *missed counts the events lost when it does not. */
 static sse_stream *stream_new(pgd_events *ev, const pgd_request *req, int64_t job_id,
-                              bool *asked, bool *resumed, uint64_t *missed) {
-    sse_stream *st = calloc(1, sizeof *st);
-    if (!st) return NULL;
-    if (out_append(st, retry_frame, sizeof retry_frame - 1) < 0) {
-        free(st);
+                              bool *asked, bool *resumed, uint64_t *missed, bool *full) {
+    *full = false;
+    pthread_mutex_lock(&ev->lock);
+    if (ev->n_streams >= ev->max_streams) {
+        *full = true;
+        bool said = ev->said_full;
+        ev->said_full = true;
+        pthread_mutex_unlock(&ev->lock);
+        pgd_metrics_refused(PGD_REFUSED_STREAMS);
+        if (!said)
+            fprintf(stderr, "paragond: %zu event streams are open (--max-streams): new ones get "
+                            "503 until some end; said once, counted in /metrics\n",
+                    ev->max_streams);
         return NULL;
     }
-    st->ev = ev;
+    ev->n_streams++; /* held from here: stream_free gives it back */
+    pthread_mutex_unlock(&ev->lock);
+    sse_stream *st = calloc(1, sizeof *st);
+    if (st) st->ev = ev;
+    if (!st || out_append(st, retry_frame, sizeof retry_frame - 1) < 0) {
+        if (st) stream_free(st);
+        else give_back_slot(ev);
+        return NULL;
+    }
     st->conn = req->conn;
     st->job_id = job_id;
     st->last_state = -1;
@@ -440,7 +471,6 @@ static sse_stream *stream_new(pgd_events *ev, const pgd_request *req, int64_t jo
     *resumed = false;
     *missed = 0;
     pthread_mutex_lock(&ev->lock);
-    ev->n_streams++;
     st->cursor = ev->next_seq;
     st->ping_epoch = ev->ping_epoch;
     if (*asked && last < ev->next_seq && last + 1 >= ev->first_seq) {
@@ -466,6 +496,19 @@ static bool final_in_ring(pgd_events *ev, const sse_stream *st) {
     return found;
 }
 
+/* 503 for a stream beyond max_streams: EventSource retries by itself; Retry-After tells others. */
+static enum MHD_Result reply_full(pgd_events *ev, const pgd_request *req) {
+    pgn_error err;
+    pgn_error_clear(&err);
+    pgn_error_set(&err, "too_many_streams", "",
+                  "%zu event streams are open, the most this server keeps (--max-streams); "
+                  "retry later, or follow GET /api/v1/jobs/{id} instead",
+                  ev->max_streams);
+    const pgd_header h[] = {{MHD_HTTP_HEADER_RETRY_AFTER, PGD_EVENTS_FULL_RETRY_AFTER_S},
+                            {NULL, NULL}};
+    return pgd_reply_pgn_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, &err, NULL, h);
+}
+
 static enum MHD_Result start_stream(const pgd_request *req, sse_stream *st) {
     struct MHD_Response *resp = MHD_create_response_from_callback(
         MHD_SIZE_UNKNOWN, STREAM_BLOCK_BYTES, stream_read, st, stream_free);
@@ -487,7 +530,9 @@ enum MHD_Result pgd_events_reply_job(pgd_events *ev, const pgd_request *req, int
     uint64_t missed;
     /* The cursor is taken before the snapshot is read: an event in between is sent twice (a
      * repeated state is dropped), never lost. */
-    sse_stream *st = stream_new(ev, req, id, &asked, &resumed, &missed);
+    bool full;
+    sse_stream *st = stream_new(ev, req, id, &asked, &resumed, &missed, &full);
+    if (full) return reply_full(ev, req);
     if (!st) return MHD_NO;
     json_t *job;
     pgn_error err;
@@ -518,7 +563,9 @@ enum MHD_Result pgd_events_reply_job(pgd_events *ev, const pgd_request *req, int
 enum MHD_Result pgd_events_reply_all(pgd_events *ev, const pgd_request *req) {
     bool asked, resumed;
     uint64_t missed;
-    sse_stream *st = stream_new(ev, req, 0, &asked, &resumed, &missed);
+    bool full;
+    sse_stream *st = stream_new(ev, req, 0, &asked, &resumed, &missed, &full);
+    if (full) return reply_full(ev, req);
     if (!st) return MHD_NO;
     if (asked && !resumed && out_reset(st, missed) < 0) {
         stream_free(st);
@@ -546,7 +593,7 @@ static void *pinger(void *arg) {
     return NULL;
 }
 
-int pgd_events_create(pgd_store *store, pgd_events **out, pgn_error *err) {
+int pgd_events_create(pgd_store *store, size_t max_streams, pgd_events **out, pgn_error *err) {
     *out = NULL;
     pgd_events *ev = calloc(1, sizeof *ev);
     if (!ev) {
@@ -554,6 +601,7 @@ int pgd_events_create(pgd_store *store, pgd_events **out, pgn_error *err) {
         return -1;
     }
     ev->store = store;
+    ev->max_streams = max_streams;
     /* Ids grow across restarts (microseconds since the epoch at start), so a Last-Event-ID
      * from an earlier process is older than the ring and gets a reset, never a wrong resume. */
     ev->first_seq = ev->next_seq = (uint64_t)time(NULL) * 1000000u;

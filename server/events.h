@@ -23,11 +23,15 @@
  * how a vanished client is noticed (a parked connection sees no disconnect until it writes). */
 #define PGD_EVENTS_PING_S 15
 
+/* A stream refused at max_streams is told to come back after this many seconds. */
+#define PGD_EVENTS_FULL_RETRY_AFTER_S "5"
+
 typedef struct pgd_events pgd_events;
 
 /* Creates the bus and its ping thread; store (which must outlive the bus) answers the state
- * snapshots that streams start with. */
-int pgd_events_create(pgd_store *store, pgd_events **out, pgn_error *err);
+ * snapshots that streams start with. At most max_streams streams are open at once: more get
+ * 503 "too_many_streams" with Retry-After. */
+int pgd_events_create(pgd_store *store, size_t max_streams, pgd_events **out, pgn_error *err);
 /* Ends every stream (each sends what it holds, then closes) and stops the pings; streams opened
  * later end at once. Call before stopping the HTTP daemon: it must have no parked connection. */
 void pgd_events_close(pgd_events *ev);

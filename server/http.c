@@ -1,17 +1,21 @@
-/* http.c: owns the libmicrohttpd daemon: listening (host, port, thread pool), gathering each
+/* http.c: owns the libmicrohttpd daemon: listening (host, port, thread pool), the connection
+ * limits (total, per client address, a deadline for each request's headers), gathering each
  * request body up to PGD_MAX_BODY, and building responses. Routing and the API itself live
  * in api.c; this file knows nothing of jobs. */
 #include "http.h"
-#include "metrics.h" /* pgd_metrics_observe */
+#include "metrics.h" /* pgd_metrics_observe, pgd_metrics_refused */
 #include "store.h"   /* pgd_error_json */
 
 #include <errno.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,13 +24,41 @@
  * so a client still writing it reads our answer instead of a reset connection; above it we
  * answer at once and close. */
 #define DRAIN_MAX (8u * PGD_MAX_BODY)
+/* A connection silent this long is closed (libmicrohttpd's own timeout; streams are parked, not
+ * silent). */
 #define CONNECTION_TIMEOUT_S 30u
+/* File descriptors kept apart from connections: the store, pocl, job files, the listener and
+ * the event loop's own. */
+#define FD_RESERVE 256
+/* How often the header deadlines are checked: a late connection lives at most this much past
+ * its deadline. */
+#define REAP_INTERVAL_NS 250000000LL
+
+/* One open connection, known from libmicrohttpd's start and close notices: its socket, and the
+ * time by which its next request's headers must have arrived (0 while a request is served). */
+typedef struct conn_track {
+    struct conn_track *prev, *next;
+    MHD_socket fd;
+    _Atomic int64_t deadline_ns;
+    bool cut; /* shut down by the reaper; libmicrohttpd closes it */
+} conn_track;
 
 struct pgd_http {
     struct MHD_Daemon *daemon;
     pgd_handler handler;
     void *ctx;
     uint16_t port;
+    pgd_http_limits limits;
+    /* Open connections, for the header deadline; the reaper thread walks them. */
+    pthread_mutex_t conns_lock;
+    pthread_cond_t reaper_wake;
+    conn_track *conns;
+    size_t n_conns;
+    bool stopping;
+    pthread_t reaper;
+    bool reaper_started;
+    /* Each limit is said on stderr the first time it is hit, then only counted. */
+    atomic_bool said[PGD_REFUSED_REASONS];
 };
 
 /* Per-request state while a body arrives; freed when MHD reports the request complete. */
@@ -103,6 +135,152 @@ enum MHD_Result pgd_reply_error(const pgd_request *req, unsigned status, const c
     return pgd_reply_pgn_error(req, status, &err, NULL, NULL);
 }
 
+/* ---- connection limits ------------------------------------------------------------------ */
+
+static int64_t mono_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static int64_t next_deadline(const pgd_http *h) {
+    return mono_ns() + (int64_t)h->limits.header_timeout_s * 1000000000LL;
+}
+
+/* Counts a refusal and, the first time for its reason, says why on stderr. */
+static void refused(pgd_http *h, pgd_refused_reason reason) {
+    pgd_metrics_refused(reason);
+    if (atomic_exchange(&h->said[reason], true)) return;
+    switch (reason) {
+    case PGD_REFUSED_CONNECTIONS:
+        fprintf(stderr, "paragond: %u connections are open (--max-connections): new ones are closed "
+                        "at once until some end; said once, counted in /metrics\n",
+                h->limits.max_connections);
+        break;
+    case PGD_REFUSED_PER_IP:
+        fprintf(stderr, "paragond: a client address has %u connections open "
+                        "(--max-connections-per-ip): its new ones are closed at once; said once, "
+                        "counted in /metrics\n",
+                h->limits.max_connections_per_ip);
+        break;
+    case PGD_REFUSED_HEADER_TIMEOUT:
+        fprintf(stderr, "paragond: closed a connection that sent no complete request headers "
+                        "within %u s (--header-timeout); said once, counted in /metrics\n",
+                h->limits.header_timeout_s);
+        break;
+    default: break;
+    }
+}
+
+static conn_track *tracked(struct MHD_Connection *conn) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info ? info->socket_context : NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+    pgd_http *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn_track *t = info ? calloc(1, sizeof *t) : NULL;
+        *socket_context = t; /* untracked when out of memory: only its deadline is lost */
+        if (!t) return;
+        t->fd = info->connect_fd;
+        atomic_init(&t->deadline_ns, next_deadline(h));
+        pthread_mutex_lock(&h->conns_lock);
+        t->next = h->conns;
+        if (h->conns) h->conns->prev = t;
+        h->conns = t;
+        h->n_conns++;
+        pthread_mutex_unlock(&h->conns_lock);
+        return;
+    }
+    /* Closed: libmicrohttpd closes the socket only after this returns, so the reaper, which
+     * shuts sockets down under conns_lock, never touches a closed (or reused) descriptor. */
+    conn_track *t = *socket_context;
+    if (!t) return;
+    pthread_mutex_lock(&h->conns_lock);
+    if (t->prev) t->prev->next = t->next;
+    else h->conns = t->next;
+    if (t->next) t->next->prev = t->prev;
+    h->n_conns--;
+    pthread_mutex_unlock(&h->conns_lock);
+    free(t);
+    *socket_context = NULL;
+}
+
+/* Closes connections whose headers are late: shutdown() wakes libmicrohttpd's event loop, which
+ * reads the end of the stream and closes the connection itself. */
+static void *reaper_main(void *arg) {
+    pgd_http *h = arg;
+    pthread_mutex_lock(&h->conns_lock);
+    while (!h->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += REAP_INTERVAL_NS;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&h->reaper_wake, &h->conns_lock, &until);
+        int64_t now = mono_ns();
+        for (conn_track *t = h->conns; t && !h->stopping; t = t->next) {
+            int64_t deadline = atomic_load(&t->deadline_ns);
+            if (t->cut || deadline == 0 || now < deadline) continue;
+            t->cut = true;
+            shutdown(t->fd, SHUT_RDWR);
+            refused(h, PGD_REFUSED_HEADER_TIMEOUT);
+        }
+    }
+    pthread_mutex_unlock(&h->conns_lock);
+    return NULL;
+}
+
+/* libmicrohttpd's messages. Its refusals at the connection limits are counted (and said once);
+ * a client that vanished is ordinary and not said at all. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+    pgd_http *h = cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (strstr(msg, "connection limit")) {
+        /* One message for both limits: the total tells which was reached. */
+        pthread_mutex_lock(&h->conns_lock);
+        bool full = h->n_conns >= h->limits.max_connections;
+        pthread_mutex_unlock(&h->conns_lock);
+        refused(h, full ? PGD_REFUSED_CONNECTIONS : PGD_REFUSED_PER_IP);
+        return;
+    }
+    /* Clients that go away mid-request or mid-stream: ordinary, and one line each would let
+     * any client fill our log. */
+    static const char *const ordinary[] = {"Failed to send the chunked response body",
+                                           "closed by remote side", "Connection reset"};
+    for (size_t i = 0; i < sizeof ordinary / sizeof *ordinary; i++)
+        if (strstr(msg, ordinary[i])) return;
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) msg[--n] = 0;
+    fprintf(stderr, "paragond: http: %s\n", msg);
+}
+
+/* Makes room for the connections in the open-file limit; returns how many fit. */
+static unsigned fit_open_files(unsigned want) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0) return want;
+    rlim_t need = (rlim_t)want + FD_RESERVE;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        rlim_t raised = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+        struct rlimit up = {.rlim_cur = raised, .rlim_max = rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0) rl.rlim_cur = raised;
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need) return want;
+    unsigned fit = rl.rlim_cur > FD_RESERVE + 16 ? (unsigned)(rl.rlim_cur - FD_RESERVE) : 16;
+    fprintf(stderr, "paragond: the open-file limit (%llu, hard limit %llu) fits %u connections: "
+                    "--max-connections lowered from %u\n",
+            (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, fit, want);
+    return fit;
+}
+
 /* ---- requests --------------------------------------------------------------------------- */
 
 const char *pgd_request_query(const pgd_request *req, const char *name) {
@@ -156,6 +334,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     body_buf *b = *con_cls;
 
     if (!b) {
+        /* Its headers are here: no deadline while it is served. */
+        conn_track *t = tracked(conn);
+        if (t) atomic_store(&t->deadline_ns, 0);
         unsigned long long len = 0;
         bool has_len = content_length(conn, &len);
         bool chunked = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -225,7 +406,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-    (void)cls, (void)conn, (void)toe;
+    (void)toe;
+    pgd_http *h = cls;
+    /* A kept-alive connection's next request has the same time to send its headers. */
+    conn_track *t = tracked(conn);
+    if (t) atomic_store(&t->deadline_ns, next_deadline(h));
     body_buf *b = *con_cls;
     if (!b || b == &no_body) return;
     free(b->data);
@@ -235,8 +420,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 /* ---- daemon ----------------------------------------------------------------------------- */
 
-int pgd_http_start(const char *host, uint16_t port, unsigned threads, pgd_handler handler,
-                   void *ctx, pgd_http **out, pgn_error *err) {
+int pgd_http_start(const char *host, uint16_t port, unsigned threads,
+                   const pgd_http_limits *limits, pgd_handler handler, void *ctx, pgd_http **out,
+                   pgn_error *err) {
     *out = NULL;
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
@@ -257,23 +443,43 @@ int pgd_http_start(const char *host, uint16_t port, unsigned threads, pgd_handle
     }
     h->handler = handler;
     h->ctx = ctx;
+    h->limits = *limits;
+    h->limits.max_connections = fit_open_files(limits->max_connections);
+    pthread_mutex_init(&h->conns_lock, NULL);
+    pthread_cond_init(&h->reaper_wake, NULL);
+    for (int i = 0; i < PGD_REFUSED_REASONS; i++) atomic_init(&h->said[i], false);
+    int trc = pthread_create(&h->reaper, NULL, reaper_main, h);
+    if (trc != 0) {
+        freeaddrinfo(addrs);
+        pgn_error_set(err, "internal", "", "http: cannot start the header-deadline thread: %s",
+                      strerror(trc));
+        pgd_http_stop(h);
+        return -1;
+    }
+    h->reaper_started = true;
 
     /* ITC lets pgd_http_quiesce stop the listener while the pool keeps serving. Suspend/resume
-     * parks idle event streams (events.c) so that they hold no thread of the pool. */
+     * parks idle event streams (events.c) so that they hold no thread of the pool. AUTO picks
+     * epoll here, so connections are not bound by select()'s FD_SETSIZE (libmicrohttpd's
+     * default limit of 1020 connections came from it: past it, /healthz waited in the backlog). */
     unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG;
     if (addrs->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     errno = 0;
     h->daemon = MHD_start_daemon(
-        flags, port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, addrs->ai_addr,
+        flags, port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
+        MHD_OPTION_SOCK_ADDR, addrs->ai_addr,
         MHD_OPTION_THREAD_POOL_SIZE, threads ? threads : 1u, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, CONNECTION_TIMEOUT_S, MHD_OPTION_END);
+        on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+        MHD_OPTION_CONNECTION_TIMEOUT, CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
+        h->limits.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        h->limits.max_connections_per_ip, MHD_OPTION_END);
     int saved = errno;
     freeaddrinfo(addrs);
     if (!h->daemon) {
         pgn_error_set(err, "http", "port", "cannot listen on %s port %u%s%s", host,
                       (unsigned)port, saved ? ": " : "", saved ? strerror(saved) : "");
-        free(h);
+        pgd_http_stop(h);
         return -1;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
@@ -292,6 +498,13 @@ void pgd_http_quiesce(pgd_http *h) {
 
 void pgd_http_stop(pgd_http *h) {
     if (!h) return;
-    if (h->daemon) MHD_stop_daemon(h->daemon);
+    if (h->daemon) MHD_stop_daemon(h->daemon); /* closes every connection: the list empties */
+    pthread_mutex_lock(&h->conns_lock);
+    h->stopping = true;
+    pthread_cond_signal(&h->reaper_wake);
+    pthread_mutex_unlock(&h->conns_lock);
+    if (h->reaper_started) pthread_join(h->reaper, NULL);
+    pthread_cond_destroy(&h->reaper_wake);
+    pthread_mutex_destroy(&h->conns_lock);
     free(h);
 }

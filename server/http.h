@@ -26,10 +26,23 @@ typedef enum MHD_Result (*pgd_handler)(void *ctx, const pgd_request *req);
 
 typedef struct pgd_http pgd_http;
 
+/* What the listener holds at most. Each limit, the first time it is hit, is said once on
+ * stderr; every refusal counts in /metrics (paragon_http_refused_total). */
+typedef struct pgd_http_limits {
+    unsigned max_connections;        /* beyond it, new connections are closed at once */
+    unsigned max_connections_per_ip; /* the same for one client address */
+    unsigned header_timeout_s;       /* a request's headers must arrive within it (counted from
+                                        the connection's start or its previous request's end),
+                                        or the connection is closed */
+} pgd_http_limits;
+
 /* Listens on host:port (port 0 picks a free one) with `threads` worker threads and calls
- * handler for each complete request. host is a numeric IPv4/IPv6 address or a name. */
-int pgd_http_start(const char *host, uint16_t port, unsigned threads, pgd_handler handler,
-                   void *ctx, pgd_http **out, pgn_error *err);
+ * handler for each complete request. host is a numeric IPv4/IPv6 address or a name. The
+ * process's open-file limit is raised to fit max_connections where the hard limit allows;
+ * where it does not, max_connections is lowered to fit, and that is said on stderr. */
+int pgd_http_start(const char *host, uint16_t port, unsigned threads,
+                   const pgd_http_limits *limits, pgd_handler handler, void *ctx, pgd_http **out,
+                   pgn_error *err);
 /* The port actually bound. */
 uint16_t pgd_http_port(const pgd_http *http);
 /* Stops accepting connections; requests in progress still complete. */

@@ -3,8 +3,10 @@
  * Exit status: 0 after a clean stop, 1 when the server cannot start, 2 for bad flags. */
 #include "api.h"
 #include "admission.h" /* PGD_DEFAULT_MAX_QUEUED */
+#include "lock.h"      /* PGD_LOCK_SUFFIX */
 
 #include <errno.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -12,12 +14,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The numeric flags: where each goes, its range, and how a bad value is described. */
+typedef struct count_flag {
+    const char *name;
+    int64_t *dest;
+    int64_t min, max;
+    const char *what; /* "a count of jobs" ... for the error */
+} count_flag;
+
 static void usage(FILE *out) {
     fprintf(out,
             "usage: paragond [options]\n"
             "  --host ADDR      address to listen on (default " PGD_DEFAULT_HOST ")\n"
             "  --port N         TCP port, 0 picks a free one (default %d)\n"
-            "  --db PATH        SQLite database (default " PGD_DEFAULT_DB ")\n"
+            "  --db PATH        SQLite database (default " PGD_DEFAULT_DB "); one paragond per\n"
+            "                   database: it holds PATH" PGD_LOCK_SUFFIX " while it runs\n"
             "  --data-dir PATH  checkpoints and job files, created if missing (default "
             PGD_DEFAULT_DATA_DIR ")\n"
             "  --token-file PATH\n"
@@ -26,10 +37,23 @@ static void usage(FILE *out) {
             "                   and so does every read but /healthz and /readyz when --host\n"
             "                   is not a loopback address\n"
             "  --max-queued N   refuse submissions (429) while N jobs are queued (default %d)\n"
+            "  --max-attempts N a job left running by a paragond that ended (kill -9, crash) is\n"
+            "                   queued again at start, until this many of its runs ended so;\n"
+            "                   then it fails with code 'crashed' (default %d)\n"
+            "  --max-connections N\n"
+            "                   open HTTP connections at most; more are closed at once (default %d)\n"
+            "  --max-connections-per-ip N\n"
+            "                   open connections from one client address at most (default %d)\n"
+            "  --header-timeout S\n"
+            "                   seconds a connection has to send a request's headers, or to\n"
+            "                   start its next one (default %d)\n"
+            "  --max-streams N  event streams (SSE) open at once; more get 503 (default %d)\n"
             "  --no-calibration do not measure devices that have no benchmark rows at start\n"
             "  --help           show this help\n"
             "  --version        print the version\n",
-            PGD_DEFAULT_PORT, PGD_DEFAULT_MAX_QUEUED);
+            PGD_DEFAULT_PORT, PGD_DEFAULT_MAX_QUEUED, PGD_DEFAULT_MAX_ATTEMPTS,
+            PGD_DEFAULT_MAX_CONNECTIONS, PGD_DEFAULT_MAX_CONNECTIONS_PER_IP,
+            PGD_DEFAULT_HEADER_TIMEOUT_S, PGD_DEFAULT_MAX_STREAMS);
 }
 
 static int bad_flag(const char *fmt, const char *a, const char *b) {
@@ -39,12 +63,37 @@ static int bad_flag(const char *fmt, const char *a, const char *b) {
     return 2;
 }
 
+/* A decimal integer in [min, max], digits only. */
+static bool parse_count(const char *text, int64_t min, int64_t max, int64_t *out) {
+    if (*text < '0' || *text > '9') return false;
+    char *end;
+    errno = 0;
+    long long n = strtoll(text, &end, 10);
+    if (*end || errno || n < min || n > max) return false;
+    *out = n;
+    return true;
+}
+
 int main(int argc, char **argv) {
     pgd_config cfg = {.host = PGD_DEFAULT_HOST,
                       .port = PGD_DEFAULT_PORT,
                       .db_path = PGD_DEFAULT_DB,
                       .data_dir = PGD_DEFAULT_DATA_DIR,
                       .http_threads = PGD_DEFAULT_HTTP_THREADS};
+    int64_t port = PGD_DEFAULT_PORT;
+    const count_flag counts[] = {
+        {"--port", &port, 0, 65535, "a port number (0-65535)"},
+        {"--max-queued", &cfg.max_queued, 1, PGD_MAX_QUEUED_LIMIT, "a count of jobs (1-1000000000)"},
+        {"--max-attempts", &cfg.max_attempts, 1, PGD_MAX_ATTEMPTS_LIMIT, "a count of runs (1-1000)"},
+        {"--max-connections", &cfg.max_connections, 1, PGD_MAX_CONNECTIONS_LIMIT,
+         "a count of connections (1-1000000)"},
+        {"--max-connections-per-ip", &cfg.max_connections_per_ip, 1, PGD_MAX_CONNECTIONS_LIMIT,
+         "a count of connections (1-1000000)"},
+        {"--header-timeout", &cfg.header_timeout_s, 1, PGD_HEADER_TIMEOUT_LIMIT_S,
+         "a number of seconds (1-3600)"},
+        {"--max-streams", &cfg.max_streams, 1, PGD_MAX_CONNECTIONS_LIMIT,
+         "a count of streams (1-1000000)"},
+    };
 
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -73,33 +122,22 @@ int main(int argc, char **argv) {
                             : strcmp(name, "--data-dir") == 0   ? &cfg.data_dir
                             : strcmp(name, "--token-file") == 0 ? &cfg.token_file
                                                                 : NULL;
-        bool is_port = strcmp(name, "--port") == 0;
-        bool is_max_queued = strcmp(name, "--max-queued") == 0;
-        if (!dest && !is_port && !is_max_queued)
-            return bad_flag("unknown option '%s'%s", name, "");
+        const count_flag *count = NULL;
+        for (size_t k = 0; k < sizeof counts / sizeof counts[0] && !dest && !count; k++)
+            if (strcmp(name, counts[k].name) == 0) count = &counts[k];
+        if (!dest && !count) return bad_flag("unknown option '%s'%s", name, "");
         const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
         if (!value) return bad_flag("%s needs a value%s", name, "");
         if (!*value) return bad_flag("%s: the value is empty%s", name, "");
-        if (is_port) {
-            char *end;
-            long port = strtol(value, &end, 10);
-            if (*end || end == value || port < 0 || port > 65535 || value[0] == '-' ||
-                value[0] == '+')
-                return bad_flag("--port: '%s' is not a port number (0-65535)%s", value, "");
-            cfg.port = (uint16_t)port;
-        } else if (is_max_queued) {
-            char *end;
-            errno = 0;
-            long long n = strtoll(value, &end, 10);
-            if (*end || end == value || errno || n < 1 || n > PGD_MAX_QUEUED_LIMIT ||
-                value[0] == '+')
-                return bad_flag("--max-queued: '%s' is not a count of jobs (1-%s)", value,
-                                PGD_MAX_QUEUED_LIMIT_TEXT);
-            cfg.max_queued = n;
-        } else {
+        if (dest) {
             *dest = value;
+        } else if (!parse_count(value, count->min, count->max, count->dest)) {
+            fprintf(stderr, "paragond: %s: '%s' is not %s (see paragond --help)\n", name, value,
+                    count->what);
+            return 2;
         }
     }
+    cfg.port = (uint16_t)port;
 
     /* Every thread started from here inherits the blocked set; only sigwait below sees
      * SIGINT/SIGTERM, so no handler runs inside the server or the engine. */

@@ -60,6 +60,14 @@ typedef struct histogram {
 static _Atomic uint64_t requests[N_ROUTES][N_METHODS][N_STATUSES + N_CLASSES];
 static histogram durations[N_ROUTES][N_METHODS];
 
+static _Atomic uint64_t refusals[PGD_REFUSED_REASONS];
+static const char *const refusal_names[PGD_REFUSED_REASONS] = {
+    [PGD_REFUSED_CONNECTIONS] = "max_connections",
+    [PGD_REFUSED_PER_IP] = "max_connections_per_ip",
+    [PGD_REFUSED_HEADER_TIMEOUT] = "header_timeout",
+    [PGD_REFUSED_STREAMS] = "max_streams",
+};
+
 /* ---- the request path ------------------------------------------------------------------- */
 
 static size_t route_index(const char *path) {
@@ -107,6 +115,11 @@ void pgd_metrics_observe(const char *method, const char *path, unsigned status, 
     atomic_fetch_add_explicit(&h->buckets[b], 1, memory_order_relaxed);
     uint64_t ns = seconds > 0 ? (uint64_t)(seconds * 1e9) : 0;
     atomic_fetch_add_explicit(&h->sum_ns, ns, memory_order_relaxed);
+}
+
+void pgd_metrics_refused(pgd_refused_reason reason) {
+    if ((unsigned)reason < PGD_REFUSED_REASONS)
+        atomic_fetch_add_explicit(&refusals[reason], 1, memory_order_relaxed);
 }
 
 /* ---- the exposition --------------------------------------------------------------------- */
@@ -175,6 +188,12 @@ static void render_http(pgn_text *t) {
             pgn_text_printf(t, "paragon_http_request_duration_seconds_count{method=\"%s\",route=\"%s\"} %llu\n",
                 methods[m], routes[r], (unsigned long long)total);
         }
+
+    family(t, "paragon_http_refused_total", "counter",
+           "Connections closed or event streams refused at a limit, by the limit's flag.");
+    for (size_t i = 0; i < PGD_REFUSED_REASONS; i++)
+        pgn_text_printf(t, "paragon_http_refused_total{limit=\"%s\"} %llu\n", refusal_names[i],
+                        (unsigned long long)atomic_load_explicit(&refusals[i], memory_order_relaxed));
 }
 
 char *pgd_metrics_render(pgd_store *store, pgd_scheduler *sched, pgn_error *err) {

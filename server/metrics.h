@@ -16,6 +16,17 @@
  * relaxed atomic adds. status 0 (no response queued) is not counted. */
 void pgd_metrics_observe(const char *method, const char *path, unsigned status, double seconds);
 
+/* Why a connection or stream was refused or cut; counted in paragon_http_refused_total. */
+typedef enum {
+    PGD_REFUSED_CONNECTIONS,    /* --max-connections */
+    PGD_REFUSED_PER_IP,         /* --max-connections-per-ip */
+    PGD_REFUSED_HEADER_TIMEOUT, /* --header-timeout */
+    PGD_REFUSED_STREAMS,        /* --max-streams */
+    PGD_REFUSED_REASONS
+} pgd_refused_reason;
+
+void pgd_metrics_refused(pgd_refused_reason reason);
+
 /* The route pattern path falls under ("other" for anything unknown), so labels stay few. */
 const char *pgd_metrics_route(const char *path);
 

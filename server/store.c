@@ -365,10 +365,10 @@ int pgd_store_schema_version(pgd_store *s, int64_t *version, pgn_error *err) {
 
 /* ---- jobs ------------------------------------------------------------------------------- */
 
-/* Column order every job query shares; spec, when selected, comes last (index 15). */
+/* Column order every job query shares; spec, when selected, comes last (index 16). */
 #define JOB_COLS                                                                               \
     "id, kind, name, state, device_requested, device, progress, attempts, result, error, "     \
-    "created_at, started_at, finished_at, estimate, cancel_requested"
+    "created_at, started_at, finished_at, estimate, cancel_requested, interrupted"
 
 static json_t *job_from_row(sqlite3_stmt *st, bool with_spec) {
     json_t *o = json_object();
@@ -378,7 +378,7 @@ static json_t *job_from_row(sqlite3_stmt *st, bool with_spec) {
     json_object_set_new(o, "state", col_text(st, 3));
     json_object_set_new(o, "device_requested", col_text(st, 4));
     json_object_set_new(o, "device", col_text(st, 5));
-    if (with_spec) json_object_set_new(o, "spec", col_json(st, 15));
+    if (with_spec) json_object_set_new(o, "spec", col_json(st, 16));
     json_object_set_new(o, "progress", col_real(st, 6));
     json_object_set_new(o, "attempts", json_integer(sqlite3_column_int64(st, 7)));
     json_object_set_new(o, "result", col_json(st, 8));
@@ -388,6 +388,7 @@ static json_t *job_from_row(sqlite3_stmt *st, bool with_spec) {
     json_object_set_new(o, "finished_at", col_text(st, 12));
     json_object_set_new(o, "estimate", col_json(st, 13));
     json_object_set_new(o, "cancel_requested", json_boolean(sqlite3_column_int(st, 14)));
+    json_object_set_new(o, "interrupted", json_integer(sqlite3_column_int64(st, 15)));
     return o;
 }
 
@@ -832,30 +833,63 @@ int pgd_store_job_reassign(pgd_store *s, int64_t id, const char *device, pgn_err
     return ret;
 }
 
-typedef struct recover_counts {
-    int64_t requeued, cancelled;
-} recover_counts;
+typedef struct recover_args {
+    int64_t max_attempts;
+    pgd_recovery *out;
+} recover_args;
 
+/* Jobs left running by a process that ended without stopping them: each such run counts as
+ * interrupted; a job interrupted max_attempts times ends failed ("crashed"), the others go back
+ * to the queue. Both get a log line saying what happened. */
 static int recover_tx(pgd_store *s, void *ctx, pgn_error *err) {
-    static const char sql[] = "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0"
-                              " WHERE state = 'running'";
-    recover_counts *c = ctx;
+    static const char count_sql[] =
+        "UPDATE jobs SET interrupted = interrupted + 1 WHERE state = 'running'";
+    /* The log lines come first, while the jobs are still 'running' and the two kinds tell apart
+     * by their count; seq is the job's next, as pgd_store_log_add numbers it. */
+    static const char log_sql[] =
+        "INSERT INTO logs (job_id, seq, level, line)"
+        " SELECT id, (SELECT coalesce(max(seq), 0) + 1 FROM logs WHERE job_id = jobs.id),"
+        "  CASE WHEN interrupted >= ?1 THEN 'error' ELSE 'warn' END,"
+        "  CASE WHEN interrupted >= ?1"
+        "   THEN printf('failed: crashed: paragond ended while this job ran, %d times (run %d"
+        " was the last); it is not run again (--max-attempts %d)', interrupted, attempts, ?1)"
+        "   ELSE printf('paragond ended while this job ran (interrupted run %d of at most %d);"
+        " queued again', interrupted, ?1) END"
+        " FROM jobs WHERE state = 'running'";
+    static const char crash_sql[] =
+        "UPDATE jobs SET state = 'failed', finished_at = " NOW_SQL ","
+        " error = json_object('code', 'crashed', 'message',"
+        "  printf('paragond ended while this job ran, %d times; it is not run again"
+        " (--max-attempts %d): it may be what ends the server', interrupted, ?1), 'field', NULL)"
+        " WHERE state = 'running' AND interrupted >= ?1";
+    static const char requeue_sql[] =
+        "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0"
+        " WHERE state = 'running'";
+    recover_args *a = ctx;
     if (end_cancel_requested(s, 0, "cancelled on request; paragond ended before the job stopped",
-                             &c->cancelled, err) < 0)
+                             &a->out->cancelled, err) < 0)
         return -1;
-    sqlite3_stmt *st = stmt(s, sql, err);
-    if (!st) return -1;
-    int rc = sqlite3_step(st);
-    stmt_done(st);
-    if (rc != SQLITE_DONE) return db_fail(s, err, "requeue running jobs");
-    c->requeued = sqlite3_changes(s->db);
+    const char *const steps[] = {count_sql, log_sql, crash_sql, requeue_sql};
+    const char *const what[] = {"count interrupted runs", "log interrupted runs",
+                                "end crashed jobs", "requeue running jobs"};
+    int64_t *changed[] = {NULL, NULL, &a->out->crashed, &a->out->requeued};
+    for (int i = 0; i < 4; i++) {
+        sqlite3_stmt *st = stmt(s, steps[i], err);
+        if (!st) return -1;
+        if (i > 0) sqlite3_bind_int64(st, 1, a->max_attempts);
+        int rc = sqlite3_step(st);
+        stmt_done(st);
+        if (rc != SQLITE_DONE) return db_fail(s, err, what[i]);
+        if (changed[i]) *changed[i] = sqlite3_changes(s->db);
+    }
     return 0;
 }
 
-int pgd_store_recover(pgd_store *s, int64_t *count, pgn_error *err) {
-    recover_counts c = {0, 0};
-    int ret = write_transaction(s, recover_tx, &c, err);
-    *count = ret == 0 ? c.requeued : 0;
+int pgd_store_recover(pgd_store *s, int64_t max_attempts, pgd_recovery *out, pgn_error *err) {
+    *out = (pgd_recovery){0};
+    recover_args a = {.max_attempts = max_attempts > 0 ? max_attempts : 1, .out = out};
+    int ret = write_transaction(s, recover_tx, &a, err);
+    if (ret < 0) *out = (pgd_recovery){0};
     return ret;
 }
 

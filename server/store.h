@@ -63,7 +63,7 @@ int pgd_store_jobs_insert(pgd_store *store, const pgd_new_job *jobs, size_t n, i
 
 /* The job object {"id","kind","name","state","device_requested","device","spec","progress",
  * "attempts","result","error","created_at","started_at","finished_at","estimate",
- * "cancel_requested"}; without "spec" when with_spec is false. *out is a new reference. */
+ * "cancel_requested","interrupted"}; without "spec" when with_spec is false. *out is a new reference. */
 int pgd_store_job_get(pgd_store *store, int64_t id, bool with_spec, json_t **out,
                       pgn_error *err);
 
@@ -115,10 +115,15 @@ int pgd_store_job_delete(pgd_store *store, int64_t id, pgn_error *err);
 /* Moves a queued job to another device (its device vanished between runs). */
 int pgd_store_job_reassign(pgd_store *store, int64_t id, const char *device, pgn_error *err);
 
-/* Start-up recovery: every job left running by a previous process goes back to queued
- * (attempts kept), except one whose cancel was requested: that one ends cancelled. *count
- * receives how many went back to the queue. */
-int pgd_store_recover(pgd_store *store, int64_t *count, pgn_error *err);
+/* Start-up recovery of the jobs a previous process left running: one whose cancel was requested
+ * ends cancelled; for the others the run counts as interrupted ("interrupted" in the job
+ * object), and a job interrupted max_attempts times ends failed with code "crashed" (a job that
+ * takes the server down must not do it on every start); the rest go back to the queue
+ * (attempts kept). Each gets a log line saying which. */
+typedef struct pgd_recovery {
+    int64_t requeued, crashed, cancelled;
+} pgd_recovery;
+int pgd_store_recover(pgd_store *store, int64_t max_attempts, pgd_recovery *out, pgn_error *err);
 
 /* Queued jobs as [{"id","device_requested","device"}], oldest first. */
 int pgd_store_queued_jobs(pgd_store *store, json_t **out, pgn_error *err);

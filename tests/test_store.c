@@ -123,10 +123,10 @@ Test(store, fresh_database_records_every_version_and_creates_tables) {
     int64_t version = 0;
     pgn_error err;
     cr_assert_eq(pgd_store_schema_version(s, &version, &err), 0);
-    cr_assert_eq(version, 5);
+    cr_assert_eq(version, 6);
 
     sqlite3 *db = raw_db();
-    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 5);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 6);
     char *name = raw_text(db, "SELECT name FROM schema_migrations WHERE version = 1");
     cr_assert_str_eq(name, "001_init.sql");
     free(name);
@@ -172,7 +172,7 @@ Test(store, reopening_applies_nothing_again) {
     s = open_store();
 
     db = raw_db();
-    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 5);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 6);
     char *again = raw_text(db, "SELECT group_concat(applied_at) FROM schema_migrations");
     cr_assert_str_eq(again, first);
     cr_assert_eq(raw_int(db, "SELECT count(*) FROM jobs"), 1, "data survives a restart");
@@ -290,7 +290,8 @@ Test(store, insert_then_get_returns_every_field) {
     cr_assert(json_is_null(json_object_get(o, "finished_at")));
     cr_assert(json_is_null(json_object_get(o, "estimate")));
     cr_assert(json_is_false(json_object_get(o, "cancel_requested")));
-    cr_assert_eq(json_object_size(o), 16);
+    cr_assert_eq(json_integer_value(json_object_get(o, "interrupted")), 0);
+    cr_assert_eq(json_object_size(o), 17);
     json_decref(o);
 
     cr_assert_eq(pgd_store_job_get(s, id, false, &o, &err), 0);
@@ -545,7 +546,7 @@ Test(store, a_version_1_database_gains_the_benchmarks_table) {
     s = open_store(); /* every embedded migration */
     int64_t version = 0;
     cr_assert_eq(pgd_store_schema_version(s, &version, &err), 0);
-    cr_assert_eq(version, 5);
+    cr_assert_eq(version, 6);
     json_t *job = get(s, id);
     cr_assert_str_eq(str(job, "name"), "old", "jobs survive the upgrade");
     json_decref(job);
@@ -876,17 +877,18 @@ Test(store, restart_puts_running_jobs_back_in_the_queue) {
     pgd_store_close(s); /* the process "dies" with the job running */
 
     s = open_store();
-    int64_t n = -1;
-    cr_assert_eq(pgd_store_recover(s, &n, &err), 0);
-    cr_assert_eq(n, 1);
+    pgd_recovery rec;
+    cr_assert_eq(pgd_store_recover(s, 3, &rec, &err), 0);
+    cr_assert_eq(rec.requeued, 1);
+    cr_assert_eq(rec.crashed, 0);
     json_t *o = get(s, run);
     cr_assert_str_eq(str(o, "state"), "queued");
     cr_assert_eq(json_integer_value(json_object_get(o, "attempts")), 1, "attempts are kept");
     cr_assert(json_is_null(json_object_get(o, "started_at")));
     cr_assert_float_eq(json_real_value(json_object_get(o, "progress")), 0.0, 1e-12);
     json_decref(o);
-    cr_assert_eq(pgd_store_recover(s, &n, &err), 0);
-    cr_assert_eq(n, 0, "recovery is idempotent");
+    cr_assert_eq(pgd_store_recover(s, 3, &rec, &err), 0);
+    cr_assert_eq(rec.requeued, 0, "recovery is idempotent");
 
     json_t *q;
     cr_assert_eq(pgd_store_queued_jobs(s, &q, &err), 0);
@@ -1042,15 +1044,76 @@ Test(store, a_requested_cancel_survives_a_shutdown_and_a_crash) {
     pgd_store_close(s); /* the process dies with b (cancel requested) and c running */
 
     s = open_store();
-    int64_t n = -1;
-    cr_assert_eq(pgd_store_recover(s, &n, &err), 0);
-    cr_assert_eq(n, 1, "only c goes back to the queue");
+    pgd_recovery rec;
+    cr_assert_eq(pgd_store_recover(s, 3, &rec, &err), 0);
+    cr_assert_eq(rec.requeued, 1, "only c goes back to the queue");
+    cr_assert_eq(rec.cancelled, 1);
     job = get(s, b);
     cr_assert_str_eq(str(job, "state"), "cancelled");
     cr_assert(strstr(str(json_object_get(job, "error"), "message"), "cancelled on request"));
     json_decref(job);
     job = get(s, c);
     cr_assert_str_eq(str(job, "state"), "queued");
+    json_decref(job);
+    pgd_store_close(s);
+}
+
+/* The log line recovery wrote for job id: its last. */
+static json_t *last_log(pgd_store *s, int64_t id) {
+    json_t *lines;
+    pgn_error err;
+    cr_assert_eq(pgd_store_logs_list(s, id, 0, &lines, &err), 0, "%s", err.message);
+    cr_assert_gt(json_array_size(lines), 0);
+    json_t *line = json_incref(json_array_get(lines, json_array_size(lines) - 1));
+    json_decref(lines);
+    return line;
+}
+
+Test(store, a_job_interrupted_max_attempts_times_fails_as_crashed) {
+    pgd_store *s = open_store();
+    int64_t id = insert(s, "inet", "kills the server", "d");
+    pgn_error err;
+    pgd_recovery rec;
+    for (int run = 1; run <= 2; run++) {
+        cr_assert_eq(claim(s, "d"), id, "run %d", run);
+        pgd_store_close(s); /* the server dies with it running */
+        s = open_store();
+        cr_assert_eq(pgd_store_recover(s, 2, &rec, &err), 0, "%s", err.message);
+        json_t *job = get(s, id);
+        json_t *line = last_log(s, id);
+        cr_assert_eq(json_integer_value(json_object_get(job, "interrupted")), run);
+        cr_assert_eq(json_integer_value(json_object_get(job, "attempts")), run);
+        if (run == 1) {
+            cr_assert_eq(rec.requeued, 1);
+            cr_assert_eq(rec.crashed, 0);
+            cr_assert_str_eq(str(job, "state"), "queued");
+            cr_assert_str_eq(str(line, "level"), "warn");
+            cr_assert(strstr(str(line, "line"), "interrupted run 1 of at most 2"), "%s",
+                      str(line, "line"));
+        } else {
+            cr_assert_eq(rec.requeued, 0);
+            cr_assert_eq(rec.crashed, 1);
+            cr_assert_str_eq(str(job, "state"), "failed");
+            json_t *e = json_object_get(job, "error");
+            cr_assert_str_eq(str(e, "code"), "crashed");
+            cr_assert(strstr(str(e, "message"), "2 times"), "%s", str(e, "message"));
+            cr_assert(strstr(str(e, "message"), "--max-attempts 2"), "%s", str(e, "message"));
+            assert_timestamp(str(job, "finished_at"));
+            cr_assert_str_eq(str(line, "level"), "error");
+            cr_assert(strstr(str(line, "line"), "crashed"), "%s", str(line, "line"));
+        }
+        json_decref(line);
+        json_decref(job);
+    }
+    cr_assert_eq(claim(s, "d"), 0, "a crashed job is not run again");
+    cr_assert_eq(pgd_store_recover(s, 2, &rec, &err), 0);
+    cr_assert_eq(rec.crashed + rec.requeued, 0, "recovery is idempotent");
+    /* A graceful requeue (SIGTERM) is not an interruption. */
+    int64_t other = insert(s, "inet", "stopped politely", "d");
+    cr_assert_eq(claim(s, "d"), other);
+    cr_assert_eq(pgd_store_job_requeue(s, other, &err), 0);
+    json_t *job = get(s, other);
+    cr_assert_eq(json_integer_value(json_object_get(job, "interrupted")), 0);
     json_decref(job);
     pgd_store_close(s);
 }
