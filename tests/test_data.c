@@ -205,9 +205,11 @@ Test(data, corrupt_idx_files_name_file_and_problem) {
     blob extra = img;
     put8(&extra, pixels, 1);
     corrupt_case cases[] = {
-        {"train-images", lab, false, "data.train_images", "not an idx image file: it does not begin with the magic 0x00000803 (unsigned-byte "
+        {"train-images", lab, false, "data.train_images",
+         "not an idx image file: it does not begin with the magic 0x00000803 (unsigned-byte "
          "images [n][rows][cols]); it has the label magic 0x00000801"},
-        {"test-labels.gz", img, true, "data.test_labels", "not an idx label file: it does not begin with the magic 0x00000801 (unsigned-byte "
+        {"test-labels.gz", img, true, "data.test_labels",
+         "not an idx label file: it does not begin with the magic 0x00000801 (unsigned-byte "
          "labels [n]); it has the image magic 0x00000803"},
         {"train-images", cut(img, img.len - 1), false, "data.train_images",
          "truncated images: expected 12 bytes after the 16-byte header, got 11"},
