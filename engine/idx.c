@@ -1,6 +1,8 @@
 /* idx.c: reads idx files (MNIST's format: a big-endian header, then unsigned bytes), plain or
  * gzip-compressed through zlib. Every malformed input becomes an error that names the file; the
- * header's numbers are checked against sane limits and the file's size before any allocation. */
+ * header's numbers are checked against sane limits and the file's size before any allocation.
+ * Errors quote no bytes of a file before its magic has matched: past it, the numbers they give
+ * are the sizes an idx file declares, never text from a file that is not one. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -130,13 +132,17 @@ static int idx_header(idx_file *f, uint32_t magic, uint32_t *dims, int ndims) {
     if (got < 4)
         return idx_fail(f, "truncated header: expected %zu bytes, got %lld%s", len, got,
                         idx_short_reason(f));
+    /* The first bytes of a file that is not ours to read (a path pointed at a secret) must not
+     * reach an error message: only whether they are one of the two known magics is said. */
     uint32_t found = be32(h);
     if (found != magic) {
-        const char *hint = found == IDX_MAGIC_LABELS   ? "; this looks like a label file"
-                           : found == IDX_MAGIC_IMAGES ? "; this looks like an image file"
+        const char *hint = found == IDX_MAGIC_LABELS   ? "; it has the label magic 0x00000801"
+                           : found == IDX_MAGIC_IMAGES ? "; it has the image magic 0x00000803"
                                                        : "";
-        return idx_fail(f, "bad magic 0x%08x (expected 0x%08x: unsigned-byte %s)%s", found, magic,
-                        magic == IDX_MAGIC_IMAGES ? "images [n][rows][cols]" : "labels [n]", hint);
+        return idx_fail(f, "not an idx %s file: it does not begin with the magic 0x%08x "
+                        "(unsigned-byte %s)%s", magic == IDX_MAGIC_IMAGES ? "image" : "label",
+                        magic, magic == IDX_MAGIC_IMAGES ? "images [n][rows][cols]" : "labels [n]",
+                        hint);
     }
     if ((size_t)got < len)
         return idx_fail(f, "truncated header: expected %zu bytes, got %lld%s", len, got,

@@ -14,8 +14,9 @@
 
 /* Reads an idx3 unsigned-byte image file (plain or gzip) into *x: n rows of rows*cols floats,
  * pixel / 255 so values lie in [0, 1]. Ownership: *x is malloc'd, the caller frees it.
- * Errors (code "data") name the file; field is copied into err->field and prefixes the message
- * when non-empty. */
+ * Errors (code "data") name the file and what is wrong with it, and never quote the bytes of a
+ * file that does not begin with the idx magic; field is copied into err->field and prefixes the
+ * message when non-empty. */
 int pgn_idx_read_images(const char *path, const char *field, float **x, int *n, int *rows,
                         int *cols, pgn_error *err);
 

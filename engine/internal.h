@@ -203,12 +203,41 @@ typedef struct pgn_st_entry {
     pgn_tensor *t;
 } pgn_st_entry;
 
-/* Writes the tensors (downloaded from their device) and string metadata atomically. */
+/* The metadata key under which every write stores the SHA-256 (hex) of the whole tensor data
+ * section: parameters and optimizer state alike. */
+#define PGN_ST_DATA_SHA256 "data_sha256"
+
+/* Writes the tensors (downloaded from their device) and string metadata atomically, adding
+ * PGN_ST_DATA_SHA256 to the metadata. */
 int pgn_safetensors_write(const char *path, const pgn_st_entry *entries, int n,
                           const json_t *metadata, pgn_error *err);
-/* Reads each named tensor into entries[i].t (shapes must match) and the metadata object. */
-int pgn_safetensors_read(const char *path, const pgn_st_entry *entries, int n, json_t **metadata,
+
+/* A safetensors file read whole and checked, none of it used yet. */
+typedef struct pgn_st_file {
+    const char *path;     /* borrowed: every error names it */
+    json_t *header;       /* name -> {dtype, shape, data_offsets}, metadata removed; owned */
+    json_t *metadata;     /* the "__metadata__" object of strings, or NULL; owned */
+    unsigned char *data;  /* the tensor data section, data_len bytes; owned */
+    size_t data_len;
+    bool digest_checked;  /* the metadata held PGN_ST_DATA_SHA256 and it matched the data */
+} pgn_st_file;
+
+/* Reads path and checks it: header length, JSON, every tensor F32 with data_offsets in order,
+ * inside the data and as long as its shape needs, the tensors tiling the data with no overlap
+ * or hole, metadata all strings, and the data against PGN_ST_DATA_SHA256 when present (the
+ * caller decides whether its absence is acceptable). Errors have code "checkpoint" and say
+ * what is wrong. On success the caller closes f. */
+int pgn_safetensors_open(const char *path, pgn_st_file *f, pgn_error *err);
+/* Copies the file's tensors into entries[i].t after checking that the file holds exactly the
+ * entries' names with their (rows, cols): a missing, unexpected or misshapen tensor is named
+ * and nothing is copied. */
+int pgn_safetensors_load(const pgn_st_file *f, const pgn_st_entry *entries, int n,
                          pgn_error *err);
+void pgn_safetensors_close(pgn_st_file *f);
+
+/* Fails with code "checkpoint" and "checkpoint '<path>': <message>". Returns -1. */
+int pgn_checkpoint_fail(pgn_error *err, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* ---- timing (train.c) ------------------------------------------------------------------- */
 

@@ -16,8 +16,9 @@
 
 /* Every fallible call takes a pgn_error* and returns 0 on success, -1 on failure.
  * code: a short machine name ("invalid_spec", "no_device", "device", "kernel_build", "data",
- *       "cancelled", "internal"); field: JSON path of the offending spec field ("model.layers[2]")
- *       or ""; message: a sentence for people, which already names the field when there is one. */
+ *       "checkpoint", "cancelled", "internal"); field: JSON path of the offending spec field
+ *       ("model.layers[2]") or ""; message: a sentence for people, which already names the field
+ *       when there is one. */
 typedef struct pgn_error {
     char code[32];
     char field[128];

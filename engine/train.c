@@ -2,13 +2,15 @@
  * step gathers its batch on the device from the epoch's permutation, runs the graph forward and
  * backward and the optimizer, and records its loss and correct count on the device, so steps
  * queue without waiting. Per epoch: evaluation on the test set, metrics through the hooks, and
- * a checkpoint when due (and at a stop, mid-epoch, when asked). Resuming from a checkpoint
- * continues bit-identically. */
+ * a checkpoint when due (and at a stop, mid-epoch, when asked). Resuming from a checkpoint,
+ * once all of it is verified, continues bit-identically. */
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "graph.h"
@@ -18,7 +20,9 @@
 #define PGN_STREAM_SHUFFLE 0x5348554646ULL /* "SHUFF": apart from the init streams */
 /* Steps queued before waiting for the device: bounds the queue and keeps progress honest. */
 #define PGN_SYNC_EVERY_STEPS 32
-#define PGN_CHECKPOINT_FORMAT "paragon-checkpoint-1"
+/* 2: the metadata holds the data section's SHA-256 (safetensors.c) and epoch_step. */
+#define PGN_CHECKPOINT_FORMAT "paragon-checkpoint-2"
+#define PGN_CHECKPOINT_FORMAT_V1 "paragon-checkpoint-1"
 
 double pgn_now_s(void) {
     struct timespec ts;
@@ -170,7 +174,12 @@ typedef struct {
     int n;
 } st_list;
 
-static void checkpoint_entries(trainer *tr, st_list *l) {
+/* A checkpoint taken inside an epoch (a stop between steps) also keeps the per-step statistics
+ * of the epoch's steps so far, so the epoch's loss and accuracy come out as if never stopped. */
+#define PGN_CHECKPOINT_STATS "trainer.step_stats"
+
+/* The entries of a checkpoint taken epoch_step steps into an epoch. */
+static void checkpoint_entries(trainer *tr, int epoch_step, st_list *l) {
     l->n = 0;
     pgn_graph *g = &tr->graph;
     for (int p = 0; p < g->n_params; p++) {
@@ -186,6 +195,11 @@ static void checkpoint_entries(trainer *tr, st_list *l) {
             l->e[l->n] = (pgn_st_entry){l->names[l->n], state[i]};
             l->n++;
         }
+    }
+    if (epoch_step > 0) {
+        snprintf(l->names[l->n], sizeof l->names[0], "%s", PGN_CHECKPOINT_STATS);
+        l->e[l->n] = (pgn_st_entry){l->names[l->n], &tr->stats};
+        l->n++;
     }
 }
 
@@ -204,22 +218,13 @@ static json_t *resume_key(const pgn_job_spec *spec) {
     return j;
 }
 
-/* A checkpoint taken inside an epoch (a stop between steps) also keeps the per-step statistics
- * of the epoch's steps so far, so the epoch's loss and accuracy come out as if never stopped. */
-#define PGN_CHECKPOINT_STATS "trainer.step_stats"
-
 /* epochs_done whole epochs, then epoch_step steps of the next one (0: at an epoch boundary). */
 static int save_checkpoint(trainer *tr, int epochs_done, int epoch_step, const char *sha,
                            pgn_error *err) {
     char path[PGN_PATH_MAX * 2];
     if (!checkpoint_path(tr, path, sizeof path)) return 0;
     st_list l;
-    checkpoint_entries(tr, &l);
-    if (epoch_step > 0) {
-        snprintf(l.names[l.n], sizeof l.names[0], "%s", PGN_CHECKPOINT_STATS);
-        l.e[l.n] = (pgn_st_entry){l.names[l.n], &tr->stats};
-        l.n++;
-    }
+    checkpoint_entries(tr, epoch_step, &l);
     json_t *key = resume_key(tr->spec);
     char *spec_text = pgn_json_dumps(key);
     json_decref(key);
@@ -237,52 +242,121 @@ static int save_checkpoint(trainer *tr, int epochs_done, int epoch_step, const c
     return rc;
 }
 
-/* Loads the checkpoint if there is one; *epochs_done and *epoch_step stay 0 otherwise. */
+/* A metadata value shown in an error: its first QUOTED_CHARS characters, each unprintable one
+ * as \xNN (4 characters), then "..." when cut. */
+#define QUOTED_CHARS 32
+#define QUOTED_SIZE (4 * QUOTED_CHARS + 4)
+
+static void quote_value(const char *v, char out[QUOTED_SIZE]) {
+    size_t len = 0;
+    out[0] = '\0';
+    for (int i = 0; v[i] && i < QUOTED_CHARS; i++) {
+        unsigned char c = (unsigned char)v[i];
+        const char *fmt = c >= 0x20 && c < 0x7f ? "%c" : "\\x%02x";
+        len += (size_t)snprintf(out + len, QUOTED_SIZE - len, fmt, c);
+    }
+    if (strlen(v) > QUOTED_CHARS) snprintf(out + len, QUOTED_SIZE - len, "...");
+}
+
+/* A count the checkpoint's metadata holds under key: decimal digits only, in 0..max. */
+static int meta_count(const pgn_st_file *f, const char *key, long long max, long long *out,
+                      pgn_error *err) {
+    const char *v = json_string_value(json_object_get(f->metadata, key));
+    if (!v) return pgn_checkpoint_fail(err, f->path, "metadata has no \"%s\"", key);
+    long long x = 0;
+    bool ok = v[0] != '\0';
+    for (const char *p = v; ok && *p; p++) {
+        ok = *p >= '0' && *p <= '9' && x <= (LLONG_MAX - 9) / 10;
+        if (ok) x = x * 10 + (*p - '0');
+    }
+    if (!ok || x > max) {
+        char shown[QUOTED_SIZE];
+        quote_value(v, shown);
+        return pgn_checkpoint_fail(err, f->path, "metadata \"%s\" is '%s', expected an integer in "
+                                   "0..%lld", key, shown, max);
+    }
+    *out = x;
+    return 0;
+}
+
+/* The metadata a resume believes, checked against this job: the format, the spec, and a
+ * position (epoch, epoch_step, step) that this job's epochs and steps per epoch allow. */
+static int check_checkpoint_meta(trainer *tr, const pgn_st_file *f, long long *epoch,
+                                 long long *in_epoch, long long *step, pgn_error *err) {
+    const char *format = json_string_value(json_object_get(f->metadata, "format"));
+    const char *spec_text = json_string_value(json_object_get(f->metadata, "spec"));
+    if (format && !strcmp(format, PGN_CHECKPOINT_FORMAT_V1))
+        return pgn_checkpoint_fail(err, f->path, "format %s was written by an earlier paragon and "
+                                   "carries no digest of its optimizer state; this paragon resumes "
+                                   "%s only: remove it to start over", PGN_CHECKPOINT_FORMAT_V1,
+                                   PGN_CHECKPOINT_FORMAT);
+    if (!format || strcmp(format, PGN_CHECKPOINT_FORMAT) || !spec_text) {
+        char shown[QUOTED_SIZE];
+        quote_value(format ? format : "", shown);
+        return pgn_checkpoint_fail(err, f->path, "not a paragon checkpoint (metadata \"format\" is "
+                                   "'%s', expected '%s', and \"spec\" is %s)", shown,
+                                   PGN_CHECKPOINT_FORMAT, spec_text ? "present" : "missing");
+    }
+    if (!f->digest_checked)
+        return pgn_checkpoint_fail(err, f->path, "metadata has no \"%s\", so its tensor data "
+                                   "cannot be verified", PGN_ST_DATA_SHA256);
+    json_t *key = resume_key(tr->spec);
+    char *want = pgn_json_dumps(key);
+    json_decref(key);
+    bool same = want && !strcmp(want, spec_text);
+    free(want);
+    if (!same)
+        return pgn_checkpoint_fail(err, f->path, "belongs to a different job spec; remove it to "
+                                   "start over");
+    if (!json_string_value(json_object_get(f->metadata, "weights_sha256")))
+        return pgn_checkpoint_fail(err, f->path, "metadata has no \"weights_sha256\"");
+    long long epochs = tr->spec->train.epochs, per_epoch = tr->steps_per_epoch;
+    if (meta_count(f, "epoch", epochs, epoch, err) ||
+        meta_count(f, "epoch_step", per_epoch - 1, in_epoch, err) ||
+        meta_count(f, "step", epochs * per_epoch, step, err))
+        return -1;
+    if (*epoch == epochs && *in_epoch > 0)
+        return pgn_checkpoint_fail(err, f->path, "metadata \"epoch_step\" is %lld, but epoch "
+                                   "%lld is the job's last: a finished run has no steps of a next "
+                                   "epoch", *in_epoch, *epoch);
+    if (*step != *epoch * per_epoch + *in_epoch)
+        return pgn_checkpoint_fail(err, f->path, "metadata \"step\" is %lld, but \"epoch\" %lld "
+                                   "and \"epoch_step\" %lld at %lld steps per epoch make step %lld",
+                                   *step, *epoch, *in_epoch, per_epoch,
+                                   *epoch * per_epoch + *in_epoch);
+    return 0;
+}
+
+/* Resumes from the checkpoint if there is one (*epochs_done and *epoch_step stay 0 otherwise).
+ * Before any step runs from it, all of it checks out: layout, data digest, metadata, tensor
+ * names and shapes, then the loaded weights against weights_sha256. A checkpoint that fails any
+ * check fails the job (code "checkpoint"): training from scratch would silently discard it. */
 static int load_checkpoint(trainer *tr, int *epochs_done, int *epoch_step, pgn_error *err) {
     char path[PGN_PATH_MAX * 2];
     *epochs_done = 0;
     *epoch_step = 0;
     if (!tr->opts->resume || !checkpoint_path(tr, path, sizeof path)) return 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    fclose(f);
-    st_list l;
-    checkpoint_entries(tr, &l);
-    json_t *meta = NULL;
-    if (pgn_safetensors_read(path, l.e, l.n, &meta, err)) return -1;
-    const char *format = json_string_value(json_object_get(meta, "format"));
-    const char *spec_text = json_string_value(json_object_get(meta, "spec"));
-    const char *epoch = json_string_value(json_object_get(meta, "epoch"));
-    const char *step = json_string_value(json_object_get(meta, "step"));
-    /* absent in checkpoints written before stops checkpointed: those are at epoch boundaries */
-    const char *in_epoch = json_string_value(json_object_get(meta, "epoch_step"));
-    int at_step = in_epoch ? atoi(in_epoch) : 0;
-    json_t *key = resume_key(tr->spec);
-    char *want = pgn_json_dumps(key);
-    json_decref(key);
-    int rc = 0;
-    if (!format || strcmp(format, PGN_CHECKPOINT_FORMAT) || !spec_text || !epoch || !step) {
-        pgn_error_set(err, "checkpoint", "", "checkpoint '%s': not a paragon checkpoint", path);
-        rc = -1;
-    } else if (!want || strcmp(want, spec_text)) {
-        pgn_error_set(err, "checkpoint", "",
-                      "checkpoint '%s' belongs to a different job spec; remove it to start over",
-                      path);
-        rc = -1;
-    } else if (at_step < 0 || at_step >= tr->steps_per_epoch) {
-        pgn_error_set(err, "checkpoint", "",
-                      "checkpoint '%s': epoch_step %d is outside an epoch of %d steps", path,
-                      at_step, tr->steps_per_epoch);
-        rc = -1;
-    } else {
-        *epochs_done = atoi(epoch);
-        *epoch_step = at_step;
-        tr->optim.t = atoll(step);
-        pgn_st_entry stats = {PGN_CHECKPOINT_STATS, &tr->stats};
-        if (at_step > 0) rc = pgn_safetensors_read(path, &stats, 1, NULL, err);
+    struct stat st;
+    if (stat(path, &st) && errno == ENOENT) return 0; /* other errors: open names them */
+    pgn_st_file f;
+    if (pgn_safetensors_open(path, &f, err)) return -1;
+    long long epoch, in_epoch, step;
+    int rc = check_checkpoint_meta(tr, &f, &epoch, &in_epoch, &step, err);
+    if (rc == 0) {
+        st_list l;
+        checkpoint_entries(tr, (int)in_epoch, &l);
+        rc = pgn_safetensors_load(&f, l.e, l.n, err);
     }
-    free(want);
-    json_decref(meta);
+    char sha[65];
+    const char *want = json_string_value(json_object_get(f.metadata, "weights_sha256"));
+    if (rc == 0 && (rc = pgn_graph_weights_sha256(&tr->graph, sha, err)) == 0 && strcmp(want, sha))
+        rc = pgn_checkpoint_fail(err, path, "the weights read do not match its weights_sha256");
+    if (rc == 0) {
+        *epochs_done = (int)epoch;
+        *epoch_step = (int)in_epoch;
+        tr->optim.t = step;
+    }
+    pgn_safetensors_close(&f);
     return rc;
 }
 

@@ -205,8 +205,12 @@ Test(data, corrupt_idx_files_name_file_and_problem) {
     blob extra = img;
     put8(&extra, pixels, 1);
     corrupt_case cases[] = {
-        {"train-images", lab, false, "data.train_images", "bad magic 0x00000801 (expected 0x00000803"},
-        {"test-labels.gz", img, true, "data.test_labels", "bad magic 0x00000803 (expected 0x00000801"},
+        {"train-images", lab, false, "data.train_images",
+         "not an idx image file: it does not begin with the magic 0x00000803 (unsigned-byte "
+         "images [n][rows][cols]); it has the label magic 0x00000801"},
+        {"test-labels.gz", img, true, "data.test_labels",
+         "not an idx label file: it does not begin with the magic 0x00000801 (unsigned-byte "
+         "labels [n]); it has the image magic 0x00000803"},
         {"train-images", cut(img, img.len - 1), false, "data.train_images",
          "truncated images: expected 12 bytes after the 16-byte header, got 11"},
         {"test-images.gz", cut(img, img.len - 5), true, "data.test_images",
@@ -240,6 +244,56 @@ Test(data, corrupt_idx_files_name_file_and_problem) {
     pgn_error err = load_err(&spec);
     cr_assert(strstr(err.message, "train-labels: 2 labels, but "), "%s", err.message);
     cr_assert(strstr(err.message, "train-images has 3 images"), "%s", err.message);
+}
+
+/* A path pointed at a file that is not an idx file (a token, a key) must not make the error
+ * message a way to read it: the message says what is wrong and quotes none of its bytes, neither
+ * as text nor as the number its first four bytes would make. */
+Test(data, a_file_that_is_not_idx_is_refused_without_quoting_it) {
+    static const char secret[] = "s3cr3t-T0KEN-9f8e7d6c5b4a";
+    struct {
+        const char *name, *field, *kind;
+        bool gz;
+    } cases[] = {
+        {"train-images", "data.train_images", "image", false},
+        {"train-labels", "data.train_labels", "label", false},
+        {"test-images.gz", "data.test_images", "image", true},
+        {"test-labels.gz", "data.test_labels", "label", true},
+    };
+    const unsigned char *s = (const unsigned char *)secret;
+    uint32_t first = (uint32_t)s[0] << 24 | (uint32_t)s[1] << 16 | (uint32_t)s[2] << 8 | s[3];
+    char forms[4][32];
+    snprintf(forms[0], sizeof forms[0], "%08x", first);
+    snprintf(forms[1], sizeof forms[1], "%08X", first);
+    snprintf(forms[2], sizeof forms[2], "%u", first);
+    snprintf(forms[3], sizeof forms[3], "%d", (int32_t)first);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_valid_set();
+        write_file(cases[i].name, secret, strlen(secret), cases[i].gz);
+        pgn_data_spec spec = valid_idx_spec();
+        pgn_error err = load_err(&spec);
+        cr_assert_str_eq(err.code, "data", "%s", err.message);
+        cr_assert_str_eq(err.field, cases[i].field, "%s", err.message);
+        char want[128];
+        snprintf(want, sizeof want, "%s: not an idx %s file: it does not begin with the magic",
+                 cases[i].name, cases[i].kind);
+        cr_assert(strstr(err.message, want), "no '%s' in: %s", want, err.message);
+        /* No run of 3 of the secret's bytes anywhere in the message, the random name of the
+         * temporary directory (which could hold one by chance) left out. */
+        char rest[sizeof err.message];
+        const char *dir = strstr(err.message, tmpdir);
+        cr_assert_not_null(dir, "%s", err.message);
+        snprintf(rest, sizeof rest, "%.*s%s", (int)(dir - err.message), err.message,
+                 dir + strlen(tmpdir));
+        for (size_t at = 0; at + 3 <= strlen(secret); at++) {
+            char piece[4] = {secret[at], secret[at + 1], secret[at + 2], 0};
+            cr_assert_null(strstr(rest, piece), "'%s' of the file quoted in: %s", piece,
+                           err.message);
+        }
+        for (int k = 0; k < 4; k++)
+            cr_assert_null(strstr(rest, forms[k]), "the first bytes as %s in: %s", forms[k],
+                           err.message);
+    }
 }
 
 /* Headers whose numbers are absurd are refused before anything is allocated from them. */
