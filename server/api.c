@@ -92,9 +92,18 @@ static enum MHD_Result not_found(const pgd_request *req) {
                            req->method, req->path);
 }
 
-/* Store and other server-side failures: the only 500s. */
+/* A store that cannot take writes just now (disk full): 503, come back later. */
+#define STORE_UNAVAILABLE_RETRY_AFTER_S "5"
+
+/* Store and other server-side failures: the only 500s, or 503 while the store refuses writes
+ * for a reason that passes. */
 static enum MHD_Result internal_error(const pgd_request *req, const pgn_error *err) {
     fprintf(stderr, "paragond: %s %s: %s\n", req->method, req->path, err->message);
+    if (strcmp(err->code, PGD_STORE_UNAVAILABLE) == 0) {
+        const pgd_header h[] = {{MHD_HTTP_HEADER_RETRY_AFTER, STORE_UNAVAILABLE_RETRY_AFTER_S},
+                                {NULL, NULL}};
+        return pgd_reply_pgn_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, err, NULL, h);
+    }
     return pgd_reply_pgn_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, err, NULL, NULL);
 }
 

@@ -28,6 +28,10 @@
 #define RATES_REFRESH_NS 1000000000LL
 /* Timed repeats of each calibration case: enough for a median, few enough for a quick start. */
 #define CALIBRATION_REPEATS 3
+/* Retrying a job's end while the store refuses writes: quick at first (a lock held elsewhere
+ * passes in milliseconds), then every 2 s (a full disk waits for a person). */
+#define END_RETRY_FIRST_MS 50
+#define END_RETRY_MAX_MS 2000
 
 typedef struct worker {
     pgd_scheduler *sched;
@@ -173,6 +177,92 @@ static int make_job_dir(const char *data_dir, const char *job_dir, pgn_error *er
     return 0;
 }
 
+/* ---- recording how a run ends ---------------------------------------------------------- */
+
+typedef enum { END_FINISH, END_BENCH, END_REQUEUE } end_kind;
+
+static int write_end(pgd_scheduler *s, int64_t id, end_kind kind, pgd_job_state state,
+                     const json_t *result, const json_t *error, pgn_error *err) {
+    switch (kind) {
+    case END_BENCH: return pgd_store_bench_finish(s->store, id, result, err);
+    case END_REQUEUE: return pgd_store_job_requeue(s->store, id, err);
+    case END_FINISH: break;
+    }
+    return pgd_store_job_finish(s->store, id, state, result, error, err);
+}
+
+/* Sleeps up to ms, or less when the scheduler stops. */
+static void pause_worker(worker *w, int64_t ms) {
+    pgd_scheduler *s = w->sched;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&s->lock);
+    if (!atomic_load(&s->stopping)) pthread_cond_timedwait(&w->cond, &s->lock, &until);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Writes a run's end. While the store cannot take writes (disk full, an I/O error: code
+ * PGD_STORE_UNAVAILABLE) the worker holds the outcome and retries, with growing pauses, until
+ * it can: the job stays running meanwhile and its result is not lost (the worker could claim
+ * nothing else anyway: a claim is a write). Returns 0 once written (or when the job had already
+ * ended: a conflict), -1 with err for any other failure, 1 when shutdown stopped the retries
+ * (the job, still running in the store, is recovered at the next start). */
+static int record_end(worker *w, int64_t id, end_kind kind, pgd_job_state state,
+                      const json_t *result, const json_t *error, pgn_error *err) {
+    int64_t pause_ms = END_RETRY_FIRST_MS, waited_ms = 0;
+    for (;;) {
+        if (write_end(w->sched, id, kind, state, result, error, err) == 0) {
+            if (waited_ms)
+                fprintf(stderr, "paragond: job %lld: its end is recorded, %.1f s late\n",
+                        (long long)id, (double)waited_ms / 1000.0);
+            return 0;
+        }
+        if (strcmp(err->code, "conflict") == 0) {
+            fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, err->message);
+            return 0;
+        }
+        if (strcmp(err->code, PGD_STORE_UNAVAILABLE) != 0) return -1;
+        if (atomic_load(&w->sched->stopping)) {
+            fprintf(stderr, "paragond: job %lld: its end is not recorded (%s); the next start "
+                            "recovers it\n",
+                    (long long)id, err->message);
+            return 1;
+        }
+        if (!waited_ms)
+            fprintf(stderr, "paragond: job %lld: cannot record its end (%s); retrying until the "
+                            "store takes writes\n",
+                    (long long)id, err->message);
+        pause_worker(w, pause_ms);
+        waited_ms += pause_ms;
+        pause_ms = pause_ms * 2 > END_RETRY_MAX_MS ? END_RETRY_MAX_MS : pause_ms * 2;
+    }
+}
+
+/* Ends a run succeeded, failed or cancelled. An outcome the store refuses for good (not for
+ * want of space: it cannot be stored at all) ends the job failed, saying so, rather than
+ * leaving it running without a worker. */
+static void record_outcome(worker *w, int64_t id, pgd_job_state state, const json_t *result,
+                           const json_t *error) {
+    pgn_error err;
+    if (record_end(w, id, END_FINISH, state, result, error, &err) >= 0) return;
+    fprintf(stderr, "paragond: job %lld: its outcome cannot be stored: %s\n", (long long)id,
+            err.message);
+    pgn_error why;
+    pgn_error_clear(&why);
+    pgn_error_set(&why, "store", "", "the job ended %s but the store refused its outcome: %s",
+                  pgd_job_state_name(state), err.message);
+    json_t *e = pgd_error_json(&why);
+    if (record_end(w, id, END_FINISH, PGD_JOB_FAILED, NULL, e, &err) < 0)
+        fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, err.message);
+    json_decref(e);
+}
+
 static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t attempt) {
     pgd_scheduler *s = w->sched;
     pgn_job_spec spec;
@@ -219,36 +309,37 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
     }
 
     /* A bench job's rows are stored in the transaction that marks it succeeded; when they
-     * cannot be, the job fails with the reason. */
-    bool bench = rc == 0 && spec.kind == PGN_JOB_BENCH;
-    if (bench && pgd_store_bench_finish(s->store, id, result, &err) < 0) rc = -1;
+     * cannot be (a bad row), the job fails with the reason. */
+    bool recorded = false;
+    if (rc == 0 && spec.kind == PGN_JOB_BENCH) {
+        int r = record_end(w, id, END_BENCH, PGD_JOB_SUCCEEDED, result, NULL, &err);
+        if (r < 0) rc = -1;
+        recorded = r >= 0;
+    }
 
-    pgn_error serr;
     bool stopped = rc < 0 && strcmp(err.code, "cancelled") == 0;
-    if (stopped && ctx.cancel) {
+    if (recorded) {
+    } else if (stopped && ctx.cancel) {
         /* Stopped because someone asked: it ends cancelled, saying where it stopped. */
         char message[sizeof err.message];
         snprintf(message, sizeof message, "%s", err.message);
         pgn_error_set(&err, "cancelled", "", "cancelled on request: %s", message);
         json_t *e = pgd_error_json(&err);
-        if (pgd_store_job_finish(s->store, id, PGD_JOB_CANCELLED, NULL, e, &serr) < 0)
-            fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
+        record_outcome(w, id, PGD_JOB_CANCELLED, NULL, e);
         json_decref(e);
     } else if (stopped && atomic_load(&s->stopping)) {
         /* Interrupted by shutdown, not by the job: it runs again after the restart (unless a
          * cancel arrived meanwhile: the store then ends it cancelled). */
-        if (pgd_store_job_requeue(s->store, id, &serr) < 0)
+        pgn_error serr;
+        if (record_end(w, id, END_REQUEUE, PGD_JOB_QUEUED, NULL, NULL, &serr) < 0)
             fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
     } else if (rc == 0) {
-        if (!bench &&
-            pgd_store_job_finish(s->store, id, PGD_JOB_SUCCEEDED, result, NULL, &serr) < 0)
-            fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
+        record_outcome(w, id, PGD_JOB_SUCCEEDED, result, NULL);
     } else {
         json_t *e = pgd_error_json(&err);
         fprintf(stderr, "paragond: job %lld on %s failed: %s\n", (long long)id, w->info->id,
                 err.message);
-        if (pgd_store_job_finish(s->store, id, PGD_JOB_FAILED, NULL, e, &serr) < 0)
-            fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
+        record_outcome(w, id, PGD_JOB_FAILED, NULL, e);
         json_decref(e);
     }
     json_decref(result);
@@ -394,6 +485,9 @@ static void *worker_main(void *arg) {
              * "queued" state and "placed" line go out before its "running" and "started". */
             pthread_mutex_lock(&s->admit);
             int claimed = pgd_store_job_claim(s->store, w->info->id, &id, &spec, &err);
+            /* Under the admit lock, so that a cancel never sees the job running with no
+             * worker (it would end it). */
+            if (claimed == 0 && id) atomic_store(&w->running_job, id);
             pthread_mutex_unlock(&s->admit);
             if (claimed < 0) {
                 /* The job stays queued; the next submission retries. */
@@ -401,8 +495,6 @@ static void *worker_main(void *arg) {
                 break;
             }
             if (id == 0) break;
-            /* Shown as running (GET /devices) as soon as the store says so. */
-            atomic_store(&w->running_job, id);
             busy_mark(w, true);
             int64_t attempt = announce_start(w, id);
             run_job(w, id, spec, attempt);
@@ -681,9 +773,44 @@ void pgd_scheduler_job_dir(const pgd_scheduler *s, int64_t id, char *out, size_t
     snprintf(out, size, "%s/jobs/%lld", s->run_opts.data_dir, (long long)id);
 }
 
+/* Whether a worker runs job id now. Caller holds s->admit (claims set running_job under it). */
+static bool has_worker(const pgd_scheduler *s, int64_t id) {
+    for (size_t i = 0; i < s->n; i++)
+        if (atomic_load(&s->workers[i].running_job) == id) return true;
+    return false;
+}
+
 int pgd_scheduler_cancel(pgd_scheduler *s, int64_t id, json_t **job, pgn_error *err) {
     if (pgd_store_job_cancel(s->store, id, job, err) < 0) return -1;
     if (strcmp(json_string_value(json_object_get(*job, "state")), "running") == 0) {
+        pthread_mutex_lock(&s->admit);
+        bool orphan = !has_worker(s, id);
+        if (orphan) {
+            /* Running in the store with nobody to stop it (its worker could not record its
+             * end before it had to stop): the cancel ends it here. */
+            pgn_error why, ferr;
+            pgn_error_clear(&why);
+            pgn_error_set(&why, "cancelled", "", "cancelled on request; no worker was running it");
+            json_t *e = pgd_error_json(&why);
+            int rc = pgd_store_job_finish(s->store, id, PGD_JOB_CANCELLED, NULL, e, &ferr);
+            json_decref(e);
+            pthread_mutex_unlock(&s->admit);
+            if (rc < 0 && strcmp(ferr.code, "conflict") != 0) {
+                *err = ferr;
+                json_decref(*job);
+                *job = NULL;
+                return -1;
+            }
+            json_decref(*job);
+            *job = NULL;
+            pgd_events_job_log(s->events, s->store, id, "warn",
+                               "cancelled: no worker was running it");
+            pgn_error eerr;
+            if (pgd_events_job_changed(s->events, s->store, id, NULL, &eerr) < 0)
+                fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, eerr.message);
+            return pgd_store_job_get(s->store, id, true, job, err);
+        }
+        pthread_mutex_unlock(&s->admit);
         atomic_fetch_add(&s->cancel_gen, 1);
         pgd_events_job_log(s->events, s->store, id, "warn",
                            "cancel requested: it stops at its next step");

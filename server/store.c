@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,8 +49,16 @@ int pgd_job_state_parse(const char *name, pgd_job_state *out) {
 
 /* ---- helpers (callers hold the lock) ---------------------------------------------------- */
 
+/* Failures of the database's state (disk full, I/O, another writer, no memory) pass when it
+ * recovers, and are code "store_unavailable": callers retry a job's end on them, and the API
+ * answers 503. Anything else is "store". */
 static int db_fail(pgd_store *s, pgn_error *err, const char *what) {
-    pgn_error_set(err, "store", "", "store: %s: %s", what, sqlite3_errmsg(s->db));
+    int rc = sqlite3_extended_errcode(s->db) & 0xff;
+    bool passing = rc == SQLITE_FULL || rc == SQLITE_IOERR || rc == SQLITE_BUSY ||
+                   rc == SQLITE_LOCKED || rc == SQLITE_READONLY || rc == SQLITE_NOMEM ||
+                   rc == SQLITE_CANTOPEN || rc == SQLITE_PROTOCOL;
+    pgn_error_set(err, passing ? PGD_STORE_UNAVAILABLE : "store", "", "store: %s: %s", what,
+                  sqlite3_errmsg(s->db));
     return -1;
 }
 

@@ -15,6 +15,10 @@
 
 typedef struct pgd_store pgd_store;
 
+/* The error code of a failure that passes when the database recovers (disk full, an I/O error,
+ * a lock held elsewhere): worth retrying, and a 503 to clients. Other failures are "store". */
+#define PGD_STORE_UNAVAILABLE "store_unavailable"
+
 /* Opens (creating if missing) the database at path and applies the embedded schema
  * migrations (pgn_schema_sources) that are not yet recorded in schema_migrations. */
 int pgd_store_open(const char *path, pgd_store **out, pgn_error *err);
