@@ -8,7 +8,11 @@
  *   3. submit-to-running on an idle device: one job at a time, from sending the POST to the
  *      first poll that no longer sees it queued (polls back to back on a second connection);
  *   4. phase 2 again while the host device is busy with a long training job, so that nothing
- *      runs: the cost of a submission alone (parse, place, insert, answer), the queue growing.
+ *      runs: the cost of a submission alone (parse, place, insert, answer), the queue growing;
+ *   5. /healthz latency as a health checker sees it (a new connection per probe), first on an
+ *      idle server, then while HELD_CONNECTIONS slowloris connections (request headers begun,
+ *      never finished) are held from HELD_ADDRESSES loopback addresses: what the connection
+ *      limits keep possible.
  * Phases 1-2 are closed loops: every connection sends its next request when the answer to the
  * previous one is complete. Latency is per request, send to last byte.
  *   build/bench/bench-http [--connections N] [--threads T] [--seconds S] [--samples K]
@@ -17,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -46,6 +51,10 @@
 #define START_TIMEOUT_MS 60000
 #define MAX_CONNECTIONS 1024
 #define MAX_THREADS 64
+/* Phase 5: 1,500 connections over 6 client addresses (250 each, under paragond's default
+ * per-address limit of 256), the figure the hardening issue asks about. */
+#define HELD_CONNECTIONS 1500
+#define HELD_ADDRESSES 6
 
 extern char **environ;
 
@@ -81,6 +90,22 @@ typedef struct conn {
     int64_t started; /* when the current request's first byte went out */
     int64_t last_io;
 } conn;
+
+/* A connection from src (any of 127.0.0.0/8) that begins a request and never ends its headers. */
+static int hold_connection(const char *src, uint16_t port) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) die("socket: %s (raise ulimit -n)", strerror(errno));
+    struct sockaddr_in from = {.sin_family = AF_INET};
+    inet_pton(AF_INET, src, &from.sin_addr);
+    if (bind(fd, (struct sockaddr *)&from, sizeof from) < 0) die("bind %s: %s", src, strerror(errno));
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) die("connect: %s", strerror(errno));
+    static const char start[] = "GET /healthz HTTP/1.1\r\nHost: paragond\r\nX-Slow: ";
+    if (send(fd, start, sizeof start - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof start - 1))
+        die("send: %s", strerror(errno));
+    return fd;
+}
 
 static int connect_loopback(uint16_t port) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -536,11 +561,65 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
     return remove(path);
 }
 
+/* n probes of GET /healthz, each on a new connection (connect to last byte); p50/p99/max. */
+static void healthz_probes(uint16_t port, int n, const char *what) {
+    samples lat = {0};
+    char *req = get_request("/healthz");
+    for (int i = 0; i < n; i++) {
+        conn *c = calloc(1, sizeof *c);
+        int64_t t0 = now_ns();
+        c->fd = connect_loopback(port);
+        const char *body;
+        size_t len;
+        if (roundtrip(c, req, strlen(req), &body, &len) != 200) die("GET /healthz: %s", body);
+        sample_add(&lat, now_ns() - t0);
+        close(c->fd);
+        free(c);
+    }
+    qsort(lat.ns, lat.n, sizeof *lat.ns, cmp_i64);
+    printf("  %-34s %d probes, new connection each: p50 %.3f ms  p99 %.3f ms  max %.3f ms\n", what,
+           n, pct_ms(&lat, 50), pct_ms(&lat, 99), pct_ms(&lat, 100));
+    free(lat.ns);
+    free(req);
+}
+
+/* Phase 5: /healthz idle, then with HELD_CONNECTIONS slow-header connections held. */
+static void held_connections(uint16_t port, int n_samples) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < HELD_CONNECTIONS + 256) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > HELD_CONNECTIONS + 256
+                          ? HELD_CONNECTIONS + 256
+                          : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    printf("/healthz while connections are held:\n");
+    healthz_probes(port, n_samples, "idle server");
+    int *fds = malloc(HELD_CONNECTIONS * sizeof *fds);
+    for (int i = 0; i < HELD_CONNECTIONS; i++) {
+        char src[16];
+        snprintf(src, sizeof src, "127.0.0.%d", 2 + i % HELD_ADDRESSES);
+        fds[i] = hold_connection(src, port);
+    }
+    char what[64];
+    snprintf(what, sizeof what, "%d held (%d addresses)", HELD_CONNECTIONS, HELD_ADDRESSES);
+    healthz_probes(port, n_samples, what);
+    /* The server keeps them until the header timeout; count how many it had already cut. */
+    int closed = 0;
+    for (int i = 0; i < HELD_CONNECTIONS; i++) {
+        char b;
+        closed += recv(fds[i], &b, 1, MSG_DONTWAIT) == 0;
+        close(fds[i]);
+    }
+    printf("  %d of the %d held connections were closed by the server meanwhile\n", closed,
+           HELD_CONNECTIONS);
+    free(fds);
+}
+
 int main(int argc, char **argv) {
     int connections = 16, threads = 2, n_samples = 200;
     double seconds = 5;
     const char *paragond = getenv("PARAGOND") ? getenv("PARAGOND") : PARAGOND_PATH;
-    const char *only = NULL; /* get, post or latency: one phase (for profiling) */
+    const char *only = NULL; /* get, post, latency or held: one phase (for profiling) */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--connections") && v) connections = atoi(argv[++i]);
@@ -552,7 +631,7 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr,
                     "usage: bench-http [--connections N] [--threads T] [--seconds S] "
-                    "[--samples K] [--paragond PATH] [--only get|post|latency]\n");
+                    "[--samples K] [--paragond PATH] [--only get|post|latency|held]\n");
             return 2;
         }
     }
@@ -604,6 +683,7 @@ int main(int argc, char **argv) {
                 (unsigned long long)r.ok, stored);
         free(r.lat.ns);
     }
+    if (!only || !strcmp(only, "held")) held_connections(port, n_samples);
     if (only && strcmp(only, "latency") != 0) {
         free(post);
         stop_paragond();

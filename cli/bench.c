@@ -109,7 +109,7 @@ static void on_log(void *ctx, const char *line) {
 }
 
 int cmd_bench(int argc, char **argv) {
-    const char *suite = NULL, *device = "all", *csv = NULL, *data_dir = "data", *cases = NULL;
+    const char *suite = NULL, *device = "all", *csv = NULL, *data_dir = PGN_DEFAULT_DATA_DIR, *cases = NULL;
     int repeats = 5;
     bool as_json = false;
     for (int i = 0; i < argc; i++) {

@@ -101,7 +101,7 @@ static void on_log(void *ctx, const char *line) {
 }
 
 static int cmd_run(int argc, char **argv) {
-    const char *file = NULL, *device = NULL, *data_dir = "data", *checkpoint_dir = NULL;
+    const char *file = NULL, *device = NULL, *data_dir = PGN_DEFAULT_DATA_DIR, *checkpoint_dir = NULL;
     int as_json = 0;
     bool resume = false, profile = false, stats = false;
     const char *work_items = NULL;

@@ -150,6 +150,10 @@ json_t *pgn_bench_row(const pgn_bench_ctx *ctx, const char *suite, const char *c
 }
 
 bool pgn_bench_wants(const pgn_bench_ctx *ctx, const char *case_id) {
+    if (ctx->listing) {
+        json_array_append_new(ctx->listing, json_string(case_id));
+        return false;
+    }
     if (!ctx->n_cases) return true;
     for (size_t i = 0; i < ctx->n_cases; i++)
         if (!strcmp(ctx->cases[i], case_id)) return true;
@@ -206,7 +210,7 @@ int pgn_bench_run(const pgn_bench_spec *spec, pgn_device *dev, const pgn_run_opt
                          .cases = spec->n_cases ? cases : NULL,
                          .n_cases = (size_t)spec->n_cases,
                          .hooks = hooks,
-                         .data_dir = opts && opts->data_dir ? opts->data_dir : "data"};
+                         .data_dir = opts && opts->data_dir ? opts->data_dir : PGN_DEFAULT_DATA_DIR};
     bool all = !strcmp(spec->suite, "all");
     for (const char *const *s = pgn_bench_suites; *s; s++) {
         if (!all && strcmp(*s, spec->suite)) continue;
@@ -217,6 +221,18 @@ int pgn_bench_run(const pgn_bench_spec *spec, pgn_device *dev, const pgn_run_opt
         return -1;
     }
     return 0;
+}
+
+json_t *pgn_bench_cases(const char *suite) {
+    pgn_device_info host;
+    pgn_device_info_host(&host);
+    json_t *ids = json_array();
+    pgn_bench_ctx ctx = {.info = &host, .repeats = 1, .listing = ids};
+    pgn_error err;
+    bool all = !strcmp(suite, "all");
+    for (const char *const *s = pgn_bench_suites; *s && ids; s++)
+        if (all || !strcmp(*s, suite)) suite_function(*s)(&ctx, ids, &err);
+    return ids;
 }
 
 int pgn_bench_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,

@@ -17,6 +17,7 @@ typedef struct pgn_bench_ctx {
     size_t n_cases;
     const pgn_run_hooks *hooks; /* on_log for progress lines, should_stop polled between cases */
     const char *data_dir;       /* datasets (the train suite) */
+    json_t *listing;            /* set: nothing runs; pgn_bench_wants appends each case id here */
 } pgn_bench_ctx;
 
 /* One GEMM a benchmark times: C (M x N) = op(A) op(B) with inner dimension K; ta/tb say
@@ -35,7 +36,9 @@ extern const pgn_gemm_shape pgn_mlp_gemm_shapes[PGN_MLP_GEMM_SHAPES];
 /* A new row {"suite", "case", "device", "adapter", "version"} for ctx's device; the caller sets
  * the figures and appends it. */
 json_t *pgn_bench_row(const pgn_bench_ctx *ctx, const char *suite, const char *case_id);
-/* Whether ctx selects case_id (no filter selects every case). */
+/* Whether ctx selects case_id (no filter selects every case). Every suite asks it before any
+ * work on a case, which is how pgn_bench_cases lists them: a listing ctx records the id and
+ * selects nothing. */
 bool pgn_bench_wants(const pgn_bench_ctx *ctx, const char *case_id);
 /* Median of n values (reorders them). */
 double pgn_bench_median(double *v, int n);

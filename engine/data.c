@@ -15,7 +15,6 @@
 #include "internal.h"
 #include "pgn_math.h"
 
-#define PGN_DEFAULT_DATA_DIR "data" /* what pgn_run_options documents for a NULL data_dir */
 
 /* spiral: CS231n's set. Defaults and limits are the spec's. */
 #define PGN_SPIRAL_SAMPLES 100

@@ -177,8 +177,9 @@ typedef struct pgn_dataset {
     int32_t *y;
 } pgn_dataset;
 
-/* Loads the training and evaluation sets a data spec names; data_dir is where fashion-mnist is
- * looked for first and where idx paths are confined. Errors name the file at fault. */
+/* Loads the training and evaluation sets a data spec names; data_dir (the datasets directory,
+ * <data dir>/PGN_DATASETS_SUBDIR for a job) is where fashion-mnist is looked for first and where
+ * idx paths are confined. Errors name the file at fault. */
 int pgn_dataset_load(const pgn_data_spec *spec, const char *data_dir, pgn_dataset *train,
                      pgn_dataset *test, pgn_error *err);
 void pgn_dataset_free(pgn_dataset *d);

@@ -4,7 +4,7 @@
 int pgn_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
                 const pgn_run_hooks *hooks, json_t **result, pgn_error *err) {
     *result = NULL;
-    pgn_run_options defaults = {.data_dir = "data"};
+    pgn_run_options defaults = {.data_dir = PGN_DEFAULT_DATA_DIR};
     if (!opts) opts = &defaults;
     switch (spec->kind) {
     case PGN_JOB_TRAIN: return pgn_train_run(spec, dev, opts, hooks, result, err);

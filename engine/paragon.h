@@ -54,6 +54,11 @@ void pgn_text_put(pgn_text *t, const char *s, size_t n);
 void pgn_text_puts(pgn_text *t, const char *s);
 void pgn_text_printf(pgn_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 char *pgn_text_take(pgn_text *t);
+/* Appends s with every control character (below 0x20, and 0x7f: newlines and escape sequences
+ * too) written as \xNN, so text that came from a client cannot forge log lines or reach a
+ * terminal as commands. pgn_text_visible returns the same as a malloc'd string (NULL: no memory). */
+void pgn_text_put_visible(pgn_text *t, const char *s);
+char *pgn_text_visible(const char *s);
 
 /* ---- devices ---------------------------------------------------------------------------- */
 
@@ -233,7 +238,9 @@ typedef struct pgn_run_hooks {
 
 /* Where a job finds its inputs and keeps its files. */
 typedef struct pgn_run_options {
-    const char *data_dir;       /* datasets; "idx" paths are confined to it. NULL: "./data" */
+    const char *data_dir;       /* the data directory (NULL: "data"); datasets are read from
+                                   its PGN_DATASETS_SUBDIR: "idx" paths are relative to that and
+                                   confined to it, and a fashion-mnist/ copy there wins */
     const char *checkpoint_dir; /* train: checkpoint.safetensors is written here every
                                    checkpoint_every epochs and at the end; NULL: nowhere */
     bool resume;                /* train: continue from checkpoint_dir's checkpoint if any */
@@ -243,6 +250,10 @@ typedef struct pgn_run_options {
 } pgn_run_options;
 
 #define PGN_CHECKPOINT_FILE "checkpoint.safetensors"
+/* Where datasets live under a data directory: its own folder, so that the paths a spec may name
+ * cannot reach what else the data directory holds (paragond's API token, job files). */
+#define PGN_DATASETS_SUBDIR "datasets"
+#define PGN_DEFAULT_DATA_DIR "data"
 
 /* ---- the cost model (cost.c) -------------------------------------------------------------
  * What "auto" placement compares: a job's estimated time on each device, from the device's
@@ -296,6 +307,9 @@ void pgn_job_memory_estimate(const pgn_job_spec *spec, pgn_memory_estimate *out)
 /* The suites in the order `all` runs them, NULL-terminated. */
 extern const char *const pgn_bench_suites[];
 bool pgn_bench_suite_known(const char *name);
+/* The case ids of a suite (of every suite for "all") in the order it runs them, as a new JSON
+ * array of strings; runs nothing. Empty for an unknown suite. */
+json_t *pgn_bench_cases(const char *suite);
 
 /* A column of a suite's table and CSV: its header and the row key it shows. */
 typedef struct pgn_bench_column {

@@ -92,7 +92,24 @@ static int get_float(const json_t *obj, const char *key, const char *path, doubl
     double x = json_number_value(v);
     if (!isfinite(x) || x < lo || (lo_open && x == lo) || x > hi)
         return pgn_spec_fail(err, path, "must be %s %g and <= %g", lo_open ? ">" : ">=", lo, hi);
-    *out = (float)x;
+    /* The engine computes in float: judge the value it will use. 1e-320 is > 0 as a double and
+     * 0 as a float. */
+    float f = (float)x;
+    if (lo_open && f == (float)lo)
+        return pgn_spec_fail(err, path,
+                             "%g is %g as a 32-bit float, which the engine computes with; must be > "
+                             "%g (the smallest float above it is %g)",
+                             x, (double)f, lo, (double)nextafterf((float)lo, INFINITY));
+    *out = f;
+    return 0;
+}
+
+/* Names and ids are shown in logs, tables and terminals: no control characters in them. */
+static int no_controls(const char *s, const char *path, pgn_error *err) {
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return pgn_spec_fail(err, path, "control character 0x%02x at offset %zu is not allowed",
+                                 *p, (size_t)(p - (const unsigned char *)s));
     return 0;
 }
 
@@ -346,6 +363,26 @@ static int parse_bench(const json_t *root, pgn_job_spec *out, pgn_error *err) {
                 return pgn_spec_fail(err, path, "at most %zu characters", sizeof b->cases[0] - 1);
             snprintf(b->cases[b->n_cases++], sizeof b->cases[0], "%s", json_string_value(c));
         }
+        /* A case the suite does not have would run nothing and "succeed" with no rows. */
+        json_t *known = pgn_bench_cases(b->suite);
+        int rc = 0;
+        for (int k = 0; k < b->n_cases && rc == 0; k++) {
+            bool found = false;
+            size_t j;
+            json_t *id;
+            json_array_foreach(known, j, id) found = found || !strcmp(json_string_value(id), b->cases[k]);
+            if (found) continue;
+            pgn_text names = {0};
+            json_array_foreach(known, j, id) pgn_text_printf(&names, "%s%s", j ? ", " : "", json_string_value(id));
+            char *list = pgn_text_take(&names);
+            char path[32];
+            snprintf(path, sizeof path, "cases[%d]", k);
+            rc = pgn_spec_fail(err, path, "suite %s has no case '%s' (its cases: %s)", b->suite,
+                               b->cases[k], list ? list : "?");
+            free(list);
+        }
+        json_decref(known);
+        if (rc) return rc;
     }
     long long repeats = 5;
     if (get_int(root, "repeats", "repeats", 1, PGN_MAX_BENCH_REPEATS, &repeats, err)) return -1;
@@ -374,16 +411,17 @@ int pgn_spec_parse(const json_t *root, pgn_job_spec *out, pgn_error *err) {
     snprintf(out->name, sizeof out->name, "%s", kind);
     snprintf(out->device, sizeof out->device, "auto");
     if (get_string(root, "name", "name", out->name, sizeof out->name, err) ||
-        get_string(root, "device", "device", out->device, sizeof out->device, err))
+        get_string(root, "device", "device", out->device, sizeof out->device, err) ||
+        no_controls(out->name, "name", err) || no_controls(out->device, "device", err))
         return -1;
     if (!out->device[0]) return pgn_spec_fail(err, "device", "must not be empty");
+    if (!strcmp(out->device, "all") && out->kind != PGN_JOB_BENCH)
+        return pgn_spec_fail(err, "device", "\"all\" is only for bench jobs");
     if (out->kind == PGN_JOB_INET) {
         if (parse_inet(root, out, err) == 0) return 0;
         pgn_spec_free(out);
         return -1;
     }
-    if (!strcmp(out->device, "all") && out->kind != PGN_JOB_BENCH)
-        return pgn_spec_fail(err, "device", "\"all\" is only for bench jobs");
     if (out->kind == PGN_JOB_BENCH) return parse_bench(root, out, err);
     long long seed = 0;
     if (get_int(root, "seed", "seed", 0, (long long)9007199254740991LL, &seed, err)) return -1;

@@ -1,5 +1,5 @@
 /* text.c: a growable NUL-terminated string, for the texts built piece by piece: normal forms,
- * benchmark CSV, the /metrics exposition. */
+ * benchmark CSV, the /metrics exposition; and control characters made visible for logs. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +46,19 @@ void pgn_text_printf(pgn_text *t, const char *fmt, ...) {
     vsnprintf(t->data + t->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
     t->len += (size_t)n;
+}
+
+void pgn_text_put_visible(pgn_text *t, const char *s) {
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f) pgn_text_printf(t, "\\x%02x", *p);
+        else pgn_text_put(t, (const char *)p, 1);
+    }
+}
+
+char *pgn_text_visible(const char *s) {
+    pgn_text t = {0};
+    pgn_text_put_visible(&t, s);
+    return pgn_text_take(&t);
 }
 
 char *pgn_text_take(pgn_text *t) {

@@ -381,7 +381,12 @@ static void stop(trainer *tr, int epoch, int s, pgn_error *err) {
 
 static int setup(trainer *tr, pgn_device *dev, pgn_error *err) {
     const pgn_train_spec *t = &tr->spec->train;
-    if (pgn_dataset_load(&t->data, tr->opts->data_dir, &tr->train, &tr->test, err)) return -1;
+    char datasets[PATH_MAX];
+    int n = snprintf(datasets, sizeof datasets, "%s/" PGN_DATASETS_SUBDIR,
+                     tr->opts->data_dir ? tr->opts->data_dir : PGN_DEFAULT_DATA_DIR);
+    if (n < 0 || (size_t)n >= sizeof datasets)
+        return pgn_spec_fail(err, "data", "the data directory's path is too long");
+    if (pgn_dataset_load(&t->data, datasets, &tr->train, &tr->test, err)) return -1;
     if (tr->train.features != t->layers[0] || tr->train.classes != t->layers[t->n_layers - 1]) {
         char field[64];
         int last = tr->train.features == t->layers[0];

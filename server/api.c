@@ -22,6 +22,7 @@
 #include <string.h>
 #include <strings.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <ftw.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -98,13 +99,20 @@ static enum MHD_Result not_found(const pgd_request *req) {
 /* Store and other server-side failures: the only 500s, or 503 while the store refuses writes
  * for a reason that passes. */
 static enum MHD_Result internal_error(const pgd_request *req, const pgn_error *err) {
-    fprintf(stderr, "paragond: %s %s: %s\n", req->method, req->path, err->message);
+    char *path = pgn_text_visible(req->path); /* a client's: %1b decodes to an escape */
+    fprintf(stderr, "paragond: %s %s: %s\n", req->method, path ? path : "?", err->message);
+    free(path);
     if (strcmp(err->code, PGD_STORE_UNAVAILABLE) == 0) {
         const pgd_header h[] = {{MHD_HTTP_HEADER_RETRY_AFTER, STORE_UNAVAILABLE_RETRY_AFTER_S},
                                 {NULL, NULL}};
         return pgd_reply_pgn_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, err, NULL, h);
     }
     return pgd_reply_pgn_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, err, NULL, NULL);
+}
+
+static const char *str_of(const json_t *o, const char *key) {
+    const char *v = json_string_value(json_object_get(o, key));
+    return v ? v : "";
 }
 
 /* A non-negative decimal integer, digits only. */
@@ -499,27 +507,76 @@ static enum MHD_Result delete_job(pgd_server *srv, const pgd_request *req, int64
     return r;
 }
 
+/* Milliseconds since the epoch of the store's "2024-05-01T12:00:00.123Z"; false if it is not. */
+static bool iso_ms(const char *text, int64_t *ms) {
+    struct tm tm = {0};
+    int milli = 0, used = 0;
+    if (!text || sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &tm.tm_year, &tm.tm_mon,
+                        &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &milli, &used) != 7 ||
+        text[used] != 0)
+        return false;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    *ms = (int64_t)timegm(&tm) * 1000 + milli;
+    return true;
+}
+
+/* Opens <data dir>/jobs/<id>/<name> for reading, never through a link: each directory below
+ * the data dir is opened with O_NOFOLLOW, then the file, which must be a regular file (a link
+ * planted there could otherwise serve /etc/passwd). Returns the fd with *st, or -1 with errno
+ * (ENOENT for missing, ELOOP/ENOTDIR/EINVAL for something that is not a plain file there). */
+static int open_job_file(const pgd_server *srv, int64_t id, const char *name, struct stat *st) {
+    char id_text[24];
+    snprintf(id_text, sizeof id_text, "%lld", (long long)id);
+    const char *const parts[] = {"jobs", id_text};
+    int dir = open(srv->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    for (size_t i = 0; i < 2 && dir >= 0; i++) {
+        int next = openat(dir, parts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int saved = errno;
+        close(dir);
+        errno = saved;
+        dir = next;
+    }
+    if (dir < 0) return -1;
+    /* O_NONBLOCK: a FIFO planted there must not hang this thread. */
+    int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int saved = errno;
+    close(dir);
+    if (fd >= 0 && (fstat(fd, st) < 0 || !S_ISREG(st->st_mode))) {
+        close(fd);
+        fd = -1;
+        saved = EINVAL;
+    }
+    errno = saved;
+    return fd;
+}
+
 /* GET /api/v1/jobs/{id}/checkpoint: the job's checkpoint.safetensors as a download. The engine
- * replaces it by rename, so the open file stays one whole checkpoint while it is sent. */
+ * replaces it by rename, so the open file stays one whole checkpoint while it is sent. Only a
+ * file the job wrote is served: one older than the job (left by an earlier job with this id
+ * under a database started afresh) is not, nor anything that is not a plain file. */
 static enum MHD_Result get_checkpoint(pgd_server *srv, const pgd_request *req, int64_t id) {
     json_t *job;
     pgn_error err;
     if (pgd_store_job_get(srv->store, id, false, &job, &err) < 0) return job_error(req, &err);
     const char *kind = json_string_value(json_object_get(job, "kind"));
     bool train = kind && strcmp(kind, "train") == 0;
-    char dir[PGN_PATH_MAX * 2], path[PGN_PATH_MAX * 2 + sizeof PGN_CHECKPOINT_FILE + 1];
-    pgd_scheduler_job_dir(srv->sched, id, dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/%s", dir, PGN_CHECKPOINT_FILE);
-    int fd = train ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-    int open_errno = errno;
     struct stat st;
-    if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+    int fd = train ? open_job_file(srv, id, PGN_CHECKPOINT_FILE, &st) : -1;
+    int open_errno = errno;
+    int64_t created_ms;
+    if (fd >= 0 && iso_ms(str_of(job, "created_at"), &created_ms) &&
+        (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000 < created_ms) {
         close(fd);
         fd = -1;
-        open_errno = EINVAL;
+        open_errno = ENOENT; /* not this job's */
     }
+    bool planted = open_errno == ELOOP || open_errno == ENOTDIR || open_errno == EINVAL;
+    if (fd < 0 && train && planted)
+        fprintf(stderr, "paragond: job %lld: its checkpoint path is not a plain file (%s); not served\n",
+                (long long)id, strerror(open_errno));
     enum MHD_Result r;
-    if (fd < 0 && train && open_errno != ENOENT) {
+    if (fd < 0 && train && open_errno != ENOENT && !planted) {
         pgn_error_set(&err, "internal", "", "cannot read the checkpoint of job %lld: %s",
                       (long long)id, strerror(open_errno));
         r = internal_error(req, &err);
@@ -534,7 +591,7 @@ static enum MHD_Result get_checkpoint(pgd_server *srv, const pgd_request *req, i
                             "job %lld has no checkpoint yet (it is %s): a train job writes one "
                             "every checkpoint_every epochs, when it is stopped, and when it "
                             "finishes",
-                            (long long)id, json_string_value(json_object_get(job, "state")));
+                            (long long)id, str_of(job, "state"));
     } else {
         struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
         if (!resp) {
@@ -761,6 +818,19 @@ static int make_dirs(const char *path, pgn_error *err) {
     return ret;
 }
 
+/* A spec's dataset paths reach anything under datasets: the token must not be there. */
+static int token_readable_by_jobs(const char *token, const char *datasets, pgn_error *err) {
+    char t[PATH_MAX], d[PATH_MAX];
+    if (!realpath(token, t) || !realpath(datasets, d)) return 0; /* both exist: auth made one */
+    size_t n = strlen(d);
+    if (strncmp(t, d, n) != 0 || t[n] != '/') return 0;
+    pgn_error_set(err, "auth", "token_file",
+                  "--token-file %s is inside %s, where job specs name their datasets: any job "
+                  "could read it; keep the token elsewhere",
+                  token, datasets);
+    return -1;
+}
+
 static int probe_devices(pgn_device_info **devices, size_t *count, pgn_error *err) {
     pgn_error e;
     pgn_error_clear(&e);
@@ -805,10 +875,13 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
     }
     /* Devices first: a machine that cannot run anything gets no files either. */
     if (probe_devices(&devices, &count, err) < 0) goto fail;
-    if (make_dirs(srv->data_dir, err) < 0) goto fail;
+    char datasets[PGN_PATH_MAX * 2];
+    snprintf(datasets, sizeof datasets, "%s/" PGN_DATASETS_SUBDIR, srv->data_dir);
+    if (make_dirs(srv->data_dir, err) < 0 || make_dirs(datasets, err) < 0) goto fail;
     if (pgd_auth_open(cfg->token_file, srv->data_dir, cfg->host ? cfg->host : PGD_DEFAULT_HOST,
                       &srv->auth, err) < 0)
         goto fail;
+    if (token_readable_by_jobs(pgd_auth_token_path(srv->auth), datasets, err)) goto fail;
     fprintf(stderr, "paragond: API token in %s\n", pgd_auth_token_path(srv->auth));
 
     json_t *version = json_pack("{s:s, s:o}", "version", PGN_VERSION, "opencl",

@@ -208,20 +208,28 @@ int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, json_t 
 void pgd_events_job_log_stored(pgd_events *ev, int64_t id, int64_t seq, const char *level, const char *line,
                                const char *time) {
     if (!ev) return;
+    char *visible = pgn_text_visible(line); /* as the store keeps it */
     pthread_mutex_lock(&ev->order);
     push_json(ev, id, "log",
               json_pack("{s:I, s:I, s:s, s:o, s:s}", "job_id", (json_int_t)id, "seq", (json_int_t)seq, "level",
-                        level, "line", pgd_json_string_lossy(line), "time", time));
+                        level, "line", pgd_json_string_lossy(visible ? visible : line), "time", time));
     pthread_mutex_unlock(&ev->order);
+    free(visible);
 }
 
 void pgd_events_job_log(pgd_events *ev, pgd_store *store, int64_t id, const char *level,
                         const char *fmt, ...) {
-    char line[sizeof(((pgn_error *)0)->message) + 256];
+    char raw[sizeof(((pgn_error *)0)->message) + 256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    /* Lines carry what clients sent (names, programs): control characters go out as \xNN, the
+     * same in the store, the stream and our stderr. */
+    pgn_text t = {0};
+    pgn_text_put_visible(&t, raw);
+    char *visible = pgn_text_take(&t);
+    const char *line = visible ? visible : "(a log line: out of memory)";
     /* Under `order`, so the ring carries a job's lines in their seq order. */
     if (ev) pthread_mutex_lock(&ev->order);
     int64_t seq = 0;
@@ -237,6 +245,7 @@ void pgd_events_job_log(pgd_events *ev, pgd_store *store, int64_t id, const char
                             "time", time));
     }
     if (ev) pthread_mutex_unlock(&ev->order);
+    free(visible);
 }
 
 void pgd_events_metric(pgd_events *ev, int64_t id, const char *name, int64_t step,

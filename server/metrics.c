@@ -1,7 +1,8 @@
 /* metrics.c: owns /metrics. Request counts and latency histograms live in fixed arrays of
  * atomic counters indexed by route pattern, method and status: the request path costs a route
- * lookup and three relaxed adds, never a lock. Everything else (jobs by state, queues, device
- * busy time, interactions and FLOPs done) is read from the store and scheduler per scrape. */
+ * lookup and three relaxed adds, never a lock. Everything else (jobs by state, finished jobs,
+ * queues, device busy time and memory, interactions and FLOPs done) is read from the store,
+ * the scheduler and /proc per scrape. */
 #include "metrics.h"
 
 #include <stdatomic.h>
@@ -196,21 +197,42 @@ static void render_http(pgn_text *t) {
                         (unsigned long long)atomic_load_explicit(&refusals[i], memory_order_relaxed));
 }
 
+/* What the host has free for jobs that run on it, as /proc/meminfo says (0 when it does not). */
+static double mem_available_bytes(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+    fclose(f);
+    return (double)kb * 1024.0;
+}
+
 char *pgd_metrics_render(pgd_store *store, pgd_scheduler *sched, pgn_error *err) {
     int64_t states[PGD_JOB_STATES];
-    double interactions, flops;
+    pgd_counters counters;
     if (pgd_store_job_state_counts(store, states, err) < 0 ||
-        pgd_store_work_totals(store, &interactions, &flops, err) < 0)
+        pgd_store_counters(store, &counters, err) < 0)
         return NULL;
     json_t *devices = pgd_scheduler_devices_json(sched, err);
     if (!devices) return NULL;
 
     pgn_text t = {0};
 
+    family(&t, "paragon_build_info", "gauge", "The running paragond's version (always 1).");
+    pgn_text_printf(&t, "paragon_build_info{version=\"%s\"} 1\n", PGN_VERSION);
+
     family(&t, "paragon_jobs", "gauge", "Jobs in the store, by state.");
     for (int s = 0; s < PGD_JOB_STATES; s++)
         pgn_text_printf(&t, "paragon_jobs{state=\"%s\"} %lld\n", pgd_job_state_name((pgd_job_state)s),
             (long long)states[s]);
+    family(&t, "paragon_jobs_finished_total", "counter",
+           "Jobs that reached a final state, by outcome (deleting a job does not lower it).");
+    static const pgd_job_state outcomes[] = {PGD_JOB_SUCCEEDED, PGD_JOB_FAILED, PGD_JOB_CANCELLED};
+    for (size_t k = 0; k < sizeof outcomes / sizeof *outcomes; k++)
+        pgn_text_printf(&t, "paragon_jobs_finished_total{outcome=\"%s\"} %.17g\n",
+                        pgd_job_state_name(outcomes[k]), counters.finished[outcomes[k]]);
 
     char id[128];
     size_t i;
@@ -226,16 +248,26 @@ char *pgd_metrics_render(pgd_store *store, pgd_scheduler *sched, pgn_error *err)
         pgn_text_printf(&t, "paragon_device_busy_seconds_total{device=\"%s\"} %.9g\n",
             label(json_string_value(json_object_get(d, "id")), id, sizeof id),
             json_number_value(json_object_get(d, "busy_seconds")));
+    family(&t, "paragon_device_memory_bytes", "gauge",
+           "Global memory each OpenCL device reports (0 for the host pseudo-device: see "
+           "paragon_host_memory_available_bytes).");
+    json_array_foreach(devices, i, d)
+        pgn_text_printf(&t, "paragon_device_memory_bytes{device=\"%s\"} %.17g\n",
+            label(json_string_value(json_object_get(d, "id")), id, sizeof id),
+            json_number_value(json_object_get(d, "global_mem_bytes")));
     json_decref(devices);
+    family(&t, "paragon_host_memory_available_bytes", "gauge",
+           "Memory the host has available now (MemAvailable), what host jobs are admitted against.");
+    pgn_text_printf(&t, "paragon_host_memory_available_bytes %.17g\n", mem_available_bytes());
 
     render_http(&t);
 
     family(&t, "paragon_inet_interactions_total", "counter",
-           "Interactions reduced by the inet jobs that succeeded (stored results).");
-    pgn_text_printf(&t, "paragon_inet_interactions_total %.17g\n", interactions);
+           "Interactions reduced by the inet jobs that succeeded.");
+    pgn_text_printf(&t, "paragon_inet_interactions_total %.17g\n", counters.interactions);
     family(&t, "paragon_flops_total", "counter",
-           "Floating-point operations of the train jobs that succeeded (stored results).");
-    pgn_text_printf(&t, "paragon_flops_total %.17g\n", flops);
+           "Floating-point operations of the train jobs that succeeded.");
+    pgn_text_printf(&t, "paragon_flops_total %.17g\n", counters.flops);
 
     char *out = pgn_text_take(&t);
     if (!out) pgn_error_set(err, "internal", "", "out of memory rendering /metrics");

@@ -337,8 +337,10 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
         record_outcome(w, id, PGD_JOB_SUCCEEDED, result, NULL);
     } else {
         json_t *e = pgd_error_json(&err);
+        char *why = pgn_text_visible(err.message); /* it may quote the spec: no raw escapes */
         fprintf(stderr, "paragond: job %lld on %s failed: %s\n", (long long)id, w->info->id,
-                err.message);
+                why ? why : err.message);
+        free(why);
         record_outcome(w, id, PGD_JOB_FAILED, NULL, e);
         json_decref(e);
     }

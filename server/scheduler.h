@@ -16,7 +16,8 @@ typedef struct pgd_events pgd_events; /* events.h */
 /* Starts one worker per device in devices[0..count) plus one for the host pseudo-device,
  * after re-placing queued jobs whose device no longer exists. The store must outlive the
  * scheduler. Workers pick up jobs already queued in the store at once. Jobs read datasets
- * from data_dir, which must outlive the scheduler. With calibrate, a worker whose device has no
+ * from <data_dir>/datasets (pgn_run_options) and keep files in <data_dir>/jobs; data_dir must
+ * outlive the scheduler. With calibrate, a worker whose device has no
  * benchmark rows first measures it (a few seconds) and stores the rows for the cost model.
  * Jobs' state changes, metrics, progress and log lines go to events (NULL: none; it must
  * outlive the scheduler); their log lines are stored either way. */

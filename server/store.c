@@ -413,8 +413,14 @@ static int insert_first_log(pgd_store *s, int64_t id, const char *line, char *ti
                               " RETURNING created_at";
     sqlite3_stmt *st = stmt(s, sql, err);
     if (!st) return -1;
+    char *visible = pgn_text_visible(line);
+    if (!visible) {
+        pgn_error_set(err, "internal", "", "store: out of memory");
+        return -1;
+    }
     sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_text(st, 2, line, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, visible, -1, SQLITE_TRANSIENT);
+    free(visible);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW && time_out) {
         const char *at = (const char *)sqlite3_column_text(st, 0);
@@ -1109,13 +1115,18 @@ int pgd_store_log_add(pgd_store *s, int64_t job_id, const char *level, const cha
         " RETURNING seq, created_at";
     *seq = 0;
     created_at[0] = 0;
+    char *visible = pgn_text_visible(line);
+    if (!visible) {
+        pgn_error_set(err, "internal", "", "store: out of memory");
+        return -1;
+    }
     pthread_mutex_lock(&s->lock);
     int ret = -1;
     sqlite3_stmt *st = stmt(s, sql, err);
     if (st) {
         sqlite3_bind_int64(st, 1, job_id);
         sqlite3_bind_text(st, 2, level, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, line, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, visible, -1, SQLITE_STATIC);
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
             int64_t got = sqlite3_column_int64(st, 0);
@@ -1134,6 +1145,7 @@ int pgd_store_log_add(pgd_store *s, int64_t job_id, const char *level, const cha
         stmt_done(st);
     }
     pthread_mutex_unlock(&s->lock);
+    free(visible);
     return ret;
 }
 
@@ -1398,19 +1410,18 @@ int pgd_store_job_state_counts(pgd_store *s, int64_t counts[PGD_JOB_STATES], pgn
     return ret;
 }
 
-int pgd_store_work_totals(pgd_store *s, double *interactions, double *flops, pgn_error *err) {
-    /* A train result without "flops" (results before it had one) counts its measured rate
-     * over the epochs it ran. */
+int pgd_store_counters(pgd_store *s, pgd_counters *out, pgn_error *err) {
     static const char sql[] =
-        "SELECT total(CASE WHEN kind = 'inet' THEN json_extract(result, '$.interactions') END),"
-        " total(CASE WHEN kind = 'train' THEN coalesce(json_extract(result, '$.flops'),"
-        "   json_extract(result, '$.gflops') * 1e9 * json_extract(result, '$.seconds_per_epoch')"
-        "   * (json_extract(result, '$.epochs') - coalesce(json_extract(result,"
-        "   '$.resumed_from_epoch'), 0))) END)"
-        " FROM jobs WHERE state = 'succeeded' AND kind IN ('inet', 'train')";
-    double totals[2];
-    int ret = read_numbers(s, sql, NULL, totals, 2, "sum finished work", err);
-    *interactions = totals[0];
-    *flops = totals[1];
+        "SELECT (SELECT value FROM counters WHERE name = 'inet_interactions'),"
+        " (SELECT value FROM counters WHERE name = 'flops'),"
+        " (SELECT value FROM counters WHERE name = 'jobs_succeeded'),"
+        " (SELECT value FROM counters WHERE name = 'jobs_failed'),"
+        " (SELECT value FROM counters WHERE name = 'jobs_cancelled')";
+    double v[5];
+    int ret = read_numbers(s, sql, NULL, v, 5, "read counters", err);
+    *out = (pgd_counters){.interactions = v[0], .flops = v[1]};
+    out->finished[PGD_JOB_SUCCEEDED] = v[2];
+    out->finished[PGD_JOB_FAILED] = v[3];
+    out->finished[PGD_JOB_CANCELLED] = v[4];
     return ret;
 }

@@ -202,8 +202,13 @@ int pgd_store_bench_latest(pgd_store *store, const char *device, const char *sui
 /* counts[state]: how many jobs are in each state now. */
 int pgd_store_job_state_counts(pgd_store *store, int64_t counts[PGD_JOB_STATES], pgn_error *err);
 
-/* Sums over succeeded jobs: interactions of inet jobs, FLOPs of train jobs (their result's
- * "flops", else gflops * seconds_per_epoch * epochs run). */
-int pgd_store_work_totals(pgd_store *store, double *interactions, double *flops, pgn_error *err);
+/* Counters that only grow (schema/007_counters.sql): interactions of the inet jobs and FLOPs of
+ * the train jobs that succeeded, and jobs finished by outcome (finished[state] for the final
+ * states; the others 0). Deleting a job leaves them as they are. */
+typedef struct pgd_counters {
+    double interactions, flops;
+    double finished[PGD_JOB_STATES];
+} pgd_counters;
+int pgd_store_counters(pgd_store *store, pgd_counters *out, pgn_error *err);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -172,9 +173,10 @@ static bool closed_by_server(int fd, int timeout_ms) {
     }
 }
 
-/* The value of one sample line of /metrics text. */
+/* The value of one sample line of /metrics text (a line that starts with name). */
 static double sample(const char *text, const char *name) {
-    const char *at = strstr(text, name);
+    const char *at = text;
+    while ((at = strstr(at, name)) && at != text && at[-1] != '\n') at++;
     cr_assert_not_null(at, "%s in /metrics", name);
     return strtod(at + strlen(name), NULL);
 }
@@ -280,4 +282,199 @@ Test(hardening, event_streams_past_max_streams_get_503_with_retry_after) {
     char *err = stop_server_with(&s, err_fd);
     cr_assert_eq(count_of(err, "(--max-streams)"), 1, "said once: %s", err);
     free(err);
+}
+
+/* ---- smaller defects -------------------------------------------------------------------- */
+
+Test(hardening, values_the_engine_cannot_use_and_misplaced_fields_are_400s_that_store_nothing) {
+    server s = start_server();
+    int64_t before = job_total(&s);
+    static const struct {
+        const char *body, *field, *says;
+    } cases[] = {
+        /* > 0 as doubles, 0 as the floats the engine computes with */
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2]},\"data\":{\"source\":"
+         "\"xor\"},\"optimizer\":{\"type\":\"sgd\",\"lr\":1e-320}}",
+         "optimizer.lr", "32-bit float"},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2]},\"data\":{\"source\":"
+         "\"xor\"},\"optimizer\":{\"type\":\"adam\",\"eps\":1e-50}}",
+         "optimizer.eps", "32-bit float"},
+        {"{\"kind\":\"inet\",\"program\":\"@main = 1\",\"limits\":{\"timeout_s\":1e-46}}",
+         "limits.timeout_s", "32-bit float"},
+        /* one job per device is for benchmarks only */
+        {"{\"kind\":\"inet\",\"device\":\"all\",\"program\":\"@main = 1\"}", "device", "only for bench"},
+        /* a case the suite does not have would "succeed" with no rows */
+        {"{\"kind\":\"bench\",\"suite\":\"mlp-forward\",\"cases\":[\"S1\",\"Q9\"]}", "cases[1]",
+         "no case 'Q9'"},
+        {"{\"kind\":\"bench\",\"suite\":\"all\",\"cases\":[\"nope\"]}", "cases[0]", "no case 'nope'"},
+        /* names are shown in logs and terminals */
+        {"{\"kind\":\"inet\",\"name\":\"red\\u001b[31m\",\"program\":\"@main = 1\"}", "name",
+         "control character 0x1b"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        http_response r = request(&s, "POST", "/api/v1/jobs", json_headers, cases[i].body);
+        assert_error(&r, 400, "invalid_spec", cases[i].field);
+        cr_assert(strstr(r.body, cases[i].says), "case %zu says '%s': %s", i, cases[i].says, r.body);
+        http_response_free(&r);
+    }
+    cr_assert_eq(job_total(&s), before, "nothing was stored");
+    /* A bench job that names real cases still goes in. */
+    int64_t id = submit(&s, "{\"kind\":\"bench\",\"suite\":\"gemm\",\"device\":\"host\",\"cases\":[\"N=128\"],\"repeats\":1}");
+    json_t *job = wait_state(&s, id, "succeeded failed", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "succeeded");
+    cr_assert_eq(json_array_size(json_object_get(json_object_get(job, "result"), "rows")), 1);
+    json_decref(job);
+    stop_server(&s);
+}
+
+Test(hardening, control_characters_reach_the_log_and_stderr_escaped) {
+    int err_fd;
+    server s = start_server_with(NULL, "127.0.0.1", &err_fd);
+    /* A dataset path is only opened at run time: its failure quotes it into the log. */
+    int64_t id = submit(&s, "{\"kind\":\"train\",\"device\":\"host\",\"model\":{\"type\":\"mlp\","
+                            "\"layers\":[784,10]},\"data\":{\"source\":\"idx\",\"train_images\":"
+                            "\"red\\u001b[31m.idx\",\"train_labels\":\"l\",\"test_images\":\"ti\","
+                            "\"test_labels\":\"tl\"},\"epochs\":1}");
+    json_decref(wait_state(&s, id, "failed", JOB_TIMEOUT_MS));
+    char *log = job_log(&s, id);
+    cr_assert_null(strchr(log, 0x1b), "no raw escape in the log: %s", log);
+    cr_assert(strstr(log, "red\\x1b[31m.idx"), "it is shown escaped: %s", log);
+    free(log);
+    char *err = stop_server_with(&s, err_fd);
+    cr_assert_null(strchr(err, 0x1b), "no raw escape on stderr: %s", err);
+    free(err);
+}
+
+Test(hardening, dataset_paths_cannot_reach_the_token) {
+    int err_fd;
+    server s = start_server_with(NULL, "127.0.0.1", &err_fd);
+    char *token = read_token(&s);
+    /* Relative to <data-dir>/datasets, and ".." is refused: the token is out of reach. */
+    post_expect(&s, "{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[784,10]},\"data\":"
+                    "{\"source\":\"idx\",\"train_images\":\"../token\",\"train_labels\":\"l\","
+                    "\"test_images\":\"ti\",\"test_labels\":\"tl\"}}",
+                400, "invalid_spec", "data.train_images");
+    int64_t id = submit(&s, "{\"kind\":\"train\",\"device\":\"host\",\"model\":{\"type\":\"mlp\","
+                            "\"layers\":[784,10]},\"data\":{\"source\":\"idx\",\"train_images\":"
+                            "\"token\",\"train_labels\":\"token\",\"test_images\":\"token\","
+                            "\"test_labels\":\"token\"},\"epochs\":1}");
+    json_t *job = wait_state(&s, id, "failed", JOB_TIMEOUT_MS);
+    char *text = json_dumps(job, 0);
+    cr_assert(strstr(text, "datasets"), "the file is looked for in datasets/: %s", text);
+    char part[9];
+    snprintf(part, sizeof part, "%.8s", token);
+    cr_assert_null(strstr(text, part), "no piece of the token: %s", text);
+    free(text);
+    json_decref(job);
+    free(stop_server_with(&s, err_fd));
+
+    /* A token file placed where specs can read is refused at start. */
+    char inside[400];
+    snprintf(inside, sizeof inside, "%s/datasets/token", s.data);
+    FILE *f = fopen(inside, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "%s", token);
+    fclose(f);
+    const char *args[] = {"--port", "0", "--db", s.db, "--data-dir", s.data, "--token-file", inside, NULL};
+    child c = spawn(args, NULL, true);
+    cr_assert_eq(wait_exit(c.pid, STOP_TIMEOUT_MS), 1);
+    char *why = read_all(c.err_fd, HTTP_TIMEOUT_MS);
+    cr_assert(strstr(why, "where job specs name their datasets"), "%s", why);
+    free(why);
+    close(c.out_fd);
+    close(c.err_fd);
+    free(token);
+}
+
+Test(hardening, the_checkpoint_download_serves_only_the_jobs_own_plain_file) {
+    server s = start_server();
+    int64_t id = submit(&s, xor_spec);
+    json_decref(wait_state(&s, id, "succeeded", JOB_TIMEOUT_MS));
+    char url[96], path[700], moved[720];
+    job_url(url, sizeof url, id, "/checkpoint");
+    cr_assert_eq(status_of(&s, "GET", id, "/checkpoint"), 200);
+
+    /* A link in place of the file, or of the job's directory: not followed. */
+    snprintf(path, sizeof path, "%s/jobs/%lld/checkpoint.safetensors", s.data, (long long)id);
+    snprintf(moved, sizeof moved, "%s.real", path);
+    cr_assert_eq(rename(path, moved), 0);
+    cr_assert_eq(symlink("/etc/passwd", path), 0);
+    http_response r = request(&s, "GET", url, NULL, NULL);
+    assert_error(&r, 404, "no_checkpoint", NULL);
+    cr_assert_null(strstr(r.body, "root:"), "%s", r.body);
+    http_response_free(&r);
+    unlink(path);
+    cr_assert_eq(rename(moved, path), 0);
+    char dir[600], real_dir[600];
+    snprintf(dir, sizeof dir, "%s/jobs/%lld", s.data, (long long)id);
+    snprintf(real_dir, sizeof real_dir, "%s/elsewhere", tmpdir);
+    cr_assert_eq(rename(dir, real_dir), 0);
+    cr_assert_eq(symlink(real_dir, dir), 0);
+    cr_assert_eq(status_of(&s, "GET", id, "/checkpoint"), 404, "the directory is a link");
+    unlink(dir);
+    cr_assert_eq(rename(real_dir, dir), 0);
+    cr_assert_eq(status_of(&s, "GET", id, "/checkpoint"), 200);
+    stop_server(&s);
+
+    /* A fresh database over this data dir: the next jobs get ids 1, 2 ... again, and a queued
+     * job must not be served the file the old job of its id left. */
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s%s", s.db, suffixes[i]);
+        unlink(path);
+    }
+    s = start_server();
+    char *blocker = long_job();
+    int64_t first = submit(&s, blocker);
+    free(blocker);
+    char *behind = spec_with("\"epochs\":300", "\"epochs\":300,\"device\":\"cpu\"");
+    int64_t queued = submit(&s, behind);
+    free(behind);
+    /* Plant an old checkpoint at the queued job's id, older than the job. */
+    snprintf(dir, sizeof dir, "%s/jobs/%lld", s.data, (long long)queued);
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%.600s/checkpoint.safetensors", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("left by another job", f);
+    fclose(f);
+    struct timespec old[2] = {{.tv_sec = 1000000000}, {.tv_sec = 1000000000}};
+    cr_assert_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+    json_t *job = job_now(&s, queued);
+    cr_assert_str_eq(str(job, "state"), "queued");
+    json_decref(job);
+    job_url(url, sizeof url, queued, "/checkpoint");
+    r = request(&s, "GET", url, NULL, NULL);
+    assert_error(&r, 404, "no_checkpoint", NULL);
+    http_response_free(&r);
+    cr_assert_eq(status_of(&s, "POST", first, "/cancel"), 202);
+    json_decref(wait_state(&s, queued, "succeeded", JOB_TIMEOUT_MS));
+    cr_assert_eq(status_of(&s, "GET", queued, "/checkpoint"), 200, "its own, once it wrote one");
+    stop_server(&s);
+}
+
+Test(hardening, metrics_counters_only_grow_and_say_build_outcomes_and_memory) {
+    server s = start_server();
+    int64_t id = submit(&s, "{\"kind\":\"inet\",\"device\":\"host\",\"program\":\"@main = (1 2)\"}");
+    json_t *job = wait_state(&s, id, "succeeded", JOB_TIMEOUT_MS);
+    double itrs = (double)json_integer_value(json_object_get(json_object_get(job, "result"), "interactions"));
+    json_decref(job);
+    http_response r = request(&s, "GET", "/metrics", NULL, NULL);
+    double before = sample(r.body, "paragon_inet_interactions_total ");
+    cr_assert_eq(before, itrs);
+    cr_assert_eq(sample(r.body, "paragon_jobs_finished_total{outcome=\"succeeded\"} "), 1);
+    cr_assert_eq(sample(r.body, "paragon_build_info{version=\"0.1.0\"} "), 1);
+    cr_assert_gt(sample(r.body, "paragon_host_memory_available_bytes "), 0);
+    cr_assert(strstr(r.body, "paragon_device_memory_bytes{device=\"cpu-"), "%s", r.body);
+    http_response_free(&r);
+
+    char url[96];
+    r = request(&s, "DELETE", job_url(url, sizeof url, id, ""), NULL, NULL);
+    cr_assert_eq(r.status, 204);
+    http_response_free(&r);
+    r = request(&s, "GET", "/metrics", NULL, NULL);
+    cr_assert_eq(sample(r.body, "paragon_inet_interactions_total "), before, "a counter does not go down");
+    cr_assert_eq(sample(r.body, "paragon_jobs_finished_total{outcome=\"succeeded\"} "), 1);
+    http_response_free(&r);
+    stop_server(&s);
 }

@@ -212,6 +212,16 @@ Test(spec, bench_spec_names_suite_cases_and_repeats) {
         {"{\"kind\":\"bench\",\"suite\":\"gemm\",\"repeats\":0}", "repeats", NULL},
         {"{\"kind\":\"bench\",\"suite\":\"gemm\",\"epochs\":3}", "epochs", NULL},
         {"{\"kind\":\"train\",\"device\":\"all\"}", "device", "device: \"all\" is only for bench jobs"},
+        {"{\"kind\":\"inet\",\"device\":\"all\",\"program\":\"@main = 1\"}", "device",
+         "device: \"all\" is only for bench jobs"},
+        {"{\"kind\":\"bench\",\"suite\":\"train\",\"cases\":[\"fashion-mlp\",\"xor\"]}", "cases[1]",
+         "cases[1]: suite train has no case 'xor' (its cases: fashion-mlp)"},
+        {"{\"kind\":\"inet\",\"program\":\"@main = 1\",\"limits\":{\"timeout_s\":1e-46}}",
+         "limits.timeout_s",
+         "limits.timeout_s: 1e-46 is 0 as a 32-bit float, which the engine computes with; must be > 0 "
+         "(the smallest float above it is 1.4013e-45)"},
+        {"{\"kind\":\"bench\",\"name\":\"a\\nb\",\"suite\":\"gemm\"}", "name",
+         "name: control character 0x0a at offset 1 is not allowed"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         cr_assert_eq(pgn_spec_parse_text(bad[i].text, strlen(bad[i].text), &spec, &err), -1, "%s", bad[i].text);
