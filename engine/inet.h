@@ -105,9 +105,15 @@ void pgn_inet_report(const pgn_run_hooks *hooks, const pgn_inet_limits *lim, uin
  * VAR of the root variable). Prints the tree HVM2 prints: substitutions followed, unlinked
  * variables named v0, v1, ... in order of first appearance (HVM2 names them by address, which
  * no two runtimes share), numbers as pgn_inet_numb_show. A heap that is not a valid net (a port
- * out of range, a node reached twice) is an "internal" error. Returns a malloc'd string or NULL. */
+ * out of range, a node reached twice) is an "internal" error. Returns a malloc'd string or NULL;
+ * *peak_bytes (may be NULL) gets the most bytes it held at once, the returned text included. */
 char *pgn_inet_readback(const pgn_inet_book *book, const uint64_t *nodes, size_t n_nodes,
-                        const uint32_t *vars, size_t n_vars, uint32_t root, pgn_error *err);
+                        const uint32_t *vars, size_t n_vars, uint32_t root, uint64_t *peak_bytes,
+                        pgn_error *err);
+/* The most the readback of a heap of n_nodes and n_vars slots allocates (its marks, names, stack
+ * and the text), and in *text the longest text it can print, NUL included: what
+ * pgn_inet_readback's *peak_bytes and strlen(normal form) + 1 never exceed. */
+uint64_t pgn_inet_readback_bound(const pgn_inet_book *book, uint64_t n_nodes, uint64_t n_vars, uint64_t *text);
 
 /* ---- numbers (inet_num.c) ------------------------------------------------------------------ */
 

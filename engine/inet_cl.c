@@ -305,7 +305,8 @@ static char *clnet_readback(clnet *c, const pgn_inet_book *book, pgn_error *err)
         if (st != CL_SUCCESS)
             cl_fail(err, st, "reading the net back");
         else
-            nf = pgn_inet_readback(book, nodes, n_nodes, vars, n_vars, pgn_inet_port(PGN_INET_VAR, ROOT_VAR), err);
+            nf = pgn_inet_readback(book, nodes, n_nodes, vars, n_vars, pgn_inet_port(PGN_INET_VAR, ROOT_VAR), NULL,
+                                   err);
     }
     free(nodes);
     free(vars);

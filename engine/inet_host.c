@@ -429,7 +429,7 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
         return -1;
     }
 
-    char *nf = pgn_inet_readback(book, n.node, n.node_top, n.vars, n.var_top, root, err);
+    char *nf = pgn_inet_readback(book, n.node, n.node_top, n.vars, n.var_top, root, NULL, err);
     net_free(&n);
     if (!nf) return -1;
     *out = (pgn_inet_result){.normal_form = nf,

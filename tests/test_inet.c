@@ -367,6 +367,52 @@ Test(inet_num, symbols_partials_and_casts) {
     cr_assert_str_eq(show(pgn_inet_operate(num("[+1]"), num("[*2]"))), "0");
 }
 
+/* ---- readback ----------------------------------------------------------------------------- */
+
+/* Prints the heap nodes[0..n) with vars {NONE, root port}; checks the memory against the bound. */
+static char *print_heap(const uint64_t *nodes, size_t n, uint32_t root_port, pgn_error *err) {
+    pgn_inet_book *book = parse_ok("@main = *");
+    uint32_t vars[2] = {PGN_INET_NONE, root_port};
+    uint64_t peak = 0, text_max = 0;
+    char *nf = pgn_inet_readback(book, nodes, n, vars, 2, pgn_inet_port(PGN_INET_VAR, 1), &peak, err);
+    uint64_t bound = pgn_inet_readback_bound(book, n, 2, &text_max);
+    if (nf) {
+        cr_assert_leq(peak, bound, "%llu bytes, bound %llu", (unsigned long long)peak, (unsigned long long)bound);
+        cr_assert_leq(strlen(nf) + 1, text_max);
+        cr_assert_geq(peak, strlen(nf) + 1);
+    }
+    pgn_inet_book_free(book);
+    return nf;
+}
+
+Test(inet_print, the_readback_stays_within_its_bound_and_names_a_corrupt_heap) {
+    enum { N = 2000 };
+    uint64_t *nodes = calloc(N + 1, sizeof *nodes);
+    cr_assert_not_null(nodes);
+    uint32_t era = pgn_inet_port(PGN_INET_ERA, 0);
+    /* left-nested, the deepest stack a tree makes, of operators (whose brackets are the widest)
+     * with the longest numbers: $($($(* -1234511000000000.0) -1234511000000000.0) ...) */
+    uint32_t num = pgn_inet_port(PGN_INET_NUM, pgn_inet_f24(-1.2345e15f));
+    for (uint32_t i = 1; i <= N; i++)
+        nodes[i] = pgn_inet_pair(i < N ? pgn_inet_port(PGN_INET_OPR, i + 1) : era, num);
+    pgn_error err = {0};
+    char *nf = print_heap(nodes, N + 1, pgn_inet_port(PGN_INET_OPR, 1), &err);
+    cr_assert_not_null(nf, "%s", err.message);
+    cr_assert(!strncmp(nf, "$($($(", 6) && strstr(nf, "$(* -1234511000000000.0) -1234511000000000.0)"), "%.80s",
+              nf);
+    free(nf);
+
+    /* an eraser carries no value: one that does is corruption, not punctuation */
+    nodes[N] = pgn_inet_pair(pgn_inet_port(PGN_INET_ERA, ')'), num);
+    cr_assert_null(print_heap(nodes, N + 1, pgn_inet_port(PGN_INET_OPR, 1), &err));
+    cr_assert_str_eq(err.message, "readback: the heap is corrupt (an eraser with a value)");
+    /* a node reached twice */
+    nodes[N] = pgn_inet_pair(pgn_inet_port(PGN_INET_OPR, 1), num);
+    cr_assert_null(print_heap(nodes, N + 1, pgn_inet_port(PGN_INET_OPR, 1), &err));
+    cr_assert_str_eq(err.message, "readback: the heap is corrupt (a node reachable twice)");
+    free(nodes);
+}
+
 /* ---- reduction ---------------------------------------------------------------------------- */
 
 Test(inet_run, every_example_matches_its_expected_normal_form_and_count) {
