@@ -158,6 +158,7 @@ uint64_t pgn_train_param_count(const pgn_train_spec *t) {
 
 void pgn_job_memory_estimate(const pgn_job_spec *spec, pgn_memory_estimate *out) {
     *out = (pgn_memory_estimate){0};
+    /* an inet job's bound depends on where it runs (its work-items): pgn_inet_memory_estimate */
     if (spec->kind != PGN_JOB_TRAIN) return;
     const pgn_train_spec *t = &spec->train;
     const double f = 4.0;

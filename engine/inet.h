@@ -50,8 +50,8 @@ int64_t pgn_inet_book_find(const pgn_inet_book *book, const char *name);
 
 /* ---- running ------------------------------------------------------------------------------ */
 
-/* 0: no limit. max_nodes bounds the live nodes of the heap (each 8 bytes; variables and the
- * redex bag come on top, at most about as many again). */
+/* 0: no limit. max_nodes bounds the live nodes of the heap, and through them the variable heap
+ * and the redex bags (pgn_inet_caps); 0 leaves the heaps' 29-bit address space as the bound. */
 typedef struct {
     uint64_t max_interactions, max_nodes;
     double timeout_s;
@@ -59,13 +59,38 @@ typedef struct {
 
 /* normal_form: malloc'd, the normal form of @main in HVM2's syntax.
  * seconds: wall time of the reduction alone (not parsing, heap set-up or readback).
- * peak_nodes: the most nodes live at once. */
+ * peak_nodes: the most nodes live at once.
+ * peak_bytes: the most memory the run held at once, device and host together: the book, heaps,
+ * bags and tables at their largest (a buffer being grown counted twice, old and new), and the
+ * readback; peak_device_bytes: the device's share (0 on the host). Each is at most what
+ * pgn_inet_memory_estimate gives for the run. */
 typedef struct {
     char *normal_form;
     uint64_t interactions;
     double seconds, mips;
     uint64_t peak_nodes;
+    uint64_t peak_bytes, peak_device_bytes;
 } pgn_inet_result;
+
+/* ---- memory caps (inet_mem.c) ----------------------------------------------------------------
+ * The most slots each heap and bag of a run may hold, fixed before it starts from max_nodes, the
+ * book and the worker count. The reducers grow up to these caps and no further: a program that
+ * needs more fails with "limit_exceeded" on limits.max_nodes. pgn_inet_memory_estimate turns the
+ * same caps into bytes, so the estimate and the reducers cannot disagree. */
+typedef struct {
+    unsigned workers;     /* OpenCL work-items; 0: the host reducer */
+    uint64_t node_limit;  /* host: live nodes; device: node heap slots (workers' chunks included) */
+    bool address_space;   /* node_limit is the 29-bit address space, not max_nodes */
+    uint32_t node_slots;  /* node heap slots, slot 0 included */
+    uint32_t var_limit;   /* variable heap slots in use at which the run fails */
+    uint32_t var_slots;   /* host: var_limit and one interaction's variables; device: var_limit */
+    uint32_t bag_slots;   /* host: the redex bag; device: each worker's bag */
+    uint32_t bag_reserve; /* bag slots one interaction may fill (a CALL's redexes and its root) */
+} pgn_inet_caps;
+
+void pgn_inet_caps_of(const pgn_inet_book *book, uint64_t max_nodes, unsigned workers, pgn_inet_caps *out);
+/* Bytes the parsed book occupies (the caller holds it for the whole run). */
+uint64_t pgn_inet_book_bytes(const pgn_inet_book *book);
 
 /* The sequential host reference reducer: reduces @main to normal form with HVM2's rules and
  * interaction count. A limit that is hit fails with code "limit_exceeded", err->field set to
@@ -74,7 +99,8 @@ typedef struct {
  * definition that contains a DUP through a DUP fails with "invalid_program", as in HVM2.
  * hooks->on_progress gets the fraction of the nearest limit used (when there is one) and
  * hooks->on_metric "interactions" (the count so far), both about every half second.
- * lim and hooks may be NULL. *out is filled only on success (pgn_inet_result_free). */
+ * lim and hooks may be NULL. *out is filled on success (pgn_inet_result_free); on failure it
+ * has no normal form, only the interactions and peaks reached, which show a stopped run's memory. */
 int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
                       const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err);
 void pgn_inet_result_free(pgn_inet_result *r);
@@ -105,9 +131,15 @@ void pgn_inet_report(const pgn_run_hooks *hooks, const pgn_inet_limits *lim, uin
  * VAR of the root variable). Prints the tree HVM2 prints: substitutions followed, unlinked
  * variables named v0, v1, ... in order of first appearance (HVM2 names them by address, which
  * no two runtimes share), numbers as pgn_inet_numb_show. A heap that is not a valid net (a port
- * out of range, a node reached twice) is an "internal" error. Returns a malloc'd string or NULL. */
+ * out of range, a node reached twice) is an "internal" error. Returns a malloc'd string or NULL;
+ * *peak_bytes (may be NULL) gets the most bytes it held at once, the returned text included. */
 char *pgn_inet_readback(const pgn_inet_book *book, const uint64_t *nodes, size_t n_nodes,
-                        const uint32_t *vars, size_t n_vars, uint32_t root, pgn_error *err);
+                        const uint32_t *vars, size_t n_vars, uint32_t root, uint64_t *peak_bytes,
+                        pgn_error *err);
+/* The most the readback of a heap of n_nodes and n_vars slots allocates (its marks, names, stack
+ * and the text), and in *text the longest text it can print, NUL included: what
+ * pgn_inet_readback's *peak_bytes and strlen(normal form) + 1 never exceed. */
+uint64_t pgn_inet_readback_bound(const pgn_inet_book *book, uint64_t n_nodes, uint64_t n_vars, uint64_t *text);
 
 /* ---- numbers (inet_num.c) ------------------------------------------------------------------ */
 

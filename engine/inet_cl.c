@@ -1,6 +1,7 @@
 /* inet_cl.c: drives the OpenCL interaction-net reducer (kernels/inet.cl). Uploads the book,
  * seeds worker 0 with @main ~ root, then launches the persistent kernel in slices: between
- * launches it grows whatever heap or bag a worker found full (up to the job's limits), checks
+ * launches it grows whatever heap or bag a worker found full, up to the caps max_nodes sets
+ * (pgn_inet_caps_of; bags at their cap have their redexes spread over all of them), checks
  * the interaction limit, the timeout and cancellation, and reports progress. At the end it
  * downloads the heaps and prints @main's normal form with the shared readback. */
 #include <stdarg.h>
@@ -13,8 +14,8 @@
 #include "internal.h"
 #include "pgn_inet_dev.h"
 
-/* Starting sizes; each doubles when a worker finds it full. Slots 0 of both heaps are reserved
- * (0 ends a free list) and variable 1 is the root. */
+/* Starting sizes; each doubles when a worker finds it full, up to its cap (pgn_inet_caps_of).
+ * Slots 0 of both heaps are reserved (0 ends a free list) and variable 1 is the root. */
 #define INITIAL_NODES (1u << 18)
 #define INITIAL_VARS (1u << 18)
 #define INITIAL_BAG 1024u
@@ -44,14 +45,18 @@ typedef struct {
 } clheap;
 
 static const size_t heap_elem[2] = {8, 4}; /* bytes a slot */
-static const char *const heap_name[2] = {"node heap", "variable heap"};
+static const char *const heap_name[2] = {"node heap is", "variable heap is"};
 
 typedef struct {
     pgn_device *dev;
+    pgn_inet_caps caps; /* how far the heaps and bags may grow (inet_mem.c) */
+    uint64_t max_nodes;
     clheap heap[2];
     cl_mem bnodes, brbag, defs, bags, mail, wk, ctl, scratch;
     uint32_t workers, bag_cap, bag_limit, scratch_stride, max_def_nodes;
     uint64_t max_alloc;                        /* the device's largest buffer */
+    uint64_t dev_bytes, dev_peak;              /* device buffers held now and at the most */
+    uint64_t host_bytes, host_peak;            /* the same on the host (book included) */
     pgn_inet_worker *w;                        /* host copies, read after each launch */
     uint32_t *ctl_host;
     uint64_t *mail_host;
@@ -66,10 +71,15 @@ static int cl_fail(pgn_error *err, cl_int st, const char *what) {
     return -1;
 }
 
-/* A buffer of bytes (at least 1), filled from host when given. */
+static void hold(uint64_t *now, uint64_t *peak, uint64_t bytes) {
+    *now += bytes;
+    if (*now > *peak) *peak = *now;
+}
+
+/* A buffer of bytes (at least 8), filled from host when given. */
 static int make_buffer(clnet *c, size_t bytes, const void *host, cl_mem *out, pgn_error *err) {
     cl_int st;
-    if (bytes == 0) bytes = 8;
+    if (bytes < 8) bytes = 8;
     *out = clCreateBuffer(c->dev->context, CL_MEM_READ_WRITE | (host ? CL_MEM_COPY_HOST_PTR : 0), bytes,
                           (void *)host, &st);
     if (st != CL_SUCCESS) {
@@ -77,7 +87,15 @@ static int make_buffer(clnet *c, size_t bytes, const void *host, cl_mem *out, pg
                       c->dev->info.id, pgn_cl_status_name(st));
         return -1;
     }
+    hold(&c->dev_bytes, &c->dev_peak, bytes);
     return 0;
+}
+
+/* Releases a buffer made of bytes (as make_buffer rounded them). */
+static void drop_buffer(clnet *c, cl_mem *buf, size_t bytes) {
+    clReleaseMemObject(*buf);
+    *buf = NULL;
+    c->dev_bytes -= bytes < 8 ? 8 : bytes;
 }
 
 static void clnet_release(clnet *c) {
@@ -98,10 +116,10 @@ static int grow_buffer(clnet *c, cl_mem *buf, size_t old_bytes, size_t new_bytes
     if (make_buffer(c, new_bytes, NULL, &bigger, err)) return -1;
     cl_int st = clEnqueueCopyBuffer(c->dev->queue, *buf, bigger, 0, 0, old_bytes, 0, NULL, NULL);
     if (st != CL_SUCCESS) {
-        clReleaseMemObject(bigger);
+        drop_buffer(c, &bigger, new_bytes);
         return cl_fail(err, st, "copying a heap");
     }
-    clReleaseMemObject(*buf);
+    drop_buffer(c, buf, old_bytes);
     *buf = bigger;
     return 0;
 }
@@ -116,13 +134,27 @@ static uint32_t next_cap(const clnet *c, uint32_t cap, uint64_t want, uint32_t l
     return n > cap ? (uint32_t)n : 0;
 }
 
-/* A heap that cannot grow: max_nodes (with what workers hold back) or the device's largest buffer. */
-static int fail_space(const clnet *c, const char *what, uint32_t cap, uint64_t itrs, pgn_error *err) {
+/* Something ("node heap is") at `cap` `unit` that must grow past them: the limit that binds is
+ * max_nodes (through pgn_inet_caps_of), the heaps' address space, or, below the cap `limit`, the
+ * device's largest buffer. */
+static int fail_full(const clnet *c, const char *what, uint64_t cap, const char *unit, uint64_t limit, uint64_t itrs,
+                     pgn_error *err) {
+    if (cap < limit)
+        return pgn_inet_fail_limit(err, "max_nodes",
+                                   "the %s full at %llu %s, the most the largest buffer %s allows (%llu bytes), "
+                                   "after %llu interactions",
+                                   what, (unsigned long long)cap, unit, c->dev->info.id,
+                                   (unsigned long long)c->max_alloc, (unsigned long long)itrs);
+    if (c->caps.address_space)
+        return pgn_inet_fail_limit(err, "max_nodes",
+                                   "the %s full at %llu %s, the most the heaps' address space allows, after %llu "
+                                   "interactions",
+                                   what, (unsigned long long)cap, unit, (unsigned long long)itrs);
     return pgn_inet_fail_limit(err, "max_nodes",
-                               "the %s is full at %u slots after %llu interactions (max_nodes, or the "
-                               "largest buffer %s allows, %llu bytes)",
-                               what, cap, (unsigned long long)itrs, c->dev->info.id,
-                               (unsigned long long)c->max_alloc);
+                               "the %s full at %llu %s, the most %llu nodes allow with %u work-items' chunks, "
+                               "after %llu interactions",
+                               what, (unsigned long long)cap, unit, (unsigned long long)c->max_nodes, c->workers,
+                               (unsigned long long)itrs);
 }
 
 /* Owner-table entries for a heap of cap slots: every chunk up to the end, and the chunks workers
@@ -141,7 +173,7 @@ static int grow_heap(clnet *c, int h, uint64_t itrs, pgn_error *err) {
     clheap *hp = &c->heap[h];
     uint64_t top = c->ctl_host[PGN_INET_CTL_TOP(h)];
     uint32_t cap = next_cap(c, hp->cap, top + (uint64_t)c->workers * PGN_INET_CHUNK, hp->limit, heap_elem[h]);
-    if (!cap) return fail_space(c, heap_name[h], hp->cap, itrs, err);
+    if (!cap) return fail_full(c, heap_name[h], hp->cap, "slots", hp->limit, itrs, err);
     size_t had = owner_entries(c, hp->cap), need = owner_entries(c, cap);
     if (grow_buffer(c, &hp->slots, hp->cap * heap_elem[h], cap * heap_elem[h], err) ||
         grow_buffer(c, &hp->owner, had * 4, need * 4, err))
@@ -153,23 +185,75 @@ static int grow_heap(clnet *c, int h, uint64_t itrs, pgn_error *err) {
 }
 
 /* Every worker's bag is a slice of one buffer, so growing moves each slice to its new place. */
-static int grow_bags(clnet *c, uint64_t itrs, pgn_error *err) {
-    uint32_t cap = next_cap(c, c->bag_cap, 0, c->bag_limit, 8 * (size_t)c->workers);
-    if (!cap) return fail_space(c, "redex bag", c->bag_cap, itrs, err);
+static int grow_bags(clnet *c, uint32_t cap, pgn_error *err) {
     cl_mem bigger;
-    if (make_buffer(c, (size_t)cap * 8 * c->workers, NULL, &bigger, err)) return -1;
+    size_t bytes = (size_t)cap * 8 * c->workers, old = (size_t)c->bag_cap * 8 * c->workers;
+    if (make_buffer(c, bytes, NULL, &bigger, err)) return -1;
     for (uint32_t j = 0; j < c->workers; j++) {
         cl_int st = clEnqueueCopyBuffer(c->dev->queue, c->bags, bigger, (size_t)j * c->bag_cap * 8,
                                         (size_t)j * cap * 8, (size_t)c->bag_cap * 8, 0, NULL, NULL);
         if (st != CL_SUCCESS) {
-            clReleaseMemObject(bigger);
+            drop_buffer(c, &bigger, bytes);
             return cl_fail(err, st, "copying the redex bags");
         }
     }
-    clReleaseMemObject(c->bags);
+    drop_buffer(c, &c->bags, old);
     c->bags = bigger;
     c->bag_cap = cap;
     return 0;
+}
+
+/* The bags are at their cap, a worker's is full, but together they hold at most a redex per
+ * node: deals the redexes out again, `per` to a bag in worker order, into a fresh buffer. Each
+ * bag's cap is at least twice its share plus what a rule reserves (inet_mem.c), so every bag is
+ * then at most about half full and the worker that stopped can go on. Which worker reduces which
+ * redex changes neither the normal form nor the interaction count. */
+static int spread_bags(clnet *c, uint64_t itrs, pgn_error *err) {
+    uint64_t total = 0;
+    for (uint32_t j = 0; j < c->workers; j++) total += c->w[j].bag_hi - c->w[j].bag_lo;
+    uint64_t per = (total + c->workers - 1) / c->workers;
+    if (per == 0 || per + c->caps.bag_reserve > c->bag_cap)
+        return fail_full(c, "redex bags are", total, "redexes", c->bag_cap < c->bag_limit ? UINT64_MAX : total, itrs,
+                         err);
+    size_t bytes = (size_t)c->bag_cap * 8 * c->workers;
+    cl_mem fresh;
+    if (make_buffer(c, bytes, NULL, &fresh, err)) return -1;
+    uint64_t dst = 0, fill = 0;
+    for (uint32_t j = 0; j < c->workers; j++) {
+        uint64_t lo = c->w[j].bag_lo, n = c->w[j].bag_hi - lo;
+        while (n) {
+            uint64_t take = n < per - fill ? n : per - fill;
+            cl_int st = clEnqueueCopyBuffer(c->dev->queue, c->bags, fresh, ((size_t)j * c->bag_cap + lo) * 8,
+                                            ((size_t)dst * c->bag_cap + fill) * 8, take * 8, 0, NULL, NULL);
+            if (st != CL_SUCCESS) {
+                drop_buffer(c, &fresh, bytes);
+                return cl_fail(err, st, "spreading the redex bags");
+            }
+            lo += take;
+            n -= take;
+            fill += take;
+            if (fill == per) dst++, fill = 0;
+        }
+    }
+    for (uint32_t j = 0; j < c->workers; j++) {
+        uint64_t before = (uint64_t)j * per, left = total > before ? total - before : 0;
+        c->w[j].bag_lo = 0;
+        c->w[j].bag_hi = (uint32_t)(left < per ? left : per);
+    }
+    cl_int st = clEnqueueWriteBuffer(c->dev->queue, c->wk, CL_TRUE, 0, c->workers * sizeof *c->w, c->w, 0, NULL, NULL);
+    if (st != CL_SUCCESS) {
+        drop_buffer(c, &fresh, bytes);
+        return cl_fail(err, st, "spreading the redex bags");
+    }
+    drop_buffer(c, &c->bags, bytes);
+    c->bags = fresh;
+    return 0;
+}
+
+/* Room for a worker whose bag is full: bigger bags, or at their cap the same redexes spread. */
+static int make_bag_room(clnet *c, uint64_t itrs, pgn_error *err) {
+    uint32_t cap = next_cap(c, c->bag_cap, 0, c->bag_limit, 8 * (size_t)c->workers);
+    return cap ? grow_bags(c, cap, err) : spread_bags(c, itrs, err);
 }
 
 unsigned pgn_inet_default_workers(const pgn_device_info *info) {
@@ -191,16 +275,15 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
     cl_ulong max_alloc = 0;
     clGetDeviceInfo(dev->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
     c->max_alloc = max_alloc ? max_alloc : (1ull << 30);
-    /* The heaps hold up to max_nodes nodes, plus the chunks workers hold back; a net has at most
-     * about two wires per node. */
-    uint64_t limit = L->max_nodes ? L->max_nodes + (uint64_t)(workers + 1) * PGN_INET_CHUNK : PGN_INET_VAL_MAX;
+    pgn_inet_caps_of(book, L->max_nodes, workers, &c->caps);
+    c->max_nodes = L->max_nodes;
     clheap *nodes = &c->heap[PGN_INET_HEAP_NODES], *vars = &c->heap[PGN_INET_HEAP_VARS];
-    nodes->limit = limit < PGN_INET_VAL_MAX ? (uint32_t)limit : PGN_INET_VAL_MAX;
-    vars->limit = 2 * limit < PGN_INET_VAL_MAX ? (uint32_t)(2 * limit) : PGN_INET_VAL_MAX;
-    c->bag_limit = nodes->limit;
+    nodes->limit = c->caps.node_slots;
+    vars->limit = c->caps.var_slots;
+    c->bag_limit = c->caps.bag_slots;
     nodes->cap = INITIAL_NODES < nodes->limit ? INITIAL_NODES : nodes->limit;
     vars->cap = INITIAL_VARS < vars->limit ? INITIAL_VARS : vars->limit;
-    c->bag_cap = INITIAL_BAG;
+    c->bag_cap = INITIAL_BAG < c->bag_limit ? INITIAL_BAG : c->bag_limit;
     c->max_def_nodes = book->max_def_nodes;
     /* Whole cache lines per worker: CALL writes its scratch on every expansion. */
     c->scratch_stride = (book->max_def_nodes + book->max_def_vars + 16) / 16 * 16;
@@ -214,6 +297,10 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
         pgn_error_set(err, "internal", "", "out of memory setting up the reducer");
         return -1;
     }
+    size_t defs_bytes = ((size_t)book->n_defs * PGN_INET_DEF_WORDS + 1) * sizeof *defs;
+    hold(&c->host_bytes, &c->host_peak,
+         pgn_inet_book_bytes(book) + defs_bytes + workers * sizeof *c->w +
+             PGN_INET_CTL_WORDS(workers) * sizeof *c->ctl_host + PGN_INET_MAIL_WORDS(workers) * sizeof *c->mail_host);
     for (uint32_t i = 0; i < book->n_defs; i++) {
         const pgn_inet_def *d = &book->defs[i];
         uint32_t *o = defs + (size_t)i * PGN_INET_DEF_WORDS;
@@ -246,6 +333,7 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
              make_buffer(c, PGN_INET_CTL_WORDS(workers) * 4, NULL, &c->ctl, err) ||
              make_buffer(c, (size_t)c->scratch_stride * 4 * workers, NULL, &c->scratch, err);
     free(defs);
+    c->host_bytes -= defs_bytes;
     if (rc) return -1;
     cl_int st = CL_SUCCESS;
     for (int h = 0; h < 2 && st == CL_SUCCESS; h++) st = clear_owners(c, c->heap[h].owner, 0, chunks[h]);
@@ -295,6 +383,7 @@ static char *clnet_readback(clnet *c, const pgn_inet_book *book, pgn_error *err)
     if (n_vars > c->heap[PGN_INET_HEAP_VARS].cap) n_vars = c->heap[PGN_INET_HEAP_VARS].cap;
     uint64_t *nodes = malloc((size_t)n_nodes * 8 + 8);
     uint32_t *vars = malloc((size_t)n_vars * 4 + 4);
+    uint64_t copies = (uint64_t)n_nodes * 8 + 8 + (uint64_t)n_vars * 4 + 4, printing = 0;
     char *nf = NULL;
     if (!nodes || !vars) {
         pgn_error_set(err, "internal", "", "out of memory reading the net back");
@@ -305,8 +394,10 @@ static char *clnet_readback(clnet *c, const pgn_inet_book *book, pgn_error *err)
         if (st != CL_SUCCESS)
             cl_fail(err, st, "reading the net back");
         else
-            nf = pgn_inet_readback(book, nodes, n_nodes, vars, n_vars, pgn_inet_port(PGN_INET_VAR, ROOT_VAR), err);
+            nf = pgn_inet_readback(book, nodes, n_nodes, vars, n_vars, pgn_inet_port(PGN_INET_VAR, ROOT_VAR),
+                                   &printing, err);
     }
+    hold(&c->host_bytes, &c->host_peak, copies + printing);
     free(nodes);
     free(vars);
     return nf;
@@ -327,13 +418,14 @@ static int after_launch(clnet *c, const pgn_inet_book *book, uint64_t itrs, pgn_
     }
     for (int h = 0; h < 2; h++)
         if (need[h] && grow_heap(c, h, itrs, err)) return -1;
-    if (need_bag && grow_bags(c, itrs, err)) return -1;
+    if (need_bag && make_bag_room(c, itrs, err)) return -1;
     return busy ? 0 : 1;
 }
 
 int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_limits *lim,
                     unsigned workers, const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err) {
     pgn_inet_limits L = lim ? *lim : (pgn_inet_limits){0};
+    *out = (pgn_inet_result){0};
     if (!workers) workers = pgn_inet_default_workers(&dev->info);
     clnet c = {0};
     if (clnet_init(&c, dev, book, &L, workers, err)) {
@@ -396,12 +488,15 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
     char *nf = state == 1 ? clnet_readback(&c, book, err) : NULL;
     uint64_t peak = c.ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_NODES)];
     if (peak > c.heap[PGN_INET_HEAP_NODES].cap) peak = c.heap[PGN_INET_HEAP_NODES].cap;
+    peak = peak > PGN_INET_CHUNK ? peak - PGN_INET_CHUNK : 0;
+    uint64_t dev_peak = c.dev_peak, host_peak = c.host_peak;
     clnet_release(&c);
-    if (!nf) return -1;
     *out = (pgn_inet_result){.normal_form = nf,
                              .interactions = itrs,
                              .seconds = seconds,
                              .mips = seconds > 0 ? (double)itrs / seconds / 1e6 : 0,
-                             .peak_nodes = peak - PGN_INET_CHUNK};
-    return 0;
+                             .peak_nodes = peak,
+                             .peak_bytes = dev_peak + host_peak,
+                             .peak_device_bytes = dev_peak};
+    return nf ? 0 : -1;
 }

@@ -17,9 +17,6 @@
 #define REPORT_EVERY_S 0.5
 #define INITIAL_NODES 4096u
 #define INITIAL_BAG 1024u
-/* Index 0 of nodes and variables is never handed out: 0 ends a free list. Indices stay below
- * PGN_INET_VAL_MAX so that no port equals NONE. */
-#define INDEX_MAX (PGN_INET_VAL_MAX - 1)
 
 static double now_s(void) {
     struct timespec ts;
@@ -27,64 +24,65 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-typedef enum { OK = 0, FAIL_OOM, FAIL_NODES, FAIL_SPACE, FAIL_CLONE } failure;
+typedef enum { OK = 0, FAIL_OOM, FAIL_NODES, FAIL_VARS, FAIL_BAG, FAIL_CLONE } failure;
 
 typedef struct {
     const pgn_inet_book *book;
-    uint64_t *node; /* node[i]: pgn_inet_pair(port 1, port 2); a free slot: the next free index */
-    uint32_t node_cap, node_top, node_free;
-    uint64_t live, peak, node_limit;
+    pgn_inet_caps caps; /* how far each heap and the bag may grow (inet_mem.c) */
+    uint64_t *node;     /* node[i]: pgn_inet_pair(port 1, port 2); a free slot: the next free index */
+    size_t node_cap;
+    uint32_t node_top, node_free;
+    uint64_t live, peak;
     uint32_t *vars; /* vars[v]: NONE, the port linked to one end, or (free) the next free index */
-    uint32_t var_cap, var_top, var_free;
+    size_t var_cap;
+    uint32_t var_top, var_free;
     uint64_t *bag; /* redexes still to reduce, reduced last-in first-out */
     size_t bag_len, bag_cap;
     uint32_t *nloc, *vloc; /* where CALL put a definition's nodes and variables */
-    uint64_t itrs;         /* interactions so far */
+    uint64_t bytes, peak_bytes; /* held now (book, heaps, bag, scratch) and at the most */
+    uint64_t itrs;              /* interactions so far */
     failure fail;
     uint32_t fail_fid;
 } net;
 
 /* ---- memory -------------------------------------------------------------------------------- */
 
-static bool grow_u64(uint64_t **buf, uint32_t *cap, uint32_t max) {
-    if (*cap >= max) return false;
-    uint64_t n = (uint64_t)*cap * 2;
-    if (n > max) n = max;
-    uint64_t *p = realloc(*buf, n * sizeof *p);
-    if (!p) return false;
-    *buf = p;
-    *cap = (uint32_t)n;
-    return true;
-}
-
-static bool grow_u32(uint32_t **buf, uint32_t *cap, uint32_t max) {
-    if (*cap >= max) return false;
-    uint64_t n = (uint64_t)*cap * 2;
-    if (n > max) n = max;
-    uint32_t *p = realloc(*buf, n * sizeof *p);
-    if (!p) return false;
-    *buf = p;
-    *cap = (uint32_t)n;
-    return true;
+/* buf (*cap elements of elem bytes) doubled, at most to max elements; NULL at max or out of
+ * memory. realloc may hold the old block and the new one at once, so the peak counts both. */
+static void *grow(net *n, void *buf, size_t *cap, size_t max, size_t elem) {
+    size_t c = *cap * 2 < max ? *cap * 2 : max;
+    if (c <= *cap) return NULL;
+    void *p = realloc(buf, c * elem);
+    if (!p) return NULL;
+    if (n->bytes + c * elem > n->peak_bytes) n->peak_bytes = n->bytes + c * elem;
+    n->bytes += (c - *cap) * elem;
+    *cap = c;
+    return p;
 }
 
 /* On failure the net is flagged (the run stops after this interaction) and slot 0 is returned,
- * a scratch slot nothing reads, so the interaction can finish without checks. */
+ * a scratch slot nothing reads, so the interaction can finish without checks. The limit is on
+ * live nodes, so a free slot is always below node_slots. */
 static uint32_t node_alloc(net *n) {
+    if (n->live == n->caps.node_limit) {
+        if (!n->fail) n->fail = FAIL_NODES;
+        return 0;
+    }
     uint32_t i = n->node_free;
     if (i) {
         n->node_free = (uint32_t)n->node[i];
     } else {
-        if (n->node_top == n->node_cap && !grow_u64(&n->node, &n->node_cap, INDEX_MAX)) {
-            if (!n->fail) n->fail = n->node_cap >= INDEX_MAX ? FAIL_SPACE : FAIL_OOM;
-            return 0;
+        if (n->node_top == n->node_cap) {
+            uint64_t *p = grow(n, n->node, &n->node_cap, n->caps.node_slots, sizeof *p);
+            if (!p) {
+                if (!n->fail) n->fail = FAIL_OOM;
+                return 0;
+            }
+            n->node = p;
         }
         i = n->node_top++;
     }
-    if (++n->live > n->peak) {
-        n->peak = n->live;
-        if (n->peak > n->node_limit && !n->fail) n->fail = FAIL_NODES;
-    }
+    if (++n->live > n->peak) n->peak = n->live;
     return i;
 }
 
@@ -94,15 +92,22 @@ static void node_free(net *n, uint32_t i) {
     n->live--;
 }
 
-/* A new wire: both ends still unlinked. */
+/* A new wire: both ends still unlinked. Past var_limit the run is flagged but the interaction
+ * goes on with real slots (var_slots keeps one interaction's worth above the limit): a scratch
+ * variable shared by several wires could link into a cycle. */
 static uint32_t var_alloc(net *n) {
     uint32_t i = n->var_free;
     if (i) {
         n->var_free = n->vars[i];
     } else {
-        if (n->var_top == n->var_cap && !grow_u32(&n->vars, &n->var_cap, INDEX_MAX)) {
-            if (!n->fail) n->fail = n->var_cap >= INDEX_MAX ? FAIL_SPACE : FAIL_OOM;
-            return 0;
+        if (n->var_top >= n->caps.var_limit && !n->fail) n->fail = FAIL_VARS;
+        if (n->var_top == n->var_cap) {
+            uint32_t *p = grow(n, n->vars, &n->var_cap, n->caps.var_slots, sizeof *p);
+            if (!p) {
+                if (!n->fail) n->fail = FAIL_OOM;
+                return 0;
+            }
+            n->vars = p;
         }
         i = n->var_top++;
     }
@@ -116,21 +121,20 @@ static void var_free(net *n, uint32_t v) {
 }
 
 /* A redex between two nullary ports (VOID) only counts: counted here rather than left in the
- * bag under the work pushed after it, where such redexes would pile up (a loop leaves one a turn). */
+ * bag under the work pushed after it, where such redexes would pile up (a loop leaves one a turn).
+ * Every other redex holds a node's principal port, so the bag never holds more than bag_slots. */
 static void push_redex(net *n, uint32_t a, uint32_t b) {
     if (pgn_inet_tag(a) < PGN_INET_CON && pgn_inet_tag(b) < PGN_INET_CON) {
         n->itrs++;
         return;
     }
     if (n->bag_len == n->bag_cap) {
-        size_t cap = n->bag_cap * 2;
-        uint64_t *p = realloc(n->bag, cap * sizeof *p);
+        uint64_t *p = grow(n, n->bag, &n->bag_cap, n->caps.bag_slots, sizeof *p);
         if (!p) {
-            if (!n->fail) n->fail = FAIL_OOM;
+            if (!n->fail) n->fail = n->bag_cap == n->caps.bag_slots ? FAIL_BAG : FAIL_OOM;
             return;
         }
         n->bag = p;
-        n->bag_cap = cap;
     }
     n->bag[n->bag_len++] = pgn_inet_pair(a, b);
 }
@@ -332,11 +336,15 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
                       const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err) {
     pgn_inet_limits L = lim ? *lim : (pgn_inet_limits){0};
     uint64_t max_itrs = L.max_interactions ? L.max_interactions : UINT64_MAX;
-    net n = {.book = book, .node_limit = L.max_nodes ? L.max_nodes : UINT64_MAX};
-    n.node_cap = n.var_cap = INITIAL_NODES;
-    n.bag_cap = INITIAL_BAG;
-    n.node = malloc((size_t)n.node_cap * sizeof *n.node);
-    n.vars = malloc((size_t)n.var_cap * sizeof *n.vars);
+    *out = (pgn_inet_result){0};
+    net n = {.book = book};
+    pgn_inet_caps_of(book, L.max_nodes, 0, &n.caps);
+    n.node_cap = INITIAL_NODES < n.caps.node_slots ? INITIAL_NODES : n.caps.node_slots;
+    n.var_cap = INITIAL_NODES < n.caps.var_slots ? INITIAL_NODES : n.caps.var_slots;
+    n.bag_cap = INITIAL_BAG < n.caps.bag_slots ? INITIAL_BAG : n.caps.bag_slots;
+    size_t scratch = ((size_t)book->max_def_nodes + 1 + (size_t)book->max_def_vars + 1) * sizeof(uint32_t);
+    n.node = malloc(n.node_cap * sizeof *n.node);
+    n.vars = malloc(n.var_cap * sizeof *n.vars);
     n.bag = malloc(n.bag_cap * sizeof *n.bag);
     n.nloc = malloc(((size_t)book->max_def_nodes + 1) * sizeof *n.nloc);
     n.vloc = malloc(((size_t)book->max_def_vars + 1) * sizeof *n.vloc);
@@ -345,6 +353,8 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
         pgn_error_set(err, "internal", "", "out of memory setting up the heap");
         return -1;
     }
+    n.bytes = n.peak_bytes = pgn_inet_book_bytes(book) + n.node_cap * sizeof *n.node + n.var_cap * sizeof *n.vars +
+                             n.bag_cap * sizeof *n.bag + scratch;
     n.node[0] = 0;
     n.node_top = n.var_top = 1;
 
@@ -406,11 +416,22 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
     int rc = 0;
     if (n.fail == FAIL_CLONE) {
         rc = pgn_inet_fail_clone(book, n.fail_fid, err);
+    } else if (n.fail == FAIL_NODES && n.caps.address_space) {
+        rc = pgn_inet_fail_limit(err, "max_nodes", "the heap's address space of %llu nodes is full (after %llu "
+                                 "interactions)", (unsigned long long)n.caps.node_limit, (unsigned long long)n.itrs);
     } else if (n.fail == FAIL_NODES) {
         rc = pgn_inet_fail_limit(err, "max_nodes", "%llu live nodes reached (after %llu interactions)",
-                        (unsigned long long)L.max_nodes, (unsigned long long)n.itrs);
-    } else if (n.fail == FAIL_SPACE) {
-        rc = pgn_inet_fail_limit(err, "max_nodes", "the heap's address space of %u nodes is full", INDEX_MAX);
+                                 (unsigned long long)L.max_nodes, (unsigned long long)n.itrs);
+    } else if (n.fail == FAIL_VARS || n.fail == FAIL_BAG) {
+        bool vars = n.fail == FAIL_VARS;
+        char most[96];
+        if (n.caps.address_space) snprintf(most, sizeof most, "the heaps' address space");
+        else snprintf(most, sizeof most, "%llu nodes", (unsigned long long)L.max_nodes);
+        rc = pgn_inet_fail_limit(err, "max_nodes", "the %s is full at %llu %s, the most %s allow%s (after %llu "
+                                 "interactions)", vars ? "variable heap" : "redex bag",
+                                 (unsigned long long)(vars ? n.caps.var_limit - 1 : n.caps.bag_slots),
+                                 vars ? "variables" : "redexes", most, n.caps.address_space ? "s" : "",
+                                 (unsigned long long)n.itrs);
     } else if (n.fail == FAIL_OOM) {
         pgn_error_set(err, "internal", "", "out of memory after %llu interactions (%llu live nodes)",
                       (unsigned long long)n.itrs, (unsigned long long)n.live);
@@ -426,17 +447,21 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
     }
     if (rc) {
         net_free(&n);
+        *out = (pgn_inet_result){.interactions = n.itrs, .peak_nodes = n.peak, .peak_bytes = n.peak_bytes};
         return -1;
     }
 
-    char *nf = pgn_inet_readback(book, n.node, n.node_top, n.vars, n.var_top, root, err);
+    uint64_t printing = 0;
+    char *nf = pgn_inet_readback(book, n.node, n.node_top, n.vars, n.var_top, root, &printing, err);
     net_free(&n);
     if (!nf) return -1;
+    if (n.bytes + printing > n.peak_bytes) n.peak_bytes = n.bytes + printing;
     *out = (pgn_inet_result){.normal_form = nf,
                              .interactions = n.itrs,
                              .seconds = seconds,
                              .mips = seconds > 0 ? (double)n.itrs / seconds / 1e6 : 0,
-                             .peak_nodes = n.peak};
+                             .peak_nodes = n.peak,
+                             .peak_bytes = n.peak_bytes};
     return 0;
 }
 

@@ -19,10 +19,10 @@ int pgn_inet_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_ho
     pgn_inet_book_free(book);
     if (rc) return -1;
     if (hooks && hooks->on_metric) hooks->on_metric(hooks->ctx, "interactions", 1, (double)r.interactions);
-    *result = json_pack("{s:s, s:I, s:f, s:f, s:I, s:s}", "normal_form", r.normal_form,
+    *result = json_pack("{s:s, s:I, s:f, s:f, s:I, s:I, s:s}", "normal_form", r.normal_form,
                         "interactions", (json_int_t)r.interactions, "seconds", r.seconds, "mips",
-                        r.mips, "peak_nodes", (json_int_t)r.peak_nodes, "device",
-                        dev ? pgn_device_get_info(dev)->id : "host");
+                        r.mips, "peak_nodes", (json_int_t)r.peak_nodes, "peak_bytes",
+                        (json_int_t)r.peak_bytes, "device", dev ? pgn_device_get_info(dev)->id : "host");
     pgn_inet_result_free(&r);
     return *result ? 0 : -1;
 }

@@ -284,9 +284,10 @@ void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *rates
 /* Parameters of a train spec's MLP: the sum over layers of in*out weights plus out biases. */
 uint64_t pgn_train_param_count(const pgn_train_spec *train);
 
-/* Device bytes a job is expected to hold at once (train jobs; zero for the others, whose
- * memory follows their limits or their suite). dataset is 0 and dataset_known false when the
- * data's size is known only once its files are read (idx). */
+/* Device bytes a job is expected to hold at once (train jobs; zero for the others: an inet
+ * job's memory depends on where it runs, pgn_inet_memory_estimate below; a bench job's follows
+ * its suite). dataset is 0 and dataset_known false when the data's size is known only once its
+ * files are read (idx). */
 typedef struct pgn_memory_estimate {
     uint64_t n_params;
     double params;      /* weights and biases, with the GEMM's packed copy */
@@ -299,6 +300,40 @@ typedef struct pgn_memory_estimate {
 } pgn_memory_estimate;
 
 void pgn_job_memory_estimate(const pgn_job_spec *spec, pgn_memory_estimate *out);
+
+/* The most memory an inet job may hold (inet_mem.c). Not a guess: the reducers grow every heap
+ * and bag only up to caps derived from limits.max_nodes (two variables and one queued redex per
+ * node, the chunks each work-item holds back) and fail with "limit_exceeded" on limits.max_nodes
+ * rather than past them; this is the same caps in bytes, with the program's own size, the state
+ * of each work-item and the readback of the normal form. max_nodes 0 gives the bound of the heaps'
+ * 29-bit address space. The result's peak_bytes is never more than total. Bytes: */
+typedef struct pgn_inet_memory_part {
+    uint64_t nodes;    /* the node heap, 8 a slot */
+    uint64_t vars;     /* the variable heap, 4 a slot */
+    uint64_t bags;     /* the redex bags, 8 a redex */
+    uint64_t tables;   /* the owner tables of the heaps' chunks (device) */
+    uint64_t growth;   /* the largest of those once more: a buffer is held twice while it grows */
+    uint64_t book;     /* the parsed program (host); its nodes, redexes and definitions (device) */
+    uint64_t workers;  /* device: each work-item's state, mailbox, control line and CALL scratch,
+                          and their host copies; host reducer: its CALL scratch */
+    uint64_t readback; /* host: the heaps downloaded from a device, printing the normal form,
+                          and the copy of it the result keeps */
+    uint64_t total;
+} pgn_inet_memory_part;
+
+typedef struct pgn_inet_memory {
+    unsigned workers;                          /* OpenCL work-items; 0: the host reducer */
+    uint64_t node_slots, var_slots, bag_slots; /* the caps in slots; bag_slots: all bags */
+    pgn_inet_memory_part device;               /* OpenCL device memory; zero on the host */
+    pgn_inet_memory_part host;                 /* this process's memory */
+    uint64_t total;                            /* device.total + host.total */
+} pgn_inet_memory;
+
+/* For spec run on `where` (NULL or the host pseudo-device: the host reducer; an OpenCL device:
+ * the OpenCL reducer with spec->work_items, or by default as many as it uses for the device's type
+ * and compute units). Parses spec->program; fails only when it does not parse. */
+int pgn_inet_memory_estimate(const pgn_inet_spec *spec, const pgn_device_info *where, pgn_inet_memory *out,
+                             pgn_error *err);
 
 /* ---- benchmarks (bench.c) ---------------------------------------------------------------
  * Suites produce rows: flat JSON objects with "suite", "case", "device", "adapter", "version"

@@ -10,6 +10,7 @@
 
 #include "inet.h"
 #include "inet_gen.h"
+#include "inet_memory_check.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -367,6 +368,52 @@ Test(inet_num, symbols_partials_and_casts) {
     cr_assert_str_eq(show(pgn_inet_operate(num("[+1]"), num("[*2]"))), "0");
 }
 
+/* ---- readback ----------------------------------------------------------------------------- */
+
+/* Prints the heap nodes[0..n) with vars {NONE, root port}; checks the memory against the bound. */
+static char *print_heap(const uint64_t *nodes, size_t n, uint32_t root_port, pgn_error *err) {
+    pgn_inet_book *book = parse_ok("@main = *");
+    uint32_t vars[2] = {PGN_INET_NONE, root_port};
+    uint64_t peak = 0, text_max = 0;
+    char *nf = pgn_inet_readback(book, nodes, n, vars, 2, pgn_inet_port(PGN_INET_VAR, 1), &peak, err);
+    uint64_t bound = pgn_inet_readback_bound(book, n, 2, &text_max);
+    if (nf) {
+        cr_assert_leq(peak, bound, "%llu bytes, bound %llu", (unsigned long long)peak, (unsigned long long)bound);
+        cr_assert_leq(strlen(nf) + 1, text_max);
+        cr_assert_geq(peak, strlen(nf) + 1);
+    }
+    pgn_inet_book_free(book);
+    return nf;
+}
+
+Test(inet_print, the_readback_stays_within_its_bound_and_names_a_corrupt_heap) {
+    enum { N = 2000 };
+    uint64_t *nodes = calloc(N + 1, sizeof *nodes);
+    cr_assert_not_null(nodes);
+    uint32_t era = pgn_inet_port(PGN_INET_ERA, 0);
+    /* left-nested, the deepest stack a tree makes, of operators (whose brackets are the widest)
+     * with the longest numbers: $($($(* -1234511000000000.0) -1234511000000000.0) ...) */
+    uint32_t num = pgn_inet_port(PGN_INET_NUM, pgn_inet_f24(-1.2345e15f));
+    for (uint32_t i = 1; i <= N; i++)
+        nodes[i] = pgn_inet_pair(i < N ? pgn_inet_port(PGN_INET_OPR, i + 1) : era, num);
+    pgn_error err = {0};
+    char *nf = print_heap(nodes, N + 1, pgn_inet_port(PGN_INET_OPR, 1), &err);
+    cr_assert_not_null(nf, "%s", err.message);
+    cr_assert(!strncmp(nf, "$($($(", 6) && strstr(nf, "$(* -1234511000000000.0) -1234511000000000.0)"), "%.80s",
+              nf);
+    free(nf);
+
+    /* an eraser carries no value: one that does is corruption, not punctuation */
+    nodes[N] = pgn_inet_pair(pgn_inet_port(PGN_INET_ERA, ')'), num);
+    cr_assert_null(print_heap(nodes, N + 1, pgn_inet_port(PGN_INET_OPR, 1), &err));
+    cr_assert_str_eq(err.message, "readback: the heap is corrupt (an eraser with a value)");
+    /* a node reached twice */
+    nodes[N] = pgn_inet_pair(pgn_inet_port(PGN_INET_OPR, 1), num);
+    cr_assert_null(print_heap(nodes, N + 1, pgn_inet_port(PGN_INET_OPR, 1), &err));
+    cr_assert_str_eq(err.message, "readback: the heap is corrupt (a node reachable twice)");
+    free(nodes);
+}
+
 /* ---- reduction ---------------------------------------------------------------------------- */
 
 Test(inet_run, every_example_matches_its_expected_normal_form_and_count) {
@@ -480,6 +527,148 @@ Test(inet_run, limits_stop_the_run_and_name_the_limit) {
     cr_assert_str_eq(err.code, "limit_exceeded");
     cr_assert_str_eq(err.field, "limits.timeout_s");
     cr_assert(strstr(err.message, "timeout_s: 0.01 s reached"), "%s", err.message);
+}
+
+/* ---- memory ------------------------------------------------------------------------------- */
+
+/* Runs text on the host under max_nodes; the result (or the stopped run's peaks) and the error. */
+static int run_with(const char *text, uint64_t max_nodes, pgn_inet_result *r, pgn_error *err) {
+    pgn_inet_book *book = parse_ok(text);
+    pgn_inet_limits lim = {.max_nodes = max_nodes};
+    *err = (pgn_error){0};
+    int rc = pgn_inet_run_host(book, &lim, NULL, r, err);
+    pgn_inet_book_free(book);
+    return rc;
+}
+
+Test(inet_memory, the_estimate_is_the_reducers_caps_in_bytes) {
+    const char *prog = INET_RUNAWAY; /* largest definition: 4 nodes, 3 variables, 2 redexes */
+    pgn_inet_memory m = inet_estimate(prog, 4096, NULL, 0);
+    cr_assert_eq(m.workers, 0);
+    cr_assert_eq(m.node_slots, 4097, "max_nodes and slot 0");
+    cr_assert_eq(m.var_slots, 1 + 2 * 4096 + 4, "two a node, slot 0, and a COMMUTE's four above the cap");
+    cr_assert_eq(m.bag_slots, 4096 + 4, "a redex a node, and a rule's four links");
+    cr_assert_eq(m.host.nodes, 8 * m.node_slots);
+    cr_assert_eq(m.host.vars, 4 * m.var_slots);
+    cr_assert_eq(m.host.bags, 8 * m.bag_slots);
+    cr_assert_eq(m.host.growth, m.host.bags, "the largest buffer, held twice while realloc copies it");
+    cr_assert_eq(m.device.total, 0);
+    cr_assert_eq(m.total, m.host.total);
+    cr_assert_eq(m.host.total, m.host.nodes + m.host.vars + m.host.bags + m.host.tables + m.host.growth + m.host.book +
+                                   m.host.workers + m.host.readback);
+
+    /* a CPU device runs a work-item per compute unit, each holding back a chunk of 256 slots */
+    pgn_device_info cpu = {.type = PGN_DEVICE_CPU, .compute_units = 2};
+    m = inet_estimate(prog, 4096, &cpu, 0);
+    cr_assert_eq(m.workers, 2);
+    cr_assert_eq(m.node_slots, 4096 + 3 * 256);
+    cr_assert_eq(m.var_slots, 2 * m.node_slots);
+    cr_assert_eq(m.bag_slots, 2 * (m.node_slots + 4), "with two work-items each bag may hold every redex");
+    cr_assert_eq(m.device.bags, 8 * m.bag_slots);
+    cr_assert_gt(m.host.readback, m.device.nodes + m.device.vars, "the heaps come down to be printed");
+    cr_assert_eq(m.total, m.device.total + m.host.total);
+    cr_assert_eq(inet_estimate(prog, 4096, &cpu, 8).workers, 8, "work_items wins over the default");
+
+    /* a GPU's thousands of work-items share the bound instead of each holding all of it */
+    pgn_device_info gpu = {.type = PGN_DEVICE_GPU, .compute_units = 10};
+    m = inet_estimate(prog, 1u << 20, &gpu, 0);
+    cr_assert_eq(m.workers, 640);
+    cr_assert_leq(m.bag_slots, 2 * m.node_slots + 640 * (1 + 4), "%llu bag slots for %llu nodes",
+                  (unsigned long long)m.bag_slots, (unsigned long long)m.node_slots);
+}
+
+Test(inet_memory, the_bound_is_finite_for_any_max_nodes_and_grows_with_it) {
+    pgn_device_info cpu = {.type = PGN_DEVICE_CPU, .compute_units = 2};
+    const pgn_device_info *where[] = {NULL, &cpu};
+    for (int w = 0; w < 2; w++) {
+        /* the default: a few hundred MiB of heaps; most of the rest would print a normal form as
+         * large as the heap (up to 35 bytes a node) */
+        pgn_inet_memory d = inet_estimate(INET_RUNAWAY, 16777216, where[w], 0);
+        const pgn_inet_memory_part *p = w ? &d.device : &d.host;
+        uint64_t heaps = p->nodes + p->vars + p->bags;
+        cr_assert(heaps >= (256ull << 20) && heaps <= (640ull << 20), "%d: %llu bytes of heaps", w,
+                  (unsigned long long)heaps);
+        cr_assert_lt(d.total, 4ull << 30, "%d: %llu bytes", w, (unsigned long long)d.total);
+        /* the most the spec accepts: the heaps' 29-bit address space binds, tens of GiB */
+        pgn_inet_memory big = inet_estimate(INET_RUNAWAY, 1ull << 31, where[w], 0);
+        cr_assert(big.total >= (32ull << 30) && big.total < (128ull << 30), "%d: %llu bytes", w,
+                  (unsigned long long)big.total);
+        cr_assert_eq(big.node_slots, w ? PGN_INET_VAL_MAX : PGN_INET_VAL_MAX - 1);
+        /* no limit at all is the same address space */
+        pgn_inet_memory none = inet_estimate(INET_RUNAWAY, 0, where[w], 0);
+        cr_assert_eq(none.total, big.total);
+        uint64_t last = 0;
+        for (uint64_t n = 16; n <= (1ull << 31); n *= 4) {
+            uint64_t t = inet_estimate(INET_RUNAWAY, n, where[w], 0).total;
+            cr_assert_geq(t, last, "%d: max_nodes %llu", w, (unsigned long long)n);
+            last = t;
+        }
+    }
+    /* a program that does not parse has no estimate */
+    pgn_inet_spec spec = {.program = "@main = (a", .max_nodes = 16};
+    pgn_inet_memory m;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_inet_memory_estimate(&spec, NULL, &m, &err), -1);
+    cr_assert_str_eq(err.code, "invalid_program");
+}
+
+Test(inet_memory, a_runaway_net_stops_at_max_nodes_within_its_estimate) {
+    pgn_inet_result r;
+    pgn_error err;
+    cr_assert_eq(run_with(INET_RUNAWAY, 4096, &r, &err), -1);
+    cr_assert_str_eq(err.code, "limit_exceeded");
+    cr_assert_str_eq(err.field, "limits.max_nodes");
+    cr_assert(strstr(err.message, "max_nodes: 4096 live nodes reached"), "%s", err.message);
+    cr_assert_null(r.normal_form);
+    cr_assert_eq(r.peak_nodes, 4096);
+    cr_assert_gt(r.peak_bytes, 8 * 4096, "the heap grew to the limit");
+    inet_assert_within(&r, INET_RUNAWAY, 4096, NULL, 0, "runaway");
+}
+
+Test(inet_memory, redexes_without_nodes_never_reach_the_bag) {
+    /* 400,000 of them under a bag of 64 + 4 redexes */
+    pgn_inet_result r;
+    pgn_error err;
+    cr_assert_eq(run_with(INET_VOID_FLOOD, 64, &r, &err), 0, "%s: %s", err.code, err.message);
+    cr_assert_str_eq(r.normal_form, "0");
+    cr_assert_gt(r.interactions, 900000);
+    inet_assert_within(&r, INET_VOID_FLOOD, 64, NULL, 0, "void flood");
+    cr_assert_lt(inet_estimate(INET_VOID_FLOOD, 64, NULL, 0).host.bags, 1024);
+    pgn_inet_result_free(&r);
+}
+
+Test(inet_memory, variables_past_their_cap_fail_on_max_nodes) {
+    /* seven variables (the root's and six) and no node: more than two a node of max_nodes 2 */
+    const char *wires = "@main = a0 & a0 ~ a1 & a1 ~ a2 & a2 ~ a3 & a3 ~ a4 & a4 ~ a5 & a5 ~ *";
+    pgn_inet_result r;
+    pgn_error err;
+    cr_assert_eq(run_with(wires, 2, &r, &err), -1);
+    cr_assert_str_eq(err.code, "limit_exceeded");
+    cr_assert_str_eq(err.field, "limits.max_nodes");
+    cr_assert_str_eq(err.message, "max_nodes: the variable heap is full at 4 variables, the most 2 nodes allow "
+                                  "(after 1 interactions)");
+    inet_assert_within(&r, wires, 2, NULL, 0, "wires");
+    cr_assert_eq(run_with(wires, 3, &r, &err), -1);
+    cr_assert(strstr(err.message, "full at 6 variables, the most 3 nodes allow"), "%s", err.message);
+    /* four are enough */
+    cr_assert_eq(run_with(wires, 4, &r, &err), 0, "%s", err.message);
+    cr_assert_str_eq(r.normal_form, "*");
+    pgn_inet_result_free(&r);
+}
+
+Test(inet_memory, every_example_stays_within_its_estimate) {
+    const char *names[] = {"fib", "tree_sum", "tree_dup", "sort", "loop", "loops", "u24_ops", "i24_ops", "f24_ops"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char file[64];
+        snprintf(file, sizeof file, "%s.hvm", names[i]);
+        char *program = read_example(file);
+        pgn_inet_result r;
+        pgn_error err;
+        cr_assert_eq(run_with(program, 4096, &r, &err), 0, "%s: %s", names[i], err.message);
+        inet_assert_within(&r, program, 4096, NULL, 0, names[i]);
+        pgn_inet_result_free(&r);
+        free(program);
+    }
 }
 
 static bool stop_on_third_poll(void *ctx) { return ++*(int *)ctx >= 3; }

@@ -10,6 +10,7 @@
 #include "engine_helpers.h"
 #include "inet.h"
 #include "inet_gen.h"
+#include "inet_memory_check.h"
 
 static pgn_device *dev;
 
@@ -250,6 +251,85 @@ Test(inet_cl, limits_stop_the_run_and_name_the_limit) {
     cr_assert(strstr(err.message, "timeout_s: 0.05 s reached"), "%s", err.message);
 }
 
+/* ---- memory ------------------------------------------------------------------------------- */
+
+/* Runs text with `workers` work-items under max_nodes: the result (or the stopped run's peaks). */
+static int cl_run_with(const char *text, uint64_t max_nodes, unsigned workers, pgn_inet_result *r, pgn_error *err) {
+    pgn_inet_book *book = parse_ok(text);
+    pgn_inet_limits lim = {.max_nodes = max_nodes};
+    *err = (pgn_error){0};
+    int rc = pgn_inet_run_cl(dev, book, &lim, workers, NULL, r, err);
+    pgn_inet_book_free(book);
+    return rc;
+}
+
+Test(inet_cl, a_runaway_net_stops_at_max_nodes_within_its_estimate) {
+    for (size_t w = 0; w < sizeof worker_counts / sizeof *worker_counts; w++) {
+        pgn_inet_result r;
+        pgn_error err;
+        cr_assert_eq(cl_run_with(INET_RUNAWAY, 4096, worker_counts[w], &r, &err), -1);
+        cr_assert_str_eq(err.code, "limit_exceeded", "%u work-items: %s", worker_counts[w], err.message);
+        cr_assert_str_eq(err.field, "limits.max_nodes");
+        cr_assert(strstr(err.message, "max_nodes: the ") && strstr(err.message, "the most 4096 nodes allow"), "%s",
+                  err.message);
+        cr_assert_null(r.normal_form);
+        cr_assert_gt(r.peak_device_bytes, 8 * 4096, "the heap grew to the limit");
+        inet_assert_within(&r, INET_RUNAWAY, 4096, pgn_device_get_info(dev), worker_counts[w], "runaway");
+    }
+}
+
+Test(inet_cl, redexes_without_nodes_never_reach_the_bags) {
+    char *want = run_host(INET_VOID_FLOOD);
+    pgn_inet_result r;
+    pgn_error err;
+    cr_assert_eq(cl_run_with(INET_VOID_FLOOD, 64, 2, &r, &err), 0, "%s: %s", err.code, err.message);
+    char *got = result_text(&r);
+    cr_assert_str_eq(got, want);
+    inet_assert_within(&r, INET_VOID_FLOOD, 64, pgn_device_get_info(dev), 2, "void flood");
+    pgn_inet_result_free(&r);
+    free(got);
+    free(want);
+}
+
+Test(inet_cl, every_example_stays_within_its_estimate_on_1_2_4_and_64_work_items) {
+    const char *names[] = {"fib", "tree_sum", "tree_dup", "sort", "loop", "loops", "u24_ops", "i24_ops", "f24_ops"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char file[64];
+        snprintf(file, sizeof file, "%s.hvm", names[i]);
+        char *program = read_example(file);
+        for (size_t w = 0; w < sizeof worker_counts / sizeof *worker_counts; w++) {
+            pgn_inet_result r;
+            pgn_error err;
+            cr_assert_eq(cl_run_with(program, 65536, worker_counts[w], &r, &err), 0, "%s: %s", names[i], err.message);
+            inet_assert_within(&r, program, 65536, pgn_device_get_info(dev), worker_counts[w], names[i]);
+            pgn_inet_result_free(&r);
+        }
+        free(program);
+    }
+}
+
+Test(inet_cl, a_bag_past_its_share_is_spread_over_the_others) {
+    /* Each of 6,000 turns leaves a 200-turn loop under the next turn: the worker running the turns
+     * piles them up faster than others take them, past its bag's cap (with 4 work-items, twice a
+     * quarter of the node heap's 9,472 slots: 4,740). Spread over the four bags they fit. */
+    const char *pile = "@work = (?((0 @work) r) r)\n"
+                       "@loop = (?((0 @step) r) r)\n"
+                       "@step = (p r) & @work ~ (200 *) & @loop ~ (p r)\n"
+                       "@main = r & @loop ~ (6000 r)\n";
+    pgn_inet_memory m = inet_estimate(pile, 8192, pgn_device_get_info(dev), 4);
+    cr_assert_eq(m.bag_slots, 4 * 4740);
+    char *want = run_host(pile);
+    pgn_inet_result r;
+    pgn_error err;
+    cr_assert_eq(cl_run_with(pile, 8192, 4, &r, &err), 0, "%s: %s", err.code, err.message);
+    char *got = result_text(&r);
+    cr_assert_str_eq(got, want);
+    inet_assert_within(&r, pile, 8192, pgn_device_get_info(dev), 4, "pile");
+    pgn_inet_result_free(&r);
+    free(got);
+    free(want);
+}
+
 static bool stop_now(void *ctx) { return ++*(int *)ctx >= 2; }
 
 Test(inet_cl, should_stop_cancels_between_launches) {
@@ -272,6 +352,12 @@ Test(inet_cl, an_inet_job_on_a_device_records_its_result_and_device) {
     cr_assert_str_eq(json_string_value(json_object_get(result, "normal_form")), "5");
     cr_assert_eq(json_integer_value(json_object_get(result, "interactions")), 3);
     cr_assert_str_eq(json_string_value(json_object_get(result, "device")), pgn_device_get_info(dev)->id);
+    /* the memory it reached, within what its spec allows on this device */
+    json_int_t peak = json_integer_value(json_object_get(result, "peak_bytes"));
+    pgn_inet_memory m;
+    cr_assert_eq(pgn_inet_memory_estimate(&spec.inet, pgn_device_get_info(dev), &m, &err), 0, "%s", err.message);
+    cr_assert(peak > 0 && (uint64_t)peak <= m.total, "peak_bytes %lld, estimate %llu", (long long)peak,
+              (unsigned long long)m.total);
     json_decref(result);
     pgn_spec_free(&spec);
 }
