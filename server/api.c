@@ -713,6 +713,11 @@ static enum MHD_Result route_api_v1(pgd_server *srv, const pgd_request *req, con
         if (!is_get(req)) return not_allowed(req, "GET, HEAD");
         return pgd_events_reply_all(srv->events, req);
     }
+    if (strcmp(rest, "session") == 0) { /* the browser's cookie (auth.h); the token was checked */
+        if (is_post(req)) return pgd_auth_reply_session(srv->auth, req, true);
+        if (strcmp(req->method, "DELETE") == 0) return pgd_auth_reply_session(srv->auth, req, false);
+        return not_allowed(req, "POST, DELETE");
+    }
     const char *tail = strncmp(rest, "jobs/", 5) == 0 ? strchr(rest + 5, '/') : NULL;
     if (tail && tail > rest + 5 && (strcmp(tail, "/logs") == 0 || strcmp(tail, "/events") == 0))
         return route_job_log_events(srv, req, rest + 5, tail);
@@ -742,11 +747,16 @@ static enum MHD_Result route_api_v1(pgd_server *srv, const pgd_request *req, con
     return not_found(req);
 }
 
-/* "/" is the dashboard; "/<name>" any other embedded web file. */
+/* "/" is the dashboard; "/<name>" any other embedded web file; NULL for any other path. */
+static const pgn_embedded *web_file(const char *path, const char **name) {
+    *name = path[1] ? path + 1 : "index.html";
+    if (path[0] != '/' || strchr(*name, '/')) return NULL;
+    return pgn_embedded_find(pgn_web_sources, *name);
+}
+
 static enum MHD_Result route_web(const pgd_request *req) {
-    const char *name = req->path[1] ? req->path + 1 : "index.html";
-    const pgn_embedded *file = NULL;
-    if (req->path[0] == '/' && !strchr(name, '/')) file = pgn_embedded_find(pgn_web_sources, name);
+    const char *name;
+    const pgn_embedded *file = web_file(req->path, &name);
     if (!file) return not_found(req);
     if (!is_get(req)) return not_allowed(req, "GET, HEAD");
     return pgd_reply_static(req, MHD_HTTP_OK, file->data, file->size, content_type_for(name));
@@ -755,6 +765,10 @@ static enum MHD_Result route_web(const pgd_request *req) {
 static enum MHD_Result handle(void *ctx, const pgd_request *req) {
     pgd_server *srv = ctx;
     const char *path = req->path;
+    /* The dashboard's files hold no data: anyone may load them, so that off loopback the page
+     * comes up and asks for the token. */
+    const char *name;
+    if (web_file(path, &name)) return route_web(req);
     const char *refused = pgd_auth_refusal(srv->auth, req);
     if (refused) return pgd_auth_reply_unauthorized(req, refused);
     if (strncmp(path, "/api/v1/", 8) == 0) return route_api_v1(srv, req, path + 8);

@@ -1,8 +1,9 @@
 /* auth.c: owns paragond's API token: reading it from --token-file or from <data-dir>/token
  * (created on the first start from /dev/urandom), and deciding per request whether a bearer
- * token is needed and whether the one presented is right. Tokens are compared through their
- * SHA-256 digests, byte for byte without an early exit, so the time taken says nothing about
- * how much of a guess was right, nor about the token's length. */
+ * token (or the session cookie derived from it) is needed and whether the one presented is
+ * right. Tokens and cookies are compared through their SHA-256 digests, byte for byte without
+ * an early exit, so the time taken says nothing about how much of a guess was right, nor about
+ * its length. */
 #include "auth.h"
 
 #include "internal.h" /* pgn_sha256 */
@@ -22,12 +23,24 @@
 struct pgd_auth {
     char *path;
     unsigned char digest[32]; /* SHA-256 of the token; the token itself is not kept */
+    char session[PGD_SESSION_HEX_LEN + 1]; /* the session cookie's value */
+    unsigned char session_digest[32];      /* and its SHA-256 */
     bool reads_need_token;
 };
 
 static const char missing_header[] =
     "missing Authorization header: send 'Authorization: Bearer <token>' (paragond prints where "
     "its token file is when it starts)";
+static const char missing_credentials[] =
+    "missing Authorization header: send 'Authorization: Bearer <token>' (paragond prints where "
+    "its token file is when it starts), or from a browser the " PGD_SESSION_COOKIE
+    " cookie that POST /api/v1/session sets";
+static const char cookie_cannot_write[] =
+    "missing Authorization header: only GET and HEAD accept the " PGD_SESSION_COOKIE
+    " cookie; this method needs 'Authorization: Bearer <token>'";
+static const char wrong_session[] =
+    "the " PGD_SESSION_COOKIE " cookie is not valid (was the token changed?): POST "
+    "/api/v1/session with 'Authorization: Bearer <token>' for a new one";
 static const char not_bearer[] =
     "the Authorization header is not a Bearer token: send 'Authorization: Bearer <token>'";
 static const char empty_bearer[] = "the Authorization header has an empty Bearer token";
@@ -42,7 +55,43 @@ static void digest_of(const char *text, size_t len, unsigned char out[32]) {
     pgn_sha256_final(&s, out);
 }
 
-/* Reads and checks the token in path into a->digest. */
+/* HMAC-SHA256 (RFC 2104) over a 64-byte block: a longer key is hashed first. */
+static void hmac_sha256(const char *key, size_t key_len, const char *msg, size_t msg_len,
+                        unsigned char out[32]) {
+    unsigned char k[64] = {0}, pad[64], inner[32];
+    if (key_len > sizeof k)
+        digest_of(key, key_len, k);
+    else
+        memcpy(k, key, key_len);
+    pgn_sha256 s;
+    for (size_t i = 0; i < sizeof pad; i++) pad[i] = k[i] ^ 0x36;
+    pgn_sha256_init(&s);
+    pgn_sha256_update(&s, pad, sizeof pad);
+    pgn_sha256_update(&s, msg, msg_len);
+    pgn_sha256_final(&s, inner);
+    for (size_t i = 0; i < sizeof pad; i++) pad[i] = k[i] ^ 0x5c;
+    pgn_sha256_init(&s);
+    pgn_sha256_update(&s, pad, sizeof pad);
+    pgn_sha256_update(&s, inner, sizeof inner);
+    pgn_sha256_final(&s, out);
+    memset(k, 0, sizeof k);
+    memset(pad, 0, sizeof pad);
+}
+
+/* The session cookie's value and digest from the token (see PGD_SESSION_COOKIE). */
+static void derive_session(pgd_auth *a, const char *token, size_t len) {
+    unsigned char mac[32];
+    hmac_sha256(token, len, PGD_SESSION_LABEL, sizeof PGD_SESSION_LABEL - 1, mac);
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof mac; i++) {
+        a->session[2 * i] = hex[mac[i] >> 4];
+        a->session[2 * i + 1] = hex[mac[i] & 15];
+    }
+    a->session[PGD_SESSION_HEX_LEN] = 0;
+    digest_of(a->session, PGD_SESSION_HEX_LEN, a->session_digest);
+}
+
+/* Reads and checks the token in path into a->digest and the session it stands for. */
 static int read_token(pgd_auth *a, const char *path, pgn_error *err) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -94,7 +143,10 @@ static int read_token(pgd_auth *a, const char *path, pgn_error *err) {
                           path, i + 1);
             ret = -1;
         }
-    if (ret == 0) digest_of(token, len, a->digest);
+    if (ret == 0) {
+        digest_of(token, len, a->digest);
+        derive_session(a, token, len);
+    }
     memset(buf, 0, sizeof buf);
     return ret;
 }
@@ -236,25 +288,41 @@ void pgd_auth_close(pgd_auth *a) {
 
 const char *pgd_auth_token_path(const pgd_auth *a) { return a->path; }
 
+const char *pgd_auth_session(const pgd_auth *a) { return a->session; }
+
 /* ---- requests --------------------------------------------------------------------------- */
 
-/* Whether the presented token is the one we hold. Both sides are reduced to 32-byte digests
- * and every byte is compared: no branch depends on the token's content or its length. */
-static bool token_matches(const pgd_auth *a, const char *token, size_t len) {
+/* Whether the presented secret is the one whose digest we hold. Both sides are reduced to
+ * 32-byte digests and every byte is compared: no branch depends on the secret's content or
+ * its length. */
+static bool digest_matches(const unsigned char want[32], const char *text, size_t len) {
     unsigned char d[32];
-    digest_of(token, len, d);
+    digest_of(text, len, d);
     unsigned diff = 0;
-    for (size_t i = 0; i < sizeof d; i++) diff |= (unsigned)(d[i] ^ a->digest[i]);
+    for (size_t i = 0; i < sizeof d; i++) diff |= (unsigned)(d[i] ^ want[i]);
     return diff == 0;
 }
 
 const char *pgd_auth_refusal(const pgd_auth *a, const pgd_request *req) {
-    bool read = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
+    return pgd_auth_check(a, req->method, req->path,
+                          pgd_request_header(req, MHD_HTTP_HEADER_AUTHORIZATION),
+                          MHD_lookup_connection_value(req->conn, MHD_COOKIE_KIND,
+                                                      PGD_SESSION_COOKIE));
+}
+
+const char *pgd_auth_check(const pgd_auth *a, const char *method, const char *path,
+                           const char *authorization, const char *session) {
+    bool read = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     if (read && !a->reads_need_token) return NULL;
-    if (read && (strcmp(req->path, "/healthz") == 0 || strcmp(req->path, "/readyz") == 0))
-        return NULL;
-    const char *v = pgd_request_header(req, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (!v) return missing_header;
+    if (read && (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0)) return NULL;
+    if (session && !*session) session = NULL; /* "paragon_session=": a cleared cookie */
+    if (!authorization) {
+        if (!read) return session ? cookie_cannot_write : missing_header;
+        if (!session) return missing_credentials;
+        return digest_matches(a->session_digest, session, strlen(session)) ? NULL
+                                                                           : wrong_session;
+    }
+    const char *v = authorization;
     while (*v == ' ' || *v == '\t') v++;
     static const char scheme[] = "Bearer";
     if (strncasecmp(v, scheme, sizeof scheme - 1) != 0) return not_bearer;
@@ -264,7 +332,22 @@ const char *pgd_auth_refusal(const pgd_auth *a, const pgd_request *req) {
     size_t len = strlen(v);
     while (len && (v[len - 1] == ' ' || v[len - 1] == '\t')) len--;
     if (len == 0) return empty_bearer;
-    return token_matches(a, v, len) ? NULL : wrong_token;
+    return digest_matches(a->digest, v, len) ? NULL : wrong_token;
+}
+
+enum MHD_Result pgd_auth_reply_session(const pgd_auth *a, const pgd_request *req, bool open) {
+    /* No Secure attribute: paragond speaks plain HTTP, and a browser keeps no Secure cookie
+     * from it. A TLS-terminating proxy in front of it should add Secure. */
+    char cookie[PGD_SESSION_HEX_LEN + 96];
+    snprintf(cookie, sizeof cookie, "%s=%s; HttpOnly; SameSite=Strict; Path=/%s",
+             PGD_SESSION_COOKIE, open ? a->session : "", open ? "" : "; Max-Age=0");
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_SET_COOKIE, cookie);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    enum MHD_Result r = MHD_queue_response(req->conn, MHD_HTTP_NO_CONTENT, resp);
+    MHD_destroy_response(resp);
+    return r;
 }
 
 enum MHD_Result pgd_auth_reply_unauthorized(const pgd_request *req, const char *why) {

@@ -36,6 +36,7 @@ const st = {
   devicesKey: '',                   // last devices JSON drawn, to skip identical redraws
   versionShown: false,
   downSince: 0,
+  askedToken: false,                // the token box was focused for a refused read
   msgTimer: 0,
 };
 
@@ -46,14 +47,18 @@ class HttpError extends Error {
 }
 
 // The API token (POST and DELETE need it; reads too when paragond listens beyond loopback),
-// kept in this browser's local storage.
+// kept in this browser's local storage. The event streams and the checkpoint link cannot send
+// it, so the token is also traded for a session cookie (POST /api/v1/session) that the server
+// accepts for reads only.
 const TOKEN_KEY = 'paragon.token';
 function token() { try { return localStorage.getItem(TOKEN_KEY) || ''; } catch (_) { return ''; } }
 
+// opts.token: send this token instead of the stored one.
 async function api(path, opts = {}) {
   const ctl = new AbortController();
   const t = setTimeout(() => ctl.abort(), TIMEOUT_MS);
-  const auth = token() ? {Authorization: 'Bearer ' + token()} : {};
+  const tok = opts.token !== undefined ? opts.token : token();
+  const auth = tok ? {Authorization: 'Bearer ' + tok} : {};
   try {
     const res = await fetch(path, {
       ...opts, signal: ctl.signal, cache: 'no-store',
@@ -212,7 +217,14 @@ async function refresh() {
 function setDown(e) {
   const b = $('banner');
   document.body.classList.toggle('stale', !!e);
-  if (!e) { b.hidden = true; st.downSince = 0; return; }
+  if (!e) {
+    b.hidden = true;
+    st.downSince = 0;
+    if (st.askedToken) $('token').closest('label').classList.remove('attention');
+    st.askedToken = false;
+    return;
+  }
+  if (e instanceof HttpError && e.status === 401) { askToken(e.message); return; }
   if (!st.downSince) {
     st.downSince = Date.now();
     const u = $('updated');
@@ -225,6 +237,39 @@ function setDown(e) {
   setText(b, what + ' since ' + since + '. Retrying every ' + RETRY_MS / 1000 +
     ' s; the figures below may be out of date.');
   b.hidden = false;
+}
+
+// Reads answered 401: paragond listens beyond loopback and this browser has no token, or a
+// wrong one. The banner says which; the token box is flagged (and focused the first time).
+function askToken(why) {
+  const b = $('banner');
+  setText(b, (token()
+    ? 'paragond refused the API token saved in this browser'
+    : 'paragond listens beyond loopback, so showing its data needs the API token') +
+    ': paste the contents of its token file (paragond prints where it is; by default data/token) ' +
+    'into "API token" at the top. (' + why + ')');
+  b.hidden = false;
+  const label = $('token').closest('label');
+  label.classList.add('attention');
+  if (!st.askedToken) $('token').focus();
+  st.askedToken = true;
+}
+
+// Trades the token for the session cookie, so that the event streams and the checkpoint link
+// work where reads need the token. A refused token flags the box at once (where reads need the
+// token, the next refresh says why; on loopback, writing would).
+async function openSession() {
+  if (!token()) return;
+  try {
+    const r = await api(API + '/session', {method: 'POST'});
+    if (r.status === 401) $('token').closest('label').classList.add('attention');
+  } catch (_) { /* unreachable: the refresh loop's banner says so */ }
+}
+
+// The token was removed from this browser: the cookie goes too (DELETE needs the old token).
+async function closeSession(old) {
+  if (!old) return;
+  try { await api(API + '/session', {method: 'DELETE', token: old}); } catch (_) { /* best effort */ }
 }
 
 async function loadVersion() {
@@ -1301,6 +1346,7 @@ async function loadBench() {
     return;
   }
   if (seq !== bench.seq) return;                      // the suite changed meanwhile
+  if (r.status === 401) bench.loadedAt = 0;           // again once a token lets reads in
   $('b-exports').hidden = r.status === 404;           // links to a 404 would only mislead
   if (r.ok && r.body && Array.isArray(r.body.rows)) {
     const key = suite + '\n' + r.text;
@@ -1313,6 +1359,7 @@ async function loadBench() {
   benchMsg(r.status === 404
     ? ['This server has no benchmarks export (', el('code', null, 'GET ' + API + '/benchmarks'),
       ' answers 404).']
+    : r.status === 401 ? ['Benchmarks need the API token: see the note at the top.']
     : ['Benchmarks unavailable: ' + errText(r)], r.status === 404 ? '' : 'err');
 }
 
@@ -1606,17 +1653,21 @@ function init() {
   $('run-xor').addEventListener('click', runXor);
   initForm();
   tokenFromFragment();
-  window.addEventListener('hashchange', () => {
+  window.addEventListener('hashchange', async () => {
     if (!/^#token=/.test(location.hash)) return;
     tokenFromFragment();
     $('token').value = token();
+    await openSession();
     refresh();
   });
   const tok = $('token');
   tok.value = token();
-  tok.addEventListener('change', () => {
+  tok.addEventListener('change', async () => {
+    const old = token();
     try { localStorage.setItem(TOKEN_KEY, tok.value.trim()); } catch (_) { /* private mode: this page only */ }
     tok.closest('label').classList.remove('attention');
+    st.askedToken = false;
+    if (token()) await openSession(); else await closeSession(old);
     refresh();
   });
   $('b-suite').addEventListener('change', (e) => setBenchSuite(e.target.value));
@@ -1625,7 +1676,9 @@ function init() {
     if (document.hidden) { clearTimeout(st.timer); st.timer = 0; } else refresh();
   });
   setBenchSuite($('b-suite').value);   // the browser may restore the last suite chosen
-  refresh();
+  // A stored token (or one from #token=) gets its session first: a cookie from an earlier
+  // visit may be gone with the browser's session, or void after a token change.
+  openSession().finally(refresh);
 }
 
 init();

@@ -1,9 +1,12 @@
 // dashboard.mjs: the dashboard in a real browser. Starts paragond on a free port with a fresh
 // database, opens the page in headless Chromium (Debian's, driven by playwright-core; nothing is
 // downloaded), submits the XOR template through the form, and waits until the job is listed,
-// its chart has points from the live event stream, and its state reads succeeded. Saves a
-// screenshot to tests/browser/screenshots/dashboard.png. Run by `meson test` (browser_dashboard);
-// needs `npm ci` in tests/browser (scripts/install-deps.sh --test does it).
+// its chart has points from the live event stream, and its state reads succeeded. Two
+// scenarios: on loopback with the token already saved (as run.sh's #token= link leaves it), and
+// with --host 0.0.0.0 and no token, where the page must ask for it, take it from the token box,
+// and open the session whose cookie lets the event stream and the checkpoint link in. Saves
+// screenshots to tests/browser/screenshots/. Run by `meson test` (browser_dashboard); needs
+// `npm ci` in tests/browser (scripts/install-deps.sh --test does it).
 import {spawn} from 'node:child_process';
 import {mkdtempSync, mkdirSync, readFileSync, rmSync} from 'node:fs';
 import {tmpdir} from 'node:os';
@@ -30,16 +33,16 @@ function fail(msg) {
   process.exit(1);
 }
 
-// paragond on a free port; resolves with its port once it prints its listening line.
-function startServer(dir) {
-  const proc = spawn(paragond, ['--port', '0', '--db', join(dir, 'p.db'), '--data-dir', join(dir, 'data'),
-    '--no-calibration'], {stdio: ['ignore', 'pipe', 'inherit']});
+// paragond on a free port of host; resolves with its port once it prints its listening line.
+function startServer(dir, host) {
+  const proc = spawn(paragond, ['--host', host, '--port', '0', '--db', join(dir, 'p.db'),
+    '--data-dir', join(dir, 'data'), '--no-calibration'], {stdio: ['ignore', 'pipe', 'inherit']});
   return new Promise((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error('paragond did not start')), STEP_MS);
     proc.stdout.on('data', (chunk) => {
       out += chunk;
-      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
+      const m = new RegExp('listening on http://' + host.replace(/\./g, '\\.') + ':(\\d+)').exec(out);
       if (m) {
         clearTimeout(timer);
         resolve({proc, port: Number(m[1])});
@@ -49,28 +52,15 @@ function startServer(dir) {
   });
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'paragon-browser-'));
-let server, browser, failure = null;
-try {
-  server = await startServer(dir);
-  const token = readFileSync(join(dir, 'data', 'token'), 'utf8').trim();
-  browser = await chromium.launch({executablePath: chromiumPath, args: ['--no-sandbox']});
-  const page = await browser.newPage({viewport: {width: 1280, height: 1400}});
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
-  // the token, as a person pastes it into the token box (kept in local storage)
-  await page.addInitScript((t) => localStorage.setItem('paragon.token', t), token);
-  await page.goto(`http://127.0.0.1:${server.port}/`);
-
-  // the XOR template, submitted through the form
+// Submits the XOR template through the form and waits until the job is listed, its chart has
+// points and its state reads succeeded; returns the chart's point count.
+async function trainXor(page) {
   await page.waitForSelector('#template', {timeout: STEP_MS});
   const xor = await page.$eval('#template', (sel) =>
     [...sel.options].find((o) => /xor/i.test(o.textContent + ' ' + o.value))?.value);
   if (!xor) throw new Error('no XOR template in #template');
   await page.selectOption('#template', xor);
   await page.click('#submit-job');
-
-  // the job is listed, its chart gets points and its state reaches succeeded
   await page.waitForSelector('#jobs-body tr', {timeout: STEP_MS});
   await page.waitForFunction(() => {
     const c = document.querySelector('.chart[data-points]');
@@ -78,19 +68,102 @@ try {
   }, null, {timeout: STEP_MS});
   await page.waitForFunction(() => /succeeded/.test(document.querySelector('#job-state')?.textContent || ''),
     null, {timeout: STEP_MS});
-  const points = await page.$eval('.chart[data-points]', (c) => Number(c.getAttribute('data-points')));
+  return page.$eval('.chart[data-points]', (c) => Number(c.getAttribute('data-points')));
+}
 
+// One paragond and one browser page for a scenario; run(page, server, token) does the rest.
+async function scenario(browser, host, name, run) {
+  const dir = mkdtempSync(join(tmpdir(), 'paragon-browser-'));
+  let server, context;
+  try {
+    server = await startServer(dir, host);
+    const token = readFileSync(join(dir, 'data', 'token'), 'utf8').trim();
+    context = await browser.newContext({viewport: {width: 1280, height: 1400}});
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    const said = await run(page, server, token, context);
+    mkdirSync(join(here, 'screenshots'), {recursive: true});
+    await page.screenshot({path: join(here, 'screenshots', name + '.png'), fullPage: true});
+    if (errors.length) throw new Error('page errors: ' + errors.join('; '));
+    console.log('browser test (' + name + '): ' + said + '; screenshot in tests/browser/screenshots/' +
+      name + '.png');
+  } finally {
+    if (context) await context.close();
+    if (server) server.proc.kill('SIGTERM');
+    rmSync(dir, {recursive: true, force: true});
+  }
+}
+
+// On loopback, through the link run.sh prints: the token arrives in the fragment, is kept in
+// local storage, leaves the address, and is traded for the session cookie.
+async function onLoopback(page, server, token, context) {
+  await page.goto(`http://127.0.0.1:${server.port}/#token=${token}`);
+  await page.waitForFunction(() => location.hash === '', null, {timeout: STEP_MS});
+  const kept = await page.evaluate(() => localStorage.getItem('paragon.token'));
+  if (kept !== token) throw new Error('the #token= link did not store the token');
+  const points = await trainXor(page);
+  if (!(await context.cookies()).some((c) => c.name === 'paragon_session'))
+    throw new Error('the #token= link opened no session');
+  return `token from the #token= link, XOR submitted from the form, ${points} chart points, state succeeded`;
+}
+
+// Off loopback, no token saved: the page loads, says it needs the token, takes it from the
+// box, and the job's event stream (which only the session cookie can open) carries the chart.
+async function offLoopback(page, server, token, context) {
+  const streams = [];   // [url, status] of every event stream the page opened
+  page.on('response', (r) => { if (/\/events$/.test(r.url())) streams.push([r.url(), r.status()]); });
+  const res = await page.goto(`http://127.0.0.1:${server.port}/`);
+  if (res.status() !== 200) throw new Error('the page answered ' + res.status() + ' off loopback');
+  await page.waitForFunction(() => {
+    const b = document.querySelector('#banner');
+    return b && !b.hidden && /needs the API token/.test(b.textContent) &&
+      document.querySelector('label.token').classList.contains('attention');
+  }, null, {timeout: STEP_MS});
+  const asked = await page.$eval('#banner', (b) => b.textContent);
+  if (await page.evaluate(() => document.activeElement?.id) !== 'token')
+    throw new Error('the token box does not have the focus');
   mkdirSync(join(here, 'screenshots'), {recursive: true});
-  await page.screenshot({path: join(here, 'screenshots', 'dashboard.png'), fullPage: true});
-  if (errors.length) throw new Error('page errors: ' + errors.join('; '));
-  console.log(`browser test: XOR submitted from the form, ${points} chart points, state succeeded; ` +
-    'screenshot in tests/browser/screenshots/dashboard.png');
+  await page.screenshot({path: join(here, 'screenshots', 'dashboard-asks-token.png')});
+
+  // A wrong token first: the page says it was refused.
+  await page.fill('#token', 'not-the-token-0123456789');
+  await page.press('#token', 'Enter');
+  await page.waitForFunction(() => /refused the API token/.test(document.querySelector('#banner').textContent),
+    null, {timeout: STEP_MS});
+  await page.fill('#token', token);
+  await page.press('#token', 'Enter');
+  await page.waitForFunction(() => document.querySelector('#banner').hidden &&
+    document.querySelector('#devices .device') !== null,
+  null, {timeout: STEP_MS}).catch(async () => {
+    throw new Error('the data did not load after the token was entered; banner: ' +
+      await page.$eval('#banner', (b) => b.hidden ? '(hidden)' : b.textContent));
+  });
+  const cookie = (await context.cookies()).find((c) => c.name === 'paragon_session');
+  if (!cookie || !cookie.httpOnly || cookie.sameSite !== 'Strict' || cookie.value.includes(token))
+    throw new Error('no HttpOnly SameSite=Strict session cookie: ' + JSON.stringify(cookie));
+
+  const points = await trainXor(page);
+  const jobStreams = streams.filter(([u]) => /\/jobs\/\d+\/events$/.test(u));
+  if (!jobStreams.some(([, s]) => s === 200) || streams.some(([, s]) => s !== 200))
+    throw new Error('the job\'s event stream did not open: ' + JSON.stringify(streams));
+  // The checkpoint link, as a click would fetch it: the cookie, no header.
+  const ckpt = await page.$eval('#checkpoint', (a) => fetch(a.href).then(async (r) =>
+    [r.status, (await r.arrayBuffer()).byteLength]));
+  if (ckpt[0] !== 200 || !(ckpt[1] > 0)) throw new Error('checkpoint link: ' + JSON.stringify(ckpt));
+  return `asked "${asked.slice(0, 60)}...", token entered, session cookie set, XOR trained with ` +
+    `${points} chart points over a live stream, checkpoint link ${ckpt[1]} bytes`;
+}
+
+let browser, failure = null;
+try {
+  browser = await chromium.launch({executablePath: chromiumPath, args: ['--no-sandbox']});
+  await scenario(browser, '127.0.0.1', 'dashboard', onLoopback);
+  await scenario(browser, '0.0.0.0', 'dashboard-off-loopback', offLoopback);
 } catch (e) {
   failure = e.stack || String(e);
 } finally {
   if (browser) await browser.close();
-  if (server) server.proc.kill('SIGTERM');
-  rmSync(dir, {recursive: true, force: true});
 }
 if (failure) fail(failure);
-console.log('[====] Synthesis: Tested: 1 | Passing: 1 | Failing: 0 | Crashing: 0');
+console.log('[====] Synthesis: Tested: 2 | Passing: 2 | Failing: 0 | Crashing: 0');
