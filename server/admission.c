@@ -1,7 +1,7 @@
 /* admission.c: owns the limits paragond applies to a submission before storing it: the shape of
- * the JSON body (depth, array length), a model's parameter count, and a train job's estimated
- * device memory against the device it was placed on (the estimate is the engine's,
- * pgn_job_memory_estimate). */
+ * the JSON body (depth, array length), a model's parameter count, and the memory a train or inet
+ * job may take against what holds it (the estimates are the engine's: pgn_job_memory_estimate,
+ * pgn_inet_memory_estimate; the host's memory is what /proc/meminfo calls available). */
 #include "admission.h"
 
 #include <stdarg.h>
@@ -105,18 +105,75 @@ static const char *human_bytes(double b, char *buf, size_t size) {
     return buf;
 }
 
-/* What a device can hold: OpenCL's global memory; for the host pseudo-device, which runs the
- * C reference in our own address space, the machine's physical memory. */
-static double device_bytes(const pgn_device_info *d) {
-    if (d->type != PGN_DEVICE_HOST) return (double)d->global_mem_bytes;
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+/* ---- memory ----------------------------------------------------------------------------- */
+
+int pgd_host_memory_read(pgd_host_memory *out) {
+    *out = (pgd_host_memory){0};
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return -1;
+    char line[256];
+    unsigned long long kb;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) out->total = (double)kb * 1024.0;
+        else if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) out->available = (double)kb * 1024.0;
+    }
+    fclose(f);
+    return out->total > 0 && out->available > 0 ? 0 : -1;
 }
 
-int pgd_admit_job(const pgn_job_spec *spec, const pgn_device_info *placed, pgn_error *err,
-                         json_t **extra) {
-    *extra = NULL;
-    if (spec->kind != PGN_JOB_TRAIN) return 0;
+/* What a job may take of the host's memory: what the kernel says is available now (MemAvailable:
+ * free memory plus what it can reclaim without swapping), less a margin for the server, the
+ * kernel and other jobs starting meanwhile. Not MemTotal: a host busy with other programs has
+ * far less. */
+static double host_usable(const pgd_host_memory *m) {
+    double margin = m->total * PGD_HOST_MEMORY_MARGIN;
+    if (margin < PGD_HOST_MEMORY_MARGIN_MIN) margin = PGD_HOST_MEMORY_MARGIN_MIN;
+    return m->available > margin ? m->available - margin : 0;
+}
+
+/* A limit on one kind of memory, for the messages: how much, and what it is. */
+typedef struct budget {
+    bool known;   /* false: the figure is not known, nothing is judged against it */
+    double bytes;
+    char what[256];
+} budget;
+
+/* The host's part of any job. */
+static budget host_budget(const pgd_host_memory *m) {
+    budget b = {.known = m->available > 0, .bytes = m->available > 0 ? host_usable(m) : 0};
+    char avail[32], margin[32];
+    snprintf(b.what, sizeof b.what, "the host has %s available (MemAvailable %s, less a margin of %s)",
+             human_bytes(b.bytes, (char[32]){0}, 32), human_bytes(m->available, avail, sizeof avail),
+             human_bytes(m->available - b.bytes, margin, sizeof margin));
+    return b;
+}
+
+/* What an OpenCL device can hold of a job's device buffers. Its global memory, which for a GPU is
+ * the board's. On a CPU device (pocl) the buffers are host memory: pocl's figure is its own cap
+ * on allocations, derived at start from the memory the system reported then (less 2 GiB above
+ * 7 GiB, or a quarter below), so it changes from one start to the next (4.9 GiB, then 11.3 GiB on
+ * one machine); what the host has available now is the tighter truth, and the smaller of the
+ * two is used. */
+static budget device_budget(const pgn_device_info *d, const pgd_host_memory *m) {
+    budget b = {.known = d->global_mem_bytes > 0, .bytes = (double)d->global_mem_bytes};
+    char have[32];
+    snprintf(b.what, sizeof b.what, "device %s has %s", d->id, human_bytes(b.bytes, have, sizeof have));
+    if (d->type == PGN_DEVICE_CPU) {
+        budget h = host_budget(m);
+        if (h.known && (!b.known || h.bytes < b.bytes)) {
+            b = h;
+            char tail[sizeof b.what];
+            snprintf(tail, sizeof tail, "%s", strstr(b.what, "has ") ? strstr(b.what, "has ") + 4 : b.what);
+            snprintf(b.what, sizeof b.what, "device %.47s (host memory) has %.180s", d->id, tail);
+        }
+    }
+    return b;
+}
+
+/* ---- one job ---------------------------------------------------------------------------- */
+
+static int admit_train(const pgn_job_spec *spec, const pgn_device_info *placed,
+                       const pgd_host_memory *mem, pgn_error *err, json_t **extra) {
     pgn_memory_estimate m;
     pgn_job_memory_estimate(spec, &m);
     if (m.n_params > PGD_MAX_PARAMS)
@@ -126,21 +183,21 @@ int pgd_admit_job(const pgn_job_spec *spec, const pgn_device_info *placed, pgn_e
                       "out); the limit is %llu",
                       (unsigned long long)m.n_params, (unsigned long long)PGD_MAX_PARAMS);
 
-    double have = device_bytes(placed);
-    if (have <= 0 || m.total <= have) return 0; /* a device that does not say is not judged */
+    /* The host reference keeps everything in this process; a device, in its memory. */
+    budget have = placed->type == PGN_DEVICE_HOST ? host_budget(mem) : device_budget(placed, mem);
+    if (!have.known || m.total <= have.bytes) return 0; /* one that does not say is not judged */
     /* Blame the part that weighs most: the model, the batch or the data. */
     double model = m.params + m.gradients + m.optimizer;
     const char *field = model >= m.activations && model >= m.dataset ? "model.layers"
                         : m.activations >= m.dataset                 ? "batch_size"
                                                                      : "data";
-    char total[32], have_s[32], p[32], g[32], o[32], a[32], d[32];
-    refuse(err, extra, field, "device_memory", (long long)have, (long long)m.total,
-           "%s: the job needs about %s of device memory (parameters %s, gradients %s, "
-           "optimizer state %s, activations %s, dataset %s) but device %s has %s",
+    char total[32], p[32], g[32], o[32], a[32], d[32];
+    refuse(err, extra, field, "device_memory", (long long)have.bytes, (long long)m.total,
+           "%s: the job needs about %s of memory (parameters %s, gradients %s, "
+           "optimizer state %s, activations %s, dataset %s) but %s",
            field, human_bytes(m.total, total, sizeof total), human_bytes(m.params, p, sizeof p),
            human_bytes(m.gradients, g, sizeof g), human_bytes(m.optimizer, o, sizeof o),
-           human_bytes(m.activations, a, sizeof a), human_bytes(m.dataset, d, sizeof d),
-           placed->id, human_bytes(have, have_s, sizeof have_s));
+           human_bytes(m.activations, a, sizeof a), human_bytes(m.dataset, d, sizeof d), have.what);
     json_object_set_new(*extra, "device", json_string(placed->id));
     json_object_set_new(*extra, "estimate",
                         json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "params",
@@ -149,4 +206,59 @@ int pgd_admit_job(const pgn_job_spec *spec, const pgn_device_info *placed, pgn_e
                                   (json_int_t)m.activations, "dataset", (json_int_t)m.dataset,
                                   "total", (json_int_t)m.total));
     return -1;
+}
+
+static json_t *inet_part_json(const pgn_inet_memory_part *p) {
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "nodes", (json_int_t)p->nodes,
+                     "vars", (json_int_t)p->vars, "bags", (json_int_t)p->bags, "tables",
+                     (json_int_t)p->tables, "growth", (json_int_t)p->growth, "book",
+                     (json_int_t)p->book, "workers", (json_int_t)p->workers, "readback",
+                     (json_int_t)p->readback, "total", (json_int_t)p->total);
+}
+
+/* One side of an inet job (its device buffers, or this process's part) against what holds it. */
+static int admit_inet_part(const pgn_job_spec *spec, const pgn_device_info *placed,
+                           const pgn_inet_memory *m, const pgn_inet_memory_part *part,
+                           double need, const budget *have, pgn_error *err, json_t **extra) {
+    if (!have->known || need <= have->bytes) return 0;
+    char total[32], n[32], v[32], b[32], r[32];
+    refuse(err, extra, "limits.max_nodes", "memory", (long long)have->bytes, (long long)need,
+           "limits.max_nodes: %llu nodes may need up to %s (node heap %s, variable heap %s, "
+           "redex bags %s, readback %s, and the rest) but %s; lower limits.max_nodes (the "
+           "reducer never grows past it)",
+           (unsigned long long)spec->inet.max_nodes, human_bytes(need, total, sizeof total),
+           human_bytes((double)part->nodes, n, sizeof n), human_bytes((double)part->vars, v, sizeof v),
+           human_bytes((double)part->bags, b, sizeof b), human_bytes((double)part->readback, r, sizeof r),
+           have->what);
+    json_object_set_new(*extra, "device", json_string(placed->id));
+    json_object_set_new(*extra, "estimate",
+                        json_pack("{s:o, s:o, s:I}", "device", inet_part_json(&m->device), "host",
+                                  inet_part_json(&m->host), "total", (json_int_t)m->total));
+    return -1;
+}
+
+static int admit_inet(const pgn_job_spec *spec, const pgn_device_info *placed,
+                      const pgd_host_memory *mem, pgn_error *err, json_t **extra) {
+    pgn_inet_memory m;
+    if (pgn_inet_memory_estimate(&spec->inet, placed, &m, err) < 0) return -1;
+    budget host = host_budget(mem);
+    if (placed->type == PGN_DEVICE_HOST)
+        return admit_inet_part(spec, placed, &m, &m.host, (double)m.host.total, &host, err, extra);
+    budget dev = device_budget(placed, mem);
+    if (admit_inet_part(spec, placed, &m, &m.device, (double)m.device.total, &dev, err, extra) < 0)
+        return -1;
+    /* On a CPU device both parts are host memory. */
+    double on_host = placed->type == PGN_DEVICE_CPU ? (double)m.total : (double)m.host.total;
+    return admit_inet_part(spec, placed, &m, &m.host, on_host, &host, err, extra);
+}
+
+int pgd_admit_job(const pgn_job_spec *spec, const pgn_device_info *placed,
+                  const pgd_host_memory *mem, pgn_error *err, json_t **extra) {
+    *extra = NULL;
+    switch (spec->kind) {
+    case PGN_JOB_TRAIN: return admit_train(spec, placed, mem, err, extra);
+    case PGN_JOB_INET: return admit_inet(spec, placed, mem, err, extra);
+    case PGN_JOB_BENCH: break; /* its suites' sizes are fixed and small */
+    }
+    return 0;
 }

@@ -1,6 +1,6 @@
 /* admission.h: what paragond refuses before it stores a job: request bodies nested too deeply or
- * holding too long an array, models with too many parameters, and train jobs whose estimated
- * device memory exceeds the placed device's. The queue limit (429) is checked in api.c, where
+ * holding too long an array, models with too many parameters, and train and inet jobs that may
+ * need more memory than the device (or host) they are placed on has. The queue limit (429) is checked in api.c, where
  * the insert is. Every refusal is code "limit_exceeded" with "limit", "max" and "value". */
 #ifndef PGD_ADMISSION_H
 #define PGD_ADMISSION_H
@@ -27,11 +27,27 @@
  * with err set and *extra a new object {"limit","max","line","column"} for the error reply. */
 int pgd_admit_json(const char *body, size_t len, pgn_error *err, json_t **extra);
 
-/* Checks a parsed spec against the parameter limit and, for train jobs, its estimated device
- * memory against placed's (for the host pseudo-device: the machine's physical memory).
- * Returns 0, or -1 with err set (field naming what does not fit) and *extra a new object with
- * the limit, the numbers and, for memory, the estimate's parts in bytes. */
-int pgd_admit_job(const pgn_job_spec *spec, const pgn_device_info *placed, pgn_error *err,
-                         json_t **extra);
+/* The host's memory now, from /proc/meminfo (bytes); -1 when it cannot be read (then nothing is
+ * judged against it). */
+typedef struct pgd_host_memory {
+    double total, available; /* MemTotal, MemAvailable */
+} pgd_host_memory;
+int pgd_host_memory_read(pgd_host_memory *out);
+
+/* What a host job may take is MemAvailable less this share of MemTotal (at least the minimum):
+ * room for paragond, the kernel and what starts meanwhile. */
+#define PGD_HOST_MEMORY_MARGIN 0.05
+#define PGD_HOST_MEMORY_MARGIN_MIN (256.0 * 1024 * 1024)
+
+/* Checks a parsed spec against the parameter limit and the memory it may take against what
+ * holds it: a train job's estimate (pgn_job_memory_estimate), an inet job's bound from
+ * limits.max_nodes (pgn_inet_memory_estimate: the reducers never grow past it). On the host
+ * pseudo-device that is the host's available memory less a margin; on a GPU, the device's global
+ * memory (and the host's for the host-side part); on a CPU device (pocl), whose buffers are host
+ * memory, the smaller of the device's figure and the host's. Returns 0, or -1 with err set (code
+ * "limit_exceeded", field naming what does not fit) and *extra a new object with the limit, both
+ * numbers and the estimate's parts in bytes. */
+int pgd_admit_job(const pgn_job_spec *spec, const pgn_device_info *placed,
+                  const pgd_host_memory *mem, pgn_error *err, json_t **extra);
 
 #endif

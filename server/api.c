@@ -338,7 +338,9 @@ static enum MHD_Result post_job(pgd_server *srv, const pgd_request *req) {
     }
     /* Parameters and device memory: a job that cannot fit is refused now, not failed later
      * (or worse, left to exhaust the device under the jobs beside it). */
-    if (!all && pgd_admit_job(&spec, &placed, &lerr, &extra) < 0) {
+    pgd_host_memory mem;
+    if (pgd_host_memory_read(&mem) < 0) mem = (pgd_host_memory){0}; /* not judged */
+    if (!all && pgd_admit_job(&spec, &placed, &mem, &lerr, &extra) < 0) {
         pgn_spec_free(&spec);
         json_decref(estimate);
         return reply_limit(req, MHD_HTTP_BAD_REQUEST, &lerr, extra, NULL);

@@ -1,6 +1,7 @@
 /* test_admission.c: server/admission.c: the JSON shape check in front of the spec parser
  * (depth, array length, strings and escapes, where it stops) and the per-job checks
- * (parameters, device memory against a device's size, the host's physical memory). */
+ * (parameters, memory against a device's size and the host's available memory, for train and
+ * inet jobs). */
 #include "admission.h"
 
 #include <criterion/criterion.h>
@@ -111,14 +112,17 @@ Test(admission, jobs_past_the_parameter_limit_or_the_device_memory_are_refused) 
                            .global_mem_bytes = 64ull << 20};
     pgn_error err;
     json_t *extra;
+    /* This machine's memory now: the host is judged by what is available. */
+    pgd_host_memory mem;
+    cr_assert_eq(pgd_host_memory_read(&mem), 0);
     pgn_job_spec small = parse("{\"kind\":\"train\",\"data\":{\"source\":\"xor\"},"
                                "\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2]}}");
-    cr_assert_eq(pgd_admit_job(&small, &gpu, &err, &extra), 0, "%s", err.message);
+    cr_assert_eq(pgd_admit_job(&small, &gpu, &mem, &err, &extra), 0, "%s", err.message);
 
     /* 7000 * 7000 + 7000 * 2 > 50M */
     pgn_job_spec big = parse("{\"kind\":\"train\",\"data\":{\"source\":\"xor\"},"
                              "\"model\":{\"type\":\"mlp\",\"layers\":[2,7000,7200,2]}}");
-    cr_assert_eq(pgd_admit_job(&big, &gpu, &err, &extra), -1);
+    cr_assert_eq(pgd_admit_job(&big, &gpu, &mem, &err, &extra), -1);
     cr_assert_str_eq(err.field, "model.layers");
     cr_assert_str_eq(json_string_value(json_object_get(extra, "limit")), "max_params");
     cr_assert_eq(json_integer_value(json_object_get(extra, "value")),
@@ -129,7 +133,7 @@ Test(admission, jobs_past_the_parameter_limit_or_the_device_memory_are_refused) 
     pgn_job_spec model = parse("{\"kind\":\"train\",\"data\":{\"source\":\"xor\"},"
                                "\"model\":{\"type\":\"mlp\",\"layers\":[2,4000,4000,2]},"
                                "\"optimizer\":{\"type\":\"adam\"}}");
-    cr_assert_eq(pgd_admit_job(&model, &gpu, &err, &extra), -1);
+    cr_assert_eq(pgd_admit_job(&model, &gpu, &mem, &err, &extra), -1);
     cr_assert_str_eq(err.field, "model.layers", "the model weighs most: %s", err.message);
     cr_assert(strstr(err.message, "device gpu-test has 64.0 MiB"), "%s", err.message);
     cr_assert_str_eq(json_string_value(json_object_get(extra, "limit")), "device_memory");
@@ -141,14 +145,14 @@ Test(admission, jobs_past_the_parameter_limit_or_the_device_memory_are_refused) 
     /* A small model with a huge batch: the batch is to blame. */
     pgn_job_spec batch = parse("{\"kind\":\"train\",\"data\":{\"source\":\"xor\"},"
                                "\"model\":{\"type\":\"mlp\",\"layers\":[2,4096,2]},\"batch_size\":65536}");
-    cr_assert_eq(pgd_admit_job(&batch, &gpu, &err, &extra), -1);
+    cr_assert_eq(pgd_admit_job(&batch, &gpu, &mem, &err, &extra), -1);
     cr_assert_str_eq(err.field, "batch_size", "%s", err.message);
     json_decref(extra);
 
     /* Fashion-MNIST alone is about 220 MB on the device: the data is to blame. */
     pgn_job_spec data = parse("{\"kind\":\"train\",\"data\":{\"source\":\"fashion-mnist\"},"
                               "\"model\":{\"type\":\"mlp\",\"layers\":[784,16,10]},\"batch_size\":8}");
-    cr_assert_eq(pgd_admit_job(&data, &gpu, &err, &extra), -1);
+    cr_assert_eq(pgd_admit_job(&data, &gpu, &mem, &err, &extra), -1);
     cr_assert_str_eq(err.field, "data", "%s", err.message);
     json_decref(extra);
 
@@ -156,11 +160,86 @@ Test(admission, jobs_past_the_parameter_limit_or_the_device_memory_are_refused) 
      * machine's memory, which holds this job. */
     pgn_device_info unknown = gpu;
     unknown.global_mem_bytes = 0;
-    cr_assert_eq(pgd_admit_job(&data, &unknown, &err, &extra), 0);
+    cr_assert_eq(pgd_admit_job(&data, &unknown, &mem, &err, &extra), 0);
     pgn_device_info host;
     pgn_device_info_host(&host);
-    cr_assert_eq(pgd_admit_job(&data, &host, &err, &extra), 0, "%s", err.message);
-    pgn_job_spec inet = parse("{\"kind\":\"inet\",\"program\":\"@main = 1\"}");
-    cr_assert_eq(pgd_admit_job(&inet, &gpu, &err, &extra), 0);
+    cr_assert_eq(pgd_admit_job(&data, &host, &mem, &err, &extra), 0, "%s", err.message);
+    pgn_job_spec inet = parse("{\"kind\":\"inet\",\"program\":\"@main = 1\","
+                              "\"limits\":{\"max_nodes\":4096}}");
+    cr_assert_eq(pgd_admit_job(&inet, &gpu, &mem, &err, &extra), 0, "%s", err.message);
     pgn_spec_free(&inet);
+}
+
+/* A host with 16 GiB, of which `available` is free now. */
+static pgd_host_memory host_with(double available) {
+    return (pgd_host_memory){.total = 16.0 * (1 << 30), .available = available};
+}
+
+Test(admission, host_jobs_are_judged_by_the_memory_available_now_not_the_total) {
+    pgn_device_info host;
+    pgn_device_info_host(&host);
+    pgn_error err;
+    json_t *extra;
+    /* Fashion-MNIST's ~220 MB fits a host with 4 GiB available, not one with 300 MiB (less the
+     * 819 MiB margin of 5 % of 16 GiB: nothing), whatever its total. */
+    pgn_job_spec data = parse("{\"kind\":\"train\",\"data\":{\"source\":\"fashion-mnist\"},"
+                              "\"model\":{\"type\":\"mlp\",\"layers\":[784,16,10]}}");
+    pgd_host_memory roomy = host_with(4.0 * (1 << 30)), busy = host_with(300.0 * (1 << 20));
+    cr_assert_eq(pgd_admit_job(&data, &host, &roomy, &err, &extra), 0, "%s", err.message);
+    cr_assert_eq(pgd_admit_job(&data, &host, &busy, &err, &extra), -1);
+    cr_assert_str_eq(err.code, "limit_exceeded");
+    cr_assert(strstr(err.message, "MemAvailable 300.0 MiB"), "%s", err.message);
+    cr_assert_str_eq(json_string_value(json_object_get(extra, "limit")), "device_memory");
+    json_decref(extra);
+
+    /* A CPU device's buffers are host memory: pocl's 11.3 GiB does not help a host with 300 MiB
+     * available, and a host with plenty does not lift pocl's own cap. */
+    pgn_device_info cpu = {.id = "cpu-test", .type = PGN_DEVICE_CPU,
+                           .global_mem_bytes = (uint64_t)(11.3 * (1 << 30))};
+    cr_assert_eq(pgd_admit_job(&data, &cpu, &busy, &err, &extra), -1);
+    cr_assert(strstr(err.message, "device cpu-test (host memory) has"), "%s", err.message);
+    json_decref(extra);
+    cr_assert_eq(pgd_admit_job(&data, &cpu, &roomy, &err, &extra), 0, "%s", err.message);
+    cpu.global_mem_bytes = 64u << 20;
+    cr_assert_eq(pgd_admit_job(&data, &cpu, &roomy, &err, &extra), -1);
+    cr_assert(strstr(err.message, "device cpu-test has 64.0 MiB"), "%s", err.message);
+    json_decref(extra);
+}
+
+Test(admission, an_inet_jobs_max_nodes_is_admitted_by_the_memory_it_may_take) {
+    pgn_device_info host;
+    pgn_device_info_host(&host);
+    pgn_error err;
+    json_t *extra;
+    pgd_host_memory mem = host_with(12.0 * (1 << 30));
+    /* The reproducer: a net that doubles forever, allowed 2^31 nodes on the host. */
+    pgn_job_spec fork = parse("{\"kind\":\"inet\",\"device\":\"host\",\"program\":"
+                              "\"@f = (* (r0 r1)) & @f ~ (* r0) & @f ~ (* r1)\\n@main = r & @f ~ (* r)\","
+                              "\"limits\":{\"max_nodes\":2147483648}}");
+    cr_assert_eq(pgd_admit_job(&fork, &host, &mem, &err, &extra), -1);
+    cr_assert_str_eq(err.code, "limit_exceeded");
+    cr_assert_str_eq(err.field, "limits.max_nodes");
+    cr_assert(strstr(err.message, "2147483648 nodes may need up to") && strstr(err.message, "GiB"),
+              "%s", err.message);
+    cr_assert(strstr(err.message, "the host has"), "%s", err.message);
+    cr_assert_str_eq(json_string_value(json_object_get(extra, "limit")), "memory");
+    cr_assert_gt(json_integer_value(json_object_get(extra, "value")),
+                 json_integer_value(json_object_get(extra, "max")), "both numbers, need > have");
+    cr_assert_gt(json_integer_value(json_object_get(json_object_get(extra, "estimate"), "total")), 0);
+    json_decref(extra);
+    pgn_spec_free(&fork);
+
+    /* The defaults fit this host; a thousand nodes fit anything. */
+    pgn_job_spec plain = parse("{\"kind\":\"inet\",\"program\":\"@main = 1\"}");
+    cr_assert_eq(pgd_admit_job(&plain, &host, &mem, &err, &extra), 0, "%s", err.message);
+    /* On a 64 MiB GPU the default heaps do not fit the device: the device part is judged. */
+    pgn_device_info gpu = {.id = "gpu-test", .type = PGN_DEVICE_GPU, .compute_units = 2,
+                           .global_mem_bytes = 64u << 20};
+    cr_assert_eq(pgd_admit_job(&plain, &gpu, &mem, &err, &extra), -1);
+    cr_assert(strstr(err.message, "device gpu-test has 64.0 MiB"), "%s", err.message);
+    json_decref(extra);
+    pgn_spec_free(&plain);
+    pgn_job_spec small = parse("{\"kind\":\"inet\",\"program\":\"@main = 1\",\"limits\":{\"max_nodes\":1024}}");
+    cr_assert_eq(pgd_admit_job(&small, &gpu, &mem, &err, &extra), 0, "%s", err.message);
+    pgn_spec_free(&small);
 }

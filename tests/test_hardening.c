@@ -478,3 +478,49 @@ Test(hardening, metrics_counters_only_grow_and_say_build_outcomes_and_memory) {
     http_response_free(&r);
     stop_server(&s);
 }
+
+/* ---- memory admission ------------------------------------------------------------------- */
+
+/* A net that doubles forever: with 2^31 nodes allowed it used to grow until the OOM killer ended
+ * paragond. */
+#define FORK_PROGRAM "@f = (* (r0 r1)) & @f ~ (* r0) & @f ~ (* r1)\\n@main = r & @f ~ (* r)"
+
+Test(hardening, an_inet_job_that_cannot_fit_is_refused_and_one_that_outgrows_its_limit_fails_alone) {
+    server s = start_server();
+    int64_t before = job_total(&s);
+    static const char *const devices[] = {"host", "cpu"};
+    for (size_t i = 0; i < 2; i++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"kind\":\"inet\",\"device\":\"%s\",\"program\":\"" FORK_PROGRAM "\","
+                 "\"limits\":{\"max_nodes\":2147483648}}",
+                 devices[i]);
+        http_response r = request(&s, "POST", "/api/v1/jobs", json_headers, body);
+        assert_error(&r, 400, "limit_exceeded", "limits.max_nodes");
+        json_t *v = parse_body(&r), *e = json_object_get(v, "error");
+        cr_assert_gt(json_integer_value(json_object_get(e, "value")),
+                     json_integer_value(json_object_get(e, "max")), "%s", r.body);
+        cr_assert(strstr(r.body, "2147483648 nodes may need up to"), "%s", r.body);
+        json_decref(v);
+        http_response_free(&r);
+    }
+    cr_assert_eq(job_total(&s), before, "nothing was stored");
+
+    /* Within its limit it runs until the limit stops it, on its own; the server serves on. */
+    for (size_t i = 0; i < 2; i++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"kind\":\"inet\",\"device\":\"%s\",\"program\":\"" FORK_PROGRAM "\","
+                 "\"limits\":{\"max_nodes\":65536}}",
+                 devices[i]);
+        int64_t id = submit(&s, body);
+        json_t *job = wait_state(&s, id, "failed succeeded", JOB_TIMEOUT_MS);
+        cr_assert_str_eq(str(job, "state"), "failed");
+        json_t *e = json_object_get(job, "error");
+        cr_assert_str_eq(str(e, "code"), "limit_exceeded");
+        cr_assert_str_eq(str(e, "field"), "limits.max_nodes");
+        json_decref(job);
+        json_decref(get_json(&s, "/healthz", 200));
+    }
+    stop_server(&s);
+}
