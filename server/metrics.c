@@ -31,6 +31,7 @@ static const char *const routes[] = {
     "/api/v1/jobs/{id}/checkpoint",
     "/api/v1/benchmarks",
     "/api/v1/events",
+    "/api/v1/session",
 };
 #define N_ROUTES (sizeof routes / sizeof routes[0])
 #define ROUTE_JOB 9 /* "/api/v1/jobs/{id}"; its sub-resources follow it in order */
@@ -72,7 +73,7 @@ static const char *const refusal_names[PGD_REFUSED_REASONS] = {
 /* ---- the request path ------------------------------------------------------------------- */
 
 static size_t route_index(const char *path) {
-    static const size_t exact[] = {1, 3, 4, 5, 6, 7, 8, 15, 16};
+    static const size_t exact[] = {1, 3, 4, 5, 6, 7, 8, 15, 16, 17};
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
         if (strcmp(path, routes[exact[i]]) == 0) return exact[i];
     static const char jobs[] = "/api/v1/jobs/";

@@ -25,6 +25,7 @@ Test(metrics, paths_fall_under_their_route_pattern) {
         {"/api/v1/jobs/42/checkpoint", "/api/v1/jobs/{id}/checkpoint"},
         {"/api/v1/benchmarks", "/api/v1/benchmarks"},
         {"/api/v1/events", "/api/v1/events"},
+        {"/api/v1/session", "/api/v1/session"},
         {"/api/v1/jobs/", "other"},
         {"/api/v1/jobs//metrics", "other"},
         {"/api/v1/jobs/42/nope", "other"},
