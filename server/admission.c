@@ -193,7 +193,7 @@ static int admit_train(const pgn_job_spec *spec, const pgn_device_info *placed,
                                                                      : "data";
     char total[32], p[32], g[32], o[32], a[32], d[32];
     refuse(err, extra, field, "device_memory", (long long)have.bytes, (long long)m.total,
-           "%s: the job needs about %s of memory (parameters %s, gradients %s, "
+           "%s: the job needs about %s of device memory (parameters %s, gradients %s, "
            "optimizer state %s, activations %s, dataset %s) but %s",
            field, human_bytes(m.total, total, sizeof total), human_bytes(m.params, p, sizeof p),
            human_bytes(m.gradients, g, sizeof g), human_bytes(m.optimizer, o, sizeof o),
