@@ -1,6 +1,6 @@
-/* api.c: owns the HTTP API of paragond (routing, request validation, the JSON it answers) and
- * the server's assembly: data dir, device probe, store, scheduler and listener, started and
- * stopped in order. Requests reach handlers through http.c; jobs run in scheduler.c. */
+/* api.c: owns the HTTP API of paragond: the route table (api.h) and its matching, request
+ * validation, and the JSON it answers. Requests reach it through http.c; jobs run in
+ * scheduler.c; server.c assembles the parts. */
 #include "api.h"
 
 #include "auth.h"
@@ -10,6 +10,7 @@
 #include "lock.h"
 #include "admission.h"
 #include "metrics.h"
+#include "prometheus.h"
 #include "scheduler.h"
 #include "store.h"
 
@@ -35,18 +36,16 @@
 #define BENCH_LIMIT_DEFAULT 1000
 #define BENCH_LIMIT_MAX 10000
 
-struct pgd_server {
-    pgd_lock *lock; /* one paragond per database: taken first, released last */
+struct pgd_api {
     pgd_store *store;
     pgd_scheduler *sched;
     pgd_events *events; /* job events: the SSE streams read them */
-    pgd_http *http;
-    char *data_dir;
-    pgn_device_info *devices; /* the OpenCL devices probed at start: what "all" expands to */
-    size_t n_devices;
-    char *version_json; /* GET /api/v1/version never changes while we run */
-    atomic_bool ready;
     pgd_auth *auth;
+    const pgn_device_info *devices; /* the OpenCL devices probed at start: what "all" expands to */
+    size_t n_devices;
+    const char *data_dir;
+    const char *version_json; /* GET /api/v1/version never changes while we run */
+    const atomic_bool *ready;
     int64_t max_queued;
     /* Held from counting the queue to inserting, so concurrent submissions cannot together
      * pass max_queued. Placement and parsing happen outside it. */
@@ -67,17 +66,12 @@ struct pgd_server {
 /* Job kinds that DESIGN.md defines; a list filter on anything else is a typo. */
 static const char *const known_kinds[] = {"train", "inet", "bench"};
 
-static const char healthz_json[] = "{\"status\":\"ok\"}";
-static const char ready_json[] = "{\"ready\":true}";
-static const char not_ready_json[] = "{\"ready\":false}";
 
 /* ---- small helpers ---------------------------------------------------------------------- */
 
 static bool is_get(const pgd_request *req) {
     return strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
 }
-
-static bool is_post(const pgd_request *req) { return strcmp(req->method, "POST") == 0; }
 
 static enum MHD_Result not_allowed(const pgd_request *req, const char *allow) {
     pgn_error err;
@@ -178,9 +172,10 @@ static const char *content_type_for(const char *name) {
 
 /* ---- handlers --------------------------------------------------------------------------- */
 
-static enum MHD_Result get_devices(pgd_server *srv, const pgd_request *req) {
+static enum MHD_Result get_devices(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)id;
     pgn_error err;
-    json_t *devices = pgd_scheduler_devices_json(srv->sched, &err);
+    json_t *devices = pgd_scheduler_devices_json(api->sched, &err);
     if (!devices) return internal_error(req, &err);
     return pgd_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "devices", devices), NULL);
 }
@@ -197,11 +192,11 @@ static void placed_line(char *out, size_t size, const char *device, const char *
         snprintf(out, size, "placed on %s (asked for %s)", device, requested);
 }
 
-static void announce_queued(pgd_server *srv, const pgd_new_job *jobs, size_t n, const int64_t *ids) {
+static void announce_queued(pgd_api *api, const pgd_new_job *jobs, size_t n, const int64_t *ids) {
     for (size_t i = 0; i < n; i++) {
-        pgd_events_job_log_stored(srv->events, ids[i], 1, "info", jobs[i].log_line, jobs[i].log_time);
+        pgd_events_job_log_stored(api->events, ids[i], 1, "info", jobs[i].log_line, jobs[i].log_time);
         pgn_error err;
-        if (pgd_events_job_changed(srv->events, srv->store, ids[i], NULL, &err) < 0)
+        if (pgd_events_job_changed(api->events, api->store, ids[i], NULL, &err) < 0)
             fprintf(stderr, "paragond: job %" PRId64 ": %s\n", ids[i], err.message);
     }
 }
@@ -209,7 +204,7 @@ static void announce_queued(pgd_server *srv, const pgd_new_job *jobs, size_t n, 
 /* Queues spec once per device in targets[0..n) in one transaction; ids[i] is targets[i]'s job.
  * For a spec that asked for "all", each stored spec names its own device, so that it re-runs
  * (`paragon run`, or a restart) as it ran, and device_requested keeps "all". */
-static int insert_jobs(pgd_server *srv, pgn_job_spec *spec, const pgn_device_info *targets,
+static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *targets,
                        const json_t *estimate, size_t n, int64_t *ids, pgn_error *err) {
     char requested[sizeof spec->device];
     snprintf(requested, sizeof requested, "%s", spec->device[0] ? spec->device : "auto");
@@ -247,8 +242,8 @@ static int insert_jobs(pgd_server *srv, pgn_job_spec *spec, const pgn_device_inf
                                    .log_time = logs[made].time};
         made++;
     }
-    if (rc == 0) rc = pgd_store_jobs_insert(srv->store, jobs, n, ids, err);
-    if (rc == 0) announce_queued(srv, jobs, n, ids);
+    if (rc == 0) rc = pgd_store_jobs_insert(api->store, jobs, n, ids, err);
+    if (rc == 0) announce_queued(api, jobs, n, ids);
     for (size_t i = 0; i < made; i++) json_decref((json_t *)jobs[i].spec);
     free(jobs);
     free(logs);
@@ -264,10 +259,10 @@ static enum MHD_Result reply_limit(const pgd_request *req, unsigned status, cons
 }
 
 /* Jobs queued now, on every device. */
-static int queued_jobs(pgd_server *srv, int64_t *queued, pgn_error *err) {
+static int queued_jobs(pgd_api *api, int64_t *queued, pgn_error *err) {
     json_t *counts;
     *queued = 0;
-    if (pgd_store_queued_counts(srv->store, &counts, err) < 0) return -1;
+    if (pgd_store_queued_counts(api->store, &counts, err) < 0) return -1;
     const char *device;
     json_t *n;
     json_object_foreach(counts, device, n) *queued += json_integer_value(n);
@@ -277,22 +272,23 @@ static int queued_jobs(pgd_server *srv, int64_t *queued, pgn_error *err) {
 
 /* Whether n more jobs fit under max_queued: 0 yes, 1 no, -1 when the store cannot say.
  * *queued is the count judged by. The caller holds submit_lock until it has inserted. */
-static int queue_room(pgd_server *srv, size_t n, int64_t *queued, pgn_error *err) {
+static int queue_room(pgd_api *api, size_t n, int64_t *queued, pgn_error *err) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     int64_t now_ns = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
-    if (srv->queued_bound + (int64_t)n > srv->max_queued ||
-        now_ns - srv->queued_read_ns > QUEUED_RECOUNT_NS) {
+    if (api->queued_bound + (int64_t)n > api->max_queued ||
+        now_ns - api->queued_read_ns > QUEUED_RECOUNT_NS) {
         int64_t counted;
-        if (queued_jobs(srv, &counted, err) < 0) return -1;
-        srv->queued_bound = counted;
-        srv->queued_read_ns = now_ns;
+        if (queued_jobs(api, &counted, err) < 0) return -1;
+        api->queued_bound = counted;
+        api->queued_read_ns = now_ns;
     }
-    *queued = srv->queued_bound;
-    return *queued + (int64_t)n > srv->max_queued ? 1 : 0;
+    *queued = api->queued_bound;
+    return *queued + (int64_t)n > api->max_queued ? 1 : 0;
 }
 
-static enum MHD_Result post_job(pgd_server *srv, const pgd_request *req) {
+static enum MHD_Result post_job(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)id;
     if (!is_json_media_type(pgd_request_header(req, MHD_HTTP_HEADER_CONTENT_TYPE))) {
         const char *ct = pgd_request_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
         return pgd_reply_error(req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
@@ -332,7 +328,7 @@ static enum MHD_Result post_job(pgd_server *srv, const pgd_request *req) {
     bool all = strcmp(spec.device, "all") == 0;
     pgn_device_info placed;
     json_t *estimate = NULL;
-    if (!all && pgd_scheduler_place_job(srv->sched, &spec, &placed, &estimate, &err) < 0) {
+    if (!all && pgd_scheduler_place_job(api->sched, &spec, &placed, &estimate, &err) < 0) {
         pgn_spec_free(&spec);
         return pgd_reply_pgn_error(req, MHD_HTTP_BAD_REQUEST, &err, NULL, NULL);
     }
@@ -345,21 +341,21 @@ static enum MHD_Result post_job(pgd_server *srv, const pgd_request *req) {
         json_decref(estimate);
         return reply_limit(req, MHD_HTTP_BAD_REQUEST, &lerr, extra, NULL);
     }
-    const pgn_device_info *targets = all ? srv->devices : &placed;
-    size_t n = all ? srv->n_devices : 1; /* >= 1: the server does not start without a device */
+    const pgn_device_info *targets = all ? api->devices : &placed;
+    size_t n = all ? api->n_devices : 1; /* >= 1: the server does not start without a device */
     int64_t *ids = calloc(n, sizeof *ids);
     int64_t queued = 0;
     bool full = false;
-    pthread_mutex_lock(&srv->submit_lock);
-    rc = ids ? queue_room(srv, n, &queued, &err) : -1;
+    pthread_mutex_lock(&api->submit_lock);
+    rc = ids ? queue_room(api, n, &queued, &err) : -1;
     full = rc == 1;
     if (rc == 0) {
-        pgd_scheduler_admit_lock(srv->sched);
-        rc = insert_jobs(srv, &spec, targets, estimate, n, ids, &err);
-        pgd_scheduler_admit_unlock(srv->sched);
+        pgd_scheduler_admit_lock(api->sched);
+        rc = insert_jobs(api, &spec, targets, estimate, n, ids, &err);
+        pgd_scheduler_admit_unlock(api->sched);
     }
-    if (rc == 0) srv->queued_bound += (int64_t)n;
-    pthread_mutex_unlock(&srv->submit_lock);
+    if (rc == 0) api->queued_bound += (int64_t)n;
+    pthread_mutex_unlock(&api->submit_lock);
     json_decref(estimate);
     if (!ids) pgn_error_set(&err, "internal", "", "out of memory");
     pgn_spec_free(&spec);
@@ -369,9 +365,9 @@ static enum MHD_Result post_job(pgd_server *srv, const pgd_request *req) {
         pgn_error_set(&lerr, "queue_full", "",
                       "the queue is full: %" PRId64 " jobs are queued and the limit is %" PRId64
                       " (--max-queued); retry after a few finish",
-                      queued, srv->max_queued);
+                      queued, api->max_queued);
         extra = json_pack("{s:s, s:I, s:I}", "limit", "max_queued", "max",
-                          (json_int_t)srv->max_queued, "value", (json_int_t)queued);
+                          (json_int_t)api->max_queued, "value", (json_int_t)queued);
         const pgd_header h[] = {{MHD_HTTP_HEADER_RETRY_AFTER, QUEUE_FULL_RETRY_AFTER_S},
                                 {NULL, NULL}};
         return reply_limit(req, MHD_HTTP_TOO_MANY_REQUESTS, &lerr, extra, h);
@@ -379,8 +375,8 @@ static enum MHD_Result post_job(pgd_server *srv, const pgd_request *req) {
 
     json_t *obj = NULL;
     if (rc == 0) {
-        for (size_t i = 0; i < n; i++) pgd_scheduler_notify(srv->sched, targets[i].id);
-        rc = pgd_store_job_get(srv->store, ids[0], true, &obj, &err);
+        for (size_t i = 0; i < n; i++) pgd_scheduler_notify(api->sched, targets[i].id);
+        rc = pgd_store_job_get(api->store, ids[0], true, &obj, &err);
     }
     if (rc == 0 && all) {
         json_t *list = json_array();
@@ -401,7 +397,8 @@ static enum MHD_Result bad_param(const pgd_request *req, const char *name, const
                            "%s: '%s' is not %s", name, value, want);
 }
 
-static enum MHD_Result list_jobs(pgd_server *srv, const pgd_request *req) {
+static enum MHD_Result list_jobs(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)id;
     pgd_job_filter f = {.limit = LIST_LIMIT_DEFAULT, .offset = 0};
     const char *v;
     if ((v = query(req, "limit")) && !parse_count(v, &f.limit))
@@ -423,7 +420,7 @@ static enum MHD_Result list_jobs(pgd_server *srv, const pgd_request *req) {
     json_t *jobs;
     int64_t total;
     pgn_error err;
-    if (pgd_store_jobs_list(srv->store, &f, &jobs, &total, &err) < 0)
+    if (pgd_store_jobs_list(api->store, &f, &jobs, &total, &err) < 0)
         return internal_error(req, &err);
     return pgd_reply_json(req, MHD_HTTP_OK,
                           json_pack("{s:o, s:I, s:I, s:I}", "jobs", jobs, "total",
@@ -437,10 +434,10 @@ static enum MHD_Result job_missing(const pgd_request *req, const char *id_text) 
                            id_text);
 }
 
-static enum MHD_Result get_job(pgd_server *srv, const pgd_request *req, int64_t id) {
+static enum MHD_Result get_job(pgd_api *api, const pgd_request *req, int64_t id) {
     json_t *job;
     pgn_error err;
-    if (pgd_store_job_get(srv->store, id, true, &job, &err) < 0) {
+    if (pgd_store_job_get(api->store, id, true, &job, &err) < 0) {
         if (strcmp(err.code, "not_found") == 0)
             return pgd_reply_pgn_error(req, MHD_HTTP_NOT_FOUND, &err, NULL, NULL);
         return internal_error(req, &err);
@@ -448,7 +445,7 @@ static enum MHD_Result get_job(pgd_server *srv, const pgd_request *req, int64_t 
     return pgd_reply_json(req, MHD_HTTP_OK, job, NULL);
 }
 
-static enum MHD_Result get_metrics(pgd_server *srv, const pgd_request *req, int64_t id) {
+static enum MHD_Result get_metrics(pgd_api *api, const pgd_request *req, int64_t id) {
     const char *name = query(req, "name");
     const char *after = query(req, "after_step");
     int64_t after_step = 0;
@@ -456,7 +453,7 @@ static enum MHD_Result get_metrics(pgd_server *srv, const pgd_request *req, int6
         return bad_param(req, "after_step", after, "an integer");
     json_t *metrics;
     pgn_error err;
-    if (pgd_store_metrics_list(srv->store, id, name, after != NULL, after_step, &metrics, &err) <
+    if (pgd_store_metrics_list(api->store, id, name, after != NULL, after_step, &metrics, &err) <
         0) {
         if (strcmp(err.code, "not_found") == 0)
             return pgd_reply_pgn_error(req, MHD_HTTP_NOT_FOUND, &err, NULL, NULL);
@@ -478,10 +475,10 @@ static enum MHD_Result job_error(const pgd_request *req, const pgn_error *err) {
 
 /* POST /api/v1/jobs/{id}/cancel: 200 with the job when it is cancelled now (it was queued),
  * 202 when it stops at its next step boundary (it is running). */
-static enum MHD_Result cancel_job(pgd_server *srv, const pgd_request *req, int64_t id) {
+static enum MHD_Result cancel_job(pgd_api *api, const pgd_request *req, int64_t id) {
     json_t *job;
     pgn_error err;
-    if (pgd_scheduler_cancel(srv->sched, id, &job, &err) < 0) return job_error(req, &err);
+    if (pgd_scheduler_cancel(api->sched, id, &job, &err) < 0) return job_error(req, &err);
     bool ended = strcmp(json_string_value(json_object_get(job, "state")), "cancelled") == 0;
     return pgd_reply_json(req, ended ? MHD_HTTP_OK : MHD_HTTP_ACCEPTED, job, NULL);
 }
@@ -494,11 +491,11 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 /* DELETE /api/v1/jobs/{id}: a finished job's rows go in one transaction, then its files. Files
  * that cannot be removed are reported on stderr, not to the client: the job is gone either way
  * and a retry could only answer 404. */
-static enum MHD_Result delete_job(pgd_server *srv, const pgd_request *req, int64_t id) {
+static enum MHD_Result delete_job(pgd_api *api, const pgd_request *req, int64_t id) {
     pgn_error err;
-    if (pgd_store_job_delete(srv->store, id, &err) < 0) return job_error(req, &err);
+    if (pgd_store_job_delete(api->store, id, &err) < 0) return job_error(req, &err);
     char dir[PGN_PATH_MAX * 2];
-    pgd_scheduler_job_dir(srv->sched, id, dir, sizeof dir);
+    pgd_scheduler_job_dir(api->sched, id, dir, sizeof dir);
     if (nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
         fprintf(stderr, "paragond: job %lld is deleted but not all of %s could be removed: %s\n",
                 (long long)id, dir, strerror(errno));
@@ -527,11 +524,11 @@ static bool iso_ms(const char *text, int64_t *ms) {
  * the data dir is opened with O_NOFOLLOW, then the file, which must be a regular file (a link
  * planted there could otherwise serve /etc/passwd). Returns the fd with *st, or -1 with errno
  * (ENOENT for missing, ELOOP/ENOTDIR/EINVAL for something that is not a plain file there). */
-static int open_job_file(const pgd_server *srv, int64_t id, const char *name, struct stat *st) {
+static int open_job_file(const pgd_api *api, int64_t id, const char *name, struct stat *st) {
     char id_text[24];
     snprintf(id_text, sizeof id_text, "%lld", (long long)id);
     const char *const parts[] = {"jobs", id_text};
-    int dir = open(srv->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dir = open(api->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     for (size_t i = 0; i < 2 && dir >= 0; i++) {
         int next = openat(dir, parts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int saved = errno;
@@ -557,14 +554,14 @@ static int open_job_file(const pgd_server *srv, int64_t id, const char *name, st
  * replaces it by rename, so the open file stays one whole checkpoint while it is sent. Only a
  * file the job wrote is served: one older than the job (left by an earlier job with this id
  * under a database started afresh) is not, nor anything that is not a plain file. */
-static enum MHD_Result get_checkpoint(pgd_server *srv, const pgd_request *req, int64_t id) {
+static enum MHD_Result get_checkpoint(pgd_api *api, const pgd_request *req, int64_t id) {
     json_t *job;
     pgn_error err;
-    if (pgd_store_job_get(srv->store, id, false, &job, &err) < 0) return job_error(req, &err);
+    if (pgd_store_job_get(api->store, id, false, &job, &err) < 0) return job_error(req, &err);
     const char *kind = json_string_value(json_object_get(job, "kind"));
     bool train = kind && strcmp(kind, "train") == 0;
     struct stat st;
-    int fd = train ? open_job_file(srv, id, PGN_CHECKPOINT_FILE, &st) : -1;
+    int fd = train ? open_job_file(api, id, PGN_CHECKPOINT_FILE, &st) : -1;
     int open_errno = errno;
     int64_t created_ms;
     if (fd >= 0 && iso_ms(str_of(job, "created_at"), &created_ms) &&
@@ -623,7 +620,8 @@ static void suite_names(char *out, size_t size) {
 /* GET /api/v1/benchmarks?suite=&device=&format=json|csv&limit=: the newest `limit` rows,
  * oldest first. CSV is one suite's table (Paragon-Py's columns for mlp-forward), so it needs a
  * suite; JSON may mix suites. */
-static enum MHD_Result get_benchmarks(pgd_server *srv, const pgd_request *req) {
+static enum MHD_Result get_benchmarks(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)id;
     const char *suite = query(req, "suite");
     const char *device = query(req, "device");
     const char *format = query(req, "format");
@@ -647,7 +645,7 @@ static enum MHD_Result get_benchmarks(pgd_server *srv, const pgd_request *req) {
 
     json_t *rows;
     pgn_error err;
-    if (pgd_store_bench_list(srv->store, suite, device, limit, &rows, &err) < 0)
+    if (pgd_store_bench_list(api->store, suite, device, limit, &rows, &err) < 0)
         return internal_error(req, &err);
     if (!csv) return pgd_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "rows", rows), NULL);
 
@@ -664,317 +662,256 @@ static enum MHD_Result get_benchmarks(pgd_server *srv, const pgd_request *req) {
 }
 
 /* GET /metrics: the Prometheus text exposition (metrics.c). */
-static enum MHD_Result get_prometheus(pgd_server *srv, const pgd_request *req) {
+static enum MHD_Result get_prometheus(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)id;
     pgn_error err;
-    char *text = pgd_metrics_render(srv->store, srv->sched, &err);
+    char *text = pgd_prometheus_render(api->store, api->sched, &err);
     if (!text) return internal_error(req, &err);
     return pgd_reply_text(req, MHD_HTTP_OK, text, PGD_METRICS_CONTENT_TYPE, NULL);
 }
 
-/* ---- routing ---------------------------------------------------------------------------- */
+/* ---- small routes ----------------------------------------------------------------------- */
 
-/* jobs/{id}/logs and jobs/{id}/events; id_text runs up to tail ("/logs" or "/events"). */
-static enum MHD_Result route_job_log_events(pgd_server *srv, const pgd_request *req,
-                                            const char *id_text, const char *tail) {
-    if (!is_get(req)) return not_allowed(req, "GET, HEAD");
-    char text[32];
-    size_t id_len = (size_t)(tail - id_text);
-    if (id_len >= sizeof text) id_len = sizeof text - 1;
-    memcpy(text, id_text, id_len);
-    text[id_len] = 0;
-    int64_t id;
-    if (!parse_count(text, &id) || id == 0) return job_missing(req, text);
-    if (strcmp(tail, "/events") == 0) return pgd_events_reply_job(srv->events, req, id);
+static const char healthz_json[] = "{\"status\":\"ok\"}";
+static const char ready_json[] = "{\"ready\":true}";
+static const char not_ready_json[] = "{\"ready\":false}";
+
+static enum MHD_Result get_healthz(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)api, (void)id;
+    return pgd_reply_static(req, MHD_HTTP_OK, healthz_json, sizeof healthz_json - 1,
+                            "application/json");
+}
+
+static enum MHD_Result get_readyz(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)id;
+    if (atomic_load(api->ready))
+        return pgd_reply_static(req, MHD_HTTP_OK, ready_json, sizeof ready_json - 1,
+                                "application/json");
+    return pgd_reply_static(req, MHD_HTTP_SERVICE_UNAVAILABLE, not_ready_json,
+                            sizeof not_ready_json - 1, "application/json");
+}
+
+static enum MHD_Result get_version(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)id;
+    return pgd_reply_static(req, MHD_HTTP_OK, api->version_json, strlen(api->version_json),
+                            "application/json");
+}
+
+static enum MHD_Result get_events(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)id;
+    return pgd_events_reply_all(api->events, req);
+}
+
+static enum MHD_Result get_job_events(pgd_api *api, const pgd_request *req, int64_t id) {
+    return pgd_events_reply_job(api->events, req, id);
+}
+
+static enum MHD_Result get_job_logs(pgd_api *api, const pgd_request *req, int64_t id) {
     const char *v = query(req, "after");
     int64_t after = 0;
     if (v && !parse_count(v, &after)) return bad_param(req, "after", v, "a non-negative integer");
-    return pgd_events_reply_logs(srv->store, req, id, after);
+    return pgd_events_reply_logs(api->store, req, id, after);
 }
 
-/* rest is what follows "/api/v1/". */
-static enum MHD_Result route_api_v1(pgd_server *srv, const pgd_request *req, const char *rest) {
-    if (strcmp(rest, "version") == 0) {
-        if (!is_get(req)) return not_allowed(req, "GET, HEAD");
-        return pgd_reply_static(req, MHD_HTTP_OK, srv->version_json, strlen(srv->version_json),
-                                "application/json");
-    }
-    if (strcmp(rest, "devices") == 0) {
-        if (!is_get(req)) return not_allowed(req, "GET, HEAD");
-        return get_devices(srv, req);
-    }
-    if (strcmp(rest, "jobs") == 0) {
-        if (is_get(req)) return list_jobs(srv, req);
-        if (is_post(req)) return post_job(srv, req);
-        return not_allowed(req, "GET, HEAD, POST");
-    }
-    if (strcmp(rest, "benchmarks") == 0) {
-        if (!is_get(req)) return not_allowed(req, "GET, HEAD");
-        return get_benchmarks(srv, req);
-    }
-    if (strcmp(rest, "events") == 0) {
-        if (!is_get(req)) return not_allowed(req, "GET, HEAD");
-        return pgd_events_reply_all(srv->events, req);
-    }
-    if (strcmp(rest, "session") == 0) { /* the browser's cookie (auth.h); the token was checked */
-        if (is_post(req)) return pgd_auth_reply_session(srv->auth, req, true);
-        if (strcmp(req->method, "DELETE") == 0) return pgd_auth_reply_session(srv->auth, req, false);
-        return not_allowed(req, "POST, DELETE");
-    }
-    const char *tail = strncmp(rest, "jobs/", 5) == 0 ? strchr(rest + 5, '/') : NULL;
-    if (tail && tail > rest + 5 && (strcmp(tail, "/logs") == 0 || strcmp(tail, "/events") == 0))
-        return route_job_log_events(srv, req, rest + 5, tail);
-    if (strncmp(rest, "jobs/", 5) == 0) {
-        const char *id_text = rest + 5;
-        const char *slash = strchr(id_text, '/');
-        size_t id_len = slash ? (size_t)(slash - id_text) : strlen(id_text);
-        const char *sub = slash ? slash : "";
-        bool cancel = strcmp(sub, "/cancel") == 0, checkpoint = strcmp(sub, "/checkpoint") == 0;
-        if (id_len == 0 || (*sub && strcmp(sub, "/metrics") != 0 && !cancel && !checkpoint))
-            return not_found(req);
-        if (cancel && !is_post(req)) return not_allowed(req, "POST");
-        bool delete = !*sub && strcmp(req->method, "DELETE") == 0;
-        if (!cancel && !delete && !is_get(req))
-            return not_allowed(req, *sub ? "GET, HEAD" : "GET, HEAD, DELETE");
-        char text[32];
-        int64_t id;
-        if (id_len >= sizeof text) id_len = sizeof text - 1;
-        memcpy(text, id_text, id_len);
-        text[id_len] = 0;
-        if (!parse_count(text, &id) || id == 0) return job_missing(req, text);
-        if (cancel) return cancel_job(srv, req, id);
-        if (delete) return delete_job(srv, req, id);
-        if (checkpoint) return get_checkpoint(srv, req, id);
-        return *sub ? get_metrics(srv, req, id) : get_job(srv, req, id);
-    }
-    return not_found(req);
+/* The browser's session cookie (auth.h); the request's token was checked on the way in. */
+static enum MHD_Result post_session(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)id;
+    return pgd_auth_reply_session(api->auth, req, true);
 }
 
-/* "/" is the dashboard; "/<name>" any other embedded web file; NULL for any other path. */
-static const pgn_embedded *web_file(const char *path, const char **name) {
-    *name = path[1] ? path + 1 : "index.html";
-    if (path[0] != '/' || strchr(*name, '/')) return NULL;
-    return pgn_embedded_find(pgn_web_sources, *name);
+static enum MHD_Result delete_session(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)id;
+    return pgd_auth_reply_session(api->auth, req, false);
 }
 
-static enum MHD_Result route_web(const pgd_request *req) {
-    const char *name;
-    const pgn_embedded *file = web_file(req->path, &name);
-    if (!file) return not_found(req);
-    if (!is_get(req)) return not_allowed(req, "GET, HEAD");
+/* "/" is the dashboard; "/<name>" any other embedded web file. */
+static enum MHD_Result get_web_file(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)api, (void)id;
+    const char *name = req->path[1] ? req->path + 1 : "index.html";
+    const pgn_embedded *file = pgn_embedded_find(pgn_web_sources, name);
+    if (!file) return not_found(req); /* not reached: the route matched an embedded file */
     return pgd_reply_static(req, MHD_HTTP_OK, file->data, file->size, content_type_for(name));
 }
 
-static enum MHD_Result handle(void *ctx, const pgd_request *req) {
-    pgd_server *srv = ctx;
-    const char *path = req->path;
+/* ---- the route table -------------------------------------------------------------------- */
+
+/* Matching order: the first route whose pattern matches a path decides which routes answer it
+ * (by method: GET also answers HEAD; another method is a 405 listing them). Patterns' segments
+ * are literal, or {id} (a non-empty segment; a job id, parsed after the method is known, so a
+ * bad one is a 404 naming it) or {file} (an embedded web file). The README's API table lists
+ * exactly these (tests/test_api_routes.c). */
+static const pgd_route routes[] = {
+    {"GET", "/", get_web_file, PGD_ROUTE_OPEN},
+    {"GET", "/healthz", get_healthz, PGD_ROUTE_OPEN},
+    {"GET", "/readyz", get_readyz, PGD_ROUTE_OPEN},
+    {"GET", "/metrics", get_prometheus, PGD_ROUTE_TOKEN},
+    {"GET", "/api/v1/version", get_version, PGD_ROUTE_TOKEN},
+    {"GET", "/api/v1/devices", get_devices, PGD_ROUTE_TOKEN},
+    {"GET", "/api/v1/jobs", list_jobs, PGD_ROUTE_TOKEN},
+    {"POST", "/api/v1/jobs", post_job, PGD_ROUTE_TOKEN},
+    {"GET", "/api/v1/jobs/{id}", get_job, PGD_ROUTE_TOKEN},
+    {"DELETE", "/api/v1/jobs/{id}", delete_job, PGD_ROUTE_TOKEN},
+    {"GET", "/api/v1/jobs/{id}/metrics", get_metrics, PGD_ROUTE_TOKEN},
+    {"POST", "/api/v1/jobs/{id}/cancel", cancel_job, PGD_ROUTE_TOKEN},
+    {"GET", "/api/v1/jobs/{id}/logs", get_job_logs, PGD_ROUTE_TOKEN},
+    {"GET", "/api/v1/jobs/{id}/events", get_job_events, PGD_ROUTE_TOKEN},
+    {"GET", "/api/v1/jobs/{id}/checkpoint", get_checkpoint, PGD_ROUTE_TOKEN},
+    {"GET", "/api/v1/benchmarks", get_benchmarks, PGD_ROUTE_TOKEN},
+    {"GET", "/api/v1/events", get_events, PGD_ROUTE_TOKEN},
+    {"POST", "/api/v1/session", post_session, PGD_ROUTE_TOKEN},
+    {"DELETE", "/api/v1/session", delete_session, PGD_ROUTE_TOKEN},
     /* The dashboard's files hold no data: anyone may load them, so that off loopback the page
      * comes up and asks for the token. */
-    const char *name;
-    if (web_file(path, &name)) return route_web(req);
-    const char *refused = pgd_auth_refusal(srv->auth, req);
-    if (refused) return pgd_auth_reply_unauthorized(req, refused);
-    if (strncmp(path, "/api/v1/", 8) == 0) return route_api_v1(srv, req, path + 8);
-    if (strcmp(path, "/metrics") == 0) {
-        if (!is_get(req)) return not_allowed(req, "GET, HEAD");
-        return get_prometheus(srv, req);
+    {"GET", "/{file}", get_web_file, PGD_ROUTE_OPEN},
+};
+#define N_ROUTES (sizeof routes / sizeof routes[0])
+
+const pgd_route *pgd_api_routes(size_t *n) {
+    *n = N_ROUTES;
+    return routes;
+}
+
+/* How a {file} segment is judged: as a route, it must name an embedded file; as a metrics
+ * label, any single segment not starting with "api" takes it, so that label sets stay small
+ * without looking files up. */
+typedef enum { MATCH_ROUTE, MATCH_LABEL } match_mode;
+
+/* Whether path matches pattern; *id_text and *id_len receive the {id} segment when it has one. */
+static bool match(const char *pattern, const char *path, match_mode mode, const char **id_text,
+                  size_t *id_len) {
+    const char *p = pattern, *s = path;
+    while (*p) {
+        if (*p == '{') {
+            const char *close = strchr(p, '}');
+            size_t len = strcspn(s, "/");
+            if (!close || len == 0) return false;
+            if (!strncmp(p, "{id}", 4)) {
+                *id_text = s;
+                *id_len = len;
+            } else if (mode == MATCH_LABEL) {
+                if (!strncmp(s, "api", 3)) return false;
+            } else {
+                char name[128];
+                if (len >= sizeof name) return false;
+                memcpy(name, s, len);
+                name[len] = 0;
+                if (!pgn_embedded_find(pgn_web_sources, name)) return false;
+            }
+            p = close + 1;
+            s += len;
+            continue;
+        }
+        if (*p++ != *s++) return false;
     }
-    if (strcmp(path, "/healthz") == 0) {
-        if (!is_get(req)) return not_allowed(req, "GET, HEAD");
-        return pgd_reply_static(req, MHD_HTTP_OK, healthz_json, sizeof healthz_json - 1,
-                                "application/json");
+    return *s == 0;
+}
+
+/* The first route whose pattern matches path, or -1. */
+static int find_route(const char *path, match_mode mode, const char **id_text, size_t *id_len) {
+    for (size_t i = 0; i < N_ROUTES; i++)
+        if (match(routes[i].pattern, path, mode, id_text, id_len)) return (int)i;
+    return -1;
+}
+
+/* Metric slots: 0 for no route, then one per distinct pattern in table order. */
+static unsigned slot_of(int route) {
+    if (route < 0) return 0;
+    unsigned slot = 0;
+    for (int i = 0; i <= route; i++) {
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++) seen = !strcmp(routes[j].pattern, routes[i].pattern);
+        if (!seen) slot++;
     }
-    if (strcmp(path, "/readyz") == 0) {
-        if (!is_get(req)) return not_allowed(req, "GET, HEAD");
-        if (atomic_load(&srv->ready))
-            return pgd_reply_static(req, MHD_HTTP_OK, ready_json, sizeof ready_json - 1,
-                                    "application/json");
-        return pgd_reply_static(req, MHD_HTTP_SERVICE_UNAVAILABLE, not_ready_json,
-                                sizeof not_ready_json - 1, "application/json");
+    return slot;
+}
+
+unsigned pgd_api_route_slot(void *ctx, const char *path) {
+    (void)ctx;
+    const char *id_text;
+    size_t id_len;
+    return slot_of(find_route(path, MATCH_LABEL, &id_text, &id_len));
+}
+
+static bool method_is(const pgd_request *req, const char *method) {
+    if (!strcmp(method, "GET")) return is_get(req);
+    return !strcmp(req->method, method);
+}
+
+/* 405 with Allow naming every method the pattern's routes answer. */
+static enum MHD_Result not_allowed_on(const pgd_request *req, const char *pattern) {
+    char allow[64] = "";
+    for (size_t i = 0; i < N_ROUTES; i++) {
+        if (strcmp(routes[i].pattern, pattern)) continue;
+        const char *m = !strcmp(routes[i].method, "GET") ? "GET, HEAD" : routes[i].method;
+        snprintf(allow + strlen(allow), sizeof allow - strlen(allow), "%s%s", allow[0] ? ", " : "", m);
     }
-    if (strncmp(path, "/api/", 5) == 0 || strcmp(path, "/api") == 0) return not_found(req);
-    return route_web(req);
+    return not_allowed(req, allow);
+}
+
+enum MHD_Result pgd_api_handle(void *ctx, const pgd_request *req) {
+    pgd_api *api = ctx;
+    const char *id_text = NULL;
+    size_t id_len = 0;
+    int found = find_route(req->path, MATCH_ROUTE, &id_text, &id_len);
+    const pgd_route *route = NULL;
+    for (size_t i = 0; found >= 0 && i < N_ROUTES && !route; i++)
+        if (!strcmp(routes[i].pattern, routes[found].pattern) && method_is(req, routes[i].method))
+            route = &routes[i];
+    /* Anything but an open route asks auth.c first, unknown paths included: off loopback a
+     * stranger learns nothing, not even which paths exist. */
+    if (!route || route->access != PGD_ROUTE_OPEN) {
+        const char *refused = pgd_auth_refusal(api->auth, req);
+        if (refused) return pgd_auth_reply_unauthorized(req, refused);
+    }
+    if (found < 0) return not_found(req);
+    if (!route) return not_allowed_on(req, routes[found].pattern);
+    int64_t id = 0;
+    if (id_text) {
+        char text[32];
+        size_t n = id_len < sizeof text ? id_len : sizeof text - 1;
+        memcpy(text, id_text, n);
+        text[n] = 0;
+        if (!parse_count(text, &id) || id == 0) return job_missing(req, text);
+    }
+    return route->handler(api, req, id);
 }
 
 /* ---- lifecycle -------------------------------------------------------------------------- */
 
-/* mkdir -p */
-static int make_dirs(const char *path, pgn_error *err) {
-    size_t len = strlen(path);
-    if (len == 0) {
-        pgn_error_set(err, "data_dir", "data_dir", "the data directory path is empty");
-        return -1;
-    }
-    char *copy = malloc(len + 1);
-    if (!copy) {
-        pgn_error_set(err, "internal", "", "out of memory");
-        return -1;
-    }
-    memcpy(copy, path, len + 1);
-    int ret = 0;
-    for (char *p = copy + 1;; p++) {
-        if (*p != '/' && *p != 0) continue;
-        char saved = *p;
-        *p = 0;
-        if (mkdir(copy, 0755) < 0 && errno != EEXIST) {
-            pgn_error_set(err, "data_dir", "data_dir", "cannot create data directory '%s': %s",
-                          copy, strerror(errno));
-            ret = -1;
-            break;
-        }
-        *p = saved;
-        if (!saved) break;
-    }
-    struct stat st;
-    if (ret == 0 && (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))) {
-        pgn_error_set(err, "data_dir", "data_dir", "data directory '%s' is not a directory",
-                      path);
-        ret = -1;
-    }
-    free(copy);
-    return ret;
-}
-
-/* A spec's dataset paths reach anything under datasets: the token must not be there. */
-static int token_readable_by_jobs(const char *token, const char *datasets, pgn_error *err) {
-    char t[PATH_MAX], d[PATH_MAX];
-    if (!realpath(token, t) || !realpath(datasets, d)) return 0; /* both exist: auth made one */
-    size_t n = strlen(d);
-    if (strncmp(t, d, n) != 0 || t[n] != '/') return 0;
-    pgn_error_set(err, "auth", "token_file",
-                  "--token-file %s is inside %s, where job specs name their datasets: any job "
-                  "could read it; keep the token elsewhere",
-                  token, datasets);
-    return -1;
-}
-
-static int probe_devices(pgn_device_info **devices, size_t *count, pgn_error *err) {
-    pgn_error e;
-    pgn_error_clear(&e);
-    *devices = NULL;
-    *count = 0;
-    if (pgn_devices_list(devices, count, &e) < 0 || *count == 0) {
-        free(*devices);
-        *devices = NULL;
-        pgn_error_set(err, "no_device", "",
-                      "no OpenCL device found%s%s. paragond needs at least one OpenCL device: "
-                      "install an OpenCL driver (on Debian/Ubuntu, 'apt install "
-                      "pocl-opencl-icd' provides a CPU device) and check that "
-                      "/etc/OpenCL/vendors (or $OCL_ICD_VENDORS) lists its .icd file",
-                      e.message[0] ? ": " : "", e.message);
-        return -1;
-    }
-    return 0;
-}
-
-int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
+int pgd_api_create(const pgd_api_deps *deps, pgd_api **out, pgn_error *err) {
     *out = NULL;
-    pgd_server *srv = calloc(1, sizeof *srv);
-    if (!srv) {
+    pgd_api *api = calloc(1, sizeof *api);
+    if (!api) {
         pgn_error_set(err, "internal", "", "out of memory");
         return -1;
     }
-    atomic_init(&srv->ready, false);
-    pthread_mutex_init(&srv->submit_lock, NULL);
-    srv->max_queued = cfg->max_queued > 0 ? cfg->max_queued : PGD_DEFAULT_MAX_QUEUED;
-    srv->queued_bound = INT64_MAX / 2; /* unknown: the first submission counts */
-    pgn_device_info *devices = NULL;
-    size_t count = 0;
-
-    /* Before anything is created, read or recovered: a second paragond on this database must
-     * leave everything as it found it. */
-    if (pgd_lock_take(cfg->db_path ? cfg->db_path : PGD_DEFAULT_DB, &srv->lock, err) < 0)
-        goto fail;
-    srv->data_dir = strdup(cfg->data_dir ? cfg->data_dir : PGD_DEFAULT_DATA_DIR);
-    if (!srv->data_dir) {
-        pgn_error_set(err, "internal", "", "out of memory");
-        goto fail;
+    api->store = deps->store;
+    api->sched = deps->sched;
+    api->events = deps->events;
+    api->auth = deps->auth;
+    api->devices = deps->devices;
+    api->n_devices = deps->n_devices;
+    api->data_dir = deps->data_dir;
+    api->version_json = deps->version_json;
+    api->ready = deps->ready;
+    api->max_queued = deps->max_queued > 0 ? deps->max_queued : PGD_DEFAULT_MAX_QUEUED;
+    api->queued_bound = INT64_MAX / 2; /* unknown: the first submission counts */
+    pthread_mutex_init(&api->submit_lock, NULL);
+    /* The request metrics label each request by its route's pattern. */
+    const char *labels[N_ROUTES];
+    size_t n = 0;
+    for (size_t i = 0; i < N_ROUTES; i++)
+        if (slot_of((int)i) > n) labels[n++] = routes[i].pattern;
+    if (pgd_metrics_set_routes(labels, n, err) < 0) {
+        pgd_api_destroy(api);
+        return -1;
     }
-    /* Devices first: a machine that cannot run anything gets no files either. */
-    if (probe_devices(&devices, &count, err) < 0) goto fail;
-    char datasets[PGN_PATH_MAX * 2];
-    snprintf(datasets, sizeof datasets, "%s/" PGN_DATASETS_SUBDIR, srv->data_dir);
-    if (make_dirs(srv->data_dir, err) < 0 || make_dirs(datasets, err) < 0) goto fail;
-    if (pgd_auth_open(cfg->token_file, srv->data_dir, cfg->host ? cfg->host : PGD_DEFAULT_HOST,
-                      &srv->auth, err) < 0)
-        goto fail;
-    if (token_readable_by_jobs(pgd_auth_token_path(srv->auth), datasets, err)) goto fail;
-    fprintf(stderr, "paragond: API token in %s\n", pgd_auth_token_path(srv->auth));
-
-    json_t *version = json_pack("{s:s, s:o}", "version", PGN_VERSION, "opencl",
-                                pgn_opencl_platforms_json());
-    srv->version_json = version ? pgn_json_dumps(version) : NULL;
-    json_decref(version);
-    if (!srv->version_json) {
-        pgn_error_set(err, "internal", "", "cannot describe the OpenCL platforms");
-        goto fail;
-    }
-
-    if (pgd_store_open(cfg->db_path ? cfg->db_path : PGD_DEFAULT_DB, &srv->store, err) < 0)
-        goto fail;
-    int64_t max_attempts = cfg->max_attempts > 0 ? cfg->max_attempts : PGD_DEFAULT_MAX_ATTEMPTS;
-    pgd_recovery rec;
-    if (pgd_store_recover(srv->store, max_attempts, &rec, err) < 0) goto fail;
-    if (rec.requeued)
-        fprintf(stderr, "paragond: %lld job(s) left running by a previous run are queued again\n",
-                (long long)rec.requeued);
-    if (rec.crashed)
-        fprintf(stderr,
-                "paragond: %lld job(s) left running by a previous run failed as crashed: paragond "
-                "ended while each ran, %lld times (--max-attempts)\n",
-                (long long)rec.crashed, (long long)max_attempts);
-    if (pgd_events_create(srv->store,
-                          (size_t)(cfg->max_streams > 0 ? cfg->max_streams : PGD_DEFAULT_MAX_STREAMS),
-                          &srv->events, err) < 0)
-        goto fail;
-    if (pgd_scheduler_start(srv->store, srv->events, devices, count, srv->data_dir,
-                            !cfg->no_calibration, &srv->sched, err) < 0)
-        goto fail;
-    srv->devices = devices;
-    srv->n_devices = count;
-    devices = NULL;
-
-    pgd_http_limits limits = {
-        .max_connections = (unsigned)(cfg->max_connections > 0 ? cfg->max_connections
-                                                               : PGD_DEFAULT_MAX_CONNECTIONS),
-        .max_connections_per_ip =
-            (unsigned)(cfg->max_connections_per_ip > 0 ? cfg->max_connections_per_ip
-                                                       : PGD_DEFAULT_MAX_CONNECTIONS_PER_IP),
-        .header_timeout_s = (unsigned)(cfg->header_timeout_s > 0 ? cfg->header_timeout_s
-                                                                 : PGD_DEFAULT_HEADER_TIMEOUT_S),
-    };
-    if (pgd_http_start(cfg->host ? cfg->host : PGD_DEFAULT_HOST, cfg->port,
-                       cfg->http_threads ? cfg->http_threads : PGD_DEFAULT_HTTP_THREADS, &limits,
-                       handle, srv, &srv->http, err) < 0)
-        goto fail;
-    atomic_store(&srv->ready, true);
-    *out = srv;
+    *out = api;
     return 0;
-fail:
-    free(devices);
-    pgd_server_stop(srv);
-    return -1;
 }
 
-uint16_t pgd_server_port(const pgd_server *srv) { return pgd_http_port(srv->http); }
-
-const char *pgd_server_token_path(const pgd_server *srv) { return pgd_auth_token_path(srv->auth); }
-
-void pgd_server_stop(pgd_server *srv) {
-    if (!srv) return;
-    atomic_store(&srv->ready, false);
-    /* Requests in flight may still use the scheduler and store: the listener goes first. */
-    pgd_http_quiesce(srv->http);
-    /* Event streams end first: the daemon must not stop with a parked connection. */
-    pgd_events_close(srv->events);
-    pgd_http_stop(srv->http);
-    pgd_scheduler_stop(srv->sched);
-    pgd_events_destroy(srv->events); /* the workers publish until they stop */
-    pgd_store_close(srv->store);
-    pgd_auth_close(srv->auth);
-    pthread_mutex_destroy(&srv->submit_lock);
-    free(srv->version_json);
-    free(srv->devices);
-    free(srv->data_dir);
-    pgd_lock_release(srv->lock);
-    free(srv);
+void pgd_api_destroy(pgd_api *api) {
+    if (!api) return;
+    pthread_mutex_destroy(&api->submit_lock);
+    free(api);
 }

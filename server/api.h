@@ -1,65 +1,61 @@
-/* api.h: paragond as a library: start a server (store, device workers, HTTP API) from a
- * configuration, learn its port, stop it. main.c only parses flags and waits for a signal. */
+/* api.h: paragond's HTTP API: one table of routes (method, path pattern, handler, whether the
+ * token is asked for) drives routing, the Allow header of a 405, the route labels of the request
+ * metrics, and the README's API table (a test compares them). Handlers answer with the JSON of
+ * the store's typed records; jobs run in scheduler.c. */
 #ifndef PGD_API_H
 #define PGD_API_H
 
-#include "paragon.h"
+#include "auth.h"
+#include "events.h"
+#include "http.h"
+#include "scheduler.h"
+#include "store.h"
 
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#define PGD_DEFAULT_HOST "127.0.0.1"
-#define PGD_DEFAULT_PORT 8080
-#define PGD_DEFAULT_DB "./paragon.db"
-#define PGD_DEFAULT_DATA_DIR "./data"
-/* Worker threads of the HTTP thread pool. */
-#define PGD_DEFAULT_HTTP_THREADS 4
-/* Runs of one job that may end with paragond itself (kill -9, a crash) before start-up recovery
- * fails it as "crashed" instead of running it again. */
-#define PGD_DEFAULT_MAX_ATTEMPTS 3
-#define PGD_MAX_ATTEMPTS_LIMIT 1000
-/* Connections (http.c): enough for many dashboards, scripts and event streams at once, while
- * one client address cannot take them all; a request's headers must arrive within the header
- * timeout (slowloris); event streams are capped apart, each holding a buffer. */
-#define PGD_DEFAULT_MAX_CONNECTIONS 4096
-#define PGD_DEFAULT_MAX_CONNECTIONS_PER_IP 256
-#define PGD_DEFAULT_HEADER_TIMEOUT_S 10
-#define PGD_DEFAULT_MAX_STREAMS 256
-#define PGD_MAX_CONNECTIONS_LIMIT 1000000
-#define PGD_HEADER_TIMEOUT_LIMIT_S 3600
+typedef struct pgd_api pgd_api;
 
-typedef struct pgd_config {
-    const char *host;
-    uint16_t port; /* 0: any free port */
-    const char *db_path;
-    const char *data_dir; /* created (with parents) when missing */
-    unsigned http_threads;
-    bool no_calibration; /* do not measure devices without benchmark rows at start */
-    const char *token_file; /* the API token; NULL: <data_dir>/token, created when missing */
-    int64_t max_queued;     /* submissions beyond this many queued jobs get 429; 0: default */
-    int64_t max_attempts;   /* interrupted runs before a job fails as "crashed"; 0: default */
-    /* Connection limits (0: the defaults above). */
-    int64_t max_connections, max_connections_per_ip, header_timeout_s, max_streams;
-} pgd_config;
+/* What the API answers from; every part outlives it. */
+typedef struct pgd_api_deps {
+    pgd_store *store;
+    pgd_scheduler *sched;
+    pgd_events *events;
+    pgd_auth *auth;
+    const pgn_device_info *devices; /* the OpenCL devices: what a bench job's "all" expands to */
+    size_t n_devices;
+    const char *data_dir;
+    const char *version_json; /* GET /api/v1/version */
+    const atomic_bool *ready; /* GET /readyz */
+    int64_t max_queued;       /* submissions beyond this many queued jobs get 429 */
+} pgd_api_deps;
 
-typedef struct pgd_server pgd_server;
+int pgd_api_create(const pgd_api_deps *deps, pgd_api **out, pgn_error *err);
+void pgd_api_destroy(pgd_api *api);
 
-/* Takes the database's lock (another paragond on it is code "locked", and nothing is touched),
- * creates the data dir, probes OpenCL devices (none at all is code "no_device"), reads or
- * creates the API token (auth.c; the path goes to stderr), opens the store and applies
- * migrations, re-queues jobs a previous process left running (or fails those it left running
- * max_attempts times), starts one worker per device and the HTTP listener. cfg's strings are
- * copied. */
-int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err);
+/* The pgd_handler for http.c (ctx: the pgd_api), and its pgd_route_slot: the request-metrics
+ * slot of a path (0 for a path no route's pattern matches). */
+enum MHD_Result pgd_api_handle(void *api, const pgd_request *req);
+unsigned pgd_api_route_slot(void *api, const char *path);
 
-/* The port the server listens on (the real one when cfg->port was 0). */
-uint16_t pgd_server_port(const pgd_server *server);
+/* ---- the route table -------------------------------------------------------------------- */
 
-/* The file that holds the API token. */
-const char *pgd_server_token_path(const pgd_server *server);
+/* Who may call a route: anyone (health probes, the dashboard's files, which hold no data), or
+ * whoever auth.c lets through (the token for writes; for reads too off loopback). */
+typedef enum { PGD_ROUTE_OPEN, PGD_ROUTE_TOKEN } pgd_route_access;
 
-/* Graceful stop: stops accepting, finishes requests in progress, stops the running jobs at
- * their next step boundary (train jobs checkpoint that step; all are queued again, and resume
- * from it on the next start), closes the store and frees everything. */
-void pgd_server_stop(pgd_server *server);
+/* A route's handler; id is the {id} segment's value for patterns that have one (else 0). */
+typedef enum MHD_Result (*pgd_route_fn)(pgd_api *api, const pgd_request *req, int64_t id);
+
+typedef struct pgd_route {
+    const char *method;  /* "GET" (HEAD is answered as GET), "POST", "DELETE" */
+    const char *pattern; /* "/api/v1/jobs/{id}/cancel": {id} is a positive job id, {file} a web file */
+    pgd_route_fn handler;
+    pgd_route_access access;
+} pgd_route;
+
+/* Every route, in matching order (n receives the count). */
+const pgd_route *pgd_api_routes(size_t *n);
 
 #endif

@@ -46,6 +46,7 @@ typedef struct conn_track {
 struct pgd_http {
     struct MHD_Daemon *daemon;
     pgd_handler handler;
+    pgd_route_slot slot;
     void *ctx;
     uint16_t port;
     pgd_http_limits limits;
@@ -291,10 +292,10 @@ const char *pgd_request_header(const pgd_request *req, const char *name) {
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
-static enum MHD_Result reply_too_large(const pgd_request *req) {
+static enum MHD_Result reply_too_large(pgd_http *h, const pgd_request *req) {
     enum MHD_Result r = pgd_reply_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "too_large", NULL,
                                         "request body is larger than %d bytes", PGD_MAX_BODY);
-    pgd_metrics_observe(req->method, req->path, MHD_HTTP_CONTENT_TOO_LARGE, 0.0);
+    pgd_metrics_observe(h->slot(h->ctx, req->path), req->method, MHD_HTTP_CONTENT_TOO_LARGE, 0.0);
     return r;
 }
 
@@ -308,7 +309,8 @@ static enum MHD_Result dispatch(pgd_http *h, const pgd_request *req) {
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_HTTP_STATUS);
     double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-    pgd_metrics_observe(req->method, req->path, info ? info->http_status : 0, seconds);
+    pgd_metrics_observe(h->slot(h->ctx, req->path), req->method, info ? info->http_status : 0,
+                        seconds);
     return r;
 }
 
@@ -351,7 +353,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         const char *expect = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                          MHD_HTTP_HEADER_EXPECT);
         if (has_len && (len > DRAIN_MAX || (len > PGD_MAX_BODY && expect)))
-            return reply_too_large(&req);
+            return reply_too_large(h, &req);
         b = calloc(1, sizeof *b);
         if (!b) return MHD_NO;
         if (has_len && len > PGD_MAX_BODY) {
@@ -395,7 +397,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
 
-    if (b->too_large) return reply_too_large(&req);
+    if (b->too_large) return reply_too_large(h, &req);
     if (b->data) {
         b->data[b->len] = 0;
         req.body = b->data;
@@ -421,8 +423,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 /* ---- daemon ----------------------------------------------------------------------------- */
 
 int pgd_http_start(const char *host, uint16_t port, unsigned threads,
-                   const pgd_http_limits *limits, pgd_handler handler, void *ctx, pgd_http **out,
-                   pgn_error *err) {
+                   const pgd_http_limits *limits, pgd_handler handler, pgd_route_slot slot,
+                   void *ctx, pgd_http **out, pgn_error *err) {
     *out = NULL;
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
@@ -442,6 +444,7 @@ int pgd_http_start(const char *host, uint16_t port, unsigned threads,
         return -1;
     }
     h->handler = handler;
+    h->slot = slot;
     h->ctx = ctx;
     h->limits = *limits;
     h->limits.max_connections = fit_open_files(limits->max_connections);

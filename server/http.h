@@ -23,6 +23,8 @@ typedef struct pgd_request {
 } pgd_request;
 
 typedef enum MHD_Result (*pgd_handler)(void *ctx, const pgd_request *req);
+/* The request-metrics slot of a path (metrics.h): which route pattern it falls under. */
+typedef unsigned (*pgd_route_slot)(void *ctx, const char *path);
 
 typedef struct pgd_http pgd_http;
 
@@ -37,12 +39,13 @@ typedef struct pgd_http_limits {
 } pgd_http_limits;
 
 /* Listens on host:port (port 0 picks a free one) with `threads` worker threads and calls
- * handler for each complete request. host is a numeric IPv4/IPv6 address or a name. The
+ * handler for each complete request, counting it in the request metrics under slot(path).
+ * host is a numeric IPv4/IPv6 address or a name. The
  * process's open-file limit is raised to fit max_connections where the hard limit allows;
  * where it does not, max_connections is lowered to fit, and that is said on stderr. */
 int pgd_http_start(const char *host, uint16_t port, unsigned threads,
-                   const pgd_http_limits *limits, pgd_handler handler, void *ctx, pgd_http **out,
-                   pgn_error *err);
+                   const pgd_http_limits *limits, pgd_handler handler, pgd_route_slot slot,
+                   void *ctx, pgd_http **out, pgn_error *err);
 /* The port actually bound. */
 uint16_t pgd_http_port(const pgd_http *http);
 /* Stops accepting connections; requests in progress still complete. */

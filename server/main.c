@@ -1,7 +1,7 @@
 /* main.c: paragond's entry point: parses flags, starts the server (api.c), prints the one
  * "listening" line on stdout, and waits for SIGINT/SIGTERM to stop it gracefully.
  * Exit status: 0 after a clean stop, 1 when the server cannot start, 2 for bad flags. */
-#include "api.h"
+#include "server.h"
 #include "admission.h" /* PGD_DEFAULT_MAX_QUEUED */
 #include "lock.h"      /* PGD_LOCK_SUFFIX */
 

@@ -1,0 +1,227 @@
+/* server.c: owns paragond's assembly: the database lock, the data dir and its datasets folder,
+ * the device probe, the token, the store and its start-up recovery, the event bus, the device
+ * workers, the API and the HTTP listener, started in that order and stopped in reverse. */
+#include "server.h"
+
+#include "admission.h" /* PGD_DEFAULT_MAX_QUEUED */
+#include "api.h"
+#include "auth.h"
+#include "events.h"
+#include "http.h"
+#include "lock.h"
+#include "scheduler.h"
+#include "store.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct pgd_server {
+    pgd_lock *lock; /* one paragond per database: taken first, released last */
+    pgd_store *store;
+    pgd_scheduler *sched;
+    pgd_events *events; /* job events: the SSE streams read them */
+    pgd_api *api;
+    pgd_http *http;
+    pgd_auth *auth;
+    char *data_dir;
+    pgn_device_info *devices; /* the OpenCL devices probed at start */
+    size_t n_devices;
+    char *version_json; /* GET /api/v1/version never changes while we run */
+    atomic_bool ready;
+};
+
+/* mkdir -p */
+static int make_dirs(const char *path, pgn_error *err) {
+    size_t len = strlen(path);
+    if (len == 0) {
+        pgn_error_set(err, "data_dir", "data_dir", "the data directory path is empty");
+        return -1;
+    }
+    char *copy = malloc(len + 1);
+    if (!copy) {
+        pgn_error_set(err, "internal", "", "out of memory");
+        return -1;
+    }
+    memcpy(copy, path, len + 1);
+    int ret = 0;
+    for (char *p = copy + 1;; p++) {
+        if (*p != '/' && *p != 0) continue;
+        char saved = *p;
+        *p = 0;
+        if (mkdir(copy, 0755) < 0 && errno != EEXIST) {
+            pgn_error_set(err, "data_dir", "data_dir", "cannot create data directory '%s': %s",
+                          copy, strerror(errno));
+            ret = -1;
+            break;
+        }
+        *p = saved;
+        if (!saved) break;
+    }
+    struct stat st;
+    if (ret == 0 && (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))) {
+        pgn_error_set(err, "data_dir", "data_dir", "data directory '%s' is not a directory",
+                      path);
+        ret = -1;
+    }
+    free(copy);
+    return ret;
+}
+
+/* A spec's dataset paths reach anything under datasets: the token must not be there. */
+static int token_readable_by_jobs(const char *token, const char *datasets, pgn_error *err) {
+    char t[PATH_MAX], d[PATH_MAX];
+    if (!realpath(token, t) || !realpath(datasets, d)) return 0; /* both exist: auth made one */
+    size_t n = strlen(d);
+    if (strncmp(t, d, n) != 0 || t[n] != '/') return 0;
+    pgn_error_set(err, "auth", "token_file",
+                  "--token-file %s is inside %s, where job specs name their datasets: any job "
+                  "could read it; keep the token elsewhere",
+                  token, datasets);
+    return -1;
+}
+
+static int probe_devices(pgn_device_info **devices, size_t *count, pgn_error *err) {
+    pgn_error e;
+    pgn_error_clear(&e);
+    *devices = NULL;
+    *count = 0;
+    if (pgn_devices_list(devices, count, &e) < 0 || *count == 0) {
+        free(*devices);
+        *devices = NULL;
+        pgn_error_set(err, "no_device", "",
+                      "no OpenCL device found%s%s. paragond needs at least one OpenCL device: "
+                      "install an OpenCL driver (on Debian/Ubuntu, 'apt install "
+                      "pocl-opencl-icd' provides a CPU device) and check that "
+                      "/etc/OpenCL/vendors (or $OCL_ICD_VENDORS) lists its .icd file",
+                      e.message[0] ? ": " : "", e.message);
+        return -1;
+    }
+    return 0;
+}
+
+int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
+    *out = NULL;
+    pgd_server *srv = calloc(1, sizeof *srv);
+    if (!srv) {
+        pgn_error_set(err, "internal", "", "out of memory");
+        return -1;
+    }
+    atomic_init(&srv->ready, false);
+    pgn_device_info *devices = NULL;
+    size_t count = 0;
+
+    /* Before anything is created, read or recovered: a second paragond on this database must
+     * leave everything as it found it. */
+    if (pgd_lock_take(cfg->db_path ? cfg->db_path : PGD_DEFAULT_DB, &srv->lock, err) < 0)
+        goto fail;
+    srv->data_dir = strdup(cfg->data_dir ? cfg->data_dir : PGD_DEFAULT_DATA_DIR);
+    if (!srv->data_dir) {
+        pgn_error_set(err, "internal", "", "out of memory");
+        goto fail;
+    }
+    /* Devices first: a machine that cannot run anything gets no files either. */
+    if (probe_devices(&devices, &count, err) < 0) goto fail;
+    char datasets[PGN_PATH_MAX * 2];
+    snprintf(datasets, sizeof datasets, "%s/" PGN_DATASETS_SUBDIR, srv->data_dir);
+    if (make_dirs(srv->data_dir, err) < 0 || make_dirs(datasets, err) < 0) goto fail;
+    if (pgd_auth_open(cfg->token_file, srv->data_dir, cfg->host ? cfg->host : PGD_DEFAULT_HOST,
+                      &srv->auth, err) < 0)
+        goto fail;
+    if (token_readable_by_jobs(pgd_auth_token_path(srv->auth), datasets, err)) goto fail;
+    fprintf(stderr, "paragond: API token in %s\n", pgd_auth_token_path(srv->auth));
+
+    json_t *version = json_pack("{s:s, s:o}", "version", PGN_VERSION, "opencl",
+                                pgn_opencl_platforms_json());
+    srv->version_json = version ? pgn_json_dumps(version) : NULL;
+    json_decref(version);
+    if (!srv->version_json) {
+        pgn_error_set(err, "internal", "", "cannot describe the OpenCL platforms");
+        goto fail;
+    }
+
+    if (pgd_store_open(cfg->db_path ? cfg->db_path : PGD_DEFAULT_DB, &srv->store, err) < 0)
+        goto fail;
+    int64_t max_attempts = cfg->max_attempts > 0 ? cfg->max_attempts : PGD_DEFAULT_MAX_ATTEMPTS;
+    pgd_recovery rec;
+    if (pgd_store_recover(srv->store, max_attempts, &rec, err) < 0) goto fail;
+    if (rec.requeued)
+        fprintf(stderr, "paragond: %lld job(s) left running by a previous run are queued again\n",
+                (long long)rec.requeued);
+    if (rec.crashed)
+        fprintf(stderr,
+                "paragond: %lld job(s) left running by a previous run failed as crashed: paragond "
+                "ended while each ran, %lld times (--max-attempts)\n",
+                (long long)rec.crashed, (long long)max_attempts);
+    if (pgd_events_create(srv->store,
+                          (size_t)(cfg->max_streams > 0 ? cfg->max_streams : PGD_DEFAULT_MAX_STREAMS),
+                          &srv->events, err) < 0)
+        goto fail;
+    if (pgd_scheduler_start(srv->store, srv->events, devices, count, srv->data_dir,
+                            !cfg->no_calibration, &srv->sched, err) < 0)
+        goto fail;
+    srv->devices = devices;
+    srv->n_devices = count;
+    devices = NULL;
+
+    pgd_api_deps deps = {.store = srv->store,
+                         .sched = srv->sched,
+                         .events = srv->events,
+                         .auth = srv->auth,
+                         .devices = srv->devices,
+                         .n_devices = srv->n_devices,
+                         .data_dir = srv->data_dir,
+                         .version_json = srv->version_json,
+                         .ready = &srv->ready,
+                         .max_queued = cfg->max_queued};
+    if (pgd_api_create(&deps, &srv->api, err) < 0) goto fail;
+
+    pgd_http_limits limits = {
+        .max_connections = (unsigned)(cfg->max_connections > 0 ? cfg->max_connections
+                                                               : PGD_DEFAULT_MAX_CONNECTIONS),
+        .max_connections_per_ip =
+            (unsigned)(cfg->max_connections_per_ip > 0 ? cfg->max_connections_per_ip
+                                                       : PGD_DEFAULT_MAX_CONNECTIONS_PER_IP),
+        .header_timeout_s = (unsigned)(cfg->header_timeout_s > 0 ? cfg->header_timeout_s
+                                                                 : PGD_DEFAULT_HEADER_TIMEOUT_S),
+    };
+    if (pgd_http_start(cfg->host ? cfg->host : PGD_DEFAULT_HOST, cfg->port,
+                       cfg->http_threads ? cfg->http_threads : PGD_DEFAULT_HTTP_THREADS, &limits,
+                       pgd_api_handle, pgd_api_route_slot, srv->api, &srv->http, err) < 0)
+        goto fail;
+    atomic_store(&srv->ready, true);
+    *out = srv;
+    return 0;
+fail:
+    free(devices);
+    pgd_server_stop(srv);
+    return -1;
+}
+
+uint16_t pgd_server_port(const pgd_server *srv) { return pgd_http_port(srv->http); }
+
+const char *pgd_server_token_path(const pgd_server *srv) { return pgd_auth_token_path(srv->auth); }
+
+void pgd_server_stop(pgd_server *srv) {
+    if (!srv) return;
+    atomic_store(&srv->ready, false);
+    /* Requests in flight may still use the scheduler and store: the listener goes first. */
+    pgd_http_quiesce(srv->http);
+    /* Event streams end first: the daemon must not stop with a parked connection. */
+    pgd_events_close(srv->events);
+    pgd_http_stop(srv->http);
+    pgd_api_destroy(srv->api);
+    pgd_scheduler_stop(srv->sched);
+    pgd_events_destroy(srv->events); /* the workers publish until they stop */
+    pgd_store_close(srv->store);
+    pgd_auth_close(srv->auth);
+    free(srv->version_json);
+    free(srv->devices);
+    free(srv->data_dir);
+    pgd_lock_release(srv->lock);
+    free(srv);
+}
