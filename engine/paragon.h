@@ -222,6 +222,8 @@ int pgn_spec_parse_text(const char *text, size_t len, pgn_job_spec *out, pgn_err
 json_t *pgn_spec_to_json(const pgn_job_spec *spec);
 
 const char *pgn_job_kind_name(pgn_job_kind kind);
+/* "train", "inet", "bench" to the kind; -1 for anything else. */
+int pgn_job_kind_parse(const char *name, pgn_job_kind *out);
 
 /* ---- running jobs ----------------------------------------------------------------------- */
 

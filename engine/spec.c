@@ -442,6 +442,16 @@ int pgn_spec_parse_text(const char *text, size_t len, pgn_job_spec *out, pgn_err
     return rc;
 }
 
+int pgn_job_kind_parse(const char *name, pgn_job_kind *out) {
+    static const pgn_job_kind kinds[] = {PGN_JOB_TRAIN, PGN_JOB_INET, PGN_JOB_BENCH};
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        if (name && !strcmp(name, pgn_job_kind_name(kinds[i]))) {
+            *out = kinds[i];
+            return 0;
+        }
+    return -1;
+}
+
 const char *pgn_job_kind_name(pgn_job_kind kind) {
     switch (kind) {
     case PGN_JOB_TRAIN: return "train";

@@ -13,6 +13,7 @@
 #include "prometheus.h"
 #include "scheduler.h"
 #include "store.h"
+#include "views.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -63,8 +64,6 @@ struct pgd_api {
 /* When the queue is full: long enough for a worker to finish a few jobs. */
 #define QUEUE_FULL_RETRY_AFTER_S "5"
 
-/* Job kinds that DESIGN.md defines; a list filter on anything else is a typo. */
-static const char *const known_kinds[] = {"train", "inet", "bench"};
 
 
 /* ---- small helpers ---------------------------------------------------------------------- */
@@ -102,11 +101,6 @@ static enum MHD_Result internal_error(const pgd_request *req, const pgn_error *e
         return pgd_reply_pgn_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, err, NULL, h);
     }
     return pgd_reply_pgn_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, err, NULL, NULL);
-}
-
-static const char *str_of(const json_t *o, const char *key) {
-    const char *v = json_string_value(json_object_get(o, key));
-    return v ? v : "";
 }
 
 /* A non-negative decimal integer, digits only. */
@@ -232,7 +226,7 @@ static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *
             break;
         }
         placed_line(logs[made].line, sizeof logs[made].line, targets[made].id, requested, estimate);
-        jobs[made] = (pgd_new_job){.kind = pgn_job_kind_name(spec->kind),
+        jobs[made] = (pgd_new_job){.kind = spec->kind,
                                    .name = spec->name,
                                    .device_requested = requested,
                                    .device = targets[made].id,
@@ -376,7 +370,10 @@ static enum MHD_Result post_job(pgd_api *api, const pgd_request *req, int64_t id
     json_t *obj = NULL;
     if (rc == 0) {
         for (size_t i = 0; i < n; i++) pgd_scheduler_notify(api->sched, targets[i].id);
-        rc = pgd_store_job_get(api->store, ids[0], true, &obj, &err);
+        pgd_job first;
+        rc = pgd_store_job_get(api->store, ids[0], true, &first, &err);
+        if (rc == 0) obj = pgd_job_json(&first, true);
+        pgd_job_release(&first);
     }
     if (rc == 0 && all) {
         json_t *list = json_array();
@@ -406,24 +403,29 @@ static enum MHD_Result list_jobs(pgd_api *api, const pgd_request *req, int64_t i
     if (f.limit > LIST_LIMIT_MAX) f.limit = LIST_LIMIT_MAX;
     if ((v = query(req, "offset")) && !parse_count(v, &f.offset))
         return bad_param(req, "offset", v, "a non-negative integer");
-    pgd_job_state state;
-    if ((f.state = query(req, "state")) && pgd_job_state_parse(f.state, &state) < 0)
-        return bad_param(req, "state", f.state,
-                         "a job state (queued, running, succeeded, failed, cancelled)");
-    if ((f.kind = query(req, "kind"))) {
-        bool known = false;
-        for (size_t i = 0; i < sizeof known_kinds / sizeof known_kinds[0]; i++)
-            known = known || strcmp(f.kind, known_kinds[i]) == 0;
-        if (!known) return bad_param(req, "kind", f.kind, "a job kind (train, inet, bench)");
+    if ((v = query(req, "state"))) {
+        if (pgd_job_state_parse(v, &f.state) < 0)
+            return bad_param(req, "state", v,
+                             "a job state (queued, running, succeeded, failed, cancelled)");
+        f.by_state = true;
+    }
+    if ((v = query(req, "kind"))) {
+        if (pgn_job_kind_parse(v, &f.kind) < 0)
+            return bad_param(req, "kind", v, "a job kind (train, inet, bench)");
+        f.by_kind = true;
     }
 
-    json_t *jobs;
+    pgd_job *jobs;
+    size_t n;
     int64_t total;
     pgn_error err;
-    if (pgd_store_jobs_list(api->store, &f, &jobs, &total, &err) < 0)
+    if (pgd_store_jobs_list(api->store, &f, &jobs, &n, &total, &err) < 0)
         return internal_error(req, &err);
+    json_t *list = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(list, pgd_job_json(&jobs[i], false));
+    pgd_jobs_free(jobs, n);
     return pgd_reply_json(req, MHD_HTTP_OK,
-                          json_pack("{s:o, s:I, s:I, s:I}", "jobs", jobs, "total",
+                          json_pack("{s:o, s:I, s:I, s:I}", "jobs", list, "total",
                                     (json_int_t)total, "limit", (json_int_t)f.limit, "offset",
                                     (json_int_t)f.offset),
                           NULL);
@@ -435,14 +437,16 @@ static enum MHD_Result job_missing(const pgd_request *req, const char *id_text) 
 }
 
 static enum MHD_Result get_job(pgd_api *api, const pgd_request *req, int64_t id) {
-    json_t *job;
+    pgd_job job;
     pgn_error err;
     if (pgd_store_job_get(api->store, id, true, &job, &err) < 0) {
         if (strcmp(err.code, "not_found") == 0)
             return pgd_reply_pgn_error(req, MHD_HTTP_NOT_FOUND, &err, NULL, NULL);
         return internal_error(req, &err);
     }
-    return pgd_reply_json(req, MHD_HTTP_OK, job, NULL);
+    json_t *o = pgd_job_json(&job, true);
+    pgd_job_release(&job);
+    return pgd_reply_json(req, MHD_HTTP_OK, o, NULL);
 }
 
 static enum MHD_Result get_metrics(pgd_api *api, const pgd_request *req, int64_t id) {
@@ -476,11 +480,13 @@ static enum MHD_Result job_error(const pgd_request *req, const pgn_error *err) {
 /* POST /api/v1/jobs/{id}/cancel: 200 with the job when it is cancelled now (it was queued),
  * 202 when it stops at its next step boundary (it is running). */
 static enum MHD_Result cancel_job(pgd_api *api, const pgd_request *req, int64_t id) {
-    json_t *job;
+    pgd_job job;
     pgn_error err;
     if (pgd_scheduler_cancel(api->sched, id, &job, &err) < 0) return job_error(req, &err);
-    bool ended = strcmp(json_string_value(json_object_get(job, "state")), "cancelled") == 0;
-    return pgd_reply_json(req, ended ? MHD_HTTP_OK : MHD_HTTP_ACCEPTED, job, NULL);
+    bool ended = job.state == PGD_JOB_CANCELLED;
+    json_t *o = pgd_job_json(&job, true);
+    pgd_job_release(&job);
+    return pgd_reply_json(req, ended ? MHD_HTTP_OK : MHD_HTTP_ACCEPTED, o, NULL);
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -555,16 +561,16 @@ static int open_job_file(const pgd_api *api, int64_t id, const char *name, struc
  * file the job wrote is served: one older than the job (left by an earlier job with this id
  * under a database started afresh) is not, nor anything that is not a plain file. */
 static enum MHD_Result get_checkpoint(pgd_api *api, const pgd_request *req, int64_t id) {
-    json_t *job;
+    pgd_job job;
     pgn_error err;
     if (pgd_store_job_get(api->store, id, false, &job, &err) < 0) return job_error(req, &err);
-    const char *kind = json_string_value(json_object_get(job, "kind"));
-    bool train = kind && strcmp(kind, "train") == 0;
+    const char *kind = pgn_job_kind_name(job.kind);
+    bool train = job.kind == PGN_JOB_TRAIN;
     struct stat st;
     int fd = train ? open_job_file(api, id, PGN_CHECKPOINT_FILE, &st) : -1;
     int open_errno = errno;
     int64_t created_ms;
-    if (fd >= 0 && iso_ms(str_of(job, "created_at"), &created_ms) &&
+    if (fd >= 0 && iso_ms(job.created_at, &created_ms) &&
         (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000 < created_ms) {
         close(fd);
         fd = -1;
@@ -583,19 +589,18 @@ static enum MHD_Result get_checkpoint(pgd_api *api, const pgd_request *req, int6
         r = pgd_reply_error(req, MHD_HTTP_NOT_FOUND, "no_checkpoint", NULL,
                             "job %lld has no checkpoint: it is a%s %s job, and only train jobs "
                             "keep one",
-                            (long long)id, kind && strchr("aeiou", kind[0]) ? "n" : "",
-                            kind ? kind : "unknown");
+                            (long long)id, strchr("aeiou", kind[0]) ? "n" : "", kind);
     } else if (fd < 0) {
         r = pgd_reply_error(req, MHD_HTTP_NOT_FOUND, "no_checkpoint", NULL,
                             "job %lld has no checkpoint yet (it is %s): a train job writes one "
                             "every checkpoint_every epochs, when it is stopped, and when it "
                             "finishes",
-                            (long long)id, str_of(job, "state"));
+                            (long long)id, pgd_job_state_name(job.state));
     } else {
         struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
         if (!resp) {
             close(fd);
-            json_decref(job);
+            pgd_job_release(&job);
             return MHD_NO;
         }
         char disposition[80];
@@ -606,7 +611,7 @@ static enum MHD_Result get_checkpoint(pgd_api *api, const pgd_request *req, int6
         r = MHD_queue_response(req->conn, MHD_HTTP_OK, resp);
         MHD_destroy_response(resp); /* MHD closes fd when it is done with the response */
     }
-    json_decref(job);
+    pgd_job_release(&job);
     return r;
 }
 

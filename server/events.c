@@ -6,6 +6,7 @@
 #include "events.h"
 
 #include "metrics.h" /* pgd_metrics_refused */
+#include "views.h"   /* the job and log JSON of the frames */
 
 #include <inttypes.h>
 #include <math.h>
@@ -85,26 +86,21 @@ struct sse_stream {
 
 static bool is_terminal(int state) { return state >= (int)PGD_JOB_SUCCEEDED; }
 
-static int state_of(const json_t *job) {
-    pgd_job_state st;
-    const char *name = json_string_value(json_object_get(job, "state"));
-    return name && pgd_job_state_parse(name, &st) == 0 ? (int)st : -1;
-}
-
 /* ---- frames ----------------------------------------------------------------------------- */
 
 /* A job object as event data: without "result" and "estimate" when it would be too big for
  * one frame (an inet job's normal form can be megabytes; GET /api/v1/jobs/{id} has them). */
-static char *job_data(const json_t *job) {
-    char *text = pgn_json_dumps(job);
-    if (!text || strlen(text) <= PGD_EVENTS_FRAME_MAX) return text;
-    free(text);
-    json_t *slim = json_copy((json_t *)job);
-    json_object_del(slim, "result");
-    json_object_del(slim, "estimate");
-    json_object_set_new(slim, "truncated", json_true());
-    text = pgn_json_dumps(slim);
-    json_decref(slim);
+static char *job_data(const pgd_job *job) {
+    json_t *o = pgd_job_json(job, false);
+    char *text = pgn_json_dumps(o);
+    if (text && strlen(text) > PGD_EVENTS_FRAME_MAX) {
+        free(text);
+        json_object_del(o, "result");
+        json_object_del(o, "estimate");
+        json_object_set_new(o, "truncated", json_true());
+        text = pgn_json_dumps(o);
+    }
+    json_decref(o);
     return text;
 }
 
@@ -181,19 +177,19 @@ static void push_json(pgd_events *ev, int64_t job_id, const char *event, json_t 
 
 /* ---- publishing ------------------------------------------------------------------------- */
 
-int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, json_t **job,
+int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, pgd_job *job,
                            pgn_error *err) {
-    if (job) *job = NULL;
+    if (job) *job = (pgd_job){0};
     if (ev) pthread_mutex_lock(&ev->order);
-    json_t *obj = NULL;
+    pgd_job obj;
     int rc = pgd_store_job_get(store, id, false, &obj, err);
     if (rc == 0 && ev) {
-        int state = state_of(obj);
+        int state = (int)obj.state;
         size_t slot = (size_t)((uint64_t)id % LAST_STATE_SLOTS);
         if (ev->last[slot].id != id || ev->last[slot].state != state) {
             ev->last[slot].id = id;
             ev->last[slot].state = state;
-            char *text = job_data(obj);
+            char *text = job_data(&obj);
             if (text) push(ev, id, state, "state", text);
             else fprintf(stderr, "paragond: events: job %" PRId64 ": no state event\n", id);
             free(text);
@@ -201,7 +197,7 @@ int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, json_t 
     }
     if (ev) pthread_mutex_unlock(&ev->order);
     if (rc == 0 && job) *job = obj;
-    else json_decref(obj);
+    else if (rc == 0) pgd_job_release(&obj);
     return rc;
 }
 
@@ -290,8 +286,8 @@ static int out_frame(sse_stream *st, uint64_t id, const char *event, const char 
 
 /* Appends job (an object read from the store) as `event` and notes its state: 1, or -1 when
  * out of memory. */
-static int out_frame_job(sse_stream *st, uint64_t id, const char *event, const json_t *job) {
-    st->last_state = state_of(job);
+static int out_frame_job(sse_stream *st, uint64_t id, const char *event, const pgd_job *job) {
+    st->last_state = (int)job->state;
     st->ending = is_terminal(st->last_state);
     char *text = job_data(job);
     int rc = out_frame(st, id, event, text);
@@ -301,11 +297,11 @@ static int out_frame_job(sse_stream *st, uint64_t id, const char *event, const j
 
 /* Appends the job's current state as `event`; -1 when the job is gone. */
 static int out_job_state(sse_stream *st, uint64_t id, const char *event) {
-    json_t *job;
+    pgd_job job;
     pgn_error err;
     if (pgd_store_job_get(st->ev->store, st->job_id, false, &job, &err) < 0) return -1;
-    int rc = out_frame_job(st, id, event, job);
-    json_decref(job);
+    int rc = out_frame_job(st, id, event, &job);
+    pgd_job_release(&job);
     return rc;
 }
 
@@ -374,16 +370,15 @@ static int refill(sse_stream *st) {
      * never published (made outside the scheduler) still reaches the client, and the stream of
      * a deleted job ends. */
     if (pinged && st->job_id) {
-        json_t *job;
+        pgd_job job;
         pgn_error err;
         if (pgd_store_job_get(ev->store, st->job_id, false, &job, &err) < 0)
             return strcmp(err.code, "not_found") == 0 ? -1 : rc;
-        int state = state_of(job);
-        if (state != st->last_state) {
+        if ((int)job.state != st->last_state) {
             st->out_len = 0;
-            rc = out_frame_job(st, st->cursor - 1, "state", job);
+            rc = out_frame_job(st, st->cursor - 1, "state", &job);
         }
-        json_decref(job);
+        pgd_job_release(&job);
     }
     return rc;
 }
@@ -543,7 +538,7 @@ enum MHD_Result pgd_events_reply_job(pgd_events *ev, const pgd_request *req, int
     sse_stream *st = stream_new(ev, req, id, &asked, &resumed, &missed, &full);
     if (full) return reply_full(ev, req);
     if (!st) return MHD_NO;
-    json_t *job;
+    pgd_job job;
     pgn_error err;
     if (pgd_store_job_get(ev->store, id, false, &job, &err) < 0) {
         stream_free(st);
@@ -552,8 +547,8 @@ enum MHD_Result pgd_events_reply_job(pgd_events *ev, const pgd_request *req, int
         fprintf(stderr, "paragond: %s %s: %s\n", req->method, req->path, err.message);
         return pgd_reply_pgn_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, &err, NULL, NULL);
     }
-    int state = state_of(job);
-    json_decref(job);
+    int state = (int)job.state;
+    pgd_job_release(&job);
     /* A resumed client has the state it last saw and replays the rest from the ring; anyone
      * else starts from the current state, and a finished job's stream is then its final state
      * alone. A resumed client of a finished job replays only when the final state is still to

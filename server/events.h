@@ -43,8 +43,8 @@ void pgd_events_destroy(pgd_events *ev);
 /* Reads job id from the store and publishes its state ("event: state", data the job object
  * without its spec) unless that state was the last one published for the job. Call after every
  * committed state change; reads and publishes are serialised, so a stream never sees an older
- * state after a newer one. *job (may be NULL) receives the object read (new reference). */
-int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, json_t **job,
+ * state after a newer one. *job (may be NULL) receives the job read (the caller releases it). */
+int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, pgd_job *job,
                            pgn_error *err);
 
 /* Publishes a log line already stored (seq, created_at as stored), e.g. with its job. */

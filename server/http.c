@@ -4,7 +4,7 @@
  * in api.c; this file knows nothing of jobs. */
 #include "http.h"
 #include "metrics.h" /* pgd_metrics_observe, pgd_metrics_refused */
-#include "store.h"   /* pgd_error_json */
+#include "views.h"   /* pgd_error_json */
 
 #include <errno.h>
 #include <netdb.h>

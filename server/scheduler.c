@@ -182,7 +182,7 @@ static int make_job_dir(const char *data_dir, const char *job_dir, pgn_error *er
 typedef enum { END_FINISH, END_BENCH, END_REQUEUE } end_kind;
 
 static int write_end(pgd_scheduler *s, int64_t id, end_kind kind, pgd_job_state state,
-                     const json_t *result, const json_t *error, pgn_error *err) {
+                     const json_t *result, const pgn_error *error, pgn_error *err) {
     switch (kind) {
     case END_BENCH: return pgd_store_bench_finish(s->store, id, result, err);
     case END_REQUEUE: return pgd_store_job_requeue(s->store, id, err);
@@ -214,7 +214,7 @@ static void pause_worker(worker *w, int64_t ms) {
  * ended: a conflict), -1 with err for any other failure, 1 when shutdown stopped the retries
  * (the job, still running in the store, is recovered at the next start). */
 static int record_end(worker *w, int64_t id, end_kind kind, pgd_job_state state,
-                      const json_t *result, const json_t *error, pgn_error *err) {
+                      const json_t *result, const pgn_error *error, pgn_error *err) {
     int64_t pause_ms = END_RETRY_FIRST_MS, waited_ms = 0;
     for (;;) {
         if (write_end(w->sched, id, kind, state, result, error, err) == 0) {
@@ -248,7 +248,7 @@ static int record_end(worker *w, int64_t id, end_kind kind, pgd_job_state state,
  * want of space: it cannot be stored at all) ends the job failed, saying so, rather than
  * leaving it running without a worker. */
 static void record_outcome(worker *w, int64_t id, pgd_job_state state, const json_t *result,
-                           const json_t *error) {
+                           const pgn_error *error) {
     pgn_error err;
     if (record_end(w, id, END_FINISH, state, result, error, &err) >= 0) return;
     fprintf(stderr, "paragond: job %lld: its outcome cannot be stored: %s\n", (long long)id,
@@ -257,10 +257,8 @@ static void record_outcome(worker *w, int64_t id, pgd_job_state state, const jso
     pgn_error_clear(&why);
     pgn_error_set(&why, "store", "", "the job ended %s but the store refused its outcome: %s",
                   pgd_job_state_name(state), err.message);
-    json_t *e = pgd_error_json(&why);
-    if (record_end(w, id, END_FINISH, PGD_JOB_FAILED, NULL, e, &err) < 0)
+    if (record_end(w, id, END_FINISH, PGD_JOB_FAILED, NULL, &why, &err) < 0)
         fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, err.message);
-    json_decref(e);
 }
 
 static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t attempt) {
@@ -324,9 +322,7 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
         char message[sizeof err.message];
         snprintf(message, sizeof message, "%s", err.message);
         pgn_error_set(&err, "cancelled", "", "cancelled on request: %s", message);
-        json_t *e = pgd_error_json(&err);
-        record_outcome(w, id, PGD_JOB_CANCELLED, NULL, e);
-        json_decref(e);
+        record_outcome(w, id, PGD_JOB_CANCELLED, NULL, &err);
     } else if (stopped && atomic_load(&s->stopping)) {
         /* Interrupted by shutdown, not by the job: it runs again after the restart (unless a
          * cancel arrived meanwhile: the store then ends it cancelled). */
@@ -336,13 +332,11 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
     } else if (rc == 0) {
         record_outcome(w, id, PGD_JOB_SUCCEEDED, result, NULL);
     } else {
-        json_t *e = pgd_error_json(&err);
         char *why = pgn_text_visible(err.message); /* it may quote the spec: no raw escapes */
         fprintf(stderr, "paragond: job %lld on %s failed: %s\n", (long long)id, w->info->id,
                 why ? why : err.message);
         free(why);
-        record_outcome(w, id, PGD_JOB_FAILED, NULL, e);
-        json_decref(e);
+        record_outcome(w, id, PGD_JOB_FAILED, NULL, &err);
     }
     json_decref(result);
     pgn_spec_free(&spec);
@@ -409,27 +403,21 @@ static double busy_seconds(pgd_scheduler *s, worker *w) {
 
 /* ---- what a job's log and event stream hear from the scheduler ------------------------- */
 
-static const char *text_of(const json_t *o, const char *key, const char *fallback) {
-    const char *v = json_string_value(json_object_get(o, key));
-    return v ? v : fallback;
-}
-
 /* A claimed job: its running state, then "started" with the attempt (a later attempt resumes
  * from the job's checkpoint). */
 /* Publishes the job's start; returns its attempt (1 for a first run; 0 when unknown). */
 static int64_t announce_start(worker *w, int64_t id) {
     pgd_scheduler *s = w->sched;
-    json_t *job;
+    pgd_job job;
     pgn_error err;
     if (pgd_events_job_changed(s->events, s->store, id, &job, &err) < 0) {
         fprintf(stderr, "paragond: job %" PRId64 ": %s\n", id, err.message);
         return 0;
     }
-    int64_t attempt = (int64_t)json_integer_value(json_object_get(job, "attempts"));
     pgd_events_job_log(s->events, s->store, id, "info", "started on %s (attempt %" PRId64 ")", w->info->id,
-                       attempt);
-    json_decref(job);
-    return attempt;
+                       job.attempts);
+    pgd_job_release(&job);
+    return job.attempts;
 }
 
 /* After a run: a line saying how it ended, then the state, in that order, because a job's event
@@ -437,34 +425,38 @@ static int64_t announce_start(worker *w, int64_t id) {
  * way whoever decided it (the engine, a cancel, shutdown). */
 static void announce_end(worker *w, int64_t id) {
     pgd_scheduler *s = w->sched;
-    json_t *job;
+    pgd_job job;
     pgn_error err;
     if (pgd_store_job_get(s->store, id, false, &job, &err) < 0) {
         fprintf(stderr, "paragond: job %" PRId64 ": %s\n", id, err.message);
         return;
     }
-    const char *state = text_of(job, "state", "");
-    int64_t attempt = json_integer_value(json_object_get(job, "attempts"));
-    const json_t *result = json_object_get(job, "result");
-    const json_t *error = json_object_get(job, "error");
-    if (strcmp(state, "succeeded") == 0) {
-        int64_t resumed = json_integer_value(json_object_get(result, "resumed_from_epoch"));
+    int64_t attempt = job.attempts;
+    switch (job.state) {
+    case PGD_JOB_SUCCEEDED: {
+        int64_t resumed = json_integer_value(json_object_get(job.result, "resumed_from_epoch"));
         char from[64] = "";
         if (resumed > 0) snprintf(from, sizeof from, ", resumed from epoch %" PRId64, resumed);
         pgd_events_job_log(s->events, s->store, id, "info", "succeeded (attempt %" PRId64 "%s)",
                            attempt, from);
-    } else if (strcmp(state, "failed") == 0) {
+        break;
+    }
+    case PGD_JOB_FAILED:
         pgd_events_job_log(s->events, s->store, id, "error", "failed (attempt %" PRId64 "): %s: %s",
-                           attempt, text_of(error, "code", "internal"),
-                           text_of(error, "message", ""));
-    } else if (strcmp(state, "cancelled") == 0) {
+                           attempt, job.has_error ? job.error.code : "internal",
+                           job.has_error ? job.error.message : "");
+        break;
+    case PGD_JOB_CANCELLED:
         pgd_events_job_log(s->events, s->store, id, "warn", "cancelled (attempt %" PRId64 ")",
                            attempt);
-    } else if (strcmp(state, "queued") == 0) {
+        break;
+    case PGD_JOB_QUEUED:
         pgd_events_job_log(s->events, s->store, id, "warn",
                            "interrupted by shutdown (attempt %" PRId64 "); queued again", attempt);
+        break;
+    case PGD_JOB_RUNNING: break; /* its end could not be recorded: nothing to tell yet */
     }
-    json_decref(job);
+    pgd_job_release(&job);
     if (pgd_events_job_changed(s->events, s->store, id, NULL, &err) < 0)
         fprintf(stderr, "paragond: job %" PRId64 ": %s\n", id, err.message);
 }
@@ -658,40 +650,37 @@ static const worker *find_worker(const pgd_scheduler *s, const char *id) {
 /* Jobs queued by an earlier run on a device that is gone (a GPU removed, a driver changed)
  * are placed again from what they asked for, or fail saying why. */
 static int replace_orphans(pgd_scheduler *s, pgn_error *err) {
-    json_t *queued;
-    if (pgd_store_queued_jobs(s->store, &queued, err) < 0) return -1;
-    size_t i;
-    json_t *job;
-    json_array_foreach(queued, i, job) {
-        int64_t id = json_integer_value(json_object_get(job, "id"));
-        const char *device = json_string_value(json_object_get(job, "device"));
-        const char *want = json_string_value(json_object_get(job, "device_requested"));
-        if (device && find_worker(s, device)) continue;
+    pgd_job *queued;
+    size_t n;
+    if (pgd_store_queued_jobs(s->store, &queued, &n, err) < 0) return -1;
+    for (size_t i = 0; i < n; i++) {
+        const pgd_job *job = &queued[i];
+        int64_t id = job->id;
+        const char *device = job->device, *want = job->device_requested;
+        if (find_worker(s, device)) continue;
         pgn_device_info info;
         pgn_error e, serr;
-        if (want && place(s, want, &info, &e) == 0) {
+        pgn_error_clear(&e);
+        if (want[0] && place(s, want, &info, &e) == 0) {
             fprintf(stderr, "paragond: job %lld: device %s is gone, placed on %s\n",
-                    (long long)id, device ? device : "?", info.id);
+                    (long long)id, device, info.id);
             if (pgd_store_job_reassign(s->store, id, info.id, &serr) < 0)
                 fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
             else
                 pgd_events_job_log(s->events, s->store, id, "warn",
-                                   "device %s is gone: placed again on %s", device ? device : "?",
-                                   info.id);
+                                   "device %s is gone: placed again on %s", device, info.id);
         } else {
-            if (!want) pgn_error_set(&e, "invalid_spec", "device", "device: not recorded");
+            if (!want[0]) pgn_error_set(&e, "invalid_spec", "device", "device: not recorded");
             fprintf(stderr, "paragond: job %lld cannot be placed again: %s\n", (long long)id,
                     e.message);
-            json_t *ej = pgd_error_json(&e);
-            if (pgd_store_job_finish(s->store, id, PGD_JOB_FAILED, NULL, ej, &serr) < 0)
+            if (pgd_store_job_finish(s->store, id, PGD_JOB_FAILED, NULL, &e, &serr) < 0)
                 fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
             pgd_events_job_log(s->events, s->store, id, "error", "failed: cannot be placed again: %s",
                                e.message);
             pgd_events_job_changed(s->events, s->store, id, NULL, &serr);
-            json_decref(ej);
         }
     }
-    json_decref(queued);
+    pgd_jobs_free(queued, n);
     return 0;
 }
 
@@ -782,9 +771,9 @@ static bool has_worker(const pgd_scheduler *s, int64_t id) {
     return false;
 }
 
-int pgd_scheduler_cancel(pgd_scheduler *s, int64_t id, json_t **job, pgn_error *err) {
+int pgd_scheduler_cancel(pgd_scheduler *s, int64_t id, pgd_job *job, pgn_error *err) {
     if (pgd_store_job_cancel(s->store, id, job, err) < 0) return -1;
-    if (strcmp(json_string_value(json_object_get(*job, "state")), "running") == 0) {
+    if (job->state == PGD_JOB_RUNNING) {
         pthread_mutex_lock(&s->admit);
         bool orphan = !has_worker(s, id);
         if (orphan) {
@@ -793,18 +782,13 @@ int pgd_scheduler_cancel(pgd_scheduler *s, int64_t id, json_t **job, pgn_error *
             pgn_error why, ferr;
             pgn_error_clear(&why);
             pgn_error_set(&why, "cancelled", "", "cancelled on request; no worker was running it");
-            json_t *e = pgd_error_json(&why);
-            int rc = pgd_store_job_finish(s->store, id, PGD_JOB_CANCELLED, NULL, e, &ferr);
-            json_decref(e);
+            int rc = pgd_store_job_finish(s->store, id, PGD_JOB_CANCELLED, NULL, &why, &ferr);
             pthread_mutex_unlock(&s->admit);
+            pgd_job_release(job);
             if (rc < 0 && strcmp(ferr.code, "conflict") != 0) {
                 *err = ferr;
-                json_decref(*job);
-                *job = NULL;
                 return -1;
             }
-            json_decref(*job);
-            *job = NULL;
             pgd_events_job_log(s->events, s->store, id, "warn",
                                "cancelled: no worker was running it");
             pgn_error eerr;

@@ -45,9 +45,10 @@ int pgd_scheduler_place_job(pgd_scheduler *sched, const pgn_job_spec *spec, pgn_
 
 /* Cancels job id (pgd_store_job_cancel): a queued job ends at once; a running one stops at
  * its next step boundary and ends cancelled (a train job keeps a checkpoint of where it
- * stopped). *job is the job object afterwards (new reference): state "cancelled", or
- * "running" with cancel_requested true. Codes "not_found" and "conflict" as the store's. */
-int pgd_scheduler_cancel(pgd_scheduler *sched, int64_t id, json_t **job, pgn_error *err);
+ * stopped); one running in the store that no worker runs ends at once. *job is the job
+ * afterwards (the caller releases it): cancelled, or running with cancel_requested. Codes
+ * "not_found" and "conflict" as the store's. */
+int pgd_scheduler_cancel(pgd_scheduler *sched, int64_t id, pgd_job *job, pgn_error *err);
 
 /* <data_dir>/jobs/<id>: where job id keeps its files (checkpoint.safetensors). */
 void pgd_scheduler_job_dir(const pgd_scheduler *sched, int64_t id, char *out, size_t size);

@@ -5,6 +5,8 @@
  * threads never interleave inside one. */
 #include "store.h"
 
+#include "views.h" /* errors are stored as the API shows them */
+
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -379,26 +381,78 @@ int pgd_store_schema_version(pgd_store *s, int64_t *version, pgn_error *err) {
     "id, kind, name, state, device_requested, device, progress, attempts, result, error, "     \
     "created_at, started_at, finished_at, estimate, cancel_requested, interrupted"
 
-static json_t *job_from_row(sqlite3_stmt *st, bool with_spec) {
-    json_t *o = json_object();
-    json_object_set_new(o, "id", json_integer(sqlite3_column_int64(st, 0)));
-    json_object_set_new(o, "kind", col_text(st, 1));
-    json_object_set_new(o, "name", col_text(st, 2));
-    json_object_set_new(o, "state", col_text(st, 3));
-    json_object_set_new(o, "device_requested", col_text(st, 4));
-    json_object_set_new(o, "device", col_text(st, 5));
-    if (with_spec) json_object_set_new(o, "spec", col_json(st, 16));
-    json_object_set_new(o, "progress", col_real(st, 6));
-    json_object_set_new(o, "attempts", json_integer(sqlite3_column_int64(st, 7)));
-    json_object_set_new(o, "result", col_json(st, 8));
-    json_object_set_new(o, "error", col_json(st, 9));
-    json_object_set_new(o, "created_at", col_text(st, 10));
-    json_object_set_new(o, "started_at", col_text(st, 11));
-    json_object_set_new(o, "finished_at", col_text(st, 12));
-    json_object_set_new(o, "estimate", col_json(st, 13));
-    json_object_set_new(o, "cancel_requested", json_boolean(sqlite3_column_int(st, 14)));
-    json_object_set_new(o, "interrupted", json_integer(sqlite3_column_int64(st, 15)));
-    return o;
+static void col_copy(sqlite3_stmt *st, int col, char *out, size_t size) {
+    const unsigned char *t = sqlite3_column_text(st, col);
+    snprintf(out, size, "%s", t ? (const char *)t : "");
+}
+
+/* A JSON column as an owned value; NULL for SQL NULL. */
+static json_t *col_json_or_null(sqlite3_stmt *st, int col) {
+    return sqlite3_column_type(st, col) == SQLITE_NULL ? NULL : col_json(st, col);
+}
+
+static void job_from_row(sqlite3_stmt *st, bool with_spec, pgd_job *job) {
+    *job = (pgd_job){.id = sqlite3_column_int64(st, 0)};
+    char text[32];
+    col_copy(st, 1, text, sizeof text);
+    if (pgn_job_kind_parse(text, &job->kind) < 0) job->kind = PGN_JOB_TRAIN; /* CHECKed by schema use */
+    col_copy(st, 2, job->name, sizeof job->name);
+    col_copy(st, 3, text, sizeof text);
+    if (pgd_job_state_parse(text, &job->state) < 0) job->state = PGD_JOB_FAILED; /* CHECK constraint */
+    col_copy(st, 4, job->device_requested, sizeof job->device_requested);
+    col_copy(st, 5, job->device, sizeof job->device);
+    job->progress = sqlite3_column_double(st, 6);
+    job->attempts = sqlite3_column_int64(st, 7);
+    job->result = col_json_or_null(st, 8);
+    json_t *error = col_json_or_null(st, 9);
+    if (error) {
+        job->has_error = true;
+        pgd_error_from_json(error, &job->error);
+        json_decref(error);
+    }
+    col_copy(st, 10, job->created_at, sizeof job->created_at);
+    col_copy(st, 11, job->started_at, sizeof job->started_at);
+    col_copy(st, 12, job->finished_at, sizeof job->finished_at);
+    job->estimate = col_json_or_null(st, 13);
+    job->cancel_requested = sqlite3_column_int(st, 14) != 0;
+    job->interrupted = sqlite3_column_int64(st, 15);
+    if (with_spec) job->spec = col_json_or_null(st, 16);
+}
+
+void pgd_job_release(pgd_job *job) {
+    if (!job) return;
+    json_decref(job->spec);
+    json_decref(job->result);
+    json_decref(job->estimate);
+    job->spec = job->result = job->estimate = NULL;
+}
+
+void pgd_jobs_free(pgd_job *jobs, size_t n) {
+    for (size_t i = 0; i < n; i++) pgd_job_release(&jobs[i]);
+    free(jobs);
+}
+
+/* Steps st to its end, appending each row as a job (without spec) to *jobs; resets st. */
+static int collect_jobs(pgd_store *s, sqlite3_stmt *st, pgd_job **jobs, size_t *n,
+                        pgn_error *err, const char *what) {
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            size_t grown = cap ? cap * 2 : 16;
+            pgd_job *more = realloc(*jobs, grown * sizeof *more);
+            if (!more) {
+                stmt_done(st);
+                pgn_error_set(err, "internal", "", "store: out of memory listing jobs");
+                return -1;
+            }
+            *jobs = more;
+            cap = grown;
+        }
+        job_from_row(st, false, &(*jobs)[(*n)++]);
+    }
+    stmt_done(st);
+    return rc == SQLITE_DONE ? 0 : db_fail(s, err, what);
 }
 
 typedef struct insert_jobs {
@@ -454,7 +508,7 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
             free(estimate);
             return -1;
         }
-        sqlite3_bind_text(st, 1, job->kind, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 1, pgn_job_kind_name(job->kind), -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, job->name ? job->name : "", -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 3, job->device_requested, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 4, job->device, -1, SQLITE_STATIC);
@@ -488,9 +542,9 @@ int pgd_store_queue_seconds(pgd_store *s, const char *device, double *seconds, p
     return read_numbers(s, sql, device, seconds, 1, "sum queued work", err);
 }
 
-int pgd_store_job_get(pgd_store *s, int64_t id, bool with_spec, json_t **out, pgn_error *err) {
+int pgd_store_job_get(pgd_store *s, int64_t id, bool with_spec, pgd_job *out, pgn_error *err) {
     static const char sql[] = "SELECT " JOB_COLS ", spec FROM jobs WHERE id = ?1";
-    *out = NULL;
+    *out = (pgd_job){0};
     pthread_mutex_lock(&s->lock);
     int ret = -1;
     sqlite3_stmt *st = stmt(s, sql, err);
@@ -498,7 +552,7 @@ int pgd_store_job_get(pgd_store *s, int64_t id, bool with_spec, json_t **out, pg
         sqlite3_bind_int64(st, 1, id);
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
-            *out = job_from_row(st, with_spec);
+            job_from_row(st, with_spec, out);
             ret = 0;
         } else if (rc == SQLITE_DONE) {
             no_such_job(err, id);
@@ -511,10 +565,8 @@ int pgd_store_job_get(pgd_store *s, int64_t id, bool with_spec, json_t **out, pg
     return ret;
 }
 
-static json_t *listed_job_from_row(sqlite3_stmt *st) { return job_from_row(st, false); }
-
-int pgd_store_jobs_list(pgd_store *s, const pgd_job_filter *f, json_t **jobs, int64_t *total,
-                        pgn_error *err) {
+int pgd_store_jobs_list(pgd_store *s, const pgd_job_filter *f, pgd_job **jobs, size_t *n,
+                        int64_t *total, pgn_error *err) {
     /* One statement per filter combination, so each can use its index. */
     static const char list_any[] =
         "SELECT " JOB_COLS " FROM jobs ORDER BY id DESC LIMIT ?3 OFFSET ?4";
@@ -530,18 +582,21 @@ int pgd_store_jobs_list(pgd_store *s, const pgd_job_filter *f, json_t **jobs, in
     static const char count_both[] = "SELECT count(*) FROM jobs WHERE state = ?1 AND kind = ?2";
     static const char *const list_sql[4] = {list_any, list_state, list_kind, list_both};
     static const char *const count_sql[4] = {count_any, count_state, count_kind, count_both};
-    int which = (f->state ? 1 : 0) | (f->kind ? 2 : 0);
+    int which = (f->by_state ? 1 : 0) | (f->by_kind ? 2 : 0);
+    const char *state = pgd_job_state_name(f->state), *kind = pgn_job_kind_name(f->kind);
 
     *jobs = NULL;
-    json_t *arr = json_array();
+    *n = 0;
+    pgd_job *list = NULL;
+    size_t count = 0;
     int ret = -1;
     pthread_mutex_lock(&s->lock);
     /* Both reads in one transaction so total and the page agree. */
     if (run_stmt(s, begin_sql, err, "begin") < 0) goto unlock;
     sqlite3_stmt *st = stmt(s, count_sql[which], err);
     if (!st) goto rollback;
-    if (f->state) sqlite3_bind_text(st, 1, f->state, -1, SQLITE_STATIC);
-    if (f->kind) sqlite3_bind_text(st, 2, f->kind, -1, SQLITE_STATIC);
+    if (f->by_state) sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
+    if (f->by_kind) sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_ROW) {
         db_fail(s, err, "count jobs");
         stmt_done(st);
@@ -552,21 +607,23 @@ int pgd_store_jobs_list(pgd_store *s, const pgd_job_filter *f, json_t **jobs, in
 
     st = stmt(s, list_sql[which], err);
     if (!st) goto rollback;
-    if (f->state) sqlite3_bind_text(st, 1, f->state, -1, SQLITE_STATIC);
-    if (f->kind) sqlite3_bind_text(st, 2, f->kind, -1, SQLITE_STATIC);
+    if (f->by_state) sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
+    if (f->by_kind) sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, f->limit);
     sqlite3_bind_int64(st, 4, f->offset);
-    if (collect_rows(s, st, listed_job_from_row, arr, err, "list jobs") < 0) goto rollback;
+    if (collect_jobs(s, st, &list, &count, err, "list jobs") < 0) goto rollback;
     if (run_stmt(s, commit_sql, err, "commit") < 0) goto rollback;
     ret = 0;
-    *jobs = arr;
-    arr = NULL;
+    *jobs = list;
+    *n = count;
+    list = NULL;
+    count = 0;
     goto unlock;
 rollback:
     sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 unlock:
     pthread_mutex_unlock(&s->lock);
-    json_decref(arr);
+    pgd_jobs_free(list, count);
     return ret;
 }
 
@@ -668,14 +725,16 @@ static int finish_job(pgd_store *s, int64_t id, pgd_job_state state, const char 
 }
 
 int pgd_store_job_finish(pgd_store *s, int64_t id, pgd_job_state state, const json_t *result,
-                         const json_t *error, pgn_error *err) {
+                         const pgn_error *error, pgn_error *err) {
     if (state != PGD_JOB_SUCCEEDED && state != PGD_JOB_FAILED && state != PGD_JOB_CANCELLED) {
         pgn_error_set(err, "internal", "", "store: %s is not a final state",
                       pgd_job_state_name(state));
         return -1;
     }
     char *res = result ? pgn_json_dumps(result) : NULL;
-    char *er = error ? pgn_json_dumps(error) : NULL;
+    json_t *ej = error ? pgd_error_json(error) : NULL;
+    char *er = ej ? pgn_json_dumps(ej) : NULL;
+    json_decref(ej);
     pthread_mutex_lock(&s->lock);
     int ret = finish_job(s, id, state, res, er, err);
     pthread_mutex_unlock(&s->lock);
@@ -727,7 +786,8 @@ int pgd_store_job_requeue(pgd_store *s, int64_t id, pgn_error *err) {
 
 typedef struct cancel_args {
     int64_t id;
-    json_t *job; /* out: the job after the cancel */
+    pgd_job *job; /* out: the job after the cancel */
+    bool read;
 } cancel_args;
 
 static int cancel_tx(pgd_store *s, void *ctx, pgn_error *err) {
@@ -762,17 +822,19 @@ static int cancel_tx(pgd_store *s, void *ctx, pgn_error *err) {
     st = stmt(s, get_sql, err);
     if (!st) return -1;
     sqlite3_bind_int64(st, 1, a->id);
-    if (sqlite3_step(st) == SQLITE_ROW) a->job = job_from_row(st, true);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        job_from_row(st, true, a->job);
+        a->read = true;
+    }
     stmt_done(st);
-    return a->job ? 0 : db_fail(s, err, "read job");
+    return a->read ? 0 : db_fail(s, err, "read job");
 }
 
-int pgd_store_job_cancel(pgd_store *s, int64_t id, json_t **job, pgn_error *err) {
-    cancel_args a = {.id = id};
-    *job = NULL;
+int pgd_store_job_cancel(pgd_store *s, int64_t id, pgd_job *job, pgn_error *err) {
+    *job = (pgd_job){0};
+    cancel_args a = {.id = id, .job = job};
     int ret = write_transaction(s, cancel_tx, &a, err);
-    if (ret == 0) *job = a.job;
-    else json_decref(a.job);
+    if (ret < 0) pgd_job_release(job);
     return ret;
 }
 
@@ -908,23 +970,20 @@ int pgd_store_recover(pgd_store *s, int64_t max_attempts, pgd_recovery *out, pgn
     return ret;
 }
 
-static json_t *queued_from_row(sqlite3_stmt *st) {
-    return json_pack("{s:I, s:o, s:o}", "id", (json_int_t)sqlite3_column_int64(st, 0),
-                     "device_requested", col_text(st, 1), "device", col_text(st, 2));
-}
-
-int pgd_store_queued_jobs(pgd_store *s, json_t **out, pgn_error *err) {
-    static const char sql[] = "SELECT id, device_requested, device FROM jobs"
-                              " WHERE state = 'queued' ORDER BY id";
-    *out = NULL;
-    json_t *arr = json_array();
+int pgd_store_queued_jobs(pgd_store *s, pgd_job **jobs, size_t *n, pgn_error *err) {
+    static const char sql[] = "SELECT " JOB_COLS " FROM jobs WHERE state = 'queued' ORDER BY id";
+    *jobs = NULL;
+    *n = 0;
     pthread_mutex_lock(&s->lock);
     int ret = -1;
     sqlite3_stmt *st = stmt(s, sql, err);
-    if (st) ret = collect_rows(s, st, queued_from_row, arr, err, "list queued jobs");
+    if (st) ret = collect_jobs(s, st, jobs, n, err, "list queued jobs");
     pthread_mutex_unlock(&s->lock);
-    if (ret == 0) *out = arr;
-    else json_decref(arr);
+    if (ret < 0) {
+        pgd_jobs_free(*jobs, *n);
+        *jobs = NULL;
+        *n = 0;
+    }
     return ret;
 }
 
@@ -951,53 +1010,6 @@ int pgd_store_queued_counts(pgd_store *s, json_t **out, pgn_error *err) {
     return ret;
 }
 
-/* Length of the valid UTF-8 sequence at p (1-4), or 0 when it is not one. */
-static size_t utf8_len(const unsigned char *p) {
-    if (p[0] < 0x80) return 1;
-    size_t n = p[0] >= 0xF5 ? 0 : p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 ? 2 : 0;
-    for (size_t i = 1; i < n; i++)
-        if ((p[i] & 0xC0) != 0x80) return 0;
-    return n;
-}
-
-/* Engine messages may carry a compiler log or be cut mid-character at their size limit;
- * jansson takes only valid UTF-8, so bad bytes become '?'. */
-static json_t *json_string_lossy(const char *text) {
-    json_t *v = json_string(text);
-    if (v) return v;
-    size_t len = strlen(text);
-    char *copy = malloc(len + 1);
-    if (!copy) return json_string("");
-    size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)text; *p;) {
-        size_t n = utf8_len(p);
-        if (n == 0) {
-            copy[o++] = '?';
-            p++;
-        } else {
-            memcpy(copy + o, p, n);
-            o += n;
-            p += n;
-        }
-    }
-    copy[o] = 0;
-    v = json_string(copy);
-    if (!v) { /* overlong forms and surrogates pass utf8_len: keep ASCII only */
-        for (char *c = copy; *c; c++)
-            if ((unsigned char)*c >= 0x80) *c = '?';
-        v = json_string(copy);
-    }
-    free(copy);
-    return v;
-}
-
-json_t *pgd_error_json(const pgn_error *err) {
-    json_t *o = json_object();
-    json_object_set_new(o, "code", json_string_lossy(err->code[0] ? err->code : "internal"));
-    json_object_set_new(o, "message", json_string_lossy(err->message));
-    json_object_set_new(o, "field", err->field[0] ? json_string_lossy(err->field) : json_null());
-    return o;
-}
 
 /* ---- metrics ---------------------------------------------------------------------------- */
 
@@ -1104,7 +1116,6 @@ int pgd_store_metrics_list(pgd_store *s, int64_t job_id, const char *name, bool 
 
 /* ---- logs ------------------------------------------------------------------------------- */
 
-json_t *pgd_json_string_lossy(const char *text) { return json_string_lossy(text); }
 
 int pgd_store_log_add(pgd_store *s, int64_t job_id, const char *level, const char *line,
                       int64_t *seq, char created_at[32], pgn_error *err) {
@@ -1154,7 +1165,7 @@ static json_t *log_row(sqlite3_stmt *st) {
     json_t *e = json_object();
     json_object_set_new(e, "seq", json_integer(sqlite3_column_int64(st, 0)));
     json_object_set_new(e, "level", col_text(st, 1));
-    json_object_set_new(e, "line", json_string_lossy(line ? line : ""));
+    json_object_set_new(e, "line", pgd_json_string_lossy(line ? line : ""));
     json_object_set_new(e, "created_at", col_text(st, 3));
     return e;
 }

@@ -1,7 +1,7 @@
 /* store.h: paragond's SQLite store: migrations, job rows, their metric series and benchmark rows.
  * One connection guarded by one mutex; every call is safe from any thread, and every state
  * change is one transaction. Calls return 0 on success, -1 with err set on failure; a missing
- * job is code "not_found". Job objects come back as JSON ready to send. */
+ * job is code "not_found". Jobs come back as pgd_job records (views.h makes JSON of them). */
 #ifndef PGD_STORE_H
 #define PGD_STORE_H
 
@@ -44,8 +44,34 @@ const char *pgd_job_state_name(pgd_job_state state);
 /* Parses a state name; -1 when unknown. */
 int pgd_job_state_parse(const char *name, pgd_job_state *out);
 
+/* A job as the store keeps it. The JSON parts are documents in their own right (the validated
+ * spec, the engine's result, the cost model's estimate): owned, NULL when absent. */
+typedef struct pgd_job {
+    int64_t id;
+    pgn_job_kind kind;
+    char name[128];
+    pgd_job_state state;
+    char device_requested[64]; /* what the spec asked for: "auto", "cpu", an id ... */
+    char device[64];           /* where it was placed */
+    double progress;           /* 0..1 */
+    int64_t attempts;          /* runs started */
+    int64_t interrupted;       /* runs a dying paragond left running (--max-attempts) */
+    bool cancel_requested;
+    char created_at[32], started_at[32], finished_at[32]; /* ISO-8601 UTC; "" before it happens */
+    json_t *spec;     /* only when asked for */
+    json_t *result;   /* a succeeded job's */
+    json_t *estimate; /* where and why it was placed */
+    bool has_error;   /* a failed or cancelled job's error: */
+    pgn_error error;
+} pgd_job;
+
+/* Releases what a job owns; safe on a zeroed one. */
+void pgd_job_release(pgd_job *job);
+/* Releases n jobs and the array. */
+void pgd_jobs_free(pgd_job *jobs, size_t n);
+
 typedef struct pgd_new_job {
-    const char *kind;
+    pgn_job_kind kind;
     const char *name;
     const char *device_requested; /* what the spec asked for: "auto", "cpu", an id ... */
     const char *device;           /* the device id the scheduler placed it on */
@@ -65,22 +91,22 @@ int pgd_store_job_insert(pgd_store *store, const pgd_new_job *job, int64_t *id, 
 int pgd_store_jobs_insert(pgd_store *store, const pgd_new_job *jobs, size_t n, int64_t *ids,
                           pgn_error *err);
 
-/* The job object {"id","kind","name","state","device_requested","device","spec","progress",
- * "attempts","result","error","created_at","started_at","finished_at","estimate",
- * "cancel_requested","interrupted"}; without "spec" when with_spec is false. *out is a new reference. */
-int pgd_store_job_get(pgd_store *store, int64_t id, bool with_spec, json_t **out,
+/* Job id into *out (the caller releases it); its spec only when with_spec. */
+int pgd_store_job_get(pgd_store *store, int64_t id, bool with_spec, pgd_job *out,
                       pgn_error *err);
 
 typedef struct pgd_job_filter {
-    const char *state; /* NULL: any */
-    const char *kind;  /* NULL: any */
+    bool by_state, by_kind;
+    pgd_job_state state;
+    pgn_job_kind kind;
     int64_t limit;
     int64_t offset;
 } pgd_job_filter;
 
-/* Job objects without "spec", newest first; *total counts every job the filter matches. */
-int pgd_store_jobs_list(pgd_store *store, const pgd_job_filter *filter, json_t **jobs,
-                        int64_t *total, pgn_error *err);
+/* Jobs without their spec, newest first: *jobs (malloc'd, *n of them; pgd_jobs_free) and *total,
+ * every job the filter matches. */
+int pgd_store_jobs_list(pgd_store *store, const pgd_job_filter *filter, pgd_job **jobs,
+                        size_t *n, int64_t *total, pgn_error *err);
 
 /* Takes the oldest queued job on device and marks it running (started_at now, attempts + 1,
  * progress 0) in one statement. *id is 0 when nothing is queued there; otherwise *spec is
@@ -92,10 +118,10 @@ int pgd_store_job_claim(pgd_store *store, const char *device, int64_t *id, json_
 int pgd_store_job_progress(pgd_store *store, int64_t id, double fraction, pgn_error *err);
 
 /* Ends a queued or running job: state succeeded with result, or failed/cancelled with error
- * (objects, borrowed; NULL stores null), finished_at now. Code "conflict" when the job has
- * already finished. */
+ * (borrowed; NULL stores null), finished_at now. Code "conflict" when the job has already
+ * finished. */
 int pgd_store_job_finish(pgd_store *store, int64_t id, pgd_job_state state,
-                         const json_t *result, const json_t *error, pgn_error *err);
+                         const json_t *result, const pgn_error *error, pgn_error *err);
 
 /* Puts a running job back in the queue (shutdown mid-run); attempts are kept. A job whose
  * cancel was requested ends cancelled instead, in the same transaction. */
@@ -103,9 +129,9 @@ int pgd_store_job_requeue(pgd_store *store, int64_t id, pgn_error *err);
 
 /* Cancels a job in one transaction: a queued job ends at once (state cancelled, finished_at
  * now, error {"code":"cancelled",...}); a running one gets cancel_requested, which its worker
- * acts on at the next step boundary. *job is the job object afterwards (with spec; new
- * reference). Code "conflict" when the job has finished, "not_found" when it does not exist. */
-int pgd_store_job_cancel(pgd_store *store, int64_t id, json_t **job, pgn_error *err);
+ * acts on at the next step boundary. *job is the job afterwards (with spec; the caller releases
+ * it). Code "conflict" when the job has finished, "not_found" when it does not exist. */
+int pgd_store_job_cancel(pgd_store *store, int64_t id, pgd_job *job, pgn_error *err);
 
 /* Whether a cancel of the job was requested. */
 int pgd_store_job_cancel_requested(pgd_store *store, int64_t id, bool *requested,
@@ -129,15 +155,11 @@ typedef struct pgd_recovery {
 } pgd_recovery;
 int pgd_store_recover(pgd_store *store, int64_t max_attempts, pgd_recovery *out, pgn_error *err);
 
-/* Queued jobs as [{"id","device_requested","device"}], oldest first. */
-int pgd_store_queued_jobs(pgd_store *store, json_t **out, pgn_error *err);
+/* Queued jobs (without their spec), oldest first: *jobs (malloc'd, *n; pgd_jobs_free). */
+int pgd_store_queued_jobs(pgd_store *store, pgd_job **jobs, size_t *n, pgn_error *err);
 
 /* {"<device id>": N, ...} for every device with queued jobs. */
 int pgd_store_queued_counts(pgd_store *store, json_t **out, pgn_error *err);
-
-/* {"code","message","field"} of an error (field null when empty): what a failed job stores
- * in its error column and what an error reply carries. New reference. */
-json_t *pgd_error_json(const pgn_error *err);
 
 /* ---- metrics ---- */
 
@@ -163,9 +185,6 @@ int pgd_store_log_add(pgd_store *store, int64_t job_id, const char *level, const
  * that are not UTF-8 read back as '?'). Code "not_found" when the job does not exist. */
 int pgd_store_logs_list(pgd_store *store, int64_t job_id, int64_t after, json_t **out,
                         pgn_error *err);
-
-/* text as a JSON string, bytes that are not UTF-8 replaced by '?'. New reference. */
-json_t *pgd_json_string_lossy(const char *text);
 
 /* ---- benchmarks ------------------------------------------------------------------------- */
 

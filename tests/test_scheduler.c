@@ -6,6 +6,7 @@
 #include "paragon.h"
 #include "scheduler.h"
 #include "store.h"
+#include "views.h"
 
 #include <criterion/criterion.h>
 #include <ftw.h>
@@ -161,7 +162,7 @@ static int64_t queue_inet(pgd_store *s, const char *device, const char *program)
     cr_assert_eq(pgn_spec_parse_text(text, strlen(text), &spec, &err), 0, "%s", err.message);
     json_t *spec_json = pgn_spec_to_json(&spec);
     pgn_spec_free(&spec);
-    pgd_new_job job = {.kind = "inet", .name = "t", .device_requested = device, .device = device,
+    pgd_new_job job = {.kind = PGN_JOB_INET, .name = "t", .device_requested = device, .device = device,
                        .spec = spec_json};
     int64_t id;
     cr_assert_eq(pgd_store_job_insert(s, &job, &id, &err), 0, "%s", err.message);
@@ -169,10 +170,13 @@ static int64_t queue_inet(pgd_store *s, const char *device, const char *program)
     return id;
 }
 
+/* The job as the API shows it. */
 static json_t *job(pgd_store *s, int64_t id) {
-    json_t *o;
+    pgd_job j;
     pgn_error err;
-    cr_assert_eq(pgd_store_job_get(s, id, false, &o, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_job_get(s, id, false, &j, &err), 0, "%s", err.message);
+    json_t *o = pgd_job_json(&j, false);
+    pgd_job_release(&j);
     return o;
 }
 
@@ -270,12 +274,11 @@ Test(scheduler, a_cancel_of_a_running_job_that_no_worker_runs_ends_it) {
     cr_assert_eq(claimed, id);
     json_decref(spec);
 
-    json_t *o;
+    pgd_job o;
     cr_assert_eq(pgd_scheduler_cancel(sched, id, &o, &err), 0, "%s", err.message);
-    cr_assert_str_eq(state_of(o), "cancelled", "ended now, not left waiting for a worker");
-    cr_assert(strstr(json_string_value(json_object_get(json_object_get(o, "error"), "message")),
-                     "no worker"));
-    json_decref(o);
+    cr_assert_eq(o.state, PGD_JOB_CANCELLED, "ended now, not left waiting for a worker");
+    cr_assert(o.has_error && strstr(o.error.message, "no worker"), "%s", o.error.message);
+    pgd_job_release(&o);
     pgd_scheduler_stop(sched);
     pgd_store_close(s);
 }

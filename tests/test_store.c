@@ -3,6 +3,7 @@
  * and paging, metric series, benchmark rows (batches, export filters, the latest run, a bench
  * job's success), start-up recovery, and concurrent use from several threads. */
 #include "store.h"
+#include "views.h"
 
 #include <criterion/criterion.h>
 #include <ftw.h>
@@ -72,9 +73,79 @@ static char *raw_text(sqlite3 *db, const char *sql) {
     return copy;
 }
 
+/* The store hands out pgd_job records; these tests read them as the API shows them (views.h),
+ * which is also what they asserted before the records were typed. */
+static int job_get_json(pgd_store *s, int64_t id, bool with_spec, json_t **out, pgn_error *err) {
+    pgd_job job;
+    *out = NULL;
+    if (pgd_store_job_get(s, id, with_spec, &job, err) < 0) return -1;
+    *out = pgd_job_json(&job, with_spec);
+    pgd_job_release(&job);
+    return 0;
+}
+
+static int cancel_json(pgd_store *s, int64_t id, json_t **out, pgn_error *err) {
+    pgd_job job;
+    *out = NULL;
+    if (pgd_store_job_cancel(s, id, &job, err) < 0) return -1;
+    *out = pgd_job_json(&job, true);
+    pgd_job_release(&job);
+    return 0;
+}
+
+/* A filter by names, as the API's query arguments give it. */
+typedef struct text_filter {
+    const char *state, *kind; /* NULL: any */
+    int64_t limit, offset;
+} text_filter;
+
+static int list_json(pgd_store *s, const text_filter *t, json_t **out, int64_t *total,
+                     pgn_error *err) {
+    pgd_job_filter f = {.limit = t->limit, .offset = t->offset};
+    f.by_state = t->state && pgd_job_state_parse(t->state, &f.state) == 0;
+    f.by_kind = t->kind && pgn_job_kind_parse(t->kind, &f.kind) == 0;
+    pgd_job *jobs;
+    size_t n;
+    *out = NULL;
+    if (pgd_store_jobs_list(s, &f, &jobs, &n, total, err) < 0) return -1;
+    *out = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(*out, pgd_job_json(&jobs[i], false));
+    pgd_jobs_free(jobs, n);
+    return 0;
+}
+
+/* Queued jobs as [{"id","device_requested","device"}]. */
+static int queued_json(pgd_store *s, json_t **out, pgn_error *err) {
+    pgd_job *jobs;
+    size_t n;
+    *out = NULL;
+    if (pgd_store_queued_jobs(s, &jobs, &n, err) < 0) return -1;
+    *out = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(*out, json_pack("{s:I, s:s, s:s}", "id", (json_int_t)jobs[i].id,
+                                               "device_requested", jobs[i].device_requested,
+                                               "device", jobs[i].device));
+    pgd_jobs_free(jobs, n);
+    return 0;
+}
+
+/* Finishes with an error given as its JSON object (NULL: none). */
+static int finish_json(pgd_store *s, int64_t id, pgd_job_state state, const json_t *result,
+                       const json_t *error, pgn_error *err) {
+    pgn_error e;
+    if (error) pgd_error_from_json(error, &e);
+    return pgd_store_job_finish(s, id, state, result, error ? &e : NULL, err);
+}
+
+static pgn_job_kind kind_of(const char *name) {
+    pgn_job_kind k = PGN_JOB_TRAIN;
+    cr_assert_eq(pgn_job_kind_parse(name, &k), 0, "a kind: %s", name);
+    return k;
+}
+
 static int64_t insert(pgd_store *s, const char *kind, const char *name, const char *device) {
     json_t *spec = json_pack("{s:s, s:s, s:i}", "kind", kind, "name", name, "epochs", 3);
-    pgd_new_job job = {.kind = kind, .name = name, .device_requested = "auto",
+    pgd_new_job job = {.kind = kind_of(kind), .name = name, .device_requested = "auto",
                        .device = device, .spec = spec};
     int64_t id = 0;
     pgn_error err;
@@ -87,7 +158,7 @@ static int64_t insert(pgd_store *s, const char *kind, const char *name, const ch
 static json_t *get(pgd_store *s, int64_t id) {
     json_t *job = NULL;
     pgn_error err;
-    cr_assert_eq(pgd_store_job_get(s, id, true, &job, &err), 0, "get %lld: %s", (long long)id,
+    cr_assert_eq(job_get_json(s, id, true, &job, &err), 0, "get %lld: %s", (long long)id,
                  err.message);
     return job;
 }
@@ -266,7 +337,7 @@ Test(store, insert_then_get_returns_every_field) {
     pgd_store *s = open_store();
     json_t *spec = json_pack("{s:s, s:s, s:{s:[i,i,i]}}", "kind", "train", "name", "xor", "model",
                              "layers", 2, 8, 2);
-    pgd_new_job job = {.kind = "train", .name = "xor", .device_requested = "cpu",
+    pgd_new_job job = {.kind = PGN_JOB_TRAIN, .name = "xor", .device_requested = "cpu",
                        .device = "cpu-0000abcd", .spec = spec};
     int64_t id;
     pgn_error err;
@@ -294,12 +365,12 @@ Test(store, insert_then_get_returns_every_field) {
     cr_assert_eq(json_object_size(o), 17);
     json_decref(o);
 
-    cr_assert_eq(pgd_store_job_get(s, id, false, &o, &err), 0);
+    cr_assert_eq(job_get_json(s, id, false, &o, &err), 0);
     cr_assert_null(json_object_get(o, "spec"), "without spec when asked");
     json_decref(o);
 
     o = (json_t *)1;
-    cr_assert_eq(pgd_store_job_get(s, 42, true, &o, &err), -1);
+    cr_assert_eq(job_get_json(s, 42, true, &o, &err), -1);
     cr_assert_null(o);
     cr_assert_str_eq(err.code, "not_found");
     cr_assert_str_eq(err.message, "job 42 does not exist");
@@ -346,7 +417,7 @@ Test(store, finish_records_result_or_error_once) {
     json_decref(o);
 
     json_t *result = json_pack("{s:f, s:s}", "accuracy", 1.0, "weights_sha256", "ab");
-    cr_assert_eq(pgd_store_job_finish(s, ok, PGD_JOB_SUCCEEDED, result, NULL, &err), 0);
+    cr_assert_eq(finish_json(s, ok, PGD_JOB_SUCCEEDED, result, NULL, &err), 0);
     o = get(s, ok);
     cr_assert_str_eq(str(o, "state"), "succeeded");
     cr_assert(json_equal(json_object_get(o, "result"), result));
@@ -361,21 +432,21 @@ Test(store, finish_records_result_or_error_once) {
     json_t *ej = pgd_error_json(&jerr);
     cr_assert_str_eq(str(ej, "message"), "build failed: ?? log", "invalid UTF-8 is replaced");
     cr_assert(json_is_null(json_object_get(ej, "field")));
-    cr_assert_eq(pgd_store_job_finish(s, bad, PGD_JOB_FAILED, NULL, ej, &err), 0);
+    cr_assert_eq(finish_json(s, bad, PGD_JOB_FAILED, NULL, ej, &err), 0);
     o = get(s, bad);
     cr_assert_str_eq(str(o, "state"), "failed");
     cr_assert_str_eq(str(json_object_get(o, "error"), "code"), "kernel_build");
     cr_assert(json_is_null(json_object_get(o, "result")));
     json_decref(o);
 
-    cr_assert_eq(pgd_store_job_finish(s, ok, PGD_JOB_FAILED, NULL, ej, &err), -1);
+    cr_assert_eq(finish_json(s, ok, PGD_JOB_FAILED, NULL, ej, &err), -1);
     cr_assert_str_eq(err.code, "conflict");
     cr_assert(strstr(err.message, "it is succeeded"), "%s", err.message);
     cr_assert_eq(pgd_store_job_progress(s, ok, 0.5, &err), -1);
     cr_assert_str_eq(err.code, "conflict");
-    cr_assert_eq(pgd_store_job_finish(s, 999, PGD_JOB_FAILED, NULL, ej, &err), -1);
+    cr_assert_eq(finish_json(s, 999, PGD_JOB_FAILED, NULL, ej, &err), -1);
     cr_assert_str_eq(err.code, "not_found");
-    cr_assert_eq(pgd_store_job_finish(s, bad, PGD_JOB_RUNNING, NULL, NULL, &err), -1,
+    cr_assert_eq(finish_json(s, bad, PGD_JOB_RUNNING, NULL, NULL, &err), -1,
                  "running is not a final state");
     json_decref(ej);
     json_decref(result);
@@ -391,13 +462,13 @@ Test(store, list_filters_pages_and_counts) {
     cr_assert_eq(claim(s, "d"), ids[1]);
     pgn_error err;
     json_t *r = json_object();
-    cr_assert_eq(pgd_store_job_finish(s, ids[0], PGD_JOB_SUCCEEDED, r, NULL, &err), 0);
+    cr_assert_eq(finish_json(s, ids[0], PGD_JOB_SUCCEEDED, r, NULL, &err), 0);
     json_decref(r);
 
     json_t *jobs;
     int64_t total;
-    pgd_job_filter f = {.limit = 3, .offset = 0};
-    cr_assert_eq(pgd_store_jobs_list(s, &f, &jobs, &total, &err), 0);
+    text_filter f = {.limit = 3, .offset = 0};
+    cr_assert_eq(list_json(s, &f, &jobs, &total, &err), 0);
     cr_assert_eq(total, 7);
     cr_assert_eq(json_array_size(jobs), 3);
     for (size_t i = 0; i < 3; i++) {
@@ -408,32 +479,32 @@ Test(store, list_filters_pages_and_counts) {
     json_decref(jobs);
 
     f.offset = 5;
-    cr_assert_eq(pgd_store_jobs_list(s, &f, &jobs, &total, &err), 0);
+    cr_assert_eq(list_json(s, &f, &jobs, &total, &err), 0);
     cr_assert_eq(total, 7);
     cr_assert_eq(json_array_size(jobs), 2);
     cr_assert_eq(json_integer_value(json_object_get(json_array_get(jobs, 1), "id")), ids[0]);
     json_decref(jobs);
 
-    f = (pgd_job_filter){.state = "queued", .limit = 50};
-    cr_assert_eq(pgd_store_jobs_list(s, &f, &jobs, &total, &err), 0);
+    f = (text_filter){.state = "queued", .limit = 50};
+    cr_assert_eq(list_json(s, &f, &jobs, &total, &err), 0);
     cr_assert_eq(total, 5);
     cr_assert_eq(json_array_size(jobs), 5);
     json_decref(jobs);
 
-    f = (pgd_job_filter){.kind = "bench", .limit = 50};
-    cr_assert_eq(pgd_store_jobs_list(s, &f, &jobs, &total, &err), 0);
+    f = (text_filter){.kind = "bench", .limit = 50};
+    cr_assert_eq(list_json(s, &f, &jobs, &total, &err), 0);
     cr_assert_eq(total, 2);
     cr_assert_str_eq(str(json_array_get(jobs, 0), "kind"), "bench");
     json_decref(jobs);
 
-    f = (pgd_job_filter){.state = "running", .kind = "train", .limit = 50};
-    cr_assert_eq(pgd_store_jobs_list(s, &f, &jobs, &total, &err), 0);
+    f = (text_filter){.state = "running", .kind = "train", .limit = 50};
+    cr_assert_eq(list_json(s, &f, &jobs, &total, &err), 0);
     cr_assert_eq(total, 1);
     cr_assert_eq(json_integer_value(json_object_get(json_array_get(jobs, 0), "id")), ids[1]);
     json_decref(jobs);
 
-    f = (pgd_job_filter){.state = "succeeded", .limit = 0};
-    cr_assert_eq(pgd_store_jobs_list(s, &f, &jobs, &total, &err), 0);
+    f = (text_filter){.state = "succeeded", .limit = 0};
+    cr_assert_eq(list_json(s, &f, &jobs, &total, &err), 0);
     cr_assert_eq(total, 1, "limit 0 still counts");
     cr_assert_eq(json_array_size(jobs), 0);
     json_decref(jobs);
@@ -838,9 +909,9 @@ Test(store, jobs_inserted_together_are_all_stored_or_none) {
     pgd_store *s = open_store();
     json_t *spec = json_pack("{s:s}", "kind", "bench");
     pgd_new_job jobs[3] = {
-        {.kind = "bench", .name = "a", .device_requested = "all", .device = "cpu-1", .spec = spec},
-        {.kind = "bench", .name = "b", .device_requested = "all", .device = "gpu-2", .spec = spec},
-        {.kind = "bench", .name = "c", .device_requested = "all", .device = "gpu-3", .spec = spec},
+        {.kind = PGN_JOB_BENCH, .name = "a", .device_requested = "all", .device = "cpu-1", .spec = spec},
+        {.kind = PGN_JOB_BENCH, .name = "b", .device_requested = "all", .device = "gpu-2", .spec = spec},
+        {.kind = PGN_JOB_BENCH, .name = "c", .device_requested = "all", .device = "gpu-3", .spec = spec},
     };
     int64_t ids[3] = {0};
     pgn_error err;
@@ -851,14 +922,14 @@ Test(store, jobs_inserted_together_are_all_stored_or_none) {
     cr_assert_str_eq(str(o, "device_requested"), "all");
     json_decref(o);
 
-    jobs[2].kind = NULL; /* NOT NULL fails on the third insert */
+    jobs[2].device = NULL; /* NOT NULL fails on the third insert */
     cr_assert_eq(pgd_store_jobs_insert(s, jobs, 3, ids, &err), -1);
     cr_assert_str_eq(err.code, "store");
     cr_assert(strstr(err.message, "NOT NULL"), "%s", err.message);
     json_t *list;
     int64_t total = 0;
-    pgd_job_filter f = {.limit = 50};
-    cr_assert_eq(pgd_store_jobs_list(s, &f, &list, &total, &err), 0);
+    text_filter f = {.limit = 50};
+    cr_assert_eq(list_json(s, &f, &list, &total, &err), 0);
     cr_assert_eq(total, 3, "the failed batch left none of its jobs");
     json_decref(list);
     json_decref(spec);
@@ -891,7 +962,7 @@ Test(store, restart_puts_running_jobs_back_in_the_queue) {
     cr_assert_eq(rec.requeued, 0, "recovery is idempotent");
 
     json_t *q;
-    cr_assert_eq(pgd_store_queued_jobs(s, &q, &err), 0);
+    cr_assert_eq(queued_json(s, &q, &err), 0);
     cr_assert_eq(json_array_size(q), 2);
     cr_assert_eq(json_integer_value(json_object_get(json_array_get(q, 0), "id")), run);
     json_decref(q);
@@ -925,7 +996,7 @@ static void *hammer(void *p) {
     pgn_error err;
     for (int i = 0; i < a->n; i++) {
         json_t *spec = json_object();
-        pgd_new_job job = {.kind = "train", .name = "c", .device_requested = "auto",
+        pgd_new_job job = {.kind = PGN_JOB_TRAIN, .name = "c", .device_requested = "auto",
                            .device = "shared", .spec = spec};
         int64_t id;
         if (pgd_store_job_insert(a->s, &job, &id, &err) == 0)
@@ -983,7 +1054,7 @@ Test(store, cancel_ends_a_queued_job_and_flags_a_running_one) {
     pgn_error err;
     json_t *job = NULL;
 
-    cr_assert_eq(pgd_store_job_cancel(s, wait, &job, &err), 0, "%s", err.message);
+    cr_assert_eq(cancel_json(s, wait, &job, &err), 0, "%s", err.message);
     cr_assert_str_eq(str(job, "state"), "cancelled");
     assert_timestamp(str(job, "finished_at"));
     cr_assert_str_eq(str(json_object_get(job, "error"), "code"), "cancelled");
@@ -994,26 +1065,26 @@ Test(store, cancel_ends_a_queued_job_and_flags_a_running_one) {
     bool requested = true;
     cr_assert_eq(pgd_store_job_cancel_requested(s, run, &requested, &err), 0);
     cr_assert(!requested);
-    cr_assert_eq(pgd_store_job_cancel(s, run, &job, &err), 0, "%s", err.message);
+    cr_assert_eq(cancel_json(s, run, &job, &err), 0, "%s", err.message);
     cr_assert_str_eq(str(job, "state"), "running", "a running job stops at its next step");
     cr_assert(json_is_true(json_object_get(job, "cancel_requested")));
     cr_assert(json_is_null(json_object_get(job, "finished_at")));
     json_decref(job);
-    cr_assert_eq(pgd_store_job_cancel(s, run, &job, &err), 0, "asking twice is the same");
+    cr_assert_eq(cancel_json(s, run, &job, &err), 0, "asking twice is the same");
     json_decref(job);
     cr_assert_eq(pgd_store_job_cancel_requested(s, run, &requested, &err), 0);
     cr_assert(requested);
 
     /* The worker ends it cancelled; then it is finished like any other. */
     json_t *e = json_pack("{s:s, s:s}", "code", "cancelled", "message", "stopped");
-    cr_assert_eq(pgd_store_job_finish(s, run, PGD_JOB_CANCELLED, NULL, e, &err), 0);
+    cr_assert_eq(finish_json(s, run, PGD_JOB_CANCELLED, NULL, e, &err), 0);
     json_decref(e);
     job = (json_t *)1;
-    cr_assert_eq(pgd_store_job_cancel(s, run, &job, &err), -1);
+    cr_assert_eq(cancel_json(s, run, &job, &err), -1);
     cr_assert_null(job);
     cr_assert_str_eq(err.code, "conflict");
     cr_assert(strstr(err.message, "cancelled"), "%s", err.message);
-    cr_assert_eq(pgd_store_job_cancel(s, 4242, &job, &err), -1);
+    cr_assert_eq(cancel_json(s, 4242, &job, &err), -1);
     cr_assert_str_eq(err.code, "not_found");
     cr_assert_eq(pgd_store_job_cancel_requested(s, 4242, &requested, &err), -1);
     cr_assert_str_eq(err.code, "not_found");
@@ -1028,7 +1099,7 @@ Test(store, a_requested_cancel_survives_a_shutdown_and_a_crash) {
     cr_assert_eq(claim(s, "e"), c);
     pgn_error err;
     json_t *job;
-    cr_assert_eq(pgd_store_job_cancel(s, a, &job, &err), 0);
+    cr_assert_eq(cancel_json(s, a, &job, &err), 0);
     json_decref(job);
     /* A shutdown puts a running job back in the queue, unless it was asked to stop. */
     cr_assert_eq(pgd_store_job_requeue(s, a, &err), 0, "%s", err.message);
@@ -1039,7 +1110,7 @@ Test(store, a_requested_cancel_survives_a_shutdown_and_a_crash) {
     json_decref(job);
 
     cr_assert_eq(claim(s, "d"), b);
-    cr_assert_eq(pgd_store_job_cancel(s, b, &job, &err), 0);
+    cr_assert_eq(cancel_json(s, b, &job, &err), 0);
     json_decref(job);
     pgd_store_close(s); /* the process dies with b (cancel requested) and c running */
 
@@ -1130,17 +1201,17 @@ Test(store, counters_count_finished_jobs_and_work_and_never_go_down) {
     int64_t doomed = insert(s, "inet", "broken", "d"), dropped = insert(s, "inet", "dropped", "d");
     cr_assert_eq(claim(s, "d"), inet);
     json_t *r = json_pack("{s:I}", "interactions", (json_int_t)718993);
-    cr_assert_eq(pgd_store_job_finish(s, inet, PGD_JOB_SUCCEEDED, r, NULL, &err), 0);
+    cr_assert_eq(finish_json(s, inet, PGD_JOB_SUCCEEDED, r, NULL, &err), 0);
     json_decref(r);
     cr_assert_eq(claim(s, "d"), train);
     r = json_pack("{s:f}", "flops", 2.5e9);
-    cr_assert_eq(pgd_store_job_finish(s, train, PGD_JOB_SUCCEEDED, r, NULL, &err), 0);
+    cr_assert_eq(finish_json(s, train, PGD_JOB_SUCCEEDED, r, NULL, &err), 0);
     json_decref(r);
     json_t *e = json_pack("{s:s}", "code", "device");
-    cr_assert_eq(pgd_store_job_finish(s, doomed, PGD_JOB_FAILED, NULL, e, &err), 0);
+    cr_assert_eq(finish_json(s, doomed, PGD_JOB_FAILED, NULL, e, &err), 0);
     json_decref(e);
     json_t *job;
-    cr_assert_eq(pgd_store_job_cancel(s, dropped, &job, &err), 0, "%s", err.message);
+    cr_assert_eq(cancel_json(s, dropped, &job, &err), 0, "%s", err.message);
     json_decref(job);
 
     cr_assert_eq(pgd_store_counters(s, &c, &err), 0, "%s", err.message);
@@ -1150,7 +1221,7 @@ Test(store, counters_count_finished_jobs_and_work_and_never_go_down) {
     cr_assert_eq(c.finished[PGD_JOB_FAILED], 1);
     cr_assert_eq(c.finished[PGD_JOB_CANCELLED], 1);
     /* Finishing twice is refused and counts nothing. */
-    cr_assert_eq(pgd_store_job_finish(s, inet, PGD_JOB_SUCCEEDED, NULL, NULL, &err), -1);
+    cr_assert_eq(finish_json(s, inet, PGD_JOB_SUCCEEDED, NULL, NULL, &err), -1);
     /* Deleting the jobs leaves the counters: a Prometheus counter only grows. */
     for (int64_t id = inet; id <= dropped; id++)
         cr_assert_eq(pgd_store_job_delete(s, id, &err), 0, "%s", err.message);
@@ -1185,7 +1256,7 @@ Test(store, delete_takes_a_finished_job_with_its_rows_in_one_go) {
     cr_assert_eq(raw_int(db, "SELECT count(*) FROM benchmarks"), 1);
 
     json_t *e = json_pack("{s:s, s:s}", "code", "device", "message", "it broke");
-    cr_assert_eq(pgd_store_job_finish(s, done, PGD_JOB_FAILED, NULL, e, &err), 0);
+    cr_assert_eq(finish_json(s, done, PGD_JOB_FAILED, NULL, e, &err), 0);
     json_decref(e);
     cr_assert_eq(pgd_store_job_delete(s, done, &err), 0, "%s", err.message);
     cr_assert_eq(raw_int(db, "SELECT count(*) FROM jobs"), 1);
@@ -1198,7 +1269,7 @@ Test(store, delete_takes_a_finished_job_with_its_rows_in_one_go) {
 
     /* The newest job's id is not handed out again, even after a restart. */
     cr_assert_eq(claim(s, "d"), other);
-    cr_assert_eq(pgd_store_job_finish(s, other, PGD_JOB_SUCCEEDED, NULL, NULL, &err), 0);
+    cr_assert_eq(finish_json(s, other, PGD_JOB_SUCCEEDED, NULL, NULL, &err), 0);
     cr_assert_eq(pgd_store_job_delete(s, other, &err), 0, "%s", err.message);
     pgd_store_close(s);
     s = open_store();
@@ -1259,7 +1330,7 @@ Test(store, log_lines_count_from_one_per_job_and_go_with_their_job) {
 
     /* A deleted job takes its lines with it. */
     cr_assert_eq(claim(s, "d"), a);
-    cr_assert_eq(pgd_store_job_finish(s, a, PGD_JOB_SUCCEEDED, NULL, NULL, &err), 0);
+    cr_assert_eq(finish_json(s, a, PGD_JOB_SUCCEEDED, NULL, NULL, &err), 0);
     cr_assert_eq(pgd_store_job_delete(s, a, &err), 0, "%s", err.message);
     sqlite3 *db = raw_db();
     cr_assert_eq(raw_int(db, "SELECT count(*) FROM logs"), 1, "job b's line stays");

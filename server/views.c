@@ -1,0 +1,93 @@
+/* views.c: owns how the server's records look as JSON, the one place they are turned into it at
+ * the HTTP edge (API replies and event streams): a job, an error, and text whose bytes may not
+ * be UTF-8. The store keeps errors in this same shape. */
+#include "views.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Length of the valid UTF-8 sequence at p (1-4), or 0 when it is not one. */
+static size_t utf8_len(const unsigned char *p) {
+    if (p[0] < 0x80) return 1;
+    size_t n = p[0] >= 0xF5 ? 0 : p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 ? 2 : 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80) return 0;
+    return n;
+}
+
+/* Engine messages may carry a compiler log or be cut mid-character at their size limit;
+ * jansson takes only valid UTF-8, so bad bytes become '?'. */
+json_t *pgd_json_string_lossy(const char *text) {
+    json_t *v = json_string(text);
+    if (v) return v;
+    size_t len = strlen(text);
+    char *copy = malloc(len + 1);
+    if (!copy) return json_string("");
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p;) {
+        size_t n = utf8_len(p);
+        if (n == 0) {
+            copy[o++] = '?';
+            p++;
+        } else {
+            memcpy(copy + o, p, n);
+            o += n;
+            p += n;
+        }
+    }
+    copy[o] = 0;
+    v = json_string(copy);
+    if (!v) { /* overlong forms and surrogates pass utf8_len: keep ASCII only */
+        for (char *c = copy; *c; c++)
+            if ((unsigned char)*c >= 0x80) *c = '?';
+        v = json_string(copy);
+    }
+    free(copy);
+    return v;
+}
+
+json_t *pgd_error_json(const pgn_error *err) {
+    json_t *o = json_object();
+    json_object_set_new(o, "code", pgd_json_string_lossy(err->code[0] ? err->code : "internal"));
+    json_object_set_new(o, "message", pgd_json_string_lossy(err->message));
+    json_object_set_new(o, "field", err->field[0] ? pgd_json_string_lossy(err->field) : json_null());
+    return o;
+}
+
+void pgd_error_from_json(const json_t *o, pgn_error *out) {
+    pgn_error_clear(out);
+    const char *code = json_string_value(json_object_get(o, "code"));
+    const char *message = json_string_value(json_object_get(o, "message"));
+    const char *field = json_string_value(json_object_get(o, "field"));
+    snprintf(out->code, sizeof out->code, "%s", code ? code : "internal");
+    snprintf(out->message, sizeof out->message, "%s", message ? message : "");
+    snprintf(out->field, sizeof out->field, "%s", field ? field : "");
+}
+
+/* A time as the store keeps it, or null before it happened. */
+static json_t *time_json(const char *t) { return t[0] ? json_string(t) : json_null(); }
+
+/* A JSON part the job owns (NULL: null), as a new reference. */
+static json_t *part_json(json_t *v) { return v ? json_incref(v) : json_null(); }
+
+json_t *pgd_job_json(const pgd_job *job, bool with_spec) {
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_integer(job->id));
+    json_object_set_new(o, "kind", json_string(pgn_job_kind_name(job->kind)));
+    json_object_set_new(o, "name", pgd_json_string_lossy(job->name));
+    json_object_set_new(o, "state", json_string(pgd_job_state_name(job->state)));
+    json_object_set_new(o, "device_requested", pgd_json_string_lossy(job->device_requested));
+    json_object_set_new(o, "device", pgd_json_string_lossy(job->device));
+    if (with_spec) json_object_set_new(o, "spec", part_json(job->spec));
+    json_object_set_new(o, "progress", json_real(job->progress));
+    json_object_set_new(o, "attempts", json_integer(job->attempts));
+    json_object_set_new(o, "result", part_json(job->result));
+    json_object_set_new(o, "error", job->has_error ? pgd_error_json(&job->error) : json_null());
+    json_object_set_new(o, "created_at", time_json(job->created_at));
+    json_object_set_new(o, "started_at", time_json(job->started_at));
+    json_object_set_new(o, "finished_at", time_json(job->finished_at));
+    json_object_set_new(o, "estimate", part_json(job->estimate));
+    json_object_set_new(o, "cancel_requested", json_boolean(job->cancel_requested));
+    json_object_set_new(o, "interrupted", json_integer(job->interrupted));
+    return o;
+}

@@ -1,0 +1,27 @@
+/* views.h: the server's records as JSON, built only here, at the HTTP edge (API replies and
+ * event streams): a job object, an error object, and strings from bytes that may not be UTF-8.
+ * Inside the server, jobs and errors travel as the structs of store.h and paragon.h. */
+#ifndef PGD_VIEWS_H
+#define PGD_VIEWS_H
+
+#include "paragon.h"
+#include "store.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+/* {"id","kind","name","state","device_requested","device",["spec",]"progress","attempts",
+ * "result","error","created_at","started_at","finished_at","estimate","cancel_requested",
+ * "interrupted"}: a new reference. */
+json_t *pgd_job_json(const pgd_job *job, bool with_spec);
+
+/* {"code","message","field"} of an error (field null when empty): what a failed job stores
+ * in its error column and what an error reply carries. New reference. */
+json_t *pgd_error_json(const pgn_error *err);
+/* The same read back (a missing code reads as "internal"). */
+void pgd_error_from_json(const json_t *o, pgn_error *out);
+
+/* text as a JSON string, bytes that are not UTF-8 replaced by '?'. New reference. */
+json_t *pgd_json_string_lossy(const char *text);
+
+#endif
