@@ -1,0 +1,219 @@
+/* store_bench.c: owns the benchmark rows: checking them, storing them (alone, or with the
+ * bench job that made them, in the transaction that ends it), and reading them back for the
+ * export and the cost model. */
+#include "store_internal.h"
+
+#include "views.h" /* errors are stored as the API shows them */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- benchmarks ------------------------------------------------------------------------- */
+
+static int bad_row(pgn_error *err, size_t i, const char *key, const char *what) {
+    char field[128];
+    if (key) snprintf(field, sizeof field, "rows[%zu].%s", i, key);
+    else snprintf(field, sizeof field, "rows[%zu]", i);
+    pgn_error_set(err, "invalid_row", field, "%s: %s", field, what);
+    return -1;
+}
+
+/* Checks every row before anything is written (the rules are in store.h). */
+static int check_bench_rows(const json_t *rows, pgn_error *err) {
+    static const char *const required[] = {"suite", "case", "device"};
+    static const char *const optional[] = {"adapter", "version"};
+    static const char *const reserved[] = {"id", "job_id", "created_at"};
+    if (!json_is_array(rows)) {
+        pgn_error_set(err, "invalid_row", "rows", "rows: must be an array of benchmark rows");
+        return -1;
+    }
+    size_t i;
+    const json_t *row;
+    json_array_foreach(rows, i, row) {
+        if (!json_is_object(row)) return bad_row(err, i, NULL, "must be an object");
+        for (size_t k = 0; k < sizeof required / sizeof *required; k++) {
+            const json_t *v = json_object_get(row, required[k]);
+            if (!json_is_string(v) || json_string_length(v) == 0)
+                return bad_row(err, i, required[k], "must be a non-empty string");
+        }
+        for (size_t k = 0; k < sizeof optional / sizeof *optional; k++) {
+            const json_t *v = json_object_get(row, optional[k]);
+            if (v && !json_is_string(v) && !json_is_null(v))
+                return bad_row(err, i, optional[k], "must be a string");
+        }
+        for (size_t k = 0; k < sizeof reserved / sizeof *reserved; k++)
+            if (json_object_get(row, reserved[k]))
+                return bad_row(err, i, reserved[k], "is set by the store, not by a row");
+        const char *key;
+        const json_t *v;
+        json_object_foreach((json_t *)row, key, v) {
+            if (json_is_object(v) || json_is_array(v))
+                return bad_row(err, i, key,
+                               "must be a number, string, boolean or null (rows are flat)");
+        }
+    }
+    return 0;
+}
+
+static const char *row_string(const json_t *row, const char *key) {
+    return json_string_value(json_object_get(row, key)); /* NULL for null or absent */
+}
+
+/* Inserts checked rows of job_id (0: none) with one created_at. Caller is in a transaction. */
+static int insert_bench_rows(pgd_store *s, int64_t job_id, const json_t *rows,
+                             pgn_error *err) {
+    static const char now_sql[] = "SELECT " NOW_SQL;
+    static const char sql[] =
+        "INSERT INTO benchmarks (job_id, suite, case_id, device, adapter, version, created_at,"
+        " data) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    sqlite3_stmt *st = store_stmt(s, now_sql, err);
+    if (!st) return -1;
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        store_stmt_done(st);
+        return store_fail(s, err, "read the time");
+    }
+    char now[32];
+    snprintf(now, sizeof now, "%s", (const char *)sqlite3_column_text(st, 0));
+    store_stmt_done(st);
+
+    size_t i;
+    const json_t *row;
+    json_array_foreach(rows, i, row) {
+        /* Full precision: the CSV prints each figure as the shortest text that reads back the
+         * engine's double, so the export matches `paragon bench` bit for bit. */
+        char *data = json_dumps(row, JSON_COMPACT);
+        if (!data) {
+            pgn_error_set(err, "internal", "", "store: benchmark row %zu cannot be serialised", i);
+            return -1;
+        }
+        st = store_stmt(s, sql, err);
+        if (!st) {
+            free(data);
+            return -1;
+        }
+        if (job_id > 0) sqlite3_bind_int64(st, 1, job_id);
+        else sqlite3_bind_null(st, 1);
+        store_bind_text_or_null(st, 2, row_string(row, "suite"));
+        store_bind_text_or_null(st, 3, row_string(row, "case"));
+        store_bind_text_or_null(st, 4, row_string(row, "device"));
+        store_bind_text_or_null(st, 5, row_string(row, "adapter"));
+        store_bind_text_or_null(st, 6, row_string(row, "version"));
+        sqlite3_bind_text(st, 7, now, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 8, data, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        store_stmt_done(st);
+        free(data);
+        if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) return store_no_such_job(err, job_id);
+        if (rc != SQLITE_DONE) return store_fail(s, err, "insert benchmark row");
+    }
+    return 0;
+}
+
+typedef struct bench_batch {
+    int64_t job_id;
+    const json_t *rows;
+    const char *result; /* bench_finish: the job's result as JSON text */
+} bench_batch;
+
+static int bench_add_tx(pgd_store *s, void *ctx, pgn_error *err) {
+    const bench_batch *b = ctx;
+    return insert_bench_rows(s, b->job_id, b->rows, err);
+}
+
+int pgd_store_bench_add(pgd_store *s, int64_t job_id, const json_t *rows, pgn_error *err) {
+    if (check_bench_rows(rows, err) < 0) return -1;
+    bench_batch b = {.job_id = job_id, .rows = rows};
+    return store_write_tx(s, bench_add_tx, &b, err);
+}
+
+static int bench_finish_tx(pgd_store *s, void *ctx, pgn_error *err) {
+    const bench_batch *b = ctx;
+    if (store_finish_job(s, b->job_id, PGD_JOB_SUCCEEDED, b->result, NULL, err) < 0) return -1;
+    return insert_bench_rows(s, b->job_id, b->rows, err);
+}
+
+int pgd_store_bench_finish(pgd_store *s, int64_t job_id, const json_t *result,
+                           pgn_error *err) {
+    const json_t *rows = json_object_get(result, "rows");
+    if (check_bench_rows(rows, err) < 0) return -1;
+    char *text = pgn_json_dumps(result);
+    if (!text) {
+        pgn_error_set(err, "internal", "", "store: the job's result cannot be serialised");
+        return -1;
+    }
+    bench_batch b = {.job_id = job_id, .rows = rows, .result = text};
+    int ret = store_write_tx(s, bench_finish_tx, &b, err);
+    free(text);
+    return ret;
+}
+
+/* The stored row plus the store's "id", "job_id" and "created_at" (columns 0-3). */
+static json_t *bench_from_row(sqlite3_stmt *st) {
+    json_t *o = store_col_json(st, 3);
+    if (!json_is_object(o)) { /* the CHECK constraint keeps this from happening */
+        json_decref(o);
+        o = json_object();
+    }
+    json_object_set_new(o, "id", json_integer(sqlite3_column_int64(st, 0)));
+    json_object_set_new(o, "job_id", sqlite3_column_type(st, 1) == SQLITE_NULL
+                                         ? json_null()
+                                         : json_integer(sqlite3_column_int64(st, 1)));
+    json_object_set_new(o, "created_at", store_col_text(st, 2));
+    return o;
+}
+
+/* Runs a read of benchmark rows (?1 suite, ?2 device: NULL when not given, ?3 limit) under the
+ * lock; *out is a new array, or NULL on failure. */
+static int bench_query(pgd_store *s, const char *sql, const char *suite, const char *device,
+                       int64_t limit, json_t **out, pgn_error *err) {
+    *out = NULL;
+    json_t *arr = json_array();
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        if (suite) sqlite3_bind_text(st, 1, suite, -1, SQLITE_STATIC);
+        if (device) sqlite3_bind_text(st, 2, device, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, limit);
+        ret = store_collect_rows(s, st, bench_from_row, arr, err, "list benchmark rows");
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (ret == 0) *out = arr;
+    else json_decref(arr);
+    return ret;
+}
+
+/* The newest ?3 rows matching `where`, put back in id order. */
+#define BENCH_COLS "id, job_id, created_at, data"
+#define BENCH_NEWEST(where)                                                                    \
+    "SELECT " BENCH_COLS " FROM (SELECT " BENCH_COLS " FROM benchmarks" where                  \
+    " ORDER BY id DESC LIMIT ?3) ORDER BY id"
+
+int pgd_store_bench_list(pgd_store *s, const char *suite, const char *device, int64_t limit,
+                         json_t **rows, pgn_error *err) {
+    /* One statement per filter combination, so each can use its index. */
+    static const char any[] = BENCH_NEWEST("");
+    static const char by_suite[] = BENCH_NEWEST(" WHERE suite = ?1");
+    static const char by_device[] = BENCH_NEWEST(" WHERE device = ?2");
+    static const char by_both[] = BENCH_NEWEST(" WHERE suite = ?1 AND device = ?2");
+    static const char *const sql[4] = {any, by_suite, by_device, by_both};
+    return bench_query(s, sql[(suite ? 1 : 0) | (device ? 2 : 0)], suite, device,
+                       limit < 0 ? 0 : limit, rows, err);
+}
+
+int pgd_store_bench_latest(pgd_store *s, const char *device, const char *suite,
+                           json_t **rows, pgn_error *err) {
+    /* newest: per suite, the run of its highest id (SQLite takes the bare columns of a
+     * max() query from the row that holds the max). A run is a job's rows; rows stored
+     * without a job form one run per batch, told apart by the created_at it shares. */
+    static const char sql[] =
+        "WITH newest AS (SELECT suite, job_id, created_at, max(id) FROM benchmarks"
+        "                WHERE device = ?2 AND (?1 IS NULL OR suite = ?1) GROUP BY suite)"
+        " SELECT b.id, b.job_id, b.created_at, b.data FROM benchmarks AS b JOIN newest AS n"
+        "   ON b.suite = n.suite AND b.job_id IS n.job_id"
+        "  AND (n.job_id IS NOT NULL OR b.created_at = n.created_at)"
+        " WHERE b.device = ?2 ORDER BY b.id LIMIT ?3";
+    return bench_query(s, sql, suite, device, -1, rows, err);
+}

@@ -1,0 +1,74 @@
+/* store_internal.h: what the store's files share and nothing else may use: the connection
+ * and its mutex, the statement cache, and the helpers that run a statement or a transaction
+ * and read a row's columns. One connection, one mutex: statements are prepared once and cached,
+ * each public call holds the mutex for its whole transaction, so HTTP and worker threads never
+ * interleave inside one. Helpers marked "caller holds the lock" run under s->lock. */
+#ifndef PGD_STORE_INTERNAL_H
+#define PGD_STORE_INTERNAL_H
+
+#include "store.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define NOW_SQL "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+#define BUSY_TIMEOUT_MS 5000
+#define STMT_CACHE_MAX 64
+
+struct pgd_store {
+    sqlite3 *db;
+    pthread_mutex_t lock;
+    /* Prepared statements keyed by the address of their static SQL text. */
+    struct {
+        const char *sql;
+        sqlite3_stmt *stmt;
+    } cache[STMT_CACHE_MAX];
+    int n_cached;
+};
+
+/* ---- helpers (callers hold the lock) ---- */
+
+/* A failed statement as code PGD_STORE_UNAVAILABLE (the database's state: retry) or "store". */
+int store_fail(pgd_store *s, pgn_error *err, const char *what);
+/* The cached statement for sql (a static string: its address is the key), reset and ready to
+ * bind. */
+sqlite3_stmt *store_stmt(pgd_store *s, const char *sql, pgn_error *err);
+/* Resets st right after use, so that it holds no read transaction open. */
+void store_stmt_done(sqlite3_stmt *st);
+/* Fails with "not_found" naming the job id. */
+int store_no_such_job(pgn_error *err, int64_t id);
+/* Runs a cached statement that returns no rows (BEGIN, COMMIT). */
+int store_run(pgd_store *s, const char *sql, pgn_error *err, const char *what);
+extern const char store_begin_sql[], store_begin_write_sql[], store_commit_sql[];
+/* Steps st to its end, appending row(st) to arr for each row; resets st. */
+int store_collect_rows(pgd_store *s, sqlite3_stmt *st, json_t *(*row)(sqlite3_stmt *),
+                       json_t *arr, pgn_error *err, const char *what);
+void store_bind_text_or_null(sqlite3_stmt *st, int idx, const char *text);
+/* A column as JSON: text (null for NULL), a JSON document (text that does not parse comes
+ * back as a string), a real (null for NULL). */
+json_t *store_col_text(sqlite3_stmt *st, int col);
+json_t *store_col_json(sqlite3_stmt *st, int col);
+json_t *store_col_real(sqlite3_stmt *st, int col);
+
+/* ---- helpers that take the lock ---- */
+
+/* Runs fn(s, ctx, err) under the lock inside one write transaction: committed when fn returns
+ * 0, rolled back otherwise. */
+int store_write_tx(pgd_store *s, int (*fn)(pgd_store *, void *, pgn_error *), void *ctx,
+                   pgn_error *err);
+/* Reads the one row of numbers an aggregate query returns into out[0..n-1]; param, when not
+ * NULL, binds ?1. */
+int store_read_numbers(pgd_store *s, const char *sql, const char *param, double *out, int n,
+                       const char *what, pgn_error *err);
+
+/* ---- across files ---- */
+
+/* The UPDATE that ends a queued or running job (store_jobs.c); result and error are JSON text
+ * or NULL. Caller holds the lock. */
+int store_finish_job(pgd_store *s, int64_t id, pgd_job_state state, const char *result,
+                     const char *error, pgn_error *err);
+
+#endif

@@ -1,0 +1,687 @@
+/* store_jobs.c: owns the job rows: inserting (with a job's first log line), reading and
+ * listing them as pgd_job records, claiming, progress, finishing, requeueing, cancelling,
+ * deleting and moving them, start-up recovery, and the figures /metrics reads (jobs by state,
+ * the counters that only grow). */
+#include "store_internal.h"
+
+#include "views.h" /* errors are stored as the API shows them */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- jobs ------------------------------------------------------------------------------- */
+
+/* Column order every job query shares; spec, when selected, comes last (index 16). */
+#define JOB_COLS                                                                               \
+    "id, kind, name, state, device_requested, device, progress, attempts, result, error, "     \
+    "created_at, started_at, finished_at, estimate, cancel_requested, interrupted"
+
+static void col_copy(sqlite3_stmt *st, int col, char *out, size_t size) {
+    const unsigned char *t = sqlite3_column_text(st, col);
+    snprintf(out, size, "%s", t ? (const char *)t : "");
+}
+
+/* A JSON column as an owned value; NULL for SQL NULL. */
+static json_t *col_json_or_null(sqlite3_stmt *st, int col) {
+    return sqlite3_column_type(st, col) == SQLITE_NULL ? NULL : store_col_json(st, col);
+}
+
+static void job_from_row(sqlite3_stmt *st, bool with_spec, pgd_job *job) {
+    *job = (pgd_job){.id = sqlite3_column_int64(st, 0)};
+    char text[32];
+    col_copy(st, 1, text, sizeof text);
+    if (pgn_job_kind_parse(text, &job->kind) < 0) job->kind = PGN_JOB_TRAIN; /* CHECKed by schema use */
+    col_copy(st, 2, job->name, sizeof job->name);
+    col_copy(st, 3, text, sizeof text);
+    if (pgd_job_state_parse(text, &job->state) < 0) job->state = PGD_JOB_FAILED; /* CHECK constraint */
+    col_copy(st, 4, job->device_requested, sizeof job->device_requested);
+    col_copy(st, 5, job->device, sizeof job->device);
+    job->progress = sqlite3_column_double(st, 6);
+    job->attempts = sqlite3_column_int64(st, 7);
+    job->result = col_json_or_null(st, 8);
+    json_t *error = col_json_or_null(st, 9);
+    if (error) {
+        job->has_error = true;
+        pgd_error_from_json(error, &job->error);
+        json_decref(error);
+    }
+    col_copy(st, 10, job->created_at, sizeof job->created_at);
+    col_copy(st, 11, job->started_at, sizeof job->started_at);
+    col_copy(st, 12, job->finished_at, sizeof job->finished_at);
+    job->estimate = col_json_or_null(st, 13);
+    job->cancel_requested = sqlite3_column_int(st, 14) != 0;
+    job->interrupted = sqlite3_column_int64(st, 15);
+    if (with_spec) job->spec = col_json_or_null(st, 16);
+}
+
+void pgd_job_release(pgd_job *job) {
+    if (!job) return;
+    json_decref(job->spec);
+    json_decref(job->result);
+    json_decref(job->estimate);
+    job->spec = job->result = job->estimate = NULL;
+}
+
+void pgd_jobs_free(pgd_job *jobs, size_t n) {
+    for (size_t i = 0; i < n; i++) pgd_job_release(&jobs[i]);
+    free(jobs);
+}
+
+/* Steps st to its end, appending each row as a job (without spec) to *jobs; resets st. */
+static int collect_jobs(pgd_store *s, sqlite3_stmt *st, pgd_job **jobs, size_t *n,
+                        pgn_error *err, const char *what) {
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            size_t grown = cap ? cap * 2 : 16;
+            pgd_job *more = realloc(*jobs, grown * sizeof *more);
+            if (!more) {
+                store_stmt_done(st);
+                pgn_error_set(err, "internal", "", "store: out of memory listing jobs");
+                return -1;
+            }
+            *jobs = more;
+            cap = grown;
+        }
+        job_from_row(st, false, &(*jobs)[(*n)++]);
+    }
+    store_stmt_done(st);
+    return rc == SQLITE_DONE ? 0 : store_fail(s, err, what);
+}
+
+typedef struct insert_jobs {
+    const pgd_new_job *jobs;
+    size_t n;
+    int64_t *ids;
+} insert_jobs;
+
+/* A new job's first log line, in the transaction that inserts the job: one commit a submission. */
+static int insert_first_log(pgd_store *s, int64_t id, const char *line, char *time_out, pgn_error *err) {
+    static const char sql[] = "INSERT INTO logs (job_id, seq, level, line) VALUES (?1, 1, 'info', ?2)"
+                              " RETURNING created_at";
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (!st) return -1;
+    char *visible = pgn_text_visible(line);
+    if (!visible) {
+        pgn_error_set(err, "internal", "", "store: out of memory");
+        return -1;
+    }
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, visible, -1, SQLITE_TRANSIENT);
+    free(visible);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && time_out) {
+        const char *at = (const char *)sqlite3_column_text(st, 0);
+        snprintf(time_out, 32, "%s", at ? at : "");
+    }
+    if (rc == SQLITE_ROW) rc = sqlite3_step(st);
+    store_stmt_done(st);
+    return rc == SQLITE_DONE ? 0 : store_fail(s, err, "insert log line");
+}
+
+static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
+    /* Ids only grow: above every job there is and every job deleted (job_id_floor). */
+    static const char sql[] =
+        "INSERT INTO jobs (id, kind, name, state, device_requested, device, spec, estimate)"
+        " VALUES ((SELECT max(coalesce(max(id), 0), (SELECT id FROM job_id_floor)) + 1"
+        "          FROM jobs), ?1, ?2, 'queued', ?3, ?4, ?5, ?6)";
+    insert_jobs *a = ctx;
+    for (size_t i = 0; i < a->n; i++) {
+        const pgd_new_job *job = &a->jobs[i];
+        char *spec = pgn_json_dumps(job->spec);
+        char *estimate = job->estimate ? pgn_json_dumps(job->estimate) : NULL;
+        if (!spec || (job->estimate && !estimate)) {
+            free(spec);
+            free(estimate);
+            pgn_error_set(err, "internal", "spec", "store: job spec cannot be serialised");
+            return -1;
+        }
+        sqlite3_stmt *st = store_stmt(s, sql, err);
+        if (!st) {
+            free(spec);
+            free(estimate);
+            return -1;
+        }
+        sqlite3_bind_text(st, 1, pgn_job_kind_name(job->kind), -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, job->name ? job->name : "", -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, job->device_requested, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, job->device, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, spec, -1, SQLITE_STATIC);
+        if (estimate) sqlite3_bind_text(st, 6, estimate, -1, SQLITE_STATIC);
+        else sqlite3_bind_null(st, 6);
+        int rc = sqlite3_step(st);
+        store_stmt_done(st);
+        free(spec);
+        free(estimate);
+        if (rc != SQLITE_DONE) return store_fail(s, err, "insert job");
+        a->ids[i] = sqlite3_last_insert_rowid(s->db);
+        if (job->log_line && insert_first_log(s, a->ids[i], job->log_line, job->log_time, err) < 0) return -1;
+    }
+    return 0;
+}
+
+int pgd_store_jobs_insert(pgd_store *s, const pgd_new_job *jobs, size_t n, int64_t *ids,
+                          pgn_error *err) {
+    insert_jobs a = {.jobs = jobs, .n = n, .ids = ids};
+    return store_write_tx(s, insert_jobs_tx, &a, err);
+}
+
+int pgd_store_job_insert(pgd_store *s, const pgd_new_job *job, int64_t *id, pgn_error *err) {
+    return pgd_store_jobs_insert(s, job, 1, id, err);
+}
+
+int pgd_store_queue_seconds(pgd_store *s, const char *device, double *seconds, pgn_error *err) {
+    static const char sql[] = "SELECT total(json_extract(estimate, '$.seconds')) FROM jobs"
+                              " WHERE state IN ('queued', 'running') AND device = ?1";
+    return store_read_numbers(s, sql, device, seconds, 1, "sum queued work", err);
+}
+
+int pgd_store_job_get(pgd_store *s, int64_t id, bool with_spec, pgd_job *out, pgn_error *err) {
+    static const char sql[] = "SELECT " JOB_COLS ", spec FROM jobs WHERE id = ?1";
+    *out = (pgd_job){0};
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            job_from_row(st, with_spec, out);
+            ret = 0;
+        } else if (rc == SQLITE_DONE) {
+            store_no_such_job(err, id);
+        } else {
+            store_fail(s, err, "read job");
+        }
+        store_stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+int pgd_store_jobs_list(pgd_store *s, const pgd_job_filter *f, pgd_job **jobs, size_t *n,
+                        int64_t *total, pgn_error *err) {
+    /* One statement per filter combination, so each can use its index. */
+    static const char list_any[] =
+        "SELECT " JOB_COLS " FROM jobs ORDER BY id DESC LIMIT ?3 OFFSET ?4";
+    static const char list_state[] =
+        "SELECT " JOB_COLS " FROM jobs WHERE state = ?1 ORDER BY id DESC LIMIT ?3 OFFSET ?4";
+    static const char list_kind[] =
+        "SELECT " JOB_COLS " FROM jobs WHERE kind = ?2 ORDER BY id DESC LIMIT ?3 OFFSET ?4";
+    static const char list_both[] = "SELECT " JOB_COLS " FROM jobs WHERE state = ?1 AND kind = ?2"
+                                    " ORDER BY id DESC LIMIT ?3 OFFSET ?4";
+    static const char count_any[] = "SELECT count(*) FROM jobs";
+    static const char count_state[] = "SELECT count(*) FROM jobs WHERE state = ?1";
+    static const char count_kind[] = "SELECT count(*) FROM jobs WHERE kind = ?2";
+    static const char count_both[] = "SELECT count(*) FROM jobs WHERE state = ?1 AND kind = ?2";
+    static const char *const list_sql[4] = {list_any, list_state, list_kind, list_both};
+    static const char *const count_sql[4] = {count_any, count_state, count_kind, count_both};
+    int which = (f->by_state ? 1 : 0) | (f->by_kind ? 2 : 0);
+    const char *state = pgd_job_state_name(f->state), *kind = pgn_job_kind_name(f->kind);
+
+    *jobs = NULL;
+    *n = 0;
+    pgd_job *list = NULL;
+    size_t count = 0;
+    int ret = -1;
+    pthread_mutex_lock(&s->lock);
+    /* Both reads in one transaction so total and the page agree. */
+    if (store_run(s, store_begin_sql, err, "begin") < 0) goto unlock;
+    sqlite3_stmt *st = store_stmt(s, count_sql[which], err);
+    if (!st) goto rollback;
+    if (f->by_state) sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
+    if (f->by_kind) sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        store_fail(s, err, "count jobs");
+        store_stmt_done(st);
+        goto rollback;
+    }
+    *total = sqlite3_column_int64(st, 0);
+    store_stmt_done(st);
+
+    st = store_stmt(s, list_sql[which], err);
+    if (!st) goto rollback;
+    if (f->by_state) sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
+    if (f->by_kind) sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, f->limit);
+    sqlite3_bind_int64(st, 4, f->offset);
+    if (collect_jobs(s, st, &list, &count, err, "list jobs") < 0) goto rollback;
+    if (store_run(s, store_commit_sql, err, "commit") < 0) goto rollback;
+    ret = 0;
+    *jobs = list;
+    *n = count;
+    list = NULL;
+    count = 0;
+    goto unlock;
+rollback:
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+unlock:
+    pthread_mutex_unlock(&s->lock);
+    pgd_jobs_free(list, count);
+    return ret;
+}
+
+int pgd_store_job_claim(pgd_store *s, const char *device, int64_t *id, json_t **spec,
+                        pgn_error *err) {
+    static const char sql[] =
+        "UPDATE jobs SET state = 'running', started_at = " NOW_SQL ", finished_at = NULL,"
+        " attempts = attempts + 1, progress = 0"
+        " WHERE id = (SELECT id FROM jobs WHERE state = 'queued' AND device = ?1"
+        "             ORDER BY id LIMIT 1)"
+        " RETURNING id, spec";
+    *id = 0;
+    *spec = NULL;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_text(st, 1, device, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            int64_t got = sqlite3_column_int64(st, 0);
+            json_t *sp = store_col_json(st, 1);
+            rc = sqlite3_step(st); /* runs the statement to completion: the commit */
+            if (rc == SQLITE_DONE) {
+                *id = got;
+                *spec = sp;
+                ret = 0;
+            } else {
+                json_decref(sp);
+                store_fail(s, err, "claim job");
+            }
+        } else if (rc == SQLITE_DONE) {
+            ret = 0;
+        } else {
+            store_fail(s, err, "claim job");
+        }
+        store_stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* Runs a one-row UPDATE on job id; when it changed nothing, says whether the job is missing
+ * ("not_found") or in another state ("conflict", naming it). Caller holds the lock. */
+static int update_job(pgd_store *s, sqlite3_stmt *st, int64_t id, const char *what,
+                      pgn_error *err) {
+    static const char state_sql[] = "SELECT state FROM jobs WHERE id = ?1";
+    int rc = sqlite3_step(st);
+    store_stmt_done(st);
+    if (rc != SQLITE_DONE) return store_fail(s, err, what);
+    if (sqlite3_changes(s->db) > 0) return 0;
+    sqlite3_stmt *q = store_stmt(s, state_sql, err);
+    if (!q) return -1;
+    sqlite3_bind_int64(q, 1, id);
+    rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW)
+        pgn_error_set(err, "conflict", "", "cannot %s job %lld: it is %s", what, (long long)id,
+                      (const char *)sqlite3_column_text(q, 0));
+    else if (rc == SQLITE_DONE)
+        store_no_such_job(err, id);
+    else
+        store_fail(s, err, what);
+    store_stmt_done(q);
+    return -1;
+}
+
+int pgd_store_job_progress(pgd_store *s, int64_t id, double fraction, pgn_error *err) {
+    static const char sql[] =
+        "UPDATE jobs SET progress = ?2 WHERE id = ?1 AND state = 'running'";
+    if (!(fraction >= 0)) fraction = 0; /* NaN too */
+    if (fraction > 1) fraction = 1;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_double(st, 2, fraction);
+        ret = update_job(s, st, id, "update progress of", err);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* The UPDATE that ends a queued or running job; result and error are JSON text or NULL.
+ * Caller holds the lock. */
+int store_finish_job(pgd_store *s, int64_t id, pgd_job_state state, const char *result,
+                      const char *error, pgn_error *err) {
+    static const char sql[] =
+        "UPDATE jobs SET state = ?2, result = ?3, error = ?4, finished_at = " NOW_SQL ","
+        " progress = CASE WHEN ?2 = 'succeeded' THEN 1 ELSE progress END"
+        " WHERE id = ?1 AND state IN ('queued', 'running')";
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, pgd_job_state_name(state), -1, SQLITE_STATIC);
+    store_bind_text_or_null(st, 3, result);
+    store_bind_text_or_null(st, 4, error);
+    return update_job(s, st, id, "finish", err);
+}
+
+int pgd_store_job_finish(pgd_store *s, int64_t id, pgd_job_state state, const json_t *result,
+                         const pgn_error *error, pgn_error *err) {
+    if (state != PGD_JOB_SUCCEEDED && state != PGD_JOB_FAILED && state != PGD_JOB_CANCELLED) {
+        pgn_error_set(err, "internal", "", "store: %s is not a final state",
+                      pgd_job_state_name(state));
+        return -1;
+    }
+    char *res = result ? pgn_json_dumps(result) : NULL;
+    json_t *ej = error ? pgd_error_json(error) : NULL;
+    char *er = ej ? pgn_json_dumps(ej) : NULL;
+    json_decref(ej);
+    pthread_mutex_lock(&s->lock);
+    int ret = store_finish_job(s, id, state, res, er, err);
+    pthread_mutex_unlock(&s->lock);
+    free(res);
+    free(er);
+    return ret;
+}
+
+/* Ends running jobs (job id, or every one when id is 0) whose cancel was requested as
+ * cancelled, with an error saying why: a job that was asked to stop never goes back to the
+ * queue. *n receives how many. Caller is in a write transaction. */
+static int end_cancel_requested(pgd_store *s, int64_t id, const char *why, int64_t *n,
+                                pgn_error *err) {
+    static const char sql[] =
+        "UPDATE jobs SET state = 'cancelled', finished_at = " NOW_SQL ","
+        " error = json_object('code', 'cancelled', 'message', ?2, 'field', NULL)"
+        " WHERE state = 'running' AND cancel_requested = 1 AND (?1 = 0 OR id = ?1)";
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, why, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    store_stmt_done(st);
+    if (rc != SQLITE_DONE) return store_fail(s, err, "end cancelled jobs");
+    *n = sqlite3_changes(s->db);
+    return 0;
+}
+
+static int requeue_tx(pgd_store *s, void *ctx, pgn_error *err) {
+    static const char sql[] = "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0"
+                              " WHERE id = ?1 AND state = 'running'";
+    int64_t id = *(const int64_t *)ctx, ended = 0;
+    if (end_cancel_requested(s, id, "cancelled on request while paragond was stopping", &ended,
+                             err) < 0)
+        return -1;
+    if (ended) return 0;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, id);
+    return update_job(s, st, id, "requeue", err);
+}
+
+int pgd_store_job_requeue(pgd_store *s, int64_t id, pgn_error *err) {
+    return store_write_tx(s, requeue_tx, &id, err);
+}
+
+/* The cancel of a queued job: it never ran, so there is nothing to stop. */
+#define CANCELLED_QUEUED_MESSAGE "cancelled on request before it started"
+
+typedef struct cancel_args {
+    int64_t id;
+    pgd_job *job; /* out: the job after the cancel */
+    bool read;
+} cancel_args;
+
+static int cancel_tx(pgd_store *s, void *ctx, pgn_error *err) {
+    static const char state_sql[] = "SELECT state FROM jobs WHERE id = ?1";
+    static const char queued_sql[] =
+        "UPDATE jobs SET state = 'cancelled', finished_at = " NOW_SQL ", cancel_requested = 1,"
+        " error = json_object('code', 'cancelled', 'message', '" CANCELLED_QUEUED_MESSAGE "',"
+        " 'field', NULL) WHERE id = ?1 AND state = 'queued'";
+    static const char running_sql[] =
+        "UPDATE jobs SET cancel_requested = 1 WHERE id = ?1 AND state = 'running'";
+    static const char get_sql[] = "SELECT " JOB_COLS ", spec FROM jobs WHERE id = ?1";
+    cancel_args *a = ctx;
+    sqlite3_stmt *st = store_stmt(s, state_sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, a->id);
+    int rc = sqlite3_step(st);
+    pgd_job_state state = PGD_JOB_QUEUED;
+    bool known = rc == SQLITE_ROW &&
+                 pgd_job_state_parse((const char *)sqlite3_column_text(st, 0), &state) == 0;
+    store_stmt_done(st);
+    if (rc == SQLITE_DONE) return store_no_such_job(err, a->id);
+    if (!known) return store_fail(s, err, "read job state");
+    if (state != PGD_JOB_QUEUED && state != PGD_JOB_RUNNING) {
+        pgn_error_set(err, "conflict", "", "job %lld has already finished (%s): nothing to cancel",
+                      (long long)a->id, pgd_job_state_name(state));
+        return -1;
+    }
+    st = store_stmt(s, state == PGD_JOB_QUEUED ? queued_sql : running_sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, a->id);
+    if (update_job(s, st, a->id, "cancel", err) < 0) return -1;
+    st = store_stmt(s, get_sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, a->id);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        job_from_row(st, true, a->job);
+        a->read = true;
+    }
+    store_stmt_done(st);
+    return a->read ? 0 : store_fail(s, err, "read job");
+}
+
+int pgd_store_job_cancel(pgd_store *s, int64_t id, pgd_job *job, pgn_error *err) {
+    *job = (pgd_job){0};
+    cancel_args a = {.id = id, .job = job};
+    int ret = store_write_tx(s, cancel_tx, &a, err);
+    if (ret < 0) pgd_job_release(job);
+    return ret;
+}
+
+int pgd_store_job_cancel_requested(pgd_store *s, int64_t id, bool *requested, pgn_error *err) {
+    static const char sql[] = "SELECT cancel_requested FROM jobs WHERE id = ?1";
+    *requested = false;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *requested = sqlite3_column_int(st, 0) != 0;
+            ret = 0;
+        } else if (rc == SQLITE_DONE) {
+            store_no_such_job(err, id);
+        } else {
+            store_fail(s, err, "read cancel request");
+        }
+        store_stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+static int delete_tx(pgd_store *s, void *ctx, pgn_error *err) {
+    static const char state_sql[] = "SELECT state FROM jobs WHERE id = ?1";
+    /* Metrics, benchmark rows (and any other table keyed on the job) go with it: their
+     * foreign keys are ON DELETE CASCADE. */
+    static const char delete_sql[] =
+        "DELETE FROM jobs WHERE id = ?1 AND state NOT IN ('queued', 'running')";
+    int64_t id = *(const int64_t *)ctx;
+    sqlite3_stmt *st = store_stmt(s, state_sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    char state[16] = "";
+    if (rc == SQLITE_ROW)
+        snprintf(state, sizeof state, "%s", (const char *)sqlite3_column_text(st, 0));
+    store_stmt_done(st);
+    if (rc == SQLITE_DONE) return store_no_such_job(err, id);
+    if (rc != SQLITE_ROW) return store_fail(s, err, "read job state");
+    if (strcmp(state, "queued") == 0 || strcmp(state, "running") == 0) {
+        pgn_error_set(err, "conflict", "",
+                      "job %lld is %s: only a finished job can be deleted (cancel it first: "
+                      "POST /api/v1/jobs/%lld/cancel)",
+                      (long long)id, state, (long long)id);
+        return -1;
+    }
+    st = store_stmt(s, delete_sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, id);
+    return update_job(s, st, id, "delete", err);
+}
+
+int pgd_store_job_delete(pgd_store *s, int64_t id, pgn_error *err) {
+    return store_write_tx(s, delete_tx, &id, err);
+}
+
+int pgd_store_job_reassign(pgd_store *s, int64_t id, const char *device, pgn_error *err) {
+    static const char sql[] =
+        "UPDATE jobs SET device = ?2 WHERE id = ?1 AND state = 'queued'";
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_text(st, 2, device, -1, SQLITE_STATIC);
+        ret = update_job(s, st, id, "reassign", err);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+typedef struct recover_args {
+    int64_t max_attempts;
+    pgd_recovery *out;
+} recover_args;
+
+/* Jobs left running by a process that ended without stopping them: each such run counts as
+ * interrupted; a job interrupted max_attempts times ends failed ("crashed"), the others go back
+ * to the queue. Both get a log line saying what happened. */
+static int recover_tx(pgd_store *s, void *ctx, pgn_error *err) {
+    static const char count_sql[] =
+        "UPDATE jobs SET interrupted = interrupted + 1 WHERE state = 'running'";
+    /* The log lines come first, while the jobs are still 'running' and the two kinds tell apart
+     * by their count; seq is the job's next, as pgd_store_log_add numbers it. */
+    static const char log_sql[] =
+        "INSERT INTO logs (job_id, seq, level, line)"
+        " SELECT id, (SELECT coalesce(max(seq), 0) + 1 FROM logs WHERE job_id = jobs.id),"
+        "  CASE WHEN interrupted >= ?1 THEN 'error' ELSE 'warn' END,"
+        "  CASE WHEN interrupted >= ?1"
+        "   THEN printf('failed: crashed: paragond ended while this job ran, %d times (run %d"
+        " was the last); it is not run again (--max-attempts %d)', interrupted, attempts, ?1)"
+        "   ELSE printf('paragond ended while this job ran (interrupted run %d of at most %d);"
+        " queued again', interrupted, ?1) END"
+        " FROM jobs WHERE state = 'running'";
+    static const char crash_sql[] =
+        "UPDATE jobs SET state = 'failed', finished_at = " NOW_SQL ","
+        " error = json_object('code', 'crashed', 'message',"
+        "  printf('paragond ended while this job ran, %d times; it is not run again"
+        " (--max-attempts %d): it may be what ends the server', interrupted, ?1), 'field', NULL)"
+        " WHERE state = 'running' AND interrupted >= ?1";
+    static const char requeue_sql[] =
+        "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0"
+        " WHERE state = 'running'";
+    recover_args *a = ctx;
+    if (end_cancel_requested(s, 0, "cancelled on request; paragond ended before the job stopped",
+                             &a->out->cancelled, err) < 0)
+        return -1;
+    const char *const steps[] = {count_sql, log_sql, crash_sql, requeue_sql};
+    const char *const what[] = {"count interrupted runs", "log interrupted runs",
+                                "end crashed jobs", "requeue running jobs"};
+    int64_t *changed[] = {NULL, NULL, &a->out->crashed, &a->out->requeued};
+    for (int i = 0; i < 4; i++) {
+        sqlite3_stmt *st = store_stmt(s, steps[i], err);
+        if (!st) return -1;
+        if (i > 0) sqlite3_bind_int64(st, 1, a->max_attempts);
+        int rc = sqlite3_step(st);
+        store_stmt_done(st);
+        if (rc != SQLITE_DONE) return store_fail(s, err, what[i]);
+        if (changed[i]) *changed[i] = sqlite3_changes(s->db);
+    }
+    return 0;
+}
+
+int pgd_store_recover(pgd_store *s, int64_t max_attempts, pgd_recovery *out, pgn_error *err) {
+    *out = (pgd_recovery){0};
+    recover_args a = {.max_attempts = max_attempts > 0 ? max_attempts : 1, .out = out};
+    int ret = store_write_tx(s, recover_tx, &a, err);
+    if (ret < 0) *out = (pgd_recovery){0};
+    return ret;
+}
+
+int pgd_store_queued_jobs(pgd_store *s, pgd_job **jobs, size_t *n, pgn_error *err) {
+    static const char sql[] = "SELECT " JOB_COLS " FROM jobs WHERE state = 'queued' ORDER BY id";
+    *jobs = NULL;
+    *n = 0;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (st) ret = collect_jobs(s, st, jobs, n, err, "list queued jobs");
+    pthread_mutex_unlock(&s->lock);
+    if (ret < 0) {
+        pgd_jobs_free(*jobs, *n);
+        *jobs = NULL;
+        *n = 0;
+    }
+    return ret;
+}
+
+int pgd_store_queued_counts(pgd_store *s, json_t **out, pgn_error *err) {
+    static const char sql[] =
+        "SELECT device, count(*) FROM jobs WHERE state = 'queued' GROUP BY device";
+    *out = NULL;
+    json_t *obj = json_object();
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            json_object_set_new(obj, (const char *)sqlite3_column_text(st, 0),
+                                json_integer(sqlite3_column_int64(st, 1)));
+        if (rc == SQLITE_DONE) ret = 0;
+        else store_fail(s, err, "count queued jobs");
+        store_stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (ret == 0) *out = obj;
+    else json_decref(obj);
+    return ret;
+}
+
+
+/* ---- figures for /metrics --------------------------------------------------------------- */
+
+int pgd_store_job_state_counts(pgd_store *s, int64_t counts[PGD_JOB_STATES], pgn_error *err) {
+    static const char sql[] = "SELECT state, count(*) FROM jobs GROUP BY state";
+    for (int i = 0; i < PGD_JOB_STATES; i++) counts[i] = 0;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1, rc = SQLITE_ERROR;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            pgd_job_state state;
+            const char *name = (const char *)sqlite3_column_text(st, 0);
+            if (name && pgd_job_state_parse(name, &state) == 0)
+                counts[state] = sqlite3_column_int64(st, 1);
+        }
+        store_stmt_done(st);
+        ret = rc == SQLITE_DONE ? 0 : store_fail(s, err, "count jobs by state");
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+int pgd_store_counters(pgd_store *s, pgd_counters *out, pgn_error *err) {
+    static const char sql[] =
+        "SELECT (SELECT value FROM counters WHERE name = 'inet_interactions'),"
+        " (SELECT value FROM counters WHERE name = 'flops'),"
+        " (SELECT value FROM counters WHERE name = 'jobs_succeeded'),"
+        " (SELECT value FROM counters WHERE name = 'jobs_failed'),"
+        " (SELECT value FROM counters WHERE name = 'jobs_cancelled')";
+    double v[5];
+    int ret = store_read_numbers(s, sql, NULL, v, 5, "read counters", err);
+    *out = (pgd_counters){.interactions = v[0], .flops = v[1]};
+    out->finished[PGD_JOB_SUCCEEDED] = v[2];
+    out->finished[PGD_JOB_FAILED] = v[3];
+    out->finished[PGD_JOB_CANCELLED] = v[4];
+    return ret;
+}

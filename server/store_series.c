@@ -1,0 +1,190 @@
+/* store_series.c: owns what a job appends while it runs: its metric series (one value per
+ * name and step) and its log lines (numbered from 1, control characters made visible). */
+#include "store_internal.h"
+
+#include "views.h" /* errors are stored as the API shows them */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- metrics ---------------------------------------------------------------------------- */
+
+int pgd_store_metric_add(pgd_store *s, int64_t job_id, const char *name, int64_t step,
+                         double value, pgn_error *err) {
+    static const char sql[] =
+        "INSERT INTO metrics (job_id, name, step, value) VALUES (?1, ?2, ?3, ?4)"
+        " ON CONFLICT (job_id, name, step) DO UPDATE"
+        " SET value = excluded.value, created_at = excluded.created_at";
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_int64(st, 1, job_id);
+        sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, step);
+        if (isfinite(value)) sqlite3_bind_double(st, 4, value);
+        else sqlite3_bind_null(st, 4);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) ret = 0;
+        else if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
+            store_no_such_job(err, job_id);
+        else store_fail(s, err, "insert metric");
+        store_stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* 0 when job_id exists; else -1 with "not_found" (or the database's error). Under s->lock. */
+static int job_exists(pgd_store *s, int64_t job_id, pgn_error *err) {
+    static const char sql[] = "SELECT 1 FROM jobs WHERE id = ?1";
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, job_id);
+    int rc = sqlite3_step(st);
+    store_stmt_done(st);
+    if (rc == SQLITE_ROW) return 0;
+    if (rc == SQLITE_DONE) store_no_such_job(err, job_id);
+    else store_fail(s, err, "read job");
+    return -1;
+}
+
+static json_t *metric_row(sqlite3_stmt *st) {
+    json_t *m = json_object();
+    json_object_set_new(m, "name", store_col_text(st, 0));
+    json_object_set_new(m, "step", json_integer(sqlite3_column_int64(st, 1)));
+    json_object_set_new(m, "value", store_col_real(st, 2));
+    json_object_set_new(m, "created_at", store_col_text(st, 3));
+    return m;
+}
+
+/* A job's rows from sql (bound by the caller: ?1 is the job id), with the job's existence checked
+ * in the same read transaction, so a job deleted meanwhile is a 404 rather than no rows. */
+static int list_job_rows(pgd_store *s, int64_t job_id, sqlite3_stmt *(*prepare)(pgd_store *, const void *, pgn_error *),
+                         const void *args, json_t *(*row)(sqlite3_stmt *), const char *what, json_t **out,
+                         pgn_error *err) {
+    *out = NULL;
+    json_t *arr = json_array();
+    int ret = -1;
+    pthread_mutex_lock(&s->lock);
+    if (store_run(s, store_begin_sql, err, "begin") < 0) goto unlock;
+    sqlite3_stmt *st = NULL;
+    if (job_exists(s, job_id, err) < 0 || !(st = prepare(s, args, err)) ||
+        store_collect_rows(s, st, row, arr, err, what) < 0 || store_run(s, store_commit_sql, err, "commit") < 0) {
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        goto unlock;
+    }
+    *out = arr;
+    arr = NULL;
+    ret = 0;
+unlock:
+    pthread_mutex_unlock(&s->lock);
+    json_decref(arr);
+    return ret;
+}
+
+typedef struct {
+    int64_t job_id;
+    const char *name;
+    int64_t after;
+} metrics_query;
+
+static sqlite3_stmt *prepare_metrics(pgd_store *s, const void *args, pgn_error *err) {
+    static const char all_sql[] = "SELECT name, step, value, created_at FROM metrics"
+                                  " WHERE job_id = ?1 AND step > ?3 ORDER BY name, step";
+    static const char one_sql[] = "SELECT name, step, value, created_at FROM metrics"
+                                  " WHERE job_id = ?1 AND name = ?2 AND step > ?3"
+                                  " ORDER BY name, step";
+    const metrics_query *q = args;
+    sqlite3_stmt *st = store_stmt(s, q->name ? one_sql : all_sql, err);
+    if (!st) return NULL;
+    sqlite3_bind_int64(st, 1, q->job_id);
+    if (q->name) sqlite3_bind_text(st, 2, q->name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, q->after);
+    return st;
+}
+
+int pgd_store_metrics_list(pgd_store *s, int64_t job_id, const char *name, bool has_after,
+                           int64_t after_step, json_t **out, pgn_error *err) {
+    metrics_query q = {job_id, name, has_after ? after_step : INT64_MIN};
+    return list_job_rows(s, job_id, prepare_metrics, &q, metric_row, "list metrics", out, err);
+}
+
+/* ---- logs ------------------------------------------------------------------------------- */
+
+
+int pgd_store_log_add(pgd_store *s, int64_t job_id, const char *level, const char *line,
+                      int64_t *seq, char created_at[32], pgn_error *err) {
+    /* The next seq is read and written in one statement under the lock: no gaps, no repeats. */
+    static const char sql[] =
+        "INSERT INTO logs (job_id, seq, level, line)"
+        " SELECT ?1, coalesce(max(seq), 0) + 1, ?2, ?3 FROM logs WHERE job_id = ?1"
+        " RETURNING seq, created_at";
+    *seq = 0;
+    created_at[0] = 0;
+    char *visible = pgn_text_visible(line);
+    if (!visible) {
+        pgn_error_set(err, "internal", "", "store: out of memory");
+        return -1;
+    }
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_int64(st, 1, job_id);
+        sqlite3_bind_text(st, 2, level, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, visible, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            int64_t got = sqlite3_column_int64(st, 0);
+            const char *at = (const char *)sqlite3_column_text(st, 1);
+            snprintf(created_at, 32, "%s", at ? at : "");
+            rc = sqlite3_step(st); /* runs the statement to completion: the commit */
+            if (rc == SQLITE_DONE) {
+                *seq = got;
+                ret = 0;
+            }
+        }
+        if (ret < 0 && rc == SQLITE_CONSTRAINT_FOREIGNKEY)
+            store_no_such_job(err, job_id);
+        else if (ret < 0)
+            store_fail(s, err, "insert log line");
+        store_stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    free(visible);
+    return ret;
+}
+
+static json_t *log_row(sqlite3_stmt *st) {
+    const char *line = (const char *)sqlite3_column_text(st, 2);
+    json_t *e = json_object();
+    json_object_set_new(e, "seq", json_integer(sqlite3_column_int64(st, 0)));
+    json_object_set_new(e, "level", store_col_text(st, 1));
+    json_object_set_new(e, "line", pgd_json_string_lossy(line ? line : ""));
+    json_object_set_new(e, "created_at", store_col_text(st, 3));
+    return e;
+}
+
+typedef struct {
+    int64_t job_id, after;
+} logs_query;
+
+static sqlite3_stmt *prepare_logs(pgd_store *s, const void *args, pgn_error *err) {
+    static const char sql[] = "SELECT seq, level, line, created_at FROM logs"
+                              " WHERE job_id = ?1 AND seq > ?2 ORDER BY seq";
+    const logs_query *q = args;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (!st) return NULL;
+    sqlite3_bind_int64(st, 1, q->job_id);
+    sqlite3_bind_int64(st, 2, q->after);
+    return st;
+}
+
+int pgd_store_logs_list(pgd_store *s, int64_t job_id, int64_t after, json_t **out,
+                        pgn_error *err) {
+    logs_query q = {job_id, after};
+    return list_job_rows(s, job_id, prepare_logs, &q, log_row, "list log lines", out, err);
+}
