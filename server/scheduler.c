@@ -517,11 +517,6 @@ static int place(const pgd_scheduler *s, const char *want, pgn_device_info *out,
     return -1;
 }
 
-int pgd_scheduler_place(pgd_scheduler *s, const char *want, pgn_device_info *out,
-                        pgn_error *err) {
-    return place(s, want, out, err);
-}
-
 /* The device's rates from its latest benchmark rows (estimated from its properties while it has
  * none, or when the store cannot say). */
 static void device_rates(pgd_scheduler *s, const pgn_device_info *info, pgn_device_rates *r) {

@@ -30,12 +30,8 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
  * requested; then joins the workers, closes the devices and frees the scheduler. */
 void pgd_scheduler_stop(pgd_scheduler *sched);
 
-/* Resolves a device request ("auto", "cpu", "gpu", "host" or an id) to a device; an unknown
- * or unavailable device is code "invalid_spec" with field "device". */
-int pgd_scheduler_place(pgd_scheduler *sched, const char *want, pgn_device_info *out,
-                        pgn_error *err);
-
-/* Places a validated job: a named device as pgd_scheduler_place; "auto" on the OpenCL device
+/* Places a validated job: a named device ("cpu", "gpu", "host" or an id; an unknown or
+ * unavailable one is code "invalid_spec" with field "device") as asked; "auto" on the OpenCL device
  * where the cost model expects it to finish first (its estimate from the device's latest
  * benchmark rows, plus the estimates of the jobs queued or running there). *estimate receives
  * {"device", "seconds", "queue_seconds", "total_seconds", "work", "unit", "gflops", "mips",

@@ -84,9 +84,6 @@ typedef struct pgd_new_job {
 /* The estimated seconds (estimate.seconds) of the jobs queued or running on device. */
 int pgd_store_queue_seconds(pgd_store *store, const char *device, double *seconds, pgn_error *err);
 
-/* Inserts a queued job; *id receives its id. */
-int pgd_store_job_insert(pgd_store *store, const pgd_new_job *job, int64_t *id, pgn_error *err);
-
 /* Inserts n queued jobs in one transaction (all or none); ids[i] receives jobs[i]'s id. */
 int pgd_store_jobs_insert(pgd_store *store, const pgd_new_job *jobs, size_t n, int64_t *ids,
                           pgn_error *err);

@@ -169,10 +169,6 @@ int pgd_store_jobs_insert(pgd_store *s, const pgd_new_job *jobs, size_t n, int64
     return store_write_tx(s, insert_jobs_tx, &a, err);
 }
 
-int pgd_store_job_insert(pgd_store *s, const pgd_new_job *job, int64_t *id, pgn_error *err) {
-    return pgd_store_jobs_insert(s, job, 1, id, err);
-}
-
 int pgd_store_queue_seconds(pgd_store *s, const char *device, double *seconds, pgn_error *err) {
     static const char sql[] = "SELECT total(json_extract(estimate, '$.seconds')) FROM jobs"
                               " WHERE state IN ('queued', 'running') AND device = ?1";

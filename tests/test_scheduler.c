@@ -165,7 +165,7 @@ static int64_t queue_inet(pgd_store *s, const char *device, const char *program)
     pgd_new_job job = {.kind = PGN_JOB_INET, .name = "t", .device_requested = device, .device = device,
                        .spec = spec_json};
     int64_t id;
-    cr_assert_eq(pgd_store_job_insert(s, &job, &id, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_jobs_insert(s, &job, 1, &id, &err), 0, "%s", err.message);
     json_decref(spec_json);
     return id;
 }

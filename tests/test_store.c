@@ -149,7 +149,7 @@ static int64_t insert(pgd_store *s, const char *kind, const char *name, const ch
                        .device = device, .spec = spec};
     int64_t id = 0;
     pgn_error err;
-    cr_assert_eq(pgd_store_job_insert(s, &job, &id, &err), 0, "insert: %s", err.message);
+    cr_assert_eq(pgd_store_jobs_insert(s, &job, 1, &id, &err), 0, "insert: %s", err.message);
     json_decref(spec);
     cr_assert_gt(id, 0);
     return id;
@@ -341,7 +341,7 @@ Test(store, insert_then_get_returns_every_field) {
                        .device = "cpu-0000abcd", .spec = spec};
     int64_t id;
     pgn_error err;
-    cr_assert_eq(pgd_store_job_insert(s, &job, &id, &err), 0);
+    cr_assert_eq(pgd_store_jobs_insert(s, &job, 1, &id, &err), 0);
     cr_assert_eq(id, 1);
 
     json_t *o = get(s, id);
@@ -999,7 +999,7 @@ static void *hammer(void *p) {
         pgd_new_job job = {.kind = PGN_JOB_TRAIN, .name = "c", .device_requested = "auto",
                            .device = "shared", .spec = spec};
         int64_t id;
-        if (pgd_store_job_insert(a->s, &job, &id, &err) == 0)
+        if (pgd_store_jobs_insert(a->s, &job, 1, &id, &err) == 0)
             pgd_store_metric_add(a->s, id, "loss", 0, 1.0, &err);
         json_decref(spec);
         json_t *got = NULL;
