@@ -5,6 +5,7 @@
 #include "paragond_harness.h"
 #include "paragon.h" /* pgn_read_file */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -442,4 +443,43 @@ void assert_unauthorized(const http_response *r, const char *says, const char *t
     cr_assert_str_eq(h, "Bearer realm=\"paragond\"");
     cr_assert(strstr(r->body, says), "the message says '%s': %s", says, r->body);
     if (token) cr_assert_null(strstr(r->body, token), "the token leaks: %s", r->body);
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(((const web_file *)a)->name, ((const web_file *)b)->name);
+}
+
+size_t list_web_files(web_file files[WEB_FILES_MAX]) {
+    static const struct {
+        const char *ext, *type;
+    } types[] = {{".html", "text/html; charset=utf-8"},
+                 {".js", "text/javascript; charset=utf-8"},
+                 {".css", "text/css; charset=utf-8"}};
+    const char *root = getenv("PARAGON_SOURCE_ROOT");
+    cr_assert_not_null(root, "PARAGON_SOURCE_ROOT is not set: run through meson test");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/web", root);
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "%s: %s", dir, strerror(errno));
+    size_t n = 0;
+    bool page = false, entry = false;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        cr_assert_lt(n, WEB_FILES_MAX, "more than %d files in %s", WEB_FILES_MAX, dir);
+        cr_assert_lt(strlen(e->d_name), sizeof files[n].name, "web/%s: name too long", e->d_name);
+        strcpy(files[n].name, e->d_name);
+        const char *dot = strrchr(e->d_name, '.');
+        files[n].type = NULL;
+        for (size_t i = 0; dot && i < sizeof types / sizeof types[0]; i++)
+            if (strcmp(dot, types[i].ext) == 0) files[n].type = types[i].type;
+        cr_assert_not_null(files[n].type, "web/%s: not a kind of file the dashboard is made of",
+                           e->d_name);
+        page |= strcmp(e->d_name, "index.html") == 0;
+        entry |= strcmp(e->d_name, "app.js") == 0;
+        n++;
+    }
+    closedir(d);
+    cr_assert(page && entry, "%s lacks index.html or app.js", dir);
+    qsort(files, n, sizeof files[0], by_name);
+    return n;
 }

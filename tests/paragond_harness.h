@@ -117,4 +117,16 @@ int status_of(const server *s, const char *method, int64_t id, const char *sub);
 /* <data>/jobs/<id>/checkpoint.safetensors, read whole; NULL when missing. */
 char *data_file(const server *s, int64_t id, size_t *len);
 
+/* ---- the dashboard ---- */
+
+/* A file of the source tree's web/, and the Content-Type paragond must serve it with. */
+typedef struct web_file {
+    char name[64];
+    const char *type;
+} web_file;
+#define WEB_FILES_MAX 64
+/* Every file of $PARAGON_SOURCE_ROOT/web, sorted by name; asserts that there is at least the page
+ * and its entry module, and that each is of a kind paragond has a type for. Returns how many. */
+size_t list_web_files(web_file files[WEB_FILES_MAX]);
+
 #endif
