@@ -1,0 +1,408 @@
+// detail.js: the expanded job under its row: per-epoch loss and accuracy charts, the job's
+// facts, placement and result, its log tail, and the Cancel and checkpoint actions. It follows
+// the job live over its event stream, and falls back to polling on the refresh loop.
+
+import {API, HttpError, TERMINAL, api, errText, getJSON} from './api.js';
+import {lineChart} from './chart.js';
+import {el, setText} from './dom.js';
+import {fmtDur, fmtNum, fmtPct, fmtQty, fmtTime, num} from './format.js';
+import {jobDuration, rows, updateRow} from './jobrow.js';
+import {refresh} from './refresh.js';
+import {flagToken} from './session.js';
+
+// The open detail follows its job live over /jobs/{id}/events (Server-Sent Events): `state`
+// replaces the job, `metric` adds a chart point, `log` a log line, `progress` moves the bar.
+// Points already recorded come from /metrics once; a stream that fails falls back to polling
+// /metrics on the refresh loop, as before. Points are keyed by step, so the two sources overlap
+// harmlessly.
+
+const LOG_TAIL = 20;        // log lines the detail shows
+const SERIES = [            // what the detail charts, one small chart each
+  {name: 'loss', label: 'Loss', color: '#1d4ed8', unit: false},
+  {name: 'accuracy', label: 'Accuracy', color: '#15803d', unit: true},
+];
+
+// The expanded job's detail record, or null. Read by the job table (jobs.js), which keeps the
+// detail's table row after the job's own.
+export let shown = null;
+
+export function toggleDetail(id) {
+  const same = shown && shown.id === id;
+  closeDetail();
+  if (!same) openDetail(id);
+}
+
+export function closeDetail() {
+  if (!shown) return;
+  const r = rows.get(shown.id);
+  if (r) r.c.btn.setAttribute('aria-expanded', 'false');
+  stopStream(shown);
+  shown.tr.remove();
+  shown = null;
+}
+
+export function openDetail(id) {
+  const tr = el('tr', 'detail');
+  tr.id = 'detail-' + id;
+  const td = el('td');
+  td.colSpan = 8;
+  const box = el('div', 'detail-body');
+  const charts = el('div', 'charts');
+  charts.append(el('p', 'muted', 'Loading metrics\u2026'));
+  const info = el('div', 'info');
+  const side = el('div', 'side');
+  const actions = el('div', 'actions');
+  const cancel = el('button', 'cancel', 'Cancel job');
+  cancel.type = 'button';
+  cancel.id = 'cancel-job';
+  const ckpt = el('a', 'btn', 'Download checkpoint');
+  ckpt.id = 'checkpoint';
+  ckpt.href = API + '/jobs/' + id + '/checkpoint';
+  ckpt.setAttribute('download', 'job-' + id + '.safetensors');
+  const actMsg = el('span', 'act-msg small');
+  actMsg.setAttribute('role', 'status');
+  actions.append(cancel, ckpt, actMsg);
+  const spec = el('details', 'spec');
+  spec.append(el('summary', null, 'Spec'), el('pre', 'json', 'loading\u2026'));
+  const logBox = el('div', 'logs');
+  const logHead = el('h4', null, 'Log');
+  const logPre = el('pre', 'log');
+  logPre.id = 'job-log';
+  logBox.append(logHead, logPre);
+  side.append(actions, info, spec);
+  box.append(charts, side, logBox);
+  td.append(box);
+  tr.append(td);
+  const r = rows.get(id);
+  const d = {
+    id, tr, charts, info, cancel, ckpt, actMsg, spec, logPre, logHead,
+    job: r ? r.job : null, specValue: undefined, done: false, fetched: false, error: '',
+    listed: !!r,
+    series: Object.fromEntries(SERIES.map((s) => [s.name, []])),
+    polled: Object.fromEntries(SERIES.map((s) => [s.name, -1])),   // /metrics cursor
+    es: null, live: false,
+    logs: new Map(), logN: 0, logsFetched: false, logsKey: '',
+    drawn: '', infoKey: '', drawTimer: 0, logTimer: 0,
+  };
+  cancel.addEventListener('click', (ev) => { ev.stopPropagation(); cancelJob(d); });
+  tr.addEventListener('click', (ev) => ev.stopPropagation());
+  shown = d;
+  if (r) {
+    r.c.btn.setAttribute('aria-expanded', 'true');
+    r.tr.after(tr);
+    drawDetail(d);
+  }
+  startStream(d);
+  loadLogs(d);
+  refresh();
+}
+
+// A point into its series, in step order, once per step.
+function addPoint(d, p) {
+  const a = d.series[p.name];
+  if (!a || typeof p.step !== 'number') return false;
+  let i = a.length;
+  while (i > 0 && a[i - 1].step > p.step) i--;
+  if (i > 0 && a[i - 1].step === p.step) return false;
+  a.splice(i, 0, {name: p.name, step: p.step, value: p.value});
+  return true;
+}
+
+function startStream(d) {
+  if (typeof EventSource !== 'function') return;
+  let es;
+  try { es = new EventSource(API + '/jobs/' + d.id + '/events'); } catch (_) { return; }
+  d.es = es;
+  d.live = true;
+  const parse = (ev) => { try { return JSON.parse(ev.data); } catch (_) { return null; } };
+  es.addEventListener('state', (ev) => {
+    const j = parse(ev);
+    if (!j || shown !== d || j.id !== d.id) return;
+    setJob(d, j);
+    if (TERMINAL.has(j.state)) {
+      stopStream(d);        // the stream ends here; the poll below collects any point missed,
+      loadLogs(d);          // and this any line logged after the final state
+      refresh();
+    }
+  });
+  es.addEventListener('metric', (ev) => {
+    const p = parse(ev);
+    if (p && shown === d && addPoint(d, p)) drawSoon(d);
+  });
+  es.addEventListener('progress', (ev) => {
+    const p = parse(ev);
+    if (!p || shown !== d || !d.job || typeof p.progress !== 'number') return;
+    d.job = {...d.job, progress: p.progress};
+    const r = rows.get(d.id);
+    if (r) updateRow(r, d.job);
+    drawSoon(d);
+  });
+  es.addEventListener('log', (ev) => {
+    const p = parse(ev);
+    if (!p || shown !== d || typeof p.seq !== 'number') return;
+    d.logs.set(p.seq, logLine(p.time, p.level, p.line));
+    if (!d.logTimer) d.logTimer = setTimeout(() => { d.logTimer = 0; if (shown === d) drawLogs(d); }, DRAW_MS);
+  });
+  es.addEventListener('error', () => {
+    // Refused, or dropped before the final state: poll instead (EventSource would retry
+    // on its own, but the refresh loop already covers a server that comes and goes).
+    if (shown !== d || !d.live) return;
+    stopStream(d);
+    refresh();
+  });
+}
+
+// Points can arrive thousands a second (a small model's epochs): one redraw per DRAW_MS.
+const DRAW_MS = 150;
+function drawSoon(d) {
+  if (d.drawTimer) return;
+  d.drawTimer = setTimeout(() => { d.drawTimer = 0; if (shown === d) drawDetail(d); }, DRAW_MS);
+}
+
+function stopStream(d) {
+  if (d.es) d.es.close();
+  d.es = null;
+  d.live = false;
+}
+
+// The job object from a stream event or an action: the detail, and its row when shown.
+function setJob(d, j) {
+  d.job = j;
+  const r = rows.get(d.id);
+  if (r) updateRow(r, j);
+  drawDetail(d);
+}
+
+function logLine(time, level, line) {
+  const t = Date.parse(time);
+  const hms = isNaN(t) ? '' : new Date(t).toLocaleTimeString() + ' ';
+  return hms + (level && level !== 'info' ? level.toUpperCase() + ' ' : '') + (line || '');
+}
+
+// The log lines not read yet (after=N); `log` events add to them while the stream is up.
+// Lines are "<ISO time> <level> <line>"; line N is seq N.
+async function loadLogs(d) {
+  try {
+    const from = d.logN;
+    const r = await api(API + '/jobs/' + d.id + '/logs?after=' + from);
+    if (!r.ok) { if (shown === d) setText(d.logHead, 'Log (unavailable: ' + errText(r) + ')'); return; }
+    const lines = r.text.split('\n');
+    if (lines[lines.length - 1] === '') lines.pop();
+    lines.forEach((s, i) => {
+      const m = /^(\S+) (\S+) (.*)$/.exec(s);
+      if (!d.logs.has(from + i + 1)) d.logs.set(from + i + 1, m ? logLine(m[1], m[2], m[3]) : s);
+    });
+    d.logN = Math.max(d.logN, from + lines.length);
+    d.logsFetched = true;
+    if (shown === d) drawLogs(d);
+  } catch (_) { /* unreachable: the banner tells; the stream may still fill it */ }
+}
+
+function drawLogs(d) {
+  const seqs = [...d.logs.keys()].sort((a, b) => a - b);
+  const tail = seqs.slice(-LOG_TAIL);
+  const text = tail.map((s) => d.logs.get(s)).join('\n');
+  if (text === d.logsKey) return;
+  d.logsKey = text;
+  const pre = d.logPre;
+  const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+  pre.textContent = text || (d.logsFetched ? '(no log lines)' : '');
+  setText(d.logHead, 'Log' + (seqs.length > LOG_TAIL ? ' (last ' + LOG_TAIL + ' of ' + seqs.length + ' lines)' : ''));
+  if (atEnd) pre.scrollTop = pre.scrollHeight;
+}
+
+async function cancelJob(d) {
+  d.cancel.disabled = true;
+  d.actMsg.className = 'act-msg small';
+  setText(d.actMsg, 'Cancelling\u2026');
+  try {
+    const r = await api(API + '/jobs/' + d.id + '/cancel', {method: 'POST'});
+    if (shown !== d) return;
+    if (r.status === 200 || r.status === 202) {
+      setText(d.actMsg, r.status === 202 ? 'Cancel requested: the job stops at its next step.' : 'Cancelled.');
+      d.actMsg.className = 'act-msg small ok';
+      if (r.body && r.body.id === d.id) setJob(d, r.body);
+      refresh();
+      return;
+    }
+    d.actMsg.className = 'act-msg small err';
+    if (r.status === 401) {
+      setText(d.actMsg, 'Not cancelled: the server needs the API token (paste data/token into "API token" at the top). ' + errText(r));
+      flagToken();
+    } else if (r.status === 409) {
+      setText(d.actMsg, 'Not cancelled: the job has already finished (409 ' + errText(r) + ').');
+      refresh();
+    } else {
+      setText(d.actMsg, 'Not cancelled: ' + errText(r));
+    }
+  } catch (e) {
+    if (shown === d) {
+      d.actMsg.className = 'act-msg small err';
+      setText(d.actMsg, 'Not cancelled: ' + (e.name === 'AbortError' ? 'timed out' : 'server unreachable'));
+    }
+  } finally {
+    d.cancel.disabled = false;
+    if (shown === d) drawDetail(d, true);
+  }
+}
+
+// Fetches what the open detail lacks: the spec once, the points recorded so far once, then,
+// while no stream carries them, new points (after_step) until the job has finished.
+export async function refreshDetail() {
+  const d = shown;
+  if (!d || !d.job) return;
+  try {
+    if (d.specValue === undefined) {
+      const full = await getJSON(API + '/jobs/' + d.id);
+      d.specValue = full.spec || null;
+      if (shown === d && full.id === d.id) { d.job = {...d.job, ...full}; }
+    }
+    if (!d.done && (!d.live || !d.fetched)) {
+      const finished = TERMINAL.has(d.job.state);
+      for (const s of SERIES) {
+        for (let page = 0; page < 100; page++) {
+          let url = API + '/jobs/' + d.id + '/metrics?name=' + encodeURIComponent(s.name);
+          if (d.polled[s.name] >= 0) url += '&after_step=' + d.polled[s.name];
+          const m = await getJSON(url);
+          const pts = (Array.isArray(m.metrics) ? m.metrics : [])
+            .filter((p) => p.name === s.name && typeof p.step === 'number' && p.step > d.polled[s.name])
+            .sort((x, y) => x.step - y.step);
+          for (const p of pts) addPoint(d, p);
+          if (pts.length) d.polled[s.name] = pts[pts.length - 1].step;
+          if (!pts.length || (!finished && !d.live)) break;   // otherwise read until nothing is left
+        }
+      }
+      d.done = finished;
+      d.fetched = true;
+      if (!d.live && d.logsFetched) await loadLogs(d);   // no stream: poll the log as well
+    }
+  } catch (e) {
+    if (!(e instanceof HttpError)) throw e;   // unreachable server: the banner says so
+    d.error = e.message;
+    d.done = true;
+  }
+  if (shown === d) drawDetail(d);
+}
+
+function drawDetail(d, force) {
+  const n = SERIES.reduce((a, s) => a + d.series[s.name].length, 0);
+  const j = d.job;
+  const chartable = n > 0 || (j && j.kind === 'train' && !d.error);
+  const drawKey = n + ' ' + d.fetched + ' ' + d.done + ' ' + d.error + ' ' + chartable;
+  if (drawKey !== d.drawn) {
+    d.charts.textContent = '';
+    if (d.error && n === 0) d.charts.append(el('p', 'err', 'Metrics unavailable: ' + d.error));
+    else if (!chartable) {
+      d.charts.append(el('p', 'muted', !d.fetched ? 'Loading metrics\u2026'
+        : d.done ? 'This job recorded no loss or accuracy metrics.'
+          : 'Waiting for the first epoch\u2026'));
+    } else {
+      for (const s of SERIES) d.charts.append(lineChart(s, d.series[s.name]));
+    }
+    d.drawn = drawKey;
+  }
+  if (!j) return;
+  const active = !TERMINAL.has(j.state);
+  d.cancel.hidden = !active;
+  if (j.cancel_requested && active) {
+    d.cancel.disabled = true;
+    setText(d.cancel, 'Cancel requested');
+  }
+  d.ckpt.hidden = j.kind !== 'train';
+  if (d.specValue !== undefined && !d.spec.dataset.done) {
+    d.spec.dataset.done = '1';
+    d.spec.lastChild.textContent = d.specValue ? JSON.stringify(d.specValue, null, 2) : '(no spec)';
+  }
+  const key = JSON.stringify([j.state, j.result, j.error, j.started_at, j.finished_at,
+    j.device, j.attempts, j.estimate, j.cancel_requested, j.progress]);
+  if (key === d.infoKey && !force) return;
+  d.infoKey = key;
+  const info = d.info;
+  info.textContent = '';
+  const dl = el('dl', 'facts');
+  const stateDd = el('dd', null, (j.state || '?') + (j.cancel_requested && active ? ' (cancel requested)' : ''));
+  stateDd.id = 'job-state';
+  stateDd.dataset.state = j.state || '';
+  dl.append(el('dt', null, 'State'), stateDd);
+  const wait = Date.parse(j.started_at) - Date.parse(j.created_at);
+  const facts = [
+    ['Kind', j.kind || '?'],
+    ['Device', (j.device || '\u2014') + ' (requested ' + (j.device_requested || '?') + ')'],
+    ['Attempts', j.attempts != null ? String(j.attempts) : '\u2014'],
+    ['Created', fmtTime(j.created_at)],
+    ['Started', j.started_at ? fmtTime(j.started_at) + (wait >= 0 ? ' (queued ' + fmtDur(wait) + ')' : '') : '\u2014'],
+    ['Finished', j.finished_at ? fmtTime(j.finished_at) : '\u2014'],
+    ['Run time', j.started_at ? fmtDur(jobDuration(j)) + (j.finished_at ? '' : ' so far') : '\u2014'],
+  ];
+  if (typeof j.progress === 'number' && active && j.state !== 'queued') facts.push(['Progress', fmtPct(j.progress)]);
+  for (const [k, v] of facts) dl.append(el('dt', null, k), el('dd', null, v));
+  info.append(dl);
+  if (j.estimate && typeof j.estimate === 'object') info.append(estimateBox(j.estimate));
+  if (j.error) {
+    const box = el('div', 'errbox');
+    box.append(el('strong', null, j.error.code || 'error'), document.createTextNode(': ' + (j.error.message || '')));
+    if (j.error.field) box.append(el('div', 'small', 'field: ' + j.error.field));
+    info.append(box);
+  }
+  if (j.result) {
+    info.append(el('h4', null, 'Result'), resultFacts(j.result));
+    const raw = el('details');
+    raw.append(el('summary', null, 'Result JSON'), el('pre', 'json', JSON.stringify(j.result, null, 2)));
+    info.append(raw);
+  } else if (!j.error) {
+    info.append(el('p', 'muted', j.state === 'cancelled' ? 'Cancelled before a result.'
+      : 'No result yet (' + (j.state || '?') + ').'));
+  }
+}
+
+// Where the scheduler placed the job and why: its pick, the estimate, every candidate.
+function estimateBox(e) {
+  const box = el('div', 'estimate');
+  box.append(el('h4', null, 'Placement'));
+  const p = el('p', 'small');
+  p.append(el('strong', null, e.device || '?'), document.createTextNode(
+    ': ' + (e.reason || 'no reason recorded') +
+    (num(e.seconds) ? '; estimated ' + fmtDur(e.seconds * 1000) : '') +
+    (num(e.queue_seconds) && e.queue_seconds > 0 ? ' after ' + fmtDur(e.queue_seconds * 1000) + ' queued' : '')));
+  box.append(p);
+  const c = Array.isArray(e.candidates) ? e.candidates : [];
+  if (c.length) {
+    const ul = el('ul', 'candidates small');
+    for (const x of c) {
+      const li = el('li', x.device === e.device ? 'chosen' : null);
+      li.append(el('code', null, x.device || '?'), document.createTextNode(
+        ' \u2014 ' + (num(x.seconds) ? fmtDur(x.seconds * 1000) : '?') +
+        (num(x.queue_seconds) && x.queue_seconds > 0 ? ' + ' + fmtDur(x.queue_seconds * 1000) + ' queued' : '') +
+        (x.measured === false ? ' (rates not measured)' : '')));
+      ul.append(li);
+    }
+    box.append(ul);
+  }
+  return box;
+}
+
+// The figures that answer "did it work": accuracy and weights hash for training, the normal
+// form with its cost for inet, else the first few scalar fields.
+function resultFacts(r) {
+  const dl = el('dl', 'facts result');
+  const add = (k, v, cls) => { const dd = el('dd', cls, v); dl.append(el('dt', null, k), dd); };
+  if (typeof r.normal_form === 'string') {
+    add('Normal form', r.normal_form, 'mono');
+    add('Interactions', fmtQty(r.interactions));
+    add('MIPS', fmtNum(r.mips));
+    if (num(r.seconds)) add('Seconds', fmtNum(r.seconds));
+  } else if ('accuracy' in r || 'weights_sha256' in r) {
+    if (num(r.accuracy)) add('Accuracy', fmtPct(r.accuracy));
+    if (num(r.loss)) add('Loss', fmtNum(r.loss));
+    if (r.weights_sha256) add('Weights SHA-256', String(r.weights_sha256), 'mono hash');
+    if (num(r.seconds)) add('Seconds', fmtNum(r.seconds));
+  } else {
+    let n = 0;
+    for (const [k, v] of Object.entries(r)) {
+      if (n === 6) break;
+      if (v === null || typeof v !== 'object') { add(k, typeof v === 'number' ? fmtNum(v) : String(v)); n++; }
+      else if (Array.isArray(v)) { add(k, v.length + ' items'); n++; }
+    }
+  }
+  return dl;
+}

@@ -1,0 +1,237 @@
+// form.js: the "New job" panel and the "Run XOR example" button: templates that fill the JSON
+// spec, the inputs that patch their field of it, the submit, and a rejection's message put next
+// to the input (or the spec text) that owns the field the API names.
+
+import {API, api, errText} from './api.js';
+import {$, el} from './dom.js';
+import {showJob} from './jobs.js';
+import {flagToken, unflagToken} from './session.js';
+
+// The canonical XOR job (examples/jobs/xor.json); only web/ is embedded, so the dashboard
+// carries its own copy.
+const XOR_SPEC = {
+  kind: 'train', name: 'xor', device: 'auto', seed: 1,
+  model: {type: 'mlp', layers: [2, 8, 2], activation: 'relu'},
+  data: {source: 'xor'},
+  optimizer: {type: 'sgd', lr: 0.1, momentum: 0.9},
+  batch_size: 4, epochs: 100,
+};
+
+// The "New job" panel: a template fills the JSON spec (examples/jobs/*.json and
+// examples/inet/fib.hvm, copied: only web/ is embedded), the inputs beside it patch their field
+// of that spec, and the spec as edited is what is sent. A 400 names the field (a JSON path); the
+// message goes next to the input that owns that field, else under the spec with the path
+// highlighted.
+
+const FIB_HVM = `// fib(n), the doubly recursive way: fib(0) = 0, fib(1) = 1, fib(n) = fib(n-1) + fib(n-2).
+// A switch on n peels one step (?(zero succ)); the successor case gets n-1 and switches again,
+// so @fib_ss receives q = n-2, duplicates it, and adds fib(q+1) and fib(q). The two recursive
+// calls are independent: plenty of parallel work, and CALL, SWIT, OPER and DUP copies of numbers.
+@fib = (?((0 @fib_s) r) r)
+@fib_s = (?((1 @fib_ss) r) r)
+@fib_ss = ({q0 q1} r)
+  & q0 ~ $([+1] a)
+  & @fib ~ (a x)
+  & @fib ~ (q1 y)
+  & x ~ $([+] $(y r))
+
+@main = r & @fib ~ (22 r)
+`;
+
+const TEMPLATES = {
+  xor: {group: 'train', spec: () => XOR_SPEC},
+  'fashion-mlp': {group: 'train', spec: () => ({
+    kind: 'train', name: 'fashion-mlp', device: 'auto', seed: 0,
+    model: {type: 'mlp', layers: [784, 256, 256, 10], activation: 'relu'},
+    data: {source: 'fashion-mnist'},
+    optimizer: {type: 'sgd', lr: 0.05, momentum: 0.9},
+    batch_size: 128, epochs: 5, checkpoint_every: 1,
+  })},
+  inet: {group: 'inet', spec: () => ({kind: 'inet', name: 'fib', device: 'auto',
+    program: $('program').value})},
+  bench: {group: 'bench', spec: () => ({kind: 'bench', suite: $('suite').value, device: 'all'})},
+};
+
+// Which form input owns a spec field: its own error slot, and the spec key it patches.
+const FIELD_INPUTS = {epochs: 'epochs', program: 'program', suite: 'suite'};
+
+let sayTimer = 0;           // hides an 'ok' message after a while
+
+function say(text, kind) {
+  const m = $('submit-msg');
+  clearTimeout(sayTimer);
+  m.textContent = text;
+  m.className = 'submit-msg' + (kind ? ' ' + kind : '');
+  m.hidden = !text;
+  if (kind === 'ok') sayTimer = setTimeout(() => { m.textContent = ''; m.hidden = true; }, 8000);
+}
+
+function clearFormErrors() {
+  const e = $('submit-error');
+  e.hidden = true;
+  e.textContent = '';
+  for (const f of Object.values(FIELD_INPUTS)) {
+    const m = $(f + '-error');
+    m.hidden = true;
+    m.textContent = '';
+    $(f).classList.remove('invalid');
+    $(f).removeAttribute('aria-invalid');
+  }
+  $('spec').classList.remove('invalid');
+}
+
+function formError(parts) {
+  const e = $('submit-error');
+  e.textContent = '';
+  for (const p of parts) e.append(typeof p === 'string' ? document.createTextNode(p) : p);
+  e.hidden = false;
+}
+
+function readSpec() {
+  try { const v = JSON.parse($('spec').value); return v && typeof v === 'object' ? v : null; } catch (_) { return null; }
+}
+
+// Pretty JSON with arrays of numbers on one line ("layers": [2, 8, 2]); a raw newline is
+// only ever formatting, never inside a JSON string, so the pattern cannot touch a string.
+function writeSpec(v) {
+  $('spec').value = JSON.stringify(v, null, 2).replace(/\[\n\s*(-?[\d.eE+-]+(?:,\n\s*-?[\d.eE+-]+)*)\n\s*\]/g,
+    (_, inner) => '[' + inner.split(/,\n\s*/).join(', ') + ']');
+}
+
+// A template's spec, its inputs shown and filled from it.
+function applyTemplate(name) {
+  const t = TEMPLATES[name] || TEMPLATES.xor;
+  for (const e of document.querySelectorAll('.tpl')) e.hidden = !e.classList.contains('tpl-' + t.group);
+  const spec = JSON.parse(JSON.stringify(t.spec()));
+  if (t.group === 'train') $('epochs').value = String(spec.epochs);
+  writeSpec(spec);
+  clearFormErrors();
+}
+
+// An input changed: set its field in the spec as edited (or, when that no longer parses,
+// in a fresh copy of the template's).
+function patchSpec(key, value) {
+  const v = readSpec() || JSON.parse(JSON.stringify(TEMPLATES[$('template').value].spec()));
+  v[key] = value;
+  writeSpec(v);
+}
+
+// The spec's text span for a JSON path like "model.layers[1]": the last key's name, at the
+// nesting its path implies when that can be found, else anywhere.
+function specSpan(text, path) {
+  const keys = String(path).split('.').map((k) => k.replace(/\[\d+\]/g, '')).filter(Boolean);
+  let from = 0;
+  for (const k of keys) {
+    const at = text.indexOf('"' + k + '"', from);
+    if (at < 0) return null;
+    from = at;
+  }
+  const last = keys[keys.length - 1];
+  return last ? [from, from + last.length + 2] : null;
+}
+
+async function submitSpec(body, how) {
+  clearFormErrors();
+  say('');
+  const btn = $('submit-job');
+  btn.disabled = true;
+  $('run-xor').disabled = true;
+  try {
+    const r = await api(API + '/jobs', {method: 'POST',
+      headers: {'Content-Type': 'application/json'}, body});
+    if (r.ok) {
+      let id = r.body && r.body.id;
+      if (id == null) {
+        const m = /\/jobs\/(\d+)\s*$/.exec(r.headers.get('Location') || '');
+        id = m ? Number(m[1]) : null;
+      }
+      const ids = r.body && Array.isArray(r.body.ids) && r.body.ids.length > 1 ? r.body.ids : null;
+      say((id != null ? 'Submitted job #' + id : 'Submitted') + (ids ? ' (jobs #' + ids.join(', #') + ')' : ''), 'ok');
+      unflagToken();
+      showJob(id);
+      return;
+    }
+    const e = r.body && r.body.error, f = e && e.field;
+    if (r.status === 401) {
+      formError(['The server needs the API token to run jobs: paste the contents of paragond\'s ' +
+        'token file (it prints where; by default data/token) into "API token" at the top. (' + errText(r) + ')']);
+      flagToken();
+      return;
+    }
+    const where = f && how === 'form' ? FIELD_INPUTS[String(f).split(/[.[]/)[0]] : null;
+    if (where && !$(where).closest('.tpl').hidden) {
+      const m = $(where + '-error');
+      m.textContent = e.message || errText(r);
+      m.hidden = false;
+      $(where).classList.add('invalid');
+      $(where).setAttribute('aria-invalid', 'true');
+      formError(['Rejected (HTTP ' + r.status + (e.code ? ', ' + e.code : '') + '): see ',
+        el('code', 'field-path', f), ' above.']);
+      $(where).focus();
+      return;
+    }
+    const parts = ['Rejected (HTTP ' + r.status + '): ' + errText(r)];
+    if (f) parts.push(' \u2014 field ', el('mark', 'field-path', f));
+    formError(parts);
+    if (f && how === 'form') {
+      const ta = $('spec');
+      ta.classList.add('invalid');
+      const span = specSpan(ta.value, f);
+      if (span) {
+        ta.focus();
+        ta.setSelectionRange(span[0], span[1]);
+        const line = ta.value.slice(0, span[0]).split('\n').length - 1;
+        const lh = parseFloat(getComputedStyle(ta).lineHeight) || 17;
+        ta.scrollTop = Math.max(0, line * lh - ta.clientHeight / 3);
+      }
+    }
+  } catch (e) {
+    formError(['Could not submit: ' + (e.name === 'AbortError' ? 'timed out' : 'server unreachable')]);
+  } finally {
+    btn.disabled = false;
+    $('run-xor').disabled = false;
+  }
+}
+
+function submitForm(ev) {
+  ev.preventDefault();
+  const text = $('spec').value;
+  try { JSON.parse(text); } catch (e) {
+    clearFormErrors();
+    $('spec').classList.add('invalid');
+    formError(['The spec is not valid JSON: ' + e.message]);
+    return;
+  }
+  submitSpec(text, 'form');
+}
+
+// The one-click XOR run: the canonical spec whatever the form holds.
+function runXor() { submitSpec(JSON.stringify(XOR_SPEC), 'button'); }
+
+export function initForm() {
+  $('run-xor').addEventListener('click', runXor);
+  $('template').addEventListener('change', (e) => applyTemplate(e.target.value));
+  $('reset-spec').addEventListener('click', () => applyTemplate($('template').value));
+  $('job-form').addEventListener('submit', submitForm);
+  $('epochs').addEventListener('input', (e) => {
+    const n = Number(e.target.value);
+    patchSpec('epochs', e.target.value.trim() !== '' && Number.isFinite(n) ? n : e.target.value);
+  });
+  $('program').addEventListener('input', (e) => patchSpec('program', e.target.value));
+  $('suite').addEventListener('change', (e) => patchSpec('suite', e.target.value));
+  $('program-file').addEventListener('change', async (e) => {
+    const f = e.target.files && e.target.files[0];
+    if (!f) return;
+    try {
+      $('program').value = await f.text();
+      const v = readSpec() || {};
+      patchSpec('program', $('program').value);
+      if (!v.name || v.name === 'fib') patchSpec('name', f.name.replace(/\.hvm$/, ''));
+    } catch (err) {
+      formError(['Could not read ' + f.name + ': ' + err.message]);
+    }
+  });
+  $('spec').addEventListener('input', () => $('spec').classList.remove('invalid'));
+  if (!$('program').value) $('program').value = FIB_HVM;
+  applyTemplate($('template').value);   // the browser may restore the last template chosen
+}

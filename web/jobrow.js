@@ -1,0 +1,111 @@
+// jobrow.js: one row of the job table per job: built once, then updated in place from each
+// listing (state badge, progress bar, duration, a one-line result), so that a focused row keeps
+// its focus across refreshes. `rows` holds the rows of the page shown.
+
+import {el, setAttr, setText} from './dom.js';
+import {fmtDur, fmtNum, fmtPct} from './format.js';
+
+export const rows = new Map();   // job id -> {tr, c (its cells), job}
+
+// Milliseconds from start to finish, or to now while the job runs; NaN before it starts.
+export function jobDuration(j) {
+  const a = Date.parse(j.started_at);
+  if (isNaN(a)) return NaN;
+  const b = j.finished_at ? Date.parse(j.finished_at) : Date.now();
+  return Math.max(0, b - a);
+}
+
+// One line for the Result column: loss and accuracy for training, the normal form with its
+// interaction count and MIPS for inet, else the first few fields.
+function resultSummary(r) {
+  if (!r || typeof r !== 'object') return '';
+  const parts = [];
+  if (typeof r.normal_form === 'string') {
+    const nf = r.normal_form.length > 40 ? r.normal_form.slice(0, 40) + '\u2026' : r.normal_form;
+    return nf + ' \u00b7 ' + fmtNum(r.interactions) + ' itrs \u00b7 ' + fmtNum(r.mips) + ' MIPS';
+  }
+  if ('loss' in r) parts.push('loss ' + fmtNum(r.loss));
+  if (typeof r.accuracy === 'number') parts.push('acc ' + fmtPct(r.accuracy));
+  if (parts.length) return parts.join(' \u00b7 ');
+  for (const [k, v] of Object.entries(r)) {
+    if (parts.length === 3) break;
+    if (v === null || typeof v !== 'object') parts.push(k + ' ' + (typeof v === 'number' ? fmtNum(v) : String(v)));
+  }
+  return parts.join(' \u00b7 ');
+}
+
+// onActivate: a click on the row (not one that ends a text selection) or on its id button.
+export function makeRow(id, onActivate) {
+  const tr = el('tr', 'job');
+  tr.dataset.id = String(id);
+  const c = {};
+  const tdId = el('td', 'col-id');
+  c.btn = el('button', 'expander', '#' + id);
+  c.btn.type = 'button';
+  c.btn.setAttribute('aria-expanded', 'false');
+  c.btn.setAttribute('aria-controls', 'detail-' + id);
+  c.btn.setAttribute('aria-label', 'Job ' + id + ': show metrics and result');
+  tdId.append(c.btn);
+  c.name = el('td', 'col-name');
+  c.kind = el('td', 'col-kind');
+  c.state = el('span', 'badge');
+  const tdState = el('td', 'col-state');
+  tdState.append(c.state);
+  c.device = el('td', 'col-device');
+  const tdProg = el('td', 'col-progress');
+  c.bar = el('div', 'bar');
+  c.bar.setAttribute('role', 'progressbar');
+  c.bar.setAttribute('aria-valuemin', '0');
+  c.bar.setAttribute('aria-valuemax', '100');
+  c.bar.setAttribute('aria-label', 'Progress of job ' + id);
+  c.fill = el('div', 'fill');
+  c.bar.append(c.fill);
+  c.pct = el('span', 'pct');
+  tdProg.append(c.bar, c.pct);
+  c.dur = el('td', 'col-duration num');
+  c.result = el('td', 'col-result');
+  tr.append(tdId, c.name, c.kind, tdState, c.device, tdProg, c.dur, c.result);
+  tr.addEventListener('click', (ev) => {
+    if (ev.target !== c.btn && String(window.getSelection())) return;   // selecting text
+    onActivate();
+  });
+  return {tr, c, job: null};
+}
+
+export function updateRow(r, j) {
+  const c = r.c;
+  r.job = j;
+  setText(c.name, j.name || '');
+  setAttr(c.name, 'title', j.name || '');
+  setText(c.kind, j.kind || '');
+  setText(c.state, j.state || '?');
+  setAttr(c.state, 'class', 'badge state-' + (j.state || 'unknown'));
+  setAttr(r.tr, 'class', 'job row-' + (j.state || 'unknown'));
+  const dev = j.device || (j.device_requested ? j.device_requested + ' (requested)' : '');
+  setText(c.device, dev);
+  setAttr(c.device, 'title', dev);
+  let p = typeof j.progress === 'number' ? j.progress : 0;
+  if (j.state === 'succeeded') p = 1;
+  p = Math.min(1, Math.max(0, p));
+  const pct = Math.round(p * 1000) / 10;
+  c.fill.style.width = pct + '%';
+  setAttr(c.bar, 'aria-valuenow', String(pct));
+  setText(c.pct, j.state === 'queued' ? '' : fmtPct(p));
+  setText(c.dur, j.started_at ? fmtDur(jobDuration(j)) : '\u2014');
+  let res = '', title = '', cls = 'col-result';
+  if (j.state === 'failed' || (j.error && j.error.message)) {
+    res = j.error && j.error.message ? j.error.message : 'failed';
+    title = j.error ? [j.error.code, j.error.message, j.error.field && 'field ' + j.error.field]
+      .filter(Boolean).join(' \u2014 ') : res;
+    cls += ' err';
+  } else if (j.result) {
+    res = title = resultSummary(j.result);
+  } else if (j.state === 'cancelled') {
+    res = title = 'cancelled';
+    cls += ' muted';
+  }
+  setText(c.result, res);
+  setAttr(c.result, 'title', title);
+  setAttr(c.result, 'class', cls);
+}
+
