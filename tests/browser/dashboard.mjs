@@ -4,11 +4,12 @@
 // its chart has points from the live event stream, and its state reads succeeded. Two
 // scenarios: on loopback with the token already saved (as run.sh's #token= link leaves it), and
 // with --host 0.0.0.0 and no token, where the page must ask for it, take it from the token box,
-// and open the session whose cookie lets the event stream and the checkpoint link in. Saves
+// and open the session whose cookie lets the event stream and the checkpoint link in. In both,
+// the page loads every module of web/ and nothing else, each as JavaScript. Saves
 // screenshots to tests/browser/screenshots/. Run by `meson test` (browser_dashboard); needs
 // `npm ci` in tests/browser (scripts/install-deps.sh --test does it).
 import {spawn} from 'node:child_process';
-import {mkdtempSync, mkdirSync, readFileSync, rmSync} from 'node:fs';
+import {mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
@@ -82,7 +83,13 @@ async function scenario(browser, host, name, run) {
     const page = await context.newPage();
     const errors = [];
     page.on('pageerror', (e) => errors.push(String(e)));
+    const scripts = new Map();   // path -> "status content-type" of every script the page loaded
+    page.on('response', (r) => {
+      if (r.request().resourceType() === 'script')
+        scripts.set(new URL(r.url()).pathname, r.status() + ' ' + r.headers()['content-type']);
+    });
     const said = await run(page, server, token, context);
+    checkScripts(scripts);
     mkdirSync(join(here, 'screenshots'), {recursive: true});
     await page.screenshot({path: join(here, 'screenshots', name + '.png'), fullPage: true});
     if (errors.length) throw new Error('page errors: ' + errors.join('; '));
@@ -92,6 +99,18 @@ async function scenario(browser, host, name, run) {
     if (context) await context.close();
     if (server) server.proc.kill('SIGTERM');
     rmSync(dir, {recursive: true, force: true});
+  }
+}
+
+// The page runs on the modules of web/, every one of them (app.js and what it imports), each
+// served as JavaScript: a module nothing imports would be dead code, one not served a blank page.
+function checkScripts(scripts) {
+  const web = readdirSync(join(here, '..', '..', 'web')).filter((f) => f.endsWith('.js')).sort();
+  const loaded = [...scripts.keys()].map((p) => p.slice(1)).sort();
+  if (JSON.stringify(loaded) !== JSON.stringify(web))
+    throw new Error('the page loaded the scripts ' + loaded.join(', ') + '; web/ has ' + web.join(', '));
+  for (const [path, how] of scripts) {
+    if (how !== '200 text/javascript; charset=utf-8') throw new Error(path + ': ' + how);
   }
 }
 
