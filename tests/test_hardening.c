@@ -33,6 +33,19 @@ static char *job_log(const server *s, int64_t id) {
     return text;
 }
 
+/* The job's log once it holds needle: the line saying how a job ended is written just after its
+ * final state, so a reader that saw the state may be a moment early. Bounded. */
+static char *job_log_with(const server *s, int64_t id, const char *needle) {
+    int64_t deadline = now_ms() + JOB_TIMEOUT_MS;
+    for (;;) {
+        char *log = job_log(s, id);
+        if (strstr(log, needle)) return log;
+        cr_assert_lt(now_ms(), deadline, "the log never said '%s': %s", needle, log);
+        free(log);
+        usleep(20000);
+    }
+}
+
 static size_t count_of(const char *haystack, const char *needle) {
     size_t n = 0;
     for (const char *p = haystack; (p = strstr(p, needle)); p += strlen(needle)) n++;
@@ -336,7 +349,7 @@ Test(hardening, control_characters_reach_the_log_and_stderr_escaped) {
                             "\"red\\u001b[31m.idx\",\"train_labels\":\"l\",\"test_images\":\"ti\","
                             "\"test_labels\":\"tl\"},\"epochs\":1}");
     json_decref(wait_state(&s, id, "failed", JOB_TIMEOUT_MS));
-    char *log = job_log(&s, id);
+    char *log = job_log_with(&s, id, "failed (attempt 1)");
     cr_assert_null(strchr(log, 0x1b), "no raw escape in the log: %s", log);
     cr_assert(strstr(log, "red\\x1b[31m.idx"), "it is shown escaped: %s", log);
     free(log);
