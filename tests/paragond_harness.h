@@ -1,5 +1,5 @@
-/* paragond_harness.h: the shared harness of the integration tests (test_server.c,
- * test_hardening.c): paragond spawned on a free port with its database and data dir in a
+/* paragond_harness.h: the shared harness of the integration tests (integration_tests in
+ * tests/meson.build): paragond spawned on a free port with its database and data dir in a
  * per-test temporary directory, requests as its owner or as anyone, bounded waits. Every helper
  * asserts (Criterion) instead of returning errors. Waits are bounded; nothing asserts on time. */
 #ifndef PGN_TEST_PARAGOND_HARNESS_H
@@ -116,6 +116,13 @@ json_t *job_now(const server *s, int64_t id);
 int status_of(const server *s, const char *method, int64_t id, const char *sub);
 /* <data>/jobs/<id>/checkpoint.safetensors, read whole; NULL when missing. */
 char *data_file(const server *s, int64_t id, size_t *len);
+/* The first column of the first row of sql (?1 bound to id) in the server's database. */
+int64_t count_rows(const server *s, const char *sql, int64_t id);
+
+/* One gemm case, repeated once: a bench job that finishes in moments on any device. */
+extern const char gemm_bench_spec[];
+/* A finished bench job; skips the test while its suite is still a stub in the engine. */
+json_t *wait_bench(const server *s, int64_t id);
 
 /* ---- the dashboard ---- */
 

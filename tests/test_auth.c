@@ -1,7 +1,7 @@
 /* test_auth.c: server/auth.c: where the token comes from (created 0600 with 64 hex characters,
  * reused, or --token-file), the token files refused and why, which hosts count as loopback,
  * and the per-request decision (pgd_auth_check) for the bearer token and the session cookie.
- * The same decisions against a live paragond are in test_server.c and test_dashboard_auth.c. */
+ * The same decisions against a live paragond are in test_api_token.c and test_dashboard_auth.c. */
 #include "auth.h"
 
 #include <criterion/criterion.h>

@@ -1,0 +1,364 @@
+/* test_bench_jobs.c: bench jobs on one device and on "all", the benchmark export in CSV and JSON,
+ * the first start's calibration, and "auto" placement by the cost model, over one device and over
+ * two of different speed with a queue. */
+#include "paragond_harness.h"
+#include "paragon.h"
+#include "store.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+TestSuite(bench_jobs, .init = harness_setup, .fini = harness_teardown);
+
+/* The suite's CSV header line as the engine defines it. */
+static char *csv_header(const char *suite) {
+    size_t n = 0;
+    const pgn_bench_column *cols = pgn_bench_columns(suite, &n);
+    cr_assert_not_null(cols, "suite %s has columns", suite);
+    char *line = calloc(1, 1024);
+    for (size_t i = 0; i < n; i++)
+        snprintf(line + strlen(line), 1024 - strlen(line), "%s%s", i ? "," : "", cols[i].header);
+    return line;
+}
+
+Test(bench_jobs, a_bench_job_stores_its_rows_for_the_export) {
+    server s = start_server();
+    int64_t id = submit(&s, gemm_bench_spec);
+    json_t *job = wait_bench(&s, id);
+    cr_assert_str_eq(str(job, "kind"), "bench");
+    cr_assert_str_eq(str(job, "device_requested"), "auto");
+    const char *device = str(job, "device");
+    json_t *result = json_object_get(job, "result");
+    cr_assert_str_eq(str(result, "suite"), "gemm");
+    cr_assert_str_eq(str(result, "device"), device);
+    json_t *rows = json_object_get(result, "rows");
+    cr_assert_eq(json_array_size(rows), 1, "one case asked for");
+    json_t *row = json_array_get(rows, 0);
+    cr_assert_str_eq(str(row, "case"), "N=128");
+    cr_assert_str_eq(str(row, "device"), device);
+    cr_assert_eq(count_rows(&s, "SELECT count(*) FROM benchmarks WHERE job_id = ?1", id), 1);
+
+    /* JSON: the row as the job reported it, plus the store's id, job_id and created_at. */
+    json_t *v = get_json(&s, "/api/v1/benchmarks?suite=gemm", 200);
+    json_t *got = json_object_get(v, "rows");
+    cr_assert_eq(json_array_size(got), 1);
+    json_t *exported = json_array_get(got, 0);
+    const char *key;
+    json_t *value;
+    json_object_foreach(row, key, value)
+        cr_assert(json_equal(json_object_get(exported, key), value), "field %s", key);
+    cr_assert_eq(json_integer_value(json_object_get(exported, "job_id")), id);
+    cr_assert(json_is_integer(json_object_get(exported, "id")));
+    cr_assert_eq(json_object_size(exported), json_object_size(row) + 3);
+    json_decref(v);
+
+    /* CSV: the suite's header, then the row. */
+    http_response r = request(&s, "GET", "/api/v1/benchmarks?suite=gemm&format=csv", NULL, NULL);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    char *header = csv_header("gemm");
+    cr_assert_eq(strncmp(r.body, header, strlen(header)), 0, "body: %s", r.body);
+    cr_assert_eq(r.body[strlen(header)], '\n');
+    cr_assert_eq(strncmp(r.body + strlen(header) + 1, "N=128,128,128,128,", 18), 0, "%s", r.body);
+    free(header);
+    http_response_free(&r);
+    json_decref(job);
+    stop_server(&s);
+}
+
+/* mlp-forward rows as the engine's suite makes them (figures from Paragon-Py's README). */
+static json_t *mlp_row(const char *case_id, const char *device, const char *shape, double cpu_ms) {
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "suite",
+                     "mlp-forward", "case", case_id, "device", device, "adapter",
+                     "0x7d55 (0x8086), integrated-gpu", "version", "0.1.0", "shape", shape,
+                     "est_mb", 0.19, "cpu_ms", cpu_ms, "gpu_ms", 0.95, "speedup", 5.04, "mae", 0.0,
+                     "max", 0.0, "gpu_init_ms", 0.57);
+}
+
+Test(bench_jobs, benchmark_export_in_csv_and_json) {
+    server s = start_server();
+    /* Rows reach the store the way a finished bench job's do, through a second connection. */
+    json_t *rows = json_pack("[o, o, o]", mlp_row("S1", "cpu-aaaa", "784→64→10", 4.81),
+                             mlp_row("M3", "cpu-aaaa", "784→512→512→10", 9.5),
+                             mlp_row("S1", "gpu-bbbb", "784→64→10", 4.5));
+    pgd_store *store;
+    pgn_error err;
+    cr_assert_eq(pgd_store_open(s.db, &store, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(store, 0, rows, &err), 0, "%s", err.message);
+    pgd_store_close(store);
+
+    /* CSV: Paragon-Py's header exactly, a download named for the suite. */
+    http_response r =
+        request(&s, "GET", "/api/v1/benchmarks?suite=mlp-forward&format=csv", NULL, NULL);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    char h[128];
+    cr_assert_not_null(http_header(&r, "Content-Type", h, sizeof h));
+    cr_assert_str_eq(h, "text/csv; charset=utf-8");
+    cr_assert_not_null(http_header(&r, "Content-Disposition", h, sizeof h));
+    cr_assert_str_eq(h, "attachment; filename=\"mlp-forward.csv\"");
+#define ADAPTER_CSV "\"0x7d55 (0x8086), integrated-gpu\"" /* quoted: it holds a comma */
+    cr_assert_str_eq(r.body, "id,shape,estMB,cpu_ms,gpu_ms,speedup,mae,max,gpu_init_ms,adapter\n"
+                             "S1,784→64→10,0.19,4.81,0.95,5.04,0,0,0.57," ADAPTER_CSV "\n"
+                             "M3,784→512→512→10,0.19,9.5,0.95,5.04,0,0,0.57," ADAPTER_CSV "\n"
+                             "S1,784→64→10,0.19,4.5,0.95,5.04,0,0,0.57," ADAPTER_CSV "\n");
+    http_response_free(&r);
+    r = request(&s, "GET", "/api/v1/benchmarks?suite=mlp-forward&format=csv&device=gpu-bbbb", NULL,
+                NULL);
+    cr_assert_str_eq(r.body, "id,shape,estMB,cpu_ms,gpu_ms,speedup,mae,max,gpu_init_ms,adapter\n"
+                             "S1,784→64→10,0.19,4.5,0.95,5.04,0,0,0.57," ADAPTER_CSV "\n");
+    http_response_free(&r);
+    r = request(&s, "GET", "/api/v1/benchmarks?suite=gemm&format=csv", NULL, NULL);
+    cr_assert_eq(r.status, 200);
+    char *header = csv_header("gemm");
+    cr_assert_eq(strlen(r.body), strlen(header) + 1, "no gemm rows: the header alone: %s", r.body);
+    free(header);
+    http_response_free(&r);
+
+    /* JSON (the default): every stored field, plus id, job_id and created_at. */
+    json_t *v = get_json(&s, "/api/v1/benchmarks?suite=mlp-forward", 200);
+    json_t *got = json_object_get(v, "rows");
+    cr_assert_eq(json_array_size(got), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *want = json_deep_copy(json_array_get(rows, i));
+        json_t *row = json_array_get(got, i);
+        json_object_set_new(want, "id", json_integer((json_int_t)i + 1));
+        json_object_set_new(want, "job_id", json_null());
+        json_object_set(want, "created_at", json_object_get(row, "created_at"));
+        cr_assert(str(row, "created_at"), "created_at is set");
+        cr_assert(json_equal(row, want), "row %zu: %s", i, json_dumps(row, 0));
+        json_decref(want);
+    }
+    json_decref(v);
+    v = get_json(&s, "/api/v1/benchmarks?format=json&device=cpu-aaaa", 200);
+    cr_assert_eq(json_array_size(json_object_get(v, "rows")), 2);
+    json_decref(v);
+    v = get_json(&s, "/api/v1/benchmarks?limit=1", 200);
+    got = json_object_get(v, "rows");
+    cr_assert_eq(json_array_size(got), 1);
+    cr_assert_str_eq(str(json_array_get(got, 0), "device"), "gpu-bbbb", "limit keeps the newest");
+    json_decref(v);
+    v = get_json(&s, "/api/v1/benchmarks?device=nowhere", 200);
+    cr_assert_eq(json_array_size(json_object_get(v, "rows")), 0);
+    json_decref(v);
+
+    /* Bad parameters name themselves; other methods are refused. */
+    const char *bad[][2] = {
+        {"/api/v1/benchmarks?format=csv", "suite"},
+        {"/api/v1/benchmarks?format=csv&device=cpu-aaaa", "suite"},
+        {"/api/v1/benchmarks?suite=mlp-forward&format=xml", "format"},
+        {"/api/v1/benchmarks?suite=nope&format=csv", "suite"},
+        {"/api/v1/benchmarks?suite=all", "suite"},
+        {"/api/v1/benchmarks?limit=-1", "limit"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        r = request(&s, "GET", bad[i][0], NULL, NULL);
+        assert_error(&r, 400, "invalid_parameter", bad[i][1]);
+        if (strcmp(bad[i][1], "suite") == 0)
+            cr_assert(strstr(r.body, "mlp-forward, tensor-micro, gemm"), "lists the suites: %s",
+                      r.body);
+        http_response_free(&r);
+    }
+    r = request(&s, "POST", "/api/v1/benchmarks", json_headers, "{}");
+    assert_error(&r, 405, "method_not_allowed", NULL);
+    cr_assert_not_null(http_header(&r, "Allow", h, sizeof h));
+    cr_assert_str_eq(h, "GET, HEAD");
+    http_response_free(&r);
+    json_decref(rows);
+    stop_server(&s);
+}
+
+Test(bench_jobs, device_all_queues_one_bench_job_per_opencl_device) {
+    server s = start_server();
+    json_t *devs = get_json(&s, "/api/v1/devices", 200);
+    json_t *opencl = json_array();
+    size_t i;
+    json_t *d;
+    json_array_foreach(json_object_get(devs, "devices"), i, d) {
+        if (strcmp(str(d, "type"), "host") != 0)
+            json_array_append(opencl, json_object_get(d, "id"));
+    }
+    json_decref(devs);
+    size_t n = json_array_size(opencl);
+    cr_assert_geq(n, 1);
+
+    http_response r = request(&s, "POST", "/api/v1/jobs", json_headers,
+                              "{\"kind\":\"bench\",\"suite\":\"gemm\",\"device\":\"all\","
+                              "\"cases\":[\"N=128\"],\"repeats\":1}");
+    cr_assert_eq(r.status, 201, "%d %s", r.status, r.body);
+    json_t *body = parse_body(&r);
+    json_t *ids = json_object_get(body, "ids");
+    cr_assert_eq(json_array_size(ids), n, "one job per OpenCL device, none on host: %s", r.body);
+    int64_t first = json_integer_value(json_object_get(body, "id"));
+    cr_assert_eq(json_integer_value(json_array_get(ids, 0)), first);
+    cr_assert_str_eq(str(body, "device"), json_string_value(json_array_get(opencl, 0)),
+                     "the body is the first job: %s", r.body);
+    cr_assert_str_eq(str(body, "device_requested"), "all");
+    char loc[64], want[64];
+    snprintf(want, sizeof want, "/api/v1/jobs/%lld", (long long)first);
+    cr_assert_not_null(http_header(&r, "Location", loc, sizeof loc));
+    cr_assert_str_eq(loc, want);
+    http_response_free(&r);
+    cr_assert_eq(job_total(&s), (int64_t)n);
+
+    bool ran = true;
+    for (i = 0; i < n; i++) {
+        int64_t id = json_integer_value(json_array_get(ids, i));
+        json_t *job = wait_state(&s, id, "succeeded failed", JOB_TIMEOUT_MS);
+        const char *device = json_string_value(json_array_get(opencl, i));
+        cr_assert_str_eq(str(job, "kind"), "bench");
+        cr_assert_str_eq(str(job, "device_requested"), "all");
+        cr_assert_str_eq(str(job, "device"), device);
+        cr_assert_str_eq(str(json_object_get(job, "spec"), "device"), device,
+                         "the stored spec names the device it ran on");
+        json_t *e = json_object_get(job, "error");
+        if (json_is_object(e) && strcmp(str(e, "code"), "unsupported") == 0) ran = false;
+        else cr_assert_str_eq(str(job, "state"), "succeeded", "%s", str(e, "message"));
+        json_decref(job);
+        if (!ran) continue;
+        char path[160];
+        snprintf(path, sizeof path, "/api/v1/benchmarks?suite=gemm&device=%s", device);
+        json_t *v = get_json(&s, path, 200);
+        json_t *rows = json_object_get(v, "rows");
+        cr_assert_eq(json_array_size(rows), 1);
+        cr_assert_eq(json_integer_value(json_object_get(json_array_get(rows, 0), "job_id")), id);
+        json_decref(v);
+    }
+
+    /* "all" is for bench jobs only. */
+    char *spec = spec_with("\"seed\":1", "\"seed\":1,\"device\":\"all\"");
+    post_expect(&s, spec, 400, "invalid_spec", "device");
+    free(spec);
+    cr_assert_eq(job_total(&s), (int64_t)n);
+    json_decref(body);
+    json_decref(opencl);
+    stop_server(&s);
+}
+
+/* A first start measures each device that has no benchmark rows; "auto" placement then records
+ * on the job which device the cost model chose, its estimate and every candidate's. */
+Test(bench_jobs, first_start_calibrates_and_auto_placement_records_its_estimate) {
+    server s = start_server_calibrating(true);
+    json_t *devs = get_json(&s, "/api/v1/devices", 200);
+    size_t i, n_dev = json_array_size(json_object_get(devs, "devices"));
+    json_t *d;
+    int64_t deadline = now_ms() + 120000;
+    json_array_foreach(json_object_get(devs, "devices"), i, d) {
+        char path[256];
+        snprintf(path, sizeof path, "/api/v1/benchmarks?device=%s", str(d, "id"));
+        for (;;) {
+            json_t *b = get_json(&s, path, 200);
+            size_t rows = json_array_size(json_object_get(b, "rows"));
+            json_decref(b);
+            if (rows >= 3) break; /* gemm fwd1, inet fib, tensor-micro add-1K */
+            cr_assert_lt(now_ms(), deadline, "device %s was not calibrated", str(d, "id"));
+            usleep(100000);
+        }
+    }
+    json_decref(devs);
+
+    int64_t id = submit(&s, "{\"kind\":\"train\",\"name\":\"xor\",\"data\":{\"source\":\"xor\"},"
+                            "\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2]},\"epochs\":5}");
+    char path[64];
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld", (long long)id);
+    json_t *job = get_json(&s, path, 200);
+    json_t *est = json_object_get(job, "estimate");
+    cr_assert(json_is_object(est), "the job records the cost model's estimate");
+    cr_assert_str_eq(str(est, "device"), str(job, "device"), "the estimate names the chosen device");
+    cr_assert_str_neq(str(job, "device"), "host", "auto places on an OpenCL device");
+    cr_assert_gt(json_number_value(json_object_get(est, "seconds")), 0);
+    cr_assert_str_eq(str(est, "unit"), "flop");
+    cr_assert(json_is_true(json_object_get(est, "measured")), "rates come from the calibration rows");
+    cr_assert_eq(json_array_size(json_object_get(est, "candidates")), n_dev - 1, "every OpenCL device is weighed");
+    json_decref(job);
+    job = wait_state(&s, id, "succeeded failed", 60000);
+    cr_assert_str_eq(str(job, "state"), "succeeded");
+    json_decref(job);
+    stop_server(&s);
+}
+
+/* Two pocl devices of different speed (pthread on both cores, basic on one): after the first
+ * start's calibration, "auto" puts a big job where the cost model expects it to finish first,
+ * and a second one where it would finish first counting the first one's queued estimate; both
+ * choices and their reasons are on the jobs. */
+Test(bench_jobs, auto_placement_weighs_two_devices_and_their_queues) {
+    const char *const env[] = {"POCL_DEVICES=pthread basic", NULL};
+    server s = start_server_env(true, env);
+    json_t *devs = get_json(&s, "/api/v1/devices", 200);
+    size_t i, n_opencl = 0;
+    json_t *d;
+    int64_t deadline = now_ms() + 120000;
+    json_array_foreach(json_object_get(devs, "devices"), i, d) {
+        if (!strcmp(str(d, "type"), "host")) continue;
+        n_opencl++;
+        char path[256];
+        snprintf(path, sizeof path, "/api/v1/benchmarks?device=%s", str(d, "id"));
+        for (;;) { /* calibrated: its rates come from measurements */
+            json_t *b = get_json(&s, path, 200);
+            size_t rows = json_array_size(json_object_get(b, "rows"));
+            json_decref(b);
+            if (rows >= 3) break;
+            cr_assert_lt(now_ms(), deadline, "device %s was not calibrated", str(d, "id"));
+            usleep(100000);
+        }
+    }
+    json_decref(devs);
+    cr_assert_eq(n_opencl, 2, "POCL_DEVICES=\"pthread basic\" gives two devices");
+
+    /* a big job: 50 epochs of a 1024-wide MLP on 3,000 spiral points (about 1e12 FLOPs) */
+    static const char big[] = "{\"kind\":\"train\",\"name\":\"big\",\"data\":{\"source\":\"spiral\","
+                              "\"samples\":1000,\"classes\":3},\"model\":{\"type\":\"mlp\","
+                              "\"layers\":[2,1024,1024,3]},\"batch_size\":100,\"epochs\":50}";
+    json_t *jobs[2];
+    for (int k = 0; k < 2; k++) {
+        int64_t id = submit(&s, big);
+        char path[64];
+        snprintf(path, sizeof path, "/api/v1/jobs/%lld", (long long)id);
+        jobs[k] = get_json(&s, path, 200);
+        json_t *est = json_object_get(jobs[k], "estimate");
+        json_t *cands = json_object_get(est, "candidates");
+        cr_assert_eq(json_array_size(cands), 2, "both OpenCL devices are weighed");
+        /* the chosen device is the candidate with the shortest estimated finish */
+        const char *best = NULL;
+        double best_total = 0;
+        size_t c;
+        json_t *cand;
+        json_array_foreach(cands, c, cand) {
+            cr_assert(json_is_true(json_object_get(cand, "measured")));
+            double total = json_number_value(json_object_get(cand, "total_seconds"));
+            if (!best || total < best_total) {
+                best = str(cand, "device");
+                best_total = total;
+            }
+        }
+        cr_assert_str_eq(str(jobs[k], "device"), best, "job %d went to the shortest estimated finish", k);
+        if (k == 1) {
+            /* the first job's estimate counts on its device's queue */
+            const char *first = str(jobs[0], "device");
+            double first_s = json_number_value(json_object_get(json_object_get(jobs[0], "estimate"), "seconds"));
+            json_array_foreach(cands, c, cand) {
+                if (!strcmp(str(cand, "device"), first))
+                    cr_assert_geq(json_number_value(json_object_get(cand, "queue_seconds")), first_s * 0.999,
+                                  "the queued job counts");
+            }
+        }
+    }
+    /* the measured devices differ, and the first job took the faster one */
+    json_t *c0 = json_object_get(json_object_get(jobs[0], "estimate"), "candidates");
+    double g0 = json_number_value(json_object_get(json_array_get(c0, 0), "gflops"));
+    double g1 = json_number_value(json_object_get(json_array_get(c0, 1), "gflops"));
+    const char *faster = str(json_array_get(c0, g0 > g1 ? 0 : 1), "device");
+    cr_assert_str_eq(str(jobs[0], "device"), faster, "the big job went to the device with more GFLOP/s (%g vs %g)", g0, g1);
+    for (int k = 0; k < 2; k++) {
+        char path[96];
+        snprintf(path, sizeof path, "/api/v1/jobs/%lld/cancel", (long long)json_integer_value(json_object_get(jobs[k], "id")));
+        http_response r = request(&s, "POST", path, json_headers, "");
+        cr_assert(r.status == 200 || r.status == 202, "cancel: %d %s", r.status, r.body);
+        http_response_free(&r);
+        json_decref(jobs[k]);
+    }
+    stop_server(&s);
+}
