@@ -152,6 +152,16 @@ int wait_exit(pid_t pid, int timeout_ms) {
     return WEXITSTATUS(status);
 }
 
+int run_to_exit(const char *const *args, const char *const *extra_env, char **out, char **err) {
+    child c = spawn(args, extra_env, true);
+    *out = read_all(c.out_fd, START_TIMEOUT_MS);
+    *err = read_all(c.err_fd, START_TIMEOUT_MS);
+    int status = wait_exit(c.pid, STOP_TIMEOUT_MS);
+    close(c.out_fd);
+    close(c.err_fd);
+    return status;
+}
+
 /* The first line paragond prints on stdout says where it listens; waits for it. */
 void read_listening_line(const child *c, char *line, size_t size) {
     size_t len = 0;
@@ -510,4 +520,29 @@ size_t list_web_files(web_file files[WEB_FILES_MAX]) {
     cr_assert(page && entry, "%s lacks index.html or app.js", dir);
     qsort(files, n, sizeof files[0], by_name);
     return n;
+}
+
+void assert_refusals(const server *s, const refusal *cases, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const refusal *c = &cases[i];
+        http_response r = request(s, c->method, c->path, c->headers, c->body);
+        cr_assert_eq(r.status, c->status, "case %zu, %s %s: want %d %s, got %d: %s", i, c->method,
+                     c->path, c->status, c->code, r.status, r.body);
+        assert_error(&r, c->status, c->code, c->field);
+        json_t *v = parse_body(&r);
+        json_t *e = json_object_get(v, "error");
+        if (c->limit) cr_assert_str_eq(str(e, "limit"), c->limit, "case %zu: %s", i, r.body);
+        if (c->max) cr_assert_eq(json_integer_value(json_object_get(e, "max")), c->max, "case %zu: %s", i, r.body);
+        if (c->says)
+            cr_assert(strstr(str(e, "message"), c->says), "case %zu, %s %s: the message says '%s': %s",
+                      i, c->method, c->path, c->says, r.body);
+        json_decref(v);
+        char h[128];
+        if (c->allow) {
+            cr_assert_not_null(http_header(&r, "Allow", h, sizeof h), "case %zu: %s", i, r.head);
+            cr_assert_str_eq(h, c->allow, "case %zu: %s %s", i, c->method, c->path);
+        }
+        cr_assert_null(http_header(&r, "Location", h, sizeof h), "case %zu: no Location on error", i);
+        http_response_free(&r);
+    }
 }

@@ -50,6 +50,9 @@ void forget(pid_t pid);
 char *read_all(int fd, int timeout_ms);
 /* Waits for the child to exit (bounded) and returns its exit status; a signal death fails. */
 int wait_exit(pid_t pid, int timeout_ms);
+/* Runs paragond with args (extra_env as spawn's) to its exit, bounded; returns its exit status
+ * and what it wrote on stdout and stderr (*out and *err, malloc'd). */
+int run_to_exit(const char *const *args, const char *const *extra_env, char **out, char **err);
 
 typedef struct server {
     child proc;
@@ -97,6 +100,23 @@ void assert_unauthorized(const http_response *r, const char *says, const char *t
 /* 405 with exactly this Allow header. */
 void assert_allow(const http_response *r, const char *allow);
 char *read_token(const server *s);
+
+/* A request the server must refuse, and the error it must answer: a row of a table of bad
+ * requests. Zero fields are not checked. */
+typedef struct refusal {
+    const char *method, *path;
+    const char *const *headers; /* beside the owner's token, which request() adds */
+    const char *body;           /* NULL: none */
+    int status;
+    const char *code;
+    const char *field; /* error.field, which the message must name too */
+    const char *limit; /* error.limit and error.max, for limit_exceeded */
+    int64_t max;
+    const char *says;  /* a fragment of error.message */
+    const char *allow; /* a 405's Allow header */
+} refusal;
+/* Sends each case as the server's owner and asserts its error, and that no Location came. */
+void assert_refusals(const server *s, const refusal *cases, size_t n);
 
 /* ---- jobs ---- */
 

@@ -95,56 +95,45 @@ Test(api_basics, dashboard_files_are_served) {
         snprintf(path, sizeof path, "/%s", files[i].name);
         assert_asset(&s, path, files[i].name, files[i].type);
     }
-    http_response r = request(&s, "POST", "/app.js", json_headers, "{}");
-    assert_error(&r, 405, "method_not_allowed", NULL);
-    http_response_free(&r);
-    r = request(&s, "GET", "/web/app.js", NULL, NULL);
-    assert_error(&r, 404, "not_found", NULL);
-    http_response_free(&r);
+    const refusal cases[] = {
+        {"POST", "/app.js", json_headers, "{}", 405, "method_not_allowed", .field = NULL},
+        {"GET", "/web/app.js", NULL, NULL, 404, "not_found", .field = NULL},
+    };
+    assert_refusals(&s, cases, sizeof cases / sizeof *cases);
     stop_server(&s);
 }
 
 Test(api_basics, flags_help_version_and_errors) {
+    char *out, *err;
     const char *help[] = {"--help", NULL};
-    child c = spawn(help, NULL, true);
-    char *out = read_all(c.out_fd, HTTP_TIMEOUT_MS);
-    char *err = read_all(c.err_fd, HTTP_TIMEOUT_MS);
-    cr_assert_eq(wait_exit(c.pid, STOP_TIMEOUT_MS), 0);
+    cr_assert_eq(run_to_exit(help, NULL, &out, &err), 0);
     cr_assert(strstr(out, "usage: paragond") && strstr(out, "--data-dir"), "%s", out);
     free(out);
     free(err);
-    close(c.out_fd);
-    close(c.err_fd);
 
     const char *version[] = {"--version", NULL};
-    c = spawn(version, NULL, true);
-    out = read_all(c.out_fd, HTTP_TIMEOUT_MS);
-    err = read_all(c.err_fd, HTTP_TIMEOUT_MS);
-    cr_assert_eq(wait_exit(c.pid, STOP_TIMEOUT_MS), 0);
+    cr_assert_eq(run_to_exit(version, NULL, &out, &err), 0);
     cr_assert_str_eq(out, "paragond 0.1.0\n");
     free(out);
     free(err);
-    close(c.out_fd);
-    close(c.err_fd);
 
-    const char *bad[][3] = {{"--verbose", NULL, NULL},
-                            {"--port", "http", NULL},
-                            {"--port", "70000", NULL},
-                            {"--db", NULL, NULL},
-                            {"stray", NULL, NULL}};
-    const char *says[] = {"unknown option '--verbose'", "--port: 'http' is not a port number",
-                          "--port: '70000'", "--db needs a value", "unexpected argument 'stray'"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        c = spawn(bad[i], NULL, true);
-        out = read_all(c.out_fd, HTTP_TIMEOUT_MS);
-        err = read_all(c.err_fd, HTTP_TIMEOUT_MS);
-        cr_assert_eq(wait_exit(c.pid, STOP_TIMEOUT_MS), 2, "%s exits 2", bad[i][0]);
-        cr_assert(strstr(err, says[i]), "stderr for %s: %s", bad[i][0], err);
+    /* Each bad command line exits 2 and says what is wrong on stderr, nothing on stdout. */
+    static const struct {
+        const char *args[3];
+        const char *says;
+    } bad[] = {
+        {{"--verbose", NULL}, "unknown option '--verbose'"},
+        {{"--port", "http", NULL}, "--port: 'http' is not a port number"},
+        {{"--port", "70000", NULL}, "--port: '70000'"},
+        {{"--db", NULL}, "--db needs a value"},
+        {{"stray", NULL}, "unexpected argument 'stray'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cr_assert_eq(run_to_exit(bad[i].args, NULL, &out, &err), 2, "%s exits 2", bad[i].args[0]);
+        cr_assert(strstr(err, bad[i].says), "stderr for %s: %s", bad[i].args[0], err);
         cr_assert_str_eq(out, "", "nothing on stdout");
         free(out);
         free(err);
-        close(c.out_fd);
-        close(c.err_fd);
     }
 }
 
@@ -157,10 +146,8 @@ Test(api_basics, no_opencl_device_exits_1_with_a_clear_message) {
     snprintf(data, sizeof data, "%s/data", tmpdir);
     const char *args[] = {"--port", "0", "--db", db, "--data-dir", data, NULL};
     const char *extra[] = {env, NULL};
-    child c = spawn(args, extra, true);
-    char *out = read_all(c.out_fd, START_TIMEOUT_MS);
-    char *err = read_all(c.err_fd, START_TIMEOUT_MS);
-    cr_assert_eq(wait_exit(c.pid, STOP_TIMEOUT_MS), 1, "stderr: %s", err);
+    char *out, *err;
+    cr_assert_eq(run_to_exit(args, extra, &out, &err), 1, "stderr: %s", err);
     cr_assert_str_eq(out, "", "it never claims to listen");
     cr_assert(strstr(err, "no OpenCL device found"), "stderr: %s", err);
     cr_assert(strstr(err, "pocl-opencl-icd"), "stderr names the fix: %s", err);
@@ -168,8 +155,6 @@ Test(api_basics, no_opencl_device_exits_1_with_a_clear_message) {
     cr_assert_neq(access(data, F_OK), 0, "no data dir is created");
     free(out);
     free(err);
-    close(c.out_fd);
-    close(c.err_fd);
 }
 
 /* The value of the exposition line that starts with prefix (the metric and its labels). */

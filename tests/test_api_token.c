@@ -31,41 +31,37 @@ Test(api_token, a_token_guards_mutations_while_loopback_reads_need_none) {
     cr_assert_eq(stat(path, &st), 0);
     cr_assert_eq(st.st_mode & 0777, 0600, "mode %o", st.st_mode & 0777);
 
-    /* Missing, not Bearer, empty, wrong: each says so, and nothing is stored. */
-    const char *const no_auth[] = {"Content-Type: application/json", NULL};
-    http_response r = bare_request(&s, "POST", "/api/v1/jobs", no_auth, inet_host_spec);
-    assert_unauthorized(&r, "missing Authorization header", NULL);
-    http_response_free(&r);
-    const char *const basic[] = {"Content-Type: application/json",
-                                 "Authorization: Basic dXNlcjpwYXNz", NULL};
-    r = bare_request(&s, "POST", "/api/v1/jobs", basic, inet_host_spec);
-    assert_unauthorized(&r, "not a Bearer token", NULL);
-    http_response_free(&r);
-    const char *const empty[] = {"Content-Type: application/json", "Authorization: Bearer ", NULL};
-    r = bare_request(&s, "POST", "/api/v1/jobs", empty, inet_host_spec);
-    assert_unauthorized(&r, "empty Bearer token", NULL);
-    http_response_free(&r);
-    /* One character off: the same length, the same prefix. */
-    char wrong_value[128], wrong_header[160];
+    /* Missing, not Bearer, empty, wrong (one character off: the same length, the same prefix;
+     * or one character more): each says so, and nothing is stored. Every method but GET and
+     * HEAD needs it, before any other check. */
+    char wrong_value[128], off_by_one[160], one_more[160];
     snprintf(wrong_value, sizeof wrong_value, "%s", token);
     wrong_value[63] = wrong_value[63] == '0' ? '1' : '0';
-    snprintf(wrong_header, sizeof wrong_header, "Authorization: Bearer %s", wrong_value);
-    const char *const wrong[] = {"Content-Type: application/json", wrong_header, NULL};
-    r = bare_request(&s, "POST", "/api/v1/jobs", wrong, inet_host_spec);
-    assert_unauthorized(&r, "wrong token", token);
-    cr_assert_null(strstr(r.body, wrong_value), "the presented token is not echoed");
-    http_response_free(&r);
-    snprintf(wrong_header, sizeof wrong_header, "Authorization: Bearer %sx", token);
-    r = bare_request(&s, "POST", "/api/v1/jobs", wrong, inet_host_spec);
-    assert_unauthorized(&r, "wrong token", token);
-    http_response_free(&r);
-    /* Every method but GET and HEAD needs it, before any other check. */
-    r = bare_request(&s, "DELETE", "/api/v1/jobs/1", NULL, NULL);
-    assert_unauthorized(&r, "missing Authorization header", NULL);
-    http_response_free(&r);
-    r = bare_request(&s, "PUT", "/api/v1/devices", no_auth, "{}");
-    assert_unauthorized(&r, "missing Authorization header", NULL);
-    http_response_free(&r);
+    snprintf(off_by_one, sizeof off_by_one, "Authorization: Bearer %s", wrong_value);
+    snprintf(one_more, sizeof one_more, "Authorization: Bearer %sx", token);
+    const struct {
+        const char *method, *path, *authorization, *body, *says;
+    } refused[] = {
+        {"POST", "/api/v1/jobs", NULL, inet_host_spec, "missing Authorization header"},
+        {"POST", "/api/v1/jobs", "Authorization: Basic dXNlcjpwYXNz", inet_host_spec,
+         "not a Bearer token"},
+        {"POST", "/api/v1/jobs", "Authorization: Bearer ", inet_host_spec, "empty Bearer token"},
+        {"POST", "/api/v1/jobs", off_by_one, inet_host_spec, "wrong token"},
+        {"POST", "/api/v1/jobs", one_more, inet_host_spec, "wrong token"},
+        {"DELETE", "/api/v1/jobs/1", NULL, NULL, "missing Authorization header"},
+        {"PUT", "/api/v1/devices", NULL, "{}", "missing Authorization header"},
+    };
+    http_response r;
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        const char *headers[3] = {NULL};
+        size_t n = 0;
+        if (refused[i].body) headers[n++] = "Content-Type: application/json";
+        if (refused[i].authorization) headers[n++] = refused[i].authorization;
+        r = bare_request(&s, refused[i].method, refused[i].path, headers, refused[i].body);
+        assert_unauthorized(&r, refused[i].says, token);
+        cr_assert_null(strstr(r.body, wrong_value), "the presented token is not echoed");
+        http_response_free(&r);
+    }
     cr_assert_eq(job_total(&s), 0, "no unauthorised request stored a job");
 
     /* On loopback, reads need no token: the API, the dashboard, the probes and /metrics. */
@@ -168,25 +164,23 @@ Test(api_token, token_file_flag_supplies_the_token_and_bad_files_stop_the_start)
     snprintf(data, sizeof data, "%s/data", tmpdir);
     char missing[320];
     snprintf(missing, sizeof missing, "%s/nowhere", tmpdir);
-    const char *bad[][10] = {
-        {"--port", "0", "--db", db, "--data-dir", data, "--token-file", file, NULL},
-        {"--port", "0", "--db", db, "--data-dir", data, "--token-file", missing, NULL},
-        {"--port", "0", "--db", db, "--data-dir", data, "--max-queued", "0", NULL},
-        {"--port", "0", "--db", db, "--data-dir", data, "--max-queued", "many", NULL},
+    const struct {
+        const char *flag, *value;
+        int status;
+        const char *says;
+    } bad[] = {
+        {"--token-file", file, 1, "--token-file: token file"},
+        {"--token-file", missing, 1, "No such file"},
+        {"--max-queued", "0", 2, "--max-queued: '0'"},
+        {"--max-queued", "many", 2, "--max-queued: 'many'"},
     };
-    const int status[] = {1, 1, 2, 2};
-    const char *says[] = {"--token-file: token file", "No such file", "--max-queued: '0'",
-                          "--max-queued: 'many'"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        child c = spawn(bad[i], NULL, true);
-        char *out = read_all(c.out_fd, START_TIMEOUT_MS);
-        err = read_all(c.err_fd, START_TIMEOUT_MS);
-        cr_assert_eq(wait_exit(c.pid, STOP_TIMEOUT_MS), status[i], "case %zu: %s", i, err);
-        cr_assert(strstr(err, says[i]), "case %zu: stderr: %s", i, err);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const char *args[] = {"--port", "0", "--db", db, "--data-dir", data, bad[i].flag, bad[i].value, NULL};
+        char *out;
+        cr_assert_eq(run_to_exit(args, NULL, &out, &err), bad[i].status, "case %zu: %s", i, err);
+        cr_assert(strstr(err, bad[i].says), "case %zu: stderr: %s", i, err);
         cr_assert_str_eq(out, "");
         free(out);
         free(err);
-        close(c.out_fd);
-        close(c.err_fd);
     }
 }

@@ -28,43 +28,52 @@ Test(bad_requests, bad_requests_get_clear_errors_and_store_nothing) {
     cr_assert(strstr(str(e, "message"), "line 2"), "%s", str(e, "message"));
     json_decref(v);
     http_response_free(&r);
-    post_expect(&s, "", 400, "invalid_json", NULL);
 
-    /* Spec errors name the field. */
-    char *spec = spec_with("\"seed\":1", "\"seed\":1,\"bogus\":true");
-    post_expect(&s, spec, 400, "invalid_spec", "bogus");
-    free(spec);
-    spec = spec_with("\"epochs\":300", "\"epochs\":\"many\"");
-    post_expect(&s, spec, 400, "invalid_spec", "epochs");
-    free(spec);
-    spec = spec_with("[2,8,2]", "[2,0,2]");
-    post_expect(&s, spec, 400, "invalid_spec", "model.layers[1]");
-    free(spec);
-    spec = spec_with("\"seed\":1", "\"seed\":1,\"device\":\"gpu-deadbeef\"");
-    post_expect(&s, spec, 400, "invalid_spec", "device");
-    free(spec);
+    /* Spec errors name the field: the XOR spec with one edit each. */
+    static const struct {
+        const char *from, *to, *field;
+    } edits[] = {
+        {"\"seed\":1", "\"seed\":1,\"bogus\":true", "bogus"},
+        {"\"epochs\":300", "\"epochs\":\"many\"", "epochs"},
+        {"[2,8,2]", "[2,0,2]", "model.layers[1]"},
+        {"\"seed\":1", "\"seed\":1,\"device\":\"gpu-deadbeef\"", "device"},
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
+        char *spec = spec_with(edits[i].from, edits[i].to);
+        post_expect(&s, spec, 400, "invalid_spec", edits[i].field);
+        free(spec);
+    }
 
-    /* Media type, size, routes and methods. */
+    /* Media type, size, routes, methods and list parameters. */
     const char *const text_plain[] = {"Content-Type: text/plain", NULL};
-    r = request(&s, "POST", "/api/v1/jobs", text_plain, xor_spec);
-    assert_error(&r, 415, "unsupported_media_type", NULL);
-    http_response_free(&r);
-    r = request(&s, "POST", "/api/v1/jobs", NULL, xor_spec);
-    assert_error(&r, 415, "unsupported_media_type", NULL);
-    http_response_free(&r);
     const char *const json_utf8[] = {"Content-Type: Application/JSON; charset=utf-8", NULL};
-    r = request(&s, "POST", "/api/v1/jobs", json_utf8, "[1]");
-    cr_assert_eq(r.status, 400, "a JSON media type with parameters is accepted: %s", r.body);
-    http_response_free(&r);
-
     size_t big_len = 1024 * 1024 + 1;
     char *big = malloc(big_len + 1);
     memset(big, ' ', big_len);
     big[big_len] = 0;
-    r = request(&s, "POST", "/api/v1/jobs", json_headers, big);
-    assert_error(&r, 413, "too_large", NULL);
-    http_response_free(&r);
+    const refusal cases[] = {
+        {"POST", "/api/v1/jobs", json_headers, "", 400, "invalid_json", .field = NULL},
+        {"POST", "/api/v1/jobs", text_plain, xor_spec, 415, "unsupported_media_type", .field = NULL},
+        {"POST", "/api/v1/jobs", NULL, xor_spec, 415, "unsupported_media_type", .field = NULL},
+        /* a JSON media type with parameters is accepted: what is wrong is the body */
+        {"POST", "/api/v1/jobs", json_utf8, "[1]", 400, "invalid_spec", .field = NULL},
+        {"POST", "/api/v1/jobs", json_headers, big, 413, "too_large", .field = NULL},
+        {"GET", "/api/v1/nope", NULL, NULL, 404, "not_found", .field = NULL},
+        {"GET", "/nope.js", NULL, NULL, 404, "not_found", .field = NULL},
+        {"GET", "/api/v1/jobs/abc", NULL, NULL, 404, "not_found", .field = NULL},
+        {"GET", "/api/v1/jobs/4242", NULL, NULL, 404, "not_found", .field = NULL},
+        {"GET", "/api/v1/jobs/4242/metrics", NULL, NULL, 404, "not_found", .field = NULL},
+        {"DELETE", "/api/v1/jobs", NULL, NULL, 405, "method_not_allowed", .allow = "GET, HEAD, POST"},
+        {"PUT", "/api/v1/devices", json_headers, "{}", 405, "method_not_allowed", .allow = "GET, HEAD"},
+        {"GET", "/api/v1/jobs?limit=-1", NULL, NULL, 400, "invalid_parameter", .field = "limit"},
+        {"GET", "/api/v1/jobs?limit=ten", NULL, NULL, 400, "invalid_parameter", .field = "limit"},
+        {"GET", "/api/v1/jobs?offset=1.5", NULL, NULL, 400, "invalid_parameter", .field = "offset"},
+        {"GET", "/api/v1/jobs?state=done", NULL, NULL, 400, "invalid_parameter", .field = "state"},
+        {"GET", "/api/v1/jobs?kind=poem", NULL, NULL, 400, "invalid_parameter", .field = "kind"},
+    };
+    assert_refusals(&s, cases, sizeof cases / sizeof *cases);
     free(big);
+    /* A Content-Length past the limit is refused before the body is read. */
     static const char huge[] = "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\n"
                                "Content-Type: application/json\r\n"
                                "Content-Length: 104857600\r\n\r\n";
@@ -73,45 +82,6 @@ Test(bad_requests, bad_requests_get_clear_errors_and_store_nothing) {
     assert_error(&r, 413, "too_large", NULL);
     http_response_free(&r);
 
-    r = request(&s, "GET", "/api/v1/nope", NULL, NULL);
-    assert_error(&r, 404, "not_found", NULL);
-    http_response_free(&r);
-    r = request(&s, "GET", "/nope.js", NULL, NULL);
-    assert_error(&r, 404, "not_found", NULL);
-    http_response_free(&r);
-    r = request(&s, "GET", "/api/v1/jobs/abc", NULL, NULL);
-    assert_error(&r, 404, "not_found", NULL);
-    http_response_free(&r);
-    r = request(&s, "GET", "/api/v1/jobs/4242", NULL, NULL);
-    assert_error(&r, 404, "not_found", NULL);
-    http_response_free(&r);
-    r = request(&s, "GET", "/api/v1/jobs/4242/metrics", NULL, NULL);
-    assert_error(&r, 404, "not_found", NULL);
-    http_response_free(&r);
-
-    char allow[64];
-    r = request(&s, "DELETE", "/api/v1/jobs", NULL, NULL);
-    assert_error(&r, 405, "method_not_allowed", NULL);
-    cr_assert_not_null(http_header(&r, "Allow", allow, sizeof allow));
-    cr_assert_str_eq(allow, "GET, HEAD, POST");
-    http_response_free(&r);
-    r = request(&s, "PUT", "/api/v1/devices", json_headers, "{}");
-    assert_error(&r, 405, "method_not_allowed", NULL);
-    cr_assert_not_null(http_header(&r, "Allow", allow, sizeof allow));
-    cr_assert_str_eq(allow, "GET, HEAD");
-    http_response_free(&r);
-
-    /* List parameters. */
-    const char *bad_lists[][2] = {
-        {"/api/v1/jobs?limit=-1", "limit"},    {"/api/v1/jobs?limit=ten", "limit"},
-        {"/api/v1/jobs?offset=1.5", "offset"}, {"/api/v1/jobs?state=done", "state"},
-        {"/api/v1/jobs?kind=poem", "kind"},
-    };
-    for (size_t i = 0; i < sizeof bad_lists / sizeof bad_lists[0]; i++) {
-        r = request(&s, "GET", bad_lists[i][0], NULL, NULL);
-        assert_error(&r, 400, "invalid_parameter", bad_lists[i][1]);
-        http_response_free(&r);
-    }
     v = get_json(&s, "/api/v1/jobs?limit=100000&offset=3", 200);
     cr_assert_eq(json_integer_value(json_object_get(v, "limit")), 500, "limit is capped");
     cr_assert_eq(json_integer_value(json_object_get(v, "offset")), 3);
@@ -130,59 +100,50 @@ Test(bad_requests, bad_requests_get_clear_errors_and_store_nothing) {
     sqlite3_close(db);
 }
 
+/* A bench spec with n cases (malloc'd): an array as long as the caller wants. */
+static char *bench_with_cases(int n) {
+    char *body = malloc(20 * (size_t)n + 100);
+    cr_assert_not_null(body);
+    char *at = body + sprintf(body, "{\"kind\":\"bench\",\"suite\":\"gemm\",\"cases\":[");
+    for (int i = 0; i < n; i++) at += sprintf(at, i ? ",\"x\"" : "\"x\"");
+    strcpy(at, "]}");
+    return body;
+}
+
 /* Nesting, array length, parameters and device memory: 400 naming the limit; nothing stored. */
 Test(bad_requests, request_and_job_limits_are_clear_400s) {
     server s = start_server();
     /* 33 levels is one too many; 32 is parsed (and then is not a spec). */
-    char deep[80] = "";
-    for (int i = 0; i < 33; i++) strcat(deep, "[");
-    for (int i = 0; i < 33; i++) strcat(deep, "]");
-    http_response r = request(&s, "POST", "/api/v1/jobs", json_headers, deep);
-    assert_error(&r, 400, "limit_exceeded", NULL);
-    json_t *v = parse_body(&r);
-    json_t *e = json_object_get(v, "error");
-    cr_assert_str_eq(str(e, "limit"), "json_depth");
-    cr_assert_eq(json_integer_value(json_object_get(e, "max")), 32);
-    cr_assert(strstr(str(e, "message"), "deeper than 32"), "%s", str(e, "message"));
-    json_decref(v);
-    http_response_free(&r);
-    deep[32] = 0;
-    memset(deep + 32, ']', 32);
-    deep[64] = 0;
-    post_expect(&s, deep + 0, 400, "invalid_spec", NULL);
+    char deep33[67], deep32[65];
+    memset(deep33, '[', 33);
+    memset(deep33 + 33, ']', 33);
+    deep33[66] = 0;
+    memset(deep32, '[', 32);
+    memset(deep32 + 32, ']', 32);
+    deep32[64] = 0;
     /* Brackets inside strings are text, not nesting. */
     char *quoted = spec_with("\"seed\":1", "\"seed\":1,\"bogus\":\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"");
-    post_expect(&s, quoted, 400, "invalid_spec", "bogus");
-    free(quoted);
-
     /* 10001 cases is too long an array; 10000 reaches the spec parser. */
-    size_t cap = 20 * 10001 + 100;
-    char *body = malloc(cap);
-    cr_assert_not_null(body);
-    for (int n = 10000; n <= 10001; n++) {
-        char *at = body + sprintf(body, "{\"kind\":\"bench\",\"suite\":\"gemm\",\"cases\":[");
-        for (int i = 0; i < n; i++) at += sprintf(at, i ? ",\"x\"" : "\"x\"");
-        strcpy(at, "]}");
-        r = request(&s, "POST", "/api/v1/jobs", json_headers, body);
-        if (n == 10000) {
-            assert_error(&r, 400, "invalid_spec", "cases");
-        } else {
-            assert_error(&r, 400, "limit_exceeded", NULL);
-            cr_assert(strstr(r.body, "\"limit\":\"json_array_length\""), "%s", r.body);
-            cr_assert(strstr(r.body, "longer than 10000"), "%s", r.body);
-        }
-        http_response_free(&r);
-    }
-    free(body);
-
-    /* Parameters: 784*65536 + 65536*65536 + 65536*10 weights is far past 50M. */
-    r = request(&s, "POST", "/api/v1/jobs", json_headers,
-                "{\"kind\":\"train\",\"data\":{\"source\":\"fashion-mnist\"},\"model\":{\"type\":"
-                "\"mlp\",\"layers\":[784,65536,65536,10]}}");
-    assert_error(&r, 400, "limit_exceeded", "model.layers");
-    cr_assert(strstr(r.body, "4347133962 parameters"), "%s", r.body);
-    cr_assert(strstr(r.body, "\"limit\":\"max_params\""), "%s", r.body);
-    http_response_free(&r);
+    char *cases_10000 = bench_with_cases(10000), *cases_10001 = bench_with_cases(10001);
+    const refusal cases[] = {
+        {"POST", "/api/v1/jobs", json_headers, deep33, 400, "limit_exceeded", .limit = "json_depth",
+         .max = 32, .says = "deeper than 32"},
+        {"POST", "/api/v1/jobs", json_headers, deep32, 400, "invalid_spec", .field = NULL},
+        {"POST", "/api/v1/jobs", json_headers, quoted, 400, "invalid_spec", .field = "bogus"},
+        {"POST", "/api/v1/jobs", json_headers, cases_10000, 400, "invalid_spec", .field = "cases"},
+        {"POST", "/api/v1/jobs", json_headers, cases_10001, 400, "limit_exceeded",
+         .limit = "json_array_length", .says = "longer than 10000"},
+        /* Parameters: 784*65536 + 65536*65536 + 65536*10 weights is far past 50M. */
+        {"POST", "/api/v1/jobs", json_headers,
+         "{\"kind\":\"train\",\"data\":{\"source\":\"fashion-mnist\"},\"model\":{\"type\":"
+         "\"mlp\",\"layers\":[784,65536,65536,10]}}",
+         400, "limit_exceeded", .field = "model.layers", .limit = "max_params",
+         .says = "4347133962 parameters"},
+    };
+    assert_refusals(&s, cases, sizeof cases / sizeof *cases);
+    free(quoted);
+    free(cases_10000);
+    free(cases_10001);
 
     /* Device memory: few parameters, but a batch of 65536 through 65536-wide layers needs
      * hundreds of GB of activations, on any device (and on host, more than the machine). */
@@ -194,10 +155,10 @@ Test(bad_requests, request_and_job_limits_are_clear_400s) {
                  "\"model\":{\"type\":\"mlp\",\"layers\":[2,65536,1,65536,1,65536,1,65536,2]},"
                  "\"batch_size\":65536,\"epochs\":1}",
                  devices[i]);
-        r = request(&s, "POST", "/api/v1/jobs", json_headers, spec);
+        http_response r = request(&s, "POST", "/api/v1/jobs", json_headers, spec);
         assert_error(&r, 400, "limit_exceeded", "batch_size");
-        v = parse_body(&r);
-        e = json_object_get(v, "error");
+        json_t *v = parse_body(&r);
+        json_t *e = json_object_get(v, "error");
         cr_assert_str_eq(str(e, "limit"), "device_memory");
         cr_assert(strstr(str(e, "message"), "device memory"), "%s", str(e, "message"));
         json_t *est = json_object_get(e, "estimate");

@@ -280,21 +280,17 @@ Test(events, a_job_log_is_text_and_a_finished_jobs_stream_is_its_final_state) {
     http_response_free(&r);
 
     /* Bad requests. */
-    snprintf(path, sizeof path, "/api/v1/jobs/%lld/logs?after=last", (long long)id);
-    r = request(&s, "GET", path, NULL, NULL);
-    assert_error(&r, 400, "invalid_parameter", "after");
-    http_response_free(&r);
-    const char *missing[] = {"/api/v1/jobs/999/logs", "/api/v1/jobs/999/events",
-                             "/api/v1/jobs/x/logs"};
-    for (size_t i = 0; i < 3; i++) {
-        r = request(&s, "GET", missing[i], NULL, NULL);
-        assert_error(&r, 404, "not_found", NULL);
-        http_response_free(&r);
-    }
+    char after_last[96];
+    job_url(after_last, sizeof after_last, id, "/logs?after=last");
     snprintf(path, sizeof path, "/api/v1/jobs/%lld/events", (long long)id);
-    r = request(&s, "POST", path, json_headers, "{}");
-    assert_error(&r, 405, "method_not_allowed", NULL);
-    http_response_free(&r);
+    const refusal cases[] = {
+        {"GET", after_last, NULL, NULL, 400, "invalid_parameter", .field = "after"},
+        {"GET", "/api/v1/jobs/999/logs", NULL, NULL, 404, "not_found", .field = NULL},
+        {"GET", "/api/v1/jobs/999/events", NULL, NULL, 404, "not_found", .field = NULL},
+        {"GET", "/api/v1/jobs/x/logs", NULL, NULL, 404, "not_found", .field = NULL},
+        {"POST", path, json_headers, "{}", 405, "method_not_allowed", .field = NULL},
+    };
+    assert_refusals(&s, cases, sizeof cases / sizeof *cases);
 
     /* A finished job's stream is its final state, and ends. */
     sse_event evs[4];

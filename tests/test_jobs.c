@@ -286,21 +286,17 @@ Test(jobs, cancel_ends_a_queued_job_at_once_and_a_running_one_at_its_next_step) 
     json_decref(job);
 
     /* Unknown jobs and other methods. */
-    r = request(&s, "POST", "/api/v1/jobs/4242/cancel", NULL, NULL);
-    assert_error(&r, 404, "not_found", NULL);
-    http_response_free(&r);
-    r = request(&s, "POST", "/api/v1/jobs/abc/cancel", NULL, NULL);
-    assert_error(&r, 404, "not_found", NULL);
-    http_response_free(&r);
-    r = request(&s, "GET", job_url(url, sizeof url, done, "/cancel"), NULL, NULL);
-    assert_allow(&r, "POST");
-    http_response_free(&r);
-    r = request(&s, "DELETE", job_url(url, sizeof url, done, "/cancel"), NULL, NULL);
-    assert_allow(&r, "POST");
-    http_response_free(&r);
-    r = request(&s, "PUT", job_url(url, sizeof url, done, ""), json_headers, "{}");
-    assert_allow(&r, "GET, HEAD, DELETE");
-    http_response_free(&r);
+    char done_url[96], cancel[96];
+    job_url(done_url, sizeof done_url, done, "");
+    job_url(cancel, sizeof cancel, done, "/cancel");
+    const refusal cases[] = {
+        {"POST", "/api/v1/jobs/4242/cancel", NULL, NULL, 404, "not_found", .field = NULL},
+        {"POST", "/api/v1/jobs/abc/cancel", NULL, NULL, 404, "not_found", .field = NULL},
+        {"GET", cancel, NULL, NULL, 405, "method_not_allowed", .allow = "POST"},
+        {"DELETE", cancel, NULL, NULL, 405, "method_not_allowed", .allow = "POST"},
+        {"PUT", done_url, json_headers, "{}", 405, "method_not_allowed", .allow = "GET, HEAD, DELETE"},
+    };
+    assert_refusals(&s, cases, sizeof cases / sizeof *cases);
     stop_server(&s);
 }
 
@@ -371,12 +367,12 @@ Test(jobs, delete_removes_a_finished_job_with_its_rows_and_files) {
     cr_assert_eq(json_array_size(json_object_get(v, "rows")), 0, "the export forgets the run");
     json_decref(v);
 
-    http_response r = request(&s, "DELETE", "/api/v1/jobs/4242", NULL, NULL);
-    assert_error(&r, 404, "not_found", NULL);
-    http_response_free(&r);
-    r = request(&s, "DELETE", "/api/v1/jobs/4242/metrics", NULL, NULL);
-    assert_allow(&r, "GET, HEAD");
-    http_response_free(&r);
+    const refusal cases[] = {
+        {"DELETE", "/api/v1/jobs/4242", NULL, NULL, 404, "not_found", .field = NULL},
+        {"DELETE", "/api/v1/jobs/4242/metrics", NULL, NULL, 405, "method_not_allowed",
+         .allow = "GET, HEAD"},
+    };
+    assert_refusals(&s, cases, sizeof cases / sizeof *cases);
     stop_server(&s);
 }
 
@@ -446,15 +442,14 @@ Test(jobs, the_checkpoint_downloads_as_a_safetensors_file) {
     job = wait_state(&s, inet, "succeeded failed", JOB_TIMEOUT_MS);
     cr_assert_str_eq(str(job, "state"), "succeeded");
     json_decref(job);
-    r = request(&s, "GET", job_url(url, sizeof url, inet, "/checkpoint"), NULL, NULL);
-    assert_error(&r, 404, "no_checkpoint", NULL);
-    cr_assert(strstr(r.body, "only train jobs"), "%s", r.body);
-    http_response_free(&r);
-    r = request(&s, "GET", "/api/v1/jobs/4242/checkpoint", NULL, NULL);
-    assert_error(&r, 404, "not_found", NULL);
-    http_response_free(&r);
-    r = request(&s, "POST", job_url(url, sizeof url, id, "/checkpoint"), json_headers, "{}");
-    assert_allow(&r, "GET, HEAD");
-    http_response_free(&r);
+    char inet_checkpoint[96];
+    job_url(inet_checkpoint, sizeof inet_checkpoint, inet, "/checkpoint");
+    job_url(url, sizeof url, id, "/checkpoint");
+    const refusal cases[] = {
+        {"GET", inet_checkpoint, NULL, NULL, 404, "no_checkpoint", .says = "only train jobs"},
+        {"GET", "/api/v1/jobs/4242/checkpoint", NULL, NULL, 404, "not_found", .field = NULL},
+        {"POST", url, json_headers, "{}", 405, "method_not_allowed", .allow = "GET, HEAD"},
+    };
+    assert_refusals(&s, cases, sizeof cases / sizeof *cases);
     stop_server(&s);
 }
