@@ -347,6 +347,24 @@ char *spec_with(const char *from, const char *to) {
     return out;
 }
 
+int64_t submit_xor(const server *s, int epochs, const char *device) {
+    char to[96];
+    if (device) snprintf(to, sizeof to, "\"epochs\":%d,\"device\":\"%s\"", epochs, device);
+    else snprintf(to, sizeof to, "\"epochs\":%d", epochs);
+    char *spec = spec_with("\"epochs\":300", to);
+    int64_t id = submit(s, spec);
+    free(spec);
+    return id;
+}
+
+json_t *wait_succeeded(const server *s, int64_t id) {
+    json_t *job = wait_state(s, id, "succeeded failed cancelled", JOB_TIMEOUT_MS);
+    json_t *e = json_object_get(job, "error");
+    cr_assert_str_eq(str(job, "state"), "succeeded", "job %lld: %s: %s", (long long)id,
+                     str(e, "code"), str(e, "message"));
+    return job;
+}
+
 void post_expect(const server *s, const char *body, int status, const char *code,
                         const char *field) {
     http_response r = request(s, "POST", "/api/v1/jobs", json_headers, body);
@@ -386,6 +404,24 @@ char *data_file(const server *s, int64_t id, size_t *len) {
     char path[512];
     snprintf(path, sizeof path, "%s/jobs/%lld/checkpoint.safetensors", s->data, (long long)id);
     return pgn_read_file(path, len);
+}
+
+char *source_file(const char *rel, size_t *len) {
+    const char *root = getenv("PARAGON_SOURCE_ROOT");
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", root ? root : ".", rel);
+    char *text = pgn_read_file(path, len);
+    cr_assert_not_null(text, "%s", path);
+    return text;
+}
+
+json_t *inet_spec_from(const char *rel) {
+    size_t len = 0;
+    char *program = source_file(rel, &len);
+    json_t *spec = json_pack("{s:s, s:s%}", "kind", "inet", "program", program, len);
+    cr_assert_not_null(spec);
+    free(program);
+    return spec;
 }
 
 /* A finished bench job; skips the test while its suite is still a stub in the engine. */

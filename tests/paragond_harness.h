@@ -130,12 +130,21 @@ void post_expect(const server *s, const char *body, int status, const char *code
 json_t *wait_state(const server *s, int64_t id, const char *until, int timeout_ms);
 /* xor_spec with the first occurrence of from replaced by to (malloc'd). */
 char *spec_with(const char *from, const char *to);
+/* Submits XOR for `epochs` epochs, on device (NULL: "auto"); returns the id. */
+int64_t submit_xor(const server *s, int epochs, const char *device);
+/* Waits for the job to end (bounded) and asserts it succeeded, naming its error when it did not;
+ * returns the job. */
+json_t *wait_succeeded(const server *s, int64_t id);
 char *job_url(char *buf, size_t size, int64_t id, const char *sub);
 json_t *job_now(const server *s, int64_t id);
 /* The status of method on /api/v1/jobs/{id}{sub}, with the body freed. */
 int status_of(const server *s, const char *method, int64_t id, const char *sub);
 /* <data>/jobs/<id>/checkpoint.safetensors, read whole; NULL when missing. */
 char *data_file(const server *s, int64_t id, size_t *len);
+/* A file of the source tree ($PARAGON_SOURCE_ROOT, else .), read whole (malloc'd). */
+char *source_file(const char *rel, size_t *len);
+/* {"kind":"inet","program":<the source file rel>}. */
+json_t *inet_spec_from(const char *rel);
 /* The first column of the first row of sql (?1 bound to id) in the server's database. */
 int64_t count_rows(const server *s, const char *sql, int64_t id);
 

@@ -64,20 +64,16 @@ Test(api_basics, health_version_and_devices_answer) {
 /* The embedded file must be byte-identical to web/<name> in the source tree. */
 static void assert_asset(const server *s, const char *path, const char *file,
                          const char *type) {
-    const char *root = getenv("PARAGON_SOURCE_ROOT");
-    cr_assert_not_null(root);
-    char full[512];
-    snprintf(full, sizeof full, "%s/web/%s", root, file);
-    int fd = open(full, O_RDONLY);
-    cr_assert_geq(fd, 0, "%s: %s", full, strerror(errno));
-    char *want = read_all(fd, HTTP_TIMEOUT_MS);
-    close(fd);
+    char rel[128];
+    snprintf(rel, sizeof rel, "web/%s", file);
+    size_t len;
+    char *want = source_file(rel, &len);
     http_response r = request(s, "GET", path, NULL, NULL);
     cr_assert_eq(r.status, 200, "GET %s: %d", path, r.status);
     char ct[128];
     cr_assert_not_null(http_header(&r, "Content-Type", ct, sizeof ct));
     cr_assert_str_eq(ct, type);
-    cr_assert_eq(r.body_len, strlen(want));
+    cr_assert_eq(r.body_len, len);
     cr_assert_str_eq(r.body, want);
     http_response_free(&r);
     free(want);
@@ -183,24 +179,15 @@ Test(api_basics, metrics_exposes_jobs_queues_requests_and_work_done) {
     http_response_free(&r);
 
     /* fib on an OpenCL device (718993 interactions) and the XOR training job. */
-    const char *root = getenv("PARAGON_SOURCE_ROOT");
-    char path[512];
-    snprintf(path, sizeof path, "%s/examples/inet/fib.hvm", root ? root : ".");
-    size_t len = 0;
-    char *program = pgn_read_file(path, &len);
-    cr_assert_not_null(program, "%s", path);
-    json_t *spec = json_pack("{s:s, s:s%}", "kind", "inet", "program", program, len);
+    json_t *spec = inet_spec_from("examples/inet/fib.hvm");
     char *body = json_dumps(spec, JSON_COMPACT);
     int64_t fib = submit(&s, body);
     int64_t xor = submit(&s, xor_spec);
-    json_t *job = wait_state(&s, fib, "succeeded failed", JOB_TIMEOUT_MS);
-    cr_assert_str_eq(str(job, "state"), "succeeded");
+    json_t *job = wait_succeeded(&s, fib);
     char device[64];
     snprintf(device, sizeof device, "%s", str(job, "device"));
     json_decref(job);
-    job = wait_state(&s, xor, "succeeded failed", JOB_TIMEOUT_MS);
-    cr_assert_str_eq(str(job, "state"), "succeeded");
-    json_decref(job);
+    json_decref(wait_succeeded(&s, xor));
     r = request(&s, "GET", "/api/v1/nope/42", NULL, NULL);
     http_response_free(&r);
 
@@ -243,7 +230,6 @@ Test(api_basics, metrics_exposes_jobs_queues_requests_and_work_done) {
     assert_error(&r, 405, "method_not_allowed", NULL);
     http_response_free(&r);
     free(body);
-    free(program);
     json_decref(spec);
     stop_server(&s);
 }

@@ -15,6 +15,24 @@ TestSuite(api_token, .init = harness_setup, .fini = harness_teardown);
 
 static const char inet_host_spec[] = "{\"kind\":\"inet\",\"device\":\"host\",\"program\":\"@main = 1\"}";
 
+/* A job posted with this Authorization line (and no other credential) is accepted. */
+static void assert_accepted(const server *s, const char *authorization) {
+    const char *const headers[] = {"Content-Type: application/json", authorization, NULL};
+    http_response r = bare_request(s, "POST", "/api/v1/jobs", headers, inet_host_spec);
+    cr_assert_eq(r.status, 201, "%d %s", r.status, r.body);
+    http_response_free(&r);
+}
+
+/* Stops the server: its stderr says which file holds the token, and never shows the token. */
+static void stop_naming_the_token_file(server *s, int err_fd, const char *file, const char *token) {
+    char *err = stop_server_with(s, err_fd);
+    char line[400];
+    snprintf(line, sizeof line, "paragond: API token in %s\n", file);
+    cr_assert(strstr(err, line), "stderr says where the token is: %s", err);
+    cr_assert_null(strstr(err, token), "stderr does not show the token: %s", err);
+    free(err);
+}
+
 Test(api_token, a_token_guards_mutations_while_loopback_reads_need_none) {
     int err_fd;
     server s = start_server_with(NULL, "127.0.0.1", &err_fd);
@@ -76,16 +94,8 @@ Test(api_token, a_token_guards_mutations_while_loopback_reads_need_none) {
     /* The right token, any case of "Bearer", extra spaces: accepted. */
     char good[160];
     snprintf(good, sizeof good, "Authorization: bEaReR   %s ", token);
-    const char *const ok[] = {"Content-Type: application/json", good, NULL};
-    r = bare_request(&s, "POST", "/api/v1/jobs", ok, inet_host_spec);
-    cr_assert_eq(r.status, 201, "%d %s", r.status, r.body);
-    http_response_free(&r);
-    char *err = stop_server_with(&s, err_fd);
-    char line[400];
-    snprintf(line, sizeof line, "paragond: API token in %s\n", path);
-    cr_assert(strstr(err, line), "stderr says where the token is: %s", err);
-    cr_assert_null(strstr(err, token), "stderr does not show the token: %s", err);
-    free(err);
+    assert_accepted(&s, good);
+    stop_naming_the_token_file(&s, err_fd, path, token);
 
     /* A restart reuses the file: the same token, still private, still accepted. */
     s = start_server_with(NULL, "127.0.0.1", &err_fd);
@@ -94,12 +104,8 @@ Test(api_token, a_token_guards_mutations_while_loopback_reads_need_none) {
     cr_assert_str_eq(again, token, "the token survives a restart");
     cr_assert_eq(stat(path, &st), 0);
     cr_assert_eq(st.st_mode & 0777, 0600);
-    r = bare_request(&s, "POST", "/api/v1/jobs", ok, inet_host_spec);
-    cr_assert_eq(r.status, 201, "%d %s", r.status, r.body);
-    http_response_free(&r);
-    err = stop_server_with(&s, err_fd);
-    cr_assert(strstr(err, line), "%s", err);
-    free(err);
+    assert_accepted(&s, good);
+    stop_naming_the_token_file(&s, err_fd, path, token);
     free(again);
     free(token);
 }
@@ -144,16 +150,8 @@ Test(api_token, token_file_flag_supplies_the_token_and_bad_files_stop_the_start)
     char token_path[320];
     snprintf(token_path, sizeof token_path, "%s/token", s.data);
     cr_assert_neq(access(token_path, F_OK), 0, "no token is created in the data dir");
-    const char *const ok[] = {"Content-Type: application/json",
-                              "Authorization: Bearer s3cret-token-of-24-chars", NULL};
-    http_response r = bare_request(&s, "POST", "/api/v1/jobs", ok, inet_host_spec);
-    cr_assert_eq(r.status, 201, "%d %s", r.status, r.body);
-    http_response_free(&r);
-    char *err = stop_server_with(&s, err_fd);
-    char line[400];
-    snprintf(line, sizeof line, "paragond: API token in %s\n", file);
-    cr_assert(strstr(err, line), "%s", err);
-    free(err);
+    assert_accepted(&s, "Authorization: Bearer s3cret-token-of-24-chars");
+    stop_naming_the_token_file(&s, err_fd, file, "s3cret-token-of-24-chars");
 
     /* Too short, missing, or a bad --max-queued: paragond does not start and says why. */
     f = fopen(file, "w");
@@ -176,7 +174,7 @@ Test(api_token, token_file_flag_supplies_the_token_and_bad_files_stop_the_start)
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         const char *args[] = {"--port", "0", "--db", db, "--data-dir", data, bad[i].flag, bad[i].value, NULL};
-        char *out;
+        char *out, *err;
         cr_assert_eq(run_to_exit(args, NULL, &out, &err), bad[i].status, "case %zu: %s", i, err);
         cr_assert(strstr(err, bad[i].says), "case %zu: stderr: %s", i, err);
         cr_assert_str_eq(out, "");

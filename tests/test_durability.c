@@ -16,9 +16,8 @@ TestSuite(durability, .init = harness_setup, .fini = harness_teardown);
 
 Test(durability, a_job_interrupted_by_shutdown_runs_again_after_restart) {
     /* Long enough to be caught running; the shutdown stops it at a step boundary. */
-    char *spec = spec_with("\"epochs\":300", "\"epochs\":100000");
     server s = start_server();
-    int64_t id = submit(&s, spec);
+    int64_t id = submit_xor(&s, 100000, NULL);
     json_t *job = wait_state(&s, id, "running succeeded failed", JOB_TIMEOUT_MS);
     cr_assert_str_eq(str(job, "state"), "running");
     json_decref(job);
@@ -53,7 +52,6 @@ Test(durability, a_job_interrupted_by_shutdown_runs_again_after_restart) {
     cr_assert_eq(json_integer_value(json_object_get(job, "attempts")), 2);
     json_decref(job);
     stop_server(&s);
-    free(spec);
 }
 
 Test(durability, jobs_queued_before_start_are_run_or_placed_again) {
@@ -81,9 +79,7 @@ Test(durability, jobs_queued_before_start_are_run_or_placed_again) {
     sqlite3_close(db);
 
     s = start_server();
-    json_t *job = wait_state(&s, 1, "succeeded failed", JOB_TIMEOUT_MS);
-    cr_assert_str_eq(str(job, "state"), "succeeded", "error: %s",
-                     str(json_object_get(job, "error"), "message"));
+    json_t *job = wait_succeeded(&s, 1);
     cr_assert_str_neq(str(job, "device"), "gpu-0badc0de", "placed on a device that exists");
     json_decref(job);
     job = wait_state(&s, 2, "succeeded failed", JOB_TIMEOUT_MS);
@@ -100,9 +96,7 @@ Test(durability, jobs_queued_before_start_are_run_or_placed_again) {
 Test(durability, a_fresh_database_over_an_old_data_dir_does_not_resume_another_jobs_checkpoint) {
     server s = start_server();
     int64_t id = submit(&s, xor_spec);
-    json_t *job = wait_state(&s, id, "succeeded failed", JOB_TIMEOUT_MS);
-    cr_assert_str_eq(str(job, "state"), "succeeded");
-    json_decref(job);
+    json_decref(wait_succeeded(&s, id));
     stop_server(&s);
     char path[600];
     snprintf(path, sizeof path, "%s/jobs/%lld/checkpoint.safetensors", s.data, (long long)id);
@@ -116,8 +110,7 @@ Test(durability, a_fresh_database_over_an_old_data_dir_does_not_resume_another_j
     s = start_server();
     int64_t again = submit(&s, xor_spec);
     cr_assert_eq(again, id, "ids start again in a new database");
-    job = wait_state(&s, again, "succeeded failed", JOB_TIMEOUT_MS);
-    cr_assert_str_eq(str(job, "state"), "succeeded");
+    json_t *job = wait_succeeded(&s, again);
     json_t *result = json_object_get(job, "result");
     cr_assert_eq(json_integer_value(json_object_get(result, "resumed_from_epoch")), 0, "it ran from scratch");
     json_decref(job);

@@ -157,10 +157,8 @@ static size_t find_log(const sse_event *evs, size_t n, size_t from, const char *
 
 Test(events, a_job_event_stream_follows_xor_training_to_its_end) {
     server s = start_server();
-    char *spec = spec_with("\"epochs\":300", "\"epochs\":20");
     http_stream *all = open_events(&s, "/api/v1/events", NULL);
-    int64_t id = submit(&s, spec);
-    free(spec);
+    int64_t id = submit_xor(&s, SHORT_EPOCHS, NULL);
     char path[96];
     snprintf(path, sizeof path, "/api/v1/jobs/%lld/events", (long long)id);
     /* A client that connects now: it starts from the job's current state, whatever that is. */
@@ -220,11 +218,8 @@ Test(events, a_job_event_stream_follows_xor_training_to_its_end) {
 
 Test(events, a_job_log_is_text_and_a_finished_jobs_stream_is_its_final_state) {
     server s = start_server();
-    char *spec = spec_with("\"epochs\":300", "\"epochs\":5");
-    int64_t id = submit(&s, spec);
-    free(spec);
-    json_t *job = wait_state(&s, id, "succeeded failed", JOB_TIMEOUT_MS);
-    cr_assert_str_eq(str(job, "state"), "succeeded");
+    int64_t id = submit_xor(&s, 5, NULL);
+    json_t *job = wait_succeeded(&s, id);
     char device[64];
     snprintf(device, sizeof device, "%s", str(job, "device"));
     json_decref(job);
@@ -318,9 +313,7 @@ Test(events, a_job_log_is_text_and_a_finished_jobs_stream_is_its_final_state) {
 
 Test(events, an_event_client_that_vanishes_does_not_stop_the_job) {
     server s = start_server();
-    char *spec = spec_with("\"epochs\":300", "\"epochs\":3000");
-    int64_t id = submit(&s, spec);
-    free(spec);
+    int64_t id = submit_xor(&s, LONG_EPOCHS, NULL);
     char path[96];
     snprintf(path, sizeof path, "/api/v1/jobs/%lld/events", (long long)id);
     /* One client hangs up mid-training, once metrics flow; another before reading anything. */
@@ -335,9 +328,7 @@ Test(events, an_event_client_that_vanishes_does_not_stop_the_job) {
     }
     http_stream_close(a);
 
-    json_t *job = wait_state(&s, id, "succeeded failed", JOB_TIMEOUT_MS);
-    cr_assert_str_eq(str(job, "state"), "succeeded");
-    json_decref(job);
+    json_decref(wait_succeeded(&s, id));
     snprintf(path, sizeof path, "/api/v1/jobs/%lld/metrics?name=loss", (long long)id);
     json_t *m = get_json(&s, path, 200);
     cr_assert_eq(json_array_size(json_object_get(m, "metrics")), LONG_EPOCHS, "every epoch ran");
@@ -360,9 +351,7 @@ Test(events, the_all_jobs_stream_delivers_every_jobs_events_to_every_client) {
     json_t *v = get_json(&s, "/healthz", 200);
     json_decref(v);
 
-    char *spec = spec_with("\"epochs\":300", "\"epochs\":10");
-    int64_t ids[2] = {submit(&s, spec), submit(&s, spec)};
-    free(spec);
+    int64_t ids[2] = {submit_xor(&s, 10, NULL), submit_xor(&s, 10, NULL)};
     sse_event *evs = calloc(MAX_EVENTS, sizeof *evs);
     for (int c = 0; c < CLIENTS; c++) {
         /* Read until both jobs have succeeded; then each job's events read as its own stream. */

@@ -20,10 +20,7 @@ TestSuite(jobs, .init = harness_setup, .fini = harness_teardown);
 Test(jobs, xor_job_trains_to_full_accuracy) {
     server s = start_server();
     int64_t id = submit(&s, xor_spec);
-    json_t *job = wait_state(&s, id, "succeeded failed cancelled", JOB_TIMEOUT_MS);
-    char *text = json_dumps(job, 0);
-    cr_assert_str_eq(str(job, "state"), "succeeded", "job: %s", text);
-    free(text);
+    json_t *job = wait_succeeded(&s, id);
 
     cr_assert_str_eq(str(job, "kind"), "train");
     cr_assert_str_eq(str(job, "name"), "xor");
@@ -166,18 +163,11 @@ Test(jobs, xor_job_trains_to_full_accuracy) {
  * program is a 400 naming its line and column. */
 Test(jobs, inet_jobs_run_and_report_their_normal_form) {
     server s = start_server();
-    const char *fib_path = "examples/inet/fib.hvm";
-    char path[512];
-    const char *root = getenv("PARAGON_SOURCE_ROOT");
-    snprintf(path, sizeof path, "%s/%s", root ? root : ".", fib_path);
-    size_t len = 0;
-    char *program = pgn_read_file(path, &len);
-    cr_assert_not_null(program, "%s", path);
-    json_t *spec = json_pack("{s:s, s:s, s:s%}", "kind", "inet", "name", "fib", "program", program, len);
+    json_t *spec = inet_spec_from("examples/inet/fib.hvm");
+    json_object_set_new(spec, "name", json_string("fib"));
     char *body = json_dumps(spec, JSON_COMPACT);
     int64_t id = submit(&s, body);
-    json_t *job = wait_state(&s, id, "succeeded failed", 60000);
-    cr_assert_str_eq(str(job, "state"), "succeeded", "%s", json_dumps(json_object_get(job, "error"), 0));
+    json_t *job = wait_succeeded(&s, id);
     json_t *result = json_object_get(job, "result");
     cr_assert_str_eq(str(result, "normal_form"), "17711");
     cr_assert_eq(json_integer_value(json_object_get(result, "interactions")), 718993);
@@ -203,17 +193,24 @@ Test(jobs, inet_jobs_run_and_report_their_normal_form) {
     http_response_free(&r);
 
     json_decref(spec);
-    free(program);
     stop_server(&s);
+}
+
+/* POST /api/v1/jobs/{id}/cancel: asserts the status and returns the job it answers with. */
+static json_t *cancel(const server *s, int64_t id, int status) {
+    char url[96];
+    http_response r = request(s, "POST", job_url(url, sizeof url, id, "/cancel"), NULL, NULL);
+    cr_assert_eq(r.status, status, "%d %s", r.status, r.body);
+    json_t *job = parse_body(&r);
+    http_response_free(&r);
+    return job;
 }
 
 Test(jobs, cancel_ends_a_queued_job_at_once_and_a_running_one_at_its_next_step) {
     server s = start_server();
     /* A long job on the CPU device, and one queued behind it on the same device. */
-    char *spec = spec_with("\"epochs\":300", "\"epochs\":100000,\"device\":\"cpu\"");
-    int64_t running = submit(&s, spec);
-    int64_t queued = submit(&s, spec);
-    free(spec);
+    int64_t running = submit_xor(&s, 100000, "cpu");
+    int64_t queued = submit_xor(&s, 100000, "cpu");
     json_t *job = wait_state(&s, running, "running succeeded failed cancelled", JOB_TIMEOUT_MS);
     cr_assert_str_eq(str(job, "state"), "running");
     cr_assert(json_is_false(json_object_get(job, "cancel_requested")));
@@ -226,10 +223,7 @@ Test(jobs, cancel_ends_a_queued_job_at_once_and_a_running_one_at_its_next_step) 
     http_response_free(&r);
 
     /* Queued: cancelled now, in the answer and in the database. */
-    r = request(&s, "POST", job_url(url, sizeof url, queued, "/cancel"), NULL, NULL);
-    cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
-    job = parse_body(&r);
-    http_response_free(&r);
+    job = cancel(&s, queued, 200);
     cr_assert_eq(json_integer_value(json_object_get(job, "id")), queued);
     cr_assert_str_eq(str(job, "state"), "cancelled");
     cr_assert_not_null(str(job, "finished_at"));
@@ -246,10 +240,7 @@ Test(jobs, cancel_ends_a_queued_job_at_once_and_a_running_one_at_its_next_step) 
     http_response_free(&r);
 
     /* Running: 202, it stops at its next step and ends cancelled, not failed. */
-    r = request(&s, "POST", job_url(url, sizeof url, running, "/cancel"), NULL, NULL);
-    cr_assert_eq(r.status, 202, "%d %s", r.status, r.body);
-    job = parse_body(&r);
-    http_response_free(&r);
+    job = cancel(&s, running, 202);
     cr_assert_str_eq(str(job, "state"), "running");
     cr_assert(json_is_true(json_object_get(job, "cancel_requested")));
     json_decref(job);
@@ -270,12 +261,8 @@ Test(jobs, cancel_ends_a_queued_job_at_once_and_a_running_one_at_its_next_step) 
     http_response_free(&r);
 
     /* The device is free again; a finished job cannot be cancelled. */
-    spec = spec_with("\"epochs\":300", "\"epochs\":5,\"device\":\"cpu\"");
-    int64_t done = submit(&s, spec);
-    free(spec);
-    job = wait_state(&s, done, "succeeded failed cancelled", JOB_TIMEOUT_MS);
-    cr_assert_str_eq(str(job, "state"), "succeeded");
-    json_decref(job);
+    int64_t done = submit_xor(&s, 5, "cpu");
+    json_decref(wait_succeeded(&s, done));
     r = request(&s, "POST", job_url(url, sizeof url, done, "/cancel"), NULL, NULL);
     assert_error(&r, 409, "conflict", NULL);
     cr_assert(strstr(r.body, "succeeded"), "%s", r.body);
@@ -302,13 +289,9 @@ Test(jobs, cancel_ends_a_queued_job_at_once_and_a_running_one_at_its_next_step) 
 
 Test(jobs, delete_removes_a_finished_job_with_its_rows_and_files) {
     server s = start_server();
-    char *spec = spec_with("\"epochs\":300", "\"epochs\":20,\"device\":\"cpu\"");
-    int64_t trained = submit(&s, spec);
-    free(spec);
+    int64_t trained = submit_xor(&s, 20, "cpu");
     int64_t bench = submit(&s, gemm_bench_spec);
-    json_t *job = wait_state(&s, trained, "succeeded failed", JOB_TIMEOUT_MS);
-    cr_assert_str_eq(str(job, "state"), "succeeded");
-    json_decref(job);
+    json_decref(wait_succeeded(&s, trained));
     json_decref(wait_bench(&s, bench));
     size_t len;
     char *file = data_file(&s, trained, &len);
@@ -318,10 +301,8 @@ Test(jobs, delete_removes_a_finished_job_with_its_rows_and_files) {
     cr_assert_eq(count_rows(&s, "SELECT count(*) FROM benchmarks WHERE job_id = ?1", bench), 1);
 
     /* Queued and running jobs are refused; cancel them first. */
-    spec = spec_with("\"epochs\":300", "\"epochs\":100000,\"device\":\"cpu\"");
-    int64_t running = submit(&s, spec);
-    int64_t queued = submit(&s, spec);
-    free(spec);
+    int64_t running = submit_xor(&s, 100000, "cpu");
+    int64_t queued = submit_xor(&s, 100000, "cpu");
     json_decref(wait_state(&s, running, "running", JOB_TIMEOUT_MS));
     char url[96];
     int64_t ids[2] = {running, queued};
@@ -378,11 +359,8 @@ Test(jobs, delete_removes_a_finished_job_with_its_rows_and_files) {
 
 Test(jobs, the_checkpoint_downloads_as_a_safetensors_file) {
     server s = start_server();
-    char *spec = spec_with("\"epochs\":300", "\"epochs\":50");
-    int64_t id = submit(&s, spec);
-    free(spec);
-    json_t *job = wait_state(&s, id, "succeeded failed", JOB_TIMEOUT_MS);
-    cr_assert_str_eq(str(job, "state"), "succeeded");
+    int64_t id = submit_xor(&s, 50, NULL);
+    json_t *job = wait_succeeded(&s, id);
     const char *sha = str(json_object_get(job, "result"), "weights_sha256");
 
     char url[96], h[128], want[64];
@@ -439,9 +417,7 @@ Test(jobs, the_checkpoint_downloads_as_a_safetensors_file) {
 
     /* No checkpoint: an inet job, an unknown job; other methods. */
     int64_t inet = submit(&s, "{\"kind\":\"inet\",\"program\":\"@main = 42\"}");
-    job = wait_state(&s, inet, "succeeded failed", JOB_TIMEOUT_MS);
-    cr_assert_str_eq(str(job, "state"), "succeeded");
-    json_decref(job);
+    json_decref(wait_succeeded(&s, inet));
     char inet_checkpoint[96];
     job_url(inet_checkpoint, sizeof inet_checkpoint, inet, "/checkpoint");
     job_url(url, sizeof url, id, "/checkpoint");
