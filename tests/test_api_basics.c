@@ -2,11 +2,8 @@
  * devices (over one keep-alive connection), /metrics after real work, the dashboard's files byte
  * for byte; and its command line: --help, --version, bad flags, no OpenCL device at start. */
 #include "paragond_harness.h"
-#include "paragon.h" /* pgn_read_file */
 
 #include <criterion/criterion.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>

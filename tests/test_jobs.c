@@ -2,7 +2,6 @@
  * result, metrics and rows in the SQLite file), an inet job's normal form and limits, cancel of a
  * queued and of a running job, delete with its rows and files, the checkpoint download. */
 #include "paragond_harness.h"
-#include "paragon.h" /* pgn_read_file */
 #include "safetensors_check.h"
 
 #include <criterion/criterion.h>
