@@ -1,7 +1,7 @@
-/* paragond_harness.c: what every integration test against a live paragond shares: a temporary
- * directory per test, spawning paragond (and killing what a failed test left running), its
- * listening line, requests as its owner (with its token) or as anyone, and bounded waits on a
- * job's state. Declared in paragond_harness.h. */
+/* paragond_harness.c: what the integration tests against a live paragond share: a temporary
+ * directory per test, spawning paragond (and killing what a failed test left running), requests
+ * as its owner or as anyone, tables of refused requests, bounded waits on a job's state, and the
+ * set-ups several files use (XOR for N epochs, a gemm bench job). Declared in paragond_harness.h. */
 #include "paragond_harness.h"
 #include "paragon.h" /* pgn_read_file */
 

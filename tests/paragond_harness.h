@@ -1,7 +1,7 @@
 /* paragond_harness.h: the shared harness of the integration tests (integration_tests in
  * tests/meson.build): paragond spawned on a free port with its database and data dir in a
- * per-test temporary directory, requests as its owner or as anyone, bounded waits. Every helper
- * asserts (Criterion) instead of returning errors. Waits are bounded; nothing asserts on time. */
+ * per-test temporary directory, requests as its owner or as anyone, tables of refusals, bounded
+ * waits. Every helper asserts (Criterion) instead of returning errors; nothing asserts on time. */
 #ifndef PGN_TEST_PARAGOND_HARNESS_H
 #define PGN_TEST_PARAGOND_HARNESS_H
 
