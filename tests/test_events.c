@@ -218,7 +218,20 @@ Test(events, a_job_event_stream_follows_xor_training_to_its_end) {
 
 Test(events, a_job_log_is_text_and_a_finished_jobs_stream_is_its_final_state) {
     server s = start_server();
+    /* The job's record reads succeeded a moment before the scheduler writes the log's last line;
+     * its final state event comes after that line. Heard on the all-jobs stream, opened before the
+     * job exists, it says the log is whole. */
+    http_stream *jobs = open_events(&s, "/api/v1/events", NULL);
     int64_t id = submit_xor(&s, 5, NULL);
+    for (bool ended = false; !ended;) {
+        sse_event e;
+        cr_assert(next_event(jobs, &e), "the all-jobs stream does not end");
+        const char *state = str(e.data, "state");
+        ended = strcmp(e.type, "state") == 0 && event_job(&e) == id &&
+                (!strcmp(state, "succeeded") || !strcmp(state, "failed") || !strcmp(state, "cancelled"));
+        json_decref(e.data);
+    }
+    http_stream_close(jobs);
     json_t *job = wait_succeeded(&s, id);
     char device[64];
     snprintf(device, sizeof device, "%s", str(job, "device"));
