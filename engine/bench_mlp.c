@@ -185,12 +185,7 @@ static void softmax_rows(int rows, int n, float *x) {
  * and each blocking transfer waits for a wake-up of pocl's scheduler: an S1 pass with both took
  * 0.11-0.13 ms, queued and waited for once 0.02-0.05 ms (medians of 5, several runs). */
 static int queue_write(pgn_tensor *t, const float *src, size_t count, pgn_error *err) {
-    cl_int st = clEnqueueWriteBuffer(t->dev->queue, t->mem, CL_FALSE, 0, count * sizeof *src, src,
-                                     0, NULL, NULL);
-    if (st == CL_SUCCESS) return 0;
-    pgn_error_set(err, "device", "", "upload to %s failed: %s", t->dev->info.id,
-                  pgn_cl_status_name(st));
-    return -1;
+    return pgn_device_write(t->dev, t->mem, 0, count * sizeof *src, src, false, err);
 }
 
 static int queue_read(const pgn_tensor *t, float *dst, size_t count, pgn_error *err) {

@@ -1,6 +1,8 @@
 /* device.c: OpenCL platforms and devices: enumeration with stable ids, selection by request,
  * and opening a device (context, in-order queue, kernel program built from the embedded
  * sources). Build failures come back as errors carrying the compiler's log. */
+/* clCreateCommandQueue: the only way to make a queue on an OpenCL 1.x platform (open_queue). */
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -316,6 +318,9 @@ static char *program_source(void) {
     return src;
 }
 
+/* Oclgrind, the OpenCL device simulator (README: "Oclgrind"), names its platform so. */
+static bool is_oclgrind(const char *platform) { return !strcmp(platform, "Oclgrind"); }
+
 int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_error *err) {
     cl_int st;
     *out = NULL;
@@ -325,9 +330,16 @@ int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_err
                       dev->info.id, pgn_cl_status_name(st));
         return -1;
     }
-    /* PGN_DEVICE_CPU: kernels may rely on a CPU's coherent caches and ordered stores (inet.cl) */
-    const char *options = dev->info.type == PGN_DEVICE_CPU ? PGN_CL_BUILD_OPTIONS " -D PGN_DEVICE_CPU"
-                                                           : PGN_CL_BUILD_OPTIONS;
+    /* PGN_DEVICE_CPU: kernels may rely on a CPU's coherent caches and ordered stores (inet.cl).
+     * Oclgrind 21.10 cannot run inet_reduce once its LLVM optimiser has inlined the rules: the
+     * inlined code calls llvm.experimental.noalias.scope.decl, which its interpreter does not
+     * know ("Undefined external function"), so programs for Oclgrind alone are built without
+     * optimisation (a simulator gains nothing from it). Never for pocl (DESIGN.md: 25-60 %).
+     * PGN_OCLGRIND also lets kernels step around two more of its faults (gemm.cl, inet.cl). */
+    char options[192];
+    snprintf(options, sizeof options, "%s%s%s", PGN_CL_BUILD_OPTIONS,
+             dev->info.type == PGN_DEVICE_CPU ? " -D PGN_DEVICE_CPU" : "",
+             dev->oclgrind ? " -cl-opt-disable -D PGN_OCLGRIND" : "");
     st = clBuildProgram(program, 1, &dev->device, options, NULL, NULL);
     if (st != CL_SUCCESS) {
         size_t log_size = 0;
@@ -371,6 +383,19 @@ static int build_kernels(pgn_device *dev, pgn_error *err) {
     return 0;
 }
 
+/* An in-order queue with profiling on (event timestamps cost nothing until someone asks for
+ * them). clCreateCommandQueueWithProperties is OpenCL 2.0, so a 1.x platform gets the 1.2 call:
+ * Oclgrind 21.10 reports 1.2, and through the ICD loader its 2.0 entry point resolves to the
+ * loader's own symbol and calls itself forever. */
+static cl_command_queue open_queue(cl_platform_id p, cl_context ctx, cl_device_id d, cl_int *st) {
+    char version[64] = "";
+    clGetPlatformInfo(p, CL_PLATFORM_VERSION, sizeof version - 1, version, NULL);
+    if (!strncmp(version, "OpenCL 1.", 9))
+        return clCreateCommandQueue(ctx, d, CL_QUEUE_PROFILING_ENABLE, st);
+    cl_queue_properties qprops[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+    return clCreateCommandQueueWithProperties(ctx, d, qprops, st);
+}
+
 int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *err) {
     *out = NULL;
     if (info->type == PGN_DEVICE_HOST) {
@@ -390,6 +415,7 @@ int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *er
         return -1;
     }
     dev->info = *info;
+    dev->oclgrind = is_oclgrind(info->platform);
     dev->platform = f.platform;
     dev->device = f.device;
     cl_uint align_bits = 0;
@@ -404,9 +430,7 @@ int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *er
         pgn_device_close(dev);
         return -1;
     }
-    /* Profiling stays on: event timestamps cost nothing until someone asks for them. */
-    cl_queue_properties qprops[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
-    dev->queue = clCreateCommandQueueWithProperties(dev->context, f.device, qprops, &st);
+    dev->queue = open_queue(f.platform, dev->context, f.device, &st);
     if (st != CL_SUCCESS) {
         pgn_error_set(err, "device", "", "clCreateCommandQueue failed on %s: %s", info->id,
                       pgn_cl_status_name(st));
@@ -426,6 +450,8 @@ void pgn_device_close(pgn_device *dev) {
     if (dev->queue) clFinish(dev->queue);
     for (int k = 0; k < dev->n_kernels; k++) clReleaseKernel(dev->kernels[k]);
     if (dev->gemm_ws) clReleaseMemObject(dev->gemm_ws);
+    for (size_t i = 0; i < dev->n_staged; i++) clReleaseMemObject(dev->staged[i]);
+    free(dev->staged);
     if (dev->program) clReleaseProgram(dev->program);
     if (dev->queue) clReleaseCommandQueue(dev->queue);
     if (dev->context) clReleaseContext(dev->context);
@@ -534,4 +560,112 @@ int pgn_launch_kernel(pgn_device *dev, cl_kernel k, const char *name, const pgn_
         *dev->profile_sink += (double)(t1 - t0) * 1e-9;
     }
     return 0;
+}
+
+/* ---- host stores --------------------------------------------------------------------------
+ * Oclgrind 21.10's uninitialised-value checker (--uninitialized) keeps one shadow per buffer
+ * that says which bytes hold defined values. It follows what kernels store byte by byte, but a
+ * host store replaces the buffer's shadow by one of just the bytes stored, counted from the
+ * buffer's start: after a fill (stored 4 bytes at a time), a write at an offset or through a
+ * sub-buffer, or a copy of part of a buffer, the rest reads as uninitialised. And a released
+ * buffer's shadow stays with its slot, for the next buffer that takes it. So on Oclgrind a store
+ * that covers a whole buffer is one host write (which also gives the buffer a fresh shadow), and
+ * any other is a kernel (copy_u32, fill_u32 in kernels/tensor.cl) that copies from a buffer
+ * created from the host's bytes, kept until the device closes so that its slot is never reused.
+ * Every other device takes the plain OpenCL calls. */
+
+/* Words one work-item of copy_u32 and fill_u32 moves: fewer work-items to simulate. */
+#define PGN_STORE_WORDS 64
+
+static int store_fail(pgn_device *dev, const char *what, cl_int st, pgn_error *err) {
+    pgn_error_set(err, "device", "", "%s %s failed: %s", what, dev->info.id, pgn_cl_status_name(st));
+    return -1;
+}
+
+/* A store of bytes at offset that covers all of mem, which is no sub-buffer. */
+static bool whole_buffer(cl_mem mem, size_t offset, size_t bytes) {
+    cl_mem parent = NULL;
+    size_t size = 0;
+    clGetMemObjectInfo(mem, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL);
+    clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof size, &size, NULL);
+    return !parent && offset == 0 && bytes == size;
+}
+
+/* Queues kernel (copy_u32 or fill_u32) over words words; args[0] is words, args[1] per_item. */
+static int store_kernel(pgn_device *dev, const char *kernel, const pgn_karg *args, int nargs, cl_ulong words,
+                        pgn_error *err) {
+    size_t global = (words + PGN_STORE_WORDS - 1) / PGN_STORE_WORDS;
+    return pgn_launch(dev, kernel, args, nargs, 1, &global, NULL, err);
+}
+
+static int store_words(pgn_device *dev, const char *what, size_t offset, size_t bytes, pgn_error *err) {
+    if (offset % 4 == 0 && bytes % 4 == 0) return 0;
+    pgn_error_set(err, "internal", "", "%s %s: %zu bytes at %zu are not whole 4-byte words", what, dev->info.id,
+                  bytes, offset);
+    return -1;
+}
+
+int pgn_device_write(pgn_device *dev, cl_mem mem, size_t offset, size_t bytes, const void *src, bool blocking,
+                     pgn_error *err) {
+    if (bytes == 0) return 0;
+    cl_int st;
+    if (!dev->oclgrind || whole_buffer(mem, offset, bytes)) {
+        st = clEnqueueWriteBuffer(dev->queue, mem, blocking ? CL_TRUE : CL_FALSE, offset, bytes, src, 0, NULL, NULL);
+        return st == CL_SUCCESS ? 0 : store_fail(dev, "upload to", st, err);
+    }
+    if (store_words(dev, "upload to", offset, bytes, err)) return -1;
+    cl_mem *grown = realloc(dev->staged, (dev->n_staged + 1) * sizeof *grown);
+    if (!grown) {
+        pgn_error_set(err, "internal", "", "out of memory");
+        return -1;
+    }
+    dev->staged = grown;
+    cl_mem staged = clCreateBuffer(dev->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, (void *)src, &st);
+    if (st != CL_SUCCESS) return store_fail(dev, "upload to", st, err);
+    dev->staged[dev->n_staged++] = staged;
+    cl_ulong n = bytes / 4, from = 0, to = offset / 4;
+    cl_uint per_item = PGN_STORE_WORDS;
+    pgn_karg args[] = {KARG(n), KARG(per_item), KARG(staged), KARG(from), KARG(mem), KARG(to)};
+    return store_kernel(dev, "copy_u32", args, 6, n, err);
+}
+
+int pgn_device_fill_u32(pgn_device *dev, cl_mem mem, size_t offset, size_t bytes, uint32_t value,
+                        pgn_error *err) {
+    if (bytes == 0) return 0;
+    if (!dev->oclgrind) {
+        cl_uint pattern = value;
+        cl_int st = clEnqueueFillBuffer(dev->queue, mem, &pattern, sizeof pattern, offset, bytes, 0, NULL, NULL);
+        return st == CL_SUCCESS ? 0 : store_fail(dev, "fill on", st, err);
+    }
+    if (store_words(dev, "fill on", offset, bytes, err)) return -1;
+    if (whole_buffer(mem, offset, bytes)) {
+        uint32_t *words = malloc(bytes);
+        if (!words) {
+            pgn_error_set(err, "internal", "", "out of memory");
+            return -1;
+        }
+        for (size_t i = 0; i < bytes / 4; i++) words[i] = value;
+        int rc = pgn_device_write(dev, mem, 0, bytes, words, true, err);
+        free(words);
+        return rc;
+    }
+    cl_ulong n = bytes / 4, at = offset / 4;
+    cl_uint per_item = PGN_STORE_WORDS, v = value;
+    pgn_karg args[] = {KARG(n), KARG(per_item), KARG(mem), KARG(at), KARG(v)};
+    return store_kernel(dev, "fill_u32", args, 5, n, err);
+}
+
+int pgn_device_copy(pgn_device *dev, cl_mem src, size_t src_offset, cl_mem dst, size_t dst_offset, size_t bytes,
+                    pgn_error *err) {
+    if (bytes == 0) return 0;
+    if (!dev->oclgrind) {
+        cl_int st = clEnqueueCopyBuffer(dev->queue, src, dst, src_offset, dst_offset, bytes, 0, NULL, NULL);
+        return st == CL_SUCCESS ? 0 : store_fail(dev, "copy on", st, err);
+    }
+    if (store_words(dev, "copy on", src_offset, bytes, err) || store_words(dev, "copy on", dst_offset, bytes, err))
+        return -1;
+    cl_ulong n = bytes / 4, from = src_offset / 4, to = dst_offset / 4;
+    cl_uint per_item = PGN_STORE_WORDS;
+    pgn_karg args[] = {KARG(n), KARG(per_item), KARG(src), KARG(from), KARG(dst), KARG(to)};
+    return store_kernel(dev, "copy_u32", args, 6, n, err);
 }

@@ -114,10 +114,9 @@ static void clnet_release(clnet *c) {
 static int grow_buffer(clnet *c, cl_mem *buf, size_t old_bytes, size_t new_bytes, pgn_error *err) {
     cl_mem bigger;
     if (make_buffer(c, new_bytes, NULL, &bigger, err)) return -1;
-    cl_int st = clEnqueueCopyBuffer(c->dev->queue, *buf, bigger, 0, 0, old_bytes, 0, NULL, NULL);
-    if (st != CL_SUCCESS) {
+    if (pgn_device_copy(c->dev, *buf, 0, bigger, 0, old_bytes, err)) {
         drop_buffer(c, &bigger, new_bytes);
-        return cl_fail(err, st, "copying a heap");
+        return -1;
     }
     drop_buffer(c, buf, old_bytes);
     *buf = bigger;
@@ -164,9 +163,8 @@ static size_t owner_entries(const clnet *c, uint32_t cap) {
 }
 
 /* Fills owner-table entries [from, to) with PGN_INET_NO_OWNER. */
-static cl_int clear_owners(const clnet *c, cl_mem owner, size_t from, size_t to) {
-    static const uint32_t no_owner = PGN_INET_NO_OWNER;
-    return clEnqueueFillBuffer(c->dev->queue, owner, &no_owner, 4, from * 4, (to - from) * 4, 0, NULL, NULL);
+static int clear_owners(const clnet *c, cl_mem owner, size_t from, size_t to, pgn_error *err) {
+    return pgn_device_fill_u32(c->dev, owner, from * 4, (to - from) * 4, PGN_INET_NO_OWNER, err);
 }
 
 static int grow_heap(clnet *c, int h, uint64_t itrs, pgn_error *err) {
@@ -176,10 +174,8 @@ static int grow_heap(clnet *c, int h, uint64_t itrs, pgn_error *err) {
     if (!cap) return fail_full(c, heap_name[h], hp->cap, "slots", hp->limit, itrs, err);
     size_t had = owner_entries(c, hp->cap), need = owner_entries(c, cap);
     if (grow_buffer(c, &hp->slots, hp->cap * heap_elem[h], cap * heap_elem[h], err) ||
-        grow_buffer(c, &hp->owner, had * 4, need * 4, err))
+        grow_buffer(c, &hp->owner, had * 4, need * 4, err) || clear_owners(c, hp->owner, had, need, err))
         return -1;
-    cl_int st = clear_owners(c, hp->owner, had, need);
-    if (st != CL_SUCCESS) return cl_fail(err, st, "growing an owner table");
     hp->cap = cap;
     return 0;
 }
@@ -190,11 +186,10 @@ static int grow_bags(clnet *c, uint32_t cap, pgn_error *err) {
     size_t bytes = (size_t)cap * 8 * c->workers, old = (size_t)c->bag_cap * 8 * c->workers;
     if (make_buffer(c, bytes, NULL, &bigger, err)) return -1;
     for (uint32_t j = 0; j < c->workers; j++) {
-        cl_int st = clEnqueueCopyBuffer(c->dev->queue, c->bags, bigger, (size_t)j * c->bag_cap * 8,
-                                        (size_t)j * cap * 8, (size_t)c->bag_cap * 8, 0, NULL, NULL);
-        if (st != CL_SUCCESS) {
+        if (pgn_device_copy(c->dev, c->bags, (size_t)j * c->bag_cap * 8, bigger, (size_t)j * cap * 8,
+                            (size_t)c->bag_cap * 8, err)) {
             drop_buffer(c, &bigger, bytes);
-            return cl_fail(err, st, "copying the redex bags");
+            return -1;
         }
     }
     drop_buffer(c, &c->bags, old);
@@ -223,11 +218,10 @@ static int spread_bags(clnet *c, uint64_t itrs, pgn_error *err) {
         uint64_t lo = c->w[j].bag_lo, n = c->w[j].bag_hi - lo;
         while (n) {
             uint64_t take = n < per - fill ? n : per - fill;
-            cl_int st = clEnqueueCopyBuffer(c->dev->queue, c->bags, fresh, ((size_t)j * c->bag_cap + lo) * 8,
-                                            ((size_t)dst * c->bag_cap + fill) * 8, take * 8, 0, NULL, NULL);
-            if (st != CL_SUCCESS) {
+            if (pgn_device_copy(c->dev, c->bags, ((size_t)j * c->bag_cap + lo) * 8, fresh,
+                                ((size_t)dst * c->bag_cap + fill) * 8, take * 8, err)) {
                 drop_buffer(c, &fresh, bytes);
-                return cl_fail(err, st, "spreading the redex bags");
+                return -1;
             }
             lo += take;
             n -= take;
@@ -335,13 +329,12 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
     free(defs);
     c->host_bytes -= defs_bytes;
     if (rc) return -1;
-    cl_int st = CL_SUCCESS;
-    for (int h = 0; h < 2 && st == CL_SUCCESS; h++) st = clear_owners(c, c->heap[h].owner, 0, chunks[h]);
-    if (st == CL_SUCCESS)
-        st = clEnqueueWriteBuffer(dev->queue, vars->slots, CL_TRUE, ROOT_VAR * 4, 4, &root_none, 0, NULL, NULL);
-    if (st == CL_SUCCESS)
-        st = clEnqueueWriteBuffer(dev->queue, c->bags, CL_TRUE, 0, 8, &seed, 0, NULL, NULL);
-    return st == CL_SUCCESS ? 0 : cl_fail(err, st, "seeding the net");
+    for (int h = 0; h < 2; h++)
+        if (clear_owners(c, c->heap[h].owner, 0, chunks[h], err)) return -1;
+    return pgn_device_write(dev, vars->slots, ROOT_VAR * 4, 4, &root_none, true, err) ||
+                   pgn_device_write(dev, c->bags, 0, 8, &seed, true, err)
+               ? -1
+               : 0;
 }
 
 /* One launch with every flag cleared; returns after reading the workers, control and mail back. */

@@ -59,14 +59,7 @@ int pgn_tensor_write(pgn_tensor *t, const void *src, size_t count, pgn_error *er
         memcpy(t->host, src, count * PGN_ELEM_SIZE);
         return 0;
     }
-    cl_int st = clEnqueueWriteBuffer(t->dev->queue, t->mem, CL_TRUE, 0, count * PGN_ELEM_SIZE,
-                                     src, 0, NULL, NULL);
-    if (st != CL_SUCCESS) {
-        pgn_error_set(err, "device", "", "upload to %s failed: %s", t->dev->info.id,
-                      pgn_cl_status_name(st));
-        return -1;
-    }
-    return 0;
+    return pgn_device_write(t->dev, t->mem, 0, count * PGN_ELEM_SIZE, src, true, err);
 }
 
 int pgn_tensor_read(const pgn_tensor *t, void *dst, size_t count, pgn_error *err) {
@@ -90,15 +83,7 @@ int pgn_tensor_fill_zero(pgn_tensor *t, pgn_error *err) {
         memset(t->host, 0, pgn_tensor_count(t) * PGN_ELEM_SIZE);
         return 0;
     }
-    const cl_uint zero = 0;
-    cl_int st = clEnqueueFillBuffer(t->dev->queue, t->mem, &zero, sizeof zero, 0,
-                                    pgn_tensor_count(t) * PGN_ELEM_SIZE, 0, NULL, NULL);
-    if (st != CL_SUCCESS) {
-        pgn_error_set(err, "device", "", "zero-fill on %s failed: %s", t->dev->info.id,
-                      pgn_cl_status_name(st));
-        return -1;
-    }
-    return 0;
+    return pgn_device_fill_u32(t->dev, t->mem, 0, pgn_tensor_count(t) * PGN_ELEM_SIZE, 0, err);
 }
 
 size_t pgn_tensor_view_align(const pgn_device *dev) {

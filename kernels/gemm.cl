@@ -27,9 +27,10 @@ PGN_INLINE int gemm_ceil_div(int a, int b) { return (a + b - 1) / b; }
  * bit d clear) exchange, lane by lane, r[i][j+d] and r[i+d][j] (j with bit d clear). Constant
  * shuffles only: gathers and scatters are slow on this CPU. An element-by-element transposing
  * pack of a 256 x 256 B took about 50 µs; this one, launch included, under 7 µs. */
-#ifdef __clang__
+#if defined(__clang__) && !defined(PGN_OCLGRIND)
 #define GEMM_SHUF(x, y, ...) __builtin_shufflevector((x), (y), __VA_ARGS__)
-#else
+#else /* Oclgrind 21.10 takes lane index 11 of a shufflevector for an undefined lane and reports
+       * the result as uninitialised; its shuffle2 is exact (engine/device.c: PGN_OCLGRIND) */
 #define GEMM_SHUF(x, y, ...) shuffle2((x), (y), (uint16)(__VA_ARGS__))
 #endif
 #define GEMM_T1_LO 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30

@@ -175,3 +175,18 @@ __kernel void adam_update(int n, __global float *w, __global const float *g, __g
         pgn_adam_elem(w + i, m + i, v + i, g[i] * scale[1], lr, b1, b2, eps, bc1, bc2, wd,
                       decoupled);
 }
+
+/* Stores for engine/device.c's pgn_device_write, pgn_device_fill_u32 and pgn_device_copy on
+ * Oclgrind, whose uninitialised-value checker follows a kernel's stores but not the host's:
+ * dst[dst_off + i] = src[src_off + i], or = value, for i < n, per_item words per work-item.
+ * global: ceil(n / per_item). */
+__kernel void copy_u32(ulong n, uint per_item, __global const uint *src, ulong src_off,
+                       __global uint *dst, ulong dst_off) {
+    ulong i0 = get_global_id(0) * (ulong)per_item;
+    for (ulong i = i0; i < n && i < i0 + per_item; i++) dst[dst_off + i] = src[src_off + i];
+}
+
+__kernel void fill_u32(ulong n, uint per_item, __global uint *dst, ulong off, uint value) {
+    ulong i0 = get_global_id(0) * (ulong)per_item;
+    for (ulong i = i0; i < n && i < i0 + per_item; i++) dst[off + i] = value;
+}
