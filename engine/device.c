@@ -321,6 +321,13 @@ static char *program_source(void) {
 /* Oclgrind, the OpenCL device simulator (README: "Oclgrind"), names its platform so. */
 static bool is_oclgrind(const char *platform) { return !strcmp(platform, "Oclgrind"); }
 
+/* Whether Oclgrind's uninitialised-value checker is on: `oclgrind --uninitialized` sets this
+ * variable, and Oclgrind loaded as an ICD reads it too. */
+static bool oclgrind_checks_uninitialized(void) {
+    const char *v = getenv("OCLGRIND_UNINITIALIZED");
+    return v && *v && strcmp(v, "0");
+}
+
 int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_error *err) {
     cl_int st;
     *out = NULL;
@@ -416,6 +423,7 @@ int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *er
     }
     dev->info = *info;
     dev->oclgrind = is_oclgrind(info->platform);
+    dev->shadowed = dev->oclgrind && oclgrind_checks_uninitialized();
     dev->platform = f.platform;
     dev->device = f.device;
     cl_uint align_bits = 0;
@@ -450,8 +458,8 @@ void pgn_device_close(pgn_device *dev) {
     if (dev->queue) clFinish(dev->queue);
     for (int k = 0; k < dev->n_kernels; k++) clReleaseKernel(dev->kernels[k]);
     if (dev->gemm_ws) clReleaseMemObject(dev->gemm_ws);
-    for (size_t i = 0; i < dev->n_staged; i++) clReleaseMemObject(dev->staged[i]);
-    free(dev->staged);
+    for (size_t i = 0; i < dev->n_kept; i++) clReleaseMemObject(dev->kept[i]);
+    free(dev->kept);
     if (dev->program) clReleaseProgram(dev->program);
     if (dev->queue) clReleaseCommandQueue(dev->queue);
     if (dev->context) clReleaseContext(dev->context);
@@ -568,11 +576,11 @@ int pgn_launch_kernel(pgn_device *dev, cl_kernel k, const char *name, const pgn_
  * host store replaces the buffer's shadow by one of just the bytes stored, counted from the
  * buffer's start: after a fill (stored 4 bytes at a time), a write at an offset or through a
  * sub-buffer, or a copy of part of a buffer, the rest reads as uninitialised. And a released
- * buffer's shadow stays with its slot, for the next buffer that takes it. So on Oclgrind a store
- * that covers a whole buffer is one host write (which also gives the buffer a fresh shadow), and
- * any other is a kernel (copy_u32, fill_u32 in kernels/tensor.cl) that copies from a buffer
- * created from the host's bytes, kept until the device closes so that its slot is never reused.
- * Every other device takes the plain OpenCL calls. */
+ * buffer's shadow stays with its slot, for the next buffer that takes it. So with that checker on
+ * (dev->shadowed) a store that covers a whole buffer is one host write (which also gives the
+ * buffer a fresh shadow), any other is a kernel (copy_u32, fill_u32 in kernels/tensor.cl) that
+ * copies from a buffer created from the host's bytes, and no buffer is released before the
+ * device closes, so that no slot is reused. Every other device takes the plain OpenCL calls. */
 
 /* Words one work-item of copy_u32 and fill_u32 moves: fewer work-items to simulate. */
 #define PGN_STORE_WORDS 64
@@ -580,6 +588,23 @@ int pgn_launch_kernel(pgn_device *dev, cl_kernel k, const char *name, const pgn_
 static int store_fail(pgn_device *dev, const char *what, cl_int st, pgn_error *err) {
     pgn_error_set(err, "device", "", "%s %s failed: %s", what, dev->info.id, pgn_cl_status_name(st));
     return -1;
+}
+
+/* Keeps mem until the device closes; 0, or -1 (and mem released) when out of memory. */
+static int keep(pgn_device *dev, cl_mem mem) {
+    cl_mem *grown = realloc(dev->kept, (dev->n_kept + 1) * sizeof *grown);
+    if (!grown) {
+        clReleaseMemObject(mem);
+        return -1;
+    }
+    dev->kept = grown;
+    dev->kept[dev->n_kept++] = mem;
+    return 0;
+}
+
+void pgn_device_release_buffer(pgn_device *dev, cl_mem mem) {
+    if (!mem) return;
+    if (!dev || !dev->shadowed || keep(dev, mem)) clReleaseMemObject(mem);
 }
 
 /* A store of bytes at offset that covers all of mem, which is no sub-buffer. */
@@ -609,30 +634,25 @@ int pgn_device_write(pgn_device *dev, cl_mem mem, size_t offset, size_t bytes, c
                      pgn_error *err) {
     if (bytes == 0) return 0;
     cl_int st;
-    if (!dev->oclgrind || whole_buffer(mem, offset, bytes)) {
+    if (!dev->shadowed || whole_buffer(mem, offset, bytes)) {
         st = clEnqueueWriteBuffer(dev->queue, mem, blocking ? CL_TRUE : CL_FALSE, offset, bytes, src, 0, NULL, NULL);
         return st == CL_SUCCESS ? 0 : store_fail(dev, "upload to", st, err);
     }
     if (store_words(dev, "upload to", offset, bytes, err)) return -1;
-    cl_mem *grown = realloc(dev->staged, (dev->n_staged + 1) * sizeof *grown);
-    if (!grown) {
-        pgn_error_set(err, "internal", "", "out of memory");
-        return -1;
-    }
-    dev->staged = grown;
     cl_mem staged = clCreateBuffer(dev->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, (void *)src, &st);
     if (st != CL_SUCCESS) return store_fail(dev, "upload to", st, err);
-    dev->staged[dev->n_staged++] = staged;
     cl_ulong n = bytes / 4, from = 0, to = offset / 4;
     cl_uint per_item = PGN_STORE_WORDS;
     pgn_karg args[] = {KARG(n), KARG(per_item), KARG(staged), KARG(from), KARG(mem), KARG(to)};
-    return store_kernel(dev, "copy_u32", args, 6, n, err);
+    int rc = store_kernel(dev, "copy_u32", args, 6, n, err);
+    pgn_device_release_buffer(dev, staged);
+    return rc;
 }
 
 int pgn_device_fill_u32(pgn_device *dev, cl_mem mem, size_t offset, size_t bytes, uint32_t value,
                         pgn_error *err) {
     if (bytes == 0) return 0;
-    if (!dev->oclgrind) {
+    if (!dev->shadowed) {
         cl_uint pattern = value;
         cl_int st = clEnqueueFillBuffer(dev->queue, mem, &pattern, sizeof pattern, offset, bytes, 0, NULL, NULL);
         return st == CL_SUCCESS ? 0 : store_fail(dev, "fill on", st, err);
@@ -658,7 +678,7 @@ int pgn_device_fill_u32(pgn_device *dev, cl_mem mem, size_t offset, size_t bytes
 int pgn_device_copy(pgn_device *dev, cl_mem src, size_t src_offset, cl_mem dst, size_t dst_offset, size_t bytes,
                     pgn_error *err) {
     if (bytes == 0) return 0;
-    if (!dev->oclgrind) {
+    if (!dev->shadowed) {
         cl_int st = clEnqueueCopyBuffer(dev->queue, src, dst, src_offset, dst_offset, bytes, 0, NULL, NULL);
         return st == CL_SUCCESS ? 0 : store_fail(dev, "copy on", st, err);
     }

@@ -195,7 +195,7 @@ int pgn_gemm_reserve(pgn_device *dev, size_t bytes, pgn_error *err) {
     if (!dev || bytes <= dev->gemm_ws_bytes) return 0;
     /* Queued GEMMs may still read the old buffer. */
     if (pgn_device_finish(dev, err)) return -1;
-    if (dev->gemm_ws) clReleaseMemObject(dev->gemm_ws);
+    pgn_device_release_buffer(dev, dev->gemm_ws);
     dev->gemm_ws = NULL;
     dev->gemm_ws_bytes = 0;
     cl_int st;

@@ -93,7 +93,7 @@ static int make_buffer(clnet *c, size_t bytes, const void *host, cl_mem *out, pg
 
 /* Releases a buffer made of bytes (as make_buffer rounded them). */
 static void drop_buffer(clnet *c, cl_mem *buf, size_t bytes) {
-    clReleaseMemObject(*buf);
+    pgn_device_release_buffer(c->dev, *buf);
     *buf = NULL;
     c->dev_bytes -= bytes < 8 ? 8 : bytes;
 }
@@ -103,7 +103,7 @@ static void clnet_release(clnet *c) {
                       &c->bnodes,        &c->brbag,         &c->defs,          &c->bags,
                       &c->mail,          &c->wk,            &c->ctl,           &c->scratch};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
-        if (*bufs[i]) clReleaseMemObject(*bufs[i]);
+        pgn_device_release_buffer(c->dev, *bufs[i]);
     free(c->w);
     free(c->ctl_host);
     free(c->mail_host);

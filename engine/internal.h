@@ -24,9 +24,10 @@ struct pgn_device {
     size_t align_bytes;   /* sub-buffer origins must be multiples of this */
     cl_mem gemm_ws;       /* engine/gemm.c's scratch for packed panels; grown, never shrunk */
     size_t gemm_ws_bytes;
-    bool oclgrind;    /* the Oclgrind simulator: some host stores are kernels (pgn_device_write) */
-    cl_mem *staged;   /* Oclgrind: the uploads those kernels copied from, released at close */
-    size_t n_staged;
+    bool oclgrind;    /* the Oclgrind simulator */
+    bool shadowed;    /* Oclgrind checking for uninitialised reads: see pgn_device_write */
+    cl_mem *kept;     /* shadowed: buffers released only when the device closes */
+    size_t n_kept;
 };
 
 /* The kernel called name in the device's program; NULL (and an error) when there is none. */
@@ -62,16 +63,19 @@ int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_err
 int pgn_device_finish(pgn_device *dev, pgn_error *err);
 
 /* Stores from the host into device buffers, offsets and sizes in bytes: what
- * clEnqueueWriteBuffer, clEnqueueFillBuffer and clEnqueueCopyBuffer do, except that on Oclgrind
- * those that cover part of a buffer are queued kernels, so that its uninitialised-value checker
- * keeps track (device.c); there sizes and offsets must be whole 4-byte words. pgn_device_write
- * with blocking false may read src later: src must stay as it is until the queue has run. */
+ * clEnqueueWriteBuffer, clEnqueueFillBuffer and clEnqueueCopyBuffer do, except that under
+ * Oclgrind's uninitialised-value checker those that cover part of a buffer are queued kernels, so
+ * that it keeps track (device.c); there sizes and offsets must be whole 4-byte words.
+ * pgn_device_write with blocking false may read src later: src must stay as it is until the queue
+ * has run. pgn_device_release_buffer is clReleaseMemObject, except that under that checker the
+ * buffer lives on until the device closes. */
 int pgn_device_write(pgn_device *dev, cl_mem mem, size_t offset, size_t bytes, const void *src, bool blocking,
                      pgn_error *err);
 int pgn_device_fill_u32(pgn_device *dev, cl_mem mem, size_t offset, size_t bytes, uint32_t value,
                         pgn_error *err);
 int pgn_device_copy(pgn_device *dev, cl_mem src, size_t src_offset, cl_mem dst, size_t dst_offset, size_t bytes,
                     pgn_error *err);
+void pgn_device_release_buffer(pgn_device *dev, cl_mem mem);
 
 /* ---- tensors (tensor.c) ----------------------------------------------------------------- */
 

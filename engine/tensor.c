@@ -40,7 +40,7 @@ int pgn_tensor_init(pgn_tensor *t, pgn_device *dev, int rows, int cols, pgn_erro
 void pgn_tensor_release(pgn_tensor *t) {
     if (!t) return;
     if (!t->view) free(t->host);
-    if (t->mem) clReleaseMemObject(t->mem);
+    if (t->mem) pgn_device_release_buffer(t->dev, t->mem);
     memset(t, 0, sizeof *t);
 }
 
