@@ -29,11 +29,29 @@
 #define INET_HOT static inline __attribute__((always_inline))
 #define INET_COLD static __attribute__((noinline))
 
-/* Interactions between polls of the stop flag and the budget. */
+/* Interactions between polls of the stop flag, the budget and whether a worker is idle: each
+ * poll is two atomic reads, each a fence on x86 (pocl, loops.hvm on one work-item: polling every
+ * 64 interactions cost about 10 %, every 256 within the noise). */
 #define INET_POLL 256u
-/* An idle worker gives up waiting after this many polls (a few milliseconds), so a worker whose
- * partners are not running (more work-groups than the device runs at once) cannot hold a launch. */
-#define INET_SPIN_MAX 262144u
+/* An idle worker gives up waiting after this many polls (under a millisecond on pocl: a poll is
+ * three atomic reads, and 2048 take about as long as the 262144 plain reads polled before), so a
+ * worker whose partners are not running (more work-groups than the device runs at once) cannot
+ * hold a launch. Oclgrind runs a work-group's work-items one after another, switching only at
+ * barriers, so there no partner runs while a worker waits, and each poll is simulated: a few
+ * polls are enough. */
+#ifdef PGN_OCLGRIND
+#define INET_SPIN_MAX 16u
+#else
+#define INET_SPIN_MAX 2048u
+#endif
+
+/* The words workers share to coordinate (ctl, and the mail buffer) are read and written through
+ * atomics only: a plain read of a word that another worker changes atomically is a data race
+ * (Oclgrind's checker reported CTL_IDLE so). A read is an atomic add of 0, which LLVM turns on
+ * x86 into a fence and a plain load: the line stays with the workers that write it. */
+#define INET_READ(p) atomic_add((p), 0u)
+#define INET_READ64(p) atom_add((p), (pgn_u64)0)
+#define INET_SET(p, v) atomic_xchg((p), (v))
 
 typedef struct {
     INET_HEAP pgn_u64 *node;
@@ -88,7 +106,7 @@ INET_COLD void inet_give_back(inet_w *w, int h) {
     pgn_inet_alloc *a = &w->s.heap[h];
     pgn_u32 owner = w->owner[h][a->foreign / PGN_INET_CHUNK];
     volatile __global pgn_u64 *remote = &w->mail[PGN_INET_REMOTE(owner, h)];
-    pgn_u64 old = *remote;
+    pgn_u64 old = INET_READ64(remote);
     for (;;) {
         inet_slot_set_next(w, h, a->foreign_tail, (pgn_u32)old);
         INET_RELEASE();
@@ -123,7 +141,7 @@ INET_HOT bool inet_reserve_heap(inet_w *w, int h, pgn_u32 need) {
     pgn_inet_alloc *a = &w->s.heap[h];
     while (a->nfree + (a->end - a->next) + a->nforeign < need) {
         volatile __global pgn_u64 *remote = &w->mail[PGN_INET_REMOTE(w->me, h)];
-        if (a->nfree == 0 && *remote) {
+        if (a->nfree == 0 && INET_READ64(remote)) {
             pgn_u64 back = atom_xchg(remote, (pgn_u64)0);
             INET_ACQUIRE();
             a->free = (pgn_u32)back;
@@ -359,9 +377,9 @@ INET_HOT void inet_interact(inet_w *w, pgn_u32 rule, pgn_u32 a, pgn_u32 b) {
 }
 
 /* ---- sharing -------------------------------------------------------------------------------
- * An idle worker counts itself in CTL_IDLE and raises its HUNGRY flag. A busy worker with two or
- * more redexes claims a hungry one by exchanging its flag to 0 (so only one giver wins), uncounts
- * it, then puts its oldest redex in that worker's mailbox. Since the giver is busy while it does
+ * An idle worker counts itself in CTL_IDLE and raises its HUNGRY flag. A busy worker looks at
+ * CTL_IDLE at each poll; with two or more redexes it claims a hungry one by exchanging its flag to
+ * 0 (so only one giver wins), uncounts it, then puts its oldest redex in that worker's mailbox. Since the giver is busy while it does
  * this, CTL_IDLE equals the number of workers only when no work is left anywhere. */
 
 static void inet_share(inet_w *w) {
@@ -370,7 +388,7 @@ static void inet_share(inet_w *w) {
     pgn_u32 j = w->me + 1 + w->s.share_rot;
     if (j >= w->workers) j -= w->workers;
     volatile __global pgn_u32 *hungry = &w->ctl[PGN_INET_CTL_HUNGRY(j)];
-    if (*hungry && atomic_xchg(hungry, 0u) == 1u) {
+    if (INET_READ(hungry) && atomic_xchg(hungry, 0u) == 1u) {
         /* Uncount it before it can start: once it has the redex it may go idle and count
          * itself again, and counted twice it would end the launch with work left. */
         atomic_dec(&w->ctl[PGN_INET_CTL_IDLE]);
@@ -382,7 +400,7 @@ static void inet_share(inet_w *w) {
 /* Takes what is in this worker's mailbox, if anything. */
 static bool inet_take_mail(inet_w *w) {
     volatile __global pgn_u64 *box = &w->mail[PGN_INET_MAIL(w->me)];
-    if (*box == 0) return false;
+    if (INET_READ64(box) == 0) return false;
     pgn_u64 r = atom_xchg(box, (pgn_u64)0);
     INET_ACQUIRE();
     w->bag[0] = r; /* only called with an empty bag */
@@ -400,15 +418,15 @@ static bool inet_wait(inet_w *w) {
     atomic_inc(&w->ctl[PGN_INET_CTL_IDLE]);
     atomic_xchg(hungry, 1u);
     for (pgn_u32 spins = 0;; spins++) {
-        if (*hungry == 0) { /* claimed: the giver has uncounted us and is filling the mailbox */
+        if (INET_READ(hungry) == 0) { /* claimed: the giver has uncounted us and is filling the mailbox */
             while (!inet_take_mail(w)) {
             }
             return true;
         }
-        bool all_idle = w->ctl[PGN_INET_CTL_IDLE] == w->workers;
-        if (all_idle || w->ctl[PGN_INET_CTL_STOP] || spins >= INET_SPIN_MAX) {
+        bool all_idle = INET_READ(&w->ctl[PGN_INET_CTL_IDLE]) == w->workers;
+        if (all_idle || INET_READ(&w->ctl[PGN_INET_CTL_STOP]) || spins >= INET_SPIN_MAX) {
             if (atomic_xchg(hungry, 0u) == 0u) continue; /* claimed just now: take the gift */
-            if (all_idle) w->ctl[PGN_INET_CTL_STOP] = 1u;
+            if (all_idle) INET_SET(&w->ctl[PGN_INET_CTL_STOP], 1u);
             atomic_dec(&w->ctl[PGN_INET_CTL_IDLE]);
             return false;
         }
@@ -477,7 +495,7 @@ __kernel void inet_reduce(INET_HEAP pgn_u64 *node, volatile __global pgn_u32 *va
         pgn_u32 st = inet_reserve(&w, rule, a, b);
         if (st != PGN_INET_ST_OK) {
             w.s.status = st;
-            ctl[PGN_INET_CTL_STOP] = 1u;
+            INET_SET(&ctl[PGN_INET_CTL_STOP], 1u);
             break;
         }
         w.s.bag_hi--;
@@ -485,14 +503,14 @@ __kernel void inet_reduce(INET_HEAP pgn_u64 *node, volatile __global pgn_u32 *va
         w.s.itrs++;
         if (w.s.itrs >= next_poll) {
             next_poll = w.s.itrs + INET_POLL;
-            if (ctl[PGN_INET_CTL_STOP]) break;
+            if (INET_READ(&ctl[PGN_INET_CTL_STOP])) break;
+            if (INET_READ(&ctl[PGN_INET_CTL_IDLE])) inet_share(&w);
             if (w.s.itrs >= stop_at) {
                 w.s.status = PGN_INET_ST_BUDGET;
-                ctl[PGN_INET_CTL_STOP] = 1u;
+                INET_SET(&ctl[PGN_INET_CTL_STOP], 1u);
                 break;
             }
         }
-        if (ctl[PGN_INET_CTL_IDLE]) inet_share(&w);
     }
     wk[me] = w.s;
 }
