@@ -13,9 +13,10 @@ packages=(
 )
 case "${1:-}" in
   --test)
-    # Criterion; and for the dashboard's browser test, Debian's Chromium and Node.js (npm comes
-    # with some Node.js builds; Debian packages it apart)
-    packages+=(libcriterion-dev chromium nodejs)
+    # Criterion; Oclgrind, the OpenCL simulator test_oclgrind runs the kernels on; and for the
+    # dashboard's browser test, Debian's Chromium and Node.js (npm comes with some Node.js
+    # builds; Debian packages it apart)
+    packages+=(libcriterion-dev oclgrind chromium nodejs)
     command -v npm >/dev/null 2>&1 || packages+=(npm)
     ;;
   "") ;;
