@@ -91,6 +91,7 @@ typedef struct pgn_tensor {
 } pgn_tensor;
 
 int pgn_tensor_init(pgn_tensor *t, pgn_device *dev, int rows, int cols, pgn_error *err);
+/* Before the tensor's device closes: under Oclgrind's checker the device keeps the buffer. */
 void pgn_tensor_release(pgn_tensor *t);
 /* A (rows, cols) tensor over parent's elements from offset on; offset * 4 must be a multiple
  * of pgn_tensor_view_align(parent's device) elements. The parent must outlive the view. */
