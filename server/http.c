@@ -264,6 +264,15 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
     fprintf(stderr, "paragond: http: %s\n", msg);
 }
 
+/* libmicrohttpd aborts on what it holds for an internal error; say what it was first, so that a
+ * paragond dying of SIGABRT leaves its reason on stderr. */
+static void on_mhd_panic(void *cls, const char *file, unsigned int line, const char *reason) {
+    (void)cls;
+    fprintf(stderr, "paragond: libmicrohttpd gave up at %s:%u: %s\n", file ? file : "?", line,
+            reason ? reason : "(no reason given)");
+    abort();
+}
+
 /* Makes room for the connections in the open-file limit; returns how many fit. */
 static unsigned fit_open_files(unsigned want) {
     struct rlimit rl;
@@ -448,6 +457,7 @@ int pgd_http_start(const char *host, uint16_t port, unsigned threads,
     h->ctx = ctx;
     h->limits = *limits;
     h->limits.max_connections = fit_open_files(limits->max_connections);
+    MHD_set_panic_func(on_mhd_panic, NULL);
     pthread_mutex_init(&h->conns_lock, NULL);
     pthread_cond_init(&h->reaper_wake, NULL);
     for (int i = 0; i < PGD_REFUSED_REASONS; i++) atomic_init(&h->said[i], false);
