@@ -12,8 +12,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench.h"
-#include "internal.h"
+#include "bench/bench.h"
+#include "tensor/tensor.h"
 #include "pgn_math.h"
 
 /* Each repeat queues enough calls back to back to last about this long, then waits once, as a

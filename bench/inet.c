@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "inet.h"
-#include "internal.h"
+#include "inet/inet.h"
+#include "tensor/tensor.h"
 
 /* Where a program runs: the host reducer (dev NULL) or a device with some work-items. */
 typedef struct {

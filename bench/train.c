@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "tensor/tensor.h"
 
 static void row(const char *device, const json_t *r) {
     printf("%-14s %10.3f %12.0f %9.2f %9.4f  %.16s\n", device,

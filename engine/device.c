@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "embedded.h"
-#include "internal.h"
+#include "core.h"
 
 /* Correctly rounded divide/sqrt and no fast-math: DESIGN.md's determinism rules. */
 #define PGN_CL_BUILD_OPTIONS "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt"

@@ -4,7 +4,7 @@
 #include "api.h"
 
 #include "auth.h"
-#include "embedded.h"
+#include "assets.h"
 #include "events.h"
 #include "http.h"
 #include "lock.h"
@@ -267,9 +267,7 @@ static int queued_jobs(pgd_api *api, int64_t *queued, pgn_error *err) {
 /* Whether n more jobs fit under max_queued: 0 yes, 1 no, -1 when the store cannot say.
  * *queued is the count judged by. The caller holds submit_lock until it has inserted. */
 static int queue_room(pgd_api *api, size_t n, int64_t *queued, pgn_error *err) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    int64_t now_ns = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+    int64_t now_ns = pgn_now_ns();
     if (api->queued_bound + (int64_t)n > api->max_queued ||
         now_ns - api->queued_read_ns > QUEUED_RECOUNT_NS) {
         int64_t counted;
@@ -733,7 +731,7 @@ static enum MHD_Result delete_session(pgd_api *api, const pgd_request *req, int6
 static enum MHD_Result get_web_file(pgd_api *api, const pgd_request *req, int64_t id) {
     (void)api, (void)id;
     const char *name = req->path[1] ? req->path + 1 : "index.html";
-    const pgn_embedded *file = pgn_embedded_find(pgn_web_sources, name);
+    const pgn_embedded *file = pgn_embedded_find(pgd_web_sources, name);
     if (!file) return not_found(req); /* not reached: the route matched an embedded file */
     return pgd_reply_static(req, MHD_HTTP_OK, file->data, file->size, content_type_for(name));
 }
@@ -800,7 +798,7 @@ static bool match(const char *pattern, const char *path, match_mode mode, const 
                 if (len >= sizeof name) return false;
                 memcpy(name, s, len);
                 name[len] = 0;
-                if (!pgn_embedded_find(pgn_web_sources, name)) return false;
+                if (!pgn_embedded_find(pgd_web_sources, name)) return false;
             }
             p = close + 1;
             s += len;

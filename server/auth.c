@@ -6,7 +6,6 @@
  * its length. */
 #include "auth.h"
 
-#include "internal.h" /* pgn_sha256 */
 
 #include <arpa/inet.h>
 #include <errno.h>

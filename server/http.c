@@ -138,14 +138,8 @@ enum MHD_Result pgd_reply_error(const pgd_request *req, unsigned status, const c
 
 /* ---- connection limits ------------------------------------------------------------------ */
 
-static int64_t mono_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
 static int64_t next_deadline(const pgd_http *h) {
-    return mono_ns() + (int64_t)h->limits.header_timeout_s * 1000000000LL;
+    return pgn_now_ns() + (int64_t)h->limits.header_timeout_s * 1000000000LL;
 }
 
 /* Counts a refusal and, the first time for its reason, says why on stderr. */
@@ -226,7 +220,7 @@ static void *reaper_main(void *arg) {
             until.tv_nsec -= 1000000000L;
         }
         pthread_cond_timedwait(&h->reaper_wake, &h->conns_lock, &until);
-        int64_t now = mono_ns();
+        int64_t now = pgn_now_ns();
         for (conn_track *t = h->conns; t && !h->stopping; t = t->next) {
             int64_t deadline = atomic_load(&t->deadline_ns);
             if (t->cut || deadline == 0 || now < deadline) continue;
@@ -311,13 +305,12 @@ static enum MHD_Result reply_too_large(pgd_http *h, const pgd_request *req) {
 /* Runs the handler and counts the request for /metrics: its route, method, the status it
  * queued and the time the handler took. */
 static enum MHD_Result dispatch(pgd_http *h, const pgd_request *req) {
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = pgn_now_ns();
     enum MHD_Result r = h->handler(h->ctx, req);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    int64_t t1 = pgn_now_ns();
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_HTTP_STATUS);
-    double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    double seconds = (double)(t1 - t0) * 1e-9;
     pgd_metrics_observe(h->slot(h->ctx, req->path), req->method, info ? info->http_status : 0,
                         seconds);
     return r;

@@ -374,15 +374,9 @@ static void calibrate(worker *w) {
     json_decref(rows);
 }
 
-static int64_t mono_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
 /* A run starts (running) or ends: its time joins the worker's busy total. */
 static void busy_mark(worker *w, bool running) {
-    int64_t now = mono_ns();
+    int64_t now = pgn_now_ns();
     pthread_mutex_lock(&w->sched->lock);
     if (running) {
         w->run_started_ns = now;
@@ -396,7 +390,7 @@ static void busy_mark(worker *w, bool running) {
 /* Finished runs plus the one in progress: grows steadily while a job runs. */
 static double busy_seconds(pgd_scheduler *s, worker *w) {
     pthread_mutex_lock(&s->lock);
-    int64_t ns = w->busy_ns + (w->run_started_ns ? mono_ns() - w->run_started_ns : 0);
+    int64_t ns = w->busy_ns + (w->run_started_ns ? pgn_now_ns() - w->run_started_ns : 0);
     pthread_mutex_unlock(&s->lock);
     return (double)ns * 1e-9;
 }
@@ -523,7 +517,7 @@ static void device_rates(pgd_scheduler *s, const pgn_device_info *info, pgn_devi
     worker *w = NULL;
     for (size_t i = 0; i < s->n && !w; i++)
         if (&s->devices[i] == info || strcmp(s->devices[i].id, info->id) == 0) w = &s->workers[i];
-    int64_t now = mono_ns();
+    int64_t now = pgn_now_ns();
     if (w) {
         pthread_mutex_lock(&s->lock);
         bool fresh = w->rates_read_ns && now - w->rates_read_ns < RATES_REFRESH_NS;
@@ -558,7 +552,7 @@ static double queue_seconds(pgd_scheduler *s, const char *device_id) {
     double q = 0;
     pgn_error err;
     if (!w) return pgd_store_queue_seconds(s->store, device_id, &q, &err) < 0 ? 0 : q;
-    int64_t now = mono_ns();
+    int64_t now = pgn_now_ns();
     pthread_mutex_lock(&s->lock);
     bool fresh = w->queue_read_ns && now - w->queue_read_ns < QUEUE_REFRESH_NS;
     q = w->queue_s;

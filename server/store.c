@@ -316,7 +316,7 @@ int pgd_store_open_with(const char *path, const pgn_embedded *migrations, pgd_st
 }
 
 int pgd_store_open(const char *path, pgd_store **out, pgn_error *err) {
-    return pgd_store_open_with(path, pgn_schema_sources, out, err);
+    return pgd_store_open_with(path, pgd_schema_sources, out, err);
 }
 
 void pgd_store_close(pgd_store *s) {

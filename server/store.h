@@ -5,7 +5,7 @@
 #ifndef PGD_STORE_H
 #define PGD_STORE_H
 
-#include "embedded.h"
+#include "assets.h"
 #include "paragon.h"
 
 #include <jansson.h>
@@ -20,7 +20,7 @@ typedef struct pgd_store pgd_store;
 #define PGD_STORE_UNAVAILABLE "store_unavailable"
 
 /* Opens (creating if missing) the database at path and applies the embedded schema
- * migrations (pgn_schema_sources) that are not yet recorded in schema_migrations. */
+ * migrations (pgd_schema_sources) that are not yet recorded in schema_migrations. */
 int pgd_store_open(const char *path, pgd_store **out, pgn_error *err);
 /* The same with another migration table (NULL-name terminated, names "NNN_name.sql"). */
 int pgd_store_open_with(const char *path, const pgn_embedded *migrations, pgd_store **out,

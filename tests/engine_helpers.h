@@ -6,7 +6,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "tensor/tensor.h"
 #include "pgn_math.h"
 
 static inline pgn_device *test_open_cl_device(void) {

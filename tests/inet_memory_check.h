@@ -6,7 +6,7 @@
 
 #include <criterion/criterion.h>
 
-#include "inet.h"
+#include "inet/inet.h"
 
 /* The issue's reproducer: every CALL of @f makes two more, so the net grows without end (with
  * max_nodes 2^31 on the host it took memory at ~300 MB/s until the OOM killer stopped paragond). */

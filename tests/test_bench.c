@@ -4,7 +4,7 @@
  * checked for presence and sign only: tests never assert on wall-clock time. */
 #include <string.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 #include "engine_helpers.h"
 
 static pgn_device *dev;

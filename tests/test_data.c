@@ -11,8 +11,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "idx.h"
-#include "internal.h"
+#include "tensor/idx.h"
+#include "tensor/tensor.h"
 
 #define MAGIC_IMAGES 0x00000803u
 #define MAGIC_LABELS 0x00000801u

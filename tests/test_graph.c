@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "engine_helpers.h"
-#include "graph.h"
+#include "tensor/graph.h"
 #include "pgn_ops.h"
 
 enum { ROWS = 5, FEATURES = 4, HIDDEN = 6, CLASSES = 3 };

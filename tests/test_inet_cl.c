@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "engine_helpers.h"
-#include "inet.h"
+#include "inet/inet.h"
 #include "inet_gen.h"
 #include "inet_memory_check.h"
 

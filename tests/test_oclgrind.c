@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "engine_helpers.h"
-#include "inet.h"
+#include "inet/inet.h"
 #include "pgn_ops.h"
 
 /* Where Debian's oclgrind package puts its runtime built as an ICD. */

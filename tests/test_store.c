@@ -2,6 +2,7 @@
  * repeated, added, failing, newer), job rows through every transition, listing with filters
  * and paging, metric series, benchmark rows (batches, export filters, the latest run, a bench
  * job's success), start-up recovery, and concurrent use from several threads. */
+#include "assets.h"
 #include "store.h"
 #include "views.h"
 
@@ -257,7 +258,7 @@ Test(store, reopening_applies_nothing_again) {
 }
 
 static const pgn_embedded *find_init(void) {
-    const pgn_embedded *init = pgn_embedded_find(pgn_schema_sources, "001_init.sql");
+    const pgn_embedded *init = pgn_embedded_find(pgd_schema_sources, "001_init.sql");
     cr_assert_not_null(init, "001_init.sql is embedded");
     return init;
 }

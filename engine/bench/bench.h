@@ -1,0 +1,63 @@
+/* bench.h: the benchmark suites' shared pieces, for engine/bench*.c and tests. A suite appends
+ * rows to a JSON array: one flat object per case and device, with the common keys
+ *   "suite", "case", "device" (device id, "host" for the host reference alone), "adapter"
+ *   (the device's name), "version" (PGN_VERSION)
+ * and the suite's own figures (bench.c's column table lists them, in order, per suite). Times are
+ * milliseconds (`*_ms`), throughputs per second, bandwidths GB/s (1e9 bytes). */
+#ifndef PGN_BENCH_H
+#define PGN_BENCH_H
+
+#include "tensor/tensor.h"
+
+typedef struct pgn_bench_ctx {
+    pgn_device *dev;          /* the device under test; NULL: the host pseudo-device */
+    const pgn_device_info *info;
+    int repeats;              /* timed repeats after warm-up; the figure is their median */
+    const char *const *cases; /* only these case ids; NULL: every case of the suite */
+    size_t n_cases;
+    const pgn_run_hooks *hooks; /* on_log for progress lines, should_stop polled between cases */
+    const char *data_dir;       /* datasets (the train suite) */
+    json_t *listing;            /* set: nothing runs; pgn_bench_wants appends each case id here */
+} pgn_bench_ctx;
+
+/* One GEMM a benchmark times: C (M x N) = op(A) op(B) with inner dimension K; ta/tb say
+ * whether A/B are stored transposed. */
+typedef struct {
+    const char *name;
+    int M, N, K;
+    bool ta, tb;
+} pgn_gemm_shape;
+
+/* The Fashion-MNIST MLP 784-256-256-10's GEMMs at batch 128 (forward x w, dW = x^T dz,
+ * dX = dz w^T): the gemm suite and bench-gemm both time them. */
+#define PGN_MLP_GEMM_SHAPES 8
+extern const pgn_gemm_shape pgn_mlp_gemm_shapes[PGN_MLP_GEMM_SHAPES];
+
+/* A new row {"suite", "case", "device", "adapter", "version"} for ctx's device; the caller sets
+ * the figures and appends it. */
+json_t *pgn_bench_row(const pgn_bench_ctx *ctx, const char *suite, const char *case_id);
+/* Whether ctx selects case_id (no filter selects every case). Every suite asks it before any
+ * work on a case, which is how pgn_bench_cases lists them: a listing ctx records the id and
+ * selects nothing. */
+bool pgn_bench_wants(const pgn_bench_ctx *ctx, const char *case_id);
+/* Fails with "cancelled" when hooks->should_stop says so; 0 otherwise. */
+int pgn_bench_check_stop(const pgn_bench_ctx *ctx, pgn_error *err);
+
+/* The suites (bench_mlp.c: mlp-forward and tensor-micro; bench.c: gemm, inet, train). Each
+ * appends its rows to rows; -1 with err on failure (rows appended so far stay). */
+int pgn_bench_mlp_forward(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
+int pgn_bench_tensor_micro(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
+int pgn_bench_gemm(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
+int pgn_bench_inet(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
+int pgn_bench_train(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
+
+/* A bench job: {"suite", "device", "rows": [...]} (bench.c). */
+int pgn_bench_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
+                      const pgn_run_hooks *hooks, json_t **result, pgn_error *err);
+
+/* The bench part of a job spec (suite, cases, repeats) from its root object (bench_spec.c),
+ * and back, as a new object. */
+int pgn_bench_spec_parse(const json_t *root, pgn_bench_spec *b, pgn_error *err);
+json_t *pgn_bench_spec_to_json(const pgn_bench_spec *b);
+
+#endif

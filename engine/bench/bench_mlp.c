@@ -1,0 +1,527 @@
+/* bench_mlp.c: the mlp-forward suite (Paragon-Py's MLP cases: one forward pass of the host
+ * reference against the device, single sample and batch 256, with the bit-identity of the
+ * outputs) and the tensor-micro suite (add, ReLU and a dense layer at a few sizes: host reference
+ * against device-resident kernels, plus the device's launch overhead). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "pgn_math.h"
+#include "pgn_ops.h"
+
+/* ---- timing -----------------------------------------------------------------------------
+ * A timed run is `calls` calls of an op or pass followed by one wait for the device, so the
+ * device's figures include the launches but never a finish per op (DESIGN.md). */
+
+typedef int (*bench_run_fn)(void *arg, int calls, pgn_error *err);
+
+/* Seconds per call: the median of reps timed runs of `calls` calls, after one untimed run. */
+static int time_calls(bench_run_fn run, void *arg, int calls, int reps, double *sec,
+                      pgn_error *err) {
+    if (reps < 1) reps = 1;
+    double *t = malloc((size_t)reps * sizeof *t);
+    if (!t) {
+        pgn_error_set(err, "out_of_memory", "", "bench: out of memory");
+        return -1;
+    }
+    int rc = run(arg, calls, err);
+    for (int r = 0; r < reps && !rc; r++) {
+        double t0 = pgn_now_s();
+        rc = run(arg, calls, err);
+        t[r] = (pgn_now_s() - t0) / calls;
+    }
+    if (!rc) *sec = pgn_median(t, (size_t)(reps));
+    free(t);
+    return rc;
+}
+
+/* Micro-benchmark runs last about this long (one kernel of 1K elements is a few µs, under the
+ * clock's and the scheduler's noise); at most this many calls are queued per run. */
+#define MICRO_TARGET_S 0.005
+#define MICRO_MAX_CALLS 2000
+
+/* The number of calls that makes a run last about MICRO_TARGET_S (one untimed run first). */
+static int calibrate_calls(bench_run_fn run, void *arg, int *calls, pgn_error *err) {
+    double sec;
+    if (time_calls(run, arg, 1, 1, &sec, err)) return -1;
+    double n = sec > 0 ? ceil(MICRO_TARGET_S / sec) : MICRO_MAX_CALLS;
+    *calls = n > MICRO_MAX_CALLS ? MICRO_MAX_CALLS : n < 1 ? 1 : (int)n;
+    return 0;
+}
+
+static void log_line(const pgn_bench_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void log_line(const pgn_bench_ctx *ctx, const char *fmt, ...) {
+    if (!ctx->hooks || !ctx->hooks->on_log) return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    ctx->hooks->on_log(ctx->hooks->ctx, line);
+}
+
+static int oom(pgn_error *err) {
+    pgn_error_set(err, "out_of_memory", "", "bench: out of memory");
+    return -1;
+}
+
+/* ---- mlp-forward ---------------------------------------------------------------------------
+ * Paragon-Py's cases: 784 inputs, `hidden` ReLU layers of `width`, 10 softmax outputs. Weights
+ * and biases are uniform in +-1/sqrt(fan_in) (PyTorch's nn.Linear default), inputs in [0, 1),
+ * all from the counter RNG: every run and device sees the same numbers. */
+#define MLP_INPUTS 784
+#define MLP_CLASSES 10
+#define MLP_BATCH 256
+#define MLP_MAX_LAYERS 5
+#define MLP_SEED 0x6d6c70ULL /* "mlp" */
+#define MLP_STREAM_INPUT 100 /* streams 2l and 2l+1 are layer l's weights and biases */
+#define MLP_STREAM_BATCH 101
+
+typedef struct {
+    const char *id;
+    int hidden, width;
+} mlp_case;
+
+static const mlp_case mlp_cases[] = {
+    {"S1", 1, 64},  {"S2", 1, 128}, {"S3", 1, 256},  {"M1", 2, 256},   {"M2", 2, 384},
+    {"M3", 2, 512}, {"L1", 3, 768}, {"L2", 3, 1024}, {"XL1", 4, 1536}, {"XL2", 4, 2048},
+};
+
+/* One network on one side (dev NULL: the host reference). Layer l maps dims[l] to dims[l+1]:
+ * w[l] (dims[l], dims[l+1]), b[l] (1, dims[l+1]); x, z[l] and y[l] hold MLP_BATCH rows, of which
+ * a single-sample pass uses the first. On the device the weights live packed, in pw. */
+typedef struct {
+    pgn_device *dev;
+    int layers, dims[MLP_MAX_LAYERS + 1];
+    pgn_tensor w[MLP_MAX_LAYERS], b[MLP_MAX_LAYERS];
+    pgn_gemm_packed pw[MLP_MAX_LAYERS]; /* weights packed once, as a server keeps them */
+    pgn_tensor x, z[MLP_MAX_LAYERS], y[MLP_MAX_LAYERS];
+} mlp_net;
+
+static void mlp_release(mlp_net *n) {
+    for (int l = 0; l < MLP_MAX_LAYERS; l++) {
+        pgn_tensor_release(&n->w[l]);
+        pgn_tensor_release(&n->b[l]);
+        pgn_gemm_packed_release(&n->pw[l]);
+        pgn_tensor_release(&n->z[l]);
+        pgn_tensor_release(&n->y[l]);
+    }
+    pgn_tensor_release(&n->x);
+}
+
+/* An empty network of layers + 1 widths dims on dev (NULL: host): every tensor allocated. */
+static int mlp_alloc(pgn_device *dev, int layers, const int *dims, mlp_net *n, pgn_error *err) {
+    memset(n, 0, sizeof *n);
+    n->dev = dev;
+    n->layers = layers;
+    memcpy(n->dims, dims, (size_t)(layers + 1) * sizeof *dims);
+    if (pgn_tensor_init(&n->x, dev, MLP_BATCH, MLP_INPUTS, err)) return -1;
+    for (int l = 0; l < layers; l++) {
+        int K = dims[l], N = dims[l + 1];
+        if (pgn_tensor_init(&n->w[l], dev, K, N, err) ||
+            pgn_tensor_init(&n->b[l], dev, 1, N, err) ||
+            pgn_tensor_init(&n->z[l], dev, MLP_BATCH, N, err) ||
+            pgn_tensor_init(&n->y[l], dev, MLP_BATCH, N, err))
+            return -1;
+    }
+    return 0;
+}
+
+/* The host network with its weights drawn (the source the device copies). */
+static int mlp_host_init(const mlp_case *c, mlp_net *n, pgn_error *err) {
+    int dims[MLP_MAX_LAYERS + 1], layers = c->hidden + 1;
+    dims[0] = MLP_INPUTS;
+    for (int l = 1; l <= c->hidden; l++) dims[l] = c->width;
+    dims[layers] = MLP_CLASSES;
+    if (mlp_alloc(NULL, layers, dims, n, err)) return -1;
+    for (int l = 0; l < layers; l++) {
+        int K = dims[l], N = dims[l + 1];
+        float scale = 1.0f / sqrtf((float)K), *w = n->w[l].host, *b = n->b[l].host;
+        for (size_t i = 0; i < (size_t)K * N; i++)
+            w[i] = (2.0f * pgn_rand_unit(MLP_SEED, 2 * (pgn_u64)l, i) - 1.0f) * scale;
+        for (int j = 0; j < N; j++)
+            b[j] = (2.0f * pgn_rand_unit(MLP_SEED, 2 * (pgn_u64)l + 1, (pgn_u64)j) - 1.0f) * scale;
+    }
+    return 0;
+}
+
+/* The device network: allocates, uploads and packs the host's weights, and waits. */
+static int mlp_device_init(pgn_device *dev, const mlp_net *h, mlp_net *n, pgn_error *err) {
+    if (mlp_alloc(dev, h->layers, h->dims, n, err)) return -1;
+    for (int l = 0; l < n->layers; l++) {
+        int K = n->dims[l], N = n->dims[l + 1];
+        if (pgn_tensor_write(&n->w[l], h->w[l].host, (size_t)K * N, err) ||
+            pgn_tensor_write(&n->b[l], h->b[l].host, (size_t)N, err) ||
+            pgn_gemm_pack(&n->w[l], K, N, &n->pw[l], err))
+            return -1;
+    }
+    if (pgn_device_finish(dev, err)) return -1;
+    for (int l = 0; l < n->layers; l++) pgn_tensor_release(&n->w[l]); /* the panels serve */
+    return 0;
+}
+
+/* Softmax of each row of n logits, in place: the maximum, then the sum of exp(x - max) in
+ * order, then one division per element. Both sides apply it to their read-back logits (the
+ * engine's only softmax kernel is fused with the cross-entropy gradient), so the outputs are
+ * bit-identical exactly when the logits are. */
+static void softmax_rows(int rows, int n, float *x) {
+    for (int r = 0; r < rows; r++) {
+        float *v = x + (size_t)r * n, mx = v[0], sum = 0.0f;
+        for (int j = 1; j < n; j++) mx = v[j] > mx ? v[j] : mx;
+        for (int j = 0; j < n; j++) {
+            v[j] = pgn_expf(v[j] - mx);
+            sum += v[j];
+        }
+        for (int j = 0; j < n; j++) v[j] = v[j] / sum;
+    }
+}
+
+/* Queued copies between host memory and a device tensor's first count floats: host memory must
+ * stay as it is until the next pgn_device_finish. pgn_tensor_write and pgn_tensor_read block,
+ * and each blocking transfer waits for a wake-up of pocl's scheduler: an S1 pass with both took
+ * 0.11-0.13 ms, queued and waited for once 0.02-0.05 ms (medians of 5, several runs). */
+static int queue_write(pgn_tensor *t, const float *src, size_t count, pgn_error *err) {
+    return pgn_device_write(t->dev, t->mem, 0, count * sizeof *src, src, false, err);
+}
+
+static int queue_read(const pgn_tensor *t, float *dst, size_t count, pgn_error *err) {
+    cl_int st = clEnqueueReadBuffer(t->dev->queue, t->mem, CL_FALSE, 0, count * sizeof *dst, dst,
+                                    0, NULL, NULL);
+    if (st == CL_SUCCESS) return 0;
+    pgn_error_set(err, "device", "", "download from %s failed: %s", t->dev->info.id,
+                  pgn_cl_status_name(st));
+    return -1;
+}
+
+/* The layers' logits (rows, 10) for the input in n->x: GEMMs with fused bias + ReLU, the last
+ * without ReLU, queued on the device or run by the host reference. */
+static int mlp_layers(mlp_net *n, int rows, pgn_error *err) {
+    const pgn_tensor *a = &n->x;
+    for (int l = 0; l < n->layers; l++) {
+        int K = n->dims[l], N = n->dims[l + 1];
+        int act = l + 1 < n->layers ? PGN_ACT_CODE_RELU : PGN_ACT_CODE_NONE;
+        int rc = n->dev ? pgn_op_gemm_bias_act_packed(rows, a, &n->pw[l], &n->z[l], &n->b[l], act, &n->y[l], err)
+                        : pgn_op_gemm_bias_act(rows, N, K, a, false, &n->w[l], false, &n->z[l], &n->b[l], act,
+                                               &n->y[l], err);
+        if (rc) return -1;
+        a = &n->y[l];
+    }
+    return 0;
+}
+
+/* out (rows, 10) = the network's softmax outputs for in (rows, 784). On the device: queue the
+ * input's upload, the layers and the logits' read-back, then wait once. */
+static int mlp_forward(mlp_net *n, int rows, const float *in, float *out, pgn_error *err) {
+    size_t n_in = (size_t)rows * MLP_INPUTS, n_out = (size_t)rows * MLP_CLASSES;
+    const pgn_tensor *logits = &n->y[n->layers - 1];
+    if (!n->dev) {
+        if (pgn_tensor_write(&n->x, in, n_in, err) || mlp_layers(n, rows, err) ||
+            pgn_tensor_read(logits, out, n_out, err))
+            return -1;
+    } else if (queue_write(&n->x, in, n_in, err) || mlp_layers(n, rows, err) ||
+               queue_read(logits, out, n_out, err) || pgn_device_finish(n->dev, err)) {
+        pgn_error drain; /* queued copies may still use in and out: let them end first */
+        pgn_device_finish(n->dev, &drain);
+        return -1;
+    }
+    softmax_rows(rows, MLP_CLASSES, out);
+    return 0;
+}
+
+typedef struct {
+    mlp_net *net;
+    int rows;
+    const float *in;
+    float *out;
+} mlp_pass;
+
+static int run_mlp_pass(void *arg, int calls, pgn_error *err) {
+    mlp_pass *p = arg;
+    for (int i = 0; i < calls; i++)
+        if (mlp_forward(p->net, p->rows, p->in, p->out, err)) return -1;
+    return 0;
+}
+
+/* Mean and max of |a - b| over n values (in double: exact for floats' differences' sizes). */
+static void abs_diff(const float *a, const float *b, size_t n, double *mae, double *max) {
+    double sum = 0, mx = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        sum += d;
+        mx = d > mx ? d : mx;
+    }
+    *mae = n ? sum / (double)n : 0;
+    *max = mx;
+}
+
+/* One case: its row, or -1. */
+static int mlp_case_run(const pgn_bench_ctx *ctx, const mlp_case *c, json_t *row,
+                        pgn_error *err) {
+    mlp_net host, dev;
+    memset(&host, 0, sizeof host);
+    memset(&dev, 0, sizeof dev);
+    float in[MLP_INPUTS], out_h[MLP_CLASSES], out_d[MLP_CLASSES];
+    size_t batch_in_n = (size_t)MLP_BATCH * MLP_INPUTS;
+    size_t batch_out_n = (size_t)MLP_BATCH * MLP_CLASSES;
+    float *batch_in = malloc(batch_in_n * sizeof *batch_in);
+    float *batch_h = malloc(batch_out_n * sizeof *batch_h);
+    float *batch_d = malloc(batch_out_n * sizeof *batch_d);
+    int rc = -1;
+    if (!batch_in || !batch_h || !batch_d) {
+        oom(err);
+        goto done;
+    }
+    for (int i = 0; i < MLP_INPUTS; i++)
+        in[i] = pgn_rand_unit(MLP_SEED, MLP_STREAM_INPUT, (pgn_u64)i);
+    for (size_t i = 0; i < batch_in_n; i++)
+        batch_in[i] = pgn_rand_unit(MLP_SEED, MLP_STREAM_BATCH, i);
+    if (mlp_host_init(c, &host, err)) goto done;
+
+    char shape[64];
+    int len = snprintf(shape, sizeof shape, "%d", MLP_INPUTS);
+    double params = 0;
+    for (int l = 0; l < host.layers; l++) {
+        len += snprintf(shape + len, sizeof shape - (size_t)len, "-%d", host.dims[l + 1]);
+        params += (double)host.dims[l] * host.dims[l + 1] + host.dims[l + 1];
+    }
+    json_object_set_new(row, "shape", json_string(shape));
+    json_object_set_new(row, "est_mb", json_real(params * 4 / 1e6));
+    json_object_set_new(row, "batch", json_integer(MLP_BATCH));
+
+    double cpu_s, cpu_batch_s;
+    mlp_pass one_h = {&host, 1, in, out_h}, batch_hp = {&host, MLP_BATCH, batch_in, batch_h};
+    if (time_calls(run_mlp_pass, &one_h, 1, ctx->repeats, &cpu_s, err) ||
+        time_calls(run_mlp_pass, &batch_hp, 1, ctx->repeats, &cpu_batch_s, err))
+        goto done;
+    json_object_set_new(row, "cpu_ms", json_real(cpu_s * 1e3));
+    json_object_set_new(row, "cpu_batch_sps", json_real(MLP_BATCH / cpu_batch_s));
+    if (!ctx->dev) { /* the host pseudo-device: the reference is all there is */
+        log_line(ctx, "mlp-forward %s (%s): cpu %.3f ms, batch %.0f samples/s", c->id, shape,
+                 cpu_s * 1e3, MLP_BATCH / cpu_batch_s);
+        rc = 0;
+        goto done;
+    }
+
+    double t0 = pgn_now_s();
+    if (mlp_device_init(ctx->dev, &host, &dev, err)) goto done;
+    double init_s = pgn_now_s() - t0, gpu_s, gpu_batch_s;
+    mlp_pass one_d = {&dev, 1, in, out_d}, batch_dp = {&dev, MLP_BATCH, batch_in, batch_d};
+    if (time_calls(run_mlp_pass, &one_d, 1, ctx->repeats, &gpu_s, err) ||
+        time_calls(run_mlp_pass, &batch_dp, 1, ctx->repeats, &gpu_batch_s, err))
+        goto done;
+    double mae, max;
+    abs_diff(out_h, out_d, MLP_CLASSES, &mae, &max);
+    bool same = !memcmp(out_h, out_d, sizeof out_h) &&
+                !memcmp(batch_h, batch_d, batch_out_n * sizeof *batch_h);
+    json_object_set_new(row, "gpu_ms", json_real(gpu_s * 1e3));
+    json_object_set_new(row, "speedup", json_real(cpu_s / gpu_s));
+    json_object_set_new(row, "mae", json_real(mae));
+    json_object_set_new(row, "max", json_real(max));
+    json_object_set_new(row, "gpu_init_ms", json_real(init_s * 1e3));
+    json_object_set_new(row, "gpu_batch_sps", json_real(MLP_BATCH / gpu_batch_s));
+    json_object_set_new(row, "identical", json_boolean(same));
+    log_line(ctx, "mlp-forward %s (%s): cpu %.3f ms, %s %.3f ms (x%.2f), max |diff| %g%s", c->id,
+             shape, cpu_s * 1e3, ctx->info->id, gpu_s * 1e3, cpu_s / gpu_s, max,
+             same ? "" : ", NOT bit-identical");
+    rc = 0;
+done:
+    mlp_release(&host);
+    mlp_release(&dev);
+    free(batch_in);
+    free(batch_h);
+    free(batch_d);
+    return rc;
+}
+
+int pgn_bench_mlp_forward(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
+    for (size_t i = 0; i < sizeof mlp_cases / sizeof *mlp_cases; i++) {
+        const mlp_case *c = &mlp_cases[i];
+        if (!pgn_bench_wants(ctx, c->id)) continue;
+        if (pgn_bench_check_stop(ctx, err)) return -1;
+        json_t *row = pgn_bench_row(ctx, "mlp-forward", c->id);
+        if (!row) return oom(err);
+        if (mlp_case_run(ctx, c, row, err)) {
+            json_decref(row);
+            return -1;
+        }
+        json_array_append_new(rows, row);
+    }
+    return 0;
+}
+
+/* ---- tensor-micro ---------------------------------------------------------------------------
+ * Elementwise add and ReLU (the act kernel) over 1K, 64K and 1M floats, and a dense layer
+ * (GEMM + bias, one fused launch) of MICRO_DENSE_ROWS rows at 64 -> 64 and 256 -> 256, on
+ * device-resident data. A run queues `calls` ops and waits once: per op, the kernel and its
+ * launch. Bytes moved count each operand read and each result written once. */
+#define MICRO_DENSE_ROWS 256
+#define MICRO_SEED 0x6d6963ULL /* "mic" */
+#define LAUNCH_CALLS 1000      /* queued 1-element kernels per launch-overhead run */
+
+typedef enum { MICRO_ADD, MICRO_RELU, MICRO_DENSE } micro_kind;
+
+typedef struct {
+    const char *id;
+    micro_kind kind;
+    int n; /* elements, or the dense layer's width */
+} micro_case;
+
+static const micro_case micro_cases[] = {
+    {"add-1K", MICRO_ADD, 1 << 10},     {"add-64K", MICRO_ADD, 1 << 16},
+    {"add-1M", MICRO_ADD, 1 << 20},     {"relu-1K", MICRO_RELU, 1 << 10},
+    {"relu-64K", MICRO_RELU, 1 << 16},  {"relu-1M", MICRO_RELU, 1 << 20},
+    {"dense-64", MICRO_DENSE, 64},      {"dense-256", MICRO_DENSE, 256},
+};
+
+/* One side's operands. add: out = a + b, all (1, n); relu: out = relu(a) (b unused); dense:
+ * z = a (MICRO_DENSE_ROWS, n) b (n, n) + bias (1, n), out = z (no activation). */
+typedef struct {
+    const micro_case *c;
+    pgn_tensor a, b, bias, z, out;
+} micro_ops;
+
+static void micro_release(micro_ops *m) {
+    pgn_tensor_release(&m->a);
+    pgn_tensor_release(&m->b);
+    pgn_tensor_release(&m->bias);
+    pgn_tensor_release(&m->z);
+    pgn_tensor_release(&m->out);
+}
+
+static int upload_random(pgn_tensor *t, pgn_u64 stream, pgn_error *err) {
+    size_t n = pgn_tensor_count(t);
+    float *v = malloc(n * sizeof *v);
+    if (!v) return oom(err);
+    for (size_t i = 0; i < n; i++) v[i] = 2.0f * pgn_rand_unit(MICRO_SEED, stream, i) - 1.0f;
+    int rc = pgn_tensor_write(t, v, n, err);
+    free(v);
+    return rc;
+}
+
+static int micro_init(const micro_case *c, pgn_device *dev, micro_ops *m, pgn_error *err) {
+    memset(m, 0, sizeof *m);
+    m->c = c;
+    bool dense = c->kind == MICRO_DENSE;
+    int n = c->n, rows = dense ? MICRO_DENSE_ROWS : 1;
+    if (pgn_tensor_init(&m->a, dev, rows, n, err) ||
+        pgn_tensor_init(&m->b, dev, dense ? n : 1, n, err) ||
+        pgn_tensor_init(&m->out, dev, rows, n, err) || upload_random(&m->a, 1, err) ||
+        upload_random(&m->b, 2, err))
+        return -1;
+    if (dense && (pgn_tensor_init(&m->bias, dev, 1, n, err) ||
+                  pgn_tensor_init(&m->z, dev, rows, n, err) || upload_random(&m->bias, 3, err)))
+        return -1;
+    return 0;
+}
+
+static int micro_op(micro_ops *m, pgn_error *err) {
+    switch (m->c->kind) {
+    case MICRO_ADD: return pgn_op_add(1, &m->a, &m->b, &m->out, err);
+    case MICRO_RELU: return pgn_op_act_forward(1, PGN_ACT_CODE_RELU, &m->a, &m->out, err);
+    case MICRO_DENSE:
+        return pgn_op_gemm_bias_act(MICRO_DENSE_ROWS, m->c->n, m->c->n, &m->a, false, &m->b,
+                                    false, &m->z, &m->bias, PGN_ACT_CODE_NONE, &m->out, err);
+    }
+    return -1;
+}
+
+static int run_micro(void *arg, int calls, pgn_error *err) {
+    micro_ops *m = arg;
+    for (int i = 0; i < calls; i++)
+        if (micro_op(m, err)) return -1;
+    return pgn_device_finish(m->out.dev, err);
+}
+
+/* Elements the case produces and bytes it moves per op. */
+static void micro_size(const micro_case *c, double *elements, double *bytes) {
+    double n = c->n, rows = MICRO_DENSE_ROWS;
+    *elements = c->kind == MICRO_DENSE ? rows * n : n;
+    if (c->kind == MICRO_ADD) *bytes = 4 * 3 * n; /* a, b; out */
+    else if (c->kind == MICRO_RELU) *bytes = 4 * 2 * n; /* x; y */
+    else *bytes = 4 * (rows * n + n * n + n + 2 * rows * n); /* x, w, bias; z, y */
+}
+
+/* Median per-launch cost of a 1-element add, LAUNCH_CALLS queued then one wait. */
+static int launch_overhead(pgn_device *dev, int reps, double *sec, pgn_error *err) {
+    micro_case one = {"launch", MICRO_ADD, 1};
+    micro_ops m;
+    int rc = micro_init(&one, dev, &m, err) ||
+             time_calls(run_micro, &m, LAUNCH_CALLS, reps, sec, err);
+    micro_release(&m);
+    return rc ? -1 : 0;
+}
+
+/* Whether the host's and the device's results are bit-identical. */
+static int same_bits(const micro_ops *h, const micro_ops *d, bool *same, pgn_error *err) {
+    size_t n = pgn_tensor_count(&h->out);
+    float *v = malloc(n * sizeof *v);
+    if (!v) return oom(err);
+    int rc = pgn_tensor_read(&d->out, v, n, err);
+    if (!rc) *same = !memcmp(v, h->out.host, n * sizeof *v);
+    free(v);
+    return rc;
+}
+
+static int micro_case_run(const pgn_bench_ctx *ctx, const micro_case *c, double launch_s,
+                          json_t *row, pgn_error *err) {
+    micro_ops h, d;
+    memset(&d, 0, sizeof d);
+    double elements, bytes, host_s, dev_s;
+    int calls, rc = -1;
+    micro_size(c, &elements, &bytes);
+    if (micro_init(c, NULL, &h, err) || calibrate_calls(run_micro, &h, &calls, err) ||
+        time_calls(run_micro, &h, calls, ctx->repeats, &host_s, err))
+        goto done;
+    json_object_set_new(row, "elements", json_integer((json_int_t)elements));
+    json_object_set_new(row, "host_ms", json_real(host_s * 1e3));
+    json_object_set_new(row, "host_gbps", json_real(bytes / host_s * 1e-9));
+    if (!ctx->dev) {
+        log_line(ctx, "tensor-micro %s: host %.4f ms", c->id, host_s * 1e3);
+        rc = 0;
+        goto done;
+    }
+    bool same = false;
+    if (micro_init(c, ctx->dev, &d, err) || calibrate_calls(run_micro, &d, &calls, err) ||
+        time_calls(run_micro, &d, calls, ctx->repeats, &dev_s, err) ||
+        same_bits(&h, &d, &same, err))
+        goto done;
+    json_object_set_new(row, "device_ms", json_real(dev_s * 1e3));
+    json_object_set_new(row, "speedup", json_real(host_s / dev_s));
+    json_object_set_new(row, "device_gbps", json_real(bytes / dev_s * 1e-9));
+    json_object_set_new(row, "device_elems_per_s", json_real(elements / dev_s));
+    json_object_set_new(row, "launch_us", json_real(launch_s * 1e6));
+    json_object_set_new(row, "identical", json_boolean(same));
+    log_line(ctx, "tensor-micro %s: host %.4f ms, %s %.4f ms (x%.2f)%s", c->id, host_s * 1e3,
+             ctx->info->id, dev_s * 1e3, host_s / dev_s, same ? "" : ", NOT bit-identical");
+    rc = 0;
+done:
+    micro_release(&h);
+    micro_release(&d);
+    return rc;
+}
+
+int pgn_bench_tensor_micro(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
+    double launch_s = 0;
+    bool measured = false;
+    for (size_t i = 0; i < sizeof micro_cases / sizeof *micro_cases; i++) {
+        const micro_case *c = &micro_cases[i];
+        if (!pgn_bench_wants(ctx, c->id)) continue;
+        if (pgn_bench_check_stop(ctx, err)) return -1;
+        if (ctx->dev && !measured) {
+            if (launch_overhead(ctx->dev, ctx->repeats, &launch_s, err)) return -1;
+            measured = true;
+        }
+        json_t *row = pgn_bench_row(ctx, "tensor-micro", c->id);
+        if (!row) return oom(err);
+        if (micro_case_run(ctx, c, launch_s, row, err)) {
+            json_decref(row);
+            return -1;
+        }
+        json_array_append_new(rows, row);
+    }
+    return 0;
+}

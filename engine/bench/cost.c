@@ -1,0 +1,182 @@
+/* cost.c: the cost model behind "auto" placement: a device's measured rates (from its latest
+ * benchmark rows, or estimated from its properties when it has none) and a job's estimated work
+ * and time on a device. Pure functions: the scheduler brings the rows and the queue. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/tensor.h"
+
+/* Fallbacks from a device's properties, used only until it has benchmark rows: FLOPs a compute
+ * unit does per clock on the GEMM (half an AVX-512 core's FMA peak on a CPU; a GPU's CU runs
+ * 64-128 lanes), interactions a CPU compute unit reduces per second, and launch costs (a pocl
+ * launch is about 35 us with a wait, DESIGN.md). */
+#define CPU_FLOPS_PER_CU_CLOCK 32.0
+#define GPU_FLOPS_PER_CU_CLOCK 128.0
+#define CPU_MIPS_PER_CU 80.0
+#define GPU_MIPS_PER_CU 20.0
+#define CPU_LAUNCH_US 35.0
+#define GPU_LAUNCH_US 10.0
+#define HOST_GFLOPS 20.0
+#define HOST_MIPS 100.0
+
+/* What an inet job's work is taken to be before it runs: its count is unknown until it ends. */
+#define INET_NOMINAL_INTERACTIONS 1e8
+/* Kernel launches per training step: each layer's forward, backward and update, and the loss. */
+#define LAUNCHES_PER_LAYER_STEP 4.0
+/* Samples in a data source whose size is known only once read (idx). */
+#define UNKNOWN_SAMPLES 60000.0
+
+static double median_of(double *v, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n ? v[n / 2] : 0;
+}
+
+void pgn_device_rates_estimate(const pgn_device_info *info, pgn_device_rates *out) {
+    double cus = info->compute_units ? info->compute_units : 1;
+    double ghz = info->max_clock_mhz ? info->max_clock_mhz / 1000.0 : 1.0;
+    bool gpu = info->type == PGN_DEVICE_GPU || info->type == PGN_DEVICE_ACCELERATOR;
+    *out = (pgn_device_rates){0};
+    if (info->type == PGN_DEVICE_HOST) {
+        out->gflops = HOST_GFLOPS;
+        out->mips = HOST_MIPS;
+        out->launch_us = 0;
+    } else {
+        out->gflops = cus * ghz * (gpu ? GPU_FLOPS_PER_CU_CLOCK : CPU_FLOPS_PER_CU_CLOCK);
+        out->mips = cus * (gpu ? GPU_MIPS_PER_CU : CPU_MIPS_PER_CU);
+        out->launch_us = gpu ? GPU_LAUNCH_US : CPU_LAUNCH_US;
+    }
+}
+
+void pgn_device_rates_from_rows(const pgn_device_info *info, const json_t *rows, pgn_device_rates *out) {
+    pgn_device_rates_estimate(info, out);
+    double mips[64], gflops = 0, launch = -1;
+    int n_mips = 0;
+    size_t i;
+    const json_t *row;
+    json_array_foreach(rows, i, row) {
+        const char *suite = json_string_value(json_object_get(row, "suite"));
+        const char *c = json_string_value(json_object_get(row, "case"));
+        if (!suite || !c) continue;
+        if (!strcmp(suite, "gemm") && !strcmp(c, "fwd1")) /* the training shape the model uses */
+            gflops = json_number_value(json_object_get(row, "gflops"));
+        else if (!strcmp(suite, "gemm") && gflops <= 0)
+            gflops = json_number_value(json_object_get(row, "gflops"));
+        else if (!strcmp(suite, "inet") && n_mips < 64 &&
+                 json_number_value(json_object_get(row, "interactions")) >= 1e5) /* not launch-bound */
+            mips[n_mips++] = json_number_value(json_object_get(row, "mips"));
+        else if (!strcmp(suite, "tensor-micro") && json_object_get(row, "launch_us"))
+            launch = json_number_value(json_object_get(row, "launch_us"));
+    }
+    if (gflops > 0) {
+        out->gflops = gflops;
+        out->measured = true;
+    }
+    if (n_mips) {
+        out->mips = median_of(mips, n_mips);
+        out->measured = true;
+    }
+    if (launch >= 0) out->launch_us = launch;
+}
+
+/* FLOPs of one sample through the MLP, forward and backward (backward is about twice the
+ * forward's 2*in*out per layer). */
+static double mlp_flops_per_sample(const pgn_train_spec *t) {
+    double f = 0;
+    for (int l = 0; l + 1 < t->n_layers; l++) f += 6.0 * t->layers[l] * t->layers[l + 1];
+    return f;
+}
+
+static double samples_per_epoch(const pgn_data_spec *d) {
+    switch (d->source) {
+    case PGN_DATA_XOR: return 4;
+    case PGN_DATA_SPIRAL: return (double)d->samples * d->classes;
+    case PGN_DATA_FASHION_MNIST: return 60000;
+    case PGN_DATA_IDX: break;
+    }
+    return UNKNOWN_SAMPLES;
+}
+
+void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *r, pgn_job_estimate *out) {
+    *out = (pgn_job_estimate){0};
+    switch (spec->kind) {
+    case PGN_JOB_TRAIN: {
+        const pgn_train_spec *t = &spec->train;
+        double samples = samples_per_epoch(&t->data) * t->epochs;
+        double steps = ceil(samples_per_epoch(&t->data) / t->batch_size) * t->epochs;
+        out->work = mlp_flops_per_sample(t) * samples;
+        out->unit = "flop";
+        out->launches = steps * LAUNCHES_PER_LAYER_STEP * (t->n_layers - 1);
+        out->seconds = out->work / (r->gflops * 1e9) + out->launches * r->launch_us * 1e-6;
+        break;
+    }
+    case PGN_JOB_INET:
+        out->work = INET_NOMINAL_INTERACTIONS;
+        out->unit = "interactions";
+        out->launches = 1;
+        out->seconds = out->work / (r->mips * 1e6) + r->launch_us * 1e-6;
+        break;
+    case PGN_JOB_BENCH:
+        /* a benchmark measures the device it names; its time does not steer placement */
+        out->unit = "none";
+        break;
+    }
+}
+
+/* ---- device memory ---------------------------------------------------------------------- */
+
+/* Samples of the evaluation set the trainer uploads beside the training set. */
+static double test_samples(const pgn_data_spec *d) {
+    switch (d->source) {
+    case PGN_DATA_XOR: return 4;
+    case PGN_DATA_SPIRAL: return (double)d->samples * d->classes; /* same size, other noise */
+    case PGN_DATA_FASHION_MNIST: return 10000;
+    case PGN_DATA_IDX: break;
+    }
+    return 0;
+}
+
+uint64_t pgn_train_param_count(const pgn_train_spec *t) {
+    uint64_t n = 0;
+    for (int l = 0; l + 1 < t->n_layers; l++)
+        n += (uint64_t)t->layers[l] * (uint64_t)t->layers[l + 1] + (uint64_t)t->layers[l + 1];
+    return n;
+}
+
+/* What train.c and graph.c allocate on the device, in floats (every tensor is 4-byte floats
+ * or ints): the parameters, their gradients, the optimizer's moments, the per-layer buffers of
+ * one batch (value, pre-activation, gradient and the dropout mask or softmax of each layer),
+ * and both datasets with their labels and shuffle index. The GEMM's packed copy of each weight
+ * matrix counts with the parameters. */
+#define ACTIVATION_BUFFERS_PER_WIDTH 4.0
+#define PACKED_WEIGHT_COPIES 1.0
+
+void pgn_job_memory_estimate(const pgn_job_spec *spec, pgn_memory_estimate *out) {
+    *out = (pgn_memory_estimate){0};
+    /* an inet job's bound depends on where it runs (its work-items): pgn_inet_memory_estimate */
+    if (spec->kind != PGN_JOB_TRAIN) return;
+    const pgn_train_spec *t = &spec->train;
+    const double f = 4.0;
+    out->n_params = pgn_train_param_count(t);
+    double p = (double)out->n_params;
+    out->params = p * f * (1.0 + PACKED_WEIGHT_COPIES);
+    out->gradients = p * f;
+    const pgn_optimizer_spec *o = &t->optimizer;
+    int moments = o->type != PGN_OPT_SGD ? 2 : o->momentum > 0.0f ? 1 : 0;
+    out->optimizer = p * f * moments;
+    double widths = 0;
+    for (int l = 0; l < t->n_layers; l++) widths += t->layers[l];
+    out->activations = ACTIVATION_BUFFERS_PER_WIDTH * t->batch_size * widths * f;
+    int features = 0, classes = 0;
+    if (pgn_data_shape(&t->data, &features, &classes)) {
+        double n = samples_per_epoch(&t->data) + test_samples(&t->data);
+        out->dataset = n * (features + 2) * f; /* features, label, index */
+        out->dataset_known = true;
+    }
+    out->total = out->params + out->gradients + out->optimizer + out->activations + out->dataset;
+}

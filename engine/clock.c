@@ -1,0 +1,25 @@
+/* clock.c: the one monotonic clock and the one median that the engine, the server, the CLI and
+ * the benchmarks use to time things. */
+#include <stdlib.h>
+#include <time.h>
+
+#include "paragon.h"
+
+int64_t pgn_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+double pgn_now_s(void) { return (double)pgn_now_ns() * 1e-9; }
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double pgn_median(double *v, size_t n) {
+    if (n == 0) return 0;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}

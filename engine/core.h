@@ -1,0 +1,106 @@
+/* core.h: the engine's shared core, what every part of it (tensor/, inet/, bench/, jobs/) and the
+ * unit tests build on, but not the server: the opened-device struct, the kernel table and
+ * launches, device memory stores, and the spec-error helper. The core includes nothing of the
+ * parts above it. */
+#ifndef PGN_CORE_H
+#define PGN_CORE_H
+
+#include <CL/cl.h>
+#include <CL/cl_ext.h> /* CL_PLATFORM_NOT_FOUND_KHR: the ICD loader found no platform */
+
+#include "paragon.h"
+
+#define PGN_MAX_KERNELS 128
+
+struct pgn_device {
+    pgn_device_info info;
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue; /* in-order: a step's kernels are queued, then waited for once */
+    cl_program program;
+    int n_kernels; /* every __kernel of the program, created once at open */
+    cl_kernel kernels[PGN_MAX_KERNELS];
+    char kernel_names[PGN_MAX_KERNELS][64];
+    double *profile_sink; /* when set, each launch waits and adds its event time (seconds) */
+    size_t align_bytes;   /* sub-buffer origins must be multiples of this */
+    cl_mem gemm_ws;       /* engine/gemm.c's scratch for packed panels; grown, never shrunk */
+    size_t gemm_ws_bytes;
+    bool oclgrind;    /* the Oclgrind simulator */
+    bool shadowed;    /* Oclgrind checking for uninitialised reads: see pgn_device_write */
+    cl_mem *kept;     /* shadowed: buffers released only when the device closes */
+    size_t n_kept;
+};
+
+/* The kernel called name in the device's program; NULL (and an error) when there is none. */
+cl_kernel pgn_kernel(pgn_device *dev, const char *name, pgn_error *err);
+
+/* One kernel argument: its size and a pointer to its value (KARG(x) for a variable x). */
+typedef struct pgn_karg {
+    size_t size;
+    const void *value;
+} pgn_karg;
+#define KARG(x) {sizeof(x), &(x)}
+
+/* Sets the arguments and queues kernel name over a dims-D range (local may be NULL).
+ * Never waits: a step's kernels are queued and waited for once (DESIGN.md). */
+int pgn_launch(pgn_device *dev, const char *name, const pgn_karg *args, int nargs, cl_uint dims,
+               const size_t *global, const size_t *local, pgn_error *err);
+/* The same with a kernel object of the caller's (name is for error messages). */
+int pgn_launch_kernel(pgn_device *dev, cl_kernel k, const char *name, const pgn_karg *args, int nargs,
+                      cl_uint dims, const size_t *global, const size_t *local, pgn_error *err);
+
+/* A spec error: code "invalid_spec", err->field = field, message "field: <fmt>". Returns -1. */
+int pgn_spec_fail(pgn_error *err, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- reading a job spec's fields (spec_fields.c) -----------------------------------------
+ * Each reads key of obj, optional unless said, and fails with code "invalid_spec" naming path:
+ * the wrong type, a value out of range. A missing key leaves *out as it is (the default). */
+
+/* Refuses keys of obj outside allowed (NULL-terminated), naming the first unknown one as
+ * prefix.key. */
+int pgn_spec_only_keys(const json_t *obj, const char *prefix, const char *const *allowed, pgn_error *err);
+/* obj[key] as an object; NULL when absent (*rc 0, or -1 when required) or not an object (*rc -1). */
+const json_t *pgn_spec_object(const json_t *parent, const char *key, const char *path, bool required,
+                              pgn_error *err, int *rc);
+int pgn_spec_string(const json_t *obj, const char *key, const char *path, char *out, size_t size,
+                    pgn_error *err);
+int pgn_spec_int(const json_t *obj, const char *key, const char *path, long long lo, long long hi,
+                 long long *out, pgn_error *err);
+/* In [lo, hi] (lo excluded when lo_open), judged as the 32-bit float it becomes. */
+int pgn_spec_float(const json_t *obj, const char *key, const char *path, double lo, bool lo_open,
+                   double hi, float *out, pgn_error *err);
+int pgn_spec_bool(const json_t *obj, const char *key, const char *path, bool *out, pgn_error *err);
+/* One of names (NULL-terminated): *out receives its index. */
+int pgn_spec_choice(const json_t *obj, const char *key, const char *path, const char *const *names,
+                    int *out, pgn_error *err);
+/* No control characters in s (names and ids end up in logs and terminals). */
+int pgn_spec_no_controls(const char *s, const char *path, pgn_error *err);
+
+/* Name of an OpenCL status code ("CL_OUT_OF_RESOURCES"), for error messages. */
+const char *pgn_cl_status_name(cl_int status);
+
+/* Builds OpenCL C source for the device with paragon's options (no fast-math, correctly
+ * rounded divide/sqrt). A compile error returns code "kernel_build" with the compiler's log. */
+int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_error *err);
+
+/* Waits for everything queued on the device; a no-op for the host (dev == NULL). */
+int pgn_device_finish(pgn_device *dev, pgn_error *err);
+
+/* Stores from the host into device buffers, offsets and sizes in bytes: what
+ * clEnqueueWriteBuffer, clEnqueueFillBuffer and clEnqueueCopyBuffer do, except that under
+ * Oclgrind's uninitialised-value checker those that cover part of a buffer are queued kernels, so
+ * that it keeps track (device.c); there sizes and offsets must be whole 4-byte words.
+ * pgn_device_write with blocking false may read src later: src must stay as it is until the queue
+ * has run. pgn_device_release_buffer is clReleaseMemObject, except that under that checker the
+ * buffer lives on until the device closes. */
+int pgn_device_write(pgn_device *dev, cl_mem mem, size_t offset, size_t bytes, const void *src, bool blocking,
+                     pgn_error *err);
+int pgn_device_fill_u32(pgn_device *dev, cl_mem mem, size_t offset, size_t bytes, uint32_t value,
+                        pgn_error *err);
+int pgn_device_copy(pgn_device *dev, cl_mem src, size_t src_offset, cl_mem dst, size_t dst_offset, size_t bytes,
+                    pgn_error *err);
+void pgn_device_release_buffer(pgn_device *dev, cl_mem mem);
+
+#endif

@@ -1,0 +1,415 @@
+/* paragon.h: the public API of libparagon, the engine.
+ * The engine owns OpenCL devices, tensors, models, datasets, the training loop and job specs.
+ * It knows nothing of HTTP or SQLite: callers hand it a validated spec, an opened device and
+ * hooks, and get back a JSON result or an error that names what went wrong. */
+#ifndef PARAGON_H
+#define PARAGON_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PGN_VERSION "0.1.0"
+
+/* ---- errors ----------------------------------------------------------------------------- */
+
+/* Every fallible call takes a pgn_error* and returns 0 on success, -1 on failure.
+ * code: a short machine name ("invalid_spec", "no_device", "device", "kernel_build", "data",
+ *       "checkpoint", "cancelled", "internal"); field: JSON path of the offending spec field
+ *       ("model.layers[2]") or ""; message: a sentence for people, which already names the field
+ *       when there is one. */
+typedef struct pgn_error {
+    char code[32];
+    char field[128];
+    char message[2048];
+} pgn_error;
+
+void pgn_error_set(pgn_error *err, const char *code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void pgn_error_clear(pgn_error *err);
+
+/* ---- JSON helpers ------------------------------------------------------------------------ */
+
+/* A JSON real holding the shortest decimal that reads back as f (0.1f prints as 0.1). */
+json_t *pgn_json_real_f32(float f);
+
+/* Dumps compactly with 15 significant digits for reals, so 0.1 prints as 0.1, not
+ * 0.10000000000000001. Caller frees the string. */
+char *pgn_json_dumps(const json_t *value);
+
+/* Reads a whole file into a malloc'd buffer (caller frees) with a NUL after *len bytes;
+ * NULL with errno set on failure. */
+char *pgn_read_file(const char *path, size_t *len);
+
+/* A string built piece by piece (text.c). Start from (pgn_text){0}; a failed allocation sets oom
+ * and later calls do nothing. pgn_text_take returns the malloc'd string (an empty one for
+ * nothing put) and resets t, or NULL after an allocation failed. */
+typedef struct pgn_text {
+    char *data;
+    size_t len, cap;
+    bool oom;
+} pgn_text;
+void pgn_text_put(pgn_text *t, const char *s, size_t n);
+void pgn_text_puts(pgn_text *t, const char *s);
+void pgn_text_printf(pgn_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+char *pgn_text_take(pgn_text *t);
+/* Appends s with every control character (below 0x20, and 0x7f: newlines and escape sequences
+ * too) written as \xNN, so text that came from a client cannot forge log lines or reach a
+ * terminal as commands. pgn_text_visible returns the same as a malloc'd string (NULL: no memory). */
+void pgn_text_put_visible(pgn_text *t, const char *s);
+char *pgn_text_visible(const char *s);
+
+/* ---- time ------------------------------------------------------------------------------- */
+
+/* The monotonic clock everything is timed by, in nanoseconds and in seconds. */
+int64_t pgn_now_ns(void);
+double pgn_now_s(void);
+/* The median of n values (sorts v in place); 0 for n == 0. */
+double pgn_median(double *v, size_t n);
+
+/* ---- SHA-256 (sha256.c): weights digests, checkpoints, the server's session cookie ------ */
+
+typedef struct pgn_sha256 {
+    uint32_t state[8];
+    uint64_t bytes;
+    unsigned char block[64];
+    size_t fill;
+} pgn_sha256;
+
+void pgn_sha256_init(pgn_sha256 *s);
+void pgn_sha256_update(pgn_sha256 *s, const void *data, size_t len);
+void pgn_sha256_final(pgn_sha256 *s, unsigned char out[32]);
+void pgn_sha256_hex(const unsigned char digest[32], char out[65]);
+
+/* ---- embedded files (scripts/embed.py) ---------------------------------------------------
+ * Files compiled into a binary: a table of them ends with an entry whose name is NULL; data is
+ * NUL-terminated past size. The engine's tables are its kernels and the example programs; the
+ * server has its own (web files, schema). */
+typedef struct pgn_embedded {
+    const char *name; /* base name of the source file, e.g. "tensor.cl" */
+    const unsigned char *data;
+    size_t size;
+} pgn_embedded;
+
+/* Finds an entry by name in a table; NULL when absent. */
+const pgn_embedded *pgn_embedded_find(const pgn_embedded *table, const char *name);
+
+/* ---- devices ---------------------------------------------------------------------------- */
+
+typedef enum {
+    PGN_DEVICE_HOST, /* the pseudo-device that runs the C reference */
+    PGN_DEVICE_CPU,
+    PGN_DEVICE_GPU,
+    PGN_DEVICE_ACCELERATOR,
+    PGN_DEVICE_OTHER,
+} pgn_device_type;
+
+typedef struct pgn_device_info {
+    char id[48];               /* stable across restarts: "host" or "<type>-<8 hex of a hash>" */
+    char name[256];
+    char vendor[128];
+    char platform[128];
+    char driver_version[64];
+    char opencl_c_version[64];
+    pgn_device_type type;
+    unsigned compute_units;
+    uint64_t global_mem_bytes;
+    unsigned max_clock_mhz;
+} pgn_device_info;
+
+const char *pgn_device_type_name(pgn_device_type type); /* "host", "cpu", "gpu", ... */
+
+/* Enumerates every OpenCL device of every platform (not the host pseudo-device).
+ * *out is malloc'd (caller frees); zero devices is not an error here: count is 0. */
+int pgn_devices_list(pgn_device_info **out, size_t *count, pgn_error *err);
+
+/* The host pseudo-device's description. */
+void pgn_device_info_host(pgn_device_info *out);
+
+/* Resolves a device request against a list: "host", "cpu", "gpu" (the first of that type),
+ * "auto" (first gpu, else first cpu, else first device), or an exact id. */
+int pgn_device_select(const char *want, const pgn_device_info *list, size_t count,
+                      pgn_device_info *out, pgn_error *err);
+
+/* JSON object with id, name, vendor, platform, type, compute_units, global_mem_bytes,
+ * max_clock_mhz, opencl_c_version, driver_version. New reference. */
+json_t *pgn_device_info_json(const pgn_device_info *info);
+
+/* JSON array of {"name","version","vendor"} for each OpenCL platform. New reference. */
+json_t *pgn_opencl_platforms_json(void);
+
+/* An opened device: context, in-order queue and the kernel programs built for it.
+ * Opening builds the embedded kernel sources; a build failure returns code "kernel_build" with
+ * the compiler's log in the message. One pgn_device is used by one thread at a time. */
+typedef struct pgn_device pgn_device;
+
+int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *err);
+void pgn_device_close(pgn_device *dev);
+const pgn_device_info *pgn_device_get_info(const pgn_device *dev);
+
+/* ---- job specs -------------------------------------------------------------------------- */
+
+typedef enum { PGN_JOB_TRAIN, PGN_JOB_INET, PGN_JOB_BENCH } pgn_job_kind;
+
+/* Values match PGN_ACT_CODE_* in kernels/pgn_ops.h. */
+typedef enum {
+    PGN_ACT_NONE = 0,
+    PGN_ACT_RELU = 1,
+    PGN_ACT_GELU = 2,
+    PGN_ACT_TANH = 3,
+    PGN_ACT_SIGMOID = 4
+} pgn_activation;
+typedef enum { PGN_LOSS_CROSS_ENTROPY, PGN_LOSS_MSE } pgn_loss;
+typedef enum { PGN_INIT_PYTORCH, PGN_INIT_KAIMING, PGN_INIT_XAVIER } pgn_init;
+typedef enum { PGN_SCHEDULE_CONSTANT, PGN_SCHEDULE_COSINE } pgn_schedule;
+typedef enum { PGN_DATA_XOR, PGN_DATA_SPIRAL, PGN_DATA_FASHION_MNIST, PGN_DATA_IDX } pgn_data_source;
+
+#define PGN_PATH_MAX 256
+
+/* The "data" object of a train spec (parsed in data.c). */
+typedef struct pgn_data_spec {
+    pgn_data_source source;
+    /* idx: four files, relative to the data dir (no absolute paths, no ".."); .gz is read
+     * through zlib */
+    char train_images[PGN_PATH_MAX], train_labels[PGN_PATH_MAX];
+    char test_images[PGN_PATH_MAX], test_labels[PGN_PATH_MAX];
+    int samples; /* spiral: points per class */
+    int classes; /* spiral: classes (arms) */
+} pgn_data_spec;
+typedef enum { PGN_OPT_SGD, PGN_OPT_ADAM, PGN_OPT_ADAMW } pgn_optimizer_type;
+
+typedef struct pgn_optimizer_spec {
+    pgn_optimizer_type type;
+    float lr;
+    float momentum;     /* sgd */
+    bool nesterov;      /* sgd */
+    float weight_decay; /* sgd, adam: L2 added to the gradient; adamw: decoupled */
+    float beta1, beta2, eps; /* adam, adamw */
+    float clip_norm;    /* clip gradients to this global L2 norm; 0: off */
+    pgn_schedule schedule;
+    int warmup_steps;   /* linear warm-up from lr/warmup_steps to lr */
+    float min_lr;       /* cosine decays to this at the last step */
+} pgn_optimizer_spec;
+
+#define PGN_MAX_LAYERS 16
+
+typedef struct pgn_train_spec {
+    int layers[PGN_MAX_LAYERS]; /* widths, input first, classes last */
+    int n_layers;
+    pgn_activation activation; /* hidden layers; the output layer is linear */
+    float dropout;             /* after each hidden activation while training; 0: none */
+    pgn_loss loss;
+    pgn_init init;
+    pgn_data_spec data;
+    pgn_optimizer_spec optimizer;
+    int batch_size;
+    int epochs;
+    int checkpoint_every; /* epochs between checkpoints; 0: none */
+} pgn_train_spec;
+
+/* An inet job: an HVM2-format program and the limits that stop a runaway one. */
+typedef struct pgn_inet_spec {
+    char *program; /* owned: pgn_spec_free releases it */
+    uint64_t max_interactions, max_nodes;
+    double timeout_s;
+    int work_items; /* OpenCL reducer work-items; 0: one per compute unit */
+} pgn_inet_spec;
+
+#define PGN_BENCH_MAX_CASES 32
+
+/* A bench job: one suite (or "all") on one device. */
+typedef struct pgn_bench_spec {
+    char suite[32];                       /* a suite name (pgn_bench_suites) or "all" */
+    char cases[PGN_BENCH_MAX_CASES][32];  /* only these case ids; none: every case */
+    int n_cases;
+    int repeats;                          /* timed repeats after warm-up */
+} pgn_bench_spec;
+
+typedef struct pgn_job_spec {
+    pgn_job_kind kind;
+    char name[128];
+    char device[64]; /* "auto", "cpu", "gpu", "host" or a device id; bench also "all" */
+    uint64_t seed;
+    pgn_train_spec train;
+    pgn_inet_spec inet;
+    pgn_bench_spec bench;
+} pgn_job_spec;
+
+/* Parses and validates the "data" object of a train spec (path prefix "data"). */
+int pgn_data_spec_parse(const json_t *data, pgn_data_spec *out, pgn_error *err);
+/* The data spec with defaults filled in. New reference. */
+json_t *pgn_data_spec_to_json(const pgn_data_spec *data);
+/* Input features and classes of a source when known without reading files (1), else 0. */
+int pgn_data_shape(const pgn_data_spec *data, int *features, int *classes);
+
+/* Validates a spec. Unknown fields, wrong types and impossible shapes are errors with code
+ * "invalid_spec" and field set to the JSON path. Defaults fill what the spec leaves out. */
+int pgn_spec_parse(const json_t *root, pgn_job_spec *out, pgn_error *err);
+
+/* Releases what a parsed spec owns (an inet program); safe on a spec that failed to parse. */
+void pgn_spec_free(pgn_job_spec *spec);
+
+/* Parses JSON text then validates it; a syntax error names line and column. */
+int pgn_spec_parse_text(const char *text, size_t len, pgn_job_spec *out, pgn_error *err);
+
+/* The spec with defaults filled in, as stored with a job. New reference. */
+json_t *pgn_spec_to_json(const pgn_job_spec *spec);
+
+const char *pgn_job_kind_name(pgn_job_kind kind);
+/* "train", "inet", "bench" to the kind; -1 for anything else. */
+int pgn_job_kind_parse(const char *name, pgn_job_kind *out);
+
+/* ---- running jobs ----------------------------------------------------------------------- */
+
+/* Hooks the engine calls while a job runs, from the thread that called pgn_job_run.
+ * Any hook may be NULL. should_stop is polled at every step boundary; returning true makes
+ * pgn_job_run fail with code "cancelled". */
+typedef struct pgn_run_hooks {
+    void *ctx;
+    void (*on_metric)(void *ctx, const char *name, int64_t step, double value);
+    void (*on_log)(void *ctx, const char *line);
+    void (*on_progress)(void *ctx, double fraction); /* 0..1 */
+    bool (*should_stop)(void *ctx);
+} pgn_run_hooks;
+
+/* Where a job finds its inputs and keeps its files. */
+typedef struct pgn_run_options {
+    const char *data_dir;       /* the data directory (NULL: "data"); datasets are read from
+                                   its PGN_DATASETS_SUBDIR: "idx" paths are relative to that and
+                                   confined to it, and a fashion-mnist/ copy there wins */
+    const char *checkpoint_dir; /* train: checkpoint.safetensors is written here every
+                                   checkpoint_every epochs and at the end; NULL: nowhere */
+    bool resume;                /* train: continue from checkpoint_dir's checkpoint if any */
+    bool checkpoint_on_stop;    /* train: when should_stop stops the run, first checkpoint the
+                                   exact position (mid-epoch too), so a resume repeats no step */
+    bool profile;               /* train: time every graph node; adds "profile" to the result */
+} pgn_run_options;
+
+#define PGN_CHECKPOINT_FILE "checkpoint.safetensors"
+/* Where datasets live under a data directory: its own folder, so that the paths a spec may name
+ * cannot reach what else the data directory holds (paragond's API token, job files). */
+#define PGN_DATASETS_SUBDIR "datasets"
+#define PGN_DEFAULT_DATA_DIR "data"
+
+/* ---- the cost model (cost.c) -------------------------------------------------------------
+ * What "auto" placement compares: a job's estimated time on each device, from the device's
+ * measured rates. */
+
+typedef struct pgn_device_rates {
+    double gflops;    /* GEMM throughput on the training shape */
+    double mips;      /* interaction-net reducer, millions of interactions per second */
+    double launch_us; /* one kernel launch, queued with others */
+    bool measured;    /* from benchmark rows (else estimated from the device's properties) */
+} pgn_device_rates;
+
+/* Rates guessed from the device's compute units and clock, for a device without rows. */
+void pgn_device_rates_estimate(const pgn_device_info *info, pgn_device_rates *out);
+/* Rates from benchmark rows of that device (any suites; gemm fwd1, inet programs of 1e5
+ * interactions or more, tensor-micro launch_us), the estimate filling what they lack. */
+void pgn_device_rates_from_rows(const pgn_device_info *info, const json_t *rows, pgn_device_rates *out);
+
+typedef struct pgn_job_estimate {
+    double work;      /* FLOPs (train), interactions (inet: a nominal 1e8, unknown until run) */
+    const char *unit; /* "flop", "interactions", "none" (bench jobs do not steer placement) */
+    double launches;  /* kernel launches */
+    double seconds;   /* work / rate + launches * launch cost */
+} pgn_job_estimate;
+
+void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *rates, pgn_job_estimate *out);
+
+/* Parameters of a train spec's MLP: the sum over layers of in*out weights plus out biases. */
+uint64_t pgn_train_param_count(const pgn_train_spec *train);
+
+/* Device bytes a job is expected to hold at once (train jobs; zero for the others: an inet
+ * job's memory depends on where it runs, pgn_inet_memory_estimate below; a bench job's follows
+ * its suite). dataset is 0 and dataset_known false when the data's size is known only once its
+ * files are read (idx). */
+typedef struct pgn_memory_estimate {
+    uint64_t n_params;
+    double params;      /* weights and biases, with the GEMM's packed copy */
+    double gradients;
+    double optimizer;   /* momentum (sgd with momentum), first and second moments (adam, adamw) */
+    double activations; /* the per-layer buffers of one batch of batch_size */
+    double dataset;     /* training and evaluation sets with labels and shuffle index */
+    bool dataset_known;
+    double total;
+} pgn_memory_estimate;
+
+void pgn_job_memory_estimate(const pgn_job_spec *spec, pgn_memory_estimate *out);
+
+/* The most memory an inet job may hold (inet_mem.c). Not a guess: the reducers grow every heap
+ * and bag only up to caps derived from limits.max_nodes (two variables and one queued redex per
+ * node, the chunks each work-item holds back) and fail with "limit_exceeded" on limits.max_nodes
+ * rather than past them; this is the same caps in bytes, with the program's own size, the state
+ * of each work-item and the readback of the normal form. max_nodes 0 gives the bound of the heaps'
+ * 29-bit address space. The result's peak_bytes is never more than total. Bytes: */
+typedef struct pgn_inet_memory_part {
+    uint64_t nodes;    /* the node heap, 8 a slot */
+    uint64_t vars;     /* the variable heap, 4 a slot */
+    uint64_t bags;     /* the redex bags, 8 a redex */
+    uint64_t tables;   /* the owner tables of the heaps' chunks (device) */
+    uint64_t growth;   /* the largest of those once more: a buffer is held twice while it grows */
+    uint64_t book;     /* the parsed program (host); its nodes, redexes and definitions (device) */
+    uint64_t workers;  /* device: each work-item's state, mailbox, control line and CALL scratch,
+                          and their host copies; host reducer: its CALL scratch */
+    uint64_t readback; /* host: the heaps downloaded from a device, printing the normal form,
+                          and the copy of it the result keeps */
+    uint64_t total;
+} pgn_inet_memory_part;
+
+typedef struct pgn_inet_memory {
+    unsigned workers;                          /* OpenCL work-items; 0: the host reducer */
+    uint64_t node_slots, var_slots, bag_slots; /* the caps in slots; bag_slots: all bags */
+    pgn_inet_memory_part device;               /* OpenCL device memory; zero on the host */
+    pgn_inet_memory_part host;                 /* this process's memory */
+    uint64_t total;                            /* device.total + host.total */
+} pgn_inet_memory;
+
+/* For spec run on `where` (NULL or the host pseudo-device: the host reducer; an OpenCL device:
+ * the OpenCL reducer with spec->work_items, or by default as many as it uses for the device's type
+ * and compute units). Parses spec->program; fails only when it does not parse. */
+int pgn_inet_memory_estimate(const pgn_inet_spec *spec, const pgn_device_info *where, pgn_inet_memory *out,
+                             pgn_error *err);
+
+/* ---- benchmarks (bench.c) ---------------------------------------------------------------
+ * Suites produce rows: flat JSON objects with "suite", "case", "device", "adapter", "version"
+ * and the suite's figures (engine/bench.h). */
+
+/* The suites in the order `all` runs them, NULL-terminated. */
+extern const char *const pgn_bench_suites[];
+bool pgn_bench_suite_known(const char *name);
+/* The case ids of a suite (of every suite for "all") in the order it runs them, as a new JSON
+ * array of strings; runs nothing. Empty for an unknown suite. */
+json_t *pgn_bench_cases(const char *suite);
+
+/* A column of a suite's table and CSV: its header and the row key it shows. */
+typedef struct pgn_bench_column {
+    const char *header, *key;
+} pgn_bench_column;
+
+/* The suite's columns in order (*n of them); NULL for an unknown suite. mlp-forward's are
+ * Paragon-Py's CSV columns exactly: id,shape,estMB,cpu_ms,gpu_ms,speedup,mae,max,gpu_init_ms,
+ * adapter (cpu = the host reference, gpu = the device). */
+const pgn_bench_column *pgn_bench_columns(const char *suite, size_t *n);
+/* The columns `paragon bench` prints: the CSV's, plus mlp-forward's batch-256 throughputs and the
+ * device. */
+const pgn_bench_column *pgn_bench_table_columns(const char *suite, size_t *n);
+
+/* rows (of one suite) as CSV: the header line, then one line per row; numbers in shortest
+ * round-trip form, strings quoted when they hold a comma, quote or newline. malloc'd. */
+char *pgn_bench_csv(const char *suite, const json_t *rows);
+
+/* Runs one suite (or "all") on dev (NULL: the host pseudo-device) and appends its rows to
+ * rows. hooks->on_log gets a line per case; should_stop is polled between cases. */
+int pgn_bench_run(const pgn_bench_spec *spec, pgn_device *dev, const pgn_run_options *opts,
+                  const pgn_run_hooks *hooks, json_t *rows, pgn_error *err);
+
+/* Runs a validated job on an opened device (or the host pseudo-device when dev is NULL).
+ * On success *result is a new JSON object; for train jobs it has at least accuracy, loss,
+ * weights_sha256, epochs, steps, seconds, device, and resumed_from_epoch / resumed_from_step
+ * (whole epochs / optimizer steps the checkpoint it continued had done; 0 for a fresh run). */
+int pgn_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
+                const pgn_run_hooks *hooks, json_t **result, pgn_error *err);
+
+#endif

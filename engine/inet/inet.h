@@ -1,0 +1,169 @@
+/* inet.h: the interaction-net runtime: HVM2's text format parsed into a book of definitions,
+ * the sequential host reference reducer, and the readback that prints a normal form the way HVM2
+ * prints it. The book and heap layouts (kernels/pgn_inet_port.h) are what the OpenCL reducer
+ * uploads and downloads, so it can share the parser and the printer. */
+#ifndef PGN_INET_H
+#define PGN_INET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "paragon.h"
+#include "pgn_math.h"
+#include "pgn_inet_port.h"
+#include "pgn_inet_num.h"
+
+/* ---- the book ------------------------------------------------------------------------------
+ * One definition is a net template: its nodes, its redexes and its root port, where node ports
+ * (tag >= CON) hold def-local node indices, VAR ports def-local variable indices and REF ports
+ * definition ids. Instantiating it (the CALL rule) allocates node_len nodes and vars_len
+ * variables and rebases those indices. As in HVM2, id 0 is @main and the other definitions
+ * follow in name order. All definitions' nodes live in one array, and so do their redexes. */
+typedef struct pgn_inet_def {
+    const char *name; /* without the '@'; points into the book's name storage */
+    bool safe;        /* no DUP node in it nor in anything it references: a DUP may copy it */
+    uint32_t root;
+    uint32_t node_off, node_len; /* book->nodes[node_off .. node_off + node_len) */
+    uint32_t rbag_off, rbag_len; /* book->rbag[rbag_off .. rbag_off + rbag_len) */
+    uint32_t vars_len;
+} pgn_inet_def;
+
+typedef struct pgn_inet_book {
+    pgn_inet_def *defs;
+    uint32_t n_defs;
+    uint64_t *nodes; /* pgn_inet_pair(fst, snd) */
+    uint32_t n_nodes;
+    uint64_t *rbag; /* redexes; a `&!` redex's first port, when a REF, has PGN_INET_REF_PAR */
+    uint32_t n_rbag;
+    uint32_t max_def_nodes, max_def_vars; /* the largest definition, for scratch space */
+    char *names;                          /* every name, NUL-terminated, one after another */
+} pgn_inet_book;
+
+/* Parses a whole program. Errors have code "invalid_program" and a message that names line,
+ * column and what was expected ("line 3, col 14: unbound variable 'x'"). On success *out is a
+ * new book (pgn_inet_book_free). text need not be NUL-terminated; a NUL byte is a syntax error. */
+int pgn_inet_parse(const char *text, size_t len, pgn_inet_book **out, pgn_error *err);
+void pgn_inet_book_free(pgn_inet_book *book);
+/* The id of the definition called name (without '@'), or -1. */
+int64_t pgn_inet_book_find(const pgn_inet_book *book, const char *name);
+
+/* ---- running ------------------------------------------------------------------------------ */
+
+/* 0: no limit. max_nodes bounds the live nodes of the heap, and through them the variable heap
+ * and the redex bags (pgn_inet_caps); 0 leaves the heaps' 29-bit address space as the bound. */
+typedef struct {
+    uint64_t max_interactions, max_nodes;
+    double timeout_s;
+} pgn_inet_limits;
+
+/* normal_form: malloc'd, the normal form of @main in HVM2's syntax.
+ * seconds: wall time of the reduction alone (not parsing, heap set-up or readback).
+ * peak_nodes: the most nodes live at once.
+ * peak_bytes: the most memory the run held at once, device and host together: the book, heaps,
+ * bags and tables at their largest (a buffer being grown counted twice, old and new), and the
+ * readback; peak_device_bytes: the device's share (0 on the host). Each is at most what
+ * pgn_inet_memory_estimate gives for the run. */
+typedef struct {
+    char *normal_form;
+    uint64_t interactions;
+    double seconds, mips;
+    uint64_t peak_nodes;
+    uint64_t peak_bytes, peak_device_bytes;
+} pgn_inet_result;
+
+/* ---- memory caps (inet_mem.c) ----------------------------------------------------------------
+ * The most slots each heap and bag of a run may hold, fixed before it starts from max_nodes, the
+ * book and the worker count. The reducers grow up to these caps and no further: a program that
+ * needs more fails with "limit_exceeded" on limits.max_nodes. pgn_inet_memory_estimate turns the
+ * same caps into bytes, so the estimate and the reducers cannot disagree. */
+typedef struct {
+    unsigned workers;     /* OpenCL work-items; 0: the host reducer */
+    uint64_t node_limit;  /* host: live nodes; device: node heap slots (workers' chunks included) */
+    bool address_space;   /* node_limit is the 29-bit address space, not max_nodes */
+    uint32_t node_slots;  /* node heap slots, slot 0 included */
+    uint32_t var_limit;   /* variable heap slots in use at which the run fails */
+    uint32_t var_slots;   /* host: var_limit and one interaction's variables; device: var_limit */
+    uint32_t bag_slots;   /* host: the redex bag; device: each worker's bag */
+    uint32_t bag_reserve; /* bag slots one interaction may fill (a CALL's redexes and its root) */
+} pgn_inet_caps;
+
+void pgn_inet_caps_of(const pgn_inet_book *book, uint64_t max_nodes, unsigned workers, pgn_inet_caps *out);
+/* Bytes the parsed book occupies (the caller holds it for the whole run). */
+uint64_t pgn_inet_book_bytes(const pgn_inet_book *book);
+
+/* The sequential host reference reducer: reduces @main to normal form with HVM2's rules and
+ * interaction count. A limit that is hit fails with code "limit_exceeded", err->field set to
+ * "limits.<name>" and a message naming it ("max_interactions: 1000 interactions reached");
+ * hooks->should_stop (polled about every millisecond) fails it with "cancelled"; copying a
+ * definition that contains a DUP through a DUP fails with "invalid_program", as in HVM2.
+ * hooks->on_progress gets the fraction of the nearest limit used (when there is one) and
+ * hooks->on_metric "interactions" (the count so far), both about every half second.
+ * lim and hooks may be NULL. *out is filled on success (pgn_inet_result_free); on failure it
+ * has no normal form, only the interactions and peaks reached, which show a stopped run's memory. */
+int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
+                      const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err);
+void pgn_inet_result_free(pgn_inet_result *r);
+
+/* The OpenCL reducer (kernels/inet.cl) on dev with `workers` work-items (0: the device's default,
+ * pgn_inet_default_workers). Same contract as pgn_inet_run_host: the same normal form and
+ * interaction count for any number of workers; seconds covers the launches and any heap growth
+ * between them; peak_nodes is the node heap's high-water mark (free slots held by workers
+ * included). Limits are checked between launches (about every SLICE_S, engine/inet_cl.c), so
+ * timeout_s and max_interactions stop the run within that; max_nodes bounds the node heap, which
+ * workers' unused chunks share, so a net near the limit may stop a little sooner than on host. */
+int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_limits *lim,
+                    unsigned workers, const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err);
+/* Work-items the OpenCL reducer uses on a device by default: one per compute unit on a CPU. */
+unsigned pgn_inet_default_workers(const pgn_device_info *info);
+
+/* Shared by both reducers: the "limit_exceeded" error for limits.<name> (returns -1), the
+ * refused copy of a definition with a DUP through a DUP, and a progress report to the hooks
+ * (metric "interactions", and the fraction of the nearest limit used). */
+int pgn_inet_fail_limit(pgn_error *err, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int pgn_inet_fail_clone(const pgn_inet_book *book, uint32_t fid, pgn_error *err);
+void pgn_inet_report(const pgn_run_hooks *hooks, const pgn_inet_limits *lim, uint64_t itrs, double elapsed);
+
+/* ---- readback ------------------------------------------------------------------------------
+ * A reduced heap, as the reducers leave it: node[i] is a pair of ports, vars[v] a variable's
+ * substitution (a port, or PGN_INET_NONE while unlinked). root is the port to print (usually
+ * VAR of the root variable). Prints the tree HVM2 prints: substitutions followed, unlinked
+ * variables named v0, v1, ... in order of first appearance (HVM2 names them by address, which
+ * no two runtimes share), numbers as pgn_inet_numb_show. A heap that is not a valid net (a port
+ * out of range, a node reached twice) is an "internal" error. Returns a malloc'd string or NULL;
+ * *peak_bytes (may be NULL) gets the most bytes it held at once, the returned text included. */
+char *pgn_inet_readback(const pgn_inet_book *book, const uint64_t *nodes, size_t n_nodes,
+                        const uint32_t *vars, size_t n_vars, uint32_t root, uint64_t *peak_bytes,
+                        pgn_error *err);
+/* The most the readback of a heap of n_nodes and n_vars slots allocates (its marks, names, stack
+ * and the text), and in *text the longest text it can print, NUL included: what
+ * pgn_inet_readback's *peak_bytes and strlen(normal form) + 1 never exceed. */
+uint64_t pgn_inet_readback_bound(const pgn_inet_book *book, uint64_t n_nodes, uint64_t n_vars, uint64_t *text);
+
+/* ---- numbers (inet_num.c) ------------------------------------------------------------------ */
+
+/* Longest text pgn_inet_numb_show writes, NUL included. */
+#define PGN_INET_NUMB_TEXT 32
+/* A number as HVM2 prints it: u24 "5", i24 "+5"/"-5", f24 in Rust's shortest round-trip form
+ * ("1.0", "0.1", "1e20", "+inf", "-inf", "+NaN"), operators "[+]", casts "[u24]", partial
+ * applications "[+0x0000001]". Returns out. */
+char *pgn_inet_numb_show(uint32_t numb, char out[PGN_INET_NUMB_TEXT]);
+/* The shortest decimal that reads back as f (Rust's `{:?}` of an f32; f finite). */
+void pgn_inet_f32_show(float f, char out[PGN_INET_NUMB_TEXT]);
+
+/* Parses a number literal (the text of one token, as in "12", "+5", "-0x1F", "1.5", "inf",
+ * "1_000") into a number; on failure returns -1 with a reason in why. */
+int pgn_inet_numb_parse(const char *tok, size_t len, uint32_t *out, const char **why);
+
+/* An inet job: the spec's program on dev (NULL: the host reducer), hooks polled between launches
+ * (inet_job.c). */
+int pgn_inet_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_hooks *hooks,
+                     json_t **result, pgn_error *err);
+
+/* The inet part of a job spec (program, work_items, limits) from its root object (inet_spec.c);
+ * s->program is then owned (pgn_spec_free). And back, as a new object. */
+int pgn_inet_spec_parse(const json_t *root, pgn_inet_spec *s, pgn_error *err);
+json_t *pgn_inet_spec_to_json(const pgn_inet_spec *s);
+
+#endif

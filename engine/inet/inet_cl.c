@@ -1,0 +1,489 @@
+/* inet_cl.c: drives the OpenCL interaction-net reducer (kernels/inet.cl). Uploads the book,
+ * seeds worker 0 with @main ~ root, then launches the persistent kernel in slices: between
+ * launches it grows whatever heap or bag a worker found full, up to the caps max_nodes sets
+ * (pgn_inet_caps_of; bags at their cap have their redexes spread over all of them), checks
+ * the interaction limit, the timeout and cancellation, and reports progress. At the end it
+ * downloads the heaps and prints @main's normal form with the shared readback. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "inet/inet.h"
+#include "core.h"
+#include "pgn_inet_dev.h"
+
+/* Starting sizes; each doubles when a worker finds it full, up to its cap (pgn_inet_caps_of).
+ * Slots 0 of both heaps are reserved (0 ends a free list) and variable 1 is the root. */
+#define INITIAL_NODES (1u << 18)
+#define INITIAL_VARS (1u << 18)
+#define INITIAL_BAG 1024u
+#define ROOT_VAR 1u
+/* A launch is sized to take about this long, so limits, cancellation and progress are looked
+ * at this often, and the launch cost (tens of microseconds) stays under 1 %. */
+#define SLICE_S 0.1
+#define BUDGET_MIN (1u << 12)
+#define BUDGET_FIRST (1u << 22)
+#define BUDGET_MAX (1ull << 32)
+#define REPORT_EVERY_S 0.5
+/* Work-items per compute unit on a GPU; a CPU device runs one per compute unit (DESIGN.md). */
+#define GPU_WORKERS_PER_CU 64u
+#define GPU_LOCAL 64u
+
+/* One heap on the device (PGN_INET_HEAP_NODES, PGN_INET_HEAP_VARS): its slots, the owner of each
+ * chunk, its size and the most it may grow to. */
+typedef struct {
+    cl_mem slots, owner;
+    uint32_t cap, limit;
+} clheap;
+
+static const size_t heap_elem[2] = {8, 4}; /* bytes a slot */
+static const char *const heap_name[2] = {"node heap is", "variable heap is"};
+
+typedef struct {
+    pgn_device *dev;
+    pgn_inet_caps caps; /* how far the heaps and bags may grow (inet_mem.c) */
+    uint64_t max_nodes;
+    clheap heap[2];
+    cl_mem bnodes, brbag, defs, bags, mail, wk, ctl, scratch;
+    uint32_t workers, bag_cap, bag_limit, scratch_stride, max_def_nodes;
+    uint64_t max_alloc;                        /* the device's largest buffer */
+    uint64_t dev_bytes, dev_peak;              /* device buffers held now and at the most */
+    uint64_t host_bytes, host_peak;            /* the same on the host (book included) */
+    pgn_inet_worker *w;                        /* host copies, read after each launch */
+    uint32_t *ctl_host;
+    uint64_t *mail_host;
+    /* The run's own kernel object. pocl keeps timing statistics per kernel object and schedules
+     * by them: after launches of one work-group, later two-group launches of a shared object ran
+     * on one thread (loops.hvm on 2 work-items: 161 MIPS after 1-work-item runs, 343 before). */
+    cl_kernel kernel;
+} clnet;
+
+static int cl_fail(pgn_error *err, cl_int st, const char *what) {
+    pgn_error_set(err, "device", "", "inet: %s failed: %s", what, pgn_cl_status_name(st));
+    return -1;
+}
+
+static void hold(uint64_t *now, uint64_t *peak, uint64_t bytes) {
+    *now += bytes;
+    if (*now > *peak) *peak = *now;
+}
+
+/* A buffer of bytes (at least 8), filled from host when given. */
+static int make_buffer(clnet *c, size_t bytes, const void *host, cl_mem *out, pgn_error *err) {
+    cl_int st;
+    if (bytes < 8) bytes = 8;
+    *out = clCreateBuffer(c->dev->context, CL_MEM_READ_WRITE | (host ? CL_MEM_COPY_HOST_PTR : 0), bytes,
+                          (void *)host, &st);
+    if (st != CL_SUCCESS) {
+        pgn_error_set(err, "device", "", "inet: allocating %zu bytes on %s failed: %s", bytes,
+                      c->dev->info.id, pgn_cl_status_name(st));
+        return -1;
+    }
+    hold(&c->dev_bytes, &c->dev_peak, bytes);
+    return 0;
+}
+
+/* Releases a buffer made of bytes (as make_buffer rounded them). */
+static void drop_buffer(clnet *c, cl_mem *buf, size_t bytes) {
+    pgn_device_release_buffer(c->dev, *buf);
+    *buf = NULL;
+    c->dev_bytes -= bytes < 8 ? 8 : bytes;
+}
+
+static void clnet_release(clnet *c) {
+    cl_mem *bufs[] = {&c->heap[0].slots, &c->heap[0].owner, &c->heap[1].slots, &c->heap[1].owner,
+                      &c->bnodes,        &c->brbag,         &c->defs,          &c->bags,
+                      &c->mail,          &c->wk,            &c->ctl,           &c->scratch};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        pgn_device_release_buffer(c->dev, *bufs[i]);
+    free(c->w);
+    free(c->ctl_host);
+    free(c->mail_host);
+    if (c->kernel) clReleaseKernel(c->kernel);
+}
+
+/* Replaces *buf by a buffer of new_bytes holding the same first old_bytes. */
+static int grow_buffer(clnet *c, cl_mem *buf, size_t old_bytes, size_t new_bytes, pgn_error *err) {
+    cl_mem bigger;
+    if (make_buffer(c, new_bytes, NULL, &bigger, err)) return -1;
+    if (pgn_device_copy(c->dev, *buf, 0, bigger, 0, old_bytes, err)) {
+        drop_buffer(c, &bigger, new_bytes);
+        return -1;
+    }
+    drop_buffer(c, buf, old_bytes);
+    *buf = bigger;
+    return 0;
+}
+
+/* The next size of something at cap slots of elem bytes that must reach want: doubled, at most
+ * limit and the device's largest buffer. 0 when it cannot grow. */
+static uint32_t next_cap(const clnet *c, uint32_t cap, uint64_t want, uint32_t limit, size_t elem) {
+    uint64_t n = (uint64_t)cap * 2;
+    if (n < want) n = want;
+    if (n > limit) n = limit;
+    if (n * elem > c->max_alloc) n = c->max_alloc / elem;
+    return n > cap ? (uint32_t)n : 0;
+}
+
+/* Something ("node heap is") at `cap` `unit` that must grow past them: the limit that binds is
+ * max_nodes (through pgn_inet_caps_of), the heaps' address space, or, below the cap `limit`, the
+ * device's largest buffer. */
+static int fail_full(const clnet *c, const char *what, uint64_t cap, const char *unit, uint64_t limit, uint64_t itrs,
+                     pgn_error *err) {
+    if (cap < limit)
+        return pgn_inet_fail_limit(err, "max_nodes",
+                                   "the %s full at %llu %s, the most the largest buffer %s allows (%llu bytes), "
+                                   "after %llu interactions",
+                                   what, (unsigned long long)cap, unit, c->dev->info.id,
+                                   (unsigned long long)c->max_alloc, (unsigned long long)itrs);
+    if (c->caps.address_space)
+        return pgn_inet_fail_limit(err, "max_nodes",
+                                   "the %s full at %llu %s, the most the heaps' address space allows, after %llu "
+                                   "interactions",
+                                   what, (unsigned long long)cap, unit, (unsigned long long)itrs);
+    return pgn_inet_fail_limit(err, "max_nodes",
+                               "the %s full at %llu %s, the most %llu nodes allow with %u work-items' chunks, "
+                               "after %llu interactions",
+                               what, (unsigned long long)cap, unit, (unsigned long long)c->max_nodes, c->workers,
+                               (unsigned long long)itrs);
+}
+
+/* Owner-table entries for a heap of cap slots: every chunk up to the end, and the chunks workers
+ * may have taken past it (each holds at most one such). */
+static size_t owner_entries(const clnet *c, uint32_t cap) {
+    return ((size_t)cap + (size_t)c->workers * PGN_INET_CHUNK) / PGN_INET_CHUNK + 1;
+}
+
+/* Fills owner-table entries [from, to) with PGN_INET_NO_OWNER. */
+static int clear_owners(const clnet *c, cl_mem owner, size_t from, size_t to, pgn_error *err) {
+    return pgn_device_fill_u32(c->dev, owner, from * 4, (to - from) * 4, PGN_INET_NO_OWNER, err);
+}
+
+static int grow_heap(clnet *c, int h, uint64_t itrs, pgn_error *err) {
+    clheap *hp = &c->heap[h];
+    uint64_t top = c->ctl_host[PGN_INET_CTL_TOP(h)];
+    uint32_t cap = next_cap(c, hp->cap, top + (uint64_t)c->workers * PGN_INET_CHUNK, hp->limit, heap_elem[h]);
+    if (!cap) return fail_full(c, heap_name[h], hp->cap, "slots", hp->limit, itrs, err);
+    size_t had = owner_entries(c, hp->cap), need = owner_entries(c, cap);
+    if (grow_buffer(c, &hp->slots, hp->cap * heap_elem[h], cap * heap_elem[h], err) ||
+        grow_buffer(c, &hp->owner, had * 4, need * 4, err) || clear_owners(c, hp->owner, had, need, err))
+        return -1;
+    hp->cap = cap;
+    return 0;
+}
+
+/* Every worker's bag is a slice of one buffer, so growing moves each slice to its new place. */
+static int grow_bags(clnet *c, uint32_t cap, pgn_error *err) {
+    cl_mem bigger;
+    size_t bytes = (size_t)cap * 8 * c->workers, old = (size_t)c->bag_cap * 8 * c->workers;
+    if (make_buffer(c, bytes, NULL, &bigger, err)) return -1;
+    for (uint32_t j = 0; j < c->workers; j++) {
+        if (pgn_device_copy(c->dev, c->bags, (size_t)j * c->bag_cap * 8, bigger, (size_t)j * cap * 8,
+                            (size_t)c->bag_cap * 8, err)) {
+            drop_buffer(c, &bigger, bytes);
+            return -1;
+        }
+    }
+    drop_buffer(c, &c->bags, old);
+    c->bags = bigger;
+    c->bag_cap = cap;
+    return 0;
+}
+
+/* The bags are at their cap, a worker's is full, but together they hold at most a redex per
+ * node: deals the redexes out again, `per` to a bag in worker order, into a fresh buffer. Each
+ * bag's cap is at least twice its share plus what a rule reserves (inet_mem.c), so every bag is
+ * then at most about half full and the worker that stopped can go on. Which worker reduces which
+ * redex changes neither the normal form nor the interaction count. */
+static int spread_bags(clnet *c, uint64_t itrs, pgn_error *err) {
+    uint64_t total = 0;
+    for (uint32_t j = 0; j < c->workers; j++) total += c->w[j].bag_hi - c->w[j].bag_lo;
+    uint64_t per = (total + c->workers - 1) / c->workers;
+    if (per == 0 || per + c->caps.bag_reserve > c->bag_cap)
+        return fail_full(c, "redex bags are", total, "redexes", c->bag_cap < c->bag_limit ? UINT64_MAX : total, itrs,
+                         err);
+    size_t bytes = (size_t)c->bag_cap * 8 * c->workers;
+    cl_mem fresh;
+    if (make_buffer(c, bytes, NULL, &fresh, err)) return -1;
+    uint64_t dst = 0, fill = 0;
+    for (uint32_t j = 0; j < c->workers; j++) {
+        uint64_t lo = c->w[j].bag_lo, n = c->w[j].bag_hi - lo;
+        while (n) {
+            uint64_t take = n < per - fill ? n : per - fill;
+            if (pgn_device_copy(c->dev, c->bags, ((size_t)j * c->bag_cap + lo) * 8, fresh,
+                                ((size_t)dst * c->bag_cap + fill) * 8, take * 8, err)) {
+                drop_buffer(c, &fresh, bytes);
+                return -1;
+            }
+            lo += take;
+            n -= take;
+            fill += take;
+            if (fill == per) dst++, fill = 0;
+        }
+    }
+    for (uint32_t j = 0; j < c->workers; j++) {
+        uint64_t before = (uint64_t)j * per, left = total > before ? total - before : 0;
+        c->w[j].bag_lo = 0;
+        c->w[j].bag_hi = (uint32_t)(left < per ? left : per);
+    }
+    cl_int st = clEnqueueWriteBuffer(c->dev->queue, c->wk, CL_TRUE, 0, c->workers * sizeof *c->w, c->w, 0, NULL, NULL);
+    if (st != CL_SUCCESS) {
+        drop_buffer(c, &fresh, bytes);
+        return cl_fail(err, st, "spreading the redex bags");
+    }
+    drop_buffer(c, &c->bags, bytes);
+    c->bags = fresh;
+    return 0;
+}
+
+/* Room for a worker whose bag is full: bigger bags, or at their cap the same redexes spread. */
+static int make_bag_room(clnet *c, uint64_t itrs, pgn_error *err) {
+    uint32_t cap = next_cap(c, c->bag_cap, 0, c->bag_limit, 8 * (size_t)c->workers);
+    return cap ? grow_bags(c, cap, err) : spread_bags(c, itrs, err);
+}
+
+unsigned pgn_inet_default_workers(const pgn_device_info *info) {
+    unsigned cus = info->compute_units ? info->compute_units : 1;
+    return info->type == PGN_DEVICE_GPU ? cus * GPU_WORKERS_PER_CU : cus;
+}
+
+/* Uploads the book and sets up empty heaps, the workers and the seed redex @main ~ root. */
+static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, const pgn_inet_limits *L,
+                      unsigned workers, pgn_error *err) {
+    c->dev = dev;
+    c->workers = workers;
+    cl_int kst;
+    c->kernel = clCreateKernel(dev->program, "inet_reduce", &kst);
+    if (kst != CL_SUCCESS) {
+        c->kernel = NULL;
+        return cl_fail(err, kst, "creating the reducer's kernel");
+    }
+    cl_ulong max_alloc = 0;
+    clGetDeviceInfo(dev->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
+    c->max_alloc = max_alloc ? max_alloc : (1ull << 30);
+    pgn_inet_caps_of(book, L->max_nodes, workers, &c->caps);
+    c->max_nodes = L->max_nodes;
+    clheap *nodes = &c->heap[PGN_INET_HEAP_NODES], *vars = &c->heap[PGN_INET_HEAP_VARS];
+    nodes->limit = c->caps.node_slots;
+    vars->limit = c->caps.var_slots;
+    c->bag_limit = c->caps.bag_slots;
+    nodes->cap = INITIAL_NODES < nodes->limit ? INITIAL_NODES : nodes->limit;
+    vars->cap = INITIAL_VARS < vars->limit ? INITIAL_VARS : vars->limit;
+    c->bag_cap = INITIAL_BAG < c->bag_limit ? INITIAL_BAG : c->bag_limit;
+    c->max_def_nodes = book->max_def_nodes;
+    /* Whole cache lines per worker: CALL writes its scratch on every expansion. */
+    c->scratch_stride = (book->max_def_nodes + book->max_def_vars + 16) / 16 * 16;
+
+    uint32_t *defs = calloc((size_t)book->n_defs * PGN_INET_DEF_WORDS + 1, sizeof *defs);
+    c->w = calloc(workers, sizeof *c->w);
+    c->ctl_host = calloc(PGN_INET_CTL_WORDS(workers), sizeof *c->ctl_host);
+    c->mail_host = calloc(PGN_INET_MAIL_WORDS(workers), sizeof *c->mail_host);
+    if (!defs || !c->w || !c->ctl_host || !c->mail_host) {
+        free(defs);
+        pgn_error_set(err, "internal", "", "out of memory setting up the reducer");
+        return -1;
+    }
+    size_t defs_bytes = ((size_t)book->n_defs * PGN_INET_DEF_WORDS + 1) * sizeof *defs;
+    hold(&c->host_bytes, &c->host_peak,
+         pgn_inet_book_bytes(book) + defs_bytes + workers * sizeof *c->w +
+             PGN_INET_CTL_WORDS(workers) * sizeof *c->ctl_host + PGN_INET_MAIL_WORDS(workers) * sizeof *c->mail_host);
+    for (uint32_t i = 0; i < book->n_defs; i++) {
+        const pgn_inet_def *d = &book->defs[i];
+        uint32_t *o = defs + (size_t)i * PGN_INET_DEF_WORDS;
+        o[PGN_INET_DEF_ROOT] = d->root;
+        o[PGN_INET_DEF_NODE_OFF] = d->node_off;
+        o[PGN_INET_DEF_NODE_LEN] = d->node_len;
+        o[PGN_INET_DEF_RBAG_OFF] = d->rbag_off;
+        o[PGN_INET_DEF_RBAG_LEN] = d->rbag_len;
+        o[PGN_INET_DEF_VARS_LEN] = d->vars_len;
+        o[PGN_INET_DEF_SAFE] = d->safe;
+    }
+    c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_NODES)] = PGN_INET_CHUNK; /* chunk 0 is no worker's */
+    c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_VARS)] = PGN_INET_CHUNK;
+    c->w[0].bag_hi = 1;
+    uint32_t root_none = PGN_INET_NONE;
+    uint64_t seed = pgn_inet_pair(pgn_inet_port(PGN_INET_REF, 0), pgn_inet_port(PGN_INET_VAR, ROOT_VAR));
+    /* Owner tables cover the heaps as they are, and grow with them. */
+    size_t chunks[2];
+    for (int h = 0; h < 2; h++) chunks[h] = owner_entries(c, c->heap[h].cap);
+    int rc = make_buffer(c, nodes->cap * heap_elem[0], NULL, &nodes->slots, err) ||
+             make_buffer(c, vars->cap * heap_elem[1], NULL, &vars->slots, err) ||
+             make_buffer(c, chunks[0] * 4, NULL, &nodes->owner, err) ||
+             make_buffer(c, chunks[1] * 4, NULL, &vars->owner, err) ||
+             make_buffer(c, (size_t)book->n_nodes * 8, book->n_nodes ? book->nodes : NULL, &c->bnodes, err) ||
+             make_buffer(c, (size_t)book->n_rbag * 8, book->n_rbag ? book->rbag : NULL, &c->brbag, err) ||
+             make_buffer(c, (size_t)book->n_defs * PGN_INET_DEF_WORDS * 4, defs, &c->defs, err) ||
+             make_buffer(c, (size_t)c->bag_cap * 8 * workers, NULL, &c->bags, err) ||
+             make_buffer(c, PGN_INET_MAIL_WORDS(workers) * 8, c->mail_host, &c->mail, err) ||
+             make_buffer(c, workers * sizeof *c->w, c->w, &c->wk, err) ||
+             make_buffer(c, PGN_INET_CTL_WORDS(workers) * 4, NULL, &c->ctl, err) ||
+             make_buffer(c, (size_t)c->scratch_stride * 4 * workers, NULL, &c->scratch, err);
+    free(defs);
+    c->host_bytes -= defs_bytes;
+    if (rc) return -1;
+    for (int h = 0; h < 2; h++)
+        if (clear_owners(c, c->heap[h].owner, 0, chunks[h], err)) return -1;
+    return pgn_device_write(dev, vars->slots, ROOT_VAR * 4, 4, &root_none, true, err) ||
+                   pgn_device_write(dev, c->bags, 0, 8, &seed, true, err)
+               ? -1
+               : 0;
+}
+
+/* One launch with every flag cleared; returns after reading the workers, control and mail back. */
+static int launch(clnet *c, uint64_t budget, pgn_error *err) {
+    c->ctl_host[PGN_INET_CTL_STOP] = 0;
+    c->ctl_host[PGN_INET_CTL_IDLE] = 0;
+    for (uint32_t j = 0; j < c->workers; j++) c->ctl_host[PGN_INET_CTL_HUNGRY(j)] = 0;
+    cl_int st = clEnqueueWriteBuffer(c->dev->queue, c->ctl, CL_FALSE, 0, PGN_INET_CTL_WORDS(c->workers) * 4,
+                                     c->ctl_host, 0, NULL, NULL);
+    if (st != CL_SUCCESS) return cl_fail(err, st, "writing the control block");
+    const clheap *nodes = &c->heap[PGN_INET_HEAP_NODES], *vars = &c->heap[PGN_INET_HEAP_VARS];
+    pgn_karg args[] = {KARG(nodes->slots),      KARG(vars->slots),       KARG(nodes->owner), KARG(vars->owner),
+                       KARG(c->bnodes),         KARG(c->brbag),          KARG(c->defs),      KARG(c->bags),
+                       KARG(c->mail),           KARG(c->wk),             KARG(c->ctl),       KARG(c->scratch),
+                       KARG(c->workers),        KARG(nodes->cap),        KARG(vars->cap),    KARG(c->bag_cap),
+                       KARG(c->scratch_stride), KARG(c->max_def_nodes), KARG(budget)};
+    bool cpu = c->dev->info.type == PGN_DEVICE_CPU;
+    size_t local = cpu ? 1 : GPU_LOCAL;
+    size_t global = (c->workers + local - 1) / local * local;
+    if (pgn_launch_kernel(c->dev, c->kernel, "inet_reduce", args, (int)(sizeof args / sizeof *args), 1, &global,
+                          &local, err))
+        return -1;
+    st = clEnqueueReadBuffer(c->dev->queue, c->wk, CL_FALSE, 0, c->workers * sizeof *c->w, c->w, 0, NULL, NULL);
+    if (st == CL_SUCCESS)
+        st = clEnqueueReadBuffer(c->dev->queue, c->mail, CL_FALSE, 0, PGN_INET_MAIL_WORDS(c->workers) * 8,
+                                 c->mail_host, 0, NULL, NULL);
+    if (st == CL_SUCCESS)
+        st = clEnqueueReadBuffer(c->dev->queue, c->ctl, CL_FALSE, 0, PGN_INET_CTL_WORDS(c->workers) * 4,
+                                 c->ctl_host, 0, NULL, NULL);
+    if (st != CL_SUCCESS) return cl_fail(err, st, "running the reducer");
+    return pgn_device_finish(c->dev, err);
+}
+
+/* Downloads the heaps and prints the normal form. */
+static char *clnet_readback(clnet *c, const pgn_inet_book *book, pgn_error *err) {
+    uint32_t n_nodes = c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_NODES)];
+    uint32_t n_vars = c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_VARS)];
+    if (n_nodes > c->heap[PGN_INET_HEAP_NODES].cap) n_nodes = c->heap[PGN_INET_HEAP_NODES].cap;
+    if (n_vars > c->heap[PGN_INET_HEAP_VARS].cap) n_vars = c->heap[PGN_INET_HEAP_VARS].cap;
+    uint64_t *nodes = malloc((size_t)n_nodes * 8 + 8);
+    uint32_t *vars = malloc((size_t)n_vars * 4 + 4);
+    uint64_t copies = (uint64_t)n_nodes * 8 + 8 + (uint64_t)n_vars * 4 + 4, printing = 0;
+    char *nf = NULL;
+    if (!nodes || !vars) {
+        pgn_error_set(err, "internal", "", "out of memory reading the net back");
+    } else {
+        cl_int st = clEnqueueReadBuffer(c->dev->queue, c->heap[PGN_INET_HEAP_NODES].slots, CL_FALSE, 0, (size_t)n_nodes * 8, nodes, 0, NULL, NULL);
+        if (st == CL_SUCCESS)
+            st = clEnqueueReadBuffer(c->dev->queue, c->heap[PGN_INET_HEAP_VARS].slots, CL_TRUE, 0, (size_t)n_vars * 4, vars, 0, NULL, NULL);
+        if (st != CL_SUCCESS)
+            cl_fail(err, st, "reading the net back");
+        else
+            nf = pgn_inet_readback(book, nodes, n_nodes, vars, n_vars, pgn_inet_port(PGN_INET_VAR, ROOT_VAR),
+                                   &printing, err);
+    }
+    hold(&c->host_bytes, &c->host_peak, copies + printing);
+    free(nodes);
+    free(vars);
+    return nf;
+}
+
+/* What the workers asked for after a launch: grows it, or fails. 1: the run is over (normal form),
+ * 0: launch again, -1: failed. */
+static int after_launch(clnet *c, const pgn_inet_book *book, uint64_t itrs, pgn_error *err) {
+    bool need[2] = {false, false}, need_bag = false, busy = false;
+    for (uint32_t j = 0; j < c->workers; j++) {
+        const pgn_inet_worker *w = &c->w[j];
+        if (w->status == PGN_INET_ST_CLONE) return pgn_inet_fail_clone(book, w->status_arg, err);
+        need[0] |= w->status == PGN_INET_ST_NEED_NODES;
+        need[1] |= w->status == PGN_INET_ST_NEED_VARS;
+        for (int h = 0; h < 2; h++) need[h] |= w->heap[h].end > c->heap[h].cap;
+        need_bag |= w->status == PGN_INET_ST_NEED_BAG;
+        busy |= w->bag_lo != w->bag_hi || c->mail_host[PGN_INET_MAIL(j)] != 0;
+    }
+    for (int h = 0; h < 2; h++)
+        if (need[h] && grow_heap(c, h, itrs, err)) return -1;
+    if (need_bag && make_bag_room(c, itrs, err)) return -1;
+    return busy ? 0 : 1;
+}
+
+int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_limits *lim,
+                    unsigned workers, const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err) {
+    pgn_inet_limits L = lim ? *lim : (pgn_inet_limits){0};
+    *out = (pgn_inet_result){0};
+    if (!workers) workers = pgn_inet_default_workers(&dev->info);
+    clnet c = {0};
+    if (clnet_init(&c, dev, book, &L, workers, err)) {
+        clnet_release(&c);
+        return -1;
+    }
+    double t0 = pgn_now_s(), next_report = t0 + REPORT_EVERY_S;
+    uint64_t budget = BUDGET_FIRST, itrs = 0;
+    int state;
+    for (;;) {
+        uint64_t b = budget;
+        if (L.max_interactions) { /* stop near the limit: each worker may do its share of what is left */
+            uint64_t left = L.max_interactions > itrs ? L.max_interactions - itrs : 0;
+            uint64_t share = left / workers + 1;
+            if (share < b) b = share;
+        }
+        double t = pgn_now_s();
+        if (launch(&c, b, err)) {
+            state = -1;
+            break;
+        }
+        double slice = pgn_now_s() - t;
+        itrs = 0;
+        for (uint32_t j = 0; j < workers; j++) itrs += c.w[j].itrs;
+        state = after_launch(&c, book, itrs, err);
+        if (L.max_interactions && itrs > L.max_interactions) {
+            state = pgn_inet_fail_limit(err, "max_interactions", "%llu interactions reached",
+                                        (unsigned long long)L.max_interactions);
+        }
+        if (state) break;
+        double now = pgn_now_s();
+        if (L.max_interactions && itrs == L.max_interactions) {
+            state = pgn_inet_fail_limit(err, "max_interactions", "%llu interactions reached",
+                                        (unsigned long long)L.max_interactions);
+            break;
+        }
+        if (L.timeout_s > 0 && now - t0 >= L.timeout_s) {
+            state = pgn_inet_fail_limit(err, "timeout_s", "%g s reached (after %llu interactions)", L.timeout_s,
+                                        (unsigned long long)itrs);
+            break;
+        }
+        if (hooks && hooks->should_stop && hooks->should_stop(hooks->ctx)) {
+            pgn_error_set(err, "cancelled", "", "cancelled after %llu interactions", (unsigned long long)itrs);
+            state = -1;
+            break;
+        }
+        if (hooks && now >= next_report) {
+            next_report = now + REPORT_EVERY_S;
+            pgn_inet_report(hooks, &L, itrs, now - t0);
+        }
+        /* Size the next launch to take about SLICE_S. */
+        double scale = slice > 0 ? SLICE_S / slice : 4;
+        if (scale > 4) scale = 4;
+        if (scale < 0.25) scale = 0.25;
+        budget = (uint64_t)((double)budget * scale);
+        if (budget < BUDGET_MIN) budget = BUDGET_MIN;
+        if (budget > BUDGET_MAX) budget = BUDGET_MAX;
+    }
+    double seconds = pgn_now_s() - t0;
+    char *nf = state == 1 ? clnet_readback(&c, book, err) : NULL;
+    uint64_t peak = c.ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_NODES)];
+    if (peak > c.heap[PGN_INET_HEAP_NODES].cap) peak = c.heap[PGN_INET_HEAP_NODES].cap;
+    peak = peak > PGN_INET_CHUNK ? peak - PGN_INET_CHUNK : 0;
+    uint64_t dev_peak = c.dev_peak, host_peak = c.host_peak;
+    clnet_release(&c);
+    *out = (pgn_inet_result){.normal_form = nf,
+                             .interactions = itrs,
+                             .seconds = seconds,
+                             .mips = seconds > 0 ? (double)itrs / seconds / 1e6 : 0,
+                             .peak_nodes = peak,
+                             .peak_bytes = dev_peak + host_peak,
+                             .peak_device_bytes = dev_peak};
+    return nf ? 0 : -1;
+}

@@ -1,0 +1,466 @@
+/* inet_host.c: the sequential host reference reducer. One thread pops redexes off a stack and
+ * applies HVM2's rules; each rule is a short function drawn as the rewrite it performs. Wires are
+ * HVM2's variables: a variable's slot stays NONE until one of its two ends is linked, then holds
+ * what that end was linked to, and the other end's link consumes it. Freed nodes and variables
+ * go on free lists threaded through their own slots, so memory follows the live net. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "inet/inet.h"
+
+/* Interactions between polls of the clock, the interaction limit and should_stop: about a
+ * millisecond at 50-100 MIPS, and the poll costs one clock read. */
+#define POLL_EVERY 65536u
+#define REPORT_EVERY_S 0.5
+#define INITIAL_NODES 4096u
+#define INITIAL_BAG 1024u
+
+typedef enum { OK = 0, FAIL_OOM, FAIL_NODES, FAIL_VARS, FAIL_BAG, FAIL_CLONE } failure;
+
+typedef struct {
+    const pgn_inet_book *book;
+    pgn_inet_caps caps; /* how far each heap and the bag may grow (inet_mem.c) */
+    uint64_t *node;     /* node[i]: pgn_inet_pair(port 1, port 2); a free slot: the next free index */
+    size_t node_cap;
+    uint32_t node_top, node_free;
+    uint64_t live, peak;
+    uint32_t *vars; /* vars[v]: NONE, the port linked to one end, or (free) the next free index */
+    size_t var_cap;
+    uint32_t var_top, var_free;
+    uint64_t *bag; /* redexes still to reduce, reduced last-in first-out */
+    size_t bag_len, bag_cap;
+    uint32_t *nloc, *vloc; /* where CALL put a definition's nodes and variables */
+    uint64_t bytes, peak_bytes; /* held now (book, heaps, bag, scratch) and at the most */
+    uint64_t itrs;              /* interactions so far */
+    failure fail;
+    uint32_t fail_fid;
+} net;
+
+/* ---- memory -------------------------------------------------------------------------------- */
+
+/* buf (*cap elements of elem bytes) doubled, at most to max elements; NULL at max or out of
+ * memory. realloc may hold the old block and the new one at once, so the peak counts both. */
+static void *grow(net *n, void *buf, size_t *cap, size_t max, size_t elem) {
+    size_t c = *cap * 2 < max ? *cap * 2 : max;
+    if (c <= *cap) return NULL;
+    void *p = realloc(buf, c * elem);
+    if (!p) return NULL;
+    if (n->bytes + c * elem > n->peak_bytes) n->peak_bytes = n->bytes + c * elem;
+    n->bytes += (c - *cap) * elem;
+    *cap = c;
+    return p;
+}
+
+/* On failure the net is flagged (the run stops after this interaction) and slot 0 is returned,
+ * a scratch slot nothing reads, so the interaction can finish without checks. The limit is on
+ * live nodes, so a free slot is always below node_slots. */
+static uint32_t node_alloc(net *n) {
+    if (n->live == n->caps.node_limit) {
+        if (!n->fail) n->fail = FAIL_NODES;
+        return 0;
+    }
+    uint32_t i = n->node_free;
+    if (i) {
+        n->node_free = (uint32_t)n->node[i];
+    } else {
+        if (n->node_top == n->node_cap) {
+            uint64_t *p = grow(n, n->node, &n->node_cap, n->caps.node_slots, sizeof *p);
+            if (!p) {
+                if (!n->fail) n->fail = FAIL_OOM;
+                return 0;
+            }
+            n->node = p;
+        }
+        i = n->node_top++;
+    }
+    if (++n->live > n->peak) n->peak = n->live;
+    return i;
+}
+
+static void node_free(net *n, uint32_t i) {
+    n->node[i] = n->node_free;
+    n->node_free = i;
+    n->live--;
+}
+
+/* A new wire: both ends still unlinked. Past var_limit the run is flagged but the interaction
+ * goes on with real slots (var_slots keeps one interaction's worth above the limit): a scratch
+ * variable shared by several wires could link into a cycle. */
+static uint32_t var_alloc(net *n) {
+    uint32_t i = n->var_free;
+    if (i) {
+        n->var_free = n->vars[i];
+    } else {
+        if (n->var_top >= n->caps.var_limit && !n->fail) n->fail = FAIL_VARS;
+        if (n->var_top == n->var_cap) {
+            uint32_t *p = grow(n, n->vars, &n->var_cap, n->caps.var_slots, sizeof *p);
+            if (!p) {
+                if (!n->fail) n->fail = FAIL_OOM;
+                return 0;
+            }
+            n->vars = p;
+        }
+        i = n->var_top++;
+    }
+    n->vars[i] = PGN_INET_NONE;
+    return i;
+}
+
+static void var_free(net *n, uint32_t v) {
+    n->vars[v] = n->var_free;
+    n->var_free = v;
+}
+
+/* A redex between two nullary ports (VOID) only counts: counted here rather than left in the
+ * bag under the work pushed after it, where such redexes would pile up (a loop leaves one a turn).
+ * Every other redex holds a node's principal port, so the bag never holds more than bag_slots. */
+static void push_redex(net *n, uint32_t a, uint32_t b) {
+    if (pgn_inet_tag(a) < PGN_INET_CON && pgn_inet_tag(b) < PGN_INET_CON) {
+        n->itrs++;
+        return;
+    }
+    if (n->bag_len == n->bag_cap) {
+        uint64_t *p = grow(n, n->bag, &n->bag_cap, n->caps.bag_slots, sizeof *p);
+        if (!p) {
+            if (!n->fail) n->fail = n->bag_cap == n->caps.bag_slots ? FAIL_BAG : FAIL_OOM;
+            return;
+        }
+        n->bag = p;
+    }
+    n->bag[n->bag_len++] = pgn_inet_pair(a, b);
+}
+
+/* ---- linking ------------------------------------------------------------------------------- */
+
+/* What the end p of a wire leads to: while p is a variable whose other end has been linked,
+ * step to what that was linked to. Each variable stepped through is used up (both its ends have
+ * now been consumed) and freed. */
+static uint32_t enter(net *n, uint32_t p) {
+    while (pgn_inet_tag(p) == PGN_INET_VAR) {
+        uint32_t v = pgn_inet_val(p), s = n->vars[v];
+        if (s == PGN_INET_NONE) break;
+        var_free(n, v);
+        p = s;
+    }
+    return p;
+}
+
+/* Connects a ~ b. Two non-variables make a redex. A variable whose other end is still unlinked
+ * records b for it; one whose other end was already linked (to c) is used up, and c ~ b is
+ * linked instead. A wire linked to its own other end is a closed loop and simply vanishes. */
+static void link_ports(net *n, uint32_t a, uint32_t b) {
+    for (;;) {
+        if (pgn_inet_tag(a) != PGN_INET_VAR) {
+            if (pgn_inet_tag(b) != PGN_INET_VAR) {
+                push_redex(n, a, b);
+                return;
+            }
+            uint32_t t = a;
+            a = b;
+            b = t;
+        }
+        b = enter(n, b);
+        uint32_t v = pgn_inet_val(a);
+        if (b == a) {
+            var_free(n, v);
+            return;
+        }
+        uint32_t other = n->vars[v];
+        if (other == PGN_INET_NONE) {
+            n->vars[v] = b;
+            return;
+        }
+        var_free(n, v);
+        a = other;
+    }
+}
+
+/* ---- the rules -----------------------------------------------------------------------------
+ * Drawn as HVM2 draws them: X(a b) is a node of tag X with aux ports a and b; the left side of
+ * the line is the redex, the right side what replaces it. */
+
+static void rule_eras(net *n, uint32_t a, uint32_t b);
+
+/* A definition's port rebased onto the nodes and variables this CALL allocated. */
+static inline uint32_t adjust(const net *n, uint32_t p) {
+    uint32_t tag = pgn_inet_tag(p);
+    if (tag >= PGN_INET_CON) return pgn_inet_port(tag, n->nloc[pgn_inet_val(p)]);
+    if (tag == PGN_INET_VAR) return pgn_inet_port(PGN_INET_VAR, n->vloc[pgn_inet_val(p)]);
+    return p;
+}
+
+/* @f ~ X(b1 b2), X != DUP (or @f ~ the root variable):
+ *   @f ~ B  ---CALL--->  a fresh copy of @f's net, its root ~ B, its redexes linked
+ * Through a DUP, a definition without DUPs is copied by erasure (ERAS below); copying one with
+ * a DUP is refused, as HVM2's reference runtime refuses it. */
+static void rule_call(net *n, uint32_t a, uint32_t b) {
+    uint32_t fid = pgn_inet_val(a) & PGN_INET_REF_FID;
+    const pgn_inet_def *d = &n->book->defs[fid];
+    if (pgn_inet_tag(b) == PGN_INET_DUP) {
+        if (d->safe) {
+            rule_eras(n, a, b);
+        } else if (!n->fail) {
+            n->fail = FAIL_CLONE;
+            n->fail_fid = fid;
+        }
+        return;
+    }
+    for (uint32_t i = 0; i < d->vars_len; i++) n->vloc[i] = var_alloc(n);
+    for (uint32_t i = 0; i < d->node_len; i++) n->nloc[i] = node_alloc(n);
+    const uint64_t *nodes = n->book->nodes + d->node_off;
+    for (uint32_t i = 0; i < d->node_len; i++)
+        n->node[n->nloc[i]] = pgn_inet_pair(adjust(n, pgn_inet_fst(nodes[i])), adjust(n, pgn_inet_snd(nodes[i])));
+    const uint64_t *rbag = n->book->rbag + d->rbag_off;
+    for (uint32_t i = 0; i < d->rbag_len; i++)
+        link_ports(n, adjust(n, pgn_inet_fst(rbag[i])), adjust(n, pgn_inet_snd(rbag[i])));
+    link_ports(n, adjust(n, d->root), b);
+}
+
+/* *  ~ X(b1 b2)  ---ERAS--->  * ~ b1, * ~ b2      (also a number, or a safe @ref, copied) */
+static void rule_eras(net *n, uint32_t a, uint32_t b) {
+    uint32_t i = pgn_inet_val(b);
+    uint64_t B = n->node[i];
+    node_free(n, i);
+    link_ports(n, a, pgn_inet_fst(B));
+    link_ports(n, a, pgn_inet_snd(B));
+}
+
+/* X(a1 a2) ~ X(b1 b2)  ---ANNI--->  a1 ~ b1, a2 ~ b2 */
+static void rule_anni(net *n, uint32_t a, uint32_t b) {
+    uint64_t A = n->node[pgn_inet_val(a)], B = n->node[pgn_inet_val(b)];
+    node_free(n, pgn_inet_val(a));
+    node_free(n, pgn_inet_val(b));
+    link_ports(n, pgn_inet_fst(A), pgn_inet_fst(B));
+    link_ports(n, pgn_inet_snd(A), pgn_inet_snd(B));
+}
+
+/* X(a1 a2) ~ Y(b1 b2)  ---COMM--->  a1 ~ Y(x0 x1), a2 ~ Y(x2 x3), b1 ~ X(x0 x2), b2 ~ X(x1 x3) */
+static void rule_comm(net *n, uint32_t a, uint32_t b) {
+    uint64_t A = n->node[pgn_inet_val(a)], B = n->node[pgn_inet_val(b)];
+    node_free(n, pgn_inet_val(a));
+    node_free(n, pgn_inet_val(b));
+    uint32_t x0 = pgn_inet_port(PGN_INET_VAR, var_alloc(n)), x1 = pgn_inet_port(PGN_INET_VAR, var_alloc(n));
+    uint32_t x2 = pgn_inet_port(PGN_INET_VAR, var_alloc(n)), x3 = pgn_inet_port(PGN_INET_VAR, var_alloc(n));
+    uint32_t y0 = node_alloc(n), y1 = node_alloc(n), z0 = node_alloc(n), z1 = node_alloc(n);
+    n->node[y0] = pgn_inet_pair(x0, x1);
+    n->node[y1] = pgn_inet_pair(x2, x3);
+    n->node[z0] = pgn_inet_pair(x0, x2);
+    n->node[z1] = pgn_inet_pair(x1, x3);
+    uint32_t ta = pgn_inet_tag(a), tb = pgn_inet_tag(b);
+    link_ports(n, pgn_inet_port(tb, y0), pgn_inet_fst(A));
+    link_ports(n, pgn_inet_port(tb, y1), pgn_inet_snd(A));
+    link_ports(n, pgn_inet_port(ta, z0), pgn_inet_fst(B));
+    link_ports(n, pgn_inet_port(ta, z1), pgn_inet_snd(B));
+}
+
+/* #n ~ $(#m r)  ---OPER--->  r ~ #(n op m)
+ * #n ~ $(b r)   ---OPER--->  b ~ $(#n r)      (b not yet a number: the operator waits on it) */
+static void rule_oper(net *n, uint32_t a, uint32_t b) {
+    uint32_t i = pgn_inet_val(b);
+    uint64_t B = n->node[i];
+    uint32_t b1 = pgn_inet_fst(B), b2 = pgn_inet_snd(B);
+    if (pgn_inet_tag(b1) == PGN_INET_NUM) {
+        node_free(n, i);
+        uint32_t r = pgn_inet_operate(pgn_inet_val(a), pgn_inet_val(b1));
+        link_ports(n, pgn_inet_port(PGN_INET_NUM, r), b2);
+    } else {
+        n->node[i] = pgn_inet_pair(a, b2);
+        link_ports(n, b1, pgn_inet_port(PGN_INET_OPR, i));
+    }
+}
+
+/* #0 ~ ?(b r)  ---SWIT--->  b ~ (r *)
+ * #k ~ ?(b r)  ---SWIT--->  b ~ (* (#k-1 r))   (k read as u24 whatever the number's type) */
+static void rule_swit(net *n, uint32_t a, uint32_t b) {
+    uint32_t i = pgn_inet_val(b);
+    uint64_t B = n->node[i];
+    uint32_t k = pgn_inet_get_u24(pgn_inet_val(a));
+    uint32_t era = pgn_inet_port(PGN_INET_ERA, 0);
+    if (k == 0) {
+        n->node[i] = pgn_inet_pair(pgn_inet_snd(B), era);
+    } else {
+        uint32_t j = node_alloc(n);
+        n->node[j] = pgn_inet_pair(pgn_inet_port(PGN_INET_NUM, pgn_inet_u24(k - 1)), pgn_inet_snd(B));
+        n->node[i] = pgn_inet_pair(era, pgn_inet_port(PGN_INET_CON, j));
+    }
+    link_ports(n, pgn_inet_port(PGN_INET_CON, i), pgn_inet_fst(B));
+}
+
+/* ---- the run ------------------------------------------------------------------------------- */
+
+int pgn_inet_fail_limit(pgn_error *err, const char *name, const char *fmt, ...) {
+    char msg[512], field[64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(field, sizeof field, "limits.%s", name);
+    pgn_error_set(err, "limit_exceeded", field, "%s: %s", name, msg);
+    return -1;
+}
+
+int pgn_inet_fail_clone(const pgn_inet_book *book, uint32_t fid, pgn_error *err) {
+    pgn_error_set(err, "invalid_program", "",
+                  "a DUP tried to copy @%s, which contains a duplicator (HVM2: attempt to clone a "
+                  "non-affine global reference)",
+                  book->defs[fid].name);
+    return -1;
+}
+
+void pgn_inet_report(const pgn_run_hooks *hooks, const pgn_inet_limits *lim, uint64_t itrs, double elapsed) {
+    if (hooks->on_metric) hooks->on_metric(hooks->ctx, "interactions", (int64_t)itrs, (double)itrs);
+    double frac = -1;
+    if (lim->max_interactions) frac = (double)itrs / (double)lim->max_interactions;
+    if (lim->timeout_s > 0 && elapsed / lim->timeout_s > frac) frac = elapsed / lim->timeout_s;
+    if (hooks->on_progress && frac >= 0) hooks->on_progress(hooks->ctx, frac > 1 ? 1 : frac);
+}
+
+static void net_free(net *n) {
+    free(n->node);
+    free(n->vars);
+    free(n->bag);
+    free(n->nloc);
+    free(n->vloc);
+}
+
+int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
+                      const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err) {
+    pgn_inet_limits L = lim ? *lim : (pgn_inet_limits){0};
+    uint64_t max_itrs = L.max_interactions ? L.max_interactions : UINT64_MAX;
+    *out = (pgn_inet_result){0};
+    net n = {.book = book};
+    pgn_inet_caps_of(book, L.max_nodes, 0, &n.caps);
+    n.node_cap = INITIAL_NODES < n.caps.node_slots ? INITIAL_NODES : n.caps.node_slots;
+    n.var_cap = INITIAL_NODES < n.caps.var_slots ? INITIAL_NODES : n.caps.var_slots;
+    n.bag_cap = INITIAL_BAG < n.caps.bag_slots ? INITIAL_BAG : n.caps.bag_slots;
+    size_t scratch = ((size_t)book->max_def_nodes + 1 + (size_t)book->max_def_vars + 1) * sizeof(uint32_t);
+    n.node = malloc(n.node_cap * sizeof *n.node);
+    n.vars = malloc(n.var_cap * sizeof *n.vars);
+    n.bag = malloc(n.bag_cap * sizeof *n.bag);
+    n.nloc = malloc(((size_t)book->max_def_nodes + 1) * sizeof *n.nloc);
+    n.vloc = malloc(((size_t)book->max_def_vars + 1) * sizeof *n.vloc);
+    if (!n.node || !n.vars || !n.bag || !n.nloc || !n.vloc) {
+        net_free(&n);
+        pgn_error_set(err, "internal", "", "out of memory setting up the heap");
+        return -1;
+    }
+    n.bytes = n.peak_bytes = pgn_inet_book_bytes(book) + n.node_cap * sizeof *n.node + n.var_cap * sizeof *n.vars +
+                             n.bag_cap * sizeof *n.bag + scratch;
+    n.node[0] = 0;
+    n.node_top = n.var_top = 1;
+
+    /* The run starts as HVM2's does, with the redex @main ~ ROOT, a CALL that counts. */
+    uint32_t root = pgn_inet_port(PGN_INET_VAR, var_alloc(&n));
+    double t0 = pgn_now_s(), next_report = t0 + REPORT_EVERY_S;
+    n.itrs = 1;
+    rule_call(&n, pgn_inet_port(PGN_INET_REF, 0), root);
+
+    uint8_t rules[64];
+    for (uint32_t a = 0; a < 8; a++)
+        for (uint32_t b = 0; b < 8; b++) rules[a * 8 + b] = (uint8_t)pgn_inet_rule(a, b);
+
+    uint64_t next_poll = n.itrs + POLL_EVERY < max_itrs ? n.itrs + POLL_EVERY : max_itrs;
+    const char *stop = NULL;
+    while (n.bag_len && !n.fail) {
+        if (n.itrs >= next_poll) {
+            if (n.itrs >= max_itrs) {
+                stop = "max_interactions";
+                break;
+            }
+            double now = pgn_now_s();
+            if (L.timeout_s > 0 && now - t0 >= L.timeout_s) {
+                stop = "timeout_s";
+                break;
+            }
+            if (hooks && hooks->should_stop && hooks->should_stop(hooks->ctx)) {
+                stop = "cancelled";
+                break;
+            }
+            if (hooks && now >= next_report) {
+                next_report = now + REPORT_EVERY_S;
+                pgn_inet_report(hooks, &L, n.itrs, now - t0);
+            }
+            next_poll = n.itrs + POLL_EVERY < max_itrs ? n.itrs + POLL_EVERY : max_itrs;
+        }
+        uint64_t r = n.bag[--n.bag_len];
+        uint32_t a = pgn_inet_fst(r), b = pgn_inet_snd(r);
+        if (pgn_inet_tag(b) < pgn_inet_tag(a)) {
+            uint32_t t = a;
+            a = b;
+            b = t;
+        }
+        switch (rules[pgn_inet_tag(a) * 8 + pgn_inet_tag(b)]) {
+        case PGN_INET_CALL: rule_call(&n, a, b); break;
+        case PGN_INET_VOID: break;
+        case PGN_INET_ERAS: rule_eras(&n, a, b); break;
+        case PGN_INET_ANNI: rule_anni(&n, a, b); break;
+        case PGN_INET_COMM: rule_comm(&n, a, b); break;
+        case PGN_INET_OPER: rule_oper(&n, a, b); break;
+        case PGN_INET_SWIT: rule_swit(&n, a, b); break;
+        default: link_ports(&n, a, b); continue; /* LINK: not an interaction (never queued) */
+        }
+        n.itrs++;
+    }
+    double seconds = pgn_now_s() - t0;
+    if (!stop && !n.fail && n.itrs > max_itrs) stop = "max_interactions"; /* VOIDs at the end */
+
+    int rc = 0;
+    if (n.fail == FAIL_CLONE) {
+        rc = pgn_inet_fail_clone(book, n.fail_fid, err);
+    } else if (n.fail == FAIL_NODES && n.caps.address_space) {
+        rc = pgn_inet_fail_limit(err, "max_nodes", "the heap's address space of %llu nodes is full (after %llu "
+                                 "interactions)", (unsigned long long)n.caps.node_limit, (unsigned long long)n.itrs);
+    } else if (n.fail == FAIL_NODES) {
+        rc = pgn_inet_fail_limit(err, "max_nodes", "%llu live nodes reached (after %llu interactions)",
+                                 (unsigned long long)L.max_nodes, (unsigned long long)n.itrs);
+    } else if (n.fail == FAIL_VARS || n.fail == FAIL_BAG) {
+        bool vars = n.fail == FAIL_VARS;
+        char most[96];
+        if (n.caps.address_space) snprintf(most, sizeof most, "the heaps' address space");
+        else snprintf(most, sizeof most, "%llu nodes", (unsigned long long)L.max_nodes);
+        rc = pgn_inet_fail_limit(err, "max_nodes", "the %s is full at %llu %s, the most %s allow%s (after %llu "
+                                 "interactions)", vars ? "variable heap" : "redex bag",
+                                 (unsigned long long)(vars ? n.caps.var_limit - 1 : n.caps.bag_slots),
+                                 vars ? "variables" : "redexes", most, n.caps.address_space ? "s" : "",
+                                 (unsigned long long)n.itrs);
+    } else if (n.fail == FAIL_OOM) {
+        pgn_error_set(err, "internal", "", "out of memory after %llu interactions (%llu live nodes)",
+                      (unsigned long long)n.itrs, (unsigned long long)n.live);
+        rc = -1;
+    } else if (stop && !strcmp(stop, "max_interactions")) {
+        rc = pgn_inet_fail_limit(err, "max_interactions", "%llu interactions reached", (unsigned long long)max_itrs);
+    } else if (stop && !strcmp(stop, "timeout_s")) {
+        rc = pgn_inet_fail_limit(err, "timeout_s", "%g s reached (after %llu interactions)", L.timeout_s,
+                        (unsigned long long)n.itrs);
+    } else if (stop) {
+        pgn_error_set(err, "cancelled", "", "cancelled after %llu interactions", (unsigned long long)n.itrs);
+        rc = -1;
+    }
+    if (rc) {
+        net_free(&n);
+        *out = (pgn_inet_result){.interactions = n.itrs, .peak_nodes = n.peak, .peak_bytes = n.peak_bytes};
+        return -1;
+    }
+
+    uint64_t printing = 0;
+    char *nf = pgn_inet_readback(book, n.node, n.node_top, n.vars, n.var_top, root, &printing, err);
+    net_free(&n);
+    if (!nf) return -1;
+    if (n.bytes + printing > n.peak_bytes) n.peak_bytes = n.bytes + printing;
+    *out = (pgn_inet_result){.normal_form = nf,
+                             .interactions = n.itrs,
+                             .seconds = seconds,
+                             .mips = seconds > 0 ? (double)n.itrs / seconds / 1e6 : 0,
+                             .peak_nodes = n.peak,
+                             .peak_bytes = n.peak_bytes};
+    return 0;
+}
+
+void pgn_inet_result_free(pgn_inet_result *r) {
+    if (!r) return;
+    free(r->normal_form);
+    r->normal_form = NULL;
+}

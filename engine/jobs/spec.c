@@ -1,0 +1,104 @@
+/* spec.c: job specs, the front door shared by paragond and the CLI: the fields every job has
+ * (kind, name, device, and a train job's seed), then the kind's own part, parsed by its owner
+ * (tensor/train_spec.c, inet/inet_spec.c, bench/bench_spec.c); and the stored form. Every
+ * error names the JSON path of the field at fault; unknown fields are errors. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "inet/inet.h"
+#include "tensor/tensor.h"
+
+void pgn_spec_free(pgn_job_spec *spec) {
+    if (!spec) return;
+    free(spec->inet.program);
+    spec->inet.program = NULL;
+}
+
+int pgn_spec_parse(const json_t *root, pgn_job_spec *out, pgn_error *err) {
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(root)) return pgn_spec_fail(err, "(root)", "a job spec must be a JSON object");
+    char kind[32] = "";
+    if (pgn_spec_string(root, "kind", "kind", kind, sizeof kind, err)) return -1;
+    if (!kind[0]) return pgn_spec_fail(err, "kind", "required (\"train\", \"inet\" or \"bench\")");
+    if (!strcmp(kind, "train")) out->kind = PGN_JOB_TRAIN;
+    else if (!strcmp(kind, "inet")) out->kind = PGN_JOB_INET;
+    else if (!strcmp(kind, "bench")) out->kind = PGN_JOB_BENCH;
+    else
+        return pgn_spec_fail(err, "kind",
+                             "unknown job kind '%s' (this build runs: \"train\", \"inet\", \"bench\")", kind);
+    snprintf(out->name, sizeof out->name, "%s", kind);
+    snprintf(out->device, sizeof out->device, "auto");
+    if (pgn_spec_string(root, "name", "name", out->name, sizeof out->name, err) ||
+        pgn_spec_string(root, "device", "device", out->device, sizeof out->device, err) ||
+        pgn_spec_no_controls(out->name, "name", err) || pgn_spec_no_controls(out->device, "device", err))
+        return -1;
+    if (!out->device[0]) return pgn_spec_fail(err, "device", "must not be empty");
+    if (!strcmp(out->device, "all") && out->kind != PGN_JOB_BENCH)
+        return pgn_spec_fail(err, "device", "\"all\" is only for bench jobs");
+    if (out->kind == PGN_JOB_INET) {
+        if (pgn_inet_spec_parse(root, &out->inet, err) == 0) return 0;
+        pgn_spec_free(out);
+        return -1;
+    }
+    if (out->kind == PGN_JOB_BENCH) return pgn_bench_spec_parse(root, &out->bench, err);
+    long long seed = 0;
+    if (pgn_spec_int(root, "seed", "seed", 0, (long long)9007199254740991LL, &seed, err)) return -1;
+    out->seed = (uint64_t)seed;
+    return pgn_train_spec_parse(root, &out->train, err);
+}
+
+int pgn_spec_parse_text(const char *text, size_t len, pgn_job_spec *out, pgn_error *err) {
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        pgn_error_set(err, "invalid_json", "", "line %d, column %d: %s", jerr.line, jerr.column,
+                      jerr.text);
+        return -1;
+    }
+    int rc = pgn_spec_parse(root, out, err);
+    json_decref(root);
+    return rc;
+}
+
+int pgn_job_kind_parse(const char *name, pgn_job_kind *out) {
+    static const pgn_job_kind kinds[] = {PGN_JOB_TRAIN, PGN_JOB_INET, PGN_JOB_BENCH};
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        if (name && !strcmp(name, pgn_job_kind_name(kinds[i]))) {
+            *out = kinds[i];
+            return 0;
+        }
+    return -1;
+}
+
+const char *pgn_job_kind_name(pgn_job_kind kind) {
+    switch (kind) {
+    case PGN_JOB_TRAIN: return "train";
+    case PGN_JOB_INET: return "inet";
+    case PGN_JOB_BENCH: return "bench";
+    }
+    return "unknown";
+}
+
+json_t *pgn_spec_to_json(const pgn_job_spec *spec) {
+    json_t *o = json_pack("{s:s, s:s, s:s}", "kind", pgn_job_kind_name(spec->kind), "name", spec->name,
+                          "device", spec->device);
+    json_t *own = NULL;
+    switch (spec->kind) {
+    case PGN_JOB_TRAIN:
+        json_object_set_new(o, "seed", json_integer((json_int_t)spec->seed));
+        own = pgn_train_spec_to_json(&spec->train);
+        break;
+    case PGN_JOB_INET: own = pgn_inet_spec_to_json(&spec->inet); break;
+    case PGN_JOB_BENCH: own = pgn_bench_spec_to_json(&spec->bench); break;
+    }
+    if (!o || !own) {
+        json_decref(o);
+        json_decref(own);
+        return NULL;
+    }
+    json_object_update(o, own);
+    json_decref(own);
+    return o;
+}

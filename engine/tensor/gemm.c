@@ -1,0 +1,333 @@
+/* gemm.c: SGEMM, C (M,N) = op(A) op(B): the host reference (register-tiled, single thread), the
+ * launchers of kernels/gemm.cl, and the per-device scratch that packed panels live in.
+ * Every output element is one in-order fma chain over k from 0, on every path, so all devices
+ * and the host agree bit for bit. */
+#include <stdint.h>
+#include <string.h>
+
+#include "tensor/tensor.h"
+#include "pgn_math.h"
+
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#include <immintrin.h>
+#endif
+
+#define F32(t) ((float *)(t)->host)
+
+static int check(bool ok, const char *what, pgn_error *err) {
+    if (ok) return 0;
+    pgn_error_set(err, "internal", "", "gemm: %s", what);
+    return -1;
+}
+
+static int imin(int a, int b) { return a < b ? a : b; }
+static int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+/* op(A)(i,k) = a[i*a_rs + k*a_cs]; op(B)(k,j) = b[k*b_rs + j*b_cs]. */
+typedef struct {
+    int a_rs, a_cs, b_rs, b_cs;
+} gemm_strides;
+
+static gemm_strides strides_for(int M, int N, int K, bool ta, bool tb) {
+    gemm_strides s;
+    s.a_rs = ta ? 1 : K;
+    s.a_cs = ta ? M : 1;
+    s.b_rs = tb ? 1 : N;
+    s.b_cs = tb ? K : 1;
+    return s;
+}
+
+/* ---- host reference --------------------------------------------------------------------------
+ * Register tiles of HOST_MR rows by HOST_NR columns of C, HOST_NV vectors per row, over k-blocks
+ * of HOST_KC rows of op(B) packed into a zero-padded stack buffer. Between k-blocks the tile goes
+ * through C as an exact float, so each element is still one fma chain in k order. The vector
+ * width only changes how many chains run side by side, never the bits.
+ * AVX-512, single-threaded, best of runs at N = 512, 1024 and three MLP shapes: 8 x 32 (16 zmm
+ * accumulators) 207-241 GFLOP/s; 6 x 64: 212-237, but it wastes more lanes when N is narrow;
+ * 12 x 32: 197-223; 14 x 32: 186-235; 4 x 64: 136-185. AVX2: 6 x 16 keeps 12 of the 16 ymm
+ * registers as accumulators. Without either, plain fmaf chains (correct, slow). */
+#if defined(__AVX512F__)
+typedef __m512 hvec;
+#define HOST_VL 16
+#define HOST_MR 8
+#define HOST_NV 2
+#define hv_zero() _mm512_setzero_ps()
+#define hv_load(p) _mm512_loadu_ps(p)
+#define hv_store(p, v) _mm512_storeu_ps((p), (v))
+#define hv_set1(x) _mm512_set1_ps(x)
+#define hv_fma(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#elif defined(__AVX2__) && defined(__FMA__)
+typedef __m256 hvec;
+#define HOST_VL 8
+#define HOST_MR 6
+#define HOST_NV 2
+#define hv_zero() _mm256_setzero_ps()
+#define hv_load(p) _mm256_loadu_ps(p)
+#define hv_store(p, v) _mm256_storeu_ps((p), (v))
+#define hv_set1(x) _mm256_set1_ps(x)
+#define hv_fma(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#else
+typedef float hvec;
+#define HOST_VL 1
+#define HOST_MR 4
+#define HOST_NV 4
+#define hv_zero() 0.0f
+#define hv_load(p) (*(p))
+#define hv_store(p, v) (*(p) = (v))
+#define hv_set1(x) (x)
+#define hv_fma(a, b, c) pgn_fma((a), (b), (c))
+#endif
+#define HOST_NR (HOST_VL * HOST_NV)
+/* 256 rows x 32 columns = 32 KiB of packed B: stays in L1 (48 KiB) while every row tile of A
+ * streams past it, and small enough for any thread's stack. */
+#define HOST_KC 256
+
+/* bp (kc, HOST_NR) = op(B) rows [0, kc) of one panel (b points at its first element), columns
+ * from cols on zero. */
+static void host_pack_b(int kc, int cols, const float *b, gemm_strides s, float *bp) {
+    if (s.b_cs == 1) {
+        for (int k = 0; k < kc; k++) {
+            memcpy(bp + k * HOST_NR, b + (size_t)k * s.b_rs, (size_t)cols * sizeof *bp);
+            memset(bp + k * HOST_NR + cols, 0, (size_t)(HOST_NR - cols) * sizeof *bp);
+        }
+        return;
+    }
+    for (int jj = 0; jj < HOST_NR; jj++) {
+        const float *col = b + (size_t)jj * s.b_cs;
+        for (int k = 0; k < kc; k++) bp[k * HOST_NR + jj] = jj < cols ? col[(size_t)k * s.b_rs] : 0;
+    }
+}
+
+/* c (HOST_MR, HOST_NR), rows ldc apart: c = (first ? 0 : c) then, for k in [0, kc) in order,
+ * c[r][j] = fma(ar[r][k*a_cs], bp[k][j], c[r][j]). */
+static void host_tile(int kc, const float *const *ar, int a_cs, const float *bp, float *c,
+                      int ldc, bool first) {
+    hvec acc[HOST_MR][HOST_NV];
+#pragma GCC unroll 16
+    for (int r = 0; r < HOST_MR; r++)
+#pragma GCC unroll 16
+        for (int v = 0; v < HOST_NV; v++)
+            acc[r][v] = first ? hv_zero() : hv_load(c + (size_t)r * ldc + v * HOST_VL);
+    for (int k = 0; k < kc; k++) {
+        hvec bv[HOST_NV];
+#pragma GCC unroll 16
+        for (int v = 0; v < HOST_NV; v++) bv[v] = hv_load(bp + k * HOST_NR + v * HOST_VL);
+#pragma GCC unroll 16
+        for (int r = 0; r < HOST_MR; r++) {
+            hvec av = hv_set1(ar[r][(size_t)k * a_cs]);
+#pragma GCC unroll 16
+            for (int v = 0; v < HOST_NV; v++) acc[r][v] = hv_fma(av, bv[v], acc[r][v]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < HOST_MR; r++)
+#pragma GCC unroll 16
+        for (int v = 0; v < HOST_NV; v++) hv_store(c + (size_t)r * ldc + v * HOST_VL, acc[r][v]);
+}
+
+static void gemm_host(int M, int N, int K, const float *a, gemm_strides s, const float *b,
+                      float *c) {
+    _Alignas(64) float bp[HOST_KC * HOST_NR];
+    _Alignas(64) float edge[HOST_MR * HOST_NR];
+    for (int j0 = 0; j0 < N; j0 += HOST_NR) {
+        int cols = imin(HOST_NR, N - j0);
+        for (int k0 = 0; k0 < K; k0 += HOST_KC) {
+            int kc = imin(HOST_KC, K - k0);
+            host_pack_b(kc, cols, b + (size_t)k0 * s.b_rs + (size_t)j0 * s.b_cs, s, bp);
+            for (int i0 = 0; i0 < M; i0 += HOST_MR) {
+                int rows = imin(HOST_MR, M - i0);
+                const float *ar[HOST_MR];
+                for (int r = 0; r < HOST_MR; r++) /* rows past M repeat row M-1, never stored */
+                    ar[r] = a + (size_t)imin(i0 + r, M - 1) * s.a_rs + (size_t)k0 * s.a_cs;
+                float *ct = c + (size_t)i0 * N + j0;
+                if (rows == HOST_MR && cols == HOST_NR) {
+                    host_tile(kc, ar, s.a_cs, bp, ct, N, k0 == 0);
+                    continue;
+                }
+                for (int r = 0; r < rows && k0 > 0; r++)
+                    memcpy(edge + r * HOST_NR, ct + (size_t)r * N, (size_t)cols * sizeof *ct);
+                host_tile(kc, ar, s.a_cs, bp, edge, HOST_NR, k0 == 0);
+                for (int r = 0; r < rows; r++)
+                    memcpy(ct + (size_t)r * N, edge + r * HOST_NR, (size_t)cols * sizeof *ct);
+            }
+        }
+    }
+}
+
+/* ---- OpenCL devices ---------------------------------------------------------------------------
+ * kernels/gemm.cl: gemm_pack copies op(B) into zero-padded GEMM_NR-column panels (and op(A),
+ * when stored transposed, into GEMM_MR-row panels) in the device's scratch, in one launch; then
+ * gemm_tile computes GEMM_MR x GEMM_NR tiles, one per work-item and work-group (pocl runs a
+ * group's work-items one after another on one thread; its cores take whole groups). Operands
+ * small enough are read in place instead, saving the pack launch. */
+#define GEMM_MR 8       /* = GEMM_MR in kernels/gemm.cl */
+#define GEMM_NR 32      /* = GEMM_NR in kernels/gemm.cl */
+#define GEMM_PACK_KC 64 /* = GEMM_PACK_KC in kernels/gemm.cl */
+#define GEMM_PACK_AR 64 /* = GEMM_PACK_AR in kernels/gemm.cl */
+/* An operand up to this many elements is read in place when its layout allows (B not transposed,
+ * A not transposed or small): at 128 x 256 x 784 and 784 x 256 x 128 the product ran as fast
+ * from B in place as from panels, and the pack launch costs 7-10 µs; at N = 1024 B in place ran
+ * at 280 GFLOP/s against 435 (rows 4 KiB apart thrash the cache), and transposed A at 1024 ran at
+ * 298 against 416 (one new page per k). Transposed B is always packed (its rows are columns). */
+#define GEMM_IN_PLACE_MAX ((size_t)256 * 1024)
+
+/* What gemm_device packs; panels and offsets in floats of the scratch. */
+typedef struct {
+    int a_panels, b_panels; /* 0: read in place */
+    size_t a_off, floats;
+} gemm_plan;
+
+static gemm_plan plan_for(int M, int N, int K, bool ta, bool tb) {
+    gemm_plan p = {0, 0, 0, 0};
+    if (tb || (size_t)K * N > GEMM_IN_PLACE_MAX) p.b_panels = ceil_div(N, GEMM_NR);
+    if (ta && (size_t)M * K > GEMM_IN_PLACE_MAX) p.a_panels = ceil_div(M, GEMM_MR);
+    p.a_off = (size_t)p.b_panels * GEMM_NR * K;
+    p.floats = p.a_off + (size_t)p.a_panels * GEMM_MR * K;
+    return p;
+}
+
+size_t pgn_gemm_workspace_bytes(int M, int N, int K, bool ta, bool tb) {
+    if (M <= 0 || N <= 0 || K <= 0) return 0;
+    return plan_for(M, N, K, ta, tb).floats * sizeof(float);
+}
+
+int pgn_gemm_reserve(pgn_device *dev, size_t bytes, pgn_error *err) {
+    if (!dev || bytes <= dev->gemm_ws_bytes) return 0;
+    /* Queued GEMMs may still read the old buffer. */
+    if (pgn_device_finish(dev, err)) return -1;
+    pgn_device_release_buffer(dev, dev->gemm_ws);
+    dev->gemm_ws = NULL;
+    dev->gemm_ws_bytes = 0;
+    cl_int st;
+    cl_mem mem = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes, NULL, &st);
+    if (st != CL_SUCCESS) {
+        pgn_error_set(err, "device", "", "gemm: allocating %zu bytes of scratch on %s: %s", bytes,
+                      dev->info.id, pgn_cl_status_name(st));
+        return -1;
+    }
+    dev->gemm_ws = mem;
+    dev->gemm_ws_bytes = bytes;
+    return 0;
+}
+
+/* The optional epilogue of gemm_tile: z = C + bias, y = act(z) (fused bias_act_forward). */
+typedef struct {
+    int on;
+    cl_mem bias, y;
+    int act;
+} gemm_epilogue;
+
+/* Queues gemm_pack: op(B) into b_panels panels and, when a_blocks > 0, op(A) into the panels
+ * that start at a_off, all in ws. */
+static int launch_pack(pgn_device *dev, int M, int N, int K, cl_mem a, int a_blocks, cl_long a_off, cl_mem b,
+                       int b_rs, int b_cs, int b_panels, cl_mem ws, pgn_error *err) {
+    pgn_karg pack[] = {KARG(M),   KARG(N),    KARG(K),    KARG(a),        KARG(a_blocks), KARG(a_off),
+                       KARG(b),   KARG(b_rs), KARG(b_cs), KARG(b_panels), KARG(ws)};
+    size_t global[2] = {(size_t)(a_blocks + b_panels), (size_t)ceil_div(K, GEMM_PACK_KC)};
+    size_t local[2] = {1, 1};
+    return pgn_launch(dev, "gemm_pack", pack, 11, 2, global, local, err);
+}
+
+/* An operand of gemm_tile: its buffer, where it starts, and its panel, row and column strides. */
+typedef struct {
+    cl_mem mem;
+    cl_long off, len; /* len: B's floats (bounds its reads); unused for A */
+    int ps, rs, cs;
+} tile_operand;
+
+static int launch_tile(pgn_device *dev, int M, int N, int K, const tile_operand *a, const tile_operand *b,
+                       cl_mem c, const gemm_epilogue *e, pgn_error *err) {
+    pgn_karg args[] = {KARG(M),     KARG(N),     KARG(K),     KARG(a->mem), KARG(a->off),   KARG(a->ps),
+                       KARG(a->rs), KARG(a->cs), KARG(b->mem), KARG(b->ps), KARG(b->rs),    KARG(b->len),
+                       KARG(c),     KARG(N),     KARG(e->on), KARG(e->bias), KARG(e->act), KARG(e->y)};
+    size_t global[2] = {(size_t)ceil_div(M, GEMM_MR), (size_t)ceil_div(N, GEMM_NR)};
+    size_t local[2] = {1, 1};
+    return pgn_launch(dev, "gemm_tile", args, 18, 2, global, local, err);
+}
+
+static int gemm_device(int M, int N, int K, cl_mem a, cl_mem b, cl_mem c, bool ta, bool tb,
+                       const gemm_epilogue *e, pgn_device *dev, pgn_error *err) {
+    gemm_strides s = strides_for(M, N, K, ta, tb);
+    gemm_plan plan = plan_for(M, N, K, ta, tb);
+    tile_operand A = {a, 0, 0, GEMM_MR * s.a_rs, s.a_rs, s.a_cs};
+    tile_operand B = {b, 0, (cl_long)K * N, GEMM_NR, N, 1};
+    if (plan.floats > 0) {
+        if (pgn_gemm_reserve(dev, plan.floats * sizeof(float), err)) return -1;
+        int a_blocks = ceil_div(plan.a_panels * GEMM_MR, GEMM_PACK_AR);
+        if (launch_pack(dev, M, N, K, a, a_blocks, (cl_long)plan.a_off, b, s.b_rs, s.b_cs, plan.b_panels,
+                        dev->gemm_ws, err))
+            return -1;
+    }
+    if (plan.a_panels > 0) A = (tile_operand){dev->gemm_ws, (cl_long)plan.a_off, 0, K * GEMM_MR, 1, GEMM_MR};
+    if (plan.b_panels > 0) B = (tile_operand){dev->gemm_ws, 0, (cl_long)plan.a_off, K * GEMM_NR, GEMM_NR, 1};
+    gemm_epilogue none = {0, c, c, 0};
+    return launch_tile(dev, M, N, K, &A, &B, c, e ? e : &none, err);
+}
+
+/* ---- weights packed once -------------------------------------------------------------------
+ * pgn_op_gemm packs any B over GEMM_IN_PLACE_MAX elements on every call. Where the same weights
+ * serve many products of few rows (inference), that repacking is nearly all the work: a
+ * 2048 x 2048 layer at one row took 1.5 ms through pgn_op_gemm_bias_act and 0.19 ms on panels
+ * packed beforehand (pocl, medians of 20). Same kernel, same in-order fma chains: same bits. */
+
+int pgn_gemm_pack(const pgn_tensor *w, int K, int N, pgn_gemm_packed *out, pgn_error *err) {
+    *out = (pgn_gemm_packed){.K = K, .N = N};
+    if (check(w->dev != NULL, "packing is for device tensors", err) ||
+        check(K > 0 && N > 0 && pgn_tensor_count(w) >= (size_t)K * N, "W too small", err))
+        return -1;
+    int panels = ceil_div(N, GEMM_NR);
+    if (pgn_tensor_init(&out->panels, w->dev, panels * K, GEMM_NR, err)) return -1;
+    /* no A to pack: w stands in for the unused A buffer */
+    return launch_pack(w->dev, 1, N, K, w->mem, 0, 0, w->mem, N, 1, panels, out->panels.mem, err);
+}
+
+void pgn_gemm_packed_release(pgn_gemm_packed *p) { pgn_tensor_release(&p->panels); }
+
+int pgn_op_gemm_bias_act_packed(int M, const pgn_tensor *a, const pgn_gemm_packed *w, pgn_tensor *z,
+                                const pgn_tensor *bias, int act, pgn_tensor *y, pgn_error *err) {
+    int N = w->N, K = w->K;
+    if (check(a->dev && a->dev == z->dev && w->panels.dev == z->dev && bias->dev == z->dev && y->dev == z->dev,
+              "tensors on different devices", err) ||
+        check(M > 0 && pgn_tensor_count(a) >= (size_t)M * K && pgn_tensor_count(z) >= (size_t)M * N &&
+                  pgn_tensor_count(y) >= (size_t)M * N && (int)pgn_tensor_count(bias) == N,
+              "operand too small", err))
+        return -1;
+    tile_operand A = {a->mem, 0, 0, GEMM_MR * K, K, 1};
+    tile_operand B = {w->panels.mem, 0, (cl_long)pgn_tensor_count(&w->panels), K * GEMM_NR, GEMM_NR, 1};
+    gemm_epilogue e = {1, bias->mem, y->mem, act};
+    return launch_tile(z->dev, M, N, K, &A, &B, z->mem, &e, err);
+}
+
+int pgn_op_gemm(int M, int N, int K, const pgn_tensor *a, bool ta, const pgn_tensor *b, bool tb,
+                pgn_tensor *c, pgn_error *err) {
+    if (check(a->dev == b->dev && a->dev == c->dev, "tensors on different devices", err) ||
+        check(M > 0 && N > 0 && K > 0, "empty shape", err) ||
+        check(pgn_tensor_count(a) >= (size_t)M * K, "A too small", err) ||
+        check(pgn_tensor_count(b) >= (size_t)K * N, "B too small", err) ||
+        check(pgn_tensor_count(c) >= (size_t)M * N, "C too small", err) ||
+        check(c != a && c != b, "C must not be an input", err))
+        return -1;
+    if (!c->dev) {
+        gemm_host(M, N, K, F32(a), strides_for(M, N, K, ta, tb), F32(b), F32(c));
+        return 0;
+    }
+    return gemm_device(M, N, K, a->mem, b->mem, c->mem, ta, tb, NULL, c->dev, err);
+}
+
+int pgn_op_gemm_bias_act(int M, int N, int K, const pgn_tensor *a, bool ta, const pgn_tensor *b,
+                         bool tb, pgn_tensor *z, const pgn_tensor *bias, int act, pgn_tensor *y,
+                         pgn_error *err) {
+    if (!z->dev) /* the host reference is the two ops in sequence: the same bits */
+        return pgn_op_gemm(M, N, K, a, ta, b, tb, z, err) ||
+               pgn_op_bias_act_forward(M, z, bias, act, y, err);
+    if (check(bias->dev == z->dev && y->dev == z->dev, "tensors on different devices", err) ||
+        check((int)pgn_tensor_count(bias) == N && pgn_tensor_count(y) >= (size_t)M * N &&
+                  y->cols == N && z->cols == N,
+              "epilogue shape", err) ||
+        check(pgn_tensor_count(a) >= (size_t)M * K && pgn_tensor_count(b) >= (size_t)K * N &&
+                  pgn_tensor_count(z) >= (size_t)M * N,
+              "operand too small", err))
+        return -1;
+    gemm_epilogue e = {1, bias->mem, y->mem, act};
+    return gemm_device(M, N, K, a->mem, b->mem, z->mem, ta, tb, &e, z->dev, err);
+}

@@ -1,0 +1,527 @@
+/* graph.c: building, planning and running op graphs; reverse-mode autodiff by each node's
+ * vector-Jacobian product (the forward and backward of a node stand side by side in
+ * node_forward and node_backward); parameter initialisation and the MLP builder. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/graph.h"
+#include "pgn_math.h"
+#include "pgn_ops.h"
+
+/* RNG streams for initialisation: parameter i uses stream PGN_STREAM_INIT + i. */
+#define PGN_STREAM_INIT 0x494e4954ULL /* "INIT" */
+
+const char *pgn_node_kind_name(pgn_node_kind kind) {
+    switch (kind) {
+    case PGN_NODE_INPUT: return "input";
+    case PGN_NODE_LABELS: return "labels";
+    case PGN_NODE_PARAM: return "param";
+    case PGN_NODE_MATMUL: return "matmul";
+    case PGN_NODE_BIAS_ACT: return "bias_act";
+    case PGN_NODE_ACT: return "act";
+    case PGN_NODE_DROPOUT: return "dropout";
+    case PGN_NODE_ADD: return "add";
+    case PGN_NODE_SUM_ROWS: return "sum_rows";
+    case PGN_NODE_MEAN_ROWS: return "mean_rows";
+    case PGN_NODE_XENT: return "softmax_xent";
+    case PGN_NODE_MSE: return "mse";
+    }
+    return "?";
+}
+
+void pgn_graph_init(pgn_graph *g, pgn_device *dev, int max_batch, uint64_t seed) {
+    memset(g, 0, sizeof *g);
+    g->dev = dev;
+    g->max_batch = max_batch;
+    g->seed = seed;
+    g->input = g->labels = g->loss = -1;
+}
+
+static int add_node(pgn_graph *g, pgn_node_kind kind, int a, int b, int rows, int cols,
+                    bool batched, pgn_error *err) {
+    if (g->n_nodes == PGN_GRAPH_MAX_NODES) {
+        pgn_error_set(err, "invalid_spec", "model", "model: more than %d graph nodes",
+                      PGN_GRAPH_MAX_NODES);
+        return -1;
+    }
+    for (int in = 0; in < 2; in++) {
+        int id = in ? b : a;
+        if (id >= g->n_nodes) {
+            pgn_error_set(err, "internal", "", "graph: input %d of a %s node does not exist", id,
+                          pgn_node_kind_name(kind));
+            return -1;
+        }
+        if (id >= 0) g->nodes[id].consumers++;
+    }
+    pgn_node *n = &g->nodes[g->n_nodes];
+    memset(n, 0, sizeof *n);
+    n->kind = kind;
+    n->a = a;
+    n->b = b;
+    n->rows = rows;
+    n->cols = cols;
+    n->batched = batched;
+    n->epilogue = -1;
+    n->needs_grad = (a >= 0 && g->nodes[a].needs_grad) || (b >= 0 && g->nodes[b].needs_grad);
+    return g->n_nodes++;
+}
+
+static int shape_error(pgn_graph *g, const char *op, pgn_error *err, const char *detail) {
+    (void)g;
+    pgn_error_set(err, "internal", "", "graph: %s: %s", op, detail);
+    return -1;
+}
+
+int pgn_graph_input(pgn_graph *g, int features, pgn_error *err) {
+    g->input = add_node(g, PGN_NODE_INPUT, -1, -1, g->max_batch, features, true, err);
+    return g->input;
+}
+
+int pgn_graph_labels(pgn_graph *g, pgn_error *err) {
+    g->labels = add_node(g, PGN_NODE_LABELS, -1, -1, g->max_batch, 1, true, err);
+    return g->labels;
+}
+
+int pgn_graph_param(pgn_graph *g, const char *name, int rows, int cols, pgn_error *err) {
+    if (g->n_params == PGN_GRAPH_MAX_PARAMS) {
+        pgn_error_set(err, "invalid_spec", "model", "model: more than %d parameter tensors",
+                      PGN_GRAPH_MAX_PARAMS);
+        return -1;
+    }
+    int id = add_node(g, PGN_NODE_PARAM, -1, -1, rows, cols, false, err);
+    if (id < 0) return -1;
+    g->nodes[id].needs_grad = true;
+    snprintf(g->nodes[id].name, sizeof g->nodes[id].name, "%s", name);
+    g->params[g->n_params++] = id;
+    return id;
+}
+
+int pgn_graph_matmul(pgn_graph *g, int a, bool ta, int b, bool tb, pgn_error *err) {
+    const pgn_node *A = &g->nodes[a], *B = &g->nodes[b];
+    int m = ta ? A->cols : A->rows, k = ta ? A->rows : A->cols;
+    int kb = tb ? B->cols : B->rows, n = tb ? B->rows : B->cols;
+    if (k != kb) return shape_error(g, "matmul", err, "inner dimensions differ");
+    if ((ta && A->batched) || B->batched)
+        return shape_error(g, "matmul", err, "the batch must be the rows of an untransposed a");
+    int id = add_node(g, PGN_NODE_MATMUL, a, b, m, n, A->batched, err);
+    if (id >= 0) {
+        g->nodes[id].ta = ta;
+        g->nodes[id].tb = tb;
+    }
+    return id;
+}
+
+int pgn_graph_bias_act(pgn_graph *g, int a, int bias, int act, pgn_error *err) {
+    const pgn_node *A = &g->nodes[a], *B = &g->nodes[bias];
+    if (A->kind != PGN_NODE_MATMUL || A->consumers != 0)
+        return shape_error(g, "bias_act", err, "input must be a matmul read by nothing else");
+    if (B->rows * B->cols != A->cols) return shape_error(g, "bias_act", err, "bias width");
+    int id = add_node(g, PGN_NODE_BIAS_ACT, a, bias, A->rows, A->cols, A->batched, err);
+    if (id >= 0) {
+        g->nodes[id].act = act;
+        g->nodes[a].epilogue = id; /* the matmul's kernel applies it: one pass, one launch */
+    }
+    return id;
+}
+
+int pgn_graph_act(pgn_graph *g, int a, int act, pgn_error *err) {
+    const pgn_node *A = &g->nodes[a];
+    int id = add_node(g, PGN_NODE_ACT, a, -1, A->rows, A->cols, A->batched, err);
+    if (id >= 0) g->nodes[id].act = act;
+    return id;
+}
+
+int pgn_graph_dropout(pgn_graph *g, int a, float p, pgn_error *err) {
+    const pgn_node *A = &g->nodes[a];
+    int id = add_node(g, PGN_NODE_DROPOUT, a, -1, A->rows, A->cols, A->batched, err);
+    if (id >= 0) g->nodes[id].p = p;
+    return id;
+}
+
+int pgn_graph_add(pgn_graph *g, int a, int b, pgn_error *err) {
+    const pgn_node *A = &g->nodes[a], *B = &g->nodes[b];
+    if (A->rows != B->rows || A->cols != B->cols || A->batched != B->batched)
+        return shape_error(g, "add", err, "shapes differ");
+    return add_node(g, PGN_NODE_ADD, a, b, A->rows, A->cols, A->batched, err);
+}
+
+int pgn_graph_sum_rows(pgn_graph *g, int a, bool mean, pgn_error *err) {
+    const pgn_node *A = &g->nodes[a];
+    return add_node(g, mean ? PGN_NODE_MEAN_ROWS : PGN_NODE_SUM_ROWS, a, -1, 1, A->cols, false,
+                    err);
+}
+
+static int loss_node(pgn_graph *g, pgn_node_kind kind, int x, int labels, pgn_error *err) {
+    const pgn_node *X = &g->nodes[x];
+    if (!X->batched || g->nodes[labels].kind != PGN_NODE_LABELS)
+        return shape_error(g, pgn_node_kind_name(kind), err, "needs batched input and labels");
+    int id = add_node(g, kind, x, labels, X->rows, 1, true, err);
+    if (id >= 0) g->loss_is_mse = kind == PGN_NODE_MSE;
+    return id;
+}
+
+int pgn_graph_xent(pgn_graph *g, int logits, int labels, pgn_error *err) {
+    return loss_node(g, PGN_NODE_XENT, logits, labels, err);
+}
+
+int pgn_graph_mse(pgn_graph *g, int pred, int labels, pgn_error *err) {
+    return loss_node(g, PGN_NODE_MSE, pred, labels, err);
+}
+
+/* ---- planning --------------------------------------------------------------------------- */
+
+/* Lays the parameters out in the two stores and makes each one's value and grad a view. */
+static int plan_params(pgn_graph *g, pgn_error *err) {
+    size_t align = pgn_tensor_view_align(g->dev), total = 0;
+    for (int p = 0; p < g->n_params; p++) {
+        const pgn_node *n = &g->nodes[g->params[p]];
+        g->param_offset[p] = total;
+        total += ((size_t)n->rows * n->cols + align - 1) / align * align;
+    }
+    g->store_elems = total;
+    if (total > (size_t)INT32_MAX) {
+        pgn_error_set(err, "invalid_spec", "model", "model: %zu parameters is more than supported",
+                      total);
+        return -1;
+    }
+    if (pgn_tensor_init(&g->param_store, g->dev, 1, (int)total, err) ||
+        pgn_tensor_init(&g->grad_store, g->dev, 1, (int)total, err))
+        return -1;
+    for (int p = 0; p < g->n_params; p++) {
+        pgn_node *n = &g->nodes[g->params[p]];
+        if (pgn_tensor_view(&n->value, &g->param_store, g->param_offset[p], n->rows, n->cols, err) ||
+            pgn_tensor_view(&n->grad, &g->grad_store, g->param_offset[p], n->rows, n->cols, err))
+            return -1;
+    }
+    return 0;
+}
+
+int pgn_graph_compile(pgn_graph *g, int loss, pgn_error *err) {
+    g->loss = loss;
+    if (plan_params(g, err)) return -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        pgn_node *n = &g->nodes[i];
+        bool param = n->kind == PGN_NODE_PARAM;
+        if (!param && pgn_tensor_init(&n->value, g->dev, n->rows, n->cols, err)) return -1;
+        if (!param && n->needs_grad && pgn_tensor_init(&n->grad, g->dev, n->rows, n->cols, err))
+            return -1;
+        if (n->needs_grad && n->consumers > 1 &&
+            pgn_tensor_init(&n->tmp, g->dev, n->rows, n->cols, err))
+            return -1;
+        if (n->kind == PGN_NODE_DROPOUT && pgn_tensor_init(&n->aux, g->dev, n->rows, n->cols, err))
+            return -1;
+        if ((n->kind == PGN_NODE_XENT || n->kind == PGN_NODE_MSE) &&
+            pgn_tensor_init(&n->aux, g->dev, n->rows, 1, err))
+            return -1;
+    }
+    /* The loss node's input gets its gradient from the fused loss kernel: it must exist. */
+    const pgn_node *L = &g->nodes[loss];
+    if (L->kind != PGN_NODE_XENT && L->kind != PGN_NODE_MSE)
+        return shape_error(g, "compile", err, "the loss must be softmax_xent or mse");
+    if (!g->nodes[L->a].needs_grad)
+        return shape_error(g, "compile", err, "the loss does not depend on any parameter");
+    return 0;
+}
+
+void pgn_graph_release(pgn_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        pgn_node *n = &g->nodes[i];
+        pgn_tensor_release(&n->value);
+        pgn_tensor_release(&n->grad);
+        pgn_tensor_release(&n->aux);
+        pgn_tensor_release(&n->tmp);
+    }
+    pgn_tensor_release(&g->param_store); /* after the views into it */
+    pgn_tensor_release(&g->grad_store);
+    g->n_nodes = 0;
+}
+
+/* ---- forward and backward, node by node ------------------------------------------------- */
+
+static int rows_of(const pgn_node *n, int rows) { return n->batched ? rows : n->rows; }
+
+/* C = op(A) op(B) with A, B, C of the given nodes' current shapes. */
+static int gemm_nodes(int rows, const pgn_node *A, bool ta, const pgn_node *B, bool tb,
+                      const pgn_tensor *a, const pgn_tensor *b, pgn_tensor *c, pgn_error *err) {
+    int ar = rows_of(A, rows), br = rows_of(B, rows);
+    int M = ta ? A->cols : ar, K = ta ? ar : A->cols, N = tb ? br : B->cols;
+    return pgn_op_gemm(M, N, K, a, ta, b, tb, c, err);
+}
+
+static int node_forward(pgn_graph *g, pgn_node *n, int rows, bool training, uint64_t step,
+                        pgn_error *err) {
+    pgn_node *A = n->a >= 0 ? &g->nodes[n->a] : NULL, *B = n->b >= 0 ? &g->nodes[n->b] : NULL;
+    int r = rows_of(n, rows);
+    switch (n->kind) {
+    case PGN_NODE_INPUT:
+    case PGN_NODE_LABELS:
+    case PGN_NODE_PARAM: return 0; /* written by the caller or the optimizer */
+    // op(A) (M,K), op(B) (K,N) -> C (M,N); with a fused bias_act: C = z, and its y
+    case PGN_NODE_MATMUL: {
+        if (n->epilogue < 0)
+            return gemm_nodes(rows, A, n->ta, B, n->tb, &A->value, &B->value, &n->value, err);
+        pgn_node *e = &g->nodes[n->epilogue];
+        int ar = rows_of(A, rows), K = n->ta ? ar : A->cols;
+        return pgn_op_gemm_bias_act(rows_of(n, rows), n->cols, K, &A->value, n->ta, &B->value,
+                                    n->tb, &n->value, &g->nodes[e->b].value, e->act, &e->value, err);
+    }
+    // z (B,N) = a + bias (in place in a), y = act(z); done by the matmul when fused
+    case PGN_NODE_BIAS_ACT:
+        if (A->epilogue == (int)(n - g->nodes)) return 0;
+        return pgn_op_bias_act_forward(r, &A->value, &B->value, n->act, &n->value, err);
+    case PGN_NODE_ACT: return pgn_op_act_forward(r, n->act, &A->value, &n->value, err);
+    case PGN_NODE_DROPOUT:
+        return pgn_op_dropout_forward(r, &A->value, training ? n->p : 0.0f, g->seed, step, &n->aux,
+                                      &n->value, err);
+    case PGN_NODE_ADD: return pgn_op_add(r, &A->value, &B->value, &n->value, err);
+    case PGN_NODE_SUM_ROWS:
+    case PGN_NODE_MEAN_ROWS:
+        if (pgn_op_colsum(rows_of(A, rows), &A->value, &n->value, err)) return -1;
+        if (n->kind == PGN_NODE_SUM_ROWS) return 0;
+        return pgn_op_broadcast_rows(1, &n->value, 1.0f / (float)rows_of(A, rows), &n->value, err);
+    // logits (B,C), labels (B) -> loss (B), pred (B); dlogits written here (fused)
+    case PGN_NODE_XENT:
+        return pgn_op_softmax_xent(r, &A->value, &B->value, 1.0f / (float)r, &A->grad, &n->value,
+                                   &n->aux, err);
+    case PGN_NODE_MSE:
+        return pgn_op_mse_onehot(r, &A->value, &B->value, 1.0f / ((float)r * (float)A->cols),
+                                 &A->grad, &n->value, &n->aux, err);
+    }
+    return 0;
+}
+
+/* Where a gradient contribution for node x goes: straight into x->grad the first time in a
+ * backward pass, else into x->tmp, to be added by finish_grad. */
+static pgn_tensor *grad_target(pgn_node *x) { return x->grad_written ? &x->tmp : &x->grad; }
+
+static int finish_grad(pgn_node *x, int rows, pgn_error *err) {
+    if (!x->grad_written) {
+        x->grad_written = true;
+        return 0;
+    }
+    return pgn_op_add(rows_of(x, rows), &x->grad, &x->tmp, &x->grad, err);
+}
+
+static int node_backward(pgn_graph *g, pgn_node *n, int rows, pgn_error *err) {
+    pgn_node *A = n->a >= 0 ? &g->nodes[n->a] : NULL, *B = n->b >= 0 ? &g->nodes[n->b] : NULL;
+    int r = rows_of(n, rows);
+    switch (n->kind) {
+    case PGN_NODE_INPUT:
+    case PGN_NODE_LABELS:
+    case PGN_NODE_PARAM: return 0;
+    // C = op(A) op(B): dA = dC op(B)^T (stored transposed when ta), dB = op(A)^T dC (likewise)
+    case PGN_NODE_MATMUL:
+        if (A->needs_grad) {
+            pgn_tensor *t = grad_target(A);
+            int rc = n->ta ? gemm_nodes(rows, B, n->tb, n, true, &B->value, &n->grad, t, err)
+                           : gemm_nodes(rows, n, false, B, !n->tb, &n->grad, &B->value, t, err);
+            if (rc || finish_grad(A, rows, err)) return -1;
+        }
+        if (B->needs_grad) {
+            pgn_tensor *t = grad_target(B);
+            int rc = n->tb ? gemm_nodes(rows, n, true, A, n->ta, &n->grad, &A->value, t, err)
+                           : gemm_nodes(rows, A, !n->ta, n, false, &A->value, &n->grad, t, err);
+            if (rc || finish_grad(B, rows, err)) return -1;
+        }
+        return 0;
+    // dz = dy act'(z) into the matmul's grad, db = colsum dz (fused)
+    case PGN_NODE_BIAS_ACT:
+        if (pgn_op_bias_act_backward(r, &A->value, &n->value, &n->grad, n->act, grad_target(A),
+                                     grad_target(B), err))
+            return -1;
+        return finish_grad(A, rows, err) || finish_grad(B, rows, err);
+    case PGN_NODE_ACT:
+        if (!A->needs_grad) return 0;
+        return pgn_op_act_backward(r, n->act, &A->value, &n->value, &n->grad, grad_target(A), err) ||
+               finish_grad(A, rows, err);
+    // dx = dy mask
+    case PGN_NODE_DROPOUT:
+        if (!A->needs_grad) return 0;
+        return pgn_op_mul(r, &n->grad, &n->aux, grad_target(A), err) || finish_grad(A, rows, err);
+    // da = dy, db = dy (copied by the identity activation)
+    case PGN_NODE_ADD:
+        for (int in = 0; in < 2; in++) {
+            pgn_node *X = in ? B : A;
+            if (!X->needs_grad) continue;
+            if (pgn_op_act_forward(r, PGN_ACT_CODE_NONE, &n->grad, grad_target(X), err) ||
+                finish_grad(X, rows, err))
+                return -1;
+        }
+        return 0;
+    // dx[r] = dy (sum) or dy / rows (mean), every row
+    case PGN_NODE_SUM_ROWS:
+    case PGN_NODE_MEAN_ROWS: {
+        if (!A->needs_grad) return 0;
+        int ar = rows_of(A, rows);
+        float scale = n->kind == PGN_NODE_MEAN_ROWS ? 1.0f / (float)ar : 1.0f;
+        return pgn_op_broadcast_rows(ar, &n->grad, scale, grad_target(A), err) ||
+               finish_grad(A, rows, err);
+    }
+    case PGN_NODE_XENT:
+    case PGN_NODE_MSE:
+        A->grad_written = true; /* the forward pass wrote it (fused) */
+        return 0;
+    }
+    return 0;
+}
+
+/* With profiling on, a node's time is the sum of its kernels' OpenCL event times on a device
+ * (pgn_launch adds them to the sink), or its host time on the host reference. */
+static void profile_begin(pgn_graph *g, double *slot) {
+    if (g->profile && g->dev) g->dev->profile_sink = slot;
+}
+
+static int profile_end(pgn_graph *g, double *slot, int rc, double t0) {
+    if (!g->profile) return rc;
+    if (g->dev)
+        g->dev->profile_sink = NULL;
+    else
+        *slot += pgn_now_s() - t0;
+    return rc;
+}
+
+int pgn_graph_forward(pgn_graph *g, int rows, bool training, uint64_t step, pgn_error *err) {
+    if (rows < 1 || rows > g->max_batch) return shape_error(g, "forward", err, "batch rows");
+    for (int i = 0; i < g->n_nodes; i++) {
+        double t0 = g->profile ? pgn_now_s() : 0;
+        profile_begin(g, &g->prof_fwd[i]);
+        if (profile_end(g, &g->prof_fwd[i], node_forward(g, &g->nodes[i], rows, training, step, err),
+                        t0))
+            return -1;
+    }
+    return 0;
+}
+
+int pgn_graph_backward(pgn_graph *g, int rows, pgn_error *err) {
+    return pgn_graph_backward_from(g, g->loss, rows, err);
+}
+
+int pgn_graph_backward_from(pgn_graph *g, int from, int rows, pgn_error *err) {
+    for (int i = 0; i < g->n_nodes; i++) g->nodes[i].grad_written = false;
+    g->nodes[from].grad_written = true; /* the caller's seed, unless from is the loss */
+    for (int i = from; i >= 0; i--) {
+        pgn_node *n = &g->nodes[i];
+        if (!n->needs_grad && n->kind != PGN_NODE_XENT && n->kind != PGN_NODE_MSE) continue;
+        if (n->needs_grad && !n->grad_written && n->kind != PGN_NODE_PARAM)
+            continue; /* nothing downstream of it reaches the loss */
+        double t0 = g->profile ? pgn_now_s() : 0;
+        profile_begin(g, &g->prof_bwd[i]);
+        if (profile_end(g, &g->prof_bwd[i], node_backward(g, n, rows, err), t0)) return -1;
+    }
+    return 0;
+}
+
+/* ---- parameters ------------------------------------------------------------------------- */
+
+int pgn_graph_init_params(pgn_graph *g, pgn_init kind, pgn_error *err) {
+    for (int p = 0; p < g->n_params; p++) {
+        pgn_node *n = &g->nodes[g->params[p]];
+        /* weights are (fan_in, fan_out); a bias (1, fan_out) takes the fan-in of the weight
+         * created just before it */
+        bool is_bias = n->rows == 1 && p > 0;
+        int fan_in = is_bias ? g->nodes[g->params[p - 1]].rows : n->rows;
+        int fan_out = n->cols;
+        float bound;
+        if (kind == PGN_INIT_KAIMING)
+            bound = is_bias ? 0.0f : sqrtf(6.0f / (float)fan_in);
+        else if (kind == PGN_INIT_XAVIER)
+            bound = is_bias ? 0.0f : sqrtf(6.0f / (float)(fan_in + fan_out));
+        else
+            bound = 1.0f / sqrtf((float)fan_in);
+        size_t count = pgn_tensor_count(&n->value);
+        float *v = malloc(count * sizeof *v);
+        if (!v) {
+            pgn_error_set(err, "out_of_memory", "", "cannot allocate %zu floats", count);
+            return -1;
+        }
+        for (size_t i = 0; i < count; i++)
+            v[i] = (pgn_rand_unit(g->seed, PGN_STREAM_INIT + (uint64_t)p, i) * 2.0f - 1.0f) * bound;
+        int rc = pgn_tensor_write(&n->value, v, count, err);
+        free(v);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+int pgn_graph_build_mlp(pgn_graph *g, const pgn_train_spec *t, pgn_error *err) {
+    int x = pgn_graph_input(g, t->layers[0], err);
+    int labels = pgn_graph_labels(g, err);
+    if (x < 0 || labels < 0) return -1;
+    int L = t->n_layers - 1;
+    for (int l = 0; l < L; l++) {
+        char wname[48], bname[48];
+        snprintf(wname, sizeof wname, "layers.%d.weight", l);
+        snprintf(bname, sizeof bname, "layers.%d.bias", l);
+        int w = pgn_graph_param(g, wname, t->layers[l], t->layers[l + 1], err);
+        int b = pgn_graph_param(g, bname, 1, t->layers[l + 1], err);
+        if (w < 0 || b < 0) return -1;
+        int z = pgn_graph_matmul(g, x, false, w, false, err);
+        if (z < 0) return -1;
+        bool hidden = l < L - 1;
+        x = pgn_graph_bias_act(g, z, b, hidden ? (int)t->activation : PGN_ACT_CODE_NONE, err);
+        if (x < 0) return -1;
+        if (hidden && t->dropout > 0.0f && (x = pgn_graph_dropout(g, x, t->dropout, err)) < 0)
+            return -1;
+    }
+    int loss = t->loss == PGN_LOSS_MSE ? pgn_graph_mse(g, x, labels, err)
+                                       : pgn_graph_xent(g, x, labels, err);
+    if (loss < 0 || pgn_graph_compile(g, loss, err)) return -1;
+    return pgn_graph_init_params(g, t->init, err);
+}
+
+static int hash_tensor(pgn_sha256 *s, const pgn_tensor *t, pgn_error *err) {
+    size_t n = pgn_tensor_count(t);
+    float *v = malloc(n * sizeof *v);
+    unsigned char *bytes = malloc(n * 4);
+    if (!v || !bytes) {
+        free(v);
+        free(bytes);
+        pgn_error_set(err, "out_of_memory", "", "cannot allocate %zu floats", n);
+        return -1;
+    }
+    int rc = pgn_tensor_read(t, v, n, err);
+    for (size_t i = 0; rc == 0 && i < n; i++) { /* little-endian whatever the host order */
+        pgn_u32 u = pgn_bits(v[i]);
+        for (int k = 0; k < 4; k++) bytes[4 * i + k] = (unsigned char)(u >> (8 * k));
+    }
+    if (rc == 0) pgn_sha256_update(s, bytes, n * 4);
+    free(v);
+    free(bytes);
+    return rc;
+}
+
+int pgn_graph_weights_sha256(pgn_graph *g, char out[65], pgn_error *err) {
+    pgn_sha256 s;
+    pgn_sha256_init(&s);
+    for (int p = 0; p < g->n_params; p++)
+        if (hash_tensor(&s, &g->nodes[g->params[p]].value, err)) return -1;
+    unsigned char digest[32];
+    pgn_sha256_final(&s, digest);
+    pgn_sha256_hex(digest, out);
+    return 0;
+}
+
+/* ---- profiling -------------------------------------------------------------------------- */
+
+void pgn_graph_profile_enable(pgn_graph *g, bool on) {
+    g->profile = on;
+    memset(g->prof_fwd, 0, sizeof g->prof_fwd);
+    memset(g->prof_bwd, 0, sizeof g->prof_bwd);
+}
+
+json_t *pgn_graph_profile_json(const pgn_graph *g) {
+    json_t *fwd = json_array(), *bwd = json_array();
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pgn_node *n = &g->nodes[i];
+        if (n->kind == PGN_NODE_INPUT || n->kind == PGN_NODE_LABELS || n->kind == PGN_NODE_PARAM)
+            continue;
+        char label[96];
+        snprintf(label, sizeof label, "%d:%s(%dx%d)", i, pgn_node_kind_name(n->kind), n->rows,
+                 n->cols);
+        json_array_append_new(fwd, json_pack("{s:s, s:f}", "node", label, "seconds", g->prof_fwd[i]));
+        json_array_append_new(bwd, json_pack("{s:s, s:f}", "node", label, "seconds", g->prof_bwd[i]));
+    }
+    return json_pack("{s:o, s:o}", "forward", fwd, "backward", bwd);
+}

@@ -1,0 +1,117 @@
+/* graph.h: a model as a graph of ops, built once. Forward runs the nodes in order; backward
+ * runs each node's vector-Jacobian product in reverse, so the backward graph is derived from
+ * the forward one. Every buffer (values, gradients, masks) is planned and allocated when the
+ * graph is built, for batches of up to max_batch rows, and reused every step. */
+#ifndef PGN_GRAPH_H
+#define PGN_GRAPH_H
+
+#include "tensor/tensor.h"
+
+#define PGN_GRAPH_MAX_NODES 128
+#define PGN_GRAPH_MAX_PARAMS 64
+
+typedef enum {
+    PGN_NODE_INPUT,     /* (B, features) float batch */
+    PGN_NODE_LABELS,    /* (B, 1) int32 batch */
+    PGN_NODE_PARAM,     /* (rows, cols) trainable */
+    PGN_NODE_MATMUL,    /* op(a) op(b) */
+    PGN_NODE_BIAS_ACT,  /* act(a + bias b), fused; a is a matmul whose value becomes z in place */
+    PGN_NODE_ACT,       /* act(a) */
+    PGN_NODE_DROPOUT,   /* a * mask, mask from (seed, step, element) while training */
+    PGN_NODE_ADD,       /* a + b, same shapes */
+    PGN_NODE_SUM_ROWS,  /* (1, cols) = sum over the batch rows of a */
+    PGN_NODE_MEAN_ROWS, /* (1, cols) = mean over the batch rows of a */
+    PGN_NODE_XENT,      /* softmax + cross-entropy of logits a against labels b: (B, 1) */
+    PGN_NODE_MSE,       /* squared error of a against one-hot labels b: (B, 1) */
+} pgn_node_kind;
+
+typedef struct pgn_node {
+    pgn_node_kind kind;
+    int a, b;          /* input node ids, -1 when unused */
+    int rows, cols;    /* shape at max_batch */
+    bool batched;      /* rows follow the batch size */
+    bool ta, tb;       /* matmul: transpose a, b */
+    int act;           /* PGN_ACT_CODE_* for bias_act and act */
+    float p;           /* dropout probability */
+    bool needs_grad;   /* a parameter, or computed from one */
+    int consumers;     /* nodes that read this one */
+    int epilogue;      /* matmul: the bias_act node fused into its kernel, or -1 */
+    char name[48];     /* parameters: "layers.0.weight" */
+    pgn_tensor value;
+    pgn_tensor grad;   /* dL/dvalue, when needs_grad */
+    pgn_tensor aux;    /* dropout mask; loss nodes: int32 predictions */
+    pgn_tensor tmp;    /* a second gradient contribution before it is added (consumers > 1) */
+    bool grad_written; /* this backward pass has written grad (later ones accumulate) */
+} pgn_node;
+
+typedef struct pgn_graph {
+    pgn_device *dev;
+    int max_batch;
+    uint64_t seed;
+    int n_nodes;
+    pgn_node nodes[PGN_GRAPH_MAX_NODES];
+    int n_params;
+    int params[PGN_GRAPH_MAX_PARAMS]; /* node ids in creation order: the checkpoint order */
+    int input, labels, loss;          /* node ids */
+    /* Every parameter's value (and gradient) is a view into one store, at param_offset[p], so
+     * an optimizer updates all of them in one launch. Padding between them stays zero. */
+    pgn_tensor param_store, grad_store;
+    size_t param_offset[PGN_GRAPH_MAX_PARAMS];
+    size_t store_elems;
+    bool loss_is_mse;
+    /* Profiling (pgn_graph_profile_enable): seconds per node, forward and backward. */
+    bool profile;
+    double prof_fwd[PGN_GRAPH_MAX_NODES], prof_bwd[PGN_GRAPH_MAX_NODES];
+} pgn_graph;
+
+/* ---- building --------------------------------------------------------------------------- */
+
+void pgn_graph_init(pgn_graph *g, pgn_device *dev, int max_batch, uint64_t seed);
+int pgn_graph_input(pgn_graph *g, int features, pgn_error *err);
+int pgn_graph_labels(pgn_graph *g, pgn_error *err);
+int pgn_graph_param(pgn_graph *g, const char *name, int rows, int cols, pgn_error *err);
+int pgn_graph_matmul(pgn_graph *g, int a, bool ta, int b, bool tb, pgn_error *err);
+int pgn_graph_bias_act(pgn_graph *g, int a, int bias, int act, pgn_error *err);
+int pgn_graph_act(pgn_graph *g, int a, int act, pgn_error *err);
+int pgn_graph_dropout(pgn_graph *g, int a, float p, pgn_error *err);
+int pgn_graph_add(pgn_graph *g, int a, int b, pgn_error *err);
+int pgn_graph_sum_rows(pgn_graph *g, int a, bool mean, pgn_error *err);
+int pgn_graph_xent(pgn_graph *g, int logits, int labels, pgn_error *err);
+int pgn_graph_mse(pgn_graph *g, int pred, int labels, pgn_error *err);
+
+/* Allocates every buffer on the graph's device; after this no step allocates. */
+int pgn_graph_compile(pgn_graph *g, int loss, pgn_error *err);
+void pgn_graph_release(pgn_graph *g);
+
+/* ---- running ---------------------------------------------------------------------------- */
+
+/* Queues the forward pass over the first rows rows of the input. training enables dropout
+ * (masks drawn for this step). The loss node's pred and loss values, and the gradient of its
+ * input, are ready after it. */
+int pgn_graph_forward(pgn_graph *g, int rows, bool training, uint64_t step, pgn_error *err);
+/* Queues the backward pass; the gradients of every parameter are ready after it. */
+int pgn_graph_backward(pgn_graph *g, int rows, pgn_error *err);
+/* The same from any node whose grad the caller has filled (a vector-Jacobian seed); used by
+ * gradient checks. */
+int pgn_graph_backward_from(pgn_graph *g, int from, int rows, pgn_error *err);
+
+/* Parameter initialisation by the counter RNG from the graph's seed (host side, then upload):
+ * pytorch: U(-1/sqrt(fan_in), +); kaiming: U(-sqrt(6/fan_in), +); xavier: U(-sqrt(6/(fan_in +
+ * fan_out)), +). Biases: pytorch U(-1/sqrt(fan_in), +), otherwise zero. */
+int pgn_graph_init_params(pgn_graph *g, pgn_init kind, pgn_error *err);
+
+/* Builds the MLP of a train spec: input -> (matmul -> bias_act [-> dropout])* -> loss. */
+int pgn_graph_build_mlp(pgn_graph *g, const pgn_train_spec *t, pgn_error *err);
+
+/* SHA-256 over the parameters in order, as little-endian float32 bytes. */
+int pgn_graph_weights_sha256(pgn_graph *g, char out[65], pgn_error *err);
+
+/* Per-node timing: on a device, the OpenCL event time of each node's kernels (each launch is
+ * waited for, so the run slows); on the host, wall time. For finding where time goes. */
+void pgn_graph_profile_enable(pgn_graph *g, bool on);
+/* {"forward":[{"node","op","seconds"}...],"backward":[...]} New reference. */
+json_t *pgn_graph_profile_json(const pgn_graph *g);
+
+const char *pgn_node_kind_name(pgn_node_kind kind);
+
+#endif

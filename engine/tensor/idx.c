@@ -1,0 +1,295 @@
+/* idx.c: reads idx files (MNIST's format: a big-endian header, then unsigned bytes), plain or
+ * gzip-compressed through zlib. Every malformed input becomes an error that names the file; the
+ * header's numbers are checked against sane limits and the file's size before any allocation.
+ * Errors quote no bytes of a file before its magic has matched: past it, the numbers they give
+ * are the sizes an idx file declares, never text from a file that is not one. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "tensor/idx.h"
+
+#define IDX_MAGIC_IMAGES 0x00000803u /* element type 0x08 (unsigned byte), 3 dimensions */
+#define IDX_MAGIC_LABELS 0x00000801u /* element type 0x08 (unsigned byte), 1 dimension */
+#define IDX_IMAGES_HEADER 16         /* magic, count, rows, cols */
+#define IDX_LABELS_HEADER 8          /* magic, count */
+#define IDX_MAX_HEADER IDX_IMAGES_HEADER
+#define IDX_PIXEL_MAX 255.0f
+/* Bytes decoded per gzread: large enough that zlib inflates straight into our buffer. */
+#define IDX_CHUNK (1u << 20)
+/* zlib's input buffer; its 8 KiB default costs one read() per 8 KiB. */
+#define IDX_GZ_BUFFER (1u << 17)
+/* Deflate expands at most about 1032:1, so a .gz of S bytes cannot hold more than S times this:
+ * a header that claims more is a truncated (or lying) file, found without allocating for it. */
+#define IDX_DEFLATE_MAX_RATIO 1100u
+
+typedef struct {
+    const char *path;
+    const char *field; /* spec field to blame, or "" */
+    gzFile gz;
+    unsigned long long file_bytes;
+    pgn_error *err;
+} idx_file;
+
+static int idx_fail(const idx_file *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int idx_fail(const idx_file *f, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (f->field[0])
+        pgn_error_set(f->err, "data", f->field, "%s: %s: %s", f->field, f->path, msg);
+    else
+        pgn_error_set(f->err, "data", "", "%s: %s", f->path, msg);
+    return -1;
+}
+
+static int idx_open(idx_file *f) {
+    /* O_NONBLOCK: opening a FIFO must not hang a job; regular files ignore the flag. */
+    int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return idx_fail(f, "cannot open: %s", strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st)) {
+        int e = errno;
+        close(fd);
+        return idx_fail(f, "cannot stat: %s", strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return idx_fail(f, "not a regular file");
+    }
+    f->file_bytes = (unsigned long long)st.st_size;
+    f->gz = gzdopen(fd, "rb"); /* owns fd from here: gzclose closes it */
+    if (!f->gz) {
+        close(fd);
+        return idx_fail(f, "cannot allocate zlib's state");
+    }
+    gzbuffer(f->gz, IDX_GZ_BUFFER);
+    return 0;
+}
+
+/* Reads up to len bytes; fewer means the file ended. -1 (reported) on a read or gzip error. */
+static long long idx_read(idx_file *f, void *buf, size_t len) {
+    size_t got = 0;
+    while (got < len) {
+        unsigned want = len - got > IDX_CHUNK ? IDX_CHUNK : (unsigned)(len - got);
+        int r = gzread(f->gz, (unsigned char *)buf + got, want);
+        if (r < 0) {
+            int code;
+            const char *msg = gzerror(f->gz, &code);
+            if (code == Z_ERRNO) return idx_fail(f, "read error: %s", strerror(errno));
+            /* zlib prefixes "<fd:N>: " (we opened by descriptor); the message names the file. */
+            const char *sep = msg[0] == '<' ? strstr(msg, ": ") : NULL;
+            return idx_fail(f, "corrupt gzip data: %s", sep ? sep + 2 : msg);
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    return (long long)got;
+}
+
+/* Why a read came up short, for the truncation message. */
+static const char *idx_short_reason(idx_file *f) {
+    int code;
+    gzerror(f->gz, &code);
+    return code == Z_BUF_ERROR ? " (the gzip stream ends early)" : "";
+}
+
+/* Decodes the rest of the file to count its bytes (bounded: deflate's ratio caps it). */
+static long long idx_count_rest(idx_file *f) {
+    unsigned char *buf = malloc(IDX_CHUNK);
+    if (!buf) return idx_fail(f, "cannot allocate %u bytes", IDX_CHUNK);
+    long long total = 0, got;
+    while ((got = idx_read(f, buf, IDX_CHUNK)) > 0) total += got;
+    free(buf);
+    return got < 0 ? -1 : total;
+}
+
+static int idx_truncated(idx_file *f, const char *what, int header, unsigned long long expected,
+                         unsigned long long got) {
+    return idx_fail(f, "truncated %s: expected %llu bytes after the %d-byte header, got %llu%s",
+                    what, expected, header, got, idx_short_reason(f));
+}
+
+static uint32_t be32(const unsigned char *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+/* Reads the magic and ndims big-endian dimensions. */
+static int idx_header(idx_file *f, uint32_t magic, uint32_t *dims, int ndims) {
+    unsigned char h[IDX_MAX_HEADER];
+    size_t len = 4 + 4 * (size_t)ndims;
+    long long got = idx_read(f, h, len);
+    if (got < 0) return -1;
+    if (got < 4)
+        return idx_fail(f, "truncated header: expected %zu bytes, got %lld%s", len, got,
+                        idx_short_reason(f));
+    /* The first bytes of a file that is not ours to read (a path pointed at a secret) must not
+     * reach an error message: only whether they are one of the two known magics is said. */
+    uint32_t found = be32(h);
+    if (found != magic) {
+        const char *hint = found == IDX_MAGIC_LABELS   ? "; it has the label magic 0x00000801"
+                           : found == IDX_MAGIC_IMAGES ? "; it has the image magic 0x00000803"
+                                                       : "";
+        return idx_fail(f, "not an idx %s file: it does not begin with the magic 0x%08x "
+                        "(unsigned-byte %s)%s", magic == IDX_MAGIC_IMAGES ? "image" : "label",
+                        magic, magic == IDX_MAGIC_IMAGES ? "images [n][rows][cols]" : "labels [n]",
+                        hint);
+    }
+    if ((size_t)got < len)
+        return idx_fail(f, "truncated header: expected %zu bytes, got %lld%s", len, got,
+                        idx_short_reason(f));
+    for (int i = 0; i < ndims; i++) dims[i] = be32(h + 4 + 4 * i);
+    return 0;
+}
+
+/* Before allocating for the payload the header declares: can the file hold it? A plain file's
+ * size says exactly; a gzip file's size bounds what it can expand to. */
+static int idx_payload_fits(idx_file *f, const char *what, int header, unsigned long long expected) {
+    if (gzdirect(f->gz)) {
+        unsigned long long have = f->file_bytes - (unsigned long long)header;
+        if (have < expected) return idx_truncated(f, what, header, expected, have);
+        if (have > expected)
+            return idx_fail(f, "%llu bytes of %s after the %d-byte header, but the header declares "
+                            "%llu", have, what, header, expected);
+        return 0;
+    }
+    if (expected / IDX_DEFLATE_MAX_RATIO <= f->file_bytes) return 0;
+    long long got = idx_count_rest(f);
+    if (got < 0) return -1;
+    return idx_truncated(f, what, header, expected, (unsigned long long)got);
+}
+
+/* After the payload: anything left means the header's counts are wrong. */
+static int idx_check_end(idx_file *f, const char *what, int header, unsigned long long expected) {
+    long long extra = idx_count_rest(f);
+    if (extra < 0) return -1;
+    if (extra > 0)
+        return idx_fail(f, "%llu bytes of %s after the %d-byte header, but the header declares "
+                        "%llu", expected + (unsigned long long)extra, what, header, expected);
+    return 0;
+}
+
+int pgn_idx_read_images(const char *path, const char *field, float **x, int *n, int *rows,
+                        int *cols, pgn_error *err) {
+    *x = NULL;
+    *n = *rows = *cols = 0;
+    idx_file f = {.path = path, .field = field ? field : "", .err = err};
+    if (idx_open(&f)) return -1;
+    int rc = -1;
+    float *out = NULL;
+    unsigned char *chunk = NULL;
+    uint32_t d[3];
+    if (idx_header(&f, IDX_MAGIC_IMAGES, d, 3)) goto done;
+    if (d[0] == 0) {
+        idx_fail(&f, "has no images (the header's count is 0)");
+        goto done;
+    }
+    if (d[0] > PGN_IDX_MAX_ITEMS) {
+        idx_fail(&f, "declares %u images, more than the %d allowed", d[0], PGN_IDX_MAX_ITEMS);
+        goto done;
+    }
+    if (d[1] == 0 || d[2] == 0 || d[1] > PGN_IDX_MAX_DIM || d[2] > PGN_IDX_MAX_DIM) {
+        idx_fail(&f, "declares images of %ux%u pixels (rows and cols must be 1..%d)", d[1], d[2],
+                 PGN_IDX_MAX_DIM);
+        goto done;
+    }
+    unsigned long long values = (unsigned long long)d[0] * d[1] * d[2];
+    if (values > (unsigned long long)PGN_IDX_MAX_VALUES) {
+        idx_fail(&f, "declares %u images of %ux%u pixels: %llu pixels, more than the %lld allowed",
+                 d[0], d[1], d[2], values, (long long)PGN_IDX_MAX_VALUES);
+        goto done;
+    }
+    if (idx_payload_fits(&f, "images", IDX_IMAGES_HEADER, values)) goto done;
+    out = malloc((size_t)values * sizeof *out);
+    chunk = malloc(IDX_CHUNK);
+    if (!out || !chunk) {
+        idx_fail(&f, "cannot allocate %llu bytes for the images", values * sizeof *out);
+        goto done;
+    }
+    /* A table gives exactly x / 255.0f, without a division per pixel. */
+    float scale[256];
+    for (int i = 0; i < 256; i++) scale[i] = (float)i / IDX_PIXEL_MAX;
+    for (unsigned long long pos = 0; pos < values;) {
+        size_t want = values - pos < IDX_CHUNK ? (size_t)(values - pos) : IDX_CHUNK;
+        long long got = idx_read(&f, chunk, want);
+        if (got < 0) goto done;
+        float *dst = out + pos;
+        for (long long i = 0; i < got; i++) dst[i] = scale[chunk[i]];
+        pos += (unsigned long long)got;
+        if ((size_t)got < want) {
+            idx_truncated(&f, "images", IDX_IMAGES_HEADER, values, pos);
+            goto done;
+        }
+    }
+    if (idx_check_end(&f, "images", IDX_IMAGES_HEADER, values)) goto done;
+    *x = out;
+    out = NULL;
+    *n = (int)d[0];
+    *rows = (int)d[1];
+    *cols = (int)d[2];
+    rc = 0;
+done:
+    free(out);
+    free(chunk);
+    gzclose(f.gz); /* a read-side close only reports what the reads already did */
+    return rc;
+}
+
+int pgn_idx_read_labels(const char *path, const char *field, int32_t **y, int *n, int *max_label,
+                        pgn_error *err) {
+    *y = NULL;
+    *n = *max_label = 0;
+    idx_file f = {.path = path, .field = field ? field : "", .err = err};
+    if (idx_open(&f)) return -1;
+    int rc = -1;
+    int32_t *out = NULL;
+    unsigned char *bytes = NULL;
+    uint32_t count = 0;
+    if (idx_header(&f, IDX_MAGIC_LABELS, &count, 1)) goto done;
+    if (count == 0) {
+        idx_fail(&f, "has no labels (the header's count is 0)");
+        goto done;
+    }
+    if (count > PGN_IDX_MAX_ITEMS) {
+        idx_fail(&f, "declares %u labels, more than the %d allowed", count, PGN_IDX_MAX_ITEMS);
+        goto done;
+    }
+    if (idx_payload_fits(&f, "labels", IDX_LABELS_HEADER, count)) goto done;
+    out = malloc((size_t)count * sizeof *out);
+    bytes = malloc(count);
+    if (!out || !bytes) {
+        idx_fail(&f, "cannot allocate %zu bytes for the labels", (size_t)count * (1 + sizeof *out));
+        goto done;
+    }
+    long long got = idx_read(&f, bytes, count);
+    if (got < 0) goto done;
+    if (got < (long long)count) {
+        idx_truncated(&f, "labels", IDX_LABELS_HEADER, count, (unsigned long long)got);
+        goto done;
+    }
+    if (idx_check_end(&f, "labels", IDX_LABELS_HEADER, count)) goto done;
+    int top = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        out[i] = bytes[i];
+        if (bytes[i] > top) top = bytes[i];
+    }
+    *y = out;
+    out = NULL;
+    *n = (int)count;
+    *max_label = top;
+    rc = 0;
+done:
+    free(out);
+    free(bytes);
+    gzclose(f.gz);
+    return rc;
+}

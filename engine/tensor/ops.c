@@ -1,0 +1,363 @@
+/* ops.c: the tensor ops other than GEMM (gemm.c). Each op's host reference and its kernel
+ * launcher stand side by side, both built on the shared bodies in kernels/pgn_ops.h, so they
+ * give the same bits. Launchers only queue work; nothing here waits for the device.
+ * The table of every op (graph.c's node_forward / node_backward use them):
+ *
+ *   op                 forward body                 backward (vector-Jacobian product)
+ *   gemm (gemm.c)      C = op(A) op(B), fma in k    gemm: dA = dC op(B)^T, dB = op(A)^T dC
+ *   gemm_bias_act      gemm + bias_act, one kernel  as gemm and bias_act
+ *   bias_act           z += b; y = act(z)           bias_act_backward: dz = dy act'(z); db = colsum dz
+ *   act                y = act(x)                   act_backward: dx = dy act'(x)
+ *   dropout            y = x mask (counter RNG)     mul: dx = dy mask
+ *   softmax_xent       loss, pred, dlogits (fused)  - (kernel fused_loss)
+ *   mse_onehot         loss, pred, dx (fused)       - (kernel fused_loss)
+ *   colsum (sum rows)  out = sum_r x[r]             broadcast_rows: dx[r] = dy
+ *   add                out = a + b                  (gradient accumulation)
+ *   gather_rows        batch rows from a dataset    -
+ *   loss_stats         per-step loss sum, correct   -
+ *   sumsq_chunks, clip_scale, sgd_update, adam_update: the optimizer (optim.c)
+ */
+#include <stdio.h>
+
+#include "tensor/tensor.h"
+#include "pgn_math.h"
+#include "pgn_ops.h"
+
+static int check(bool ok, const char *op, const char *what, pgn_error *err) {
+    if (ok) return 0;
+    pgn_error_set(err, "internal", "", "%s: %s", op, what);
+    return -1;
+}
+
+static bool same_dev(const pgn_tensor *a, const pgn_tensor *b) { return a->dev == b->dev; }
+
+/* rows rows of t exist and it has cols columns. */
+static bool fits(const pgn_tensor *t, int rows, int cols) { return rows <= t->rows && t->cols == cols; }
+
+#define F32(t) ((float *)(t)->host)
+#define I32(t) ((int *)(t)->host)
+#define U32(t) ((unsigned *)(t)->host)
+#define GLOBAL1(n) ((size_t[1]){(size_t)(n)})
+
+/* ---- bias_act: z (rows, cols) += b; y = act(z) ----------------------------------------- */
+
+int pgn_op_bias_act_forward(int rows, pgn_tensor *z, const pgn_tensor *bias, int act,
+                            pgn_tensor *y, pgn_error *err) {
+    int cols = z->cols, n = rows * cols;
+    if (check(same_dev(z, bias) && same_dev(z, y), "bias_act", "tensors on different devices", err) ||
+        check(fits(y, rows, cols) && rows <= z->rows && (int)pgn_tensor_count(bias) == cols,
+              "bias_act", "shape", err))
+        return -1;
+    if (!z->dev) {
+        float *zv = F32(z), *yv = F32(y);
+        const float *b = F32(bias);
+        for (int i = 0; i < n; i++) {
+            zv[i] = zv[i] + b[i % cols];
+            yv[i] = pgn_act(act, zv[i]);
+        }
+        return 0;
+    }
+    pgn_karg args[] = {KARG(n), KARG(cols), KARG(act), KARG(z->mem), KARG(bias->mem), KARG(y->mem)};
+    return pgn_launch(z->dev, "bias_act_forward", args, 6, 1, GLOBAL1(n), NULL, err);
+}
+
+int pgn_op_bias_act_backward(int rows, const pgn_tensor *z, const pgn_tensor *y,
+                             const pgn_tensor *dy, int act, pgn_tensor *dz, pgn_tensor *db,
+                             pgn_error *err) {
+    int cols = z->cols;
+    if (check(same_dev(z, y) && same_dev(z, dy) && same_dev(z, dz) && same_dev(z, db),
+              "bias_act_backward", "tensors on different devices", err) ||
+        check(fits(z, rows, cols) && fits(y, rows, cols) && fits(dy, rows, cols) &&
+                  fits(dz, rows, cols) && (int)pgn_tensor_count(db) == cols,
+              "bias_act_backward", "shape", err))
+        return -1;
+    if (!z->dev) {
+        const float *zv = F32(z), *yv = F32(y), *dyv = F32(dy);
+        float *dzv = F32(dz), *dbv = F32(db);
+        for (int j = 0; j < cols; j++) {
+            float acc = 0.0f;
+            for (int r = 0; r < rows; r++) {
+                int i = r * cols + j;
+                float g = pgn_act_grad(act, zv[i], yv[i], dyv[i]);
+                dzv[i] = g;
+                acc += g;
+            }
+            dbv[j] = acc;
+        }
+        return 0;
+    }
+    pgn_karg args[] = {KARG(rows),  KARG(cols),   KARG(act),    KARG(z->mem),
+                       KARG(y->mem), KARG(dy->mem), KARG(dz->mem), KARG(db->mem)};
+    return pgn_launch(z->dev, "bias_act_backward", args, 8, 1,
+                      GLOBAL1((cols + PGN_COL_BLOCK - 1) / PGN_COL_BLOCK), NULL, err);
+}
+
+/* ---- act: y = act(x); dx = dy act'(x) --------------------------------------------------- */
+
+int pgn_op_act_forward(int rows, int act, const pgn_tensor *x, pgn_tensor *y, pgn_error *err) {
+    int n = rows * x->cols;
+    if (check(same_dev(x, y), "act", "tensors on different devices", err) ||
+        check(fits(x, rows, x->cols) && fits(y, rows, x->cols), "act", "shape", err))
+        return -1;
+    if (!x->dev) {
+        for (int i = 0; i < n; i++) F32(y)[i] = pgn_act(act, F32(x)[i]);
+        return 0;
+    }
+    if (act == PGN_ACT_CODE_RELU) {
+        pgn_karg args[] = {KARG(n), KARG(x->mem), KARG(y->mem)};
+        return pgn_launch(x->dev, "relu_forward", args, 3, 1, GLOBAL1(n), NULL, err);
+    }
+    pgn_karg args[] = {KARG(n), KARG(act), KARG(x->mem), KARG(y->mem)};
+    return pgn_launch(x->dev, "act_forward", args, 4, 1, GLOBAL1(n), NULL, err);
+}
+
+int pgn_op_act_backward(int rows, int act, const pgn_tensor *x, const pgn_tensor *y,
+                        const pgn_tensor *dy, pgn_tensor *dx, pgn_error *err) {
+    int cols = x->cols, n = rows * cols;
+    if (check(same_dev(x, y) && same_dev(x, dy) && same_dev(x, dx), "act_backward",
+              "tensors on different devices", err) ||
+        check(fits(x, rows, cols) && fits(y, rows, cols) && fits(dy, rows, cols) &&
+                  fits(dx, rows, cols),
+              "act_backward", "shape", err))
+        return -1;
+    if (!x->dev) {
+        for (int i = 0; i < n; i++) F32(dx)[i] = pgn_act_grad(act, F32(x)[i], F32(y)[i], F32(dy)[i]);
+        return 0;
+    }
+    pgn_karg args[] = {KARG(n), KARG(act), KARG(x->mem), KARG(y->mem), KARG(dy->mem), KARG(dx->mem)};
+    return pgn_launch(x->dev, "act_backward", args, 6, 1, GLOBAL1(n), NULL, err);
+}
+
+/* ---- dropout: y = x mask ---------------------------------------------------------------- */
+
+int pgn_op_dropout_forward(int rows, const pgn_tensor *x, float p, uint64_t seed, uint64_t step,
+                           pgn_tensor *mask, pgn_tensor *y, pgn_error *err) {
+    int cols = x->cols, n = rows * cols;
+    if (check(same_dev(x, mask) && same_dev(x, y), "dropout", "tensors on different devices", err) ||
+        check(fits(x, rows, cols) && fits(mask, rows, cols) && fits(y, rows, cols), "dropout",
+              "shape", err) ||
+        check(p >= 0.0f && p < 1.0f, "dropout", "p must be in [0, 1)", err))
+        return -1;
+    float scale = 1.0f / (1.0f - p);
+    if (!x->dev) {
+        for (int i = 0; i < n; i++) {
+            float m = pgn_dropout_mask(seed, step, (pgn_u64)i, p, scale);
+            F32(mask)[i] = m;
+            F32(y)[i] = F32(x)[i] * m;
+        }
+        return 0;
+    }
+    cl_ulong s = seed, t = step;
+    pgn_karg args[] = {KARG(n), KARG(p), KARG(scale), KARG(s), KARG(t), KARG(x->mem), KARG(mask->mem), KARG(y->mem)};
+    return pgn_launch(x->dev, "dropout_forward", args, 8, 1, GLOBAL1(n), NULL, err);
+}
+
+/* ---- elementwise mul and add ------------------------------------------------------------ */
+
+static int binary(bool is_mul, int rows, const pgn_tensor *a, const pgn_tensor *b,
+                  pgn_tensor *out, pgn_error *err) {
+    const char *kernel = is_mul ? "mul" : "add";
+    int cols = a->cols, n = rows * cols;
+    if (check(same_dev(a, b) && same_dev(a, out), kernel, "tensors on different devices", err) ||
+        check(fits(a, rows, cols) && fits(b, rows, cols) && fits(out, rows, cols), kernel, "shape",
+              err))
+        return -1;
+    if (!a->dev) {
+        for (int i = 0; i < n; i++)
+            F32(out)[i] = is_mul ? F32(a)[i] * F32(b)[i] : F32(a)[i] + F32(b)[i];
+        return 0;
+    }
+    pgn_karg args[] = {KARG(n), KARG(a->mem), KARG(b->mem), KARG(out->mem)};
+    return pgn_launch(a->dev, kernel, args, 4, 1, GLOBAL1(n), NULL, err);
+}
+
+int pgn_op_mul(int rows, const pgn_tensor *a, const pgn_tensor *b, pgn_tensor *out, pgn_error *err) {
+    return binary(true, rows, a, b, out, err);
+}
+
+int pgn_op_add(int rows, const pgn_tensor *a, const pgn_tensor *b, pgn_tensor *out, pgn_error *err) {
+    return binary(false, rows, a, b, out, err);
+}
+
+/* ---- colsum and its backward, broadcast_rows --------------------------------------------- */
+
+int pgn_op_colsum(int rows, const pgn_tensor *x, pgn_tensor *out, pgn_error *err) {
+    if (check(same_dev(x, out), "colsum", "tensors on different devices", err) ||
+        check(rows <= x->rows && pgn_tensor_count(out) >= (size_t)x->cols, "colsum", "shape", err))
+        return -1;
+    int cols = x->cols;
+    if (!x->dev) {
+        for (int j = 0; j < cols; j++) F32(out)[j] = pgn_colsum_elem(rows, cols, F32(x), j);
+        return 0;
+    }
+    pgn_karg args[] = {KARG(rows), KARG(cols), KARG(x->mem), KARG(out->mem)};
+    return pgn_launch(x->dev, "colsum", args, 4, 1, GLOBAL1(cols), NULL, err);
+}
+
+int pgn_op_broadcast_rows(int rows, const pgn_tensor *src, float scale, pgn_tensor *dst,
+                          pgn_error *err) {
+    int cols = dst->cols, n = rows * cols;
+    if (check(same_dev(src, dst), "broadcast_rows", "tensors on different devices", err) ||
+        check(rows <= dst->rows && (int)pgn_tensor_count(src) == cols, "broadcast_rows", "shape", err))
+        return -1;
+    if (!dst->dev) {
+        for (int i = 0; i < n; i++) F32(dst)[i] = F32(src)[i % cols] * scale;
+        return 0;
+    }
+    pgn_karg args[] = {KARG(n), KARG(cols), KARG(scale), KARG(src->mem), KARG(dst->mem)};
+    return pgn_launch(dst->dev, "broadcast_rows", args, 5, 1, GLOBAL1(n), NULL, err);
+}
+
+/* ---- fused losses: softmax + cross-entropy, MSE against one-hot --------------------------- */
+
+static int fused_loss(int mse, int rows, const pgn_tensor *x, const pgn_tensor *labels,
+                      float scale, pgn_tensor *dx, pgn_tensor *loss, pgn_tensor *pred,
+                      pgn_error *err) {
+    const char *op = mse ? "mse_onehot" : "softmax_xent";
+    if (check(same_dev(x, labels) && same_dev(x, dx) && same_dev(x, loss) && same_dev(x, pred),
+              op, "tensors on different devices", err) ||
+        check(rows <= x->rows && fits(dx, rows, x->cols) && pgn_tensor_count(labels) >= (size_t)rows &&
+                  pgn_tensor_count(loss) >= (size_t)rows && pgn_tensor_count(pred) >= (size_t)rows,
+              op, "shape", err))
+        return -1;
+    int n = x->cols;
+    if (!x->dev) {
+        for (int r = 0; r < rows; r++) {
+            const float *xr = F32(x) + r * n;
+            float *dxr = F32(dx) + r * n;
+            int y = I32(labels)[r];
+            F32(loss)[r] = mse ? pgn_mse_onehot_row(n, xr, y, scale, dxr, I32(pred) + r)
+                               : pgn_softmax_xent_row(n, xr, y, scale, dxr, I32(pred) + r);
+        }
+        return 0;
+    }
+    pgn_karg args[] = {KARG(mse),   KARG(rows),    KARG(n),         KARG(x->mem),  KARG(labels->mem),
+                       KARG(scale), KARG(dx->mem), KARG(loss->mem), KARG(pred->mem)};
+    return pgn_launch(x->dev, "fused_loss", args, 9, 1, GLOBAL1(rows), NULL, err);
+}
+
+int pgn_op_softmax_xent(int rows, const pgn_tensor *logits, const pgn_tensor *labels, float scale,
+                        pgn_tensor *dlogits, pgn_tensor *loss, pgn_tensor *pred, pgn_error *err) {
+    return fused_loss(0, rows, logits, labels, scale, dlogits, loss, pred, err);
+}
+
+int pgn_op_mse_onehot(int rows, const pgn_tensor *x, const pgn_tensor *labels, float scale,
+                      pgn_tensor *dx, pgn_tensor *loss, pgn_tensor *pred, pgn_error *err) {
+    return fused_loss(1, rows, x, labels, scale, dx, loss, pred, err);
+}
+
+/* ---- batches and statistics ------------------------------------------------------------- */
+
+int pgn_op_gather_rows(int rows, const pgn_tensor *src, const pgn_tensor *idx, int offset,
+                       pgn_tensor *dst, pgn_error *err) {
+    int cols = src->cols, n = rows * cols;
+    if (check(same_dev(src, idx) && same_dev(src, dst), "gather_rows",
+              "tensors on different devices", err) ||
+        check(fits(dst, rows, cols) && offset >= 0 && pgn_tensor_count(idx) >= (size_t)(offset + rows),
+              "gather_rows", "shape", err))
+        return -1;
+    if (!src->dev) {
+        for (int i = 0; i < n; i++)
+            U32(dst)[i] = U32(src)[(size_t)I32(idx)[offset + i / cols] * cols + i % cols];
+        return 0;
+    }
+    pgn_karg args[] = {KARG(n), KARG(cols), KARG(src->mem), KARG(idx->mem), KARG(offset), KARG(dst->mem)};
+    return pgn_launch(src->dev, "gather_rows", args, 6, 1, GLOBAL1(n), NULL, err);
+}
+
+int pgn_op_loss_stats(int rows, const pgn_tensor *loss, const pgn_tensor *pred,
+                      const pgn_tensor *labels, pgn_tensor *stats, int slot, pgn_error *err) {
+    if (check(same_dev(loss, pred) && same_dev(loss, labels) && same_dev(loss, stats),
+              "loss_stats", "tensors on different devices", err) ||
+        check(pgn_tensor_count(stats) >= (size_t)(2 * slot + 2), "loss_stats", "shape", err))
+        return -1;
+    if (!loss->dev) {
+        float sum = 0.0f;
+        int correct = 0;
+        for (int r = 0; r < rows; r++) {
+            sum += F32(loss)[r];
+            correct += I32(pred)[r] == I32(labels)[r];
+        }
+        F32(stats)[2 * slot] = sum;
+        F32(stats)[2 * slot + 1] = (float)correct;
+        return 0;
+    }
+    pgn_karg args[] = {KARG(rows), KARG(loss->mem), KARG(pred->mem), KARG(labels->mem), KARG(stats->mem), KARG(slot)};
+    return pgn_launch(loss->dev, "loss_stats", args, 6, 1, GLOBAL1(1), NULL, err);
+}
+
+/* ---- optimizer pieces ------------------------------------------------------------------- */
+
+int pgn_op_sumsq_chunks(const pgn_tensor *x, int chunk, pgn_tensor *partials, int offset,
+                        pgn_error *err) {
+    int n = (int)pgn_tensor_count(x), chunks = (n + chunk - 1) / chunk;
+    if (check(same_dev(x, partials), "sumsq", "tensors on different devices", err) ||
+        check(pgn_tensor_count(partials) >= (size_t)(offset + chunks), "sumsq", "shape", err))
+        return -1;
+    if (!x->dev) {
+        for (int c = 0; c < chunks; c++) {
+            int len = n - c * chunk < chunk ? n - c * chunk : chunk;
+            F32(partials)[offset + c] = pgn_sumsq(len, F32(x) + (size_t)c * chunk);
+        }
+        return 0;
+    }
+    pgn_karg args[] = {KARG(n), KARG(chunk), KARG(x->mem), KARG(partials->mem), KARG(offset)};
+    return pgn_launch(x->dev, "sumsq_chunks", args, 5, 1, GLOBAL1(chunks), NULL, err);
+}
+
+int pgn_op_clip_scale(int n_partials, const pgn_tensor *partials, float max_norm,
+                      pgn_tensor *out, pgn_error *err) {
+    if (check(same_dev(partials, out), "clip_scale", "tensors on different devices", err) ||
+        check(pgn_tensor_count(out) >= 2 && pgn_tensor_count(partials) >= (size_t)n_partials,
+              "clip_scale", "shape", err))
+        return -1;
+    if (!out->dev) {
+        float acc = 0.0f;
+        for (int i = 0; i < n_partials; i++) acc += F32(partials)[i];
+        float norm = pgn_sqrt(acc);
+        F32(out)[0] = norm;
+        F32(out)[1] = pgn_clip_factor(norm, max_norm);
+        return 0;
+    }
+    pgn_karg args[] = {KARG(n_partials), KARG(partials->mem), KARG(max_norm), KARG(out->mem)};
+    return pgn_launch(out->dev, "clip_scale", args, 4, 1, GLOBAL1(1), NULL, err);
+}
+
+int pgn_op_sgd_update(pgn_tensor *w, const pgn_tensor *g, pgn_tensor *v, const pgn_tensor *scale,
+                      float lr, float mu, bool nesterov, float wd, pgn_error *err) {
+    int n = (int)pgn_tensor_count(w), nest = nesterov;
+    if (check(same_dev(w, g) && same_dev(w, v) && same_dev(w, scale), "sgd",
+              "tensors on different devices", err) ||
+        check(pgn_tensor_count(g) == (size_t)n && pgn_tensor_count(v) == (size_t)n, "sgd", "shape", err))
+        return -1;
+    if (!w->dev) {
+        float s = F32(scale)[1];
+        for (int i = 0; i < n; i++) pgn_sgd_elem(F32(w) + i, F32(v) + i, F32(g)[i] * s, lr, mu, nest, wd);
+        return 0;
+    }
+    pgn_karg args[] = {KARG(n),  KARG(w->mem), KARG(g->mem), KARG(v->mem), KARG(scale->mem),
+                       KARG(lr), KARG(mu),     KARG(nest),   KARG(wd)};
+    return pgn_launch(w->dev, "sgd_update", args, 9, 1, GLOBAL1(n), NULL, err);
+}
+
+int pgn_op_adam_update(pgn_tensor *w, const pgn_tensor *g, pgn_tensor *m, pgn_tensor *v,
+                       const pgn_tensor *scale, const pgn_adam_args *a, pgn_error *err) {
+    int n = (int)pgn_tensor_count(w), dec = a->decoupled;
+    if (check(same_dev(w, g) && same_dev(w, m) && same_dev(w, v) && same_dev(w, scale), "adam",
+              "tensors on different devices", err) ||
+        check(pgn_tensor_count(g) == (size_t)n && pgn_tensor_count(m) == (size_t)n &&
+                  pgn_tensor_count(v) == (size_t)n,
+              "adam", "shape", err))
+        return -1;
+    if (!w->dev) {
+        float s = F32(scale)[1];
+        for (int i = 0; i < n; i++)
+            pgn_adam_elem(F32(w) + i, F32(m) + i, F32(v) + i, F32(g)[i] * s, a->lr, a->b1, a->b2,
+                          a->eps, a->bc1, a->bc2, a->wd, dec);
+        return 0;
+    }
+    pgn_karg args[] = {KARG(n),       KARG(w->mem), KARG(g->mem), KARG(m->mem), KARG(v->mem),
+                       KARG(scale->mem), KARG(a->lr), KARG(a->b1), KARG(a->b2), KARG(a->eps),
+                       KARG(a->bc1),  KARG(a->bc2), KARG(a->wd), KARG(dec)};
+    return pgn_launch(w->dev, "adam_update", args, 14, 1, GLOBAL1(n), NULL, err);
+}

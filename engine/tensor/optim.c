@@ -1,0 +1,100 @@
+/* optim.c: optimizer state and update steps (kernels in kernels/tensor.cl, bodies in
+ * kernels/pgn_ops.h), gradient clipping by global norm and the learning-rate schedule. */
+#include <math.h>
+#include <string.h>
+
+#include "tensor/optim.h"
+
+static bool uses_adam(const pgn_optimizer *o) { return o->spec.type != PGN_OPT_SGD; }
+
+int pgn_optim_init(pgn_optimizer *o, pgn_graph *g, const pgn_optimizer_spec *spec,
+                   int64_t total_steps, pgn_error *err) {
+    memset(o, 0, sizeof *o);
+    o->spec = *spec;
+    o->n_params = g->n_params;
+    o->total_steps = total_steps;
+    int total = (int)g->store_elems;
+    bool needs_m = uses_adam(o) || spec->momentum > 0.0f;
+    if ((needs_m && pgn_tensor_init(&o->m_store, g->dev, 1, total, err)) ||
+        (uses_adam(o) && pgn_tensor_init(&o->v_store, g->dev, 1, total, err)))
+        goto fail;
+    for (int p = 0; p < g->n_params; p++) {
+        const pgn_tensor *w = &g->nodes[g->params[p]].value;
+        size_t off = g->param_offset[p];
+        if (needs_m && pgn_tensor_view(&o->m[p], &o->m_store, off, w->rows, w->cols, err)) goto fail;
+        if (uses_adam(o) && pgn_tensor_view(&o->v[p], &o->v_store, off, w->rows, w->cols, err))
+            goto fail;
+    }
+    o->n_partials = (total + PGN_NORM_CHUNK - 1) / PGN_NORM_CHUNK;
+    const float no_clip[2] = {0.0f, 1.0f};
+    if (pgn_tensor_init(&o->partials, g->dev, o->n_partials, 1, err) ||
+        pgn_tensor_init(&o->clip, g->dev, 1, 2, err) || pgn_tensor_write(&o->clip, no_clip, 2, err))
+        goto fail;
+    return 0;
+fail:
+    pgn_optim_release(o);
+    return -1;
+}
+
+void pgn_optim_release(pgn_optimizer *o) {
+    for (int p = 0; p < PGN_GRAPH_MAX_PARAMS; p++) {
+        pgn_tensor_release(&o->m[p]);
+        pgn_tensor_release(&o->v[p]);
+    }
+    pgn_tensor_release(&o->m_store); /* after the views into them */
+    pgn_tensor_release(&o->v_store);
+    pgn_tensor_release(&o->partials);
+    pgn_tensor_release(&o->clip);
+}
+
+float pgn_optim_lr(const pgn_optimizer *o, int64_t t) {
+    const pgn_optimizer_spec *s = &o->spec;
+    double lr = s->lr;
+    if (s->warmup_steps > 0 && t < s->warmup_steps) return (float)(lr * (double)(t + 1) / s->warmup_steps);
+    if (s->schedule == PGN_SCHEDULE_COSINE) {
+        double span = (double)(o->total_steps - s->warmup_steps);
+        double progress = span > 1 ? (double)(t - s->warmup_steps) / (span - 1) : 1.0;
+        if (progress > 1.0) progress = 1.0;
+        lr = s->min_lr + (lr - s->min_lr) * 0.5 * (1.0 + cos(M_PI * progress));
+    }
+    return (float)lr;
+}
+
+/* clip[1] = min(1, clip_norm / global norm) from the gradient store (its padding is zero),
+ * all on the device. */
+static int clip_gradients(pgn_optimizer *o, pgn_graph *g, pgn_error *err) {
+    return pgn_op_sumsq_chunks(&g->grad_store, PGN_NORM_CHUNK, &o->partials, 0, err) ||
+           pgn_op_clip_scale(o->n_partials, &o->partials, o->spec.clip_norm, &o->clip, err);
+}
+
+int pgn_optim_step(pgn_optimizer *o, pgn_graph *g, pgn_error *err) {
+    const pgn_optimizer_spec *s = &o->spec;
+    if (s->clip_norm > 0.0f && clip_gradients(o, g, err)) return -1;
+    float lr = pgn_optim_lr(o, o->t);
+    o->t++;
+    pgn_adam_args a = {.lr = lr, .b1 = s->beta1, .b2 = s->beta2, .eps = s->eps,
+                       .bc1 = (float)(1.0 - pow((double)s->beta1, (double)o->t)),
+                       .bc2 = (float)(1.0 - pow((double)s->beta2, (double)o->t)),
+                       .wd = s->weight_decay, .decoupled = s->type == PGN_OPT_ADAMW};
+    /* One launch over the whole store: padding is zero and stays zero under every update. */
+    if (uses_adam(o))
+        return pgn_op_adam_update(&g->param_store, &g->grad_store, &o->m_store, &o->v_store,
+                                  &o->clip, &a, err);
+    /* without momentum the kernel never touches v: the gradient store stands in for it */
+    return pgn_op_sgd_update(&g->param_store, &g->grad_store,
+                             s->momentum > 0.0f ? &o->m_store : &g->grad_store, &o->clip, lr,
+                             s->momentum, s->nesterov, s->weight_decay, err);
+}
+
+int pgn_optim_state(pgn_optimizer *o, int p, pgn_tensor **out, const char **names) {
+    int count = 0;
+    if (o->m[p].rows) {
+        out[count] = &o->m[p];
+        names[count++] = uses_adam(o) ? "exp_avg" : "momentum_buffer";
+    }
+    if (o->v[p].rows) {
+        out[count] = &o->v[p];
+        names[count++] = "exp_avg_sq";
+    }
+    return count;
+}

@@ -1,0 +1,42 @@
+/* optim.h: optimizers as on-device update kernels: SGD (momentum, Nesterov), Adam, AdamW,
+ * gradient clipping by global norm, and the learning-rate schedule (warm-up, cosine decay). */
+#ifndef PGN_OPTIM_H
+#define PGN_OPTIM_H
+
+#include "tensor/graph.h"
+
+/* The global norm is summed in fixed chunks (then the chunk sums in order), so its bits do not
+ * depend on the device. */
+#define PGN_NORM_CHUNK 4096
+
+typedef struct pgn_optimizer {
+    pgn_optimizer_spec spec;
+    int n_params;
+    /* State laid out like the graph's parameter store, updated in one launch; m[p], v[p] are
+     * views of parameter p's state (for checkpoints). */
+    pgn_tensor m_store, v_store;
+    pgn_tensor m[PGN_GRAPH_MAX_PARAMS]; /* adam: first moment; sgd: momentum */
+    pgn_tensor v[PGN_GRAPH_MAX_PARAMS]; /* adam: second moment */
+    pgn_tensor partials;                /* chunk sums of squares of the gradient store */
+    pgn_tensor clip;                    /* [global norm, gradient scale] */
+    int n_partials;
+    int64_t t;           /* update steps taken: the schedule's and Adam's step count */
+    int64_t total_steps; /* for cosine decay */
+} pgn_optimizer;
+
+/* Allocates the state for every parameter of g on g's device, zeroed. */
+int pgn_optim_init(pgn_optimizer *o, pgn_graph *g, const pgn_optimizer_spec *spec,
+                   int64_t total_steps, pgn_error *err);
+void pgn_optim_release(pgn_optimizer *o);
+
+/* Learning rate of update step t (0-based): linear warm-up over warmup_steps, then constant
+ * or cosine decay to min_lr at total_steps. Computed on the host in double, once per step. */
+float pgn_optim_lr(const pgn_optimizer *o, int64_t t);
+
+/* Queues one update of every parameter from its gradient (clipped first when clip_norm > 0). */
+int pgn_optim_step(pgn_optimizer *o, pgn_graph *g, pgn_error *err);
+
+/* The state tensors of parameter p, for checkpoints: count is 0, 1 or 2. */
+int pgn_optim_state(pgn_optimizer *o, int p, pgn_tensor **out, const char **names);
+
+#endif

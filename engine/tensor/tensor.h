@@ -1,0 +1,192 @@
+/* tensor.h: the tensor engine's shared declarations (engine/tensor/): tensors on a device (or
+ * the host), the op launchers, datasets, safetensors files and checkpoints, and the training run.
+ * Built on the core (core.h); nothing outside engine/tensor, engine/bench and engine/jobs uses it. */
+#ifndef PGN_TENSOR_H
+#define PGN_TENSOR_H
+
+#include "core.h"
+
+/* ---- tensors (tensor.c) ----------------------------------------------------------------- */
+
+/* A 2-D row-major array of 4-byte elements (float32, or int32 for labels) living on one
+ * device. dev == NULL means the host pseudo-device: data is in `host`, otherwise in `mem`.
+ * Ownership: the tensor owns its storage; pgn_tensor_release frees it. */
+typedef struct pgn_tensor {
+    pgn_device *dev;
+    int rows, cols;
+    void *host;
+    cl_mem mem;
+    bool view; /* storage belongs to another tensor (pgn_tensor_view) */
+} pgn_tensor;
+
+int pgn_tensor_init(pgn_tensor *t, pgn_device *dev, int rows, int cols, pgn_error *err);
+/* Before the tensor's device closes: under Oclgrind's checker the device keeps the buffer. */
+void pgn_tensor_release(pgn_tensor *t);
+/* A (rows, cols) tensor over parent's elements from offset on; offset * 4 must be a multiple
+ * of pgn_tensor_view_align(parent's device) elements. The parent must outlive the view. */
+int pgn_tensor_view(pgn_tensor *t, pgn_tensor *parent, size_t offset, int rows, int cols,
+                    pgn_error *err);
+/* Element alignment of view offsets on dev (NULL: host). */
+size_t pgn_tensor_view_align(const pgn_device *dev);
+static inline size_t pgn_tensor_count(const pgn_tensor *t) { return (size_t)t->rows * t->cols; }
+/* Copies count elements from src into the tensor's first elements (blocking). */
+int pgn_tensor_write(pgn_tensor *t, const void *src, size_t count, pgn_error *err);
+/* Copies the tensor's first count elements into dst (blocking: waits for queued work). */
+int pgn_tensor_read(const pgn_tensor *t, void *dst, size_t count, pgn_error *err);
+int pgn_tensor_fill_zero(pgn_tensor *t, pgn_error *err);
+
+/* ---- ops (ops.c) -------------------------------------------------------------------------
+ * Each op runs the host reference when the tensors live on the host, or queues its kernel
+ * (no finish) on the tensors' device. Shapes are checked; rows may be fewer than allocated
+ * (a short last batch) where an op takes an explicit row count. */
+
+/* C (M,N) = op(A) op(B). A is stored (M,K), or (K,M) when ta; B (K,N), or (N,K) when tb. */
+int pgn_op_gemm(int M, int N, int K, const pgn_tensor *a, bool ta, const pgn_tensor *b, bool tb,
+                pgn_tensor *c, pgn_error *err);
+/* z = op(A) op(B) + bias, y = act(z) in one pass on a device (the GEMM's epilogue); on the host
+ * the reference gemm then bias_act_forward. Bit-identical to those two ops. */
+int pgn_op_gemm_bias_act(int M, int N, int K, const pgn_tensor *a, bool ta, const pgn_tensor *b,
+                         bool tb, pgn_tensor *z, const pgn_tensor *bias, int act, pgn_tensor *y,
+                         pgn_error *err);
+/* A (K, N) weight matrix packed once into the GEMM's panels on its device, for many products of
+ * few rows (inference) without repacking on each (engine/gemm.c). Owns its panels. */
+typedef struct pgn_gemm_packed {
+    int K, N;
+    pgn_tensor panels;
+} pgn_gemm_packed;
+/* Queues the packing of w (not waited for). */
+int pgn_gemm_pack(const pgn_tensor *w, int K, int N, pgn_gemm_packed *out, pgn_error *err);
+void pgn_gemm_packed_release(pgn_gemm_packed *p);
+/* z (M, N) = a (M, K) W + bias, y = act(z): pgn_op_gemm_bias_act's bits on a packed W. */
+int pgn_op_gemm_bias_act_packed(int M, const pgn_tensor *a, const pgn_gemm_packed *w, pgn_tensor *z,
+                                const pgn_tensor *bias, int act, pgn_tensor *y, pgn_error *err);
+
+/* Device scratch bytes pgn_op_gemm needs for that call (0: none). */
+size_t pgn_gemm_workspace_bytes(int M, int N, int K, bool ta, bool tb);
+/* Grows dev's GEMM scratch to at least bytes (waits for queued work first when it grows), so
+ * planned GEMMs never allocate in a step loop. A no-op for the host (dev == NULL). */
+int pgn_gemm_reserve(pgn_device *dev, size_t bytes, pgn_error *err);
+/* z (rows, cols) += bias (1, cols); y = act(z) (a PGN_ACT_CODE_*). y may be z for no act. */
+int pgn_op_bias_act_forward(int rows, pgn_tensor *z, const pgn_tensor *bias, int act,
+                            pgn_tensor *y, pgn_error *err);
+/* dz = dy act'(z) (y is the forward output), db = column sums of dz. */
+int pgn_op_bias_act_backward(int rows, const pgn_tensor *z, const pgn_tensor *y,
+                             const pgn_tensor *dy, int act, pgn_tensor *dz, pgn_tensor *db,
+                             pgn_error *err);
+int pgn_op_act_forward(int rows, int act, const pgn_tensor *x, pgn_tensor *y, pgn_error *err);
+int pgn_op_act_backward(int rows, int act, const pgn_tensor *x, const pgn_tensor *y,
+                        const pgn_tensor *dy, pgn_tensor *dx, pgn_error *err);
+/* mask = 0 with probability p else 1/(1-p), drawn from (seed, step, element); y = x mask. */
+int pgn_op_dropout_forward(int rows, const pgn_tensor *x, float p, uint64_t seed, uint64_t step,
+                           pgn_tensor *mask, pgn_tensor *y, pgn_error *err);
+int pgn_op_mul(int rows, const pgn_tensor *a, const pgn_tensor *b, pgn_tensor *out, pgn_error *err);
+int pgn_op_add(int rows, const pgn_tensor *a, const pgn_tensor *b, pgn_tensor *out, pgn_error *err);
+/* out (1, cols) = column sums of the first rows rows of x. */
+int pgn_op_colsum(int rows, const pgn_tensor *x, pgn_tensor *out, pgn_error *err);
+/* dst (rows, cols) = src (1, cols) * scale in every row. */
+int pgn_op_broadcast_rows(int rows, const pgn_tensor *src, float scale, pgn_tensor *dst,
+                          pgn_error *err);
+/* Fused softmax + cross-entropy on the first rows rows of logits (rows, classes) with int32
+ * labels (rows, 1): dlogits = (softmax - onehot) * scale, loss (rows, 1), pred (rows, 1) int32. */
+int pgn_op_softmax_xent(int rows, const pgn_tensor *logits, const pgn_tensor *labels, float scale,
+                        pgn_tensor *dlogits, pgn_tensor *loss, pgn_tensor *pred, pgn_error *err);
+/* Fused squared error against one-hot labels: loss[r] = sum_j (x - t)^2, dx = 2 (x - t) scale. */
+int pgn_op_mse_onehot(int rows, const pgn_tensor *x, const pgn_tensor *labels, float scale,
+                      pgn_tensor *dx, pgn_tensor *loss, pgn_tensor *pred, pgn_error *err);
+/* dst row r = src row idx[offset + r], for 4-byte elements of any kind. */
+int pgn_op_gather_rows(int rows, const pgn_tensor *src, const pgn_tensor *idx, int offset,
+                       pgn_tensor *dst, pgn_error *err);
+/* stats[2 slot] = sum of loss[0..rows) in order; stats[2 slot + 1] = count of pred == label. */
+int pgn_op_loss_stats(int rows, const pgn_tensor *loss, const pgn_tensor *pred,
+                      const pgn_tensor *labels, pgn_tensor *stats, int slot, pgn_error *err);
+/* partials[offset + c] = sum of squares of chunk c (chunk elements) of x. */
+int pgn_op_sumsq_chunks(const pgn_tensor *x, int chunk, pgn_tensor *partials, int offset,
+                        pgn_error *err);
+/* out[0] = sqrt(sum of partials in order); out[1] = min(1, max_norm / (norm + 1e-6)), or 1
+ * when max_norm <= 0. */
+int pgn_op_clip_scale(int n_partials, const pgn_tensor *partials, float max_norm,
+                      pgn_tensor *out, pgn_error *err);
+/* SGD over w with gradient g * scale[1]; v is the momentum buffer. */
+int pgn_op_sgd_update(pgn_tensor *w, const pgn_tensor *g, pgn_tensor *v, const pgn_tensor *scale,
+                      float lr, float mu, bool nesterov, float wd, pgn_error *err);
+typedef struct pgn_adam_args {
+    float lr, b1, b2, eps, bc1, bc2, wd; /* bc = 1 - beta^t, computed by the host per step */
+    bool decoupled;                      /* AdamW */
+} pgn_adam_args;
+int pgn_op_adam_update(pgn_tensor *w, const pgn_tensor *g, pgn_tensor *m, pgn_tensor *v,
+                       const pgn_tensor *scale, const pgn_adam_args *a, pgn_error *err);
+
+/* ---- datasets (data.c) ------------------------------------------------------------------ */
+
+/* n samples of `features` floats (row-major, pixels scaled to [0,1]) with int32 labels in
+ * [0, classes). Ownership: the dataset owns x and y; pgn_dataset_free releases them. */
+typedef struct pgn_dataset {
+    int n, features, classes;
+    float *x;
+    int32_t *y;
+} pgn_dataset;
+
+/* Loads the training and evaluation sets a data spec names; data_dir (the datasets directory,
+ * <data dir>/PGN_DATASETS_SUBDIR for a job) is where fashion-mnist is looked for first and where
+ * idx paths are confined. Errors name the file at fault. */
+int pgn_dataset_load(const pgn_data_spec *spec, const char *data_dir, pgn_dataset *train,
+                     pgn_dataset *test, pgn_error *err);
+void pgn_dataset_free(pgn_dataset *d);
+
+/* ---- safetensors (safetensors.c) -------------------------------------------------------- */
+
+typedef struct pgn_st_entry {
+    const char *name;
+    pgn_tensor *t;
+} pgn_st_entry;
+
+/* The metadata key under which every write stores the SHA-256 (hex) of the whole tensor data
+ * section: parameters and optimizer state alike. */
+#define PGN_ST_DATA_SHA256 "data_sha256"
+
+/* Writes the tensors (downloaded from their device) and string metadata atomically, adding
+ * PGN_ST_DATA_SHA256 to the metadata. */
+int pgn_safetensors_write(const char *path, const pgn_st_entry *entries, int n,
+                          const json_t *metadata, pgn_error *err);
+
+/* A safetensors file read whole and checked, none of it used yet. */
+typedef struct pgn_st_file {
+    const char *path;     /* borrowed: every error names it */
+    json_t *header;       /* name -> {dtype, shape, data_offsets}, metadata removed; owned */
+    json_t *metadata;     /* the "__metadata__" object of strings, or NULL; owned */
+    unsigned char *data;  /* the tensor data section, data_len bytes; owned */
+    size_t data_len;
+    bool digest_checked;  /* the metadata held PGN_ST_DATA_SHA256 and it matched the data */
+} pgn_st_file;
+
+/* Reads path and checks it: header length, JSON, every tensor F32 with data_offsets in order,
+ * inside the data and as long as its shape needs, the tensors tiling the data with no overlap
+ * or hole, metadata all strings, and the data against PGN_ST_DATA_SHA256 when present (the
+ * caller decides whether its absence is acceptable). Errors have code "checkpoint" and say
+ * what is wrong. On success the caller closes f. */
+int pgn_safetensors_open(const char *path, pgn_st_file *f, pgn_error *err);
+/* Copies the file's tensors into entries[i].t after checking that the file holds exactly the
+ * entries' names with their (rows, cols): a missing, unexpected or misshapen tensor is named
+ * and nothing is copied. */
+int pgn_safetensors_load(const pgn_st_file *f, const pgn_st_entry *entries, int n,
+                         pgn_error *err);
+void pgn_safetensors_close(pgn_st_file *f);
+
+/* Fails with code "checkpoint" and "checkpoint '<path>': <message>". Returns -1. */
+int pgn_checkpoint_fail(pgn_error *err, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- training (train.c) ------------------------------------------------------------------ */
+
+int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
+                  const pgn_run_hooks *hooks, json_t **result, pgn_error *err);
+
+/* ---- a train job's spec (train_spec.c) ---- */
+
+/* The train part of a job spec (model, data, optimizer, batch_size, epochs, checkpoint_every)
+ * from the spec's root object, defaults filled in; keys of other parts are refused. */
+int pgn_train_spec_parse(const json_t *root, pgn_train_spec *t, pgn_error *err);
+/* Those fields as a new object, defaults included. */
+json_t *pgn_train_spec_to_json(const pgn_train_spec *t);
+
+#endif

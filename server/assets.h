@@ -1,0 +1,11 @@
+/* assets.h: the files paragond carries inside it (scripts/embed.py; pgn_embedded in paragon.h):
+ * the dashboard's web files and the SQLite migrations. */
+#ifndef PGD_ASSETS_H
+#define PGD_ASSETS_H
+
+#include "paragon.h"
+
+extern const pgn_embedded pgd_web_sources[];    /* web/: index.html, style.css, the modules */
+extern const pgn_embedded pgd_schema_sources[]; /* schema/NNN_name.sql in order */
+
+#endif
