@@ -77,7 +77,7 @@ static int bench_file(const char *path, const target *t, int repeats, double min
     while (runs < 256 && (runs < repeats || total < min_seconds)) {
         pgn_inet_result r;
         if (run(t, book, &r, &err)) {
-            fprintf(stderr, "%s: %s: %s\n", path, err.code, err.message);
+            fprintf(stderr, "%s: %s: %s\n", path, pgn_error_code_name(err.code), err.message);
             pgn_inet_book_free(book);
             return 1;
         }

@@ -155,7 +155,7 @@ static int cmd_run(int argc, char **argv) {
         json_t *j = json_pack("{s:s, s:s%, s:s}", "kind", "inet", "program", text, len, "name", file);
         rc = j ? pgn_spec_parse(j, &spec, &err) : -1;
         json_decref(j);
-        if (rc && !j) pgn_error_set(&err, "invalid_program", "", "the program is not valid UTF-8");
+        if (rc && !j) pgn_error_set(&err, PGN_E_INVALID_PROGRAM, "", "the program is not valid UTF-8");
     } else {
         rc = pgn_spec_parse_text(text, len, &spec, &err);
     }

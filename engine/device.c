@@ -162,7 +162,7 @@ static int each_cl_device(device_fn fn, void *ctx, pgn_error *err) {
     cl_int st = platform_ids(platforms, &np);
     if (st == CL_PLATFORM_NOT_FOUND_KHR || (st == CL_SUCCESS && np == 0)) return 0;
     if (st != CL_SUCCESS) {
-        pgn_error_set(err, "device", "", "clGetPlatformIDs failed: %s", pgn_cl_status_name(st));
+        pgn_error_set(err, PGN_E_DEVICE, "", "clGetPlatformIDs failed: %s", pgn_cl_status_name(st));
         return -1;
     }
     if (np > PGN_MAX_PLATFORMS) np = PGN_MAX_PLATFORMS;
@@ -208,7 +208,7 @@ static int collect(void *ctx, cl_platform_id p, cl_device_id d, const pgn_device
 int pgn_devices_list(pgn_device_info **out, size_t *count, pgn_error *err) {
     list_ctx l = {NULL, 0, 0};
     if (each_cl_device(collect, &l, err) != 0 || l.out_of_memory) {
-        if (l.out_of_memory) pgn_error_set(err, "internal", "", "out of memory listing devices");
+        if (l.out_of_memory) pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory listing devices");
         free(l.list);
         return -1;
     }
@@ -232,7 +232,7 @@ int pgn_device_select(const char *want, const pgn_device_info *list, size_t coun
                     *out = list[i];
                     return 0;
                 }
-        pgn_error_set(err, "no_device", "device",
+        pgn_error_set(err, PGN_E_NO_DEVICE, "device",
                       "device: 'auto' found no OpenCL device (install an OpenCL driver such as "
                       "pocl-opencl-icd, or ask for \"host\")");
         return -1;
@@ -244,7 +244,7 @@ int pgn_device_select(const char *want, const pgn_device_info *list, size_t coun
                 *out = list[i];
                 return 0;
             }
-        pgn_error_set(err, "no_device", "device", "device: no OpenCL %s device on this machine",
+        pgn_error_set(err, PGN_E_NO_DEVICE, "device", "device: no OpenCL %s device on this machine",
                       want);
         return -1;
     }
@@ -253,7 +253,7 @@ int pgn_device_select(const char *want, const pgn_device_info *list, size_t coun
             *out = list[i];
             return 0;
         }
-    pgn_error_set(err, "no_device", "device",
+    pgn_error_set(err, PGN_E_NO_DEVICE, "device",
                   "device: unknown device '%s' (expected auto, cpu, gpu, host or an id from "
                   "the device list)",
                   want);
@@ -333,7 +333,7 @@ int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_err
     *out = NULL;
     cl_program program = clCreateProgramWithSource(dev->context, 1, &src, NULL, &st);
     if (st != CL_SUCCESS) {
-        pgn_error_set(err, "kernel_build", "", "clCreateProgramWithSource failed on %s: %s",
+        pgn_error_set(err, PGN_E_KERNEL_BUILD, "", "clCreateProgramWithSource failed on %s: %s",
                       dev->info.id, pgn_cl_status_name(st));
         return -1;
     }
@@ -354,7 +354,7 @@ int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_err
         char *log = calloc(log_size + 1, 1);
         if (log)
             clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, log_size, log, NULL);
-        pgn_error_set(err, "kernel_build", "", "building kernels for %s (%s) failed: %s\n%s",
+        pgn_error_set(err, PGN_E_KERNEL_BUILD, "", "building kernels for %s (%s) failed: %s\n%s",
                       dev->info.id, dev->info.name, pgn_cl_status_name(st), log ? log : "");
         free(log);
         clReleaseProgram(program);
@@ -367,7 +367,7 @@ int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_err
 static int build_kernels(pgn_device *dev, pgn_error *err) {
     char *src = program_source();
     if (!src) {
-        pgn_error_set(err, "internal", "", "out of memory assembling kernel sources");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory assembling kernel sources");
         return -1;
     }
     int rc = pgn_program_build(dev, src, &dev->program, err);
@@ -376,7 +376,7 @@ static int build_kernels(pgn_device *dev, pgn_error *err) {
     cl_uint n = 0;
     cl_int st = clCreateKernelsInProgram(dev->program, PGN_MAX_KERNELS, dev->kernels, &n);
     if (st != CL_SUCCESS) {
-        pgn_error_set(err, "kernel_build", "", "creating kernels on %s failed: %s", dev->info.id,
+        pgn_error_set(err, PGN_E_KERNEL_BUILD, "", "creating kernels on %s failed: %s", dev->info.id,
                       pgn_cl_status_name(st));
         return -1;
     }
@@ -406,19 +406,19 @@ static cl_command_queue open_queue(cl_platform_id p, cl_context ctx, cl_device_i
 int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *err) {
     *out = NULL;
     if (info->type == PGN_DEVICE_HOST) {
-        pgn_error_set(err, "device", "device",
+        pgn_error_set(err, PGN_E_DEVICE, "device",
                       "the host pseudo-device is not opened: pass NULL to run on the host");
         return -1;
     }
     find_ctx f = {.id = info->id};
     if (each_cl_device(find_by_id, &f, err) != 0) return -1;
     if (!f.found) {
-        pgn_error_set(err, "no_device", "device", "device '%s' is no longer present", info->id);
+        pgn_error_set(err, PGN_E_NO_DEVICE, "device", "device '%s' is no longer present", info->id);
         return -1;
     }
     pgn_device *dev = calloc(1, sizeof *dev);
     if (!dev) {
-        pgn_error_set(err, "internal", "", "out of memory");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
         return -1;
     }
     dev->info = *info;
@@ -433,14 +433,14 @@ int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *er
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)f.platform, 0};
     dev->context = clCreateContext(props, 1, &f.device, NULL, NULL, &st);
     if (st != CL_SUCCESS) {
-        pgn_error_set(err, "device", "", "clCreateContext failed on %s: %s", info->id,
+        pgn_error_set(err, PGN_E_DEVICE, "", "clCreateContext failed on %s: %s", info->id,
                       pgn_cl_status_name(st));
         pgn_device_close(dev);
         return -1;
     }
     dev->queue = open_queue(f.platform, dev->context, f.device, &st);
     if (st != CL_SUCCESS) {
-        pgn_error_set(err, "device", "", "clCreateCommandQueue failed on %s: %s", info->id,
+        pgn_error_set(err, PGN_E_DEVICE, "", "clCreateCommandQueue failed on %s: %s", info->id,
                       pgn_cl_status_name(st));
         pgn_device_close(dev);
         return -1;
@@ -521,7 +521,7 @@ int pgn_device_finish(pgn_device *dev, pgn_error *err) {
     pthread_cond_destroy(&w.cv);
     pthread_mutex_destroy(&w.mu);
     if (st != CL_SUCCESS) {
-        pgn_error_set(err, "device", "", "waiting for %s failed: %s", dev->info.id, pgn_cl_status_name(st));
+        pgn_error_set(err, PGN_E_DEVICE, "", "waiting for %s failed: %s", dev->info.id, pgn_cl_status_name(st));
         return -1;
     }
     return 0;
@@ -530,7 +530,7 @@ int pgn_device_finish(pgn_device *dev, pgn_error *err) {
 cl_kernel pgn_kernel(pgn_device *dev, const char *name, pgn_error *err) {
     for (int k = 0; k < dev->n_kernels; k++)
         if (!strcmp(dev->kernel_names[k], name)) return dev->kernels[k];
-    pgn_error_set(err, "internal", "", "no kernel '%s' in the program of %s", name, dev->info.id);
+    pgn_error_set(err, PGN_E_INTERNAL, "", "no kernel '%s' in the program of %s", name, dev->info.id);
     return NULL;
 }
 
@@ -546,7 +546,7 @@ int pgn_launch_kernel(pgn_device *dev, cl_kernel k, const char *name, const pgn_
     for (int i = 0; i < nargs; i++) {
         cl_int st = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
         if (st != CL_SUCCESS) {
-            pgn_error_set(err, "device", "", "%s: argument %d: %s", name, i,
+            pgn_error_set(err, PGN_E_DEVICE, "", "%s: argument %d: %s", name, i,
                           pgn_cl_status_name(st));
             return -1;
         }
@@ -555,7 +555,7 @@ int pgn_launch_kernel(pgn_device *dev, cl_kernel k, const char *name, const pgn_
     cl_int st = clEnqueueNDRangeKernel(dev->queue, k, dims, NULL, global, local, 0, NULL,
                                        dev->profile_sink ? &ev : NULL);
     if (st != CL_SUCCESS) {
-        pgn_error_set(err, "device", "", "%s: launch on %s failed: %s", name, dev->info.id,
+        pgn_error_set(err, PGN_E_DEVICE, "", "%s: launch on %s failed: %s", name, dev->info.id,
                       pgn_cl_status_name(st));
         return -1;
     }
@@ -586,7 +586,7 @@ int pgn_launch_kernel(pgn_device *dev, cl_kernel k, const char *name, const pgn_
 #define PGN_STORE_WORDS 64
 
 static int store_fail(pgn_device *dev, const char *what, cl_int st, pgn_error *err) {
-    pgn_error_set(err, "device", "", "%s %s failed: %s", what, dev->info.id, pgn_cl_status_name(st));
+    pgn_error_set(err, PGN_E_DEVICE, "", "%s %s failed: %s", what, dev->info.id, pgn_cl_status_name(st));
     return -1;
 }
 
@@ -625,7 +625,7 @@ static int store_kernel(pgn_device *dev, const char *kernel, const pgn_karg *arg
 
 static int store_words(pgn_device *dev, const char *what, size_t offset, size_t bytes, pgn_error *err) {
     if (offset % 4 == 0 && bytes % 4 == 0) return 0;
-    pgn_error_set(err, "internal", "", "%s %s: %zu bytes at %zu are not whole 4-byte words", what, dev->info.id,
+    pgn_error_set(err, PGN_E_INTERNAL, "", "%s %s: %zu bytes at %zu are not whole 4-byte words", what, dev->info.id,
                   bytes, offset);
     return -1;
 }
@@ -661,7 +661,7 @@ int pgn_device_fill_u32(pgn_device *dev, cl_mem mem, size_t offset, size_t bytes
     if (whole_buffer(mem, offset, bytes)) {
         uint32_t *words = malloc(bytes);
         if (!words) {
-            pgn_error_set(err, "internal", "", "out of memory");
+            pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
             return -1;
         }
         for (size_t i = 0; i < bytes / 4; i++) words[i] = value;

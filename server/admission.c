@@ -18,7 +18,7 @@ static int refuse(pgn_error *err, json_t **extra, const char *field, const char 
 static int refuse(pgn_error *err, json_t **extra, const char *field, const char *limit,
                   long long max, long long value, const char *fmt, ...) {
     pgn_error_clear(err);
-    snprintf(err->code, sizeof err->code, "limit_exceeded");
+    err->code = PGN_E_LIMIT_EXCEEDED;
     snprintf(err->field, sizeof err->field, "%s", field ? field : "");
     va_list ap;
     va_start(ap, fmt);

@@ -75,14 +75,14 @@ static bool is_get(const pgd_request *req) {
 static enum MHD_Result not_allowed(const pgd_request *req, const char *allow) {
     pgn_error err;
     pgn_error_clear(&err);
-    pgn_error_set(&err, "method_not_allowed", "", "%s is not allowed on %s (allowed: %s)",
+    pgn_error_set(&err, PGN_E_METHOD_NOT_ALLOWED, "", "%s is not allowed on %s (allowed: %s)",
                   req->method, req->path, allow);
     const pgd_header h[] = {{MHD_HTTP_HEADER_ALLOW, allow}, {NULL, NULL}};
-    return pgd_reply_pgn_error(req, MHD_HTTP_METHOD_NOT_ALLOWED, &err, NULL, h);
+    return pgd_reply_pgn_error(req, &err, NULL, h);
 }
 
 static enum MHD_Result not_found(const pgd_request *req) {
-    return pgd_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", NULL, "no such resource: %s %s",
+    return pgd_reply_error(req, PGN_E_NOT_FOUND, NULL, "no such resource: %s %s",
                            req->method, req->path);
 }
 
@@ -95,12 +95,12 @@ static enum MHD_Result internal_error(const pgd_request *req, const pgn_error *e
     char *path = pgn_text_visible(req->path); /* a client's: %1b decodes to an escape */
     fprintf(stderr, "paragond: %s %s: %s\n", req->method, path ? path : "?", err->message);
     free(path);
-    if (strcmp(err->code, PGD_STORE_UNAVAILABLE) == 0) {
+    if (err->code == PGN_E_STORE_UNAVAILABLE) {
         const pgd_header h[] = {{MHD_HTTP_HEADER_RETRY_AFTER, STORE_UNAVAILABLE_RETRY_AFTER_S},
                                 {NULL, NULL}};
-        return pgd_reply_pgn_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, err, NULL, h);
+        return pgd_reply_pgn_error(req, err, NULL, h);
     }
-    return pgd_reply_pgn_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, err, NULL, NULL);
+    return pgd_reply_pgn_error(req, err, NULL, NULL);
 }
 
 /* A non-negative decimal integer, digits only. */
@@ -212,7 +212,7 @@ static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *
     if (!jobs || !logs) {
         free(jobs);
         free(logs);
-        pgn_error_set(err, "internal", "", "out of memory");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
         return -1;
     }
     int rc = 0;
@@ -221,7 +221,7 @@ static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *
         if (all) snprintf(spec->device, sizeof spec->device, "%s", targets[made].id);
         json_t *spec_json = pgn_spec_to_json(spec);
         if (!spec_json) {
-            pgn_error_set(err, "internal", "", "the engine could not serialise the spec");
+            pgn_error_set(err, PGN_E_INTERNAL, "", "the engine could not serialise the spec");
             rc = -1;
             break;
         }
@@ -245,9 +245,9 @@ static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *
 }
 
 /* An error reply with extra members (taken) merged into its error object. */
-static enum MHD_Result reply_limit(const pgd_request *req, unsigned status, const pgn_error *err,
-                                   json_t *extra, const pgd_header *headers) {
-    enum MHD_Result r = pgd_reply_pgn_error(req, status, err, extra, headers);
+static enum MHD_Result reply_limit(const pgd_request *req, const pgn_error *err, json_t *extra,
+                                   const pgd_header *headers) {
+    enum MHD_Result r = pgd_reply_pgn_error(req, err, extra, headers);
     json_decref(extra);
     return r;
 }
@@ -283,7 +283,7 @@ static enum MHD_Result post_job(pgd_api *api, const pgd_request *req, int64_t id
     (void)id;
     if (!is_json_media_type(pgd_request_header(req, MHD_HTTP_HEADER_CONTENT_TYPE))) {
         const char *ct = pgd_request_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
-        return pgd_reply_error(req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
+        return pgd_reply_error(req, PGN_E_UNSUPPORTED_MEDIA_TYPE,
                                NULL, "Content-Type must be application/json, not %s%s%s",
                                ct ? "'" : "", ct ? ct : "missing", ct ? "'" : "");
     }
@@ -291,17 +291,17 @@ static enum MHD_Result post_job(pgd_api *api, const pgd_request *req, int64_t id
     pgn_error lerr;
     json_t *extra;
     if (pgd_admit_json(req->body, req->body_len, &lerr, &extra) < 0)
-        return reply_limit(req, MHD_HTTP_BAD_REQUEST, &lerr, extra, NULL);
+        return reply_limit(req, &lerr, extra, NULL);
 
     json_error_t jerr;
     json_t *root = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
         pgn_error err;
         pgn_error_clear(&err);
-        pgn_error_set(&err, "invalid_json", "", "invalid JSON at line %d, column %d: %s",
+        pgn_error_set(&err, PGN_E_INVALID_JSON, "", "invalid JSON at line %d, column %d: %s",
                       jerr.line, jerr.column, jerr.text);
         json_t *where = json_pack("{s:i, s:i}", "line", jerr.line, "column", jerr.column);
-        enum MHD_Result r = pgd_reply_pgn_error(req, MHD_HTTP_BAD_REQUEST, &err, where, NULL);
+        enum MHD_Result r = pgd_reply_pgn_error(req, &err, where, NULL);
         json_decref(where);
         return r;
     }
@@ -312,8 +312,8 @@ static enum MHD_Result post_job(pgd_api *api, const pgd_request *req, int64_t id
     int rc = pgn_spec_parse(root, &spec, &err);
     json_decref(root);
     if (rc < 0) {
-        if (!err.code[0]) snprintf(err.code, sizeof err.code, "invalid_spec");
-        return pgd_reply_pgn_error(req, MHD_HTTP_BAD_REQUEST, &err, NULL, NULL);
+        if (err.code == PGN_E_NONE) err.code = PGN_E_INVALID_SPEC;
+        return pgd_reply_pgn_error(req, &err, NULL, NULL);
     }
 
     /* "all" (bench jobs only: the parser refuses it elsewhere) is one job per OpenCL device. */
@@ -322,7 +322,7 @@ static enum MHD_Result post_job(pgd_api *api, const pgd_request *req, int64_t id
     json_t *estimate = NULL;
     if (!all && pgd_scheduler_place_job(api->sched, &spec, &placed, &estimate, &err) < 0) {
         pgn_spec_free(&spec);
-        return pgd_reply_pgn_error(req, MHD_HTTP_BAD_REQUEST, &err, NULL, NULL);
+        return pgd_reply_pgn_error(req, &err, NULL, NULL);
     }
     /* Parameters and device memory: a job that cannot fit is refused now, not failed later
      * (or worse, left to exhaust the device under the jobs beside it). */
@@ -331,7 +331,7 @@ static enum MHD_Result post_job(pgd_api *api, const pgd_request *req, int64_t id
     if (!all && pgd_admit_job(&spec, &placed, &mem, &lerr, &extra) < 0) {
         pgn_spec_free(&spec);
         json_decref(estimate);
-        return reply_limit(req, MHD_HTTP_BAD_REQUEST, &lerr, extra, NULL);
+        return reply_limit(req, &lerr, extra, NULL);
     }
     const pgn_device_info *targets = all ? api->devices : &placed;
     size_t n = all ? api->n_devices : 1; /* >= 1: the server does not start without a device */
@@ -349,12 +349,12 @@ static enum MHD_Result post_job(pgd_api *api, const pgd_request *req, int64_t id
     if (rc == 0) api->queued_bound += (int64_t)n;
     pthread_mutex_unlock(&api->submit_lock);
     json_decref(estimate);
-    if (!ids) pgn_error_set(&err, "internal", "", "out of memory");
+    if (!ids) pgn_error_set(&err, PGN_E_INTERNAL, "", "out of memory");
     pgn_spec_free(&spec);
     if (full) {
         free(ids);
         pgn_error_clear(&lerr);
-        pgn_error_set(&lerr, "queue_full", "",
+        pgn_error_set(&lerr, PGN_E_QUEUE_FULL, "",
                       "the queue is full: %" PRId64 " jobs are queued and the limit is %" PRId64
                       " (--max-queued); retry after a few finish",
                       queued, api->max_queued);
@@ -362,7 +362,7 @@ static enum MHD_Result post_job(pgd_api *api, const pgd_request *req, int64_t id
                           (json_int_t)api->max_queued, "value", (json_int_t)queued);
         const pgd_header h[] = {{MHD_HTTP_HEADER_RETRY_AFTER, QUEUE_FULL_RETRY_AFTER_S},
                                 {NULL, NULL}};
-        return reply_limit(req, MHD_HTTP_TOO_MANY_REQUESTS, &lerr, extra, h);
+        return reply_limit(req, &lerr, extra, h);
     }
 
     json_t *obj = NULL;
@@ -388,7 +388,7 @@ static enum MHD_Result post_job(pgd_api *api, const pgd_request *req, int64_t id
 
 static enum MHD_Result bad_param(const pgd_request *req, const char *name, const char *value,
                                  const char *want) {
-    return pgd_reply_error(req, MHD_HTTP_BAD_REQUEST, "invalid_parameter", name,
+    return pgd_reply_error(req, PGN_E_INVALID_PARAMETER, name,
                            "%s: '%s' is not %s", name, value, want);
 }
 
@@ -430,7 +430,7 @@ static enum MHD_Result list_jobs(pgd_api *api, const pgd_request *req, int64_t i
 }
 
 static enum MHD_Result job_missing(const pgd_request *req, const char *id_text) {
-    return pgd_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", NULL, "job '%s' does not exist",
+    return pgd_reply_error(req, PGN_E_NOT_FOUND, NULL, "job '%s' does not exist",
                            id_text);
 }
 
@@ -438,8 +438,8 @@ static enum MHD_Result get_job(pgd_api *api, const pgd_request *req, int64_t id)
     pgd_job job;
     pgn_error err;
     if (pgd_store_job_get(api->store, id, true, &job, &err) < 0) {
-        if (strcmp(err.code, "not_found") == 0)
-            return pgd_reply_pgn_error(req, MHD_HTTP_NOT_FOUND, &err, NULL, NULL);
+        if (err.code == PGN_E_NOT_FOUND)
+            return pgd_reply_pgn_error(req, &err, NULL, NULL);
         return internal_error(req, &err);
     }
     json_t *o = pgd_job_json(&job, true);
@@ -457,8 +457,8 @@ static enum MHD_Result get_metrics(pgd_api *api, const pgd_request *req, int64_t
     pgn_error err;
     if (pgd_store_metrics_list(api->store, id, name, after != NULL, after_step, &metrics, &err) <
         0) {
-        if (strcmp(err.code, "not_found") == 0)
-            return pgd_reply_pgn_error(req, MHD_HTTP_NOT_FOUND, &err, NULL, NULL);
+        if (err.code == PGN_E_NOT_FOUND)
+            return pgd_reply_pgn_error(req, &err, NULL, NULL);
         return internal_error(req, &err);
     }
     return pgd_reply_json(req, MHD_HTTP_OK,
@@ -468,10 +468,10 @@ static enum MHD_Result get_metrics(pgd_api *api, const pgd_request *req, int64_t
 
 /* A store error about one job: a missing job is 404, a job in the wrong state 409. */
 static enum MHD_Result job_error(const pgd_request *req, const pgn_error *err) {
-    if (strcmp(err->code, "not_found") == 0)
-        return pgd_reply_pgn_error(req, MHD_HTTP_NOT_FOUND, err, NULL, NULL);
-    if (strcmp(err->code, "conflict") == 0)
-        return pgd_reply_pgn_error(req, MHD_HTTP_CONFLICT, err, NULL, NULL);
+    if (err->code == PGN_E_NOT_FOUND)
+        return pgd_reply_pgn_error(req, err, NULL, NULL);
+    if (err->code == PGN_E_CONFLICT)
+        return pgd_reply_pgn_error(req, err, NULL, NULL);
     return internal_error(req, err);
 }
 
@@ -580,16 +580,16 @@ static enum MHD_Result get_checkpoint(pgd_api *api, const pgd_request *req, int6
                 (long long)id, strerror(open_errno));
     enum MHD_Result r;
     if (fd < 0 && train && open_errno != ENOENT && !planted) {
-        pgn_error_set(&err, "internal", "", "cannot read the checkpoint of job %lld: %s",
+        pgn_error_set(&err, PGN_E_INTERNAL, "", "cannot read the checkpoint of job %lld: %s",
                       (long long)id, strerror(open_errno));
         r = internal_error(req, &err);
     } else if (fd < 0 && !train) {
-        r = pgd_reply_error(req, MHD_HTTP_NOT_FOUND, "no_checkpoint", NULL,
+        r = pgd_reply_error(req, PGN_E_NO_CHECKPOINT, NULL,
                             "job %lld has no checkpoint: it is a%s %s job, and only train jobs "
                             "keep one",
                             (long long)id, strchr("aeiou", kind[0]) ? "n" : "", kind);
     } else if (fd < 0) {
-        r = pgd_reply_error(req, MHD_HTTP_NOT_FOUND, "no_checkpoint", NULL,
+        r = pgd_reply_error(req, PGN_E_NO_CHECKPOINT, NULL,
                             "job %lld has no checkpoint yet (it is %s): a train job writes one "
                             "every checkpoint_every epochs, when it is stopped, and when it "
                             "finishes",
@@ -643,7 +643,7 @@ static enum MHD_Result get_benchmarks(pgd_api *api, const pgd_request *req, int6
         return bad_param(req, "suite", suite, want);
     }
     if (csv && !suite)
-        return pgd_reply_error(req, MHD_HTTP_BAD_REQUEST, "invalid_parameter", "suite",
+        return pgd_reply_error(req, PGN_E_INVALID_PARAMETER, "suite",
                                "suite: format=csv needs a suite, one of: %s", names);
 
     json_t *rows;
@@ -655,7 +655,7 @@ static enum MHD_Result get_benchmarks(pgd_api *api, const pgd_request *req, int6
     char *text = pgn_bench_csv(suite, rows);
     json_decref(rows);
     if (!text) {
-        pgn_error_set(&err, "internal", "", "cannot render the %s rows as CSV", suite);
+        pgn_error_set(&err, PGN_E_INTERNAL, "", "cannot render the %s rows as CSV", suite);
         return internal_error(req, &err);
     }
     char disposition[96];
@@ -885,7 +885,7 @@ int pgd_api_create(const pgd_api_deps *deps, pgd_api **out, pgn_error *err) {
     *out = NULL;
     pgd_api *api = calloc(1, sizeof *api);
     if (!api) {
-        pgn_error_set(err, "internal", "", "out of memory");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
         return -1;
     }
     api->store = deps->store;

@@ -94,13 +94,13 @@ static void derive_session(pgd_auth *a, const char *token, size_t len) {
 static int read_token(pgd_auth *a, const char *path, pgn_error *err) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        pgn_error_set(err, "auth", "token_file", "token file '%s': %s", path, strerror(errno));
+        pgn_error_set(err, PGN_E_AUTH, "token_file", "token file '%s': %s", path, strerror(errno));
         return -1;
     }
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        pgn_error_set(err, "auth", "token_file", "token file '%s' is not a regular file", path);
+        pgn_error_set(err, PGN_E_AUTH, "token_file", "token file '%s' is not a regular file", path);
         return -1;
     }
     if (st.st_mode & 077)
@@ -114,7 +114,7 @@ static int read_token(pgd_auth *a, const char *path, pgn_error *err) {
         ssize_t n = read(fd, buf + len, sizeof buf - len);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
-            pgn_error_set(err, "auth", "token_file", "token file '%s': %s", path,
+            pgn_error_set(err, PGN_E_AUTH, "token_file", "token file '%s': %s", path,
                           strerror(errno));
             close(fd);
             return -1;
@@ -129,14 +129,14 @@ static int read_token(pgd_auth *a, const char *path, pgn_error *err) {
     const char *token = buf + start;
     int ret = 0;
     if (len < PGD_TOKEN_MIN_LEN || len > PGD_TOKEN_MAX_LEN) {
-        pgn_error_set(err, "auth", "token_file",
+        pgn_error_set(err, PGN_E_AUTH, "token_file",
                       "token file '%s' holds a token of %zu characters; it needs %d to %d",
                       path, len, PGD_TOKEN_MIN_LEN, PGD_TOKEN_MAX_LEN);
         ret = -1;
     }
     for (size_t i = 0; ret == 0 && i < len; i++)
         if (token[i] <= ' ' || token[i] > '~') {
-            pgn_error_set(err, "auth", "token_file",
+            pgn_error_set(err, PGN_E_AUTH, "token_file",
                           "token file '%s': the token may hold only printable ASCII without "
                           "spaces (character %zu is not)",
                           path, i + 1);
@@ -162,7 +162,7 @@ static int random_hex(char *out, size_t n_bytes, pgn_error *err) {
     }
     if (fd >= 0) close(fd);
     if (got < n_bytes) {
-        pgn_error_set(err, "auth", "token_file", "cannot read /dev/urandom for a new token: %s",
+        pgn_error_set(err, PGN_E_AUTH, "token_file", "cannot read /dev/urandom for a new token: %s",
                       fd < 0 ? strerror(errno) : "short read");
         return -1;
     }
@@ -198,7 +198,7 @@ static int create_token(const char *dir, const char *path, bool *exists, pgn_err
     size_t tmp_len = strlen(dir) + 64;
     char *tmp = malloc(tmp_len);
     if (!tmp) {
-        pgn_error_set(err, "internal", "", "out of memory");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
         return -1;
     }
     snprintf(tmp, tmp_len, "%s/.%s.%ld.tmp", dir, PGD_TOKEN_FILE_NAME, (long)getpid());
@@ -206,7 +206,7 @@ static int create_token(const char *dir, const char *path, bool *exists, pgn_err
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0 || fchmod(fd, 0600) < 0 || write_all(fd, token, strlen(token)) < 0 ||
         fsync(fd) < 0) {
-        pgn_error_set(err, "auth", "token_file", "cannot write a new token to '%s': %s", tmp,
+        pgn_error_set(err, PGN_E_AUTH, "token_file", "cannot write a new token to '%s': %s", tmp,
                       strerror(errno));
     } else if (link(tmp, path) == 0) {
         ret = 0;
@@ -214,7 +214,7 @@ static int create_token(const char *dir, const char *path, bool *exists, pgn_err
         *exists = true;
         ret = 0;
     } else {
-        pgn_error_set(err, "auth", "token_file", "cannot create token file '%s': %s", path,
+        pgn_error_set(err, PGN_E_AUTH, "token_file", "cannot create token file '%s': %s", path,
                       strerror(errno));
     }
     if (fd >= 0) close(fd);
@@ -242,7 +242,7 @@ int pgd_auth_open(const char *token_file, const char *data_dir, const char *host
     *out = NULL;
     pgd_auth *a = calloc(1, sizeof *a);
     if (!a) {
-        pgn_error_set(err, "internal", "", "out of memory");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
         return -1;
     }
     a->reads_need_token = !pgd_auth_is_loopback(host);
@@ -254,7 +254,7 @@ int pgd_auth_open(const char *token_file, const char *data_dir, const char *host
         if (a->path) snprintf(a->path, len, "%s/%s", data_dir, PGD_TOKEN_FILE_NAME);
     }
     if (!a->path) {
-        pgn_error_set(err, "internal", "", "out of memory");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
         pgd_auth_close(a);
         return -1;
     }
@@ -352,8 +352,8 @@ enum MHD_Result pgd_auth_reply_session(const pgd_auth *a, const pgd_request *req
 enum MHD_Result pgd_auth_reply_unauthorized(const pgd_request *req, const char *why) {
     pgn_error err;
     pgn_error_clear(&err);
-    pgn_error_set(&err, "unauthorized", "", "%s", why);
+    pgn_error_set(&err, PGN_E_UNAUTHORIZED, "", "%s", why);
     const pgd_header h[] = {{MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"paragond\""},
                             {NULL, NULL}};
-    return pgd_reply_pgn_error(req, MHD_HTTP_UNAUTHORIZED, &err, NULL, h);
+    return pgd_reply_pgn_error(req, &err, NULL, h);
 }

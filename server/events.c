@@ -373,7 +373,7 @@ static int refill(sse_stream *st) {
         pgd_job job;
         pgn_error err;
         if (pgd_store_job_get(ev->store, st->job_id, false, &job, &err) < 0)
-            return strcmp(err.code, "not_found") == 0 ? -1 : rc;
+            return err.code == PGN_E_NOT_FOUND ? -1 : rc;
         if ((int)job.state != st->last_state) {
             st->out_len = 0;
             rc = out_frame_job(st, st->cursor - 1, "state", &job);
@@ -504,13 +504,13 @@ static bool final_in_ring(pgd_events *ev, const sse_stream *st) {
 static enum MHD_Result reply_full(pgd_events *ev, const pgd_request *req) {
     pgn_error err;
     pgn_error_clear(&err);
-    pgn_error_set(&err, "too_many_streams", "",
+    pgn_error_set(&err, PGN_E_TOO_MANY_STREAMS, "",
                   "%zu event streams are open, the most this server keeps (--max-streams); "
                   "retry later, or follow GET /api/v1/jobs/{id} instead",
                   ev->max_streams);
     const pgd_header h[] = {{MHD_HTTP_HEADER_RETRY_AFTER, PGD_EVENTS_FULL_RETRY_AFTER_S},
                             {NULL, NULL}};
-    return pgd_reply_pgn_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, &err, NULL, h);
+    return pgd_reply_pgn_error(req, &err, NULL, h);
 }
 
 static enum MHD_Result start_stream(const pgd_request *req, sse_stream *st) {
@@ -542,10 +542,10 @@ enum MHD_Result pgd_events_reply_job(pgd_events *ev, const pgd_request *req, int
     pgn_error err;
     if (pgd_store_job_get(ev->store, id, false, &job, &err) < 0) {
         stream_free(st);
-        if (strcmp(err.code, "not_found") == 0)
-            return pgd_reply_pgn_error(req, MHD_HTTP_NOT_FOUND, &err, NULL, NULL);
+        if (err.code == PGN_E_NOT_FOUND)
+            return pgd_reply_pgn_error(req, &err, NULL, NULL);
         fprintf(stderr, "paragond: %s %s: %s\n", req->method, req->path, err.message);
-        return pgd_reply_pgn_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, &err, NULL, NULL);
+        return pgd_reply_pgn_error(req, &err, NULL, NULL);
     }
     int state = (int)job.state;
     pgd_job_release(&job);
@@ -558,7 +558,7 @@ enum MHD_Result pgd_events_reply_job(pgd_events *ev, const pgd_request *req, int
     if (!replay) rc = out_job_state(st, st->cursor - 1, asked && !resumed ? "reset" : "state");
     if (rc < 0) { /* deleted between the two reads, or out of memory */
         stream_free(st);
-        return pgd_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", NULL,
+        return pgd_reply_error(req, PGN_E_NOT_FOUND, NULL,
                                "job %" PRId64 " does not exist", id);
     }
     return start_stream(req, st);
@@ -601,7 +601,7 @@ int pgd_events_create(pgd_store *store, size_t max_streams, pgd_events **out, pg
     *out = NULL;
     pgd_events *ev = calloc(1, sizeof *ev);
     if (!ev) {
-        pgn_error_set(err, "internal", "", "events: out of memory");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "events: out of memory");
         return -1;
     }
     ev->store = store;
@@ -620,7 +620,7 @@ int pgd_events_create(pgd_store *store, size_t max_streams, pgd_events **out, pg
     pthread_condattr_destroy(&attr);
     int rc = pthread_create(&ev->pinger, NULL, pinger, ev);
     if (rc != 0) {
-        pgn_error_set(err, "internal", "", "events: cannot start the ping thread: %s",
+        pgn_error_set(err, PGN_E_INTERNAL, "", "events: cannot start the ping thread: %s",
                       strerror(rc));
         pgd_events_destroy(ev);
         return -1;
@@ -668,10 +668,10 @@ enum MHD_Result pgd_events_reply_logs(pgd_store *store, const pgd_request *req, 
     json_t *lines;
     pgn_error err;
     if (pgd_store_logs_list(store, id, after, &lines, &err) < 0) {
-        if (strcmp(err.code, "not_found") == 0)
-            return pgd_reply_pgn_error(req, MHD_HTTP_NOT_FOUND, &err, NULL, NULL);
+        if (err.code == PGN_E_NOT_FOUND)
+            return pgd_reply_pgn_error(req, &err, NULL, NULL);
         fprintf(stderr, "paragond: %s %s: %s\n", req->method, req->path, err.message);
-        return pgd_reply_pgn_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, &err, NULL, NULL);
+        return pgd_reply_pgn_error(req, &err, NULL, NULL);
     }
     /* "<time> <level> <line>\n" per entry; a newline inside a line is written as "\n" so that
      * an entry stays one line and line N of the full log is seq N. */

@@ -115,25 +115,25 @@ enum MHD_Result pgd_reply_json(const pgd_request *req, unsigned status, json_t *
     return pgd_reply_text(req, status, text, "application/json", headers);
 }
 
-enum MHD_Result pgd_reply_pgn_error(const pgd_request *req, unsigned status,
-                                    const pgn_error *err, const json_t *extra,
-                                    const pgd_header *headers) {
+enum MHD_Result pgd_reply_pgn_error(const pgd_request *req, const pgn_error *err,
+                                    const json_t *extra, const pgd_header *headers) {
     json_t *e = pgd_error_json(err);
     if (extra) json_object_update(e, (json_t *)extra);
-    return pgd_reply_json(req, status, json_pack("{s:o}", "error", e), headers);
+    return pgd_reply_json(req, (unsigned)pgn_error_code_status(err->code),
+                          json_pack("{s:o}", "error", e), headers);
 }
 
-enum MHD_Result pgd_reply_error(const pgd_request *req, unsigned status, const char *code,
-                                const char *field, const char *fmt, ...) {
+enum MHD_Result pgd_reply_error(const pgd_request *req, pgn_error_code code, const char *field,
+                                const char *fmt, ...) {
     pgn_error err;
     pgn_error_clear(&err);
-    snprintf(err.code, sizeof err.code, "%s", code);
+    err.code = code;
     snprintf(err.field, sizeof err.field, "%s", field ? field : "");
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err.message, sizeof err.message, fmt, ap);
     va_end(ap);
-    return pgd_reply_pgn_error(req, status, &err, NULL, NULL);
+    return pgd_reply_pgn_error(req, &err, NULL, NULL);
 }
 
 /* ---- connection limits ------------------------------------------------------------------ */
@@ -296,7 +296,7 @@ const char *pgd_request_header(const pgd_request *req, const char *name) {
 }
 
 static enum MHD_Result reply_too_large(pgd_http *h, const pgd_request *req) {
-    enum MHD_Result r = pgd_reply_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "too_large", NULL,
+    enum MHD_Result r = pgd_reply_error(req, PGN_E_TOO_LARGE, NULL,
                                         "request body is larger than %d bytes", PGD_MAX_BODY);
     pgd_metrics_observe(h->slot(h->ctx, req->path), req->method, MHD_HTTP_CONTENT_TOO_LARGE, 0.0);
     return r;
@@ -436,13 +436,13 @@ int pgd_http_start(const char *host, uint16_t port, unsigned threads,
     snprintf(port_text, sizeof port_text, "%u", (unsigned)port);
     int rc = getaddrinfo(host, port_text, &hints, &addrs);
     if (rc != 0) {
-        pgn_error_set(err, "http", "host", "--host %s: %s", host, gai_strerror(rc));
+        pgn_error_set(err, PGN_E_HTTP, "host", "--host %s: %s", host, gai_strerror(rc));
         return -1;
     }
     pgd_http *h = calloc(1, sizeof *h);
     if (!h) {
         freeaddrinfo(addrs);
-        pgn_error_set(err, "internal", "", "http: out of memory");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "http: out of memory");
         return -1;
     }
     h->handler = handler;
@@ -457,7 +457,7 @@ int pgd_http_start(const char *host, uint16_t port, unsigned threads,
     int trc = pthread_create(&h->reaper, NULL, reaper_main, h);
     if (trc != 0) {
         freeaddrinfo(addrs);
-        pgn_error_set(err, "internal", "", "http: cannot start the header-deadline thread: %s",
+        pgn_error_set(err, PGN_E_INTERNAL, "", "http: cannot start the header-deadline thread: %s",
                       strerror(trc));
         pgd_http_stop(h);
         return -1;
@@ -483,7 +483,7 @@ int pgd_http_start(const char *host, uint16_t port, unsigned threads,
     int saved = errno;
     freeaddrinfo(addrs);
     if (!h->daemon) {
-        pgn_error_set(err, "http", "port", "cannot listen on %s port %u%s%s", host,
+        pgn_error_set(err, PGN_E_HTTP, "port", "cannot listen on %s port %u%s%s", host,
                       (unsigned)port, saved ? ": " : "", saved ? strerror(saved) : "");
         pgd_http_stop(h);
         return -1;

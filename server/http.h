@@ -66,15 +66,14 @@ typedef struct pgd_header {
 /* Sends body (stolen: decref'd here) as application/json. */
 enum MHD_Result pgd_reply_json(const pgd_request *req, unsigned status, json_t *body,
                                const pgd_header *headers);
-/* Sends {"error":{"code","message","field"}}; field NULL or "" gives null. */
-enum MHD_Result pgd_reply_error(const pgd_request *req, unsigned status, const char *code,
-                                const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+/* Sends {"error":{"code","message","field"}} with the code's HTTP status (PGN_ERROR_CODES);
+ * field NULL or "" gives null. */
+enum MHD_Result pgd_reply_error(const pgd_request *req, pgn_error_code code, const char *field,
+                                const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* The same from an engine/store error, with extra members merged into the error object
  * (borrowed; may be NULL). */
-enum MHD_Result pgd_reply_pgn_error(const pgd_request *req, unsigned status,
-                                    const pgn_error *err, const json_t *extra,
-                                    const pgd_header *headers);
+enum MHD_Result pgd_reply_pgn_error(const pgd_request *req, const pgn_error *err,
+                                    const json_t *extra, const pgd_header *headers);
 /* Sends bytes that live as long as the process (embedded files). */
 /* Sends text (malloc'd; taken) with its media type and extra headers. */
 enum MHD_Result pgd_reply_text(const pgd_request *req, unsigned status, char *text, const char *content_type,

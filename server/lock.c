@@ -27,7 +27,7 @@ int pgd_lock_take(const char *db_path, pgd_lock **out, pgn_error *err) {
     size_t len = strlen(db_path) + sizeof PGD_LOCK_SUFFIX;
     pgd_lock *l = malloc(sizeof *l + len);
     if (!l) {
-        pgn_error_set(err, "internal", "", "out of memory");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
         return -1;
     }
     snprintf(l->path, len, "%s" PGD_LOCK_SUFFIX, db_path);
@@ -35,7 +35,7 @@ int pgd_lock_take(const char *db_path, pgd_lock **out, pgn_error *err) {
      * whatever it points at. */
     l->fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (l->fd < 0) {
-        pgn_error_set(err, "store", "db", "cannot open the lock file '%s' beside the database: %s",
+        pgn_error_set(err, PGN_E_STORE, "db", "cannot open the lock file '%s' beside the database: %s",
                       l->path, strerror(errno));
         free(l);
         return -1;
@@ -47,12 +47,12 @@ int pgd_lock_take(const char *db_path, pgd_lock **out, pgn_error *err) {
         bool known = (saved == EAGAIN || saved == EACCES) && fcntl(l->fd, F_GETLK, &who) == 0 &&
                      who.l_type != F_UNLCK;
         if (known)
-            pgn_error_set(err, "locked", "db",
+            pgn_error_set(err, PGN_E_LOCKED, "db",
                           "the database '%s' is in use by another paragond (pid %ld holds %s); "
                           "one paragond per database: stop that one first or use another --db",
                           db_path, (long)who.l_pid, l->path);
         else
-            pgn_error_set(err, "locked", "db", "cannot lock '%s': %s", l->path,
+            pgn_error_set(err, PGN_E_LOCKED, "db", "cannot lock '%s': %s", l->path,
                           strerror(saved == EAGAIN || saved == EACCES ? EBUSY : saved));
         close(l->fd);
         free(l);

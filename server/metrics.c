@@ -55,7 +55,7 @@ static const char *const refusal_names[PGD_REFUSED_REASONS] = {
 
 int pgd_metrics_set_routes(const char *const *patterns, size_t n, pgn_error *err) {
     if (n > PGD_METRICS_MAX_ROUTES) {
-        pgn_error_set(err, "internal", "", "metrics: %zu route patterns, room for %d", n,
+        pgn_error_set(err, PGN_E_INTERNAL, "", "metrics: %zu route patterns, room for %d", n,
                       PGD_METRICS_MAX_ROUTES);
         return -1;
     }

@@ -170,7 +170,7 @@ static int make_job_dir(const char *data_dir, const char *job_dir, pgn_error *er
     const char *dirs[2] = {jobs, job_dir};
     for (int i = 0; i < 2; i++) {
         if (mkdir(dirs[i], 0755) != 0 && errno != EEXIST) {
-            pgn_error_set(err, "io", "", "cannot create '%s': %s", dirs[i], strerror(errno));
+            pgn_error_set(err, PGN_E_IO, "", "cannot create '%s': %s", dirs[i], strerror(errno));
             return -1;
         }
     }
@@ -223,11 +223,11 @@ static int record_end(worker *w, int64_t id, end_kind kind, pgd_job_state state,
                         (long long)id, (double)waited_ms / 1000.0);
             return 0;
         }
-        if (strcmp(err->code, "conflict") == 0) {
+        if (err->code == PGN_E_CONFLICT) {
             fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, err->message);
             return 0;
         }
-        if (strcmp(err->code, PGD_STORE_UNAVAILABLE) != 0) return -1;
+        if (err->code != PGN_E_STORE_UNAVAILABLE) return -1;
         if (atomic_load(&w->sched->stopping)) {
             fprintf(stderr, "paragond: job %lld: its end is not recorded (%s); the next start "
                             "recovers it\n",
@@ -255,7 +255,7 @@ static void record_outcome(worker *w, int64_t id, pgd_job_state state, const jso
             err.message);
     pgn_error why;
     pgn_error_clear(&why);
-    pgn_error_set(&why, "store", "", "the job ended %s but the store refused its outcome: %s",
+    pgn_error_set(&why, PGN_E_STORE, "", "the job ended %s but the store refused its outcome: %s",
                   pgd_job_state_name(state), err.message);
     if (record_end(w, id, END_FINISH, PGD_JOB_FAILED, NULL, &why, &err) < 0)
         fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, err.message);
@@ -303,7 +303,7 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
     if (rc == 0) rc = pgn_job_run(&spec, w->dev, &opts, &hooks, &result, &err);
     if (rc == 0 && !json_is_object(result)) {
         rc = -1;
-        pgn_error_set(&err, "internal", "", "the engine returned no result object");
+        pgn_error_set(&err, PGN_E_INTERNAL, "", "the engine returned no result object");
     }
 
     /* A bench job's rows are stored in the transaction that marks it succeeded; when they
@@ -315,13 +315,13 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
         recorded = r >= 0;
     }
 
-    bool stopped = rc < 0 && strcmp(err.code, "cancelled") == 0;
+    bool stopped = rc < 0 && err.code == PGN_E_CANCELLED;
     if (recorded) {
     } else if (stopped && ctx.cancel) {
         /* Stopped because someone asked: it ends cancelled, saying where it stopped. */
         char message[sizeof err.message];
         snprintf(message, sizeof message, "%s", err.message);
-        pgn_error_set(&err, "cancelled", "", "cancelled on request: %s", message);
+        pgn_error_set(&err, PGN_E_CANCELLED, "", "cancelled on request: %s", message);
         record_outcome(w, id, PGD_JOB_CANCELLED, NULL, &err);
     } else if (stopped && atomic_load(&s->stopping)) {
         /* Interrupted by shutdown, not by the job: it runs again after the restart (unless a
@@ -437,7 +437,7 @@ static void announce_end(worker *w, int64_t id) {
     }
     case PGD_JOB_FAILED:
         pgd_events_job_log(s->events, s->store, id, "error", "failed (attempt %" PRId64 "): %s: %s",
-                           attempt, job.has_error ? job.error.code : "internal",
+                           attempt, pgn_error_code_name(job.has_error ? job.error.code : PGN_E_INTERNAL),
                            job.has_error ? job.error.message : "");
         break;
     case PGD_JOB_CANCELLED:
@@ -505,9 +505,9 @@ static int place(const pgd_scheduler *s, const char *want, pgn_device_info *out,
     pgn_error_clear(&e);
     if (pgn_device_select(want, s->devices, s->n, out, &e) == 0) return 0;
     if (strncmp(e.message, "device", 6) == 0)
-        pgn_error_set(err, "invalid_spec", "device", "%s", e.message);
+        pgn_error_set(err, PGN_E_INVALID_SPEC, "device", "%s", e.message);
     else
-        pgn_error_set(err, "invalid_spec", "device", "device: %s", e.message);
+        pgn_error_set(err, PGN_E_INVALID_SPEC, "device", "device: %s", e.message);
     return -1;
 }
 
@@ -659,7 +659,7 @@ static int replace_orphans(pgd_scheduler *s, pgn_error *err) {
                 pgd_events_job_log(s->events, s->store, id, "warn",
                                    "device %s is gone: placed again on %s", device, info.id);
         } else {
-            if (!want[0]) pgn_error_set(&e, "invalid_spec", "device", "device: not recorded");
+            if (!want[0]) pgn_error_set(&e, PGN_E_INVALID_SPEC, "device", "device: not recorded");
             fprintf(stderr, "paragond: job %lld cannot be placed again: %s\n", (long long)id,
                     e.message);
             if (pgd_store_job_finish(s->store, id, PGD_JOB_FAILED, NULL, &e, &serr) < 0)
@@ -718,7 +718,7 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
         worker *w = &s->workers[i];
         int rc = pthread_create(&w->thread, NULL, worker_main, w);
         if (rc != 0) {
-            pgn_error_set(err, "internal", "", "scheduler: cannot start the worker of %s: %s",
+            pgn_error_set(err, PGN_E_INTERNAL, "", "scheduler: cannot start the worker of %s: %s",
                           w->info->id, strerror(rc));
             pgd_scheduler_stop(s);
             return -1;
@@ -728,7 +728,7 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
     *out = s;
     return 0;
 oom:
-    pgn_error_set(err, "internal", "", "scheduler: out of memory");
+    pgn_error_set(err, PGN_E_INTERNAL, "", "scheduler: out of memory");
     return -1;
 }
 
@@ -770,11 +770,11 @@ int pgd_scheduler_cancel(pgd_scheduler *s, int64_t id, pgd_job *job, pgn_error *
              * end before it had to stop): the cancel ends it here. */
             pgn_error why, ferr;
             pgn_error_clear(&why);
-            pgn_error_set(&why, "cancelled", "", "cancelled on request; no worker was running it");
+            pgn_error_set(&why, PGN_E_CANCELLED, "", "cancelled on request; no worker was running it");
             int rc = pgd_store_job_finish(s->store, id, PGD_JOB_CANCELLED, NULL, &why, &ferr);
             pthread_mutex_unlock(&s->admit);
             pgd_job_release(job);
-            if (rc < 0 && strcmp(ferr.code, "conflict") != 0) {
+            if (rc < 0 && ferr.code != PGN_E_CONFLICT) {
                 *err = ferr;
                 return -1;
             }

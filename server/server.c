@@ -39,12 +39,12 @@ struct pgd_server {
 static int make_dirs(const char *path, pgn_error *err) {
     size_t len = strlen(path);
     if (len == 0) {
-        pgn_error_set(err, "data_dir", "data_dir", "the data directory path is empty");
+        pgn_error_set(err, PGN_E_DATA_DIR, "data_dir", "the data directory path is empty");
         return -1;
     }
     char *copy = malloc(len + 1);
     if (!copy) {
-        pgn_error_set(err, "internal", "", "out of memory");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
         return -1;
     }
     memcpy(copy, path, len + 1);
@@ -54,7 +54,7 @@ static int make_dirs(const char *path, pgn_error *err) {
         char saved = *p;
         *p = 0;
         if (mkdir(copy, 0755) < 0 && errno != EEXIST) {
-            pgn_error_set(err, "data_dir", "data_dir", "cannot create data directory '%s': %s",
+            pgn_error_set(err, PGN_E_DATA_DIR, "data_dir", "cannot create data directory '%s': %s",
                           copy, strerror(errno));
             ret = -1;
             break;
@@ -64,7 +64,7 @@ static int make_dirs(const char *path, pgn_error *err) {
     }
     struct stat st;
     if (ret == 0 && (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))) {
-        pgn_error_set(err, "data_dir", "data_dir", "data directory '%s' is not a directory",
+        pgn_error_set(err, PGN_E_DATA_DIR, "data_dir", "data directory '%s' is not a directory",
                       path);
         ret = -1;
     }
@@ -78,7 +78,7 @@ static int token_readable_by_jobs(const char *token, const char *datasets, pgn_e
     if (!realpath(token, t) || !realpath(datasets, d)) return 0; /* both exist: auth made one */
     size_t n = strlen(d);
     if (strncmp(t, d, n) != 0 || t[n] != '/') return 0;
-    pgn_error_set(err, "auth", "token_file",
+    pgn_error_set(err, PGN_E_AUTH, "token_file",
                   "--token-file %s is inside %s, where job specs name their datasets: any job "
                   "could read it; keep the token elsewhere",
                   token, datasets);
@@ -93,7 +93,7 @@ static int probe_devices(pgn_device_info **devices, size_t *count, pgn_error *er
     if (pgn_devices_list(devices, count, &e) < 0 || *count == 0) {
         free(*devices);
         *devices = NULL;
-        pgn_error_set(err, "no_device", "",
+        pgn_error_set(err, PGN_E_NO_DEVICE, "",
                       "no OpenCL device found%s%s. paragond needs at least one OpenCL device: "
                       "install an OpenCL driver (on Debian/Ubuntu, 'apt install "
                       "pocl-opencl-icd' provides a CPU device) and check that "
@@ -108,7 +108,7 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
     *out = NULL;
     pgd_server *srv = calloc(1, sizeof *srv);
     if (!srv) {
-        pgn_error_set(err, "internal", "", "out of memory");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
         return -1;
     }
     atomic_init(&srv->ready, false);
@@ -121,7 +121,7 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
         goto fail;
     srv->data_dir = strdup(cfg->data_dir ? cfg->data_dir : PGD_DEFAULT_DATA_DIR);
     if (!srv->data_dir) {
-        pgn_error_set(err, "internal", "", "out of memory");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
         goto fail;
     }
     /* Devices first: a machine that cannot run anything gets no files either. */
@@ -140,7 +140,7 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
     srv->version_json = version ? pgn_json_dumps(version) : NULL;
     json_decref(version);
     if (!srv->version_json) {
-        pgn_error_set(err, "internal", "", "cannot describe the OpenCL platforms");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "cannot describe the OpenCL platforms");
         goto fail;
     }
 

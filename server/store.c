@@ -42,7 +42,7 @@ int store_fail(pgd_store *s, pgn_error *err, const char *what) {
     bool passing = rc == SQLITE_FULL || rc == SQLITE_IOERR || rc == SQLITE_BUSY ||
                    rc == SQLITE_LOCKED || rc == SQLITE_READONLY || rc == SQLITE_NOMEM ||
                    rc == SQLITE_CANTOPEN || rc == SQLITE_PROTOCOL;
-    pgn_error_set(err, passing ? PGD_STORE_UNAVAILABLE : "store", "", "store: %s: %s", what,
+    pgn_error_set(err, passing ? PGN_E_STORE_UNAVAILABLE : PGN_E_STORE, "", "store: %s: %s", what,
                   sqlite3_errmsg(s->db));
     return -1;
 }
@@ -59,7 +59,7 @@ sqlite3_stmt *store_stmt(pgd_store *s, const char *sql, pgn_error *err) {
     if (s->n_cached == STMT_CACHE_MAX) {
         /* Only a programming error gets here: the set of statements is fixed. */
         sqlite3_finalize(st);
-        pgn_error_set(err, "internal", "", "store: statement cache full");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "store: statement cache full");
         return NULL;
     }
     s->cache[s->n_cached].sql = sql;
@@ -76,14 +76,14 @@ void store_stmt_done(sqlite3_stmt *st) {
 
 /* Fails with not_found naming the job id. */
 int store_no_such_job(pgn_error *err, int64_t id) {
-    pgn_error_set(err, "not_found", "", "job %lld does not exist", (long long)id);
+    pgn_error_set(err, PGN_E_NOT_FOUND, "", "job %lld does not exist", (long long)id);
     return -1;
 }
 
 static int exec_sql(pgd_store *s, const char *sql, pgn_error *err, const char *what) {
     char *msg = NULL;
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        pgn_error_set(err, "store", "", "store: %s: %s", what, msg ? msg : "unknown error");
+        pgn_error_set(err, PGN_E_STORE, "", "store: %s: %s", what, msg ? msg : "unknown error");
         sqlite3_free(msg);
         return -1;
     }
@@ -199,7 +199,7 @@ static int apply_migration(pgd_store *s, const migration *m, pgn_error *err) {
 
     char *msg = NULL;
     if (sqlite3_exec(s->db, (const char *)m->file->data, NULL, NULL, &msg) != SQLITE_OK) {
-        pgn_error_set(err, "store", "", "store: schema migration %s failed: %s", m->file->name,
+        pgn_error_set(err, PGN_E_STORE, "", "store: schema migration %s failed: %s", m->file->name,
                       msg ? msg : "unknown error");
         sqlite3_free(msg);
         goto fail;
@@ -232,7 +232,7 @@ static int migrate(pgd_store *s, const pgn_embedded *table, pgn_error *err) {
     while (table[n].name) n++;
     migration *list = calloc(n ? n : 1, sizeof *list);
     if (!list) {
-        pgn_error_set(err, "internal", "", "store: out of memory");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "store: out of memory");
         return -1;
     }
     int ret = -1;
@@ -240,7 +240,7 @@ static int migrate(pgd_store *s, const pgn_embedded *table, pgn_error *err) {
         list[i].file = &table[i];
         list[i].version = migration_version(table[i].name);
         if (list[i].version < 0) {
-            pgn_error_set(err, "store", "", "store: schema file '%s' is not named NNN_name.sql",
+            pgn_error_set(err, PGN_E_STORE, "", "store: schema file '%s' is not named NNN_name.sql",
                           table[i].name);
             goto out;
         }
@@ -248,7 +248,7 @@ static int migrate(pgd_store *s, const pgn_embedded *table, pgn_error *err) {
     qsort(list, n, sizeof *list, migration_cmp);
     for (size_t i = 1; i < n; i++) {
         if (list[i].version == list[i - 1].version) {
-            pgn_error_set(err, "store", "", "store: schema files '%s' and '%s' share version %lld",
+            pgn_error_set(err, PGN_E_STORE, "", "store: schema files '%s' and '%s' share version %lld",
                           list[i - 1].file->name, list[i].file->name,
                           (long long)list[i].version);
             goto out;
@@ -263,7 +263,7 @@ static int migrate(pgd_store *s, const pgn_embedded *table, pgn_error *err) {
     store_stmt_done(st);
     int64_t known = n ? list[n - 1].version : 0;
     if (newest > known) {
-        pgn_error_set(err, "store", "",
+        pgn_error_set(err, PGN_E_STORE, "",
                       "store: database schema version %lld is newer than this paragond "
                       "(it knows up to %lld)",
                       (long long)newest, (long long)known);
@@ -285,14 +285,14 @@ int pgd_store_open_with(const char *path, const pgn_embedded *migrations, pgd_st
     *out = NULL;
     pgd_store *s = calloc(1, sizeof *s);
     if (!s) {
-        pgn_error_set(err, "internal", "", "store: out of memory");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "store: out of memory");
         return -1;
     }
     pthread_mutex_init(&s->lock, NULL);
     /* NOMUTEX: our own mutex serialises every use of the connection. */
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
-        pgn_error_set(err, "store", "", "store: cannot open database '%s': %s", path,
+        pgn_error_set(err, PGN_E_STORE, "", "store: cannot open database '%s': %s", path,
                       s->db ? sqlite3_errmsg(s->db) : "out of memory");
         pgd_store_close(s);
         return -1;
@@ -307,7 +307,7 @@ int pgd_store_open_with(const char *path, const pgn_embedded *migrations, pgd_st
         migrate(s, migrations, err) < 0) {
         char msg[sizeof err->message];
         snprintf(msg, sizeof msg, "%s", err->message);
-        pgn_error_set(err, "store", "", "%s (database '%s')", msg, path);
+        pgn_error_set(err, PGN_E_STORE, "", "%s (database '%s')", msg, path);
         pgd_store_close(s);
         return -1;
     }

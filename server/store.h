@@ -15,9 +15,9 @@
 
 typedef struct pgd_store pgd_store;
 
-/* The error code of a failure that passes when the database recovers (disk full, an I/O error,
- * a lock held elsewhere): worth retrying, and a 503 to clients. Other failures are "store". */
-#define PGD_STORE_UNAVAILABLE "store_unavailable"
+/* A failure that passes when the database recovers (disk full, an I/O error, a lock held
+ * elsewhere) is code PGN_E_STORE_UNAVAILABLE: worth retrying, and a 503 to clients. Other
+ * failures are PGN_E_STORE. */
 
 /* Opens (creating if missing) the database at path and applies the embedded schema
  * migrations (pgd_schema_sources) that are not yet recorded in schema_migrations. */

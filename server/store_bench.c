@@ -16,7 +16,7 @@ static int bad_row(pgn_error *err, size_t i, const char *key, const char *what) 
     char field[128];
     if (key) snprintf(field, sizeof field, "rows[%zu].%s", i, key);
     else snprintf(field, sizeof field, "rows[%zu]", i);
-    pgn_error_set(err, "invalid_row", field, "%s: %s", field, what);
+    pgn_error_set(err, PGN_E_INVALID_ROW, field, "%s: %s", field, what);
     return -1;
 }
 
@@ -26,7 +26,7 @@ static int check_bench_rows(const json_t *rows, pgn_error *err) {
     static const char *const optional[] = {"adapter", "version"};
     static const char *const reserved[] = {"id", "job_id", "created_at"};
     if (!json_is_array(rows)) {
-        pgn_error_set(err, "invalid_row", "rows", "rows: must be an array of benchmark rows");
+        pgn_error_set(err, PGN_E_INVALID_ROW, "rows", "rows: must be an array of benchmark rows");
         return -1;
     }
     size_t i;
@@ -85,7 +85,7 @@ static int insert_bench_rows(pgd_store *s, int64_t job_id, const json_t *rows,
          * engine's double, so the export matches `paragon bench` bit for bit. */
         char *data = json_dumps(row, JSON_COMPACT);
         if (!data) {
-            pgn_error_set(err, "internal", "", "store: benchmark row %zu cannot be serialised", i);
+            pgn_error_set(err, PGN_E_INTERNAL, "", "store: benchmark row %zu cannot be serialised", i);
             return -1;
         }
         st = store_stmt(s, sql, err);
@@ -140,7 +140,7 @@ int pgd_store_bench_finish(pgd_store *s, int64_t job_id, const json_t *result,
     if (check_bench_rows(rows, err) < 0) return -1;
     char *text = pgn_json_dumps(result);
     if (!text) {
-        pgn_error_set(err, "internal", "", "store: the job's result cannot be serialised");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "store: the job's result cannot be serialised");
         return -1;
     }
     bench_batch b = {.job_id = job_id, .rows = rows, .result = text};

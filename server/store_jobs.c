@@ -80,7 +80,7 @@ static int collect_jobs(pgd_store *s, sqlite3_stmt *st, pgd_job **jobs, size_t *
             pgd_job *more = realloc(*jobs, grown * sizeof *more);
             if (!more) {
                 store_stmt_done(st);
-                pgn_error_set(err, "internal", "", "store: out of memory listing jobs");
+                pgn_error_set(err, PGN_E_INTERNAL, "", "store: out of memory listing jobs");
                 return -1;
             }
             *jobs = more;
@@ -106,7 +106,7 @@ static int insert_first_log(pgd_store *s, int64_t id, const char *line, char *ti
     if (!st) return -1;
     char *visible = pgn_text_visible(line);
     if (!visible) {
-        pgn_error_set(err, "internal", "", "store: out of memory");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "store: out of memory");
         return -1;
     }
     sqlite3_bind_int64(st, 1, id);
@@ -136,7 +136,7 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
         if (!spec || (job->estimate && !estimate)) {
             free(spec);
             free(estimate);
-            pgn_error_set(err, "internal", "spec", "store: job spec cannot be serialised");
+            pgn_error_set(err, PGN_E_INTERNAL, "spec", "store: job spec cannot be serialised");
             return -1;
         }
         sqlite3_stmt *st = store_stmt(s, sql, err);
@@ -313,7 +313,7 @@ static int update_job(pgd_store *s, sqlite3_stmt *st, int64_t id, const char *wh
     sqlite3_bind_int64(q, 1, id);
     rc = sqlite3_step(q);
     if (rc == SQLITE_ROW)
-        pgn_error_set(err, "conflict", "", "cannot %s job %lld: it is %s", what, (long long)id,
+        pgn_error_set(err, PGN_E_CONFLICT, "", "cannot %s job %lld: it is %s", what, (long long)id,
                       (const char *)sqlite3_column_text(q, 0));
     else if (rc == SQLITE_DONE)
         store_no_such_job(err, id);
@@ -360,7 +360,7 @@ int store_finish_job(pgd_store *s, int64_t id, pgd_job_state state, const char *
 int pgd_store_job_finish(pgd_store *s, int64_t id, pgd_job_state state, const json_t *result,
                          const pgn_error *error, pgn_error *err) {
     if (state != PGD_JOB_SUCCEEDED && state != PGD_JOB_FAILED && state != PGD_JOB_CANCELLED) {
-        pgn_error_set(err, "internal", "", "store: %s is not a final state",
+        pgn_error_set(err, PGN_E_INTERNAL, "", "store: %s is not a final state",
                       pgd_job_state_name(state));
         return -1;
     }
@@ -444,7 +444,7 @@ static int cancel_tx(pgd_store *s, void *ctx, pgn_error *err) {
     if (rc == SQLITE_DONE) return store_no_such_job(err, a->id);
     if (!known) return store_fail(s, err, "read job state");
     if (state != PGD_JOB_QUEUED && state != PGD_JOB_RUNNING) {
-        pgn_error_set(err, "conflict", "", "job %lld has already finished (%s): nothing to cancel",
+        pgn_error_set(err, PGN_E_CONFLICT, "", "job %lld has already finished (%s): nothing to cancel",
                       (long long)a->id, pgd_job_state_name(state));
         return -1;
     }
@@ -512,7 +512,7 @@ static int delete_tx(pgd_store *s, void *ctx, pgn_error *err) {
     if (rc == SQLITE_DONE) return store_no_such_job(err, id);
     if (rc != SQLITE_ROW) return store_fail(s, err, "read job state");
     if (strcmp(state, "queued") == 0 || strcmp(state, "running") == 0) {
-        pgn_error_set(err, "conflict", "",
+        pgn_error_set(err, PGN_E_CONFLICT, "",
                       "job %lld is %s: only a finished job can be deleted (cancel it first: "
                       "POST /api/v1/jobs/%lld/cancel)",
                       (long long)id, state, (long long)id);

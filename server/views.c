@@ -48,7 +48,7 @@ json_t *pgd_json_string_lossy(const char *text) {
 
 json_t *pgd_error_json(const pgn_error *err) {
     json_t *o = json_object();
-    json_object_set_new(o, "code", pgd_json_string_lossy(err->code[0] ? err->code : "internal"));
+    json_object_set_new(o, "code", json_string(pgn_error_code_name(err->code)));
     json_object_set_new(o, "message", pgd_json_string_lossy(err->message));
     json_object_set_new(o, "field", err->field[0] ? pgd_json_string_lossy(err->field) : json_null());
     return o;
@@ -59,7 +59,7 @@ void pgd_error_from_json(const json_t *o, pgn_error *out) {
     const char *code = json_string_value(json_object_get(o, "code"));
     const char *message = json_string_value(json_object_get(o, "message"));
     const char *field = json_string_value(json_object_get(o, "field"));
-    snprintf(out->code, sizeof out->code, "%s", code ? code : "internal");
+    if (pgn_error_code_parse(code, &out->code) < 0) out->code = PGN_E_INTERNAL; /* stored by another build */
     snprintf(out->message, sizeof out->message, "%s", message ? message : "");
     snprintf(out->field, sizeof out->field, "%s", field ? field : "");
 }

@@ -113,7 +113,7 @@ Test(auth, token_files_are_checked_and_the_errors_say_why) {
         write_file(path, bad[i].content, 0600);
         pgn_error_clear(&err);
         cr_assert_eq(pgd_auth_open(path, dir, "127.0.0.1", &a, &err), -1, "case %zu", i);
-        cr_assert_str_eq(err.code, "auth");
+        cr_assert_str_eq(pgn_error_code_name(err.code), "auth");
         cr_assert_str_eq(err.field, "token_file");
         cr_assert_eq(strncmp(err.message, "--token-file: ", 14), 0, "%s", err.message);
         cr_assert(strstr(err.message, bad[i].says), "case %zu: %s", i, err.message);

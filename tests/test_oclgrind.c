@@ -387,7 +387,7 @@ static char *run_inet(const char *text, pgn_device *dev, unsigned workers) {
     pgn_inet_limits lim = {.max_nodes = 4096};
     int rc = dev ? pgn_inet_run_cl(dev, book, &lim, workers, NULL, &r, &err)
                  : pgn_inet_run_host(book, &lim, NULL, &r, &err);
-    cr_assert_eq(rc, 0, "%u work-items: %s: %s", workers, err.code, err.message);
+    cr_assert_eq(rc, 0, "%u work-items: %s: %s", workers, pgn_error_code_name(err.code), err.message);
     pgn_inet_book_free(book);
     size_t len = strlen(r.normal_form) + 64;
     char *s = malloc(len);

@@ -373,7 +373,7 @@ Test(store, insert_then_get_returns_every_field) {
     o = (json_t *)1;
     cr_assert_eq(job_get_json(s, 42, true, &o, &err), -1);
     cr_assert_null(o);
-    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
     cr_assert_str_eq(err.message, "job 42 does not exist");
     json_decref(spec);
     pgd_store_close(s);
@@ -429,7 +429,7 @@ Test(store, finish_records_result_or_error_once) {
 
     pgn_error jerr;
     pgn_error_clear(&jerr);
-    pgn_error_set(&jerr, "kernel_build", "", "build failed: \xff\xfe log");
+    pgn_error_set(&jerr, PGN_E_KERNEL_BUILD, "", "build failed: \xff\xfe log");
     json_t *ej = pgd_error_json(&jerr);
     cr_assert_str_eq(str(ej, "message"), "build failed: ?? log", "invalid UTF-8 is replaced");
     cr_assert(json_is_null(json_object_get(ej, "field")));
@@ -441,12 +441,12 @@ Test(store, finish_records_result_or_error_once) {
     json_decref(o);
 
     cr_assert_eq(finish_json(s, ok, PGD_JOB_FAILED, NULL, ej, &err), -1);
-    cr_assert_str_eq(err.code, "conflict");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
     cr_assert(strstr(err.message, "it is succeeded"), "%s", err.message);
     cr_assert_eq(pgd_store_job_progress(s, ok, 0.5, &err), -1);
-    cr_assert_str_eq(err.code, "conflict");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
     cr_assert_eq(finish_json(s, 999, PGD_JOB_FAILED, NULL, ej, &err), -1);
-    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
     cr_assert_eq(finish_json(s, bad, PGD_JOB_RUNNING, NULL, NULL, &err), -1,
                  "running is not a final state");
     json_decref(ej);
@@ -573,10 +573,10 @@ Test(store, metrics_are_ordered_filtered_and_replaced) {
     json_decref(m);
 
     cr_assert_eq(pgd_store_metric_add(s, 777, "loss", 0, 1.0, &err), -1);
-    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
     m = (json_t *)1;
     cr_assert_eq(pgd_store_metrics_list(s, 777, NULL, false, 0, &m, &err), -1);
-    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
     cr_assert_null(m);
     pgd_store_close(s);
 
@@ -762,7 +762,7 @@ Test(store, bad_bench_rows_name_the_field_and_store_nothing) {
         pgn_error err;
         pgn_error_clear(&err);
         cr_assert_eq(pgd_store_bench_add(s, job, rows, &err), -1, "%s", cases[i].json);
-        cr_assert_str_eq(err.code, "invalid_row");
+        cr_assert_str_eq(pgn_error_code_name(err.code), "invalid_row");
         cr_assert_str_eq(err.field, cases[i].field);
         cr_assert(strstr(err.message, cases[i].field) && strstr(err.message, cases[i].says),
                   "%s: %s", cases[i].json, err.message);
@@ -771,7 +771,7 @@ Test(store, bad_bench_rows_name_the_field_and_store_nothing) {
     json_t *rows = json_pack("[o]", bench_row("gemm", "N=128", "d", 1));
     pgn_error err;
     cr_assert_eq(pgd_store_bench_add(s, 999, rows, &err), -1);
-    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
     cr_assert_str_eq(err.message, "job 999 does not exist");
     json_decref(rows);
     json_t *none = bench_list(s, NULL, NULL, 1000);
@@ -863,7 +863,7 @@ Test(store, bench_finish_stores_rows_and_success_together_or_neither) {
 
     /* Finished already: conflict, and no second copy of the rows. */
     cr_assert_eq(pgd_store_bench_finish(s, ok, result, &err), -1);
-    cr_assert_str_eq(err.code, "conflict");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
     l = bench_list(s, NULL, NULL, 100);
     cr_assert_eq(json_array_size(l), 2);
     json_decref(l);
@@ -871,7 +871,7 @@ Test(store, bench_finish_stores_rows_and_success_together_or_neither) {
     /* A bad row: the job is not marked succeeded and nothing is stored. */
     json_t *broken = json_pack("{s:[{s:s}]}", "rows", "suite", "gemm");
     cr_assert_eq(pgd_store_bench_finish(s, bad, broken, &err), -1);
-    cr_assert_str_eq(err.code, "invalid_row");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "invalid_row");
     cr_assert_str_eq(err.field, "rows[0].case");
     o = get(s, bad);
     cr_assert_str_eq(str(o, "state"), "running");
@@ -886,7 +886,7 @@ Test(store, bench_finish_stores_rows_and_success_together_or_neither) {
     /* A queued job may finish too (as pgd_store_job_finish allows); a missing one may not. */
     cr_assert_eq(pgd_store_bench_finish(s, queued, result, &err), 0, "%s", err.message);
     cr_assert_eq(pgd_store_bench_finish(s, 4242, result, &err), -1);
-    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
     pgd_store_close(s);
 
     /* Deleting a job deletes its rows (ON DELETE CASCADE); rows without a job stay. */
@@ -925,7 +925,7 @@ Test(store, jobs_inserted_together_are_all_stored_or_none) {
 
     jobs[2].device = NULL; /* NOT NULL fails on the third insert */
     cr_assert_eq(pgd_store_jobs_insert(s, jobs, 3, ids, &err), -1);
-    cr_assert_str_eq(err.code, "store");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "store");
     cr_assert(strstr(err.message, "NOT NULL"), "%s", err.message);
     json_t *list;
     int64_t total = 0;
@@ -976,7 +976,7 @@ Test(store, restart_puts_running_jobs_back_in_the_queue) {
     /* A shutdown mid-run requeues the same way; reassign moves a queued job. */
     cr_assert_eq(pgd_store_job_requeue(s, run, &err), 0);
     cr_assert_eq(pgd_store_job_requeue(s, wait, &err), -1);
-    cr_assert_str_eq(err.code, "conflict");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
     cr_assert_eq(pgd_store_job_reassign(s, wait, "other", &err), 0);
     cr_assert_eq(claim(s, "other"), wait);
     cr_assert_eq(pgd_store_job_reassign(s, wait, "d", &err), -1, "only queued jobs move");
@@ -1083,12 +1083,12 @@ Test(store, cancel_ends_a_queued_job_and_flags_a_running_one) {
     job = (json_t *)1;
     cr_assert_eq(cancel_json(s, run, &job, &err), -1);
     cr_assert_null(job);
-    cr_assert_str_eq(err.code, "conflict");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
     cr_assert(strstr(err.message, "cancelled"), "%s", err.message);
     cr_assert_eq(cancel_json(s, 4242, &job, &err), -1);
-    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
     cr_assert_eq(pgd_store_job_cancel_requested(s, 4242, &requested, &err), -1);
-    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
     pgd_store_close(s);
 }
 
@@ -1246,11 +1246,11 @@ Test(store, delete_takes_a_finished_job_with_its_rows_in_one_go) {
 
     /* queued, then running: refused, nothing removed */
     cr_assert_eq(pgd_store_job_delete(s, done, &err), -1);
-    cr_assert_str_eq(err.code, "conflict");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
     cr_assert(strstr(err.message, "queued") && strstr(err.message, "cancel"), "%s", err.message);
     cr_assert_eq(claim(s, "d"), done);
     cr_assert_eq(pgd_store_job_delete(s, done, &err), -1);
-    cr_assert_str_eq(err.code, "conflict");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
     cr_assert(strstr(err.message, "running"), "%s", err.message);
     sqlite3 *db = raw_db();
     cr_assert_eq(raw_int(db, "SELECT count(*) FROM metrics"), 2);
@@ -1265,7 +1265,7 @@ Test(store, delete_takes_a_finished_job_with_its_rows_in_one_go) {
     cr_assert_eq(raw_int(db, "SELECT count(*) FROM benchmarks"), 0);
     sqlite3_close(db);
     cr_assert_eq(pgd_store_job_delete(s, done, &err), -1);
-    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
     cr_assert_str_eq(err.message, "job 1 does not exist");
 
     /* The newest job's id is not handed out again, even after a restart. */
@@ -1320,13 +1320,13 @@ Test(store, log_lines_count_from_one_per_job_and_go_with_their_job) {
 
     /* Bad input: an unknown job, an unknown level; nothing is stored. */
     cr_assert_eq(pgd_store_log_add(s, 99, "info", "x", &seq, at, &err), -1);
-    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
     cr_assert_str_eq(err.message, "job 99 does not exist");
     cr_assert_eq(pgd_store_log_add(s, a, "loud", "x", &seq, at, &err), -1);
-    cr_assert_str_eq(err.code, "store");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "store");
     cr_assert(strstr(err.message, "CHECK"), "%s", err.message);
     cr_assert_eq(pgd_store_logs_list(s, 99, 0, &got, &err), -1);
-    cr_assert_str_eq(err.code, "not_found");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
     cr_assert_null(got);
 
     /* A deleted job takes its lines with it. */

@@ -162,7 +162,7 @@ bool pgn_bench_wants(const pgn_bench_ctx *ctx, const char *case_id) {
 
 int pgn_bench_check_stop(const pgn_bench_ctx *ctx, pgn_error *err) {
     if (ctx->hooks && ctx->hooks->should_stop && ctx->hooks->should_stop(ctx->hooks->ctx)) {
-        pgn_error_set(err, "cancelled", "", "cancelled");
+        pgn_error_set(err, PGN_E_CANCELLED, "", "cancelled");
         return -1;
     }
     return 0;
@@ -200,7 +200,7 @@ int pgn_bench_run(const pgn_bench_spec *spec, pgn_device *dev, const pgn_run_opt
         if (pgn_bench_check_stop(&ctx, err) || suite_function(*s)(&ctx, rows, err)) return -1;
     }
     if (!all && !suite_function(spec->suite)) {
-        pgn_error_set(err, "invalid_spec", "suite", "suite: unknown suite '%s'", spec->suite);
+        pgn_error_set(err, PGN_E_INVALID_SPEC, "suite", "suite: unknown suite '%s'", spec->suite);
         return -1;
     }
     return 0;
@@ -297,7 +297,7 @@ static int gemm_case_run(const pgn_bench_ctx *ctx, const pgn_gemm_shape *c, json
     double host_s = 0, dev_s = 0;
     int rc = -1;
     if (!a || !b || !host || !dev) {
-        pgn_error_set(err, "internal", "", "out of memory for gemm %s", c->name);
+        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory for gemm %s", c->name);
     } else {
         for (size_t k = 0; k < na; k++) a[k] = pgn_rand_unit(1, 1, k) * 2.0f - 1.0f;
         for (size_t k = 0; k < nb; k++) b[k] = pgn_rand_unit(1, 2, k) * 2.0f - 1.0f;
@@ -415,7 +415,7 @@ int pgn_bench_inet(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
         if (inet_case(ctx, name, e, pgn_embedded_find(pgn_inet_examples, expected), rows, err)) {
             char msg[sizeof err->message];
             snprintf(msg, sizeof msg, "%s", err->message);
-            pgn_error_set(err, err->code[0] ? err->code : "internal", err->field, "inet %s: %s", name, msg);
+            pgn_error_set(err, err->code, err->field, "inet %s: %s", name, msg);
             return -1;
         }
     }

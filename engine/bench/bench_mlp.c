@@ -24,7 +24,7 @@ static int time_calls(bench_run_fn run, void *arg, int calls, int reps, double *
     if (reps < 1) reps = 1;
     double *t = malloc((size_t)reps * sizeof *t);
     if (!t) {
-        pgn_error_set(err, "out_of_memory", "", "bench: out of memory");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "bench: out of memory");
         return -1;
     }
     int rc = run(arg, calls, err);
@@ -65,7 +65,7 @@ static void log_line(const pgn_bench_ctx *ctx, const char *fmt, ...) {
 }
 
 static int oom(pgn_error *err) {
-    pgn_error_set(err, "out_of_memory", "", "bench: out of memory");
+    pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "bench: out of memory");
     return -1;
 }
 
@@ -192,7 +192,7 @@ static int queue_read(const pgn_tensor *t, float *dst, size_t count, pgn_error *
     cl_int st = clEnqueueReadBuffer(t->dev->queue, t->mem, CL_FALSE, 0, count * sizeof *dst, dst,
                                     0, NULL, NULL);
     if (st == CL_SUCCESS) return 0;
-    pgn_error_set(err, "device", "", "download from %s failed: %s", t->dev->info.id,
+    pgn_error_set(err, PGN_E_DEVICE, "", "download from %s failed: %s", t->dev->info.id,
                   pgn_cl_status_name(st));
     return -1;
 }

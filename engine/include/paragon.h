@@ -14,18 +14,67 @@
 
 /* ---- errors ----------------------------------------------------------------------------- */
 
+/* Every error code, as its enum, its name in JSON and logs, and the HTTP status paragond answers
+ * a request that fails with it: the one table (a failed job keeps its code in its stored error
+ * object, whatever the status). A new code is one line here. */
+#define PGN_ERROR_CODES(X)                                                                      \
+    X(NONE, "", 200)                          /* no error (a cleared pgn_error) */            \
+    X(INVALID_SPEC, "invalid_spec", 400)      /* a spec field is wrong: field names it */     \
+    X(INVALID_JSON, "invalid_json", 400)      /* a body or spec that is not JSON */           \
+    X(INVALID_PARAMETER, "invalid_parameter", 400) /* a query argument */                      \
+    X(INVALID_PROGRAM, "invalid_program", 400) /* an inet program that does not parse */      \
+    X(INVALID_ROW, "invalid_row", 400)        /* a benchmark row the store refuses */         \
+    X(LIMIT_EXCEEDED, "limit_exceeded", 400)  /* a request or job limit: "limit" names it */  \
+    X(DATA, "data", 400)                      /* a dataset file missing or malformed */       \
+    X(UNAUTHORIZED, "unauthorized", 401)                                                      \
+    X(NOT_FOUND, "not_found", 404)                                                            \
+    X(NO_CHECKPOINT, "no_checkpoint", 404)                                                    \
+    X(METHOD_NOT_ALLOWED, "method_not_allowed", 405)                                          \
+    X(CONFLICT, "conflict", 409)              /* the job's state does not allow it */         \
+    X(CANCELLED, "cancelled", 409)            /* stopped by a cancel or a shutdown */         \
+    X(LOCKED, "locked", 409)                  /* the database has its paragond already */     \
+    X(TOO_LARGE, "too_large", 413)                                                            \
+    X(UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", 415)                                  \
+    X(QUEUE_FULL, "queue_full", 429)                                                          \
+    X(INTERNAL, "internal", 500)                                                              \
+    X(OUT_OF_MEMORY, "out_of_memory", 500)                                                    \
+    X(DEVICE, "device", 500)                  /* an OpenCL call failed */                     \
+    X(KERNEL_BUILD, "kernel_build", 500)      /* the kernels did not compile: the log says */ \
+    X(CHECKPOINT, "checkpoint", 500)          /* a checkpoint that cannot be trusted */       \
+    X(CRASHED, "crashed", 500)                /* paragond ended while it ran, --max-attempts times */ \
+    X(IO, "io", 500)                                                                          \
+    X(STORE, "store", 500)                                                                    \
+    X(AUTH, "auth", 500)                      /* the token file cannot be used */             \
+    X(HTTP, "http", 500)                      /* the listener cannot start */                 \
+    X(DATA_DIR, "data_dir", 500)                                                              \
+    X(NO_DEVICE, "no_device", 503)                                                            \
+    X(STORE_UNAVAILABLE, "store_unavailable", 503) /* the store refuses writes for now */      \
+    X(TOO_MANY_STREAMS, "too_many_streams", 503)
+
+typedef enum {
+#define PGN_ERROR_ENUM(id, name, status) PGN_E_##id,
+    PGN_ERROR_CODES(PGN_ERROR_ENUM)
+#undef PGN_ERROR_ENUM
+        PGN_E_COUNT
+} pgn_error_code;
+
+/* The code's name ("invalid_spec"; "internal" for one out of range), its HTTP status, and a
+ * name back to the code (-1 for a name not in the table). */
+const char *pgn_error_code_name(pgn_error_code code);
+int pgn_error_code_status(pgn_error_code code);
+int pgn_error_code_parse(const char *name, pgn_error_code *out);
+
 /* Every fallible call takes a pgn_error* and returns 0 on success, -1 on failure.
- * code: a short machine name ("invalid_spec", "no_device", "device", "kernel_build", "data",
- *       "checkpoint", "cancelled", "internal"); field: JSON path of the offending spec field
- *       ("model.layers[2]") or ""; message: a sentence for people, which already names the field
- *       when there is one. */
+ * code: one of the table above; field: JSON path of the offending spec field
+ * ("model.layers[2]") or ""; message: a sentence for people, which already names the field
+ * when there is one. */
 typedef struct pgn_error {
-    char code[32];
+    pgn_error_code code;
     char field[128];
     char message[2048];
 } pgn_error;
 
-void pgn_error_set(pgn_error *err, const char *code, const char *field, const char *fmt, ...)
+void pgn_error_set(pgn_error *err, pgn_error_code code, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void pgn_error_clear(pgn_error *err);
 

@@ -61,7 +61,7 @@ typedef struct {
 } clnet;
 
 static int cl_fail(pgn_error *err, cl_int st, const char *what) {
-    pgn_error_set(err, "device", "", "inet: %s failed: %s", what, pgn_cl_status_name(st));
+    pgn_error_set(err, PGN_E_DEVICE, "", "inet: %s failed: %s", what, pgn_cl_status_name(st));
     return -1;
 }
 
@@ -77,7 +77,7 @@ static int make_buffer(clnet *c, size_t bytes, const void *host, cl_mem *out, pg
     *out = clCreateBuffer(c->dev->context, CL_MEM_READ_WRITE | (host ? CL_MEM_COPY_HOST_PTR : 0), bytes,
                           (void *)host, &st);
     if (st != CL_SUCCESS) {
-        pgn_error_set(err, "device", "", "inet: allocating %zu bytes on %s failed: %s", bytes,
+        pgn_error_set(err, PGN_E_DEVICE, "", "inet: allocating %zu bytes on %s failed: %s", bytes,
                       c->dev->info.id, pgn_cl_status_name(st));
         return -1;
     }
@@ -282,7 +282,7 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
     c->mail_host = calloc(PGN_INET_MAIL_WORDS(workers), sizeof *c->mail_host);
     if (!defs || !c->w || !c->ctl_host || !c->mail_host) {
         free(defs);
-        pgn_error_set(err, "internal", "", "out of memory setting up the reducer");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory setting up the reducer");
         return -1;
     }
     size_t defs_bytes = ((size_t)book->n_defs * PGN_INET_DEF_WORDS + 1) * sizeof *defs;
@@ -373,7 +373,7 @@ static char *clnet_readback(clnet *c, const pgn_inet_book *book, pgn_error *err)
     uint64_t copies = (uint64_t)n_nodes * 8 + 8 + (uint64_t)n_vars * 4 + 4, printing = 0;
     char *nf = NULL;
     if (!nodes || !vars) {
-        pgn_error_set(err, "internal", "", "out of memory reading the net back");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory reading the net back");
     } else {
         cl_int st = clEnqueueReadBuffer(c->dev->queue, c->heap[PGN_INET_HEAP_NODES].slots, CL_FALSE, 0, (size_t)n_nodes * 8, nodes, 0, NULL, NULL);
         if (st == CL_SUCCESS)
@@ -455,7 +455,7 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
             break;
         }
         if (hooks && hooks->should_stop && hooks->should_stop(hooks->ctx)) {
-            pgn_error_set(err, "cancelled", "", "cancelled after %llu interactions", (unsigned long long)itrs);
+            pgn_error_set(err, PGN_E_CANCELLED, "", "cancelled after %llu interactions", (unsigned long long)itrs);
             state = -1;
             break;
         }

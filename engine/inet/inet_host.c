@@ -298,12 +298,12 @@ int pgn_inet_fail_limit(pgn_error *err, const char *name, const char *fmt, ...) 
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     snprintf(field, sizeof field, "limits.%s", name);
-    pgn_error_set(err, "limit_exceeded", field, "%s: %s", name, msg);
+    pgn_error_set(err, PGN_E_LIMIT_EXCEEDED, field, "%s: %s", name, msg);
     return -1;
 }
 
 int pgn_inet_fail_clone(const pgn_inet_book *book, uint32_t fid, pgn_error *err) {
-    pgn_error_set(err, "invalid_program", "",
+    pgn_error_set(err, PGN_E_INVALID_PROGRAM, "",
                   "a DUP tried to copy @%s, which contains a duplicator (HVM2: attempt to clone a "
                   "non-affine global reference)",
                   book->defs[fid].name);
@@ -344,7 +344,7 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
     n.vloc = malloc(((size_t)book->max_def_vars + 1) * sizeof *n.vloc);
     if (!n.node || !n.vars || !n.bag || !n.nloc || !n.vloc) {
         net_free(&n);
-        pgn_error_set(err, "internal", "", "out of memory setting up the heap");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory setting up the heap");
         return -1;
     }
     n.bytes = n.peak_bytes = pgn_inet_book_bytes(book) + n.node_cap * sizeof *n.node + n.var_cap * sizeof *n.vars +
@@ -427,7 +427,7 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
                                  vars ? "variables" : "redexes", most, n.caps.address_space ? "s" : "",
                                  (unsigned long long)n.itrs);
     } else if (n.fail == FAIL_OOM) {
-        pgn_error_set(err, "internal", "", "out of memory after %llu interactions (%llu live nodes)",
+        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory after %llu interactions (%llu live nodes)",
                       (unsigned long long)n.itrs, (unsigned long long)n.live);
         rc = -1;
     } else if (stop && !strcmp(stop, "max_interactions")) {
@@ -436,7 +436,7 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
         rc = pgn_inet_fail_limit(err, "timeout_s", "%g s reached (after %llu interactions)", L.timeout_s,
                         (unsigned long long)n.itrs);
     } else if (stop) {
-        pgn_error_set(err, "cancelled", "", "cancelled after %llu interactions", (unsigned long long)n.itrs);
+        pgn_error_set(err, PGN_E_CANCELLED, "", "cancelled after %llu interactions", (unsigned long long)n.itrs);
         rc = -1;
     }
     if (rc) {

@@ -9,7 +9,7 @@
 
 #include "inet/inet.h"
 
-#define INET_ERR "invalid_program"
+#define INET_ERR PGN_E_INVALID_PROGRAM
 
 /* ---- growable arrays ---------------------------------------------------------------------- */
 
@@ -162,7 +162,7 @@ __attribute__((format(printf, 3, 4))) static int fail_at(parser *p, size_t pos, 
 static int fail_oom(parser *p) {
     if (p->failed) return -1;
     p->failed = true;
-    pgn_error_set(p->err, "internal", "", "out of memory while parsing the program");
+    pgn_error_set(p->err, PGN_E_INTERNAL, "", "out of memory while parsing the program");
     return -1;
 }
 

@@ -198,10 +198,10 @@ char *pgn_inet_readback(const pgn_inet_book *book, const uint64_t *nodes, size_t
     return text;
 
 corrupt:
-    pgn_error_set(err, "internal", "", "readback: the heap is corrupt (%s)", p.bad);
+    pgn_error_set(err, PGN_E_INTERNAL, "", "readback: the heap is corrupt (%s)", p.bad);
     goto out_fail;
 oom:
-    pgn_error_set(err, "internal", "", "out of memory while printing the normal form");
+    pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory while printing the normal form");
 out_fail:
     free(p.stack);
     free(p.seen);

@@ -53,7 +53,7 @@ int pgn_spec_parse_text(const char *text, size_t len, pgn_job_spec *out, pgn_err
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        pgn_error_set(err, "invalid_json", "", "line %d, column %d: %s", jerr.line, jerr.column,
+        pgn_error_set(err, PGN_E_INVALID_JSON, "", "line %d, column %d: %s", jerr.line, jerr.column,
                       jerr.text);
         return -1;
     }

@@ -249,7 +249,7 @@ static int alloc_set(pgn_dataset *d, int n, int features, int classes, pgn_error
     d->y = calloc((size_t)n, sizeof *d->y);
     if (!d->x || !d->y) {
         pgn_dataset_free(d);
-        pgn_error_set(err, "out_of_memory", "data", "cannot allocate the dataset");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "data", "cannot allocate the dataset");
         return -1;
     }
     return 0;
@@ -315,7 +315,7 @@ static int load_idx_pair(const char *images, const char *field_images, const cha
     }
     if (n_labels != n_images) {
         const char *field = field_labels[0] ? field_labels : "";
-        pgn_error_set(err, "data", field, "%s%s%s: %d labels, but %s has %d images", field,
+        pgn_error_set(err, PGN_E_DATA, field, "%s%s%s: %d labels, but %s has %d images", field,
                       field[0] ? ": " : "", labels, n_labels, images, n_images);
         pgn_dataset_free(d);
         return -1;
@@ -331,7 +331,7 @@ static int check_labels(const pgn_dataset *d, const char *path, const char *fiel
                         pgn_error *err) {
     for (int i = 0; i < d->n; i++)
         if (d->y[i] >= d->classes) {
-            pgn_error_set(err, "data", field, "%s%s%s: label %d at index %d is out of range "
+            pgn_error_set(err, PGN_E_DATA, field, "%s%s%s: label %d at index %d is out of range "
                           "(expected 0..%d)", field, field[0] ? ": " : "", path, d->y[i], i,
                           d->classes - 1);
             return -1;
@@ -342,7 +342,7 @@ static int check_labels(const pgn_dataset *d, const char *path, const char *fiel
 static int check_same_features(const pgn_dataset *train, const pgn_dataset *test,
                                const char *path, const char *field, pgn_error *err) {
     if (test->features == train->features) return 0;
-    pgn_error_set(err, "data", field, "%s%s%s: images have %d pixels, but the training images "
+    pgn_error_set(err, PGN_E_DATA, field, "%s%s%s: images have %d pixels, but the training images "
                   "have %d", field, field[0] ? ": " : "", path, test->features, train->features);
     return -1;
 }
@@ -360,16 +360,16 @@ static int resolve_in_data_dir(const char *data_dir, const char *rel, const char
     if (check_relative_path(rel, field, err)) return -1; /* specs built without the parser */
     char root[PATH_MAX], joined[PATH_MAX];
     if (!realpath(data_dir, root)) {
-        pgn_error_set(err, "data", field, "%s: data directory '%s': %s", field, data_dir,
+        pgn_error_set(err, PGN_E_DATA, field, "%s: data directory '%s': %s", field, data_dir,
                       strerror(errno));
         return -1;
     }
     if (!join_path(joined, data_dir, rel)) {
-        pgn_error_set(err, "data", field, "%s: path too long", field);
+        pgn_error_set(err, PGN_E_DATA, field, "%s: path too long", field);
         return -1;
     }
     if (!realpath(joined, out)) {
-        pgn_error_set(err, "data", field, "%s: %s: cannot open: %s", field, joined,
+        pgn_error_set(err, PGN_E_DATA, field, "%s: %s: cannot open: %s", field, joined,
                       strerror(errno));
         return -1;
     }
@@ -377,7 +377,7 @@ static int resolve_in_data_dir(const char *data_dir, const char *rel, const char
     bool inside = !strcmp(root, "/") ||
                   (!strncmp(out, root, root_len) && out[root_len] == '/');
     if (!inside) {
-        pgn_error_set(err, "invalid_spec", field, "%s: '%s' resolves to '%s', outside the data "
+        pgn_error_set(err, PGN_E_INVALID_SPEC, field, "%s: '%s' resolves to '%s', outside the data "
                       "directory '%s'", field, rel, out, root);
         return -1;
     }
@@ -424,7 +424,7 @@ static int load_fashion(const char *data_dir, pgn_dataset *train, pgn_dataset *t
                       : has_fashion_files(PGN_FASHION_SYSTEM_DIR) ? PGN_FASHION_SYSTEM_DIR
                                                                   : NULL;
     if (!dir) {
-        pgn_error_set(err, "data", "data.source",
+        pgn_error_set(err, PGN_E_DATA, "data.source",
                       "data.source: fashion-mnist files not found in '%s' nor '%s': install the "
                       "Debian package %s, or put %s, %s, %s and %s into '%s'",
                       local, PGN_FASHION_SYSTEM_DIR, PGN_FASHION_PACKAGE,
@@ -449,7 +449,7 @@ static int load_fashion(const char *data_dir, pgn_dataset *train, pgn_dataset *t
     for (int s = 0; s < 2; s++) {
         const char *images = path[s ? FASHION_TEST_IMAGES : FASHION_TRAIN_IMAGES];
         if (sets[s]->features != PGN_FASHION_SIDE * PGN_FASHION_SIDE) {
-            pgn_error_set(err, "data", "", "%s: images have %d pixels (expected %dx%d)", images,
+            pgn_error_set(err, PGN_E_DATA, "", "%s: images have %d pixels (expected %dx%d)", images,
                           sets[s]->features, PGN_FASHION_SIDE, PGN_FASHION_SIDE);
             goto fail;
         }

@@ -16,7 +16,7 @@
 
 static int check(bool ok, const char *what, pgn_error *err) {
     if (ok) return 0;
-    pgn_error_set(err, "internal", "", "gemm: %s", what);
+    pgn_error_set(err, PGN_E_INTERNAL, "", "gemm: %s", what);
     return -1;
 }
 
@@ -201,7 +201,7 @@ int pgn_gemm_reserve(pgn_device *dev, size_t bytes, pgn_error *err) {
     cl_int st;
     cl_mem mem = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes, NULL, &st);
     if (st != CL_SUCCESS) {
-        pgn_error_set(err, "device", "", "gemm: allocating %zu bytes of scratch on %s: %s", bytes,
+        pgn_error_set(err, PGN_E_DEVICE, "", "gemm: allocating %zu bytes of scratch on %s: %s", bytes,
                       dev->info.id, pgn_cl_status_name(st));
         return -1;
     }

@@ -42,14 +42,14 @@ void pgn_graph_init(pgn_graph *g, pgn_device *dev, int max_batch, uint64_t seed)
 static int add_node(pgn_graph *g, pgn_node_kind kind, int a, int b, int rows, int cols,
                     bool batched, pgn_error *err) {
     if (g->n_nodes == PGN_GRAPH_MAX_NODES) {
-        pgn_error_set(err, "invalid_spec", "model", "model: more than %d graph nodes",
+        pgn_error_set(err, PGN_E_INVALID_SPEC, "model", "model: more than %d graph nodes",
                       PGN_GRAPH_MAX_NODES);
         return -1;
     }
     for (int in = 0; in < 2; in++) {
         int id = in ? b : a;
         if (id >= g->n_nodes) {
-            pgn_error_set(err, "internal", "", "graph: input %d of a %s node does not exist", id,
+            pgn_error_set(err, PGN_E_INTERNAL, "", "graph: input %d of a %s node does not exist", id,
                           pgn_node_kind_name(kind));
             return -1;
         }
@@ -70,7 +70,7 @@ static int add_node(pgn_graph *g, pgn_node_kind kind, int a, int b, int rows, in
 
 static int shape_error(pgn_graph *g, const char *op, pgn_error *err, const char *detail) {
     (void)g;
-    pgn_error_set(err, "internal", "", "graph: %s: %s", op, detail);
+    pgn_error_set(err, PGN_E_INTERNAL, "", "graph: %s: %s", op, detail);
     return -1;
 }
 
@@ -86,7 +86,7 @@ int pgn_graph_labels(pgn_graph *g, pgn_error *err) {
 
 int pgn_graph_param(pgn_graph *g, const char *name, int rows, int cols, pgn_error *err) {
     if (g->n_params == PGN_GRAPH_MAX_PARAMS) {
-        pgn_error_set(err, "invalid_spec", "model", "model: more than %d parameter tensors",
+        pgn_error_set(err, PGN_E_INVALID_SPEC, "model", "model: more than %d parameter tensors",
                       PGN_GRAPH_MAX_PARAMS);
         return -1;
     }
@@ -182,7 +182,7 @@ static int plan_params(pgn_graph *g, pgn_error *err) {
     }
     g->store_elems = total;
     if (total > (size_t)INT32_MAX) {
-        pgn_error_set(err, "invalid_spec", "model", "model: %zu parameters is more than supported",
+        pgn_error_set(err, PGN_E_INVALID_SPEC, "model", "model: %zu parameters is more than supported",
                       total);
         return -1;
     }
@@ -433,7 +433,7 @@ int pgn_graph_init_params(pgn_graph *g, pgn_init kind, pgn_error *err) {
         size_t count = pgn_tensor_count(&n->value);
         float *v = malloc(count * sizeof *v);
         if (!v) {
-            pgn_error_set(err, "out_of_memory", "", "cannot allocate %zu floats", count);
+            pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "cannot allocate %zu floats", count);
             return -1;
         }
         for (size_t i = 0; i < count; i++)
@@ -478,7 +478,7 @@ static int hash_tensor(pgn_sha256 *s, const pgn_tensor *t, pgn_error *err) {
     if (!v || !bytes) {
         free(v);
         free(bytes);
-        pgn_error_set(err, "out_of_memory", "", "cannot allocate %zu floats", n);
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "cannot allocate %zu floats", n);
         return -1;
     }
     int rc = pgn_tensor_read(t, v, n, err);

@@ -46,9 +46,9 @@ static int idx_fail(const idx_file *f, const char *fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (f->field[0])
-        pgn_error_set(f->err, "data", f->field, "%s: %s: %s", f->field, f->path, msg);
+        pgn_error_set(f->err, PGN_E_DATA, f->field, "%s: %s: %s", f->field, f->path, msg);
     else
-        pgn_error_set(f->err, "data", "", "%s: %s", f->path, msg);
+        pgn_error_set(f->err, PGN_E_DATA, "", "%s: %s", f->path, msg);
     return -1;
 }
 

@@ -25,7 +25,7 @@
 
 static int check(bool ok, const char *op, const char *what, pgn_error *err) {
     if (ok) return 0;
-    pgn_error_set(err, "internal", "", "%s: %s", op, what);
+    pgn_error_set(err, PGN_E_INTERNAL, "", "%s: %s", op, what);
     return -1;
 }
 

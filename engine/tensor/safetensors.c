@@ -28,7 +28,7 @@ int pgn_checkpoint_fail(pgn_error *err, const char *path, const char *fmt, ...) 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    pgn_error_set(err, "checkpoint", "", "checkpoint '%s': %s", path, msg);
+    pgn_error_set(err, PGN_E_CHECKPOINT, "", "checkpoint '%s': %s", path, msg);
     return -1;
 }
 
@@ -64,7 +64,7 @@ int pgn_safetensors_write(const char *path, const pgn_st_entry *entries, int n,
     for (int i = 0; i < n; i++) total += pgn_tensor_count(entries[i].t) * PGN_ST_F32_BYTES;
     unsigned char *data = malloc(total ? total : 1);
     if (!data) {
-        pgn_error_set(err, "out_of_memory", "", "checkpoint: cannot allocate %zu bytes", total);
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "checkpoint: cannot allocate %zu bytes", total);
         return -1;
     }
     json_t *header = json_object();
@@ -73,7 +73,7 @@ int pgn_safetensors_write(const char *path, const pgn_st_entry *entries, int n,
         size_t count = pgn_tensor_count(entries[i].t);
         float *v = malloc(count ? count * sizeof *v : 1);
         int rc = v ? pgn_tensor_read(entries[i].t, v, count, err) : -1;
-        if (!v) pgn_error_set(err, "out_of_memory", "", "checkpoint: cannot allocate %zu floats",
+        if (!v) pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "checkpoint: cannot allocate %zu floats",
                               count);
         if (rc == 0) to_le(v, count, data + offset);
         free(v);
@@ -98,7 +98,7 @@ int pgn_safetensors_write(const char *path, const pgn_st_entry *entries, int n,
     json_decref(header);
     if (!text) {
         free(data);
-        pgn_error_set(err, "internal", "", "checkpoint: cannot encode the header");
+        pgn_error_set(err, PGN_E_INTERNAL, "", "checkpoint: cannot encode the header");
         return -1;
     }
     size_t hlen = strlen(text), padded = (hlen + PGN_ST_ALIGN - 1) / PGN_ST_ALIGN * PGN_ST_ALIGN;
@@ -106,7 +106,7 @@ int pgn_safetensors_write(const char *path, const pgn_st_entry *entries, int n,
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "wb");
     if (!f) {
-        pgn_error_set(err, "io", "", "checkpoint: cannot create '%s': %s", tmp, strerror(errno));
+        pgn_error_set(err, PGN_E_IO, "", "checkpoint: cannot create '%s': %s", tmp, strerror(errno));
         free(text);
         free(data);
         return -1;
@@ -121,7 +121,7 @@ int pgn_safetensors_write(const char *path, const pgn_st_entry *entries, int n,
     ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
     if (fclose(f) != 0) ok = false;
     if (!ok || rename(tmp, path) != 0) {
-        pgn_error_set(err, "io", "", "checkpoint: writing '%s' failed: %s", path, strerror(errno));
+        pgn_error_set(err, PGN_E_IO, "", "checkpoint: writing '%s' failed: %s", path, strerror(errno));
         unlink(tmp);
         return -1;
     }
@@ -376,7 +376,7 @@ int pgn_safetensors_load(const pgn_st_file *f, const pgn_st_entry *entries, int 
         size_t count = pgn_tensor_count(entries[i].t);
         float *v = malloc(count ? count * sizeof *v : 1);
         if (!v) {
-            pgn_error_set(err, "out_of_memory", "", "checkpoint: cannot allocate %zu floats",
+            pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "checkpoint: cannot allocate %zu floats",
                           count);
             return -1;
         }

@@ -10,7 +10,7 @@
 int pgn_tensor_init(pgn_tensor *t, pgn_device *dev, int rows, int cols, pgn_error *err) {
     memset(t, 0, sizeof *t);
     if (rows <= 0 || cols <= 0) {
-        pgn_error_set(err, "internal", "", "tensor shape (%d, %d) must be positive", rows, cols);
+        pgn_error_set(err, PGN_E_INTERNAL, "", "tensor shape (%d, %d) must be positive", rows, cols);
         return -1;
     }
     t->dev = dev;
@@ -20,7 +20,7 @@ int pgn_tensor_init(pgn_tensor *t, pgn_device *dev, int rows, int cols, pgn_erro
     if (!dev) {
         t->host = calloc(pgn_tensor_count(t), PGN_ELEM_SIZE);
         if (!t->host) {
-            pgn_error_set(err, "out_of_memory", "", "cannot allocate %zu bytes on the host",
+            pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "cannot allocate %zu bytes on the host",
                           bytes);
             return -1;
         }
@@ -29,7 +29,7 @@ int pgn_tensor_init(pgn_tensor *t, pgn_device *dev, int rows, int cols, pgn_erro
     cl_int st;
     t->mem = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes, NULL, &st);
     if (st != CL_SUCCESS) {
-        pgn_error_set(err, "out_of_memory", "", "cannot allocate %zu bytes on %s: %s", bytes,
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "cannot allocate %zu bytes on %s: %s", bytes,
                       dev->info.id, pgn_cl_status_name(st));
         t->mem = NULL;
         return -1;
@@ -46,7 +46,7 @@ void pgn_tensor_release(pgn_tensor *t) {
 
 static int check_count(const pgn_tensor *t, size_t count, pgn_error *err) {
     if (count > pgn_tensor_count(t)) {
-        pgn_error_set(err, "internal", "", "transfer of %zu elements exceeds tensor of %zu",
+        pgn_error_set(err, PGN_E_INTERNAL, "", "transfer of %zu elements exceeds tensor of %zu",
                       count, pgn_tensor_count(t));
         return -1;
     }
@@ -71,7 +71,7 @@ int pgn_tensor_read(const pgn_tensor *t, void *dst, size_t count, pgn_error *err
     cl_int st = clEnqueueReadBuffer(t->dev->queue, t->mem, CL_TRUE, 0, count * PGN_ELEM_SIZE, dst,
                                     0, NULL, NULL);
     if (st != CL_SUCCESS) {
-        pgn_error_set(err, "device", "", "download from %s failed: %s", t->dev->info.id,
+        pgn_error_set(err, PGN_E_DEVICE, "", "download from %s failed: %s", t->dev->info.id,
                       pgn_cl_status_name(st));
         return -1;
     }
@@ -97,7 +97,7 @@ int pgn_tensor_view(pgn_tensor *t, pgn_tensor *parent, size_t offset, int rows, 
     size_t count = (size_t)rows * cols;
     if (rows <= 0 || cols <= 0 || offset + count > pgn_tensor_count(parent) ||
         offset % pgn_tensor_view_align(parent->dev)) {
-        pgn_error_set(err, "internal", "", "tensor view (%d, %d) at %zu does not fit or align",
+        pgn_error_set(err, PGN_E_INTERNAL, "", "tensor view (%d, %d) at %zu does not fit or align",
                       rows, cols, offset);
         return -1;
     }
@@ -114,7 +114,7 @@ int pgn_tensor_view(pgn_tensor *t, pgn_tensor *parent, size_t offset, int rows, 
     t->mem = clCreateSubBuffer(parent->mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION,
                                &region, &st);
     if (st != CL_SUCCESS) {
-        pgn_error_set(err, "device", "", "sub-buffer on %s failed: %s", parent->dev->info.id,
+        pgn_error_set(err, PGN_E_DEVICE, "", "sub-buffer on %s failed: %s", parent->dev->info.id,
                       pgn_cl_status_name(st));
         t->mem = NULL;
         return -1;

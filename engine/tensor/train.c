@@ -62,7 +62,7 @@ static int upload_set(device_set *s, pgn_device *dev, const pgn_dataset *d, pgn_
     s->n = d->n;
     int *identity = malloc((size_t)d->n * sizeof *identity);
     if (!identity) {
-        pgn_error_set(err, "out_of_memory", "", "cannot allocate %d indices", d->n);
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "cannot allocate %d indices", d->n);
         return -1;
     }
     for (int i = 0; i < d->n; i++) identity[i] = i;
@@ -359,7 +359,7 @@ static void stop(trainer *tr, int epoch, int s, pgn_error *err) {
         else
             snprintf(saved, sizeof saved, "; not checkpointed");
     }
-    pgn_error_set(err, "cancelled", "", "stopped at epoch %d, step %lld%s%s%s", epoch + 1,
+    pgn_error_set(err, PGN_E_CANCELLED, "", "stopped at epoch %d, step %lld%s%s%s", epoch + 1,
                   (long long)tr->optim.t, saved, cerr.message[0] ? ": " : "", cerr.message);
 }
 
@@ -376,7 +376,7 @@ static int setup(trainer *tr, pgn_device *dev, pgn_error *err) {
         int last = tr->train.features == t->layers[0];
         int want = last ? tr->train.classes : tr->train.features;
         snprintf(field, sizeof field, "model.layers[%d]", last ? t->n_layers - 1 : 0);
-        pgn_error_set(err, "invalid_spec", field, "%s: must be %d: the dataset has %d %s", field,
+        pgn_error_set(err, PGN_E_INVALID_SPEC, field, "%s: must be %d: the dataset has %d %s", field,
                       want, want, last ? "classes" : "input features");
         return -1;
     }
@@ -395,7 +395,7 @@ static int setup(trainer *tr, pgn_device *dev, pgn_error *err) {
     tr->order = malloc((size_t)tr->train.n * sizeof *tr->order);
     tr->epoch_seconds = calloc((size_t)t->epochs, sizeof *tr->epoch_seconds);
     if (!tr->host_stats || !tr->order || !tr->epoch_seconds) {
-        pgn_error_set(err, "out_of_memory", "", "cannot allocate training buffers");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "cannot allocate training buffers");
         return -1;
     }
     pgn_graph_profile_enable(&tr->graph, tr->opts->profile);
