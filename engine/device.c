@@ -208,7 +208,7 @@ static int collect(void *ctx, cl_platform_id p, cl_device_id d, const pgn_device
 int pgn_devices_list(pgn_device_info **out, size_t *count, pgn_error *err) {
     list_ctx l = {NULL, 0, 0};
     if (each_cl_device(collect, &l, err) != 0 || l.out_of_memory) {
-        if (l.out_of_memory) pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory listing devices");
+        if (l.out_of_memory) pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory listing devices");
         free(l.list);
         return -1;
     }
@@ -367,7 +367,7 @@ int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_err
 static int build_kernels(pgn_device *dev, pgn_error *err) {
     char *src = program_source();
     if (!src) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory assembling kernel sources");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory assembling kernel sources");
         return -1;
     }
     int rc = pgn_program_build(dev, src, &dev->program, err);
@@ -418,7 +418,7 @@ int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *er
     }
     pgn_device *dev = calloc(1, sizeof *dev);
     if (!dev) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
         return -1;
     }
     dev->info = *info;
@@ -661,7 +661,7 @@ int pgn_device_fill_u32(pgn_device *dev, cl_mem mem, size_t offset, size_t bytes
     if (whole_buffer(mem, offset, bytes)) {
         uint32_t *words = malloc(bytes);
         if (!words) {
-            pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
+            pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
             return -1;
         }
         for (size_t i = 0; i < bytes / 4; i++) words[i] = value;

@@ -212,7 +212,7 @@ static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *
     if (!jobs || !logs) {
         free(jobs);
         free(logs);
-        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
         return -1;
     }
     int rc = 0;
@@ -349,7 +349,7 @@ static enum MHD_Result post_job(pgd_api *api, const pgd_request *req, int64_t id
     if (rc == 0) api->queued_bound += (int64_t)n;
     pthread_mutex_unlock(&api->submit_lock);
     json_decref(estimate);
-    if (!ids) pgn_error_set(&err, PGN_E_INTERNAL, "", "out of memory");
+    if (!ids) pgn_error_set(&err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
     pgn_spec_free(&spec);
     if (full) {
         free(ids);
@@ -885,7 +885,7 @@ int pgd_api_create(const pgd_api_deps *deps, pgd_api **out, pgn_error *err) {
     *out = NULL;
     pgd_api *api = calloc(1, sizeof *api);
     if (!api) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
         return -1;
     }
     api->store = deps->store;

@@ -198,7 +198,7 @@ static int create_token(const char *dir, const char *path, bool *exists, pgn_err
     size_t tmp_len = strlen(dir) + 64;
     char *tmp = malloc(tmp_len);
     if (!tmp) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
         return -1;
     }
     snprintf(tmp, tmp_len, "%s/.%s.%ld.tmp", dir, PGD_TOKEN_FILE_NAME, (long)getpid());
@@ -242,7 +242,7 @@ int pgd_auth_open(const char *token_file, const char *data_dir, const char *host
     *out = NULL;
     pgd_auth *a = calloc(1, sizeof *a);
     if (!a) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
         return -1;
     }
     a->reads_need_token = !pgd_auth_is_loopback(host);
@@ -254,7 +254,7 @@ int pgd_auth_open(const char *token_file, const char *data_dir, const char *host
         if (a->path) snprintf(a->path, len, "%s/%s", data_dir, PGD_TOKEN_FILE_NAME);
     }
     if (!a->path) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
         pgd_auth_close(a);
         return -1;
     }

@@ -601,7 +601,7 @@ int pgd_events_create(pgd_store *store, size_t max_streams, pgd_events **out, pg
     *out = NULL;
     pgd_events *ev = calloc(1, sizeof *ev);
     if (!ev) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "events: out of memory");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "events: out of memory");
         return -1;
     }
     ev->store = store;

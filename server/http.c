@@ -73,7 +73,7 @@ typedef struct body_buf {
 static body_buf no_body;
 
 static const char oom_json[] =
-    "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\",\"field\":null}}";
+    "{\"error\":{\"code\":\"out_of_memory\",\"message\":\"out of memory\",\"field\":null}}";
 
 /* ---- replies ---------------------------------------------------------------------------- */
 
@@ -442,7 +442,7 @@ int pgd_http_start(const char *host, uint16_t port, unsigned threads,
     pgd_http *h = calloc(1, sizeof *h);
     if (!h) {
         freeaddrinfo(addrs);
-        pgn_error_set(err, PGN_E_INTERNAL, "", "http: out of memory");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "http: out of memory");
         return -1;
     }
     h->handler = handler;

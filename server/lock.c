@@ -27,7 +27,7 @@ int pgd_lock_take(const char *db_path, pgd_lock **out, pgn_error *err) {
     size_t len = strlen(db_path) + sizeof PGD_LOCK_SUFFIX;
     pgd_lock *l = malloc(sizeof *l + len);
     if (!l) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
         return -1;
     }
     snprintf(l->path, len, "%s" PGD_LOCK_SUFFIX, db_path);

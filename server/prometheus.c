@@ -82,6 +82,6 @@ char *pgd_prometheus_render(pgd_store *store, pgd_scheduler *sched, pgn_error *e
     pgn_text_printf(&t, "paragon_flops_total %.17g\n", counters.flops);
 
     char *out = pgn_text_take(&t);
-    if (!out) pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory rendering /metrics");
+    if (!out) pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory rendering /metrics");
     return out;
 }

@@ -728,7 +728,7 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
     *out = s;
     return 0;
 oom:
-    pgn_error_set(err, PGN_E_INTERNAL, "", "scheduler: out of memory");
+    pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "scheduler: out of memory");
     return -1;
 }
 

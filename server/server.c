@@ -44,7 +44,7 @@ static int make_dirs(const char *path, pgn_error *err) {
     }
     char *copy = malloc(len + 1);
     if (!copy) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
         return -1;
     }
     memcpy(copy, path, len + 1);
@@ -108,7 +108,7 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
     *out = NULL;
     pgd_server *srv = calloc(1, sizeof *srv);
     if (!srv) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
         return -1;
     }
     atomic_init(&srv->ready, false);
@@ -121,7 +121,7 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
         goto fail;
     srv->data_dir = strdup(cfg->data_dir ? cfg->data_dir : PGD_DEFAULT_DATA_DIR);
     if (!srv->data_dir) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
         goto fail;
     }
     /* Devices first: a machine that cannot run anything gets no files either. */

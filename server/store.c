@@ -232,7 +232,7 @@ static int migrate(pgd_store *s, const pgn_embedded *table, pgn_error *err) {
     while (table[n].name) n++;
     migration *list = calloc(n ? n : 1, sizeof *list);
     if (!list) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "store: out of memory");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "store: out of memory");
         return -1;
     }
     int ret = -1;
@@ -285,7 +285,7 @@ int pgd_store_open_with(const char *path, const pgn_embedded *migrations, pgd_st
     *out = NULL;
     pgd_store *s = calloc(1, sizeof *s);
     if (!s) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "store: out of memory");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "store: out of memory");
         return -1;
     }
     pthread_mutex_init(&s->lock, NULL);

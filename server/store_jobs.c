@@ -80,7 +80,7 @@ static int collect_jobs(pgd_store *s, sqlite3_stmt *st, pgd_job **jobs, size_t *
             pgd_job *more = realloc(*jobs, grown * sizeof *more);
             if (!more) {
                 store_stmt_done(st);
-                pgn_error_set(err, PGN_E_INTERNAL, "", "store: out of memory listing jobs");
+                pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "store: out of memory listing jobs");
                 return -1;
             }
             *jobs = more;
@@ -106,7 +106,7 @@ static int insert_first_log(pgd_store *s, int64_t id, const char *line, char *ti
     if (!st) return -1;
     char *visible = pgn_text_visible(line);
     if (!visible) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "store: out of memory");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "store: out of memory");
         return -1;
     }
     sqlite3_bind_int64(st, 1, id);

@@ -126,7 +126,7 @@ int pgd_store_log_add(pgd_store *s, int64_t job_id, const char *level, const cha
     created_at[0] = 0;
     char *visible = pgn_text_visible(line);
     if (!visible) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "store: out of memory");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "store: out of memory");
         return -1;
     }
     pthread_mutex_lock(&s->lock);

@@ -297,7 +297,7 @@ static int gemm_case_run(const pgn_bench_ctx *ctx, const pgn_gemm_shape *c, json
     double host_s = 0, dev_s = 0;
     int rc = -1;
     if (!a || !b || !host || !dev) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory for gemm %s", c->name);
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory for gemm %s", c->name);
     } else {
         for (size_t k = 0; k < na; k++) a[k] = pgn_rand_unit(1, 1, k) * 2.0f - 1.0f;
         for (size_t k = 0; k < nb; k++) b[k] = pgn_rand_unit(1, 2, k) * 2.0f - 1.0f;

@@ -282,7 +282,7 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
     c->mail_host = calloc(PGN_INET_MAIL_WORDS(workers), sizeof *c->mail_host);
     if (!defs || !c->w || !c->ctl_host || !c->mail_host) {
         free(defs);
-        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory setting up the reducer");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory setting up the reducer");
         return -1;
     }
     size_t defs_bytes = ((size_t)book->n_defs * PGN_INET_DEF_WORDS + 1) * sizeof *defs;
@@ -373,7 +373,7 @@ static char *clnet_readback(clnet *c, const pgn_inet_book *book, pgn_error *err)
     uint64_t copies = (uint64_t)n_nodes * 8 + 8 + (uint64_t)n_vars * 4 + 4, printing = 0;
     char *nf = NULL;
     if (!nodes || !vars) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory reading the net back");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory reading the net back");
     } else {
         cl_int st = clEnqueueReadBuffer(c->dev->queue, c->heap[PGN_INET_HEAP_NODES].slots, CL_FALSE, 0, (size_t)n_nodes * 8, nodes, 0, NULL, NULL);
         if (st == CL_SUCCESS)

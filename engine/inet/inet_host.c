@@ -344,7 +344,7 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
     n.vloc = malloc(((size_t)book->max_def_vars + 1) * sizeof *n.vloc);
     if (!n.node || !n.vars || !n.bag || !n.nloc || !n.vloc) {
         net_free(&n);
-        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory setting up the heap");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory setting up the heap");
         return -1;
     }
     n.bytes = n.peak_bytes = pgn_inet_book_bytes(book) + n.node_cap * sizeof *n.node + n.var_cap * sizeof *n.vars +
@@ -427,7 +427,7 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
                                  vars ? "variables" : "redexes", most, n.caps.address_space ? "s" : "",
                                  (unsigned long long)n.itrs);
     } else if (n.fail == FAIL_OOM) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory after %llu interactions (%llu live nodes)",
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory after %llu interactions (%llu live nodes)",
                       (unsigned long long)n.itrs, (unsigned long long)n.live);
         rc = -1;
     } else if (stop && !strcmp(stop, "max_interactions")) {

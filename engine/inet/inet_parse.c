@@ -162,7 +162,7 @@ __attribute__((format(printf, 3, 4))) static int fail_at(parser *p, size_t pos, 
 static int fail_oom(parser *p) {
     if (p->failed) return -1;
     p->failed = true;
-    pgn_error_set(p->err, PGN_E_INTERNAL, "", "out of memory while parsing the program");
+    pgn_error_set(p->err, PGN_E_OUT_OF_MEMORY, "", "out of memory while parsing the program");
     return -1;
 }
 

@@ -201,7 +201,7 @@ corrupt:
     pgn_error_set(err, PGN_E_INTERNAL, "", "readback: the heap is corrupt (%s)", p.bad);
     goto out_fail;
 oom:
-    pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory while printing the normal form");
+    pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory while printing the normal form");
 out_fail:
     free(p.stack);
     free(p.seen);

@@ -34,7 +34,7 @@ int pgn_inet_spec_parse(const json_t *root, pgn_inet_spec *s, pgn_error *err) {
     pgn_inet_book_free(book);
     s->program = strndup(json_string_value(prog), len);
     if (!s->program) {
-        pgn_error_set(err, PGN_E_INTERNAL, "", "out of memory");
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
         return -1;
     }
     long long wi = 0;
