@@ -27,16 +27,6 @@
 /* Samples in a data source whose size is known only once read (idx). */
 #define UNKNOWN_SAMPLES 60000.0
 
-static double median_of(double *v, int n) {
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            double t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    return n ? v[n / 2] : 0;
-}
-
 void pgn_device_rates_estimate(const pgn_device_info *info, pgn_device_rates *out) {
     double cus = info->compute_units ? info->compute_units : 1;
     double ghz = info->max_clock_mhz ? info->max_clock_mhz / 1000.0 : 1.0;
@@ -78,18 +68,10 @@ void pgn_device_rates_from_rows(const pgn_device_info *info, const json_t *rows,
         out->measured = true;
     }
     if (n_mips) {
-        out->mips = median_of(mips, n_mips);
+        out->mips = pgn_median(mips, (size_t)n_mips);
         out->measured = true;
     }
     if (launch >= 0) out->launch_us = launch;
-}
-
-/* FLOPs of one sample through the MLP, forward and backward (backward is about twice the
- * forward's 2*in*out per layer). */
-static double mlp_flops_per_sample(const pgn_train_spec *t) {
-    double f = 0;
-    for (int l = 0; l + 1 < t->n_layers; l++) f += 6.0 * t->layers[l] * t->layers[l + 1];
-    return f;
 }
 
 static double samples_per_epoch(const pgn_data_spec *d) {
@@ -109,7 +91,7 @@ void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *r, pg
         const pgn_train_spec *t = &spec->train;
         double samples = samples_per_epoch(&t->data) * t->epochs;
         double steps = ceil(samples_per_epoch(&t->data) / t->batch_size) * t->epochs;
-        out->work = mlp_flops_per_sample(t) * samples;
+        out->work = pgn_train_flops_per_sample(t) * samples;
         out->unit = "flop";
         out->launches = steps * LAUNCHES_PER_LAYER_STEP * (t->n_layers - 1);
         out->seconds = out->work / (r->gflops * 1e9) + out->launches * r->launch_us * 1e-6;
@@ -141,12 +123,6 @@ static double test_samples(const pgn_data_spec *d) {
     return 0;
 }
 
-uint64_t pgn_train_param_count(const pgn_train_spec *t) {
-    uint64_t n = 0;
-    for (int l = 0; l + 1 < t->n_layers; l++)
-        n += (uint64_t)t->layers[l] * (uint64_t)t->layers[l + 1] + (uint64_t)t->layers[l + 1];
-    return n;
-}
 
 /* What train.c and graph.c allocate on the device, in floats (every tensor is 4-byte floats
  * or ints): the parameters, their gradients, the optimizer's moments, the per-layer buffers of

@@ -188,5 +188,32 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
 int pgn_train_spec_parse(const json_t *root, pgn_train_spec *t, pgn_error *err);
 /* Those fields as a new object, defaults included. */
 json_t *pgn_train_spec_to_json(const pgn_train_spec *t);
+/* FLOPs of one sample's forward and backward pass through the MLP (its GEMMs). */
+double pgn_train_flops_per_sample(const pgn_train_spec *t);
+
+/* ---- checkpoints (checkpoint.c) ---- */
+
+typedef struct pgn_graph pgn_graph;
+typedef struct pgn_optimizer pgn_optimizer;
+
+/* What a checkpoint holds of a training run, and where it goes (dir NULL: nowhere). */
+typedef struct pgn_train_state {
+    const pgn_job_spec *spec;
+    const char *dir;
+    pgn_graph *graph;
+    pgn_optimizer *optim;
+    pgn_tensor *stats; /* the epoch's per-step statistics so far */
+    int steps_per_epoch;
+} pgn_train_state;
+
+/* Writes <dir>/PGN_CHECKPOINT_FILE atomically: epochs_done whole epochs, then epoch_step steps
+ * of the next (0: at an epoch boundary); sha is the weights' SHA-256. */
+int pgn_checkpoint_save(const pgn_train_state *s, int epochs_done, int epoch_step, const char *sha,
+                        pgn_error *err);
+/* Resumes from <dir>/PGN_CHECKPOINT_FILE when there is one (else *epochs_done and *epoch_step
+ * stay 0), setting the optimizer's step. Before any step runs from it, all of it checks out;
+ * one that fails any check fails the run (code PGN_E_CHECKPOINT): training from scratch would
+ * silently discard it. */
+int pgn_checkpoint_load(const pgn_train_state *s, int *epochs_done, int *epoch_step, pgn_error *err);
 
 #endif

@@ -175,3 +175,18 @@ json_t *pgn_train_spec_to_json(const pgn_train_spec *t) {
                      pgn_data_spec_to_json(&t->data), "optimizer", opt, "batch_size", t->batch_size,
                      "epochs", t->epochs, "checkpoint_every", t->checkpoint_every);
 }
+
+uint64_t pgn_train_param_count(const pgn_train_spec *t) {
+    uint64_t n = 0;
+    for (int l = 0; l + 1 < t->n_layers; l++)
+        n += (uint64_t)t->layers[l] * (uint64_t)t->layers[l + 1] + (uint64_t)t->layers[l + 1];
+    return n;
+}
+
+/* Forward 2·in·out, backward 4·in·out (dW and dX) per weight matrix: the one FLOP count the
+ * training report and the cost model both use. */
+double pgn_train_flops_per_sample(const pgn_train_spec *t) {
+    double f = 0;
+    for (int l = 0; l + 1 < t->n_layers; l++) f += 6.0 * t->layers[l] * t->layers[l + 1];
+    return f;
+}

@@ -1,0 +1,208 @@
+/* checkpoint.c: a training run's checkpoint: its parameters, each parameter's optimizer state
+ * and (taken mid-epoch) the epoch's step statistics, in safetensors with the spec, position and
+ * digests in its metadata; and resuming from one, which first verifies all of it: the layout,
+ * the data digest, the metadata's ranges against this job, the tensors' names and shapes, then
+ * the weights against weights_sha256. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tensor/graph.h"
+#include "tensor/optim.h"
+
+/* 2: the metadata holds the data section's SHA-256 (safetensors.c) and epoch_step. */
+#define PGN_CHECKPOINT_FORMAT "paragon-checkpoint-2"
+#define PGN_CHECKPOINT_FORMAT_V1 "paragon-checkpoint-1"
+
+/* Checkpoint entries: parameters, then each parameter's optimizer state. Names follow
+ * PyTorch's state_dict where they can ("layers.0.weight", "optimizer.layers.0.weight.exp_avg"). */
+typedef struct {
+    pgn_st_entry e[3 * PGN_GRAPH_MAX_PARAMS + 1]; /* + the step statistics of a stop */
+    char names[3 * PGN_GRAPH_MAX_PARAMS + 1][96];
+    int n;
+} st_list;
+
+/* A checkpoint taken inside an epoch (a stop between steps) also keeps the per-step statistics
+ * of the epoch's steps so far, so the epoch's loss and accuracy come out as if never stopped. */
+#define PGN_CHECKPOINT_STATS "trainer.step_stats"
+
+/* The entries of a checkpoint taken epoch_step steps into an epoch. */
+static void checkpoint_entries(const pgn_train_state *tr, int epoch_step, st_list *l) {
+    l->n = 0;
+    pgn_graph *g = tr->graph;
+    for (int p = 0; p < g->n_params; p++) {
+        pgn_node *node = &g->nodes[g->params[p]];
+        snprintf(l->names[l->n], sizeof l->names[0], "%s", node->name);
+        l->e[l->n] = (pgn_st_entry){l->names[l->n], &node->value};
+        l->n++;
+        pgn_tensor *state[2];
+        const char *names[2];
+        int k = pgn_optim_state(tr->optim, p, state, names);
+        for (int i = 0; i < k; i++) {
+            snprintf(l->names[l->n], sizeof l->names[0], "optimizer.%s.%s", node->name, names[i]);
+            l->e[l->n] = (pgn_st_entry){l->names[l->n], state[i]};
+            l->n++;
+        }
+    }
+    if (epoch_step > 0) {
+        snprintf(l->names[l->n], sizeof l->names[0], "%s", PGN_CHECKPOINT_STATS);
+        l->e[l->n] = (pgn_st_entry){l->names[l->n], tr->stats};
+        l->n++;
+    }
+}
+
+static int checkpoint_path(const pgn_train_state *tr, char *out, size_t size) {
+    if (!tr->dir) return 0;
+    snprintf(out, size, "%s/%s", tr->dir, PGN_CHECKPOINT_FILE);
+    return 1;
+}
+
+/* What must match for a checkpoint to continue this job: everything but name and device. */
+static json_t *resume_key(const pgn_job_spec *spec) {
+    json_t *j = json_pack("{s:s, s:I}", "kind", "train", "seed", (json_int_t)spec->seed);
+    json_t *train = pgn_train_spec_to_json(&spec->train);
+    json_object_update(j, train);
+    json_decref(train);
+    json_object_del(j, "checkpoint_every");
+    return j;
+}
+
+int pgn_checkpoint_save(const pgn_train_state *tr, int epochs_done, int epoch_step, const char *sha,
+                        pgn_error *err) {
+    char path[PGN_PATH_MAX * 2];
+    if (!checkpoint_path(tr, path, sizeof path)) return 0;
+    st_list l;
+    checkpoint_entries(tr, epoch_step, &l);
+    json_t *key = resume_key(tr->spec);
+    char *spec_text = pgn_json_dumps(key);
+    json_decref(key);
+    char epoch[32], step[32], in_epoch[32];
+    snprintf(epoch, sizeof epoch, "%d", epochs_done);
+    snprintf(step, sizeof step, "%lld", (long long)tr->optim->t);
+    snprintf(in_epoch, sizeof in_epoch, "%d", epoch_step);
+    json_t *meta = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "format",
+                             PGN_CHECKPOINT_FORMAT, "paragon_version", PGN_VERSION, "epoch",
+                             epoch, "epoch_step", in_epoch, "step", step, "spec",
+                             spec_text ? spec_text : "", "weights_sha256", sha);
+    free(spec_text);
+    int rc = pgn_safetensors_write(path, l.e, l.n, meta, err);
+    json_decref(meta);
+    return rc;
+}
+
+/* A metadata value shown in an error: its first QUOTED_CHARS characters, each unprintable one
+ * as \xNN (4 characters), then "..." when cut. */
+#define QUOTED_CHARS 32
+#define QUOTED_SIZE (4 * QUOTED_CHARS + 4)
+
+static void quote_value(const char *v, char out[QUOTED_SIZE]) {
+    size_t len = 0;
+    out[0] = '\0';
+    for (int i = 0; v[i] && i < QUOTED_CHARS; i++) {
+        unsigned char c = (unsigned char)v[i];
+        const char *fmt = c >= 0x20 && c < 0x7f ? "%c" : "\\x%02x";
+        len += (size_t)snprintf(out + len, QUOTED_SIZE - len, fmt, c);
+    }
+    if (strlen(v) > QUOTED_CHARS) snprintf(out + len, QUOTED_SIZE - len, "...");
+}
+
+/* A count the checkpoint's metadata holds under key: decimal digits only, in 0..max. */
+static int meta_count(const pgn_st_file *f, const char *key, long long max, long long *out,
+                      pgn_error *err) {
+    const char *v = json_string_value(json_object_get(f->metadata, key));
+    if (!v) return pgn_checkpoint_fail(err, f->path, "metadata has no \"%s\"", key);
+    long long x = 0;
+    bool ok = v[0] != '\0';
+    for (const char *p = v; ok && *p; p++) {
+        ok = *p >= '0' && *p <= '9' && x <= (LLONG_MAX - 9) / 10;
+        if (ok) x = x * 10 + (*p - '0');
+    }
+    if (!ok || x > max) {
+        char shown[QUOTED_SIZE];
+        quote_value(v, shown);
+        return pgn_checkpoint_fail(err, f->path, "metadata \"%s\" is '%s', expected an integer in "
+                                   "0..%lld", key, shown, max);
+    }
+    *out = x;
+    return 0;
+}
+
+/* The metadata a resume believes, checked against this job: the format, the spec, and a
+ * position (epoch, epoch_step, step) that this job's epochs and steps per epoch allow. */
+static int check_checkpoint_meta(const pgn_train_state *tr, const pgn_st_file *f, long long *epoch,
+                                 long long *in_epoch, long long *step, pgn_error *err) {
+    const char *format = json_string_value(json_object_get(f->metadata, "format"));
+    const char *spec_text = json_string_value(json_object_get(f->metadata, "spec"));
+    if (format && !strcmp(format, PGN_CHECKPOINT_FORMAT_V1))
+        return pgn_checkpoint_fail(err, f->path, "format %s was written by an earlier paragon and "
+                                   "carries no digest of its optimizer state; this paragon resumes "
+                                   "%s only: remove it to start over", PGN_CHECKPOINT_FORMAT_V1,
+                                   PGN_CHECKPOINT_FORMAT);
+    if (!format || strcmp(format, PGN_CHECKPOINT_FORMAT) || !spec_text) {
+        char shown[QUOTED_SIZE];
+        quote_value(format ? format : "", shown);
+        return pgn_checkpoint_fail(err, f->path, "not a paragon checkpoint (metadata \"format\" is "
+                                   "'%s', expected '%s', and \"spec\" is %s)", shown,
+                                   PGN_CHECKPOINT_FORMAT, spec_text ? "present" : "missing");
+    }
+    if (!f->digest_checked)
+        return pgn_checkpoint_fail(err, f->path, "metadata has no \"%s\", so its tensor data "
+                                   "cannot be verified", PGN_ST_DATA_SHA256);
+    json_t *key = resume_key(tr->spec);
+    char *want = pgn_json_dumps(key);
+    json_decref(key);
+    bool same = want && !strcmp(want, spec_text);
+    free(want);
+    if (!same)
+        return pgn_checkpoint_fail(err, f->path, "belongs to a different job spec; remove it to "
+                                   "start over");
+    if (!json_string_value(json_object_get(f->metadata, "weights_sha256")))
+        return pgn_checkpoint_fail(err, f->path, "metadata has no \"weights_sha256\"");
+    long long epochs = tr->spec->train.epochs, per_epoch = tr->steps_per_epoch;
+    if (meta_count(f, "epoch", epochs, epoch, err) ||
+        meta_count(f, "epoch_step", per_epoch - 1, in_epoch, err) ||
+        meta_count(f, "step", epochs * per_epoch, step, err))
+        return -1;
+    if (*epoch == epochs && *in_epoch > 0)
+        return pgn_checkpoint_fail(err, f->path, "metadata \"epoch_step\" is %lld, but epoch "
+                                   "%lld is the job's last: a finished run has no steps of a next "
+                                   "epoch", *in_epoch, *epoch);
+    if (*step != *epoch * per_epoch + *in_epoch)
+        return pgn_checkpoint_fail(err, f->path, "metadata \"step\" is %lld, but \"epoch\" %lld "
+                                   "and \"epoch_step\" %lld at %lld steps per epoch make step %lld",
+                                   *step, *epoch, *in_epoch, per_epoch,
+                                   *epoch * per_epoch + *in_epoch);
+    return 0;
+}
+
+int pgn_checkpoint_load(const pgn_train_state *tr, int *epochs_done, int *epoch_step, pgn_error *err) {
+    char path[PGN_PATH_MAX * 2];
+    *epochs_done = 0;
+    *epoch_step = 0;
+    if (!checkpoint_path(tr, path, sizeof path)) return 0;
+    struct stat st;
+    if (stat(path, &st) && errno == ENOENT) return 0; /* other errors: open names them */
+    pgn_st_file f;
+    if (pgn_safetensors_open(path, &f, err)) return -1;
+    long long epoch, in_epoch, step;
+    int rc = check_checkpoint_meta(tr, &f, &epoch, &in_epoch, &step, err);
+    if (rc == 0) {
+        st_list l;
+        checkpoint_entries(tr, (int)in_epoch, &l);
+        rc = pgn_safetensors_load(&f, l.e, l.n, err);
+    }
+    char sha[65];
+    const char *want = json_string_value(json_object_get(f.metadata, "weights_sha256"));
+    if (rc == 0 && (rc = pgn_graph_weights_sha256(tr->graph, sha, err)) == 0 && strcmp(want, sha))
+        rc = pgn_checkpoint_fail(err, path, "the weights read do not match its weights_sha256");
+    if (rc == 0) {
+        *epochs_done = (int)epoch;
+        *epoch_step = (int)in_epoch;
+        tr->optim->t = step;
+    }
+    pgn_safetensors_close(&f);
+    return rc;
+}
