@@ -40,11 +40,24 @@ json_t *pgn_bench_row(const pgn_bench_ctx *ctx, const char *suite, const char *c
  * work on a case, which is how pgn_bench_cases lists them: a listing ctx records the id and
  * selects nothing. */
 bool pgn_bench_wants(const pgn_bench_ctx *ctx, const char *case_id);
+/* A run of an op or a pass, `calls` times over, queued without waiting. */
+typedef int (*pgn_bench_run_fn)(void *arg, int calls, pgn_error *err);
+/* Seconds per call: the median of reps timed runs of `calls` calls and one wait each, after one
+ * untimed run (so the device's figures include the launches but never a finish per op). */
+int pgn_bench_time_calls(pgn_bench_run_fn run, void *arg, int calls, int reps, double *sec,
+                         pgn_error *err);
+/* The number of calls that makes a run last about 5 ms (a micro-benchmark). */
+int pgn_bench_calibrate_calls(pgn_bench_run_fn run, void *arg, int *calls, pgn_error *err);
+/* A progress line through hooks->on_log. */
+void pgn_bench_log(const pgn_bench_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "bench: out of memory"; returns -1. */
+int pgn_bench_oom(pgn_error *err);
 /* Fails with "cancelled" when hooks->should_stop says so; 0 otherwise. */
 int pgn_bench_check_stop(const pgn_bench_ctx *ctx, pgn_error *err);
 
-/* The suites (bench_mlp.c: mlp-forward and tensor-micro; bench.c: gemm, inet, train). Each
- * appends its rows to rows; -1 with err on failure (rows appended so far stay). */
+/* The suites, one file each (bench_mlp.c, bench_micro.c, bench_gemm.c, bench_inet.c,
+ * bench_train.c). Each appends its rows to rows; -1 with err on failure (rows appended so far
+ * stay). */
 int pgn_bench_mlp_forward(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
 int pgn_bench_tensor_micro(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
 int pgn_bench_gemm(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);

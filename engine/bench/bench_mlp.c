@@ -1,9 +1,7 @@
-/* bench_mlp.c: the mlp-forward suite (Paragon-Py's MLP cases: one forward pass of the host
+/* bench_mlp.c: the mlp-forward suite: Paragon-Py's MLP cases, one forward pass of the host
  * reference against the device, single sample and batch 256, with the bit-identity of the
- * outputs) and the tensor-micro suite (add, ReLU and a dense layer at a few sizes: host reference
- * against device-resident kernels, plus the device's launch overhead). */
+ * outputs. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,63 +9,6 @@
 #include "bench/bench.h"
 #include "pgn_math.h"
 #include "pgn_ops.h"
-
-/* ---- timing -----------------------------------------------------------------------------
- * A timed run is `calls` calls of an op or pass followed by one wait for the device, so the
- * device's figures include the launches but never a finish per op (DESIGN.md). */
-
-typedef int (*bench_run_fn)(void *arg, int calls, pgn_error *err);
-
-/* Seconds per call: the median of reps timed runs of `calls` calls, after one untimed run. */
-static int time_calls(bench_run_fn run, void *arg, int calls, int reps, double *sec,
-                      pgn_error *err) {
-    if (reps < 1) reps = 1;
-    double *t = malloc((size_t)reps * sizeof *t);
-    if (!t) {
-        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "bench: out of memory");
-        return -1;
-    }
-    int rc = run(arg, calls, err);
-    for (int r = 0; r < reps && !rc; r++) {
-        double t0 = pgn_now_s();
-        rc = run(arg, calls, err);
-        t[r] = (pgn_now_s() - t0) / calls;
-    }
-    if (!rc) *sec = pgn_median(t, (size_t)(reps));
-    free(t);
-    return rc;
-}
-
-/* Micro-benchmark runs last about this long (one kernel of 1K elements is a few µs, under the
- * clock's and the scheduler's noise); at most this many calls are queued per run. */
-#define MICRO_TARGET_S 0.005
-#define MICRO_MAX_CALLS 2000
-
-/* The number of calls that makes a run last about MICRO_TARGET_S (one untimed run first). */
-static int calibrate_calls(bench_run_fn run, void *arg, int *calls, pgn_error *err) {
-    double sec;
-    if (time_calls(run, arg, 1, 1, &sec, err)) return -1;
-    double n = sec > 0 ? ceil(MICRO_TARGET_S / sec) : MICRO_MAX_CALLS;
-    *calls = n > MICRO_MAX_CALLS ? MICRO_MAX_CALLS : n < 1 ? 1 : (int)n;
-    return 0;
-}
-
-static void log_line(const pgn_bench_ctx *ctx, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void log_line(const pgn_bench_ctx *ctx, const char *fmt, ...) {
-    if (!ctx->hooks || !ctx->hooks->on_log) return;
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    ctx->hooks->on_log(ctx->hooks->ctx, line);
-}
-
-static int oom(pgn_error *err) {
-    pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "bench: out of memory");
-    return -1;
-}
 
 /* ---- mlp-forward ---------------------------------------------------------------------------
  * Paragon-Py's cases: 784 inputs, `hidden` ReLU layers of `width`, 10 softmax outputs. Weights
@@ -272,7 +213,7 @@ static int mlp_case_run(const pgn_bench_ctx *ctx, const mlp_case *c, json_t *row
     float *batch_d = malloc(batch_out_n * sizeof *batch_d);
     int rc = -1;
     if (!batch_in || !batch_h || !batch_d) {
-        oom(err);
+        pgn_bench_oom(err);
         goto done;
     }
     for (int i = 0; i < MLP_INPUTS; i++)
@@ -294,13 +235,13 @@ static int mlp_case_run(const pgn_bench_ctx *ctx, const mlp_case *c, json_t *row
 
     double cpu_s, cpu_batch_s;
     mlp_pass one_h = {&host, 1, in, out_h}, batch_hp = {&host, MLP_BATCH, batch_in, batch_h};
-    if (time_calls(run_mlp_pass, &one_h, 1, ctx->repeats, &cpu_s, err) ||
-        time_calls(run_mlp_pass, &batch_hp, 1, ctx->repeats, &cpu_batch_s, err))
+    if (pgn_bench_time_calls(run_mlp_pass, &one_h, 1, ctx->repeats, &cpu_s, err) ||
+        pgn_bench_time_calls(run_mlp_pass, &batch_hp, 1, ctx->repeats, &cpu_batch_s, err))
         goto done;
     json_object_set_new(row, "cpu_ms", json_real(cpu_s * 1e3));
     json_object_set_new(row, "cpu_batch_sps", json_real(MLP_BATCH / cpu_batch_s));
     if (!ctx->dev) { /* the host pseudo-device: the reference is all there is */
-        log_line(ctx, "mlp-forward %s (%s): cpu %.3f ms, batch %.0f samples/s", c->id, shape,
+        pgn_bench_log(ctx, "mlp-forward %s (%s): cpu %.3f ms, batch %.0f samples/s", c->id, shape,
                  cpu_s * 1e3, MLP_BATCH / cpu_batch_s);
         rc = 0;
         goto done;
@@ -310,8 +251,8 @@ static int mlp_case_run(const pgn_bench_ctx *ctx, const mlp_case *c, json_t *row
     if (mlp_device_init(ctx->dev, &host, &dev, err)) goto done;
     double init_s = pgn_now_s() - t0, gpu_s, gpu_batch_s;
     mlp_pass one_d = {&dev, 1, in, out_d}, batch_dp = {&dev, MLP_BATCH, batch_in, batch_d};
-    if (time_calls(run_mlp_pass, &one_d, 1, ctx->repeats, &gpu_s, err) ||
-        time_calls(run_mlp_pass, &batch_dp, 1, ctx->repeats, &gpu_batch_s, err))
+    if (pgn_bench_time_calls(run_mlp_pass, &one_d, 1, ctx->repeats, &gpu_s, err) ||
+        pgn_bench_time_calls(run_mlp_pass, &batch_dp, 1, ctx->repeats, &gpu_batch_s, err))
         goto done;
     double mae, max;
     abs_diff(out_h, out_d, MLP_CLASSES, &mae, &max);
@@ -324,7 +265,7 @@ static int mlp_case_run(const pgn_bench_ctx *ctx, const mlp_case *c, json_t *row
     json_object_set_new(row, "gpu_init_ms", json_real(init_s * 1e3));
     json_object_set_new(row, "gpu_batch_sps", json_real(MLP_BATCH / gpu_batch_s));
     json_object_set_new(row, "identical", json_boolean(same));
-    log_line(ctx, "mlp-forward %s (%s): cpu %.3f ms, %s %.3f ms (x%.2f), max |diff| %g%s", c->id,
+    pgn_bench_log(ctx, "mlp-forward %s (%s): cpu %.3f ms, %s %.3f ms (x%.2f), max |diff| %g%s", c->id,
              shape, cpu_s * 1e3, ctx->info->id, gpu_s * 1e3, cpu_s / gpu_s, max,
              same ? "" : ", NOT bit-identical");
     rc = 0;
@@ -343,181 +284,8 @@ int pgn_bench_mlp_forward(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err
         if (!pgn_bench_wants(ctx, c->id)) continue;
         if (pgn_bench_check_stop(ctx, err)) return -1;
         json_t *row = pgn_bench_row(ctx, "mlp-forward", c->id);
-        if (!row) return oom(err);
+        if (!row) return pgn_bench_oom(err);
         if (mlp_case_run(ctx, c, row, err)) {
-            json_decref(row);
-            return -1;
-        }
-        json_array_append_new(rows, row);
-    }
-    return 0;
-}
-
-/* ---- tensor-micro ---------------------------------------------------------------------------
- * Elementwise add and ReLU (the act kernel) over 1K, 64K and 1M floats, and a dense layer
- * (GEMM + bias, one fused launch) of MICRO_DENSE_ROWS rows at 64 -> 64 and 256 -> 256, on
- * device-resident data. A run queues `calls` ops and waits once: per op, the kernel and its
- * launch. Bytes moved count each operand read and each result written once. */
-#define MICRO_DENSE_ROWS 256
-#define MICRO_SEED 0x6d6963ULL /* "mic" */
-#define LAUNCH_CALLS 1000      /* queued 1-element kernels per launch-overhead run */
-
-typedef enum { MICRO_ADD, MICRO_RELU, MICRO_DENSE } micro_kind;
-
-typedef struct {
-    const char *id;
-    micro_kind kind;
-    int n; /* elements, or the dense layer's width */
-} micro_case;
-
-static const micro_case micro_cases[] = {
-    {"add-1K", MICRO_ADD, 1 << 10},     {"add-64K", MICRO_ADD, 1 << 16},
-    {"add-1M", MICRO_ADD, 1 << 20},     {"relu-1K", MICRO_RELU, 1 << 10},
-    {"relu-64K", MICRO_RELU, 1 << 16},  {"relu-1M", MICRO_RELU, 1 << 20},
-    {"dense-64", MICRO_DENSE, 64},      {"dense-256", MICRO_DENSE, 256},
-};
-
-/* One side's operands. add: out = a + b, all (1, n); relu: out = relu(a) (b unused); dense:
- * z = a (MICRO_DENSE_ROWS, n) b (n, n) + bias (1, n), out = z (no activation). */
-typedef struct {
-    const micro_case *c;
-    pgn_tensor a, b, bias, z, out;
-} micro_ops;
-
-static void micro_release(micro_ops *m) {
-    pgn_tensor_release(&m->a);
-    pgn_tensor_release(&m->b);
-    pgn_tensor_release(&m->bias);
-    pgn_tensor_release(&m->z);
-    pgn_tensor_release(&m->out);
-}
-
-static int upload_random(pgn_tensor *t, pgn_u64 stream, pgn_error *err) {
-    size_t n = pgn_tensor_count(t);
-    float *v = malloc(n * sizeof *v);
-    if (!v) return oom(err);
-    for (size_t i = 0; i < n; i++) v[i] = 2.0f * pgn_rand_unit(MICRO_SEED, stream, i) - 1.0f;
-    int rc = pgn_tensor_write(t, v, n, err);
-    free(v);
-    return rc;
-}
-
-static int micro_init(const micro_case *c, pgn_device *dev, micro_ops *m, pgn_error *err) {
-    memset(m, 0, sizeof *m);
-    m->c = c;
-    bool dense = c->kind == MICRO_DENSE;
-    int n = c->n, rows = dense ? MICRO_DENSE_ROWS : 1;
-    if (pgn_tensor_init(&m->a, dev, rows, n, err) ||
-        pgn_tensor_init(&m->b, dev, dense ? n : 1, n, err) ||
-        pgn_tensor_init(&m->out, dev, rows, n, err) || upload_random(&m->a, 1, err) ||
-        upload_random(&m->b, 2, err))
-        return -1;
-    if (dense && (pgn_tensor_init(&m->bias, dev, 1, n, err) ||
-                  pgn_tensor_init(&m->z, dev, rows, n, err) || upload_random(&m->bias, 3, err)))
-        return -1;
-    return 0;
-}
-
-static int micro_op(micro_ops *m, pgn_error *err) {
-    switch (m->c->kind) {
-    case MICRO_ADD: return pgn_op_add(1, &m->a, &m->b, &m->out, err);
-    case MICRO_RELU: return pgn_op_act_forward(1, PGN_ACT_CODE_RELU, &m->a, &m->out, err);
-    case MICRO_DENSE:
-        return pgn_op_gemm_bias_act(MICRO_DENSE_ROWS, m->c->n, m->c->n, &m->a, false, &m->b,
-                                    false, &m->z, &m->bias, PGN_ACT_CODE_NONE, &m->out, err);
-    }
-    return -1;
-}
-
-static int run_micro(void *arg, int calls, pgn_error *err) {
-    micro_ops *m = arg;
-    for (int i = 0; i < calls; i++)
-        if (micro_op(m, err)) return -1;
-    return pgn_device_finish(m->out.dev, err);
-}
-
-/* Elements the case produces and bytes it moves per op. */
-static void micro_size(const micro_case *c, double *elements, double *bytes) {
-    double n = c->n, rows = MICRO_DENSE_ROWS;
-    *elements = c->kind == MICRO_DENSE ? rows * n : n;
-    if (c->kind == MICRO_ADD) *bytes = 4 * 3 * n; /* a, b; out */
-    else if (c->kind == MICRO_RELU) *bytes = 4 * 2 * n; /* x; y */
-    else *bytes = 4 * (rows * n + n * n + n + 2 * rows * n); /* x, w, bias; z, y */
-}
-
-/* Median per-launch cost of a 1-element add, LAUNCH_CALLS queued then one wait. */
-static int launch_overhead(pgn_device *dev, int reps, double *sec, pgn_error *err) {
-    micro_case one = {"launch", MICRO_ADD, 1};
-    micro_ops m;
-    int rc = micro_init(&one, dev, &m, err) ||
-             time_calls(run_micro, &m, LAUNCH_CALLS, reps, sec, err);
-    micro_release(&m);
-    return rc ? -1 : 0;
-}
-
-/* Whether the host's and the device's results are bit-identical. */
-static int same_bits(const micro_ops *h, const micro_ops *d, bool *same, pgn_error *err) {
-    size_t n = pgn_tensor_count(&h->out);
-    float *v = malloc(n * sizeof *v);
-    if (!v) return oom(err);
-    int rc = pgn_tensor_read(&d->out, v, n, err);
-    if (!rc) *same = !memcmp(v, h->out.host, n * sizeof *v);
-    free(v);
-    return rc;
-}
-
-static int micro_case_run(const pgn_bench_ctx *ctx, const micro_case *c, double launch_s,
-                          json_t *row, pgn_error *err) {
-    micro_ops h, d;
-    memset(&d, 0, sizeof d);
-    double elements, bytes, host_s, dev_s;
-    int calls, rc = -1;
-    micro_size(c, &elements, &bytes);
-    if (micro_init(c, NULL, &h, err) || calibrate_calls(run_micro, &h, &calls, err) ||
-        time_calls(run_micro, &h, calls, ctx->repeats, &host_s, err))
-        goto done;
-    json_object_set_new(row, "elements", json_integer((json_int_t)elements));
-    json_object_set_new(row, "host_ms", json_real(host_s * 1e3));
-    json_object_set_new(row, "host_gbps", json_real(bytes / host_s * 1e-9));
-    if (!ctx->dev) {
-        log_line(ctx, "tensor-micro %s: host %.4f ms", c->id, host_s * 1e3);
-        rc = 0;
-        goto done;
-    }
-    bool same = false;
-    if (micro_init(c, ctx->dev, &d, err) || calibrate_calls(run_micro, &d, &calls, err) ||
-        time_calls(run_micro, &d, calls, ctx->repeats, &dev_s, err) ||
-        same_bits(&h, &d, &same, err))
-        goto done;
-    json_object_set_new(row, "device_ms", json_real(dev_s * 1e3));
-    json_object_set_new(row, "speedup", json_real(host_s / dev_s));
-    json_object_set_new(row, "device_gbps", json_real(bytes / dev_s * 1e-9));
-    json_object_set_new(row, "device_elems_per_s", json_real(elements / dev_s));
-    json_object_set_new(row, "launch_us", json_real(launch_s * 1e6));
-    json_object_set_new(row, "identical", json_boolean(same));
-    log_line(ctx, "tensor-micro %s: host %.4f ms, %s %.4f ms (x%.2f)%s", c->id, host_s * 1e3,
-             ctx->info->id, dev_s * 1e3, host_s / dev_s, same ? "" : ", NOT bit-identical");
-    rc = 0;
-done:
-    micro_release(&h);
-    micro_release(&d);
-    return rc;
-}
-
-int pgn_bench_tensor_micro(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
-    double launch_s = 0;
-    bool measured = false;
-    for (size_t i = 0; i < sizeof micro_cases / sizeof *micro_cases; i++) {
-        const micro_case *c = &micro_cases[i];
-        if (!pgn_bench_wants(ctx, c->id)) continue;
-        if (pgn_bench_check_stop(ctx, err)) return -1;
-        if (ctx->dev && !measured) {
-            if (launch_overhead(ctx->dev, ctx->repeats, &launch_s, err)) return -1;
-            measured = true;
-        }
-        json_t *row = pgn_bench_row(ctx, "tensor-micro", c->id);
-        if (!row) return oom(err);
-        if (micro_case_run(ctx, c, launch_s, row, err)) {
             json_decref(row);
             return -1;
         }

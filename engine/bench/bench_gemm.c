@@ -1,0 +1,126 @@
+/* bench_gemm.c: the gemm suite: GFLOP/s of the engine's GEMM on square sizes and on the
+ * Fashion-MNIST MLP's training shapes, device against the host reference, with bit-identity. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "pgn_math.h"
+
+/* ---- gemm ---------------------------------------------------------------------------------
+ * GFLOP/s of pgn_op_gemm on square sizes and on the Fashion-MNIST MLP's GEMMs (784-256-256-10 at
+ * batch 128: forward x w, dW = x^T dz, dX = dz w^T), against the host reference, with a
+ * bit-identity check. A timed repeat queues enough calls to last about GEMM_REPEAT_S and waits
+ * once, as a training step does. */
+#define GEMM_REPEAT_S 0.02
+#define GEMM_MAX_CALLS 2000
+
+const pgn_gemm_shape pgn_mlp_gemm_shapes[PGN_MLP_GEMM_SHAPES] = {
+    {"fwd1", 128, 256, 784, false, false}, {"fwd2", 128, 256, 256, false, false},
+    {"fwd3", 128, 10, 256, false, false},  {"dW1", 784, 256, 128, true, false},
+    {"dW2", 256, 256, 128, true, false},   {"dW3", 256, 10, 128, true, false},
+    {"dX2", 128, 256, 256, false, true},   {"dX3", 128, 256, 10, false, true},
+};
+
+/* The square cases, N=128 .. N=2048, run before the MLP's. */
+static const int gemm_squares[] = {128, 256, 512, 1024, 2048};
+
+/* Seconds per call of c on dev (NULL: host) over `repeats` timed repeats; the product lands in
+ * out (M*N floats) when given. */
+static int gemm_time(pgn_device *dev, const pgn_gemm_shape *c, const float *a, const float *b, int repeats,
+                     float *out, double *seconds, pgn_error *err) {
+    pgn_tensor ta = {0}, tb = {0}, tc = {0};
+    int rc = -1;
+    double t[64];
+    if (repeats > 64) repeats = 64;
+    if (pgn_tensor_init(&ta, dev, c->ta ? c->K : c->M, c->ta ? c->M : c->K, err) ||
+        pgn_tensor_init(&tb, dev, c->tb ? c->N : c->K, c->tb ? c->K : c->N, err) ||
+        pgn_tensor_init(&tc, dev, c->M, c->N, err) || pgn_tensor_write(&ta, a, (size_t)c->M * c->K, err) ||
+        pgn_tensor_write(&tb, b, (size_t)c->K * c->N, err))
+        goto done;
+    int calls = 1;
+    for (int r = -1; r < repeats; r++) { /* r == -1: warm-up, which also sizes the repeats */
+        double t0 = pgn_now_s();
+        for (int i = 0; i < calls; i++)
+            if (pgn_op_gemm(c->M, c->N, c->K, &ta, c->ta, &tb, c->tb, &tc, err)) goto done;
+        if (pgn_device_finish(dev, err)) goto done;
+        double dt = (pgn_now_s() - t0) / calls;
+        if (r < 0) {
+            double n = dt > 0 ? GEMM_REPEAT_S / dt : GEMM_MAX_CALLS;
+            calls = n < 1 ? 1 : n > GEMM_MAX_CALLS ? GEMM_MAX_CALLS : (int)n;
+        } else {
+            t[r] = dt;
+        }
+    }
+    *seconds = pgn_median(t, (size_t)(repeats));
+    rc = out ? pgn_tensor_read(&tc, out, (size_t)c->M * c->N, err) : 0;
+done:
+    pgn_tensor_release(&ta);
+    pgn_tensor_release(&tb);
+    pgn_tensor_release(&tc);
+    return rc;
+}
+
+/* Times one shape (unless ctx's case filter leaves it out) and appends its row. */
+static int gemm_case_run(const pgn_bench_ctx *ctx, const pgn_gemm_shape *c, json_t *rows,
+                         pgn_error *err) {
+    if (!pgn_bench_wants(ctx, c->name)) return 0;
+    if (pgn_bench_check_stop(ctx, err)) return -1;
+    size_t na = (size_t)c->M * c->K, nb = (size_t)c->K * c->N, nc = (size_t)c->M * c->N;
+    float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b);
+    float *host = malloc(nc * sizeof *host), *dev = malloc(nc * sizeof *dev);
+    double host_s = 0, dev_s = 0;
+    int rc = -1;
+    if (!a || !b || !host || !dev) {
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory for gemm %s", c->name);
+    } else {
+        for (size_t k = 0; k < na; k++) a[k] = pgn_rand_unit(1, 1, k) * 2.0f - 1.0f;
+        for (size_t k = 0; k < nb; k++) b[k] = pgn_rand_unit(1, 2, k) * 2.0f - 1.0f;
+        /* the host reference is slow at 2048: its figure is one call's */
+        int host_repeats = c->M >= 1024 ? 1 : ctx->repeats;
+        rc = gemm_time(NULL, c, a, b, host_repeats, host, &host_s, err);
+        if (rc == 0) rc = ctx->dev ? gemm_time(ctx->dev, c, a, b, ctx->repeats, dev, &dev_s, err) : 0;
+        if (rc == 0 && !ctx->dev) {
+            memcpy(dev, host, nc * sizeof *dev);
+            dev_s = host_s;
+        }
+    }
+    if (rc == 0) {
+        double flop = 2.0 * c->M * c->N * c->K;
+        json_t *row = pgn_bench_row(ctx, "gemm", c->name);
+        json_object_set_new(row, "m", json_integer(c->M));
+        json_object_set_new(row, "n", json_integer(c->N));
+        json_object_set_new(row, "k", json_integer(c->K));
+        json_object_set_new(row, "transpose", json_string(c->ta ? "TN" : c->tb ? "NT" : "NN"));
+        json_object_set_new(row, "device_ms", json_real(dev_s * 1e3));
+        json_object_set_new(row, "gflops", json_real(dev_s > 0 ? flop / dev_s / 1e9 : 0));
+        json_object_set_new(row, "host_gflops", json_real(host_s > 0 ? flop / host_s / 1e9 : 0));
+        json_object_set_new(row, "bit_identical", json_boolean(!memcmp(host, dev, nc * sizeof *dev)));
+        json_array_append_new(rows, row);
+        if (ctx->hooks && ctx->hooks->on_log) {
+            char line[160];
+            snprintf(line, sizeof line, "gemm %s on %s: %.1f GFLOP/s", c->name, ctx->info->id,
+                     dev_s > 0 ? flop / dev_s / 1e9 : 0);
+            ctx->hooks->on_log(ctx->hooks->ctx, line);
+        }
+    }
+    free(a);
+    free(b);
+    free(host);
+    free(dev);
+    return rc;
+}
+
+int pgn_bench_gemm(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
+    for (size_t i = 0; i < sizeof gemm_squares / sizeof *gemm_squares; i++) {
+        int n = gemm_squares[i];
+        char name[16];
+        snprintf(name, sizeof name, "N=%d", n);
+        pgn_gemm_shape square = {name, n, n, n, false, false};
+        if (gemm_case_run(ctx, &square, rows, err)) return -1;
+    }
+    for (int i = 0; i < PGN_MLP_GEMM_SHAPES; i++)
+        if (gemm_case_run(ctx, &pgn_mlp_gemm_shapes[i], rows, err)) return -1;
+    return 0;
+}
