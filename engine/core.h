@@ -24,7 +24,7 @@ struct pgn_device {
     char kernel_names[PGN_MAX_KERNELS][64];
     double *profile_sink; /* when set, each launch waits and adds its event time (seconds) */
     size_t align_bytes;   /* sub-buffer origins must be multiples of this */
-    cl_mem gemm_ws;       /* engine/gemm.c's scratch for packed panels; grown, never shrunk */
+    cl_mem gemm_ws;       /* engine/tensor/gemm.c's scratch for packed panels; grown, never shrunk */
     size_t gemm_ws_bytes;
     bool oclgrind;    /* the Oclgrind simulator */
     bool shadowed;    /* Oclgrind checking for uninitialised reads: see pgn_device_write */
@@ -43,7 +43,7 @@ typedef struct pgn_karg {
 #define KARG(x) {sizeof(x), &(x)}
 
 /* Sets the arguments and queues kernel name over a dims-D range (local may be NULL).
- * Never waits: a step's kernels are queued and waited for once (DESIGN.md). */
+ * Never waits: a step's kernels are queued and waited for once (docs/architecture.md, "OpenCL on a CPU"). */
 int pgn_launch(pgn_device *dev, const char *name, const pgn_karg *args, int nargs, cl_uint dims,
                const size_t *global, const size_t *local, pgn_error *err);
 /* The same with a kernel object of the caller's (name is for error messages). */

@@ -11,7 +11,7 @@
 #include "embedded.h"
 #include "core.h"
 
-/* Correctly rounded divide/sqrt and no fast-math: DESIGN.md's determinism rules. */
+/* Correctly rounded divide/sqrt and no fast-math: docs/architecture.md, "Determinism". */
 #define PGN_CL_BUILD_OPTIONS "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt"
 #define PGN_MAX_PLATFORMS 16
 #define PGN_MAX_DEVICES 64
@@ -341,7 +341,7 @@ int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_err
      * Oclgrind 21.10 cannot run inet_reduce once its LLVM optimiser has inlined the rules: the
      * inlined code calls llvm.experimental.noalias.scope.decl, which its interpreter does not
      * know ("Undefined external function"), so programs for Oclgrind alone are built without
-     * optimisation (a simulator gains nothing from it). Never for pocl (DESIGN.md: 25-60 %).
+     * optimisation (a simulator gains nothing from it). Never for pocl (docs/architecture.md: 25-60 %).
      * PGN_OCLGRIND also lets kernels step around two more of its faults (gemm.cl, inet.cl). */
     char options[192];
     snprintf(options, sizeof options, "%s%s%s", PGN_CL_BUILD_OPTIONS,

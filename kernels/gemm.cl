@@ -1,6 +1,6 @@
 /* gemm.cl: SGEMM kernels: packing op(B) (and transposed A) into zero-padded panels, and the
  * register-tiled product. pgn_math.h and pgn_ops.h are prepended when the program is built; the
- * launchers and the choice of what to pack live in engine/gemm.c. Every output is one in-order
+ * launchers and the choice of what to pack live in engine/tensor/gemm.c. Every output is one in-order
  * fma chain over k from 0 (each vector lane is its own chain), bit-exact with the host. */
 
 /* One work-item computes a GEMM_MR x GEMM_NR tile of C in GEMM_MR * GEMM_NV float16
@@ -8,7 +8,7 @@
  * Measured on pocl (2-core AVX-512, FMA peak 453 GFLOP/s), best of runs, B packed: 8 x 32
  * (16 accumulators) 433-447 GFLOP/s at N = 1024 and 2048, 4 x 64: 431-438, 6 x 64: 419-426,
  * 12 x 32: 365-395, 14 x 32: 393-399; at 128 x 256 x 784 8 x 32 reached 390-409.
- * engine/gemm.c repeats GEMM_MR, GEMM_NR and the two pack sizes below. */
+ * engine/tensor/gemm.c repeats GEMM_MR, GEMM_NR and the two pack sizes below. */
 #define GEMM_MR 8
 #define GEMM_NR 32
 #define GEMM_NV (GEMM_NR / 16)

@@ -2,9 +2,9 @@
  * that pops redexes off its own bag and applies HVM2's rules on a shared node heap, linking wires
  * with one atomic exchange each. Idle workers raise a flag and busy ones hand them their oldest
  * redex. A launch ends when all workers are idle, when one has used its interaction budget, or
- * when one needs more memory; the host (engine/inet_cl.c) then grows what is short and launches
+ * when one needs more memory; the host (engine/inet/inet_cl.c) then grows what is short and launches
  * again, so the kernel never waits on anything unbounded and a CPU device can run the workers
- * one after another. Same rules and counts as the host reference (engine/inet_host.c). */
+ * one after another. Same rules and counts as the host reference (engine/inet/inet_host.c). */
 
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 
@@ -175,7 +175,7 @@ INET_HOT pgn_u32 inet_var_alloc(inet_w *w) {
 INET_HOT void inet_var_free(inet_w *w, pgn_u32 v) { inet_free(w, PGN_INET_HEAP_VARS, v); }
 
 /* A redex between two nullary ports (VOID) only counts, so it is counted here rather than left
- * in the bag under the work pushed after it, where it would pile up (engine/inet_host.c too). */
+ * in the bag under the work pushed after it, where it would pile up (engine/inet/inet_host.c too). */
 INET_HOT void inet_push(inet_w *w, pgn_u32 a, pgn_u32 b) {
     if (pgn_inet_tag(a) < PGN_INET_CON && pgn_inet_tag(b) < PGN_INET_CON) w->s.itrs++;
     else w->bag[w->s.bag_hi++] = pgn_inet_pair(a, b);
@@ -203,7 +203,7 @@ INET_HOT pgn_u32 inet_enter(inet_w *w, pgn_u32 p) {
     return p;
 }
 
-/* a ~ b, as engine/inet_host.c's link_ports, with the variable written by exchange. */
+/* a ~ b, as engine/inet/inet_host.c's link_ports, with the variable written by exchange. */
 INET_HOT void inet_link(inet_w *w, pgn_u32 a, pgn_u32 b) {
     for (;;) {
         if (pgn_inet_tag(a) != PGN_INET_VAR) {
@@ -230,7 +230,7 @@ INET_HOT void inet_link(inet_w *w, pgn_u32 a, pgn_u32 b) {
     }
 }
 
-/* ---- the rules (drawn in engine/inet_host.c, which these follow line by line) --------------- */
+/* ---- the rules (drawn in engine/inet/inet_host.c, which these follow line by line) --------------- */
 
 INET_HOT void inet_eras(inet_w *w, pgn_u32 a, pgn_u32 b) {
     pgn_u32 i = pgn_inet_val(b);

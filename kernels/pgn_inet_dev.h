@@ -1,6 +1,6 @@
 /* pgn_inet_dev.h: the state of the OpenCL interaction-net reducer that lives in device memory
  * between launches, shared by the kernel (kernels/inet.cl) and its host driver
- * (engine/inet_cl.c). Requires pgn_math.h first (pgn_u32, pgn_u64). */
+ * (engine/inet/inet_cl.c). Requires pgn_math.h first (pgn_u32, pgn_u64). */
 #ifndef PGN_INET_DEV_H
 #define PGN_INET_DEV_H
 

@@ -1,5 +1,5 @@
 /* pgn_inet_port.h: the memory layout of an interaction net, shared by the host reducer
- * (engine/inet_host.c), the readback (engine/inet_print.c) and the OpenCL reducer. It is HVM2's
+ * (engine/inet/inet_host.c), the readback (engine/inet/inet_print.c) and the OpenCL reducer. It is HVM2's
  * layout, so books and heaps mean the same thing everywhere: a port is 32 bits, a 3-bit tag under
  * a 29-bit value; a node (and a redex) is a pair of ports in 64 bits, first port in the low half.
  * Requires pgn_math.h first (for pgn_u32, pgn_u64 and PGN_INLINE). */

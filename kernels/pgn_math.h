@@ -1,7 +1,7 @@
 /* pgn_math.h: the one source of math for host reference code and OpenCL kernels.
  * This header compiles both as C17 (engine/, with -ffp-contract=off) and as OpenCL C (prepended
  * to every kernel program). Everything here uses only +, -, *, explicit fma, correctly rounded
- * division and bit manipulation, so host and device produce the same bits (DESIGN.md). */
+ * division and bit manipulation, so host and device produce the same bits (docs/architecture.md). */
 #ifndef PGN_MATH_H
 #define PGN_MATH_H
 

@@ -1,5 +1,5 @@
 /* pgn_ops.h: per-element and per-row bodies of the tensor ops, shared by the host reference
- * (engine/ops.c loops over them) and the OpenCL kernels (kernels/tensor.cl calls them once per
+ * (engine/tensor/ops.c loops over them) and the OpenCL kernels (kernels/tensor.cl calls them once per
  * work-item). One body, two callers: that is what makes host and device bit-identical.
  * Requires pgn_math.h first. */
 #ifndef PGN_OPS_H
@@ -24,7 +24,7 @@ PGN_INLINE float pgn_gemm_elem(int K, PGN_GLOBAL const float *a, int a_cs,
 PGN_INLINE float pgn_relu(float x) { return x > 0.0f ? x : 0.0f; }
 PGN_INLINE float pgn_relu_grad(float x, float dy) { return x > 0.0f ? dy : 0.0f; }
 
-/* Activations by code (the values of pgn_activation in engine/paragon.h). */
+/* Activations by code (the values of pgn_activation in engine/include/paragon.h). */
 #define PGN_ACT_CODE_NONE 0
 #define PGN_ACT_CODE_RELU 1
 #define PGN_ACT_CODE_GELU 2

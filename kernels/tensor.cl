@@ -1,6 +1,6 @@
 /* tensor.cl: OpenCL kernels of the tensor ops other than GEMM. pgn_math.h and pgn_ops.h are
  * prepended when the program is built (engine/device.c), so each kernel is a thin loop over a
- * shared body and gives the same bits as the host reference in engine/ops.c, where the
+ * shared body and gives the same bits as the host reference in engine/tensor/ops.c, where the
  * launchers live. Shapes are row-major (rows, cols); n = rows * cols. */
 
 /* z (rows, cols) += bias (cols); y = act(z). y may be z when act is none. global: n. */

@@ -185,7 +185,7 @@ int pgd_store_logs_list(pgd_store *store, int64_t job_id, int64_t after, json_t 
 
 /* ---- benchmarks ------------------------------------------------------------------------- */
 
-/* Benchmark rows are the engine's flat objects (engine/bench.h): "suite", "case" and "device"
+/* Benchmark rows are the engine's flat objects (engine/bench/bench.h): "suite", "case" and "device"
  * non-empty strings, "adapter" and "version" strings when present, every other value a number,
  * string, boolean or null. "id", "job_id" and "created_at" are the store's own and refused.
  * A bad row is code "invalid_row" with field "rows[i].key"; nothing is stored then. */

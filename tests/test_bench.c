@@ -1,4 +1,4 @@
-/* test_bench.c: the mlp-forward and tensor-micro suites (engine/bench_mlp.c) on the OpenCL
+/* test_bench.c: the mlp-forward and tensor-micro suites (engine/bench/bench_mlp.c) on the OpenCL
  * device and on the host pseudo-device: every row carries its keys, host and device results are
  * bit-identical, the CSV export has Paragon-Py's columns, and case filters select. Figures are
  * checked for presence and sign only: tests never assert on wall-clock time. */

@@ -1,5 +1,5 @@
-/* test_checkpoint.c: resuming trusts nothing in a checkpoint (engine/safetensors.c and the
- * resume path of engine/train.c): a checkpoint taken mid-epoch is altered one way at a time
+/* test_checkpoint.c: resuming trusts nothing in a checkpoint (engine/tensor/safetensors.c and the
+ * resume path of engine/tensor/train.c): a checkpoint taken mid-epoch is altered one way at a time
  * (data bytes, metadata, header offsets, tensor names, dtypes and shapes), and each resume fails
  * with code "checkpoint", a message naming the file and what is wrong, and no step run. */
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* test_cost.c: the cost model (engine/cost.c): rates from benchmark rows, fallbacks from a
+/* test_cost.c: the cost model (engine/bench/cost.c): rates from benchmark rows, fallbacks from a
  * device's properties, and job estimates that make small jobs cheap and big ones expensive. */
 #include <criterion/criterion.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* test_data.c: datasets (engine/data.c, engine/idx.c): the "data" spec and its errors, idx files
+/* test_data.c: datasets (engine/tensor/data.c, engine/tensor/idx.c): the "data" spec and its errors, idx files
  * written here as fixtures (plain and gzip) with every kind of corruption, path confinement,
  * the spiral generator, and Fashion-MNIST from the Debian package. */
 #include <criterion/criterion.h>

@@ -1,4 +1,4 @@
-/* test_gemm.c: engine/gemm.c and kernels/gemm.cl. Every path (host tiles; device operands in
+/* test_gemm.c: engine/tensor/gemm.c and kernels/gemm.cl. Every path (host tiles; device operands in
  * place, their last rows loaded element by element, or packed into panels) must give, bit for
  * bit, the in-order fma chain over k that the contract defines, in all four transpose variants
  * and at every tile edge; and that chain must be close to the exact product. */

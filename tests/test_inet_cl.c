@@ -1,4 +1,4 @@
-/* test_inet_cl.c: the OpenCL interaction-net reducer (engine/inet_cl.c, kernels/inet.cl) against
+/* test_inet_cl.c: the OpenCL interaction-net reducer (engine/inet/inet_cl.c, kernels/inet.cl) against
  * the host reference: the same normal form and the same interaction count for every example and
  * for random nets, with 1, 2, 4 and 64 work-items; heaps and bags that grow; limits, errors and
  * cancellation; and the inet job on a device. */

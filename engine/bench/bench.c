@@ -235,7 +235,7 @@ int pgn_bench_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_o
 
 /* ---- timing -----------------------------------------------------------------------------
  * A timed run is `calls` calls of an op or pass followed by one wait for the device, so the
- * device's figures include the launches but never a finish per op (DESIGN.md). */
+ * device's figures include the launches but never a finish per op (docs/architecture.md). */
 
 /* Seconds per call: the median of reps timed runs of `calls` calls, after one untimed run. */
 int pgn_bench_time_calls(pgn_bench_run_fn run, void *arg, int calls, int reps, double *sec,

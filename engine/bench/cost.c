@@ -10,7 +10,7 @@
 /* Fallbacks from a device's properties, used only until it has benchmark rows: FLOPs a compute
  * unit does per clock on the GEMM (half an AVX-512 core's FMA peak on a CPU; a GPU's CU runs
  * 64-128 lanes), interactions a CPU compute unit reduces per second, and launch costs (a pocl
- * launch is about 35 us with a wait, DESIGN.md). */
+ * launch is about 35 us with a wait, docs/architecture.md). */
 #define CPU_FLOPS_PER_CU_CLOCK 32.0
 #define GPU_FLOPS_PER_CU_CLOCK 128.0
 #define CPU_MIPS_PER_CU 80.0

@@ -423,7 +423,7 @@ int pgn_inet_memory_estimate(const pgn_inet_spec *spec, const pgn_device_info *w
 
 /* ---- benchmarks (bench.c) ---------------------------------------------------------------
  * Suites produce rows: flat JSON objects with "suite", "case", "device", "adapter", "version"
- * and the suite's figures (engine/bench.h). */
+ * and the suite's figures (engine/bench/bench.h). */
 
 /* The suites in the order `all` runs them, NULL-terminated. */
 extern const char *const pgn_bench_suites[];

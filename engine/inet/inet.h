@@ -109,7 +109,7 @@ void pgn_inet_result_free(pgn_inet_result *r);
  * pgn_inet_default_workers). Same contract as pgn_inet_run_host: the same normal form and
  * interaction count for any number of workers; seconds covers the launches and any heap growth
  * between them; peak_nodes is the node heap's high-water mark (free slots held by workers
- * included). Limits are checked between launches (about every SLICE_S, engine/inet_cl.c), so
+ * included). Limits are checked between launches (about every SLICE_S, engine/inet/inet_cl.c), so
  * timeout_s and max_interactions stop the run within that; max_nodes bounds the node heap, which
  * workers' unused chunks share, so a net near the limit may stop a little sooner than on host. */
 int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_limits *lim,

@@ -27,7 +27,7 @@
 #define BUDGET_FIRST (1u << 22)
 #define BUDGET_MAX (1ull << 32)
 #define REPORT_EVERY_S 0.5
-/* Work-items per compute unit on a GPU; a CPU device runs one per compute unit (DESIGN.md). */
+/* Work-items per compute unit on a GPU; a CPU device runs one per compute unit (docs/architecture.md). */
 #define GPU_WORKERS_PER_CU 64u
 #define GPU_LOCAL 64u
 

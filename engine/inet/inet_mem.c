@@ -46,7 +46,7 @@ static def_max largest_def(const pgn_inet_book *book) {
  * Device: max_nodes bounds the node heap's slots, plus a chunk for each worker (partly used,
  * held back) and chunk 0 (nobody's); the variable heap follows at VARS_PER_NODE a slot. A worker's
  * bag holds twice its share of the bound, and the room a rule reserves before it runs; when one
- * is full at its cap the driver spreads the redexes over all bags (engine/inet_cl.c), so after
+ * is full at its cap the driver spreads the redexes over all bags (engine/inet/inet_cl.c), so after
  * that each is at most half full, and with one or two workers a bag holds the whole bound. */
 void pgn_inet_caps_of(const pgn_inet_book *book, uint64_t max_nodes, unsigned workers, pgn_inet_caps *out) {
     def_max d = largest_def(book);
@@ -80,7 +80,7 @@ uint64_t pgn_inet_book_bytes(const pgn_inet_book *book) {
            ((uint64_t)book->n_nodes + 1) * 8 + ((uint64_t)book->n_rbag + 1) * 8;
 }
 
-/* Owner-table entries of a heap of cap slots (engine/inet_cl.c): every chunk, and the chunks
+/* Owner-table entries of a heap of cap slots (engine/inet/inet_cl.c): every chunk, and the chunks
  * workers may have taken past the end. */
 static uint64_t owner_entries(uint64_t cap, unsigned workers) {
     return (cap + (uint64_t)workers * PGN_INET_CHUNK) / PGN_INET_CHUNK + 1;

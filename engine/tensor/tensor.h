@@ -49,7 +49,7 @@ int pgn_op_gemm_bias_act(int M, int N, int K, const pgn_tensor *a, bool ta, cons
                          bool tb, pgn_tensor *z, const pgn_tensor *bias, int act, pgn_tensor *y,
                          pgn_error *err);
 /* A (K, N) weight matrix packed once into the GEMM's panels on its device, for many products of
- * few rows (inference) without repacking on each (engine/gemm.c). Owns its panels. */
+ * few rows (inference) without repacking on each (engine/tensor/gemm.c). Owns its panels. */
 typedef struct pgn_gemm_packed {
     int K, N;
     pgn_tensor panels;

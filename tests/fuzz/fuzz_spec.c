@@ -1,4 +1,4 @@
-/* fuzz_spec.c: a libFuzzer target for the job-spec parser (engine/spec.c, with the HVM2 parser
+/* fuzz_spec.c: a libFuzzer target for the job-spec parser (engine/jobs/spec.c, with the HVM2 parser
  * it runs on inet programs and the data-source parser), fed request bodies as paragond gets
  * them, and for paragond's JSON shape check (server/admission.c) in front of it. Not part of the
  * build or the tests: see README.md here. Beyond "no crash and no sanitizer report" it checks:
