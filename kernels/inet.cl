@@ -372,7 +372,7 @@ INET_HOT void inet_interact(inet_w *w, pgn_u32 rule, pgn_u32 a, pgn_u32 b) {
     case PGN_INET_ANNI: inet_anni(w, a, b); break;
     case PGN_INET_COMM: inet_comm(w, a, b); break;
     case PGN_INET_OPER: inet_oper(w, a, b); break;
-    default: inet_swit(w, a, b); break;
+    case PGN_INET_SWIT: inet_swit(w, a, b); break;
     }
 }
 

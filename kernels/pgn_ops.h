@@ -90,14 +90,6 @@ PGN_INLINE float pgn_colsum_elem(int rows, int cols, PGN_GLOBAL const float *x, 
     return acc;
 }
 
-/* SGD with momentum (PyTorch's form, no dampening): v = mu v + g; w = w - lr v. */
-PGN_INLINE void pgn_sgd_momentum_elem(PGN_GLOBAL float *w, PGN_GLOBAL float *v, float g, float lr,
-                                      float mu) {
-    float vn = pgn_fma(mu, *v, g);
-    *v = vn;
-    *w = pgn_fma(-lr, vn, *w);
-}
-
 /* SGD as PyTorch's torch.optim.SGD: g += wd w (L2); v = mu v + g (when mu > 0);
  * step = nesterov ? g + mu v : v; w -= lr step. g arrives already scaled by clipping. */
 PGN_INLINE void pgn_sgd_elem(PGN_GLOBAL float *w, PGN_GLOBAL float *v, float g, float lr, float mu,
