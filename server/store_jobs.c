@@ -175,9 +175,10 @@ int pgd_store_queue_seconds(pgd_store *s, const char *device, double *seconds, p
     return store_read_numbers(s, sql, device, seconds, 1, "sum queued work", err);
 }
 
-int pgd_store_job_get(pgd_store *s, int64_t id, bool with_spec, pgd_job *out, pgn_error *err) {
-    static const char sql[] = "SELECT " JOB_COLS ", spec FROM jobs WHERE id = ?1";
-    *out = (pgd_job){0};
+/* Runs sql (one row of job id, ?1) under the lock and hands the row to read(st, ctx); a missing
+ * job is "not_found", what names the read in the database's errors. */
+static int read_job_row(pgd_store *s, const char *sql, int64_t id, void (*read)(sqlite3_stmt *, void *),
+                        void *ctx, const char *what, pgn_error *err) {
     pthread_mutex_lock(&s->lock);
     int ret = -1;
     sqlite3_stmt *st = store_stmt(s, sql, err);
@@ -185,17 +186,34 @@ int pgd_store_job_get(pgd_store *s, int64_t id, bool with_spec, pgd_job *out, pg
         sqlite3_bind_int64(st, 1, id);
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
-            job_from_row(st, with_spec, out);
+            read(st, ctx);
             ret = 0;
         } else if (rc == SQLITE_DONE) {
             store_no_such_job(err, id);
         } else {
-            store_fail(s, err, "read job");
+            store_fail(s, err, what);
         }
         store_stmt_done(st);
     }
     pthread_mutex_unlock(&s->lock);
     return ret;
+}
+
+typedef struct {
+    pgd_job *job;
+    bool with_spec;
+} job_read;
+
+static void read_job(sqlite3_stmt *st, void *ctx) {
+    job_read *r = ctx;
+    job_from_row(st, r->with_spec, r->job);
+}
+
+int pgd_store_job_get(pgd_store *s, int64_t id, bool with_spec, pgd_job *out, pgn_error *err) {
+    static const char sql[] = "SELECT " JOB_COLS ", spec FROM jobs WHERE id = ?1";
+    *out = (pgd_job){0};
+    job_read r = {out, with_spec};
+    return read_job_row(s, sql, id, read_job, &r, "read job", err);
 }
 
 int pgd_store_jobs_list(pgd_store *s, const pgd_job_filter *f, pgd_job **jobs, size_t *n,
@@ -471,27 +489,12 @@ int pgd_store_job_cancel(pgd_store *s, int64_t id, pgd_job *job, pgn_error *err)
     return ret;
 }
 
+static void read_flag(sqlite3_stmt *st, void *ctx) { *(bool *)ctx = sqlite3_column_int(st, 0) != 0; }
+
 int pgd_store_job_cancel_requested(pgd_store *s, int64_t id, bool *requested, pgn_error *err) {
     static const char sql[] = "SELECT cancel_requested FROM jobs WHERE id = ?1";
     *requested = false;
-    pthread_mutex_lock(&s->lock);
-    int ret = -1;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
-    if (st) {
-        sqlite3_bind_int64(st, 1, id);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-            *requested = sqlite3_column_int(st, 0) != 0;
-            ret = 0;
-        } else if (rc == SQLITE_DONE) {
-            store_no_such_job(err, id);
-        } else {
-            store_fail(s, err, "read cancel request");
-        }
-        store_stmt_done(st);
-    }
-    pthread_mutex_unlock(&s->lock);
-    return ret;
+    return read_job_row(s, sql, id, read_flag, requested, "read cancel request", err);
 }
 
 static int delete_tx(pgd_store *s, void *ctx, pgn_error *err) {
