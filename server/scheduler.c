@@ -504,10 +504,9 @@ static int place(const pgd_scheduler *s, const char *want, pgn_device_info *out,
     pgn_error e;
     pgn_error_clear(&e);
     if (pgn_device_select(want, s->devices, s->n, out, &e) == 0) return 0;
-    if (strncmp(e.message, "device", 6) == 0)
-        pgn_error_set(err, PGN_E_INVALID_SPEC, "device", "%s", e.message);
-    else
-        pgn_error_set(err, PGN_E_INVALID_SPEC, "device", "device: %s", e.message);
+    /* The engine's message already names the field; to a submission it is a bad spec. */
+    *err = e;
+    err->code = PGN_E_INVALID_SPEC;
     return -1;
 }
 
