@@ -8,9 +8,8 @@
 #include <CL/cl.h>
 #include <CL/cl_ext.h> /* CL_PLATFORM_NOT_FOUND_KHR: the ICD loader found no platform */
 
+#include "kernels.h"
 #include "paragon.h"
-
-#define PGN_MAX_KERNELS 128
 
 struct pgn_device {
     pgn_device_info info;
@@ -19,9 +18,7 @@ struct pgn_device {
     cl_context context;
     cl_command_queue queue; /* in-order: a step's kernels are queued, then waited for once */
     cl_program program;
-    int n_kernels; /* every __kernel of the program, created once at open */
-    cl_kernel kernels[PGN_MAX_KERNELS];
-    char kernel_names[PGN_MAX_KERNELS][64];
+    cl_kernel kernels[PGN_KERNEL_COUNT]; /* every kernel of kernels.h, created once at open */
     double *profile_sink; /* when set, each launch waits and adds its event time (seconds) */
     size_t align_bytes;   /* sub-buffer origins must be multiples of this */
     cl_mem gemm_ws;       /* engine/tensor/gemm.c's scratch for packed panels; grown, never shrunk */
@@ -32,9 +29,6 @@ struct pgn_device {
     size_t n_kept;
 };
 
-/* The kernel called name in the device's program; NULL (and an error) when there is none. */
-cl_kernel pgn_kernel(pgn_device *dev, const char *name, pgn_error *err);
-
 /* One kernel argument: its size and a pointer to its value (KARG(x) for a variable x). */
 typedef struct pgn_karg {
     size_t size;
@@ -42,13 +36,15 @@ typedef struct pgn_karg {
 } pgn_karg;
 #define KARG(x) {sizeof(x), &(x)}
 
-/* Sets the arguments and queues kernel name over a dims-D range (local may be NULL).
- * Never waits: a step's kernels are queued and waited for once (docs/architecture.md, "OpenCL on a CPU"). */
-int pgn_launch(pgn_device *dev, const char *name, const pgn_karg *args, int nargs, cl_uint dims,
-               const size_t *global, const size_t *local, pgn_error *err);
-/* The same with a kernel object of the caller's (name is for error messages). */
-int pgn_launch_kernel(pgn_device *dev, cl_kernel k, const char *name, const pgn_karg *args, int nargs,
-                      cl_uint dims, const size_t *global, const size_t *local, pgn_error *err);
+/* Sets the arguments (as many as kernels.h lists for it) and queues kernel id over a dims-D
+ * range (local may be NULL). Launchers call it through PGN_LAUNCH, which checks the count of
+ * args at compile time. Never waits: a step's kernels are queued and waited for once
+ * (docs/architecture.md, "OpenCL on a CPU"). */
+int pgn_launch(pgn_device *dev, pgn_kernel_id id, const pgn_karg *args, cl_uint dims, const size_t *global,
+               const size_t *local, pgn_error *err);
+/* The same with a kernel object of the caller's, created from the program by id's name. */
+int pgn_launch_kernel(pgn_device *dev, cl_kernel k, pgn_kernel_id id, const pgn_karg *args, cl_uint dims,
+                      const size_t *global, const size_t *local, pgn_error *err);
 
 /* A spec error: code "invalid_spec", err->field = field, message "field: <fmt>". Returns -1. */
 int pgn_spec_fail(pgn_error *err, const char *field, const char *fmt, ...)

@@ -373,19 +373,30 @@ static int build_kernels(pgn_device *dev, pgn_error *err) {
     int rc = pgn_program_build(dev, src, &dev->program, err);
     free(src);
     if (rc) return -1;
-    cl_uint n = 0;
-    cl_int st = clCreateKernelsInProgram(dev->program, PGN_MAX_KERNELS, dev->kernels, &n);
-    if (st != CL_SUCCESS) {
-        pgn_error_set(err, PGN_E_KERNEL_BUILD, "", "creating kernels on %s failed: %s", dev->info.id,
-                      pgn_cl_status_name(st));
-        return -1;
+    for (int k = 0; k < PGN_KERNEL_COUNT; k++) {
+        const char *name = pgn_kernel_name((pgn_kernel_id)k);
+        cl_int st;
+        dev->kernels[k] = clCreateKernel(dev->program, name, &st);
+        if (st != CL_SUCCESS) {
+            dev->kernels[k] = NULL;
+            pgn_error_set(err, PGN_E_KERNEL_BUILD, "", "creating kernel %s on %s failed: %s", name,
+                          dev->info.id, pgn_cl_status_name(st));
+            return -1;
+        }
+        cl_uint nargs = 0;
+        clGetKernelInfo(dev->kernels[k], CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, NULL);
+        if ((int)nargs != pgn_kernel_nargs((pgn_kernel_id)k)) {
+            pgn_error_set(err, PGN_E_KERNEL_BUILD, "", "kernel %s takes %u arguments; engine/kernels.h lists %d",
+                          name, nargs, pgn_kernel_nargs((pgn_kernel_id)k));
+            return -1;
+        }
     }
-    dev->n_kernels = (int)n;
-    for (int k = 0; k < dev->n_kernels; k++) {
-        dev->kernel_names[k][0] = '\0';
-        clGetKernelInfo(dev->kernels[k], CL_KERNEL_FUNCTION_NAME, sizeof dev->kernel_names[k],
-                        dev->kernel_names[k], NULL);
-        dev->kernel_names[k][sizeof dev->kernel_names[k] - 1] = '\0';
+    size_t in_program = 0;
+    clGetProgramInfo(dev->program, CL_PROGRAM_NUM_KERNELS, sizeof in_program, &in_program, NULL);
+    if (in_program != PGN_KERNEL_COUNT) {
+        pgn_error_set(err, PGN_E_KERNEL_BUILD, "", "the program holds %zu kernels; engine/kernels.h lists %d",
+                      in_program, PGN_KERNEL_COUNT);
+        return -1;
     }
     return 0;
 }
@@ -456,7 +467,8 @@ int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *er
 void pgn_device_close(pgn_device *dev) {
     if (!dev) return;
     if (dev->queue) clFinish(dev->queue);
-    for (int k = 0; k < dev->n_kernels; k++) clReleaseKernel(dev->kernels[k]);
+    for (int k = 0; k < PGN_KERNEL_COUNT; k++)
+        if (dev->kernels[k]) clReleaseKernel(dev->kernels[k]);
     if (dev->gemm_ws) clReleaseMemObject(dev->gemm_ws);
     for (size_t i = 0; i < dev->n_kept; i++) clReleaseMemObject(dev->kept[i]);
     free(dev->kept);
@@ -527,22 +539,27 @@ int pgn_device_finish(pgn_device *dev, pgn_error *err) {
     return 0;
 }
 
-cl_kernel pgn_kernel(pgn_device *dev, const char *name, pgn_error *err) {
-    for (int k = 0; k < dev->n_kernels; k++)
-        if (!strcmp(dev->kernel_names[k], name)) return dev->kernels[k];
-    pgn_error_set(err, PGN_E_INTERNAL, "", "no kernel '%s' in the program of %s", name, dev->info.id);
-    return NULL;
+static const struct {
+    const char *name;
+    int nargs;
+} kernel_table[PGN_KERNEL_COUNT] = {
+#define PGN_KERNEL_ROW(name, nargs) {#name, nargs},
+    PGN_KERNEL_LIST(PGN_KERNEL_ROW)
+#undef PGN_KERNEL_ROW
+};
+
+const char *pgn_kernel_name(pgn_kernel_id id) { return kernel_table[id].name; }
+int pgn_kernel_nargs(pgn_kernel_id id) { return kernel_table[id].nargs; }
+
+int pgn_launch(pgn_device *dev, pgn_kernel_id id, const pgn_karg *args, cl_uint dims, const size_t *global,
+               const size_t *local, pgn_error *err) {
+    return pgn_launch_kernel(dev, dev->kernels[id], id, args, dims, global, local, err);
 }
 
-int pgn_launch(pgn_device *dev, const char *name, const pgn_karg *args, int nargs, cl_uint dims,
-               const size_t *global, const size_t *local, pgn_error *err) {
-    cl_kernel k = pgn_kernel(dev, name, err);
-    if (!k) return -1;
-    return pgn_launch_kernel(dev, k, name, args, nargs, dims, global, local, err);
-}
-
-int pgn_launch_kernel(pgn_device *dev, cl_kernel k, const char *name, const pgn_karg *args, int nargs,
-                      cl_uint dims, const size_t *global, const size_t *local, pgn_error *err) {
+int pgn_launch_kernel(pgn_device *dev, cl_kernel k, pgn_kernel_id id, const pgn_karg *args, cl_uint dims,
+                      const size_t *global, const size_t *local, pgn_error *err) {
+    const char *name = pgn_kernel_name(id);
+    int nargs = pgn_kernel_nargs(id);
     for (int i = 0; i < nargs; i++) {
         cl_int st = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
         if (st != CL_SUCCESS) {
@@ -616,12 +633,8 @@ static bool whole_buffer(cl_mem mem, size_t offset, size_t bytes) {
     return !parent && offset == 0 && bytes == size;
 }
 
-/* Queues kernel (copy_u32 or fill_u32) over words words; args[0] is words, args[1] per_item. */
-static int store_kernel(pgn_device *dev, const char *kernel, const pgn_karg *args, int nargs, cl_ulong words,
-                        pgn_error *err) {
-    size_t global = (words + PGN_STORE_WORDS - 1) / PGN_STORE_WORDS;
-    return pgn_launch(dev, kernel, args, nargs, 1, &global, NULL, err);
-}
+/* The range of copy_u32 or fill_u32 over words words. */
+static size_t store_items(cl_ulong words) { return (words + PGN_STORE_WORDS - 1) / PGN_STORE_WORDS; }
 
 static int store_words(pgn_device *dev, const char *what, size_t offset, size_t bytes, pgn_error *err) {
     if (offset % 4 == 0 && bytes % 4 == 0) return 0;
@@ -644,7 +657,7 @@ int pgn_device_write(pgn_device *dev, cl_mem mem, size_t offset, size_t bytes, c
     cl_ulong n = bytes / 4, from = 0, to = offset / 4;
     cl_uint per_item = PGN_STORE_WORDS;
     pgn_karg args[] = {KARG(n), KARG(per_item), KARG(staged), KARG(from), KARG(mem), KARG(to)};
-    int rc = store_kernel(dev, "copy_u32", args, 6, n, err);
+    int rc = PGN_LAUNCH(dev, copy_u32, args, 1, (size_t[1]){store_items(n)}, NULL, err);
     pgn_device_release_buffer(dev, staged);
     return rc;
 }
@@ -672,7 +685,7 @@ int pgn_device_fill_u32(pgn_device *dev, cl_mem mem, size_t offset, size_t bytes
     cl_ulong n = bytes / 4, at = offset / 4;
     cl_uint per_item = PGN_STORE_WORDS, v = value;
     pgn_karg args[] = {KARG(n), KARG(per_item), KARG(mem), KARG(at), KARG(v)};
-    return store_kernel(dev, "fill_u32", args, 5, n, err);
+    return PGN_LAUNCH(dev, fill_u32, args, 1, (size_t[1]){store_items(n)}, NULL, err);
 }
 
 int pgn_device_copy(pgn_device *dev, cl_mem src, size_t src_offset, cl_mem dst, size_t dst_offset, size_t bytes,
@@ -687,5 +700,5 @@ int pgn_device_copy(pgn_device *dev, cl_mem src, size_t src_offset, cl_mem dst, 
     cl_ulong n = bytes / 4, from = src_offset / 4, to = dst_offset / 4;
     cl_uint per_item = PGN_STORE_WORDS;
     pgn_karg args[] = {KARG(n), KARG(per_item), KARG(src), KARG(from), KARG(dst), KARG(to)};
-    return store_kernel(dev, "copy_u32", args, 6, n, err);
+    return PGN_LAUNCH(dev, copy_u32, args, 1, (size_t[1]){store_items(n)}, NULL, err);
 }

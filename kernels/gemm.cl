@@ -1,24 +1,10 @@
 /* gemm.cl: SGEMM kernels: packing op(B) (and transposed A) into zero-padded panels, and the
- * register-tiled product. pgn_math.h and pgn_ops.h are prepended when the program is built; the
+ * register-tiled product. pgn_math.h, pgn_ops.h and pgn_gemm.h are prepended when the program is built; the
  * launchers and the choice of what to pack live in engine/tensor/gemm.c. Every output is one in-order
  * fma chain over k from 0 (each vector lane is its own chain), bit-exact with the host. */
 
-/* One work-item computes a GEMM_MR x GEMM_NR tile of C in GEMM_MR * GEMM_NV float16
- * accumulators: a row of op(B) is GEMM_NV float16 loads, an element of A one broadcast scalar.
- * Measured on pocl (2-core AVX-512, FMA peak 453 GFLOP/s), best of runs, B packed: 8 x 32
- * (16 accumulators) 433-447 GFLOP/s at N = 1024 and 2048, 4 x 64: 431-438, 6 x 64: 419-426,
- * 12 x 32: 365-395, 14 x 32: 393-399; at 128 x 256 x 784 8 x 32 reached 390-409.
- * engine/tensor/gemm.c repeats GEMM_MR, GEMM_NR and the two pack sizes below. */
-#define GEMM_MR 8
-#define GEMM_NR 32
-#define GEMM_NV (GEMM_NR / 16)
-/* Rows of op(B) (and of transposed A) one pack work-item copies: a few groups per core at the
- * training shapes (K = 128-784). 16, 64 and 256 measured within noise of each other (a pocl
- * work-group costs under 20 ns: 128 empty groups ran in 3.3-9.1 µs, one in 2.4-6.6). */
-#define GEMM_PACK_KC 64
-/* Rows of transposed A one pack work-item copies: 64 contiguous floats (four cache lines) per k.
- * 8 rows per item (one panel, half a line) packed a 1024 x 1024 A in about 350 µs, 64 in 60. */
-#define GEMM_PACK_AR 64
+/* The tile and pack sizes (GEMM_MR, GEMM_NR, GEMM_NV, GEMM_PACK_KC, GEMM_PACK_AR) are in
+ * kernels/pgn_gemm.h, which engine/tensor/gemm.c includes too. */
 
 PGN_INLINE int gemm_ceil_div(int a, int b) { return (a + b - 1) / b; }
 

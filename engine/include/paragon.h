@@ -201,7 +201,8 @@ const pgn_device_info *pgn_device_get_info(const pgn_device *dev);
 
 typedef enum { PGN_JOB_TRAIN, PGN_JOB_INET, PGN_JOB_BENCH } pgn_job_kind;
 
-/* Values match PGN_ACT_CODE_* in kernels/pgn_ops.h. */
+/* Values are the kernels' PGN_ACT_CODE_* (kernels/pgn_ops.h); engine/tensor/ops.c checks that at
+ * compile time. */
 typedef enum {
     PGN_ACT_NONE = 0,
     PGN_ACT_RELU = 1,

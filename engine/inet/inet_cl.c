@@ -255,7 +255,7 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
     c->dev = dev;
     c->workers = workers;
     cl_int kst;
-    c->kernel = clCreateKernel(dev->program, "inet_reduce", &kst);
+    c->kernel = clCreateKernel(dev->program, pgn_kernel_name(PGN_K_inet_reduce), &kst);
     if (kst != CL_SUCCESS) {
         c->kernel = NULL;
         return cl_fail(err, kst, "creating the reducer's kernel");
@@ -348,8 +348,8 @@ static int launch(clnet *c, uint64_t budget, pgn_error *err) {
     bool cpu = c->dev->info.type == PGN_DEVICE_CPU;
     size_t local = cpu ? 1 : GPU_LOCAL;
     size_t global = (c->workers + local - 1) / local * local;
-    if (pgn_launch_kernel(c->dev, c->kernel, "inet_reduce", args, (int)(sizeof args / sizeof *args), 1, &global,
-                          &local, err))
+    if (pgn_launch_kernel(c->dev, c->kernel, (pgn_kernel_id)PGN_KERNEL_CHECKED(inet_reduce, args), args, 1,
+                          &global, &local, err))
         return -1;
     st = clEnqueueReadBuffer(c->dev->queue, c->wk, CL_FALSE, 0, c->workers * sizeof *c->w, c->w, 0, NULL, NULL);
     if (st == CL_SUCCESS)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tensor/tensor.h"
+#include "pgn_gemm.h"
 #include "pgn_math.h"
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
@@ -160,10 +161,6 @@ static void gemm_host(int M, int N, int K, const float *a, gemm_strides s, const
  * gemm_tile computes GEMM_MR x GEMM_NR tiles, one per work-item and work-group (pocl runs a
  * group's work-items one after another on one thread; its cores take whole groups). Operands
  * small enough are read in place instead, saving the pack launch. */
-#define GEMM_MR 8       /* = GEMM_MR in kernels/gemm.cl */
-#define GEMM_NR 32      /* = GEMM_NR in kernels/gemm.cl */
-#define GEMM_PACK_KC 64 /* = GEMM_PACK_KC in kernels/gemm.cl */
-#define GEMM_PACK_AR 64 /* = GEMM_PACK_AR in kernels/gemm.cl */
 /* An operand up to this many elements is read in place when its layout allows (B not transposed,
  * A not transposed or small): at 128 x 256 x 784 and 784 x 256 x 128 the product ran as fast
  * from B in place as from panels, and the pack launch costs 7-10 µs; at N = 1024 B in place ran
@@ -225,7 +222,7 @@ static int launch_pack(pgn_device *dev, int M, int N, int K, cl_mem a, int a_blo
                        KARG(b),   KARG(b_rs), KARG(b_cs), KARG(b_panels), KARG(ws)};
     size_t global[2] = {(size_t)(a_blocks + b_panels), (size_t)ceil_div(K, GEMM_PACK_KC)};
     size_t local[2] = {1, 1};
-    return pgn_launch(dev, "gemm_pack", pack, 11, 2, global, local, err);
+    return PGN_LAUNCH(dev, gemm_pack, pack, 2, global, local, err);
 }
 
 /* An operand of gemm_tile: its buffer, where it starts, and its panel, row and column strides. */
@@ -242,7 +239,7 @@ static int launch_tile(pgn_device *dev, int M, int N, int K, const tile_operand 
                        KARG(c),     KARG(N),     KARG(e->on), KARG(e->bias), KARG(e->act), KARG(e->y)};
     size_t global[2] = {(size_t)ceil_div(M, GEMM_MR), (size_t)ceil_div(N, GEMM_NR)};
     size_t local[2] = {1, 1};
-    return pgn_launch(dev, "gemm_tile", args, 18, 2, global, local, err);
+    return PGN_LAUNCH(dev, gemm_tile, args, 2, global, local, err);
 }
 
 static int gemm_device(int M, int N, int K, cl_mem a, cl_mem b, cl_mem c, bool ta, bool tb,

@@ -23,6 +23,12 @@
 #include "pgn_math.h"
 #include "pgn_ops.h"
 
+/* The public activation enum is the code the kernels switch on. */
+_Static_assert(PGN_ACT_NONE == PGN_ACT_CODE_NONE && PGN_ACT_RELU == PGN_ACT_CODE_RELU &&
+                   PGN_ACT_GELU == PGN_ACT_CODE_GELU && PGN_ACT_TANH == PGN_ACT_CODE_TANH &&
+                   PGN_ACT_SIGMOID == PGN_ACT_CODE_SIGMOID,
+               "pgn_activation (paragon.h) and PGN_ACT_CODE_* (kernels/pgn_ops.h) disagree");
+
 static int check(bool ok, const char *op, const char *what, pgn_error *err) {
     if (ok) return 0;
     pgn_error_set(err, PGN_E_INTERNAL, "", "%s: %s", op, what);
@@ -58,7 +64,7 @@ int pgn_op_bias_act_forward(int rows, pgn_tensor *z, const pgn_tensor *bias, int
         return 0;
     }
     pgn_karg args[] = {KARG(n), KARG(cols), KARG(act), KARG(z->mem), KARG(bias->mem), KARG(y->mem)};
-    return pgn_launch(z->dev, "bias_act_forward", args, 6, 1, GLOBAL1(n), NULL, err);
+    return PGN_LAUNCH(z->dev, bias_act_forward, args, 1, GLOBAL1(n), NULL, err);
 }
 
 int pgn_op_bias_act_backward(int rows, const pgn_tensor *z, const pgn_tensor *y,
@@ -88,7 +94,7 @@ int pgn_op_bias_act_backward(int rows, const pgn_tensor *z, const pgn_tensor *y,
     }
     pgn_karg args[] = {KARG(rows),  KARG(cols),   KARG(act),    KARG(z->mem),
                        KARG(y->mem), KARG(dy->mem), KARG(dz->mem), KARG(db->mem)};
-    return pgn_launch(z->dev, "bias_act_backward", args, 8, 1,
+    return PGN_LAUNCH(z->dev, bias_act_backward, args, 1,
                       GLOBAL1((cols + PGN_COL_BLOCK - 1) / PGN_COL_BLOCK), NULL, err);
 }
 
@@ -105,10 +111,10 @@ int pgn_op_act_forward(int rows, int act, const pgn_tensor *x, pgn_tensor *y, pg
     }
     if (act == PGN_ACT_CODE_RELU) {
         pgn_karg args[] = {KARG(n), KARG(x->mem), KARG(y->mem)};
-        return pgn_launch(x->dev, "relu_forward", args, 3, 1, GLOBAL1(n), NULL, err);
+        return PGN_LAUNCH(x->dev, relu_forward, args, 1, GLOBAL1(n), NULL, err);
     }
     pgn_karg args[] = {KARG(n), KARG(act), KARG(x->mem), KARG(y->mem)};
-    return pgn_launch(x->dev, "act_forward", args, 4, 1, GLOBAL1(n), NULL, err);
+    return PGN_LAUNCH(x->dev, act_forward, args, 1, GLOBAL1(n), NULL, err);
 }
 
 int pgn_op_act_backward(int rows, int act, const pgn_tensor *x, const pgn_tensor *y,
@@ -125,7 +131,7 @@ int pgn_op_act_backward(int rows, int act, const pgn_tensor *x, const pgn_tensor
         return 0;
     }
     pgn_karg args[] = {KARG(n), KARG(act), KARG(x->mem), KARG(y->mem), KARG(dy->mem), KARG(dx->mem)};
-    return pgn_launch(x->dev, "act_backward", args, 6, 1, GLOBAL1(n), NULL, err);
+    return PGN_LAUNCH(x->dev, act_backward, args, 1, GLOBAL1(n), NULL, err);
 }
 
 /* ---- dropout: y = x mask ---------------------------------------------------------------- */
@@ -149,7 +155,7 @@ int pgn_op_dropout_forward(int rows, const pgn_tensor *x, float p, uint64_t seed
     }
     cl_ulong s = seed, t = step;
     pgn_karg args[] = {KARG(n), KARG(p), KARG(scale), KARG(s), KARG(t), KARG(x->mem), KARG(mask->mem), KARG(y->mem)};
-    return pgn_launch(x->dev, "dropout_forward", args, 8, 1, GLOBAL1(n), NULL, err);
+    return PGN_LAUNCH(x->dev, dropout_forward, args, 1, GLOBAL1(n), NULL, err);
 }
 
 /* ---- elementwise mul and add ------------------------------------------------------------ */
@@ -168,7 +174,8 @@ static int binary(bool is_mul, int rows, const pgn_tensor *a, const pgn_tensor *
         return 0;
     }
     pgn_karg args[] = {KARG(n), KARG(a->mem), KARG(b->mem), KARG(out->mem)};
-    return pgn_launch(a->dev, kernel, args, 4, 1, GLOBAL1(n), NULL, err);
+    return is_mul ? PGN_LAUNCH(a->dev, mul, args, 1, GLOBAL1(n), NULL, err)
+                  : PGN_LAUNCH(a->dev, add, args, 1, GLOBAL1(n), NULL, err);
 }
 
 int pgn_op_mul(int rows, const pgn_tensor *a, const pgn_tensor *b, pgn_tensor *out, pgn_error *err) {
@@ -191,7 +198,7 @@ int pgn_op_colsum(int rows, const pgn_tensor *x, pgn_tensor *out, pgn_error *err
         return 0;
     }
     pgn_karg args[] = {KARG(rows), KARG(cols), KARG(x->mem), KARG(out->mem)};
-    return pgn_launch(x->dev, "colsum", args, 4, 1, GLOBAL1(cols), NULL, err);
+    return PGN_LAUNCH(x->dev, colsum, args, 1, GLOBAL1(cols), NULL, err);
 }
 
 int pgn_op_broadcast_rows(int rows, const pgn_tensor *src, float scale, pgn_tensor *dst,
@@ -205,7 +212,7 @@ int pgn_op_broadcast_rows(int rows, const pgn_tensor *src, float scale, pgn_tens
         return 0;
     }
     pgn_karg args[] = {KARG(n), KARG(cols), KARG(scale), KARG(src->mem), KARG(dst->mem)};
-    return pgn_launch(dst->dev, "broadcast_rows", args, 5, 1, GLOBAL1(n), NULL, err);
+    return PGN_LAUNCH(dst->dev, broadcast_rows, args, 1, GLOBAL1(n), NULL, err);
 }
 
 /* ---- fused losses: softmax + cross-entropy, MSE against one-hot --------------------------- */
@@ -233,7 +240,7 @@ static int fused_loss(int mse, int rows, const pgn_tensor *x, const pgn_tensor *
     }
     pgn_karg args[] = {KARG(mse),   KARG(rows),    KARG(n),         KARG(x->mem),  KARG(labels->mem),
                        KARG(scale), KARG(dx->mem), KARG(loss->mem), KARG(pred->mem)};
-    return pgn_launch(x->dev, "fused_loss", args, 9, 1, GLOBAL1(rows), NULL, err);
+    return PGN_LAUNCH(x->dev, fused_loss, args, 1, GLOBAL1(rows), NULL, err);
 }
 
 int pgn_op_softmax_xent(int rows, const pgn_tensor *logits, const pgn_tensor *labels, float scale,
@@ -262,7 +269,7 @@ int pgn_op_gather_rows(int rows, const pgn_tensor *src, const pgn_tensor *idx, i
         return 0;
     }
     pgn_karg args[] = {KARG(n), KARG(cols), KARG(src->mem), KARG(idx->mem), KARG(offset), KARG(dst->mem)};
-    return pgn_launch(src->dev, "gather_rows", args, 6, 1, GLOBAL1(n), NULL, err);
+    return PGN_LAUNCH(src->dev, gather_rows, args, 1, GLOBAL1(n), NULL, err);
 }
 
 int pgn_op_loss_stats(int rows, const pgn_tensor *loss, const pgn_tensor *pred,
@@ -283,7 +290,7 @@ int pgn_op_loss_stats(int rows, const pgn_tensor *loss, const pgn_tensor *pred,
         return 0;
     }
     pgn_karg args[] = {KARG(rows), KARG(loss->mem), KARG(pred->mem), KARG(labels->mem), KARG(stats->mem), KARG(slot)};
-    return pgn_launch(loss->dev, "loss_stats", args, 6, 1, GLOBAL1(1), NULL, err);
+    return PGN_LAUNCH(loss->dev, loss_stats, args, 1, GLOBAL1(1), NULL, err);
 }
 
 /* ---- optimizer pieces ------------------------------------------------------------------- */
@@ -302,7 +309,7 @@ int pgn_op_sumsq_chunks(const pgn_tensor *x, int chunk, pgn_tensor *partials, in
         return 0;
     }
     pgn_karg args[] = {KARG(n), KARG(chunk), KARG(x->mem), KARG(partials->mem), KARG(offset)};
-    return pgn_launch(x->dev, "sumsq_chunks", args, 5, 1, GLOBAL1(chunks), NULL, err);
+    return PGN_LAUNCH(x->dev, sumsq_chunks, args, 1, GLOBAL1(chunks), NULL, err);
 }
 
 int pgn_op_clip_scale(int n_partials, const pgn_tensor *partials, float max_norm,
@@ -320,7 +327,7 @@ int pgn_op_clip_scale(int n_partials, const pgn_tensor *partials, float max_norm
         return 0;
     }
     pgn_karg args[] = {KARG(n_partials), KARG(partials->mem), KARG(max_norm), KARG(out->mem)};
-    return pgn_launch(out->dev, "clip_scale", args, 4, 1, GLOBAL1(1), NULL, err);
+    return PGN_LAUNCH(out->dev, clip_scale, args, 1, GLOBAL1(1), NULL, err);
 }
 
 int pgn_op_sgd_update(pgn_tensor *w, const pgn_tensor *g, pgn_tensor *v, const pgn_tensor *scale,
@@ -337,7 +344,7 @@ int pgn_op_sgd_update(pgn_tensor *w, const pgn_tensor *g, pgn_tensor *v, const p
     }
     pgn_karg args[] = {KARG(n),  KARG(w->mem), KARG(g->mem), KARG(v->mem), KARG(scale->mem),
                        KARG(lr), KARG(mu),     KARG(nest),   KARG(wd)};
-    return pgn_launch(w->dev, "sgd_update", args, 9, 1, GLOBAL1(n), NULL, err);
+    return PGN_LAUNCH(w->dev, sgd_update, args, 1, GLOBAL1(n), NULL, err);
 }
 
 int pgn_op_adam_update(pgn_tensor *w, const pgn_tensor *g, pgn_tensor *m, pgn_tensor *v,
@@ -359,5 +366,5 @@ int pgn_op_adam_update(pgn_tensor *w, const pgn_tensor *g, pgn_tensor *m, pgn_te
     pgn_karg args[] = {KARG(n),       KARG(w->mem), KARG(g->mem), KARG(m->mem), KARG(v->mem),
                        KARG(scale->mem), KARG(a->lr), KARG(a->b1), KARG(a->b2), KARG(a->eps),
                        KARG(a->bc1),  KARG(a->bc2), KARG(a->wd), KARG(dec)};
-    return pgn_launch(w->dev, "adam_update", args, 14, 1, GLOBAL1(n), NULL, err);
+    return PGN_LAUNCH(w->dev, adam_update, args, 1, GLOBAL1(n), NULL, err);
 }
