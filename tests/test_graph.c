@@ -106,6 +106,7 @@ static void eval_double(pgn_graph *g, dvals *dv, const int32_t *labels) {
                 o[k] = loss;
             }
             break;
+        default: cr_assert_fail("no double evaluator for %s nodes", pgn_node_kind_name(n->kind));
         }
         free(dv->v[i]);
         dv->v[i] = o;

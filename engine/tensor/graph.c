@@ -1,6 +1,7 @@
 /* graph.c: building, planning and running op graphs; reverse-mode autodiff by each node's
- * vector-Jacobian product (the forward and backward of a node stand side by side in
- * node_forward and node_backward); parameter initialisation and the MLP builder. */
+ * vector-Jacobian product. Every op is one entry of the op table (ops[]): its forward and
+ * backward stand side by side, with the shapes in a comment above them. Also parameter
+ * initialisation and the MLP builder. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,24 +13,6 @@
 
 /* RNG streams for initialisation: parameter i uses stream PGN_STREAM_INIT + i. */
 #define PGN_STREAM_INIT 0x494e4954ULL /* "INIT" */
-
-const char *pgn_node_kind_name(pgn_node_kind kind) {
-    switch (kind) {
-    case PGN_NODE_INPUT: return "input";
-    case PGN_NODE_LABELS: return "labels";
-    case PGN_NODE_PARAM: return "param";
-    case PGN_NODE_MATMUL: return "matmul";
-    case PGN_NODE_BIAS_ACT: return "bias_act";
-    case PGN_NODE_ACT: return "act";
-    case PGN_NODE_DROPOUT: return "dropout";
-    case PGN_NODE_ADD: return "add";
-    case PGN_NODE_SUM_ROWS: return "sum_rows";
-    case PGN_NODE_MEAN_ROWS: return "mean_rows";
-    case PGN_NODE_XENT: return "softmax_xent";
-    case PGN_NODE_MSE: return "mse";
-    }
-    return "?";
-}
 
 void pgn_graph_init(pgn_graph *g, pgn_device *dev, int max_batch, uint64_t seed) {
     memset(g, 0, sizeof *g);
@@ -170,6 +153,215 @@ int pgn_graph_mse(pgn_graph *g, int pred, int labels, pgn_error *err) {
     return loss_node(g, PGN_NODE_MSE, pred, labels, err);
 }
 
+/* ---- the ops: each one's forward and backward side by side ------------------------------
+ * A node's forward writes its value from its inputs' values; its backward takes its grad (dy)
+ * and adds its inputs' vector-Jacobian products to their grads: the first contribution a
+ * backward pass makes to an input goes straight into its grad, later ones through its tmp
+ * (grad_target, finish_grad). Shapes are at the batch's rows B; (r, c) are the node's. */
+
+/* One pass of the graph: its batch rows, and whether it trains (dropout on) at which step. */
+typedef struct pass {
+    int rows;
+    bool training;
+    uint64_t step;
+} pass;
+
+static int rows_of(const pgn_node *n, int rows) { return n->batched ? rows : n->rows; }
+
+static pgn_node *in_a(pgn_graph *g, const pgn_node *n) { return n->a >= 0 ? &g->nodes[n->a] : NULL; }
+static pgn_node *in_b(pgn_graph *g, const pgn_node *n) { return n->b >= 0 ? &g->nodes[n->b] : NULL; }
+
+/* Where a gradient contribution for node x goes: straight into x->grad the first time in a
+ * backward pass, else into x->tmp, to be added by finish_grad. */
+static pgn_tensor *grad_target(pgn_node *x) { return x->grad_written ? &x->tmp : &x->grad; }
+
+static int finish_grad(pgn_node *x, int rows, pgn_error *err) {
+    if (!x->grad_written) {
+        x->grad_written = true;
+        return 0;
+    }
+    return pgn_op_add(rows_of(x, rows), &x->grad, &x->tmp, &x->grad, err);
+}
+
+/* C = op(A) op(B) with A, B, C of the given nodes' current shapes. */
+static int gemm_nodes(int rows, const pgn_node *A, bool ta, const pgn_node *B, bool tb,
+                      const pgn_tensor *a, const pgn_tensor *b, pgn_tensor *c, pgn_error *err) {
+    int ar = rows_of(A, rows), br = rows_of(B, rows);
+    int M = ta ? A->cols : ar, K = ta ? ar : A->cols, N = tb ? br : B->cols;
+    return pgn_op_gemm(M, N, K, a, ta, b, tb, c, err);
+}
+
+/* input (B, features), labels (B, 1) int32, param (r, c): written by the caller or the
+ * optimizer; no inputs, so nothing to pass back. */
+static int leaf_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    (void)g, (void)n, (void)p, (void)err;
+    return 0;
+}
+static int leaf_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    (void)g, (void)n, (void)p, (void)err;
+    return 0;
+}
+
+/* matmul: op(A) (M, K), op(B) (K, N) -> C (M, N); with a fused bias_act the kernel also writes
+ * z = C + bias in place and y = act(z) into the bias_act node. */
+static int matmul_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    pgn_node *A = in_a(g, n), *B = in_b(g, n);
+    if (n->epilogue < 0)
+        return gemm_nodes(p->rows, A, n->ta, B, n->tb, &A->value, &B->value, &n->value, err);
+    pgn_node *e = &g->nodes[n->epilogue];
+    int ar = rows_of(A, p->rows), K = n->ta ? ar : A->cols;
+    return pgn_op_gemm_bias_act(rows_of(n, p->rows), n->cols, K, &A->value, n->ta, &B->value, n->tb,
+                                &n->value, &g->nodes[e->b].value, e->act, &e->value, err);
+}
+/* dA = dC op(B)^T (stored transposed when ta), dB = op(A)^T dC (likewise when tb) */
+static int matmul_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    pgn_node *A = in_a(g, n), *B = in_b(g, n);
+    int rows = p->rows;
+    if (A->needs_grad) {
+        pgn_tensor *t = grad_target(A);
+        int rc = n->ta ? gemm_nodes(rows, B, n->tb, n, true, &B->value, &n->grad, t, err)
+                       : gemm_nodes(rows, n, false, B, !n->tb, &n->grad, &B->value, t, err);
+        if (rc || finish_grad(A, rows, err)) return -1;
+    }
+    if (B->needs_grad) {
+        pgn_tensor *t = grad_target(B);
+        int rc = n->tb ? gemm_nodes(rows, n, true, A, n->ta, &n->grad, &A->value, t, err)
+                       : gemm_nodes(rows, A, !n->ta, n, false, &A->value, &n->grad, t, err);
+        if (rc || finish_grad(B, rows, err)) return -1;
+    }
+    return 0;
+}
+
+/* bias_act: z (B, N) = a + bias (1, N), in place in a; y = act(z). Done by the matmul when
+ * fused into it. */
+static int bias_act_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    pgn_node *A = in_a(g, n), *B = in_b(g, n);
+    if (A->epilogue == (int)(n - g->nodes)) return 0;
+    return pgn_op_bias_act_forward(rows_of(n, p->rows), &A->value, &B->value, n->act, &n->value, err);
+}
+/* dz = dy act'(z) into the matmul's grad, dbias = colsum dz (one fused kernel) */
+static int bias_act_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    pgn_node *A = in_a(g, n), *B = in_b(g, n);
+    if (pgn_op_bias_act_backward(rows_of(n, p->rows), &A->value, &n->value, &n->grad, n->act,
+                                 grad_target(A), grad_target(B), err))
+        return -1;
+    return finish_grad(A, p->rows, err) || finish_grad(B, p->rows, err);
+}
+
+/* act: y (r, c) = act(x) */
+static int act_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    return pgn_op_act_forward(rows_of(n, p->rows), n->act, &in_a(g, n)->value, &n->value, err);
+}
+/* dx = dy act'(x) */
+static int act_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    pgn_node *A = in_a(g, n);
+    if (!A->needs_grad) return 0;
+    return pgn_op_act_backward(rows_of(n, p->rows), n->act, &A->value, &n->value, &n->grad,
+                               grad_target(A), err) ||
+           finish_grad(A, p->rows, err);
+}
+
+/* dropout: y (r, c) = x mask, mask (r, c) from (seed, step, element) while training, else 1 */
+static int dropout_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    return pgn_op_dropout_forward(rows_of(n, p->rows), &in_a(g, n)->value, p->training ? n->p : 0.0f,
+                                  g->seed, p->step, &n->aux, &n->value, err);
+}
+/* dx = dy mask */
+static int dropout_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    pgn_node *A = in_a(g, n);
+    if (!A->needs_grad) return 0;
+    return pgn_op_mul(rows_of(n, p->rows), &n->grad, &n->aux, grad_target(A), err) ||
+           finish_grad(A, p->rows, err);
+}
+
+/* add: y (r, c) = a + b, same shapes */
+static int add_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    return pgn_op_add(rows_of(n, p->rows), &in_a(g, n)->value, &in_b(g, n)->value, &n->value, err);
+}
+/* da = dy, db = dy (copied by the identity activation) */
+static int add_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    for (int in = 0; in < 2; in++) {
+        pgn_node *X = in ? in_b(g, n) : in_a(g, n);
+        if (!X->needs_grad) continue;
+        if (pgn_op_act_forward(rows_of(n, p->rows), PGN_ACT_CODE_NONE, &n->grad, grad_target(X), err) ||
+            finish_grad(X, p->rows, err))
+            return -1;
+    }
+    return 0;
+}
+
+/* sum_rows, mean_rows: y (1, c) = the sum (or mean) over a's B rows */
+static int sum_rows_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    pgn_node *A = in_a(g, n);
+    int ar = rows_of(A, p->rows);
+    if (pgn_op_colsum(ar, &A->value, &n->value, err)) return -1;
+    if (n->kind == PGN_NODE_SUM_ROWS) return 0;
+    return pgn_op_broadcast_rows(1, &n->value, 1.0f / (float)ar, &n->value, err);
+}
+/* dx[r] = dy (sum) or dy / B (mean), every row */
+static int sum_rows_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    pgn_node *A = in_a(g, n);
+    if (!A->needs_grad) return 0;
+    int ar = rows_of(A, p->rows);
+    float scale = n->kind == PGN_NODE_MEAN_ROWS ? 1.0f / (float)ar : 1.0f;
+    return pgn_op_broadcast_rows(ar, &n->grad, scale, grad_target(A), err) ||
+           finish_grad(A, p->rows, err);
+}
+
+/* softmax_xent: logits (B, C), labels (B) -> loss (B), pred (B) in aux; the mean loss's
+ * dlogits (softmax - onehot) / B is written here too (fused) */
+static int xent_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    pgn_node *A = in_a(g, n);
+    int r = rows_of(n, p->rows);
+    return pgn_op_softmax_xent(r, &A->value, &in_b(g, n)->value, 1.0f / (float)r, &A->grad,
+                               &n->value, &n->aux, err);
+}
+/* mse: x (B, C) against one-hot labels (B) -> loss (B), pred (B); dx = 2 (x - onehot) / (B C)
+ * written here (fused) */
+static int mse_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    pgn_node *A = in_a(g, n);
+    int r = rows_of(n, p->rows);
+    return pgn_op_mse_onehot(r, &A->value, &in_b(g, n)->value, 1.0f / ((float)r * (float)A->cols),
+                             &A->grad, &n->value, &n->aux, err);
+}
+/* the forward pass wrote the input's gradient */
+static int loss_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    (void)p, (void)err;
+    in_a(g, n)->grad_written = true;
+    return 0;
+}
+
+typedef struct op_def {
+    const char *name;
+    int (*forward)(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err);
+    int (*backward)(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err);
+    bool loss; /* its forward writes its input's gradient: a backward pass starts here */
+} op_def;
+
+/* The op table: one entry per node kind. Adding an op is its two functions above and a line. */
+static const op_def ops[] = {
+    [PGN_NODE_INPUT] = {"input", leaf_forward, leaf_backward, false},
+    [PGN_NODE_LABELS] = {"labels", leaf_forward, leaf_backward, false},
+    [PGN_NODE_PARAM] = {"param", leaf_forward, leaf_backward, false},
+    [PGN_NODE_MATMUL] = {"matmul", matmul_forward, matmul_backward, false},
+    [PGN_NODE_BIAS_ACT] = {"bias_act", bias_act_forward, bias_act_backward, false},
+    [PGN_NODE_ACT] = {"act", act_forward, act_backward, false},
+    [PGN_NODE_DROPOUT] = {"dropout", dropout_forward, dropout_backward, false},
+    [PGN_NODE_ADD] = {"add", add_forward, add_backward, false},
+    [PGN_NODE_SUM_ROWS] = {"sum_rows", sum_rows_forward, sum_rows_backward, false},
+    [PGN_NODE_MEAN_ROWS] = {"mean_rows", sum_rows_forward, sum_rows_backward, false},
+    [PGN_NODE_XENT] = {"softmax_xent", xent_forward, loss_backward, true},
+    [PGN_NODE_MSE] = {"mse", mse_forward, loss_backward, true},
+};
+_Static_assert(sizeof ops / sizeof *ops == PGN_NODE_KINDS, "every node kind has its op");
+
+/* What each op needs besides its value and grad: dropout its mask (r, c), a loss its
+ * predictions (r, 1). */
+static int aux_cols(const pgn_node *n) {
+    if (n->kind == PGN_NODE_DROPOUT) return n->cols;
+    return ops[n->kind].loss ? 1 : 0;
+}
+
 /* ---- planning --------------------------------------------------------------------------- */
 
 /* Lays the parameters out in the two stores and makes each one's value and grad a view. */
@@ -210,16 +402,11 @@ int pgn_graph_compile(pgn_graph *g, int loss, pgn_error *err) {
         if (n->needs_grad && n->consumers > 1 &&
             pgn_tensor_init(&n->tmp, g->dev, n->rows, n->cols, err))
             return -1;
-        if (n->kind == PGN_NODE_DROPOUT && pgn_tensor_init(&n->aux, g->dev, n->rows, n->cols, err))
-            return -1;
-        if ((n->kind == PGN_NODE_XENT || n->kind == PGN_NODE_MSE) &&
-            pgn_tensor_init(&n->aux, g->dev, n->rows, 1, err))
-            return -1;
+        if (aux_cols(n) && pgn_tensor_init(&n->aux, g->dev, n->rows, aux_cols(n), err)) return -1;
     }
     /* The loss node's input gets its gradient from the fused loss kernel: it must exist. */
     const pgn_node *L = &g->nodes[loss];
-    if (L->kind != PGN_NODE_XENT && L->kind != PGN_NODE_MSE)
-        return shape_error(g, "compile", err, "the loss must be softmax_xent or mse");
+    if (!ops[L->kind].loss) return shape_error(g, "compile", err, "the loss must be a loss op");
     if (!g->nodes[L->a].needs_grad)
         return shape_error(g, "compile", err, "the loss does not depend on any parameter");
     return 0;
@@ -236,135 +423,6 @@ void pgn_graph_release(pgn_graph *g) {
     pgn_tensor_release(&g->param_store); /* after the views into it */
     pgn_tensor_release(&g->grad_store);
     g->n_nodes = 0;
-}
-
-/* ---- forward and backward, node by node ------------------------------------------------- */
-
-static int rows_of(const pgn_node *n, int rows) { return n->batched ? rows : n->rows; }
-
-/* C = op(A) op(B) with A, B, C of the given nodes' current shapes. */
-static int gemm_nodes(int rows, const pgn_node *A, bool ta, const pgn_node *B, bool tb,
-                      const pgn_tensor *a, const pgn_tensor *b, pgn_tensor *c, pgn_error *err) {
-    int ar = rows_of(A, rows), br = rows_of(B, rows);
-    int M = ta ? A->cols : ar, K = ta ? ar : A->cols, N = tb ? br : B->cols;
-    return pgn_op_gemm(M, N, K, a, ta, b, tb, c, err);
-}
-
-static int node_forward(pgn_graph *g, pgn_node *n, int rows, bool training, uint64_t step,
-                        pgn_error *err) {
-    pgn_node *A = n->a >= 0 ? &g->nodes[n->a] : NULL, *B = n->b >= 0 ? &g->nodes[n->b] : NULL;
-    int r = rows_of(n, rows);
-    switch (n->kind) {
-    case PGN_NODE_INPUT:
-    case PGN_NODE_LABELS:
-    case PGN_NODE_PARAM: return 0; /* written by the caller or the optimizer */
-    // op(A) (M,K), op(B) (K,N) -> C (M,N); with a fused bias_act: C = z, and its y
-    case PGN_NODE_MATMUL: {
-        if (n->epilogue < 0)
-            return gemm_nodes(rows, A, n->ta, B, n->tb, &A->value, &B->value, &n->value, err);
-        pgn_node *e = &g->nodes[n->epilogue];
-        int ar = rows_of(A, rows), K = n->ta ? ar : A->cols;
-        return pgn_op_gemm_bias_act(rows_of(n, rows), n->cols, K, &A->value, n->ta, &B->value,
-                                    n->tb, &n->value, &g->nodes[e->b].value, e->act, &e->value, err);
-    }
-    // z (B,N) = a + bias (in place in a), y = act(z); done by the matmul when fused
-    case PGN_NODE_BIAS_ACT:
-        if (A->epilogue == (int)(n - g->nodes)) return 0;
-        return pgn_op_bias_act_forward(r, &A->value, &B->value, n->act, &n->value, err);
-    case PGN_NODE_ACT: return pgn_op_act_forward(r, n->act, &A->value, &n->value, err);
-    case PGN_NODE_DROPOUT:
-        return pgn_op_dropout_forward(r, &A->value, training ? n->p : 0.0f, g->seed, step, &n->aux,
-                                      &n->value, err);
-    case PGN_NODE_ADD: return pgn_op_add(r, &A->value, &B->value, &n->value, err);
-    case PGN_NODE_SUM_ROWS:
-    case PGN_NODE_MEAN_ROWS:
-        if (pgn_op_colsum(rows_of(A, rows), &A->value, &n->value, err)) return -1;
-        if (n->kind == PGN_NODE_SUM_ROWS) return 0;
-        return pgn_op_broadcast_rows(1, &n->value, 1.0f / (float)rows_of(A, rows), &n->value, err);
-    // logits (B,C), labels (B) -> loss (B), pred (B); dlogits written here (fused)
-    case PGN_NODE_XENT:
-        return pgn_op_softmax_xent(r, &A->value, &B->value, 1.0f / (float)r, &A->grad, &n->value,
-                                   &n->aux, err);
-    case PGN_NODE_MSE:
-        return pgn_op_mse_onehot(r, &A->value, &B->value, 1.0f / ((float)r * (float)A->cols),
-                                 &A->grad, &n->value, &n->aux, err);
-    }
-    return 0;
-}
-
-/* Where a gradient contribution for node x goes: straight into x->grad the first time in a
- * backward pass, else into x->tmp, to be added by finish_grad. */
-static pgn_tensor *grad_target(pgn_node *x) { return x->grad_written ? &x->tmp : &x->grad; }
-
-static int finish_grad(pgn_node *x, int rows, pgn_error *err) {
-    if (!x->grad_written) {
-        x->grad_written = true;
-        return 0;
-    }
-    return pgn_op_add(rows_of(x, rows), &x->grad, &x->tmp, &x->grad, err);
-}
-
-static int node_backward(pgn_graph *g, pgn_node *n, int rows, pgn_error *err) {
-    pgn_node *A = n->a >= 0 ? &g->nodes[n->a] : NULL, *B = n->b >= 0 ? &g->nodes[n->b] : NULL;
-    int r = rows_of(n, rows);
-    switch (n->kind) {
-    case PGN_NODE_INPUT:
-    case PGN_NODE_LABELS:
-    case PGN_NODE_PARAM: return 0;
-    // C = op(A) op(B): dA = dC op(B)^T (stored transposed when ta), dB = op(A)^T dC (likewise)
-    case PGN_NODE_MATMUL:
-        if (A->needs_grad) {
-            pgn_tensor *t = grad_target(A);
-            int rc = n->ta ? gemm_nodes(rows, B, n->tb, n, true, &B->value, &n->grad, t, err)
-                           : gemm_nodes(rows, n, false, B, !n->tb, &n->grad, &B->value, t, err);
-            if (rc || finish_grad(A, rows, err)) return -1;
-        }
-        if (B->needs_grad) {
-            pgn_tensor *t = grad_target(B);
-            int rc = n->tb ? gemm_nodes(rows, n, true, A, n->ta, &n->grad, &A->value, t, err)
-                           : gemm_nodes(rows, A, !n->ta, n, false, &A->value, &n->grad, t, err);
-            if (rc || finish_grad(B, rows, err)) return -1;
-        }
-        return 0;
-    // dz = dy act'(z) into the matmul's grad, db = colsum dz (fused)
-    case PGN_NODE_BIAS_ACT:
-        if (pgn_op_bias_act_backward(r, &A->value, &n->value, &n->grad, n->act, grad_target(A),
-                                     grad_target(B), err))
-            return -1;
-        return finish_grad(A, rows, err) || finish_grad(B, rows, err);
-    case PGN_NODE_ACT:
-        if (!A->needs_grad) return 0;
-        return pgn_op_act_backward(r, n->act, &A->value, &n->value, &n->grad, grad_target(A), err) ||
-               finish_grad(A, rows, err);
-    // dx = dy mask
-    case PGN_NODE_DROPOUT:
-        if (!A->needs_grad) return 0;
-        return pgn_op_mul(r, &n->grad, &n->aux, grad_target(A), err) || finish_grad(A, rows, err);
-    // da = dy, db = dy (copied by the identity activation)
-    case PGN_NODE_ADD:
-        for (int in = 0; in < 2; in++) {
-            pgn_node *X = in ? B : A;
-            if (!X->needs_grad) continue;
-            if (pgn_op_act_forward(r, PGN_ACT_CODE_NONE, &n->grad, grad_target(X), err) ||
-                finish_grad(X, rows, err))
-                return -1;
-        }
-        return 0;
-    // dx[r] = dy (sum) or dy / rows (mean), every row
-    case PGN_NODE_SUM_ROWS:
-    case PGN_NODE_MEAN_ROWS: {
-        if (!A->needs_grad) return 0;
-        int ar = rows_of(A, rows);
-        float scale = n->kind == PGN_NODE_MEAN_ROWS ? 1.0f / (float)ar : 1.0f;
-        return pgn_op_broadcast_rows(ar, &n->grad, scale, grad_target(A), err) ||
-               finish_grad(A, rows, err);
-    }
-    case PGN_NODE_XENT:
-    case PGN_NODE_MSE:
-        A->grad_written = true; /* the forward pass wrote it (fused) */
-        return 0;
-    }
-    return 0;
 }
 
 /* With profiling on, a node's time is the sum of its kernels' OpenCL event times on a device
@@ -384,12 +442,12 @@ static int profile_end(pgn_graph *g, double *slot, int rc, double t0) {
 
 int pgn_graph_forward(pgn_graph *g, int rows, bool training, uint64_t step, pgn_error *err) {
     if (rows < 1 || rows > g->max_batch) return shape_error(g, "forward", err, "batch rows");
+    const pass p = {rows, training, step};
     for (int i = 0; i < g->n_nodes; i++) {
+        pgn_node *n = &g->nodes[i];
         double t0 = g->profile ? pgn_now_s() : 0;
         profile_begin(g, &g->prof_fwd[i]);
-        if (profile_end(g, &g->prof_fwd[i], node_forward(g, &g->nodes[i], rows, training, step, err),
-                        t0))
-            return -1;
+        if (profile_end(g, &g->prof_fwd[i], ops[n->kind].forward(g, n, &p, err), t0)) return -1;
     }
     return 0;
 }
@@ -401,14 +459,15 @@ int pgn_graph_backward(pgn_graph *g, int rows, pgn_error *err) {
 int pgn_graph_backward_from(pgn_graph *g, int from, int rows, pgn_error *err) {
     for (int i = 0; i < g->n_nodes; i++) g->nodes[i].grad_written = false;
     g->nodes[from].grad_written = true; /* the caller's seed, unless from is the loss */
+    const pass p = {rows, false, 0};
     for (int i = from; i >= 0; i--) {
         pgn_node *n = &g->nodes[i];
-        if (!n->needs_grad && n->kind != PGN_NODE_XENT && n->kind != PGN_NODE_MSE) continue;
+        if (!n->needs_grad && !ops[n->kind].loss) continue;
         if (n->needs_grad && !n->grad_written && n->kind != PGN_NODE_PARAM)
             continue; /* nothing downstream of it reaches the loss */
         double t0 = g->profile ? pgn_now_s() : 0;
         profile_begin(g, &g->prof_bwd[i]);
-        if (profile_end(g, &g->prof_bwd[i], node_backward(g, n, rows, err), t0)) return -1;
+        if (profile_end(g, &g->prof_bwd[i], ops[n->kind].backward(g, n, &p, err), t0)) return -1;
     }
     return 0;
 }
@@ -501,6 +560,10 @@ int pgn_graph_weights_sha256(pgn_graph *g, char out[65], pgn_error *err) {
     pgn_sha256_final(&s, digest);
     pgn_sha256_hex(digest, out);
     return 0;
+}
+
+const char *pgn_node_kind_name(pgn_node_kind kind) {
+    return (unsigned)kind < PGN_NODE_KINDS ? ops[kind].name : "?";
 }
 
 /* ---- profiling -------------------------------------------------------------------------- */

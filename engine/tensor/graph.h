@@ -23,6 +23,7 @@ typedef enum {
     PGN_NODE_MEAN_ROWS, /* (1, cols) = mean over the batch rows of a */
     PGN_NODE_XENT,      /* softmax + cross-entropy of logits a against labels b: (B, 1) */
     PGN_NODE_MSE,       /* squared error of a against one-hot labels b: (B, 1) */
+    PGN_NODE_KINDS
 } pgn_node_kind;
 
 typedef struct pgn_node {

@@ -1,7 +1,7 @@
 /* ops.c: the tensor ops other than GEMM (gemm.c). Each op's host reference and its kernel
  * launcher stand side by side, both built on the shared bodies in kernels/pgn_ops.h, so they
  * give the same bits. Launchers only queue work; nothing here waits for the device.
- * The table of every op (graph.c's node_forward / node_backward use them):
+ * The table of every op (graph.c's op table calls them from each op's forward and backward):
  *
  *   op                 forward body                 backward (vector-Jacobian product)
  *   gemm (gemm.c)      C = op(A) op(B), fma in k    gemm: dA = dC op(B)^T, dB = op(A)^T dC
