@@ -116,6 +116,48 @@ typedef struct pgn_adam_args {
 int pgn_op_adam_update(pgn_tensor *w, const pgn_tensor *g, pgn_tensor *m, pgn_tensor *v,
                        const pgn_tensor *scale, const pgn_adam_args *a, pgn_error *err);
 
+/* ---- transformer ops (ops_gpt.c; bodies in kernels/pgn_gpt.h, kernels in kernels/gpt.cl) ----
+ * Sequences are rows of 2-D tensors: a batch of B sequences of T tokens is B*T rows, sequence b's
+ * token t at row b*T + t; rows is always a multiple of T. Every sum runs in a fixed order (no
+ * float atomics), so host and device give the same bits. */
+
+/* y (rows, C) = wte[tok[r]] + wpe[r % T]: tok int32 (rows, 1) with ids < V, wte (V, C), wpe
+ * (P, C) with P >= T. */
+int pgn_op_embed_forward(int rows, int T, const pgn_tensor *tok, const pgn_tensor *wte,
+                         const pgn_tensor *wpe, pgn_tensor *y, pgn_error *err);
+/* The embedding's backward as a scatter-add in row order: dwte (V, C) row v = the sum of dy's
+ * rows r with tok[r] == v, r ascending (zero for ids that do not occur); dwpe (P, C) row t < T =
+ * the sum over b ascending of dy[b*T + t], rows t >= T zero. Every element of both is written.
+ * Either may be NULL (not needed). */
+int pgn_op_embed_backward(int rows, int T, const pgn_tensor *tok, const pgn_tensor *dy,
+                          pgn_tensor *dwte, pgn_tensor *dwpe, pgn_error *err);
+
+/* Epsilon of LayerNorm, as GPT-2 and PyTorch's default. */
+#define PGN_LAYERNORM_EPS 1e-5f
+/* LayerNorm with affine w, b (each (1, C) or C elements) over each row of x (rows, C):
+ * mean = sum(x)/C, var = sum((x - mean)^2)/C (sums in column order), rstd = 1/sqrt(var + eps),
+ * y = (x - mean) * rstd * w + b; stats (rows, 2) receives [mean, rstd] for the backward. */
+int pgn_op_layernorm_forward(int rows, const pgn_tensor *x, const pgn_tensor *w,
+                             const pgn_tensor *b, pgn_tensor *y, pgn_tensor *stats, pgn_error *err);
+/* dx (rows, C) from dy, x, w and the forward's stats; dw, db (C elements) = the column sums
+ * over rows (ascending) of dy * xhat and dy: written, not accumulated. dw and db may be NULL. */
+int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w,
+                              const pgn_tensor *stats, const pgn_tensor *dy, pgn_tensor *dx,
+                              pgn_tensor *dw, pgn_tensor *db, pgn_error *err);
+
+/* Causal multi-head self-attention of B = rows / T sequences. qkv (rows, 3C): head h (of H,
+ * hd = C / H) reads q at columns h*hd.., k at C + h*hd.., v at 2C + h*hd... For each b, h and
+ * query t: s[u] = (q_t . k_u) * scale for u <= t (scale = 1/sqrt(hd)), p = softmax(s) over
+ * u <= t, y[b*T + t, h*hd + d] = sum over u <= t of p[u] v_u[d]. att holds p as B*H*T*T floats
+ * (b, h, t, u), zero for u > t: at least that many elements, any 2-D shape. */
+int pgn_op_attention_forward(int rows, int T, int H, const pgn_tensor *qkv, pgn_tensor *att,
+                             pgn_tensor *y, pgn_error *err);
+/* dqkv (rows, 3C), every element written, from dy (rows, C), the forward's qkv and att;
+ * scratch (as large as att) holds the gradients of the scores. */
+int pgn_op_attention_backward(int rows, int T, int H, const pgn_tensor *qkv, const pgn_tensor *att,
+                              const pgn_tensor *dy, pgn_tensor *scratch, pgn_tensor *dqkv,
+                              pgn_error *err);
+
 /* ---- datasets (data.c) ------------------------------------------------------------------ */
 
 /* n samples of `features` floats (row-major, pixels scaled to [0,1]) with int32 labels in
