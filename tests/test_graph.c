@@ -13,7 +13,7 @@ enum { ROWS = 5, FEATURES = 4, HIDDEN = 6, CLASSES = 3 };
 /* ---- a double-precision evaluator of a graph ---------------------------------------------- */
 
 typedef struct {
-    double *v[PGN_GRAPH_MAX_NODES];
+    double *v[64]; /* the graphs here have a few dozen nodes */
 } dvals;
 
 static double act_d(int act, double z) {
@@ -40,6 +40,7 @@ static double *host_floats(const pgn_tensor *t) {
 /* Evaluates every node in double from the graph's current parameter and input values (the
  * dropout masks of the last float forward pass are reused), returns node `out`'s values. */
 static void eval_double(pgn_graph *g, dvals *dv, const int32_t *labels) {
+    cr_assert_leq(g->n_nodes, 64);
     for (int i = 0; i < g->n_nodes; i++) {
         pgn_node *n = &g->nodes[i];
         int r = n->rows, c = n->cols;
@@ -114,7 +115,7 @@ static void eval_double(pgn_graph *g, dvals *dv, const int32_t *labels) {
 }
 
 static void dvals_free(dvals *dv) {
-    for (int i = 0; i < PGN_GRAPH_MAX_NODES; i++) free(dv->v[i]);
+    for (int i = 0; i < 64; i++) free(dv->v[i]);
 }
 
 /* The scalar the check differentiates: sum(seed * out), or the mean loss when out is the loss. */
@@ -344,4 +345,36 @@ Test(graph, mlp_steps_bit_identical_on_device) {
     pgn_graph_release(&gh);
     pgn_graph_release(&gd);
     pgn_device_close(dev);
+}
+
+/* A graph as deep as a 12-layer GPT (hundreds of nodes, over a hundred parameters) builds,
+ * compiles and runs: the arrays grow as it is built. */
+Test(graph, grows_past_hundreds_of_nodes_and_parameters) {
+    pgn_graph g;
+    int x, labels;
+    int32_t lab[ROWS];
+    pgn_error err = {0};
+    base(&g, &x, &labels, lab);
+    int h = x;
+    for (int l = 0; l < 150; l++) {
+        char name[32];
+        snprintf(name, sizeof name, "w%d", l);
+        int w = pgn_graph_param(&g, name, FEATURES, FEATURES, &err);
+        h = pgn_graph_act(&g, pgn_graph_matmul(&g, h, false, w, false, &err), PGN_ACT_CODE_TANH, &err);
+        cr_assert_geq(h, 0, "%s", err.message);
+    }
+    int wo = pgn_graph_param(&g, "wo", FEATURES, CLASSES, &err);
+    int loss = pgn_graph_xent(&g, pgn_graph_matmul(&g, h, false, wo, false, &err), labels, &err);
+    cr_assert_geq(loss, 0, "%s", err.message);
+    cr_assert_gt(g.n_nodes, 400);
+    cr_assert_eq(g.n_params, 151);
+    finish(&g, x, labels, loss, lab);
+    cr_assert_eq(pgn_graph_forward(&g, ROWS, true, 0, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_graph_backward(&g, ROWS, &err), 0, "%s", err.message);
+    float grad[FEATURES * FEATURES];
+    cr_assert_eq(pgn_tensor_read(&g.nodes[g.params[0]].grad, grad, FEATURES * FEATURES, &err), 0);
+    bool any = false;
+    for (int i = 0; i < FEATURES * FEATURES; i++) any |= grad[i] != 0.0f;
+    cr_assert(any, "the gradient reaches the first of 151 layers");
+    pgn_graph_release(&g);
 }

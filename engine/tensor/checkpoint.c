@@ -20,19 +20,32 @@
 /* Checkpoint entries: parameters, then each parameter's optimizer state. Names follow
  * PyTorch's state_dict where they can ("layers.0.weight", "optimizer.layers.0.weight.exp_avg"). */
 typedef struct {
-    pgn_st_entry e[3 * PGN_GRAPH_MAX_PARAMS + 1]; /* + the step statistics of a stop */
-    char names[3 * PGN_GRAPH_MAX_PARAMS + 1][96];
+    pgn_st_entry *e; /* 3 a parameter (value and up to two states) + the step statistics */
+    char (*names)[96];
     int n;
 } st_list;
+
+static void st_list_free(st_list *l) {
+    free(l->e);
+    free(l->names);
+}
 
 /* A checkpoint taken inside an epoch (a stop between steps) also keeps the per-step statistics
  * of the epoch's steps so far, so the epoch's loss and accuracy come out as if never stopped. */
 #define PGN_CHECKPOINT_STATS "trainer.step_stats"
 
 /* The entries of a checkpoint taken epoch_step steps into an epoch. */
-static void checkpoint_entries(const pgn_train_state *tr, int epoch_step, st_list *l) {
+static int checkpoint_entries(const pgn_train_state *tr, int epoch_step, st_list *l, pgn_error *err) {
     l->n = 0;
     pgn_graph *g = tr->graph;
+    size_t most = 3 * (size_t)g->n_params + 1;
+    l->e = calloc(most, sizeof *l->e);
+    l->names = calloc(most, sizeof *l->names);
+    if (!l->e || !l->names) {
+        st_list_free(l);
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory listing a checkpoint's tensors");
+        return -1;
+    }
     for (int p = 0; p < g->n_params; p++) {
         pgn_node *node = &g->nodes[g->params[p]];
         snprintf(l->names[l->n], sizeof l->names[0], "%s", node->name);
@@ -52,6 +65,7 @@ static void checkpoint_entries(const pgn_train_state *tr, int epoch_step, st_lis
         l->e[l->n] = (pgn_st_entry){l->names[l->n], tr->stats};
         l->n++;
     }
+    return 0;
 }
 
 static int checkpoint_path(const pgn_train_state *tr, char *out, size_t size) {
@@ -75,7 +89,7 @@ int pgn_checkpoint_save(const pgn_train_state *tr, int epochs_done, int epoch_st
     char path[PGN_PATH_MAX * 2];
     if (!checkpoint_path(tr, path, sizeof path)) return 0;
     st_list l;
-    checkpoint_entries(tr, epoch_step, &l);
+    if (checkpoint_entries(tr, epoch_step, &l, err)) return -1;
     json_t *key = resume_key(tr->spec);
     char *spec_text = pgn_json_dumps(key);
     json_decref(key);
@@ -90,6 +104,7 @@ int pgn_checkpoint_save(const pgn_train_state *tr, int epochs_done, int epoch_st
     free(spec_text);
     int rc = pgn_safetensors_write(path, l.e, l.n, meta, err);
     json_decref(meta);
+    st_list_free(&l);
     return rc;
 }
 
@@ -191,8 +206,11 @@ int pgn_checkpoint_load(const pgn_train_state *tr, int *epochs_done, int *epoch_
     int rc = check_checkpoint_meta(tr, &f, &epoch, &in_epoch, &step, err);
     if (rc == 0) {
         st_list l;
-        checkpoint_entries(tr, (int)in_epoch, &l);
-        rc = pgn_safetensors_load(&f, l.e, l.n, err);
+        rc = checkpoint_entries(tr, (int)in_epoch, &l, err);
+        if (rc == 0) {
+            rc = pgn_safetensors_load(&f, l.e, l.n, err);
+            st_list_free(&l);
+        }
     }
     char sha[65];
     const char *want = json_string_value(json_object_get(f.metadata, "weights_sha256"));

@@ -22,13 +22,30 @@ void pgn_graph_init(pgn_graph *g, pgn_device *dev, int max_batch, uint64_t seed)
     g->input = g->labels = g->loss = -1;
 }
 
-static int add_node(pgn_graph *g, pgn_node_kind kind, int a, int b, int rows, int cols,
-                    bool batched, pgn_error *err) {
-    if (g->n_nodes == PGN_GRAPH_MAX_NODES) {
-        pgn_error_set(err, PGN_E_INVALID_SPEC, "model", "model: more than %d graph nodes",
-                      PGN_GRAPH_MAX_NODES);
+/* Makes room for one more element in *arr (of *cap, growing by doubling up to max). */
+static int grow(void **arr, int *cap, int used, size_t size, int max, const char *what, pgn_error *err) {
+    if (used < *cap) return 0;
+    if (used >= max) {
+        pgn_error_set(err, PGN_E_INVALID_SPEC, "model", "model: more than %d %s", max, what);
         return -1;
     }
+    int want = *cap ? 2 * *cap : 64;
+    if (want > max) want = max;
+    void *bigger = realloc(*arr, (size_t)want * size);
+    if (!bigger) {
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory building a graph of %d %s", want, what);
+        return -1;
+    }
+    *arr = bigger;
+    *cap = want;
+    return 0;
+}
+
+static int add_node(pgn_graph *g, pgn_node_kind kind, int a, int b, int rows, int cols,
+                    bool batched, pgn_error *err) {
+    if (grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes, sizeof *g->nodes, PGN_GRAPH_MAX_NODES,
+             "graph nodes", err))
+        return -1;
     for (int in = 0; in < 2; in++) {
         int id = in ? b : a;
         if (id >= g->n_nodes) {
@@ -68,11 +85,12 @@ int pgn_graph_labels(pgn_graph *g, pgn_error *err) {
 }
 
 int pgn_graph_param(pgn_graph *g, const char *name, int rows, int cols, pgn_error *err) {
-    if (g->n_params == PGN_GRAPH_MAX_PARAMS) {
-        pgn_error_set(err, PGN_E_INVALID_SPEC, "model", "model: more than %d parameter tensors",
-                      PGN_GRAPH_MAX_PARAMS);
+    int cap = g->cap_params;
+    if (grow((void **)&g->params, &cap, g->n_params, sizeof *g->params, PGN_GRAPH_MAX_PARAMS,
+             "parameter tensors", err) ||
+        grow((void **)&g->param_offset, &g->cap_params, g->n_params, sizeof *g->param_offset,
+             PGN_GRAPH_MAX_PARAMS, "parameter tensors", err))
         return -1;
-    }
     int id = add_node(g, PGN_NODE_PARAM, -1, -1, rows, cols, false, err);
     if (id < 0) return -1;
     g->nodes[id].needs_grad = true;
@@ -422,7 +440,13 @@ void pgn_graph_release(pgn_graph *g) {
     }
     pgn_tensor_release(&g->param_store); /* after the views into it */
     pgn_tensor_release(&g->grad_store);
-    g->n_nodes = 0;
+    free(g->nodes);
+    free(g->params);
+    free(g->param_offset);
+    g->nodes = NULL;
+    g->params = NULL;
+    g->param_offset = NULL;
+    g->n_nodes = g->cap_nodes = g->n_params = g->cap_params = 0;
 }
 
 /* With profiling on, a node's time is the sum of its kernels' OpenCL event times on a device
@@ -446,8 +470,8 @@ int pgn_graph_forward(pgn_graph *g, int rows, bool training, uint64_t step, pgn_
     for (int i = 0; i < g->n_nodes; i++) {
         pgn_node *n = &g->nodes[i];
         double t0 = g->profile ? pgn_now_s() : 0;
-        profile_begin(g, &g->prof_fwd[i]);
-        if (profile_end(g, &g->prof_fwd[i], ops[n->kind].forward(g, n, &p, err), t0)) return -1;
+        profile_begin(g, &n->prof_fwd);
+        if (profile_end(g, &n->prof_fwd, ops[n->kind].forward(g, n, &p, err), t0)) return -1;
     }
     return 0;
 }
@@ -466,8 +490,8 @@ int pgn_graph_backward_from(pgn_graph *g, int from, int rows, pgn_error *err) {
         if (n->needs_grad && !n->grad_written && n->kind != PGN_NODE_PARAM)
             continue; /* nothing downstream of it reaches the loss */
         double t0 = g->profile ? pgn_now_s() : 0;
-        profile_begin(g, &g->prof_bwd[i]);
-        if (profile_end(g, &g->prof_bwd[i], ops[n->kind].backward(g, n, &p, err), t0)) return -1;
+        profile_begin(g, &n->prof_bwd);
+        if (profile_end(g, &n->prof_bwd, ops[n->kind].backward(g, n, &p, err), t0)) return -1;
     }
     return 0;
 }
@@ -570,8 +594,7 @@ const char *pgn_node_kind_name(pgn_node_kind kind) {
 
 void pgn_graph_profile_enable(pgn_graph *g, bool on) {
     g->profile = on;
-    memset(g->prof_fwd, 0, sizeof g->prof_fwd);
-    memset(g->prof_bwd, 0, sizeof g->prof_bwd);
+    for (int i = 0; i < g->n_nodes; i++) g->nodes[i].prof_fwd = g->nodes[i].prof_bwd = 0;
 }
 
 json_t *pgn_graph_profile_json(const pgn_graph *g) {
@@ -583,8 +606,8 @@ json_t *pgn_graph_profile_json(const pgn_graph *g) {
         char label[96];
         snprintf(label, sizeof label, "%d:%s(%dx%d)", i, pgn_node_kind_name(n->kind), n->rows,
                  n->cols);
-        json_array_append_new(fwd, json_pack("{s:s, s:f}", "node", label, "seconds", g->prof_fwd[i]));
-        json_array_append_new(bwd, json_pack("{s:s, s:f}", "node", label, "seconds", g->prof_bwd[i]));
+        json_array_append_new(fwd, json_pack("{s:s, s:f}", "node", label, "seconds", n->prof_fwd));
+        json_array_append_new(bwd, json_pack("{s:s, s:f}", "node", label, "seconds", n->prof_bwd));
     }
     return json_pack("{s:o, s:o}", "forward", fwd, "backward", bwd);
 }

@@ -7,8 +7,10 @@
 
 #include "tensor/tensor.h"
 
-#define PGN_GRAPH_MAX_NODES 128
-#define PGN_GRAPH_MAX_PARAMS 64
+/* Bounds on a graph's size, far above what a model of the specs needs (a 12-layer GPT is about
+ * 300 nodes and 150 parameters): the arrays grow as nodes are added, up to these. */
+#define PGN_GRAPH_MAX_NODES 8192
+#define PGN_GRAPH_MAX_PARAMS 4096
 
 typedef enum {
     PGN_NODE_INPUT,     /* (B, features) float batch */
@@ -43,26 +45,25 @@ typedef struct pgn_node {
     pgn_tensor aux;    /* dropout mask; loss nodes: int32 predictions */
     pgn_tensor tmp;    /* a second gradient contribution before it is added (consumers > 1) */
     bool grad_written; /* this backward pass has written grad (later ones accumulate) */
+    double prof_fwd, prof_bwd; /* seconds, with profiling on (pgn_graph_profile_enable) */
 } pgn_node;
 
 typedef struct pgn_graph {
     pgn_device *dev;
     int max_batch;
     uint64_t seed;
-    int n_nodes;
-    pgn_node nodes[PGN_GRAPH_MAX_NODES];
-    int n_params;
-    int params[PGN_GRAPH_MAX_PARAMS]; /* node ids in creation order: the checkpoint order */
+    int n_nodes, cap_nodes;
+    pgn_node *nodes; /* owned; grows while the graph is built (pointers into it move then) */
+    int n_params, cap_params;
+    int *params; /* node ids in creation order: the checkpoint order; owned */
     int input, labels, loss;          /* node ids */
     /* Every parameter's value (and gradient) is a view into one store, at param_offset[p], so
      * an optimizer updates all of them in one launch. Padding between them stays zero. */
     pgn_tensor param_store, grad_store;
-    size_t param_offset[PGN_GRAPH_MAX_PARAMS];
+    size_t *param_offset; /* n_params of them; owned */
     size_t store_elems;
     bool loss_is_mse;
-    /* Profiling (pgn_graph_profile_enable): seconds per node, forward and backward. */
-    bool profile;
-    double prof_fwd[PGN_GRAPH_MAX_NODES], prof_bwd[PGN_GRAPH_MAX_NODES];
+    bool profile; /* pgn_graph_profile_enable: each node's prof_fwd and prof_bwd */
 } pgn_graph;
 
 /* ---- building --------------------------------------------------------------------------- */
@@ -82,6 +83,7 @@ int pgn_graph_mse(pgn_graph *g, int pred, int labels, pgn_error *err);
 
 /* Allocates every buffer on the graph's device; after this no step allocates. */
 int pgn_graph_compile(pgn_graph *g, int loss, pgn_error *err);
+/* Releases the buffers and the graph's arrays (safe after a failed build, and twice). */
 void pgn_graph_release(pgn_graph *g);
 
 /* ---- running ---------------------------------------------------------------------------- */

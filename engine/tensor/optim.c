@@ -1,6 +1,7 @@
 /* optim.c: optimizer state and update steps (kernels in kernels/tensor.cl, bodies in
  * kernels/pgn_ops.h), gradient clipping by global norm and the learning-rate schedule. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tensor/optim.h"
@@ -14,6 +15,12 @@ int pgn_optim_init(pgn_optimizer *o, pgn_graph *g, const pgn_optimizer_spec *spe
     o->n_params = g->n_params;
     o->total_steps = total_steps;
     int total = (int)g->store_elems;
+    o->m = calloc((size_t)g->n_params + 1, sizeof *o->m);
+    o->v = calloc((size_t)g->n_params + 1, sizeof *o->v);
+    if (!o->m || !o->v) {
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory for the optimizer's state");
+        goto fail;
+    }
     bool needs_m = uses_adam(o) || spec->momentum > 0.0f;
     if ((needs_m && pgn_tensor_init(&o->m_store, g->dev, 1, total, err)) ||
         (uses_adam(o) && pgn_tensor_init(&o->v_store, g->dev, 1, total, err)))
@@ -37,10 +44,13 @@ fail:
 }
 
 void pgn_optim_release(pgn_optimizer *o) {
-    for (int p = 0; p < PGN_GRAPH_MAX_PARAMS; p++) {
+    for (int p = 0; o->m && o->v && p < o->n_params; p++) {
         pgn_tensor_release(&o->m[p]);
         pgn_tensor_release(&o->v[p]);
     }
+    free(o->m);
+    free(o->v);
+    o->m = o->v = NULL;
     pgn_tensor_release(&o->m_store); /* after the views into them */
     pgn_tensor_release(&o->v_store);
     pgn_tensor_release(&o->partials);

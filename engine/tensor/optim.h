@@ -15,8 +15,8 @@ typedef struct pgn_optimizer {
     /* State laid out like the graph's parameter store, updated in one launch; m[p], v[p] are
      * views of parameter p's state (for checkpoints). */
     pgn_tensor m_store, v_store;
-    pgn_tensor m[PGN_GRAPH_MAX_PARAMS]; /* adam: first moment; sgd: momentum */
-    pgn_tensor v[PGN_GRAPH_MAX_PARAMS]; /* adam: second moment */
+    pgn_tensor *m; /* n_params views, owned: adam's first moment; sgd's momentum */
+    pgn_tensor *v; /* n_params views, owned: adam's second moment */
     pgn_tensor partials;                /* chunk sums of squares of the gradient store */
     pgn_tensor clip;                    /* [global norm, gradient scale] */
     int n_partials;
