@@ -12,7 +12,7 @@ generator here.
 
 PyTorch runs from Debian's Python (/usr/bin/python3, torch 1.13). Unless --default-env is
 given, OMP_WAIT_POLICY=passive and OPENBLAS_CORETYPE=SkylakeX are set (where not already set)
-before torch is imported: torch's defaults are several times slower on this machine.
+before torch is imported: with torch's defaults a step takes over twice as long here.
 
 usage: /usr/bin/python3 bench/gpt_torch.py [--text FILE | --fortunes] [--steps N] [--sdpa] ...
        (--help lists every option)"""
