@@ -85,7 +85,7 @@ Test(api_basics, dashboard_files_are_served) {
     size_t n = list_web_files(files);
     for (size_t i = 0; i < n; i++) {
         char path[80];
-        snprintf(path, sizeof path, "/%s", files[i].name);
+        snprintf(path, sizeof path, "/%.63s", files[i].name);
         assert_asset(&s, path, files[i].name, files[i].type);
     }
     const refusal cases[] = {

@@ -63,7 +63,7 @@ Test(dashboard_auth, off_loopback_the_page_and_its_scripts_load_without_a_token_
     size_t n = list_web_files(files);
     for (size_t i = 0; i < n; i++) {
         char path[80];
-        snprintf(path, sizeof path, "/%s", files[i].name);
+        snprintf(path, sizeof path, "/%.63s", files[i].name);
         r = bare_request(&s, "GET", path, NULL, NULL);
         cr_assert_eq(r.status, 200, "GET %s: %d %s", path, r.status, r.body);
         char h[96];
