@@ -31,6 +31,10 @@
     X(adam_update, 14)                                                                          \
     X(copy_u32, 6)                                                                              \
     X(fill_u32, 5)                                                                              \
+    /* kernels/gpt.cl */                                                                        \
+    X(embed_forward, 8)                                                                         \
+    X(embed_backward_wte, 6)                                                                    \
+    X(embed_backward_wpe, 6)                                                                    \
     /* kernels/inet.cl */                                                                       \
     X(inet_reduce, 19)
 

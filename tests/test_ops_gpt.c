@@ -1,0 +1,187 @@
+/* test_ops_gpt.c: the transformer ops (token + position embedding so far) on the OpenCL device
+ * against the host reference bit for bit, and the host against double-precision math: forward
+ * values directly, gradients against central differences of the double forward, so
+ * identical-but-wrong cannot pass. */
+#include <math.h>
+#include <string.h>
+
+#include "engine_helpers.h"
+
+static pgn_device *dev;
+
+static void setup(void) { dev = test_open_cl_device(); }
+static void teardown(void) { pgn_device_close(dev); }
+
+TestSuite(gpt, .init = setup, .fini = teardown);
+
+/* Outputs start as this NaN on both sides: an element an op should write and did not keeps it,
+ * and one it should leave alone must still hold it. */
+#define SENTINEL_BITS 0x7fc0deadu
+
+/* The same data on the host and on the device. */
+typedef struct {
+    pgn_tensor h, d;
+} pair;
+
+static void pair_init(pair *p, int rows, int cols, const void *data) {
+    pgn_error err = {0};
+    cr_assert_eq(pgn_tensor_init(&p->h, NULL, rows, cols, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_tensor_init(&p->d, dev, rows, cols, &err), 0, "%s", err.message);
+    size_t n = (size_t)rows * cols;
+    cr_assert_eq(pgn_tensor_write(&p->h, data, n, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_tensor_write(&p->d, data, n, &err), 0, "%s", err.message);
+}
+
+static void pair_random(pair *p, int rows, int cols, uint64_t seed, float scale) {
+    float *v = test_random((size_t)rows * cols, seed, scale);
+    pair_init(p, rows, cols, v);
+    free(v);
+}
+
+static void pair_sentinel(pair *p, int rows, int cols) {
+    size_t n = (size_t)rows * cols;
+    uint32_t *v = malloc(n * 4);
+    cr_assert_not_null(v);
+    for (size_t i = 0; i < n; i++) v[i] = SENTINEL_BITS;
+    pair_init(p, rows, cols, v);
+    free(v);
+}
+
+static void pair_release(pair *p) {
+    pgn_tensor_release(&p->h);
+    pgn_tensor_release(&p->d);
+}
+
+static const float *host(const pair *p) { return p->h.host; }
+static uint32_t bits_at(const pair *p, size_t i) { return pgn_bits(host(p)[i]); }
+
+/* The whole tensor is bit-identical on host and device. */
+static void assert_identical(const pair *p, const char *what) {
+    pgn_error err = {0};
+    size_t n = pgn_tensor_count(&p->h);
+    uint32_t *d = malloc(n * 4);
+    cr_assert_not_null(d);
+    cr_assert_eq(pgn_tensor_read(&p->d, d, n, &err), 0, "%s", err.message);
+    if (memcmp(d, p->h.host, n * 4)) {
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(d[i], bits_at(p, i), "%s[%zu]: host %08x (%g) != device %08x (%g)", what,
+                         i, bits_at(p, i), (double)host(p)[i], d[i], (double)pgn_float(d[i]));
+    }
+    free(d);
+}
+
+/* |got - want| <= abs + rel |want|. */
+static void assert_near(double got, double want, double abs, double rel, const char *what,
+                        size_t i) {
+    cr_assert(fabs(got - want) <= abs + rel * fabs(want), "%s[%zu] = %.9g, want %.9g", what, i, got,
+              want);
+}
+
+/* ---- embedding ---------------------------------------------------------------------------- */
+
+enum { EV = 11, EC = 19, ET = 5, EP = 7, EB = 3, EROWS = EB * ET, EALLOC = EROWS + 2 };
+/* Ids repeat (3 four times, 0 four times) and 1, 4, 6 and 8 never occur among the first EROWS
+ * rows; the rows past them (a short batch) hold 1 and 4, which must not count. */
+static const int32_t tokens[EALLOC] = {3, 3, 0, 7, 3, 10, 0, 0, 7, 2, 3, 5, 5, 0, 9, 1, 4};
+
+Test(gpt, embedding_adds_the_token_and_position_rows) {
+    pgn_error err = {0};
+    pair tok, wte, wpe, y;
+    pair_init(&tok, EALLOC, 1, tokens);
+    pair_random(&wte, EV, EC, 1, 1.0f);
+    pair_random(&wpe, EP, EC, 2, 1.0f);
+    pair_sentinel(&y, EALLOC, EC);
+    cr_assert_eq(pgn_op_embed_forward(EROWS, ET, &tok.h, &wte.h, &wpe.h, &y.h, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_op_embed_forward(EROWS, ET, &tok.d, &wte.d, &wpe.d, &y.d, &err), 0, "%s", err.message);
+    assert_identical(&y, "y");
+    for (int r = 0; r < EALLOC; r++)
+        for (int c = 0; c < EC; c++) {
+            size_t i = (size_t)r * EC + c;
+            if (r >= EROWS) {
+                cr_assert_eq(bits_at(&y, i), SENTINEL_BITS, "y row %d is past rows", r);
+                continue;
+            }
+            float want = host(&wte)[tokens[r] * EC + c] + host(&wpe)[(r % ET) * EC + c];
+            cr_assert_eq(host(&y)[i], want, "y[%d][%d]", r, c);
+        }
+    pair *all[] = {&tok, &wte, &wpe, &y};
+    for (size_t i = 0; i < 4; i++) pair_release(all[i]);
+}
+
+Test(gpt, embedding_backward_sums_rows_per_token_and_position_in_row_order) {
+    pgn_error err = {0};
+    pair tok, dy, dwte, dwpe;
+    pair_init(&tok, EALLOC, 1, tokens);
+    pair_random(&dy, EALLOC, EC, 3, 1.0f);
+    pair_sentinel(&dwte, EV, EC);
+    pair_sentinel(&dwpe, EP, EC);
+    cr_assert_eq(pgn_op_embed_backward(EROWS, ET, &tok.h, &dy.h, &dwte.h, &dwpe.h, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_op_embed_backward(EROWS, ET, &tok.d, &dy.d, &dwte.d, &dwpe.d, &err), 0, "%s", err.message);
+    assert_identical(&dwte, "dwte");
+    assert_identical(&dwpe, "dwpe");
+    const float *g = host(&dy);
+    for (int v = 0; v < EV; v++) {
+        int count = 0;
+        for (int c = 0; c < EC; c++) {
+            float acc = 0.0f; /* the float sum in row order: the bits the op promises */
+            double want = 0;
+            count = 0;
+            for (int r = 0; r < EROWS; r++)
+                if (tokens[r] == v) {
+                    acc += g[r * EC + c];
+                    want += g[r * EC + c];
+                    count++;
+                }
+            size_t i = (size_t)v * EC + c;
+            cr_assert_eq(bits_at(&dwte, i), pgn_bits(acc), "dwte[%d][%d] is not the row-order sum", v, c);
+            assert_near(host(&dwte)[i], want, 1e-6, 1e-6, "dwte", i);
+            if (!count) cr_assert_eq(bits_at(&dwte, i), 0u, "dwte row %d: a token that never occurs", v);
+        }
+        bool absent = v == 1 || v == 4 || v == 6 || v == 8;
+        cr_assert_eq(count == 0, absent, "token %d occurs %d times", v, count);
+    }
+    for (int t = 0; t < EP; t++)
+        for (int c = 0; c < EC; c++) {
+            float acc = 0.0f;
+            for (int b = 0; t < ET && b < EB; b++) acc += g[(b * ET + t) * EC + c];
+            cr_assert_eq(bits_at(&dwpe, (size_t)t * EC + c), pgn_bits(acc), "dwpe[%d][%d]", t, c);
+        }
+    /* either gradient alone gives the same bits */
+    pair dwte2, dwpe2;
+    pair_sentinel(&dwte2, EV, EC);
+    pair_sentinel(&dwpe2, EP, EC);
+    cr_assert_eq(pgn_op_embed_backward(EROWS, ET, &tok.d, &dy.d, &dwte2.d, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_op_embed_backward(EROWS, ET, &tok.d, &dy.d, NULL, &dwpe2.d, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_op_embed_backward(EROWS, ET, &tok.h, &dy.h, &dwte2.h, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_op_embed_backward(EROWS, ET, &tok.h, &dy.h, NULL, &dwpe2.h, &err), 0, "%s", err.message);
+    assert_identical(&dwte2, "dwte alone");
+    assert_identical(&dwpe2, "dwpe alone");
+    cr_assert_eq(memcmp(dwte2.h.host, dwte.h.host, sizeof(float) * EV * EC), 0);
+    cr_assert_eq(memcmp(dwpe2.h.host, dwpe.h.host, sizeof(float) * EP * EC), 0);
+    pair *all[] = {&tok, &dy, &dwte, &dwpe, &dwte2, &dwpe2};
+    for (size_t i = 0; i < 6; i++) pair_release(all[i]);
+}
+
+Test(gpt, embedding_refuses_unknown_tokens_and_wrong_shapes) {
+    pgn_error err = {0};
+    pair tok, wte, wpe, y;
+    int32_t bad[EALLOC];
+    memcpy(bad, tokens, sizeof bad);
+    bad[2] = EV;
+    pair_init(&tok, EALLOC, 1, bad);
+    pair_random(&wte, EV, EC, 1, 1.0f);
+    pair_random(&wpe, ET - 1, EC, 2, 1.0f); /* P < T */
+    pair_sentinel(&y, EALLOC, EC);
+    cr_assert_eq(pgn_op_embed_forward(EROWS, ET - 1, &tok.h, &wte.h, &wpe.h, &y.h, &err), -1);
+    cr_assert_str_eq(err.message, "embed: rows = 15 is not a positive multiple of T = 4");
+    cr_assert_eq(pgn_op_embed_forward(EROWS, ET, &tok.h, &wte.h, &wpe.h, &y.h, &err), -1);
+    cr_assert_str_eq(err.message, "embed: wpe is (4, 19), needs 19 columns and at least 5 rows");
+    cr_assert_eq(pgn_op_embed_forward(ET, ET, &tok.h, &wte.h, &wte.h, &y.h, &err), -1);
+    cr_assert_str_eq(err.message, "embed: tok[2] = 11 is not a token id (V = 11)");
+    cr_assert_eq(pgn_op_embed_backward(ET, ET, &tok.h, &y.h, &wte.h, NULL, &err), -1);
+    cr_assert_str_eq(err.message, "embed_backward: tok[2] = 11 is not a token id (V = 11)");
+    cr_assert_eq(pgn_op_embed_forward(EROWS, ET, &tok.d, &wte.h, &wpe.d, &y.d, &err), -1);
+    cr_assert_str_eq(err.message, "embed: tensors on different devices");
+    pair *all[] = {&tok, &wte, &wpe, &y};
+    for (size_t i = 0; i < 4; i++) pair_release(all[i]);
+}
