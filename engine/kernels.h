@@ -35,6 +35,9 @@
     X(embed_forward, 8)                                                                         \
     X(embed_backward_wte, 6)                                                                    \
     X(embed_backward_wpe, 6)                                                                    \
+    X(layernorm_forward, 8)                                                                     \
+    X(layernorm_backward, 7)                                                                    \
+    X(layernorm_backward_params, 7)                                                             \
     /* kernels/inet.cl */                                                                       \
     X(inet_reduce, 19)
 

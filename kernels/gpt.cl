@@ -1,4 +1,4 @@
-/* gpt.cl: OpenCL kernels of the transformer ops (the embedding so far).
+/* gpt.cl: OpenCL kernels of the transformer ops (embedding, LayerNorm).
  * pgn_math.h, pgn_ops.h and pgn_gpt.h are prepended when the program is built, so each kernel
  * picks its work-item's rows, columns or block and calls the shared body the host reference in
  * engine/tensor/ops_gpt.c calls too. No float atomics: every output has one writer. */
@@ -29,4 +29,42 @@ __kernel void embed_backward_wpe(int rows, int T, int C, int P, __global const f
         pgn_embed_wpe_grad_block(rows, T, C, t, c0, PGN_COL_BLOCK, dy, dwpe);
     else
         pgn_embed_wpe_grad_block(rows, T, C, t, c0, C - c0, dy, dwpe);
+}
+
+/* LayerNorm of PGN_LN_ROWS rows per work-item; global: ceil(rows / PGN_LN_ROWS). Whole blocks
+ * inline the body with a constant row count, so the lanes need no clamping. */
+__kernel void layernorm_forward(int rows, int C, float eps, __global const float *x,
+                                __global const float *w, __global const float *b,
+                                __global float *y, __global float *stats) {
+    int r0 = get_global_id(0) * PGN_LN_ROWS;
+    if (r0 >= rows) return;
+    if (rows - r0 >= PGN_LN_ROWS)
+        pgn_layernorm_forward_rows(r0, PGN_LN_ROWS, C, eps, x, w, b, y, stats);
+    else
+        pgn_layernorm_forward_rows(r0, rows - r0, C, eps, x, w, b, y, stats);
+}
+
+/* dx of PGN_LN_ROWS rows per work-item; global: ceil(rows / PGN_LN_ROWS). */
+__kernel void layernorm_backward(int rows, int C, __global const float *x,
+                                 __global const float *w, __global const float *stats,
+                                 __global const float *dy, __global float *dx) {
+    int r0 = get_global_id(0) * PGN_LN_ROWS;
+    if (r0 >= rows) return;
+    if (rows - r0 >= PGN_LN_ROWS)
+        pgn_layernorm_backward_rows(r0, PGN_LN_ROWS, C, x, w, stats, dy, dx);
+    else
+        pgn_layernorm_backward_rows(r0, rows - r0, C, x, w, stats, dy, dx);
+}
+
+/* dw, db (either may be NULL): PGN_COL_BLOCK columns per work-item walking the rows;
+ * global: ceil(C / PGN_COL_BLOCK). */
+__kernel void layernorm_backward_params(int rows, int C, __global const float *x,
+                                        __global const float *stats, __global const float *dy,
+                                        __global float *dw, __global float *db) {
+    int c0 = get_global_id(0) * PGN_COL_BLOCK;
+    if (c0 >= C) return;
+    if (C - c0 >= PGN_COL_BLOCK)
+        pgn_layernorm_params_block(rows, C, c0, PGN_COL_BLOCK, x, stats, dy, dw, db);
+    else
+        pgn_layernorm_params_block(rows, C, c0, C - c0, x, stats, dy, dw, db);
 }

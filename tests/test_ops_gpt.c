@@ -1,4 +1,4 @@
-/* test_ops_gpt.c: the transformer ops (token + position embedding so far) on the OpenCL device
+/* test_ops_gpt.c: the transformer ops (token + position embedding, LayerNorm) on the OpenCL device
  * against the host reference bit for bit, and the host against double-precision math: forward
  * values directly, gradients against central differences of the double forward, so
  * identical-but-wrong cannot pass. */
@@ -184,4 +184,156 @@ Test(gpt, embedding_refuses_unknown_tokens_and_wrong_shapes) {
     cr_assert_str_eq(err.message, "embed: tensors on different devices");
     pair *all[] = {&tok, &wte, &wpe, &y};
     for (size_t i = 0; i < 4; i++) pair_release(all[i]);
+}
+
+/* ---- LayerNorm ------------------------------------------------------------------------------ */
+
+/* sum_c y_c g_c of one row of LayerNorm in double: the loss whose gradient the backward gives. */
+static double layernorm_row_loss(int C, const double *x, const double *w, const double *b,
+                                 const float *g, double *mean_out, double *rstd_out) {
+    double mean = 0, var = 0, loss = 0;
+    for (int c = 0; c < C; c++) mean += x[c];
+    mean /= C;
+    for (int c = 0; c < C; c++) var += (x[c] - mean) * (x[c] - mean);
+    double rstd = 1 / sqrt(var / C + (double)PGN_LAYERNORM_EPS);
+    for (int c = 0; c < C; c++) loss += ((x[c] - mean) * rstd * w[c] + b[c]) * g[c];
+    if (mean_out) *mean_out = mean, *rstd_out = rstd;
+    return loss;
+}
+
+static double *to_double(const float *v, size_t n) {
+    double *d = malloc(n * sizeof *d);
+    cr_assert_not_null(d);
+    for (size_t i = 0; i < n; i++) d[i] = v[i];
+    return d;
+}
+
+/* Forward and backward of rows rows (of alloc) with C columns; dw and db also checked when the
+ * device computes them alone, or neither. */
+static void check_layernorm(int rows, int alloc, int C, uint64_t seed) {
+    pgn_error err = {0};
+    pair x, w, b, y, stats, dy, dx, dw, db;
+    float *xv = test_random((size_t)alloc * C, seed, 2.0f);
+    for (int i = 0; i < alloc * C; i++) xv[i] += 0.75f; /* rows with a mean to remove */
+    pair_init(&x, alloc, C, xv);
+    free(xv);
+    float *wv = test_random((size_t)C, seed + 1, 0.5f);
+    for (int c = 0; c < C; c++) wv[c] += 1.0f;
+    pair_init(&w, 1, C, wv);
+    free(wv);
+    pair_random(&b, 1, C, seed + 2, 0.5f);
+    pair_random(&dy, alloc, C, seed + 3, 1.0f);
+    pair_sentinel(&y, alloc, C);
+    pair_sentinel(&stats, alloc, 2);
+    pair_sentinel(&dx, alloc, C);
+    pair_sentinel(&dw, 1, C);
+    pair_sentinel(&db, 1, C);
+    for (int side = 0; side < 2; side++) {
+#define S(p) (side ? &(p).d : &(p).h)
+        cr_assert_eq(pgn_op_layernorm_forward(rows, S(x), S(w), S(b), S(y), S(stats), &err), 0, "%s", err.message);
+        cr_assert_eq(pgn_op_layernorm_backward(rows, S(x), S(w), S(stats), S(dy), S(dx), S(dw), S(db), &err), 0,
+                     "%s", err.message);
+#undef S
+    }
+    assert_identical(&y, "y");
+    assert_identical(&stats, "stats");
+    assert_identical(&dx, "dx");
+    assert_identical(&dw, "dw");
+    assert_identical(&db, "db");
+
+    double *xd = to_double(host(&x), (size_t)alloc * C), *wd = to_double(host(&w), C),
+           *bd = to_double(host(&b), C);
+    const float *g = host(&dy);
+    const double h = 1e-4;
+    for (int r = 0; r < alloc; r++) {
+        size_t o = (size_t)r * C;
+        if (r >= rows) {
+            for (int c = 0; c < C; c++) {
+                cr_assert_eq(bits_at(&y, o + c), SENTINEL_BITS, "y row %d is past rows", r);
+                cr_assert_eq(bits_at(&dx, o + c), SENTINEL_BITS, "dx row %d is past rows", r);
+            }
+            cr_assert_eq(bits_at(&stats, 2 * (size_t)r), SENTINEL_BITS);
+            continue;
+        }
+        double mean, rstd;
+        layernorm_row_loss(C, xd + o, wd, bd, g + o, &mean, &rstd);
+        assert_near(host(&stats)[2 * r], mean, 1e-6, 1e-6, "mean", (size_t)r);
+        assert_near(host(&stats)[2 * r + 1], rstd, 0, 1e-5, "rstd", (size_t)r);
+        for (int c = 0; c < C; c++) {
+            assert_near(host(&y)[o + c], (xd[o + c] - mean) * rstd * wd[c] + bd[c], 1e-5, 1e-5, "y", o + c);
+            double keep = xd[o + c];
+            xd[o + c] = keep + h;
+            double lp = layernorm_row_loss(C, xd + o, wd, bd, g + o, NULL, NULL);
+            xd[o + c] = keep - h;
+            double lm = layernorm_row_loss(C, xd + o, wd, bd, g + o, NULL, NULL);
+            xd[o + c] = keep;
+            assert_near(host(&dx)[o + c], (lp - lm) / (2 * h), 1e-4, 1e-3, "dx", o + c);
+        }
+    }
+    /* dw, db: the loss of every row moves with one weight */
+    for (int c = 0; c < C; c++)
+        for (int which = 0; which < 2; which++) {
+            double *p = which ? bd : wd, keep = p[c], lp = 0, lm = 0;
+            for (int r = 0; r < rows; r++) {
+                size_t o = (size_t)r * C;
+                p[c] = keep + h;
+                lp += layernorm_row_loss(C, xd + o, wd, bd, g + o, NULL, NULL);
+                p[c] = keep - h;
+                lm += layernorm_row_loss(C, xd + o, wd, bd, g + o, NULL, NULL);
+            }
+            p[c] = keep;
+            assert_near(which ? host(&db)[c] : host(&dw)[c], (lp - lm) / (2 * h), 1e-4, 1e-3,
+                        which ? "db" : "dw", (size_t)c);
+        }
+    free(xd);
+    free(wd);
+    free(bd);
+
+    /* dw alone, db alone, neither: dx and the one asked for keep their bits */
+    pair dx2, dw2, db2;
+    pair_sentinel(&dx2, alloc, C);
+    pair_sentinel(&dw2, 1, C);
+    pair_sentinel(&db2, 1, C);
+    for (int side = 0; side < 2; side++) {
+#define S(p) (side ? &(p).d : &(p).h)
+        cr_assert_eq(pgn_op_layernorm_backward(rows, S(x), S(w), S(stats), S(dy), S(dx2), S(dw2), NULL, &err), 0,
+                     "%s", err.message);
+        cr_assert_eq(pgn_op_layernorm_backward(rows, S(x), S(w), S(stats), S(dy), S(dx2), NULL, S(db2), &err), 0,
+                     "%s", err.message);
+        cr_assert_eq(pgn_op_layernorm_backward(rows, S(x), S(w), S(stats), S(dy), S(dx2), NULL, NULL, &err), 0,
+                     "%s", err.message);
+#undef S
+    }
+    assert_identical(&dx2, "dx, no dw or db");
+    assert_identical(&dw2, "dw alone");
+    assert_identical(&db2, "db alone");
+    cr_assert_eq(memcmp(dx2.h.host, dx.h.host, sizeof(float) * alloc * C), 0);
+    cr_assert_eq(memcmp(dw2.h.host, dw.h.host, sizeof(float) * C), 0);
+    cr_assert_eq(memcmp(db2.h.host, db.h.host, sizeof(float) * C), 0);
+    pair *all[] = {&x, &w, &b, &y, &stats, &dy, &dx, &dw, &db, &dx2, &dw2, &db2};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_release(all[i]);
+}
+
+/* rows and columns that fill no block of 16, on a short batch */
+Test(gpt, layernorm_on_awkward_shapes_matches_double_math_and_the_device) { check_layernorm(37, 40, 19, 10); }
+Test(gpt, layernorm_at_the_char_gpt_width) { check_layernorm(64, 64, 128, 20); }
+
+Test(gpt, layernorm_refuses_wrong_shapes) {
+    pgn_error err = {0};
+    pair x, w, b, y, stats;
+    pair_random(&x, 4, 19, 1, 1.0f);
+    pair_random(&w, 1, 18, 2, 1.0f);
+    pair_random(&b, 1, 19, 3, 1.0f);
+    pair_sentinel(&y, 4, 19);
+    pair_sentinel(&stats, 3, 2);
+    cr_assert_eq(pgn_op_layernorm_forward(4, &x.d, &w.d, &b.d, &y.d, &stats.d, &err), -1);
+    cr_assert_str_eq(err.message, "layernorm: stats has 6 elements, needs at least 8");
+    cr_assert_eq(pgn_op_layernorm_forward(3, &x.d, &w.d, &b.d, &y.d, &stats.d, &err), -1);
+    cr_assert_str_eq(err.message, "layernorm: w and b have 18 and 19 elements, need C = 19");
+    cr_assert_eq(pgn_op_layernorm_backward(3, &x.h, &b.h, &stats.h, &y.h, &y.h, &w.h, NULL, &err), -1);
+    cr_assert_str_eq(err.message, "layernorm_backward: dw and db must have C = 19 elements");
+    cr_assert_eq(pgn_op_layernorm_backward(3, &x.h, &b.h, &stats.d, &y.h, &y.h, NULL, NULL, &err), -1);
+    cr_assert_str_eq(err.message, "layernorm_backward: tensors on different devices");
+    pair *all[] = {&x, &w, &b, &y, &stats};
+    for (size_t i = 0; i < 5; i++) pair_release(all[i]);
 }

@@ -6,6 +6,7 @@
  *   embed       y (rows, C) = wte[tok] + wpe[r % T]            dwte: scatter-add in row order
  *                                                              (one owner per vocabulary row);
  *                                                              dwpe: sum over sequences
+ *   layernorm   y = xhat w + b, stats (rows, 2) = mean, rstd   dx (rows); dw, db column sums
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -129,4 +130,71 @@ int pgn_op_embed_backward(int rows, int T, const pgn_tensor *tok, const pgn_tens
             return -1;
     }
     return 0;
+}
+
+/* ---- layernorm: y (rows, C) = (x - mean) rstd w + b; stats (rows, 2) = mean, rstd ------------ */
+
+int pgn_op_layernorm_forward(int rows, const pgn_tensor *x, const pgn_tensor *w,
+                             const pgn_tensor *b, pgn_tensor *y, pgn_tensor *stats, pgn_error *err) {
+    const char *op = "layernorm";
+    int C = x->cols;
+    if (!ONE_DEVICE(x, w, b, y, stats)) return fail(err, op, "tensors on different devices");
+    if (rows < 1) return fail(err, op, "rows = %d, must be >= 1", rows);
+    if (check_rows(x, "x", rows, C, op, err) || check_rows(y, "y", rows, C, op, err) ||
+        check_count(stats, "stats", 2 * (size_t)rows, op, err))
+        return -1;
+    if (pgn_tensor_count(w) != (size_t)C || pgn_tensor_count(b) != (size_t)C)
+        return fail(err, op, "w and b have %zu and %zu elements, need C = %d", pgn_tensor_count(w),
+                    pgn_tensor_count(b), C);
+    float eps = PGN_LAYERNORM_EPS;
+    if (!x->dev) {
+        for (int r0 = 0; r0 < rows; r0 += PGN_LN_ROWS)
+            pgn_layernorm_forward_rows(r0, pgn_gpt_min(PGN_LN_ROWS, rows - r0), C, eps, F32(x),
+                                       F32(w), F32(b), F32(y), F32(stats));
+        return 0;
+    }
+    pgn_karg args[] = {KARG(rows),   KARG(C),      KARG(eps),    KARG(x->mem),
+                       KARG(w->mem), KARG(b->mem), KARG(y->mem), KARG(stats->mem)};
+    return PGN_LAUNCH(x->dev, layernorm_forward, args, 1,
+                      GLOBAL1((rows + PGN_LN_ROWS - 1) / PGN_LN_ROWS), NULL, err);
+}
+
+int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w,
+                              const pgn_tensor *stats, const pgn_tensor *dy, pgn_tensor *dx,
+                              pgn_tensor *dw, pgn_tensor *db, pgn_error *err) {
+    const char *op = "layernorm_backward";
+    int C = x->cols;
+    if (!ONE_DEVICE(x, w, stats, dy, dx, dw, db)) return fail(err, op, "tensors on different devices");
+    if (rows < 1) return fail(err, op, "rows = %d, must be >= 1", rows);
+    if (check_rows(x, "x", rows, C, op, err) || check_rows(dy, "dy", rows, C, op, err) ||
+        check_rows(dx, "dx", rows, C, op, err) ||
+        check_count(stats, "stats", 2 * (size_t)rows, op, err))
+        return -1;
+    if (pgn_tensor_count(w) != (size_t)C)
+        return fail(err, op, "w has %zu elements, needs C = %d", pgn_tensor_count(w), C);
+    if ((dw && pgn_tensor_count(dw) != (size_t)C) || (db && pgn_tensor_count(db) != (size_t)C))
+        return fail(err, op, "dw and db must have C = %d elements", C);
+    if (!x->dev) {
+        for (int r0 = 0; r0 < rows; r0 += PGN_LN_ROWS)
+            pgn_layernorm_backward_rows(r0, pgn_gpt_min(PGN_LN_ROWS, rows - r0), C, F32(x), F32(w),
+                                        F32(stats), F32(dy), F32(dx));
+        if (dw || db)
+            for (int c0 = 0; c0 < C; c0 += PGN_COL_BLOCK)
+                pgn_layernorm_params_block(rows, C, c0, pgn_gpt_min(PGN_COL_BLOCK, C - c0), F32(x),
+                                           F32(stats), F32(dy), dw ? F32(dw) : NULL,
+                                           db ? F32(db) : NULL);
+        return 0;
+    }
+    pgn_karg args[] = {KARG(rows),      KARG(C),      KARG(x->mem), KARG(w->mem),
+                       KARG(stats->mem), KARG(dy->mem), KARG(dx->mem)};
+    if (PGN_LAUNCH(x->dev, layernorm_backward, args, 1,
+                   GLOBAL1((rows + PGN_LN_ROWS - 1) / PGN_LN_ROWS), NULL, err))
+        return -1;
+    if (!dw && !db) return 0;
+    /* an absent output is a NULL buffer argument, which the kernel sees as a NULL pointer */
+    cl_mem dw_mem = dw ? dw->mem : NULL, db_mem = db ? db->mem : NULL;
+    pgn_karg pargs[] = {KARG(rows),    KARG(C),      KARG(x->mem), KARG(stats->mem),
+                        KARG(dy->mem), KARG(dw_mem), KARG(db_mem)};
+    return PGN_LAUNCH(x->dev, layernorm_backward_params, pargs, 1,
+                      GLOBAL1((C + PGN_COL_BLOCK - 1) / PGN_COL_BLOCK), NULL, err);
 }
