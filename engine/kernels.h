@@ -38,6 +38,9 @@
     X(layernorm_forward, 8)                                                                     \
     X(layernorm_backward, 7)                                                                    \
     X(layernorm_backward_params, 7)                                                             \
+    X(attention_forward, 7)                                                                     \
+    X(attention_backward_query, 9)                                                              \
+    X(attention_backward_key, 9)                                                                \
     /* kernels/inet.cl */                                                                       \
     X(inet_reduce, 19)
 

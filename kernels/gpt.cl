@@ -1,4 +1,4 @@
-/* gpt.cl: OpenCL kernels of the transformer ops (embedding, LayerNorm).
+/* gpt.cl: OpenCL kernels of the transformer ops (embedding, LayerNorm, causal self-attention).
  * pgn_math.h, pgn_ops.h and pgn_gpt.h are prepended when the program is built, so each kernel
  * picks its work-item's rows, columns or block and calls the shared body the host reference in
  * engine/tensor/ops_gpt.c calls too. No float atomics: every output has one writer. */
@@ -67,4 +67,43 @@ __kernel void layernorm_backward_params(int rows, int C, __global const float *x
         pgn_layernorm_params_block(rows, C, c0, PGN_COL_BLOCK, x, stats, dy, dw, db);
     else
         pgn_layernorm_params_block(rows, C, c0, C - c0, x, stats, dy, dw, db);
+}
+
+/* Work-item id -> (sequence b, head h, block): blocks vary fastest, so that a work-group holds
+ * blocks of every causal length and the groups' costs even out. */
+PGN_INLINE bool att_block_of(int rows, int T, int H, int *b, int *h, int *blk) {
+    int blocks = (T + PGN_ATT_BLOCK - 1) / PGN_ATT_BLOCK, id = get_global_id(0);
+    if (id >= rows / T * H * blocks) return false;
+    *blk = id % blocks;
+    *h = id / blocks % H;
+    *b = id / blocks / H;
+    return true;
+}
+
+/* Causal self-attention forward; global: B * H * ceil(T / PGN_ATT_BLOCK). */
+__kernel void attention_forward(int rows, int T, int H, int C, __global const float *qkv,
+                                __global float *att, __global float *y) {
+    int b, h, qb;
+    if (att_block_of(rows, T, H, &b, &h, &qb))
+        pgn_attention_forward_block(T, H, C, b, h, qb, qkv, att, y);
+}
+
+/* The backward's query blocks: score gradients into ds, dq; same range as the forward. */
+__kernel void attention_backward_query(int rows, int T, int H, int C,
+                                       __global const float *qkv, __global const float *att,
+                                       __global const float *dy, __global float *ds,
+                                       __global float *dqkv) {
+    int b, h, qb;
+    if (att_block_of(rows, T, H, &b, &h, &qb))
+        pgn_attention_backward_query_block(T, H, C, b, h, qb, qkv, att, dy, ds, dqkv);
+}
+
+/* The backward's key blocks: dk and dv from every query's ds and p; queued after
+ * attention_backward_query. Same range. */
+__kernel void attention_backward_key(int rows, int T, int H, int C, __global const float *qkv,
+                                     __global const float *att, __global const float *dy,
+                                     __global const float *ds, __global float *dqkv) {
+    int b, h, kb;
+    if (att_block_of(rows, T, H, &b, &h, &kb))
+        pgn_attention_backward_key_block(T, H, C, b, h, kb, qkv, att, dy, ds, dqkv);
 }

@@ -1,6 +1,6 @@
-/* pgn_gpt.h: bodies of the transformer ops (token + position embedding, LayerNorm), shared by
- * the host reference (engine/tensor/ops_gpt.c) and the kernels (kernels/gpt.cl). One body, two
- * callers: host and device give the same bits.
+/* pgn_gpt.h: bodies of the transformer ops (token + position embedding, LayerNorm, causal
+ * multi-head self-attention), shared by the host reference (engine/tensor/ops_gpt.c) and the
+ * kernels (kernels/gpt.cl). One body, two callers: host and device give the same bits.
  * Requires pgn_math.h and pgn_ops.h (PGN_GLOBAL, PGN_COL_BLOCK) first. */
 #ifndef PGN_GPT_H
 #define PGN_GPT_H
@@ -140,6 +140,192 @@ PGN_INLINE void pgn_layernorm_params_block(int rows, int C, int c0, int w,
         if (dw) dw[c0 + j] = aw[j];
         if (db) db[c0 + j] = ab[j];
     }
+}
+
+/* ---- causal multi-head self-attention ---------------------------------------------------------
+ * A work-item owns PGN_ATT_BLOCK queries (forward, dq) or keys (dk, dv) of one sequence b and
+ * head h, and works in tiles of PGN_ATT_BLOCK x PGN_ATT_BLOCK accumulators: rows are its queries
+ * or keys, lanes are keys (scores, dp) or head dimensions (y, dq, dk, dv). Every accumulator is
+ * one in-order fma chain, over d for a dot product and over the causal range for a weighted
+ * sum, so the lanes vectorise with no change of bits and the host's scalar loops match them.
+ * Layouts (tensor.h): qkv row b T + t holds q, k, v of every head at columns h hd, C + h hd,
+ * 2C + h hd; att and the score gradients are (b, h, t, u) row-major, zero for u > t. */
+#define PGN_ATT_BLOCK 16
+
+typedef float pgn_att_tile[PGN_ATT_BLOCK][PGN_ATT_BLOCK];
+
+/* 1 / sqrt(hd), the same expression on both sides. */
+PGN_INLINE float pgn_att_scale(int hd) { return 1.0f / pgn_sqrt((float)hd); }
+
+/* acc[i][j] = sum over d < n, in order, of a_i[d] b_j[d] with a_i at a + i a_rs (i < na) and
+ * b_j at b + j b_rs (j < nb); lanes past na or nb repeat the last row and are not used. The n
+ * strided loads of b's 16 rows serve 16 rows of a (as a GEMM's packed panel does). */
+PGN_INLINE void pgn_att_dot_tile(int n, PGN_GLOBAL const float *a, int a_rs, int na,
+                                 PGN_GLOBAL const float *b, int b_rs, int nb, pgn_att_tile acc) {
+    for (int i = 0; i < PGN_ATT_BLOCK; i++)
+        for (int j = 0; j < PGN_ATT_BLOCK; j++) acc[i][j] = 0.0f;
+    for (int d = 0; d < n; d++) {
+        float bd[PGN_ATT_BLOCK];
+        for (int j = 0; j < PGN_ATT_BLOCK; j++) bd[j] = b[(size_t)(j < nb ? j : nb - 1) * b_rs + d];
+        for (int i = 0; i < PGN_ATT_BLOCK; i++) {
+            float ad = a[(size_t)(i < na ? i : na - 1) * a_rs + d];
+            for (int j = 0; j < PGN_ATT_BLOCK; j++) acc[i][j] = pgn_fma(ad, bd[j], acc[i][j]);
+        }
+    }
+}
+
+/* Stores the causal part (u <= t) of a dot tile times scale into rows t0 + i (i < nq) of a
+ * (T, T) matrix whose block rows start at out: keys u0 + j. */
+PGN_INLINE void pgn_att_store_causal(int t0, int nq, int u0, int T, pgn_att_tile acc,
+                                     float scale, PGN_GLOBAL float *out) {
+    for (int i = 0; i < nq; i++) {
+        int nj = pgn_gpt_min(PGN_ATT_BLOCK, t0 + i - u0 + 1);
+        for (int j = 0; j < nj; j++) out[(size_t)i * T + u0 + j] = acc[i][j] * scale;
+    }
+}
+
+/* Columns [d0, d0 + nd) of the weighted sums of pgn_att_mix (nd <= PGN_ATT_BLOCK; inlined with
+ * nd = PGN_ATT_BLOCK for whole chunks, so the lanes have a constant count). */
+PGN_INLINE void pgn_att_mix_chunk(int keys, int first, int ni, int T, PGN_GLOBAL const float *w,
+                                  int w_is, int w_ss, PGN_GLOBAL const float *m, int m_rs,
+                                  int d0, int nd, PGN_GLOBAL float *out, int out_rs) {
+    pgn_att_tile acc;
+    for (int i = 0; i < PGN_ATT_BLOCK; i++)
+        for (int j = 0; j < PGN_ATT_BLOCK; j++) acc[i][j] = 0.0f;
+    int s0 = keys ? first : 0, s1 = keys ? T : first + ni;
+    for (int s = s0; s < s1; s++) {
+        PGN_GLOBAL const float *ms = m + (size_t)s * m_rs + d0;
+        float mv[PGN_ATT_BLOCK];
+        for (int j = 0; j < nd; j++) mv[j] = ms[j];
+        for (int i = 0; i < PGN_ATT_BLOCK; i++) {
+            if (i >= ni || (keys ? s < first + i : s > first + i)) continue;
+            float wv = w[(size_t)i * w_is + (size_t)s * w_ss];
+            for (int j = 0; j < nd; j++) acc[i][j] = pgn_fma(wv, mv[j], acc[i][j]);
+        }
+    }
+    for (int i = 0; i < ni; i++)
+        for (int j = 0; j < nd; j++) out[(size_t)i * out_rs + d0 + j] = acc[i][j];
+}
+
+/* out row i (i < ni, hd columns, row stride out_rs) = the sum over s ascending of
+ * w_i(s) m_s, w_i(s) = w[i w_is + s w_ss], m_s the hd floats at m + s m_rs, s over row i's
+ * causal range: for queries (keys == 0, row i is query first + i) s in [0, first + i]; for keys
+ * (row i is key first + i) s in [first + i, T). */
+PGN_INLINE void pgn_att_mix(int keys, int first, int ni, int T, PGN_GLOBAL const float *w,
+                            int w_is, int w_ss, PGN_GLOBAL const float *m, int m_rs, int hd,
+                            PGN_GLOBAL float *out, int out_rs) {
+    for (int d0 = 0; d0 < hd; d0 += PGN_ATT_BLOCK) {
+        if (hd - d0 >= PGN_ATT_BLOCK)
+            pgn_att_mix_chunk(keys, first, ni, T, w, w_is, w_ss, m, m_rs, d0, PGN_ATT_BLOCK, out,
+                              out_rs);
+        else
+            pgn_att_mix_chunk(keys, first, ni, T, w, w_is, w_ss, m, m_rs, d0, hd - d0, out,
+                              out_rs);
+    }
+}
+
+/* Softmax in place of rows t = t0 + i (i < n) of one (b, h)'s att, which hold the scaled
+ * scores for u <= t (p points at row t0): max over u <= t, e = exp(s - max), sum in u order,
+ * p = e / sum; zero for u > t. The rows' max and sum chains run side by side (i inner). */
+PGN_INLINE void pgn_att_softmax_rows(int t0, int n, int T, PGN_GLOBAL float *p) {
+    float mx[PGN_ATT_BLOCK], sum[PGN_ATT_BLOCK];
+    for (int i = 0; i < PGN_ATT_BLOCK; i++) {
+        mx[i] = p[(size_t)(i < n ? i : 0) * T];
+        sum[i] = 0.0f;
+    }
+    for (int u = 1; u < t0 + n; u++)
+        for (int i = 0; i < PGN_ATT_BLOCK; i++)
+            if (i < n && u <= t0 + i) {
+                float s = p[(size_t)i * T + u];
+                if (s > mx[i]) mx[i] = s;
+            }
+    for (int i = 0; i < n; i++) {
+        PGN_GLOBAL float *row = p + (size_t)i * T;
+        for (int u = 0; u <= t0 + i; u++) row[u] = pgn_expf(row[u] - mx[i]);
+    }
+    for (int u = 0; u < t0 + n; u++)
+        for (int i = 0; i < PGN_ATT_BLOCK; i++)
+            if (i < n && u <= t0 + i) sum[i] += p[(size_t)i * T + u];
+    for (int i = 0; i < n; i++) {
+        PGN_GLOBAL float *row = p + (size_t)i * T;
+        for (int u = 0; u <= t0 + i; u++) row[u] = row[u] / sum[i];
+        for (int u = t0 + i + 1; u < T; u++) row[u] = 0.0f;
+    }
+}
+
+/* Queries [qb B, qb B + B) of sequence b, head h (B = PGN_ATT_BLOCK): s[u] = (q_t . k_u) scale,
+ * p = softmax over u <= t into att, y_t = sum over u <= t of p[u] v_u. */
+PGN_INLINE void pgn_attention_forward_block(int T, int H, int C, int b, int h, int qb,
+                                            PGN_GLOBAL const float *qkv, PGN_GLOBAL float *att,
+                                            PGN_GLOBAL float *y) {
+    int hd = C / H, C3 = 3 * C, t0 = qb * PGN_ATT_BLOCK, nq = pgn_gpt_min(PGN_ATT_BLOCK, T - t0);
+    float scale = pgn_att_scale(hd);
+    PGN_GLOBAL const float *q = qkv + (size_t)b * T * C3 + (size_t)h * hd;
+    PGN_GLOBAL float *p = att + (((size_t)b * H + h) * T + t0) * T;
+    pgn_att_tile acc;
+    for (int u0 = 0; u0 < t0 + nq; u0 += PGN_ATT_BLOCK) {
+        pgn_att_dot_tile(hd, q + (size_t)t0 * C3, C3, nq, q + C + (size_t)u0 * C3, C3,
+                         pgn_gpt_min(PGN_ATT_BLOCK, T - u0), acc);
+        pgn_att_store_causal(t0, nq, u0, T, acc, scale, p);
+    }
+    pgn_att_softmax_rows(t0, nq, T, p);
+    pgn_att_mix(0, t0, nq, T, p, T, 1, q + 2 * C, C3, hd,
+                y + ((size_t)b * T + t0) * C + (size_t)h * hd, C);
+}
+
+/* The backward's first half, per query block: dp[u] = dy_t . v_u, dot = sum over u of
+ * p[u] dp[u] (fma, u ascending), g[u] = (p[u] (dp[u] - dot)) scale into ds (zero for u > t),
+ * dq_t = sum over u <= t of g[u] k_u. */
+PGN_INLINE void pgn_attention_backward_query_block(int T, int H, int C, int b, int h, int qb,
+                                                   PGN_GLOBAL const float *qkv,
+                                                   PGN_GLOBAL const float *att,
+                                                   PGN_GLOBAL const float *dy,
+                                                   PGN_GLOBAL float *ds, PGN_GLOBAL float *dqkv) {
+    int hd = C / H, C3 = 3 * C, t0 = qb * PGN_ATT_BLOCK, nq = pgn_gpt_min(PGN_ATT_BLOCK, T - t0);
+    float scale = pgn_att_scale(hd);
+    PGN_GLOBAL const float *q = qkv + (size_t)b * T * C3 + (size_t)h * hd;
+    PGN_GLOBAL const float *dyb = dy + (size_t)b * T * C + (size_t)h * hd;
+    size_t rows0 = (((size_t)b * H + h) * T + t0) * T;
+    PGN_GLOBAL const float *p = att + rows0;
+    PGN_GLOBAL float *g = ds + rows0;
+    pgn_att_tile acc;
+    for (int u0 = 0; u0 < t0 + nq; u0 += PGN_ATT_BLOCK) {
+        pgn_att_dot_tile(hd, dyb + (size_t)t0 * C, C, nq, q + 2 * C + (size_t)u0 * C3, C3,
+                         pgn_gpt_min(PGN_ATT_BLOCK, T - u0), acc);
+        pgn_att_store_causal(t0, nq, u0, T, acc, 1.0f, g);
+    }
+    float dot[PGN_ATT_BLOCK];
+    for (int i = 0; i < PGN_ATT_BLOCK; i++) dot[i] = 0.0f;
+    for (int u = 0; u < t0 + nq; u++)
+        for (int i = 0; i < PGN_ATT_BLOCK; i++)
+            if (i < nq && u <= t0 + i) {
+                size_t o = (size_t)i * T + u;
+                dot[i] = pgn_fma(p[o], g[o], dot[i]);
+            }
+    for (int i = 0; i < nq; i++) {
+        size_t o = (size_t)i * T;
+        for (int u = 0; u <= t0 + i; u++) g[o + u] = (p[o + u] * (g[o + u] - dot[i])) * scale;
+        for (int u = t0 + i + 1; u < T; u++) g[o + u] = 0.0f;
+    }
+    pgn_att_mix(0, t0, nq, T, g, T, 1, q + C, C3, hd,
+                dqkv + ((size_t)b * T + t0) * C3 + (size_t)h * hd, C3);
+}
+
+/* The backward's second half, per key block (after every query block's ds is written):
+ * dk_u = sum over t >= u of g_t[u] q_t, dv_u = sum over t >= u of p_t[u] dy_t. */
+PGN_INLINE void pgn_attention_backward_key_block(int T, int H, int C, int b, int h, int kb,
+                                                 PGN_GLOBAL const float *qkv,
+                                                 PGN_GLOBAL const float *att,
+                                                 PGN_GLOBAL const float *dy,
+                                                 PGN_GLOBAL const float *ds,
+                                                 PGN_GLOBAL float *dqkv) {
+    int hd = C / H, C3 = 3 * C, u0 = kb * PGN_ATT_BLOCK, nk = pgn_gpt_min(PGN_ATT_BLOCK, T - u0);
+    PGN_GLOBAL const float *q = qkv + (size_t)b * T * C3 + (size_t)h * hd;
+    PGN_GLOBAL const float *dyb = dy + (size_t)b * T * C + (size_t)h * hd;
+    size_t col0 = ((size_t)b * H + h) * T * T + u0;
+    PGN_GLOBAL float *out = dqkv + ((size_t)b * T + u0) * C3 + (size_t)h * hd;
+    pgn_att_mix(1, u0, nk, T, ds + col0, 1, T, q, C3, hd, out + C, C3);
+    pgn_att_mix(1, u0, nk, T, att + col0, 1, T, dyb, C, hd, out + 2 * C, C3);
 }
 
 #endif

@@ -1,7 +1,7 @@
-/* test_ops_gpt.c: the transformer ops (token + position embedding, LayerNorm) on the OpenCL device
- * against the host reference bit for bit, and the host against double-precision math: forward
- * values directly, gradients against central differences of the double forward, so
- * identical-but-wrong cannot pass. */
+/* test_ops_gpt.c: the transformer ops (token + position embedding, LayerNorm, causal multi-head
+ * self-attention) on the OpenCL device against the host reference bit for bit, and the host
+ * against double-precision math: forward values directly, gradients against central differences
+ * of the double forward, so identical-but-wrong cannot pass. */
 #include <math.h>
 #include <string.h>
 
@@ -336,4 +336,160 @@ Test(gpt, layernorm_refuses_wrong_shapes) {
     cr_assert_str_eq(err.message, "layernorm_backward: tensors on different devices");
     pair *all[] = {&x, &w, &b, &y, &stats};
     for (size_t i = 0; i < 5; i++) pair_release(all[i]);
+}
+
+/* ---- attention ---------------------------------------------------------------------------- */
+
+typedef struct {
+    int B, T, H, hd;
+} att_shape;
+
+/* sum over t, d of y[t][d] dy[t][d] for sequence b, head h, in double (q, k, v from qkv with
+ * 3C columns); p (T*T) receives the attention weights when given. */
+static double attention_loss(att_shape s, const double *qkv, const float *dy, int b, int h,
+                             double *p) {
+    int C = s.H * s.hd, T = s.T;
+    double loss = 0, *w = malloc(sizeof(double) * T);
+    cr_assert_not_null(w);
+    for (int t = 0; t < T; t++) {
+        const double *q = qkv + (size_t)(b * T + t) * 3 * C + h * s.hd;
+        double mx = -INFINITY, sum = 0;
+        for (int u = 0; u <= t; u++) {
+            const double *k = qkv + (size_t)(b * T + u) * 3 * C + C + h * s.hd;
+            double dot = 0;
+            for (int d = 0; d < s.hd; d++) dot += q[d] * k[d];
+            w[u] = dot / sqrt((double)s.hd);
+            mx = fmax(mx, w[u]);
+        }
+        for (int u = 0; u <= t; u++) sum += w[u] = exp(w[u] - mx);
+        for (int u = 0; u <= t; u++) w[u] /= sum;
+        for (int d = 0; d < s.hd; d++) {
+            double y = 0;
+            for (int u = 0; u <= t; u++) y += w[u] * qkv[(size_t)(b * T + u) * 3 * C + 2 * C + h * s.hd + d];
+            loss += y * dy[(size_t)(b * T + t) * C + h * s.hd + d];
+        }
+        if (p)
+            for (int u = 0; u < T; u++) p[t * T + u] = u <= t ? w[u] : 0;
+    }
+    free(w);
+    return loss;
+}
+
+/* Forward and backward on a short batch (2 rows more than rows allocated everywhere, att and
+ * scratch 5 elements longer): bits against the device, values against double math, dqkv
+ * against central differences at every grad_stride-th element. */
+static void check_attention(att_shape s, uint64_t seed, float scale, int grad_stride) {
+    pgn_error err = {0};
+    int C = s.H * s.hd, T = s.T, rows = s.B * T, alloc = rows + 2;
+    size_t natt = (size_t)s.B * s.H * T * T;
+    pair qkv, att, y, dy, scratch, dqkv;
+    pair_random(&qkv, alloc, 3 * C, seed, scale);
+    pair_random(&dy, alloc, C, seed + 1, 1.0f);
+    pair_sentinel(&att, 1, (int)natt + 5);
+    pair_sentinel(&scratch, 1, (int)natt + 5);
+    pair_sentinel(&y, alloc, C);
+    pair_sentinel(&dqkv, alloc, 3 * C);
+    for (int side = 0; side < 2; side++) {
+#define S(p) (side ? &(p).d : &(p).h)
+        cr_assert_eq(pgn_op_attention_forward(rows, T, s.H, S(qkv), S(att), S(y), &err), 0, "%s", err.message);
+        cr_assert_eq(pgn_op_attention_backward(rows, T, s.H, S(qkv), S(att), S(dy), S(scratch), S(dqkv), &err), 0,
+                     "%s", err.message);
+#undef S
+    }
+    assert_identical(&att, "att");
+    assert_identical(&y, "y");
+    assert_identical(&scratch, "scratch");
+    assert_identical(&dqkv, "dqkv");
+
+    for (size_t i = natt; i < natt + 5; i++) {
+        cr_assert_eq(bits_at(&att, i), SENTINEL_BITS, "att[%zu] is past B H T T", i);
+        cr_assert_eq(bits_at(&scratch, i), SENTINEL_BITS, "scratch[%zu] is past B H T T", i);
+    }
+    for (size_t i = (size_t)rows * C; i < (size_t)alloc * C; i++)
+        cr_assert_eq(bits_at(&y, i), SENTINEL_BITS, "y[%zu] is past rows", i);
+    for (size_t i = (size_t)rows * 3 * C; i < (size_t)alloc * 3 * C; i++)
+        cr_assert_eq(bits_at(&dqkv, i), SENTINEL_BITS, "dqkv[%zu] is past rows", i);
+
+    double *qd = to_double(host(&qkv), (size_t)alloc * 3 * C), *p = malloc(sizeof(double) * T * T);
+    cr_assert_not_null(p);
+    const float *g = host(&dy);
+    for (int b = 0; b < s.B; b++)
+        for (int h = 0; h < s.H; h++) {
+            attention_loss(s, qd, g, b, h, p);
+            size_t base = ((size_t)b * s.H + h) * T * T;
+            for (int t = 0; t < T; t++) {
+                double sum = 0;
+                for (int u = 0; u < T; u++) {
+                    size_t i = base + (size_t)t * T + u;
+                    if (u > t) cr_assert_eq(bits_at(&att, i), 0u, "att[%d][%d][%d][%d]: the mask", b, h, t, u);
+                    if (u > t) cr_assert_eq(bits_at(&scratch, i), 0u, "ds[%d][%d][%d][%d]: the mask", b, h, t, u);
+                    assert_near(host(&att)[i], p[t * T + u], 1e-6, 1e-5, "att", i);
+                    sum += host(&att)[i];
+                }
+                cr_assert(fabs(sum - 1) < 1e-5, "att row (%d, %d, %d) sums to %.9g", b, h, t, sum);
+                for (int d = 0; d < s.hd; d++) {
+                    size_t i = (size_t)(b * T + t) * C + h * s.hd + d;
+                    double want = 0;
+                    for (int u = 0; u <= t; u++)
+                        want += p[t * T + u] * qd[(size_t)(b * T + u) * 3 * C + 2 * C + h * s.hd + d];
+                    assert_near(host(&y)[i], want, 1e-5, 1e-5, "y", i);
+                }
+            }
+        }
+    /* dL/dqkv, L = sum y dy, by central differences: an element moves only its (b, h)'s loss */
+    const double eps = 1e-4;
+    for (size_t i = 0; i < (size_t)rows * 3 * C; i += (size_t)grad_stride) {
+        int b = (int)(i / (3 * (size_t)C) / T), h = (int)(i % (3 * (size_t)C) % C / s.hd);
+        double keep = qd[i];
+        qd[i] = keep + eps;
+        double lp = attention_loss(s, qd, g, b, h, NULL);
+        qd[i] = keep - eps;
+        double lm = attention_loss(s, qd, g, b, h, NULL);
+        qd[i] = keep;
+        assert_near(host(&dqkv)[i], (lp - lm) / (2 * eps), 1e-4, 1e-3, "dqkv", i);
+    }
+    free(qd);
+    free(p);
+    pair *all[] = {&qkv, &att, &y, &dy, &scratch, &dqkv};
+    for (size_t i = 0; i < 6; i++) pair_release(all[i]);
+}
+
+/* one partial block of queries and keys, hd under one lane vector */
+Test(gpt, attention_with_odd_heads_matches_double_math_and_the_device) {
+    check_attention((att_shape){.B = 2, .T = 5, .H = 3, .hd = 7}, 30, 2.0f, 1);
+}
+/* a whole block and a partial one of each, hd one lane vector and a tail */
+Test(gpt, attention_across_block_edges) {
+    check_attention((att_shape){.B = 1, .T = 19, .H = 2, .hd = 20}, 40, 1.5f, 1);
+}
+/* the char-GPT's head shape, gradients checked at a sample of elements */
+Test(gpt, attention_at_the_char_gpt_head_shape) {
+    check_attention((att_shape){.B = 2, .T = 64, .H = 4, .hd = 32}, 50, 1.0f, 13);
+}
+/* one token: each query attends to itself alone */
+Test(gpt, attention_of_one_token_copies_v) {
+    check_attention((att_shape){.B = 3, .T = 1, .H = 2, .hd = 3}, 60, 1.0f, 1);
+}
+
+Test(gpt, attention_refuses_wrong_shapes) {
+    pgn_error err = {0};
+    pair qkv, att, y, odd;
+    pair_random(&qkv, 10, 12, 1, 1.0f); /* C = 4 */
+    pair_random(&odd, 10, 13, 1, 1.0f);
+    pair_sentinel(&att, 1, 2 * 2 * 25 - 1);
+    pair_sentinel(&y, 10, 4);
+    cr_assert_eq(pgn_op_attention_forward(10, 5, 2, &odd.h, &att.h, &y.h, &err), -1);
+    cr_assert_str_eq(err.message, "attention: qkv has 13 columns, not 3C");
+    cr_assert_eq(pgn_op_attention_forward(10, 5, 3, &qkv.h, &att.h, &y.h, &err), -1);
+    cr_assert_str_eq(err.message, "attention: C = 4 is not a multiple of H = 3");
+    cr_assert_eq(pgn_op_attention_forward(10, 4, 2, &qkv.h, &att.h, &y.h, &err), -1);
+    cr_assert_str_eq(err.message, "attention: rows = 10 is not a positive multiple of T = 4");
+    cr_assert_eq(pgn_op_attention_forward(10, 5, 2, &qkv.d, &att.d, &y.d, &err), -1);
+    cr_assert_str_eq(err.message, "attention: att has 99 elements, needs at least 100");
+    cr_assert_eq(pgn_op_attention_backward(5, 5, 2, &qkv.d, &att.d, &y.d, &att.d, &odd.d, &err), -1);
+    cr_assert_str_eq(err.message, "attention_backward: dqkv is (10, 13), needs 12 columns and at least 5 rows");
+    cr_assert_eq(pgn_op_attention_forward(5, 5, 2, &qkv.d, &att.h, &y.d, &err), -1);
+    cr_assert_str_eq(err.message, "attention: tensors on different devices");
+    pair *all[] = {&qkv, &odd, &att, &y};
+    for (size_t i = 0; i < 4; i++) pair_release(all[i]);
 }

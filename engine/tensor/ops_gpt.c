@@ -7,6 +7,8 @@
  *                                                              (one owner per vocabulary row);
  *                                                              dwpe: sum over sequences
  *   layernorm   y = xhat w + b, stats (rows, 2) = mean, rstd   dx (rows); dw, db column sums
+ *   attention   qkv (rows, 3C) -> att (B, H, T, T), y (rows, C) query blocks: ds, dq;
+ *                                                              key blocks: dk, dv
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -197,4 +199,70 @@ int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w
                         KARG(dy->mem), KARG(dw_mem), KARG(db_mem)};
     return PGN_LAUNCH(x->dev, layernorm_backward_params, pargs, 1,
                       GLOBAL1((C + PGN_COL_BLOCK - 1) / PGN_COL_BLOCK), NULL, err);
+}
+
+/* ---- attention: qkv (rows, 3C) -> att (B, H, T, T), y (rows, C) ------------------------------- */
+
+/* The shapes both directions share: C and hd from qkv and H, whole sequences, att's size. */
+static int check_attention(int rows, int T, int H, const pgn_tensor *qkv, const pgn_tensor *att,
+                           const char *op, int *C, pgn_error *err) {
+    if (check_sequences(rows, T, op, err)) return -1;
+    if (qkv->cols % 3) return fail(err, op, "qkv has %d columns, not 3C", qkv->cols);
+    *C = qkv->cols / 3;
+    if (H < 1 || *C % H)
+        return fail(err, op, "C = %d is not a multiple of H = %d", *C, H);
+    if (check_rows(qkv, "qkv", rows, 3 * *C, op, err)) return -1;
+    return check_count(att, "att", (size_t)(rows / T) * H * T * T, op, err);
+}
+
+int pgn_op_attention_forward(int rows, int T, int H, const pgn_tensor *qkv, pgn_tensor *att,
+                             pgn_tensor *y, pgn_error *err) {
+    const char *op = "attention";
+    int C;
+    if (!ONE_DEVICE(qkv, att, y)) return fail(err, op, "tensors on different devices");
+    if (check_attention(rows, T, H, qkv, att, op, &C, err) || check_rows(y, "y", rows, C, op, err))
+        return -1;
+    int B = rows / T, blocks = (T + PGN_ATT_BLOCK - 1) / PGN_ATT_BLOCK;
+    if (!qkv->dev) {
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int qb = 0; qb < blocks; qb++)
+                    pgn_attention_forward_block(T, H, C, b, h, qb, F32(qkv), F32(att), F32(y));
+        return 0;
+    }
+    pgn_karg args[] = {KARG(rows), KARG(T), KARG(H), KARG(C), KARG(qkv->mem), KARG(att->mem), KARG(y->mem)};
+    return PGN_LAUNCH(qkv->dev, attention_forward, args, 1, GLOBAL1((size_t)B * H * blocks), NULL,
+                      err);
+}
+
+int pgn_op_attention_backward(int rows, int T, int H, const pgn_tensor *qkv, const pgn_tensor *att,
+                              const pgn_tensor *dy, pgn_tensor *scratch, pgn_tensor *dqkv,
+                              pgn_error *err) {
+    const char *op = "attention_backward";
+    int C;
+    if (!ONE_DEVICE(qkv, att, dy, scratch, dqkv)) return fail(err, op, "tensors on different devices");
+    if (check_attention(rows, T, H, qkv, att, op, &C, err) || check_rows(dy, "dy", rows, C, op, err) ||
+        check_rows(dqkv, "dqkv", rows, 3 * C, op, err) ||
+        check_count(scratch, "scratch", (size_t)(rows / T) * H * T * T, op, err))
+        return -1;
+    int B = rows / T, blocks = (T + PGN_ATT_BLOCK - 1) / PGN_ATT_BLOCK;
+    if (!qkv->dev) {
+        /* every query block's score gradients before any key block reads them */
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int qb = 0; qb < blocks; qb++)
+                    pgn_attention_backward_query_block(T, H, C, b, h, qb, F32(qkv), F32(att),
+                                                       F32(dy), F32(scratch), F32(dqkv));
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int kb = 0; kb < blocks; kb++)
+                    pgn_attention_backward_key_block(T, H, C, b, h, kb, F32(qkv), F32(att),
+                                                     F32(dy), F32(scratch), F32(dqkv));
+        return 0;
+    }
+    size_t global = (size_t)B * H * blocks;
+    pgn_karg args[] = {KARG(rows),     KARG(T),      KARG(H),           KARG(C),        KARG(qkv->mem),
+                       KARG(att->mem), KARG(dy->mem), KARG(scratch->mem), KARG(dqkv->mem)};
+    if (PGN_LAUNCH(qkv->dev, attention_backward_query, args, 1, GLOBAL1(global), NULL, err)) return -1;
+    return PGN_LAUNCH(qkv->dev, attention_backward_key, args, 1, GLOBAL1(global), NULL, err);
 }
