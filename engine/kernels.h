@@ -31,6 +31,16 @@
     X(adam_update, 14)                                                                          \
     X(copy_u32, 6)                                                                              \
     X(fill_u32, 5)                                                                              \
+    /* kernels/gpt.cl */                                                                        \
+    X(embed_forward, 8)                                                                         \
+    X(embed_backward_wte, 6)                                                                    \
+    X(embed_backward_wpe, 6)                                                                    \
+    X(layernorm_forward, 8)                                                                     \
+    X(layernorm_backward, 7)                                                                    \
+    X(layernorm_backward_params, 7)                                                             \
+    X(attention_forward, 7)                                                                     \
+    X(attention_backward_query, 9)                                                              \
+    X(attention_backward_key, 9)                                                                \
     /* kernels/inet.cl */                                                                       \
     X(inet_reduce, 19)
 
