@@ -26,6 +26,8 @@ static void usage(FILE *out) {
             "  bench --suite NAME|all [--device ID|all] [--repeats N] [--cases A,B] [--csv FILE] [--json]\n"
             "                                       run benchmark suites (mlp-forward, tensor-micro,\n"
             "                                       gemm, inet, train) and print their tables\n"
+            "  generate CHECKPOINT --prompt TEXT [--max-tokens N] [--temperature T] [--top-k K]\n"
+            "           [--seed S] [--device DEV]   continue a text with a gpt checkpoint\n"
             "  version                              print the version\n"
             "\n"
             "DEV is auto, cpu, gpu, host, or a device id from `paragon devices`.\n");
@@ -238,6 +240,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "devices")) return cmd_devices(argc - 2, argv + 2);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
+    if (!strcmp(cmd, "generate")) return cmd_generate(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("paragon %s\n", PGN_VERSION);
         return 0;

@@ -23,6 +23,8 @@ struct pgn_device {
     size_t align_bytes;   /* sub-buffer origins must be multiples of this */
     cl_mem gemm_ws;       /* engine/tensor/gemm.c's scratch for packed panels; grown, never shrunk */
     size_t gemm_ws_bytes;
+    cl_mem reduce_ws;     /* engine/tensor/ops.c's partial sums of column reductions; likewise */
+    size_t reduce_ws_bytes;
     bool oclgrind;    /* the Oclgrind simulator */
     bool shadowed;    /* Oclgrind checking for uninitialised reads: see pgn_device_write */
     cl_mem *kept;     /* shadowed: buffers released only when the device closes */
@@ -45,6 +47,12 @@ int pgn_launch(pgn_device *dev, pgn_kernel_id id, const pgn_karg *args, cl_uint 
 /* The same with a kernel object of the caller's, created from the program by id's name. */
 int pgn_launch_kernel(pgn_device *dev, cl_kernel k, pgn_kernel_id id, const pgn_karg *args, cl_uint dims,
                       const size_t *global, const size_t *local, pgn_error *err);
+
+/* Grows one of the device's scratch buffers (*mem of *have bytes) to at least bytes, waiting
+ * for queued work first when it grows (queued kernels may still use the old one); what names it
+ * in errors. Steps that reserve ahead never allocate. */
+int pgn_device_scratch_reserve(pgn_device *dev, cl_mem *mem, size_t *have, size_t bytes, const char *what,
+                               pgn_error *err);
 
 /* A spec error: code "invalid_spec", err->field = field, message "field: <fmt>". Returns -1. */
 int pgn_spec_fail(pgn_error *err, const char *field, const char *fmt, ...)

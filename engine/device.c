@@ -470,6 +470,7 @@ void pgn_device_close(pgn_device *dev) {
     for (int k = 0; k < PGN_KERNEL_COUNT; k++)
         if (dev->kernels[k]) clReleaseKernel(dev->kernels[k]);
     if (dev->gemm_ws) clReleaseMemObject(dev->gemm_ws);
+    if (dev->reduce_ws) clReleaseMemObject(dev->reduce_ws);
     for (size_t i = 0; i < dev->n_kept; i++) clReleaseMemObject(dev->kept[i]);
     free(dev->kept);
     if (dev->program) clReleaseProgram(dev->program);
@@ -584,6 +585,25 @@ int pgn_launch_kernel(pgn_device *dev, cl_kernel k, pgn_kernel_id id, const pgn_
         clReleaseEvent(ev);
         *dev->profile_sink += (double)(t1 - t0) * 1e-9;
     }
+    return 0;
+}
+
+int pgn_device_scratch_reserve(pgn_device *dev, cl_mem *mem, size_t *have, size_t bytes, const char *what,
+                               pgn_error *err) {
+    if (bytes <= *have) return 0;
+    if (pgn_device_finish(dev, err)) return -1;
+    pgn_device_release_buffer(dev, *mem);
+    *mem = NULL;
+    *have = 0;
+    cl_int st;
+    cl_mem grown = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes, NULL, &st);
+    if (st != CL_SUCCESS) {
+        pgn_error_set(err, PGN_E_DEVICE, "", "%s: allocating %zu bytes of scratch on %s: %s", what, bytes,
+                      dev->info.id, pgn_cl_status_name(st));
+        return -1;
+    }
+    *mem = grown;
+    *have = bytes;
     return 0;
 }
 

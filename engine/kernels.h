@@ -20,10 +20,12 @@
     X(dropout_forward, 8)                                                                       \
     X(mul, 4)                                                                                   \
     X(add, 4)                                                                                   \
-    X(colsum, 4)                                                                                \
+    X(colsum_partial, 4)                                                                        \
+    X(colsum_finish, 4)                                                                         \
     X(broadcast_rows, 5)                                                                        \
     X(fused_loss, 9)                                                                            \
     X(gather_rows, 6)                                                                           \
+    X(windows, 11)                                                                              \
     X(loss_stats, 6)                                                                            \
     X(sumsq_chunks, 5)                                                                          \
     X(clip_scale, 4)                                                                            \

@@ -193,13 +193,16 @@ __kernel void gemm_tile(int M, int N, int K, __global const float *a, long a_off
     for (int r = 0; r < GEMM_MR; r++) {
         if (i0 + r >= M) break;
         __global float *cr = c + (size_t)(i0 + r) * ldc + j0;
-        if (cols == GEMM_NR && (!epilogue || act == PGN_ACT_CODE_RELU || act == PGN_ACT_CODE_NONE)) {
+        if (cols == GEMM_NR && (!epilogue || act == PGN_ACT_CODE_RELU || act == PGN_ACT_CODE_NONE ||
+                                act == PGN_ACT_CODE_GELU)) {
 #pragma unroll
             for (int v = 0; v < GEMM_NV; v++) {
                 float16 z = acc[r][v];
                 if (epilogue) {
                     z = z + bv[v];
-                    float16 yv = act == PGN_ACT_CODE_RELU ? select((float16)(0.0f), z, z > (float16)(0.0f)) : z;
+                    float16 yv = act == PGN_ACT_CODE_RELU   ? select((float16)(0.0f), z, z > (float16)(0.0f))
+                                 : act == PGN_ACT_CODE_GELU ? pgn_gelu16(z)
+                                                            : z;
                     vstore16(yv, v, y + (size_t)(i0 + r) * ldc + j0);
                 }
                 vstore16(z, v, cr);

@@ -13,36 +13,41 @@ __kernel void bias_act_forward(int n, int cols, int act, __global float *z,
     y[i] = pgn_act(act, v);
 }
 
-/* Columns [j0, j0 + w) of bias_act_backward. Inlined with w = PGN_COL_BLOCK for whole blocks,
- * so the inner loop has a constant trip count and vectorises; the last block passes its width. */
-static inline void bias_act_backward_block(int rows, int cols, int j0, int w, int act,
-                                           __global const float *z, __global const float *y,
-                                           __global const float *dy, __global float *dz,
-                                           __global float *db) {
-    float acc[PGN_COL_BLOCK];
-    for (int jj = 0; jj < PGN_COL_BLOCK; jj++) acc[jj] = 0.0f;
-    for (int r = 0; r < rows; r++) {
-        int base = r * cols + j0;
-        for (int jj = 0; jj < w; jj++) {
-            float g = pgn_act_grad(act, z[base + jj], y[base + jj], dy[base + jj]);
-            dz[base + jj] = g;
-            acc[jj] += g;
-        }
-    }
-    for (int jj = 0; jj < w; jj++) db[j0 + jj] = acc[jj];
+/* The chunk of a column-sum work-item (second global dimension): rows [*r0, *r1). */
+static inline void sum_chunk(int rows, int *r0, int *r1) {
+    *r0 = get_global_id(1) * PGN_SUM_ROWS;
+    *r1 = min(rows, *r0 + PGN_SUM_ROWS);
 }
 
-/* dz = dy act'(z) and db (cols) = column sums of dz, rows in order (each column its own
- * in-order sum, as on the host). global: ceil(cols / PGN_COL_BLOCK). */
+/* A whole block of pgn_bias_act_backward_block for GELU, sixteen columns as one float16
+ * (pgn_gelu_grad16): the scalar block's gradients and sums lane by lane. */
+static inline void bias_gelu_backward_block(int r0, int r1, int cols, int j0, __global const float *z,
+                                            __global const float *dy, __global float *dz, __global float *part) {
+    float16 acc = (float16)(0.0f);
+    for (int r = r0; r < r1; r++) {
+        size_t base = (size_t)r * cols + j0;
+        float16 g = vload16(0, dy + base) * pgn_gelu_grad16(vload16(0, z + base));
+        vstore16(g, 0, dz + base);
+        acc += g;
+    }
+    vstore16(acc, 0, part + j0);
+}
+
+/* dz = dy act'(z), and each chunk's column sums of dz into partials (chunks, cols) (colsum_finish
+ * adds them up: db). global: (ceil(cols / PGN_COL_BLOCK), chunks). */
 __kernel void bias_act_backward(int rows, int cols, int act, __global const float *z,
                                 __global const float *y, __global const float *dy,
-                                __global float *dz, __global float *db) {
-    int j0 = get_global_id(0) * PGN_COL_BLOCK;
+                                __global float *dz, __global float *partials) {
+    int j0 = get_global_id(0) * PGN_COL_BLOCK, r0, r1;
     if (j0 >= cols) return;
-    if (cols - j0 >= PGN_COL_BLOCK)
-        bias_act_backward_block(rows, cols, j0, PGN_COL_BLOCK, act, z, y, dy, dz, db);
+    sum_chunk(rows, &r0, &r1);
+    __global float *part = partials + (size_t)get_global_id(1) * cols;
+    if (cols - j0 >= PGN_COL_BLOCK && act == PGN_ACT_CODE_GELU && PGN_COL_BLOCK == 16)
+        bias_gelu_backward_block(r0, r1, cols, j0, z, dy, dz, part);
+    else if (cols - j0 >= PGN_COL_BLOCK)
+        pgn_bias_act_backward_block(r0, r1, cols, j0, PGN_COL_BLOCK, act, z, y, dy, dz, part);
     else
-        bias_act_backward_block(rows, cols, j0, cols - j0, act, z, y, dy, dz, db);
+        pgn_bias_act_backward_block(r0, r1, cols, j0, cols - j0, act, z, y, dy, dz, part);
 }
 
 /* y = act(x); global: n. */
@@ -88,10 +93,23 @@ __kernel void add(int n, __global const float *a, __global const float *b, __glo
     if (i < n) out[i] = a[i] + b[i];
 }
 
-/* out (cols) = column sums of x (rows, cols); global: cols. */
-__kernel void colsum(int rows, int cols, __global const float *x, __global float *out) {
+/* Each chunk's column sums of x (rows, cols) into partials (chunks, cols), PGN_COL_BLOCK columns
+ * a work-item. global: (ceil(cols / PGN_COL_BLOCK), chunks). */
+__kernel void colsum_partial(int rows, int cols, __global const float *x, __global float *partials) {
+    int j0 = get_global_id(0) * PGN_COL_BLOCK, r0, r1;
+    if (j0 >= cols) return;
+    sum_chunk(rows, &r0, &r1);
+    __global float *part = partials + (size_t)get_global_id(1) * cols;
+    if (cols - j0 >= PGN_COL_BLOCK)
+        pgn_colsum_block(r0, r1, cols, j0, PGN_COL_BLOCK, x, part);
+    else
+        pgn_colsum_block(r0, r1, cols, j0, cols - j0, x, part);
+}
+
+/* out (cols) = the chunk sums of partials (chunks, cols) added up in chunk order; global: cols. */
+__kernel void colsum_finish(int chunks, int cols, __global const float *partials, __global float *out) {
     int j = get_global_id(0);
-    if (j < cols) out[j] = pgn_colsum_elem(rows, cols, x, j);
+    if (j < cols) out[j] = pgn_sum_partials(chunks, cols, partials, j);
 }
 
 /* dst (rows, cols) = src (cols) * scale, every row; global: n. */
@@ -119,6 +137,17 @@ __kernel void gather_rows(int n, int cols, __global const uint *src, __global co
     if (i >= n) return;
     int r = i / cols;
     dst[i] = src[(long)idx[offset + r] * cols + i % cols];
+}
+
+/* B windows of T tokens: x[b T + t] = tokens[start_b + t], y the next token (the label);
+ * start_b = pgn_window_start(random, seed, index0 + b, lo, span, total). global: B*T. */
+__kernel void windows(int B, int T, __global const int *tokens, int random, ulong seed, ulong index0,
+                      ulong lo, ulong span, ulong total, __global int *x, __global int *y) {
+    int i = get_global_id(0);
+    if (i >= B * T) return;
+    ulong start = pgn_window_start(random, seed, index0 + (ulong)(i / T), lo, span, total);
+    x[i] = tokens[start + (ulong)(i % T)];
+    y[i] = tokens[start + (ulong)(i % T) + 1];
 }
 
 /* stats[2 slot] = sum of loss over rows (in order), stats[2 slot + 1] = correct predictions.

@@ -176,19 +176,22 @@ static int admit_train(const pgn_job_spec *spec, const pgn_device_info *placed,
                        const pgd_host_memory *mem, pgn_error *err, json_t **extra) {
     pgn_memory_estimate m;
     pgn_job_memory_estimate(spec, &m);
+    bool gpt = spec->train.model == PGN_MODEL_GPT;
+    const char *model_field = gpt ? "model.d_model" : "model.layers";
     if (m.n_params > PGD_MAX_PARAMS)
-        return refuse(err, extra, "model.layers", "max_params", (long long)PGD_MAX_PARAMS,
-                      (long long)m.n_params,
-                      "model.layers: the model has %llu parameters (sum over layers of in*out + "
-                      "out); the limit is %llu",
-                      (unsigned long long)m.n_params, (unsigned long long)PGD_MAX_PARAMS);
+        return refuse(err, extra, model_field, "max_params", (long long)PGD_MAX_PARAMS,
+                      (long long)m.n_params, "%s: the model has %llu parameters (%s); the limit is %llu",
+                      model_field, (unsigned long long)m.n_params,
+                      gpt ? "embeddings, n_layer blocks of 12 d_model^2 + 13 d_model, at 256 characters"
+                          : "sum over layers of in*out + out",
+                      (unsigned long long)PGD_MAX_PARAMS);
 
     /* The host reference keeps everything in this process; a device, in its memory. */
     budget have = placed->type == PGN_DEVICE_HOST ? host_budget(mem) : device_budget(placed, mem);
     if (!have.known || m.total <= have.bytes) return 0; /* one that does not say is not judged */
     /* Blame the part that weighs most: the model, the batch or the data. */
     double model = m.params + m.gradients + m.optimizer;
-    const char *field = model >= m.activations && model >= m.dataset ? "model.layers"
+    const char *field = model >= m.activations && model >= m.dataset ? model_field
                         : m.activations >= m.dataset                 ? "batch_size"
                                                                      : "data";
     char total[32], p[32], g[32], o[32], a[32], d[32];
@@ -259,6 +262,7 @@ int pgd_admit_job(const pgn_job_spec *spec, const pgn_device_info *placed,
     case PGN_JOB_TRAIN: return admit_train(spec, placed, mem, err, extra);
     case PGN_JOB_INET: return admit_inet(spec, placed, mem, err, extra);
     case PGN_JOB_BENCH: break; /* its suites' sizes are fixed and small */
+    case PGN_JOB_GENERATE: break; /* one sequence of a model that trained on this machine */
     }
     return 0;
 }

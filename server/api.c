@@ -279,20 +279,22 @@ static int queue_room(pgd_api *api, size_t n, int64_t *queued, pgn_error *err) {
     return *queued + (int64_t)n > api->max_queued ? 1 : 0;
 }
 
-static enum MHD_Result post_job(pgd_api *api, const pgd_request *req, int64_t id) {
-    (void)id;
+/* The request's body as a JSON object: NULL after replying why it is not one (media type,
+ * size and depth limits, syntax). */
+static json_t *read_json_body(const pgd_request *req, enum MHD_Result *reply) {
     if (!is_json_media_type(pgd_request_header(req, MHD_HTTP_HEADER_CONTENT_TYPE))) {
         const char *ct = pgd_request_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
-        return pgd_reply_error(req, PGN_E_UNSUPPORTED_MEDIA_TYPE,
-                               NULL, "Content-Type must be application/json, not %s%s%s",
-                               ct ? "'" : "", ct ? ct : "missing", ct ? "'" : "");
+        *reply = pgd_reply_error(req, PGN_E_UNSUPPORTED_MEDIA_TYPE, NULL,
+                                 "Content-Type must be application/json, not %s%s%s", ct ? "'" : "",
+                                 ct ? ct : "missing", ct ? "'" : "");
+        return NULL;
     }
-
     pgn_error lerr;
     json_t *extra;
-    if (pgd_admit_json(req->body, req->body_len, &lerr, &extra) < 0)
-        return reply_limit(req, &lerr, extra, NULL);
-
+    if (pgd_admit_json(req->body, req->body_len, &lerr, &extra) < 0) {
+        *reply = reply_limit(req, &lerr, extra, NULL);
+        return NULL;
+    }
     json_error_t jerr;
     json_t *root = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
@@ -301,56 +303,52 @@ static enum MHD_Result post_job(pgd_api *api, const pgd_request *req, int64_t id
         pgn_error_set(&err, PGN_E_INVALID_JSON, "", "invalid JSON at line %d, column %d: %s",
                       jerr.line, jerr.column, jerr.text);
         json_t *where = json_pack("{s:i, s:i}", "line", jerr.line, "column", jerr.column);
-        enum MHD_Result r = pgd_reply_pgn_error(req, &err, where, NULL);
+        *reply = pgd_reply_pgn_error(req, &err, where, NULL);
         json_decref(where);
-        return r;
     }
+    return root;
+}
 
-    pgn_job_spec spec;
-    pgn_error err;
+/* Places, admits and queues a parsed spec: one job, or one per OpenCL device for "all".
+ * 0 with *ids (malloc'd, *n of them); -1 after replying why not (*reply). */
+static int queue_spec(pgd_api *api, const pgd_request *req, pgn_job_spec *spec, int64_t **ids_out, size_t *n_out,
+                      enum MHD_Result *reply) {
+    pgn_error err, lerr;
     pgn_error_clear(&err);
-    int rc = pgn_spec_parse(root, &spec, &err);
-    json_decref(root);
-    if (rc < 0) {
-        if (err.code == PGN_E_NONE) err.code = PGN_E_INVALID_SPEC;
-        return pgd_reply_pgn_error(req, &err, NULL, NULL);
-    }
-
+    json_t *extra;
     /* "all" (bench jobs only: the parser refuses it elsewhere) is one job per OpenCL device. */
-    bool all = strcmp(spec.device, "all") == 0;
+    bool all = strcmp(spec->device, "all") == 0;
     pgn_device_info placed;
     json_t *estimate = NULL;
-    if (!all && pgd_scheduler_place_job(api->sched, &spec, &placed, &estimate, &err) < 0) {
-        pgn_spec_free(&spec);
-        return pgd_reply_pgn_error(req, &err, NULL, NULL);
+    if (!all && pgd_scheduler_place_job(api->sched, spec, &placed, &estimate, &err) < 0) {
+        *reply = pgd_reply_pgn_error(req, &err, NULL, NULL);
+        return -1;
     }
     /* Parameters and device memory: a job that cannot fit is refused now, not failed later
      * (or worse, left to exhaust the device under the jobs beside it). */
     pgd_host_memory mem;
     if (pgd_host_memory_read(&mem) < 0) mem = (pgd_host_memory){0}; /* not judged */
-    if (!all && pgd_admit_job(&spec, &placed, &mem, &lerr, &extra) < 0) {
-        pgn_spec_free(&spec);
+    if (!all && pgd_admit_job(spec, &placed, &mem, &lerr, &extra) < 0) {
         json_decref(estimate);
-        return reply_limit(req, &lerr, extra, NULL);
+        *reply = reply_limit(req, &lerr, extra, NULL);
+        return -1;
     }
     const pgn_device_info *targets = all ? api->devices : &placed;
     size_t n = all ? api->n_devices : 1; /* >= 1: the server does not start without a device */
     int64_t *ids = calloc(n, sizeof *ids);
     int64_t queued = 0;
-    bool full = false;
     pthread_mutex_lock(&api->submit_lock);
-    rc = ids ? queue_room(api, n, &queued, &err) : -1;
-    full = rc == 1;
+    int rc = ids ? queue_room(api, n, &queued, &err) : -1;
+    bool full = rc == 1;
     if (rc == 0) {
         pgd_scheduler_admit_lock(api->sched);
-        rc = insert_jobs(api, &spec, targets, estimate, n, ids, &err);
+        rc = insert_jobs(api, spec, targets, estimate, n, ids, &err);
         pgd_scheduler_admit_unlock(api->sched);
     }
     if (rc == 0) api->queued_bound += (int64_t)n;
     pthread_mutex_unlock(&api->submit_lock);
     json_decref(estimate);
     if (!ids) pgn_error_set(&err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
-    pgn_spec_free(&spec);
     if (full) {
         free(ids);
         pgn_error_clear(&lerr);
@@ -362,17 +360,51 @@ static enum MHD_Result post_job(pgd_api *api, const pgd_request *req, int64_t id
                           (json_int_t)api->max_queued, "value", (json_int_t)queued);
         const pgd_header h[] = {{MHD_HTTP_HEADER_RETRY_AFTER, QUEUE_FULL_RETRY_AFTER_S},
                                 {NULL, NULL}};
-        return reply_limit(req, &lerr, extra, h);
+        *reply = reply_limit(req, &lerr, extra, h);
+        return -1;
     }
+    if (rc < 0) {
+        free(ids);
+        *reply = internal_error(req, &err);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) pgd_scheduler_notify(api->sched, targets[i].id);
+    *ids_out = ids;
+    *n_out = n;
+    return 0;
+}
 
-    json_t *obj = NULL;
-    if (rc == 0) {
-        for (size_t i = 0; i < n; i++) pgd_scheduler_notify(api->sched, targets[i].id);
-        pgd_job first;
-        rc = pgd_store_job_get(api->store, ids[0], true, &first, &err);
-        if (rc == 0) obj = pgd_job_json(&first, true);
-        pgd_job_release(&first);
+static enum MHD_Result post_job(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)id;
+    enum MHD_Result reply;
+    json_t *root = read_json_body(req, &reply);
+    if (!root) return reply;
+    pgn_job_spec spec;
+    pgn_error err;
+    pgn_error_clear(&err);
+    int rc = pgn_spec_parse(root, &spec, &err);
+    json_decref(root);
+    if (rc == 0 && spec.kind == PGN_JOB_GENERATE) {
+        pgn_spec_free(&spec);
+        pgn_error_set(&err, PGN_E_INVALID_SPEC, "kind",
+                      "kind: a generate job is made by POST /api/v1/jobs/{id}/generate on the gpt job it reads");
+        rc = -1;
     }
+    if (rc < 0) {
+        if (err.code == PGN_E_NONE) err.code = PGN_E_INVALID_SPEC;
+        return pgd_reply_pgn_error(req, &err, NULL, NULL);
+    }
+    int64_t *ids;
+    size_t n;
+    bool all = strcmp(spec.device, "all") == 0;
+    rc = queue_spec(api, req, &spec, &ids, &n, &reply);
+    pgn_spec_free(&spec);
+    if (rc < 0) return reply;
+    pgd_job first;
+    json_t *obj = NULL;
+    rc = pgd_store_job_get(api->store, ids[0], true, &first, &err);
+    if (rc == 0) obj = pgd_job_json(&first, true);
+    pgd_job_release(&first);
     if (rc == 0 && all) {
         json_t *list = json_array();
         for (size_t i = 0; i < n; i++) json_array_append_new(list, json_integer(ids[i]));
@@ -614,6 +646,76 @@ static enum MHD_Result get_checkpoint(pgd_api *api, const pgd_request *req, int6
 }
 
 /* "mlp-forward, tensor-micro, ..." for messages. */
+/* POST /api/v1/jobs/{id}/generate: text from train job id's gpt checkpoint, as a generate job
+ * that runs like any other (on the device the train job ran on, unless the body names one).
+ * The body: prompt, max_tokens, temperature, top_k, seed, stream, device, name. With "stream"
+ * the reply is the new job's events (a "token" event per character, then its final state with
+ * the whole text); otherwise one JSON body, the ended job (its result: text, completion,
+ * tokens_per_second). */
+static enum MHD_Result post_generate(pgd_api *api, const pgd_request *req, int64_t id) {
+    enum MHD_Result reply;
+    json_t *root = read_json_body(req, &reply);
+    if (!root) return reply;
+    pgn_error err;
+    pgn_error_clear(&err);
+    pgd_job source;
+    if (!json_is_object(root) || json_object_get(root, "kind") || json_object_get(root, "job")) {
+        json_decref(root);
+        return pgd_reply_error(req, PGN_E_INVALID_SPEC, "",
+                               "the body is an object of prompt, max_tokens, temperature, top_k, seed, stream, "
+                               "device and name (the job is the one in the path)");
+    }
+    if (pgd_store_job_get(api->store, id, true, &source, &err) < 0) {
+        json_decref(root);
+        return job_error(req, &err);
+    }
+    const char *model = json_string_value(json_object_get(json_object_get(source.spec, "model"), "type"));
+    if (source.kind != PGN_JOB_TRAIN || !model || strcmp(model, "gpt")) {
+        json_decref(root);
+        pgd_job_release(&source);
+        return pgd_reply_error(req, PGN_E_CONFLICT, "",
+                               "job %" PRId64 " is not a gpt train job: only a gpt's checkpoint generates text", id);
+    }
+    char name[64];
+    snprintf(name, sizeof name, "generate-%" PRId64, id);
+    json_object_set_new(root, "kind", json_string("generate"));
+    json_object_set_new(root, "job", json_integer((json_int_t)id));
+    if (!json_object_get(root, "name")) json_object_set_new(root, "name", json_string(name));
+    if (!json_object_get(root, "device")) json_object_set_new(root, "device", json_string(source.device));
+    pgd_job_release(&source);
+    pgn_job_spec spec;
+    int rc = pgn_spec_parse(root, &spec, &err);
+    json_decref(root);
+    if (rc < 0) return pgd_reply_pgn_error(req, &err, NULL, NULL);
+    /* only the job's own checkpoint, opened as the download is (no link, not an older job's) */
+    char path[PGN_PATH_MAX * 2 + 32];
+    snprintf(path, sizeof path, "%s/jobs/%" PRId64 "/%s", api->data_dir, id, PGN_CHECKPOINT_FILE);
+    struct stat st;
+    int fd = open_job_file(api, id, PGN_CHECKPOINT_FILE, &st);
+    if (fd >= 0) close(fd);
+    if (fd < 0) {
+        pgn_spec_free(&spec);
+        return pgd_reply_error(req, PGN_E_NO_CHECKPOINT, "",
+                               "job %" PRId64 " has no checkpoint yet: a gpt job writes one every checkpoint_every "
+                               "steps, when it is stopped, and when it finishes",
+                               id);
+    }
+    if (pgn_generate_check(&spec.generate, path, NULL, &err) < 0) {
+        pgn_spec_free(&spec);
+        return pgd_reply_pgn_error(req, &err, NULL, NULL);
+    }
+    bool stream = spec.generate.stream;
+    uint64_t since = pgd_events_next(api->events);
+    int64_t *ids;
+    size_t n;
+    rc = queue_spec(api, req, &spec, &ids, &n, &reply);
+    pgn_spec_free(&spec);
+    if (rc < 0) return reply;
+    int64_t gen = ids[0];
+    free(ids);
+    return pgd_events_reply_job_since(api->events, req, gen, since, !stream);
+}
+
 static void suite_names(char *out, size_t size) {
     out[0] = 0;
     for (const char *const *s = pgn_bench_suites; *s; s++)
@@ -756,6 +858,7 @@ static const pgd_route routes[] = {
     {"DELETE", "/api/v1/jobs/{id}", delete_job, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/jobs/{id}/metrics", get_metrics, PGD_ROUTE_TOKEN},
     {"POST", "/api/v1/jobs/{id}/cancel", cancel_job, PGD_ROUTE_TOKEN},
+    {"POST", "/api/v1/jobs/{id}/generate", post_generate, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/jobs/{id}/logs", get_job_logs, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/jobs/{id}/events", get_job_events, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/jobs/{id}/checkpoint", get_checkpoint, PGD_ROUTE_TOKEN},

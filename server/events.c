@@ -78,6 +78,7 @@ struct sse_stream {
     int last_state;  /* the job's state this client has (job streams); -1: none yet */
     uint64_t ping_epoch;
     bool ending; /* the final state is in `out`: close once it is sent */
+    bool collect; /* sends nothing but the job itself once it has ended (a waiting request) */
     bool parked;
     sse_stream *prev, *next;
     char *out;
@@ -253,6 +254,19 @@ void pgd_events_metric(pgd_events *ev, int64_t id, const char *name, int64_t ste
                         (json_int_t)step, "value", v));
 }
 
+void pgd_events_text(pgd_events *ev, int64_t id, int64_t index, const char *text, size_t len) {
+    if (!ev) return;
+    push_json(ev, id, "token",
+              json_pack("{s:I, s:I, s:s%}", "job_id", (json_int_t)id, "index", (json_int_t)index, "text", text, len));
+}
+
+uint64_t pgd_events_next(pgd_events *ev) {
+    pthread_mutex_lock(&ev->lock);
+    uint64_t next = ev->next_seq;
+    pthread_mutex_unlock(&ev->lock);
+    return next;
+}
+
 void pgd_events_progress(pgd_events *ev, int64_t id, double fraction) {
     if (!ev) return;
     push_json(ev, id, "progress",
@@ -312,6 +326,22 @@ static int out_reset(sse_stream *st, uint64_t missed) {
     char data[64];
     snprintf(data, sizeof data, "{\"missed\":%" PRIu64 "}", missed);
     return out_frame(st, st->cursor - 1, "reset", data);
+}
+
+/* A collecting stream's one write: the ended job as GET /api/v1/jobs/{id} gives it. */
+static int out_collected(sse_stream *st) {
+    st->out_len = st->out_off = 0;
+    pgd_job job;
+    pgn_error err;
+    if (pgd_store_job_get(st->ev->store, st->job_id, false, &job, &err) < 0) return -1;
+    json_t *o = pgd_job_json(&job, false);
+    pgd_job_release(&job);
+    char *text = o ? pgn_json_dumps(o) : NULL;
+    json_decref(o);
+    int rc = text && out_append(st, text, strlen(text)) == 0 ? 1 : -1;
+    free(text);
+    st->ending = true;
+    return rc;
 }
 
 static void park(pgd_events *ev, sse_stream *st) {
@@ -383,13 +413,50 @@ static int refill(sse_stream *st) {
     return rc;
 }
 
+/* refill for a collecting stream: nothing until its job has ended, then the job. While it
+ * waits it sends a space at each ping (JSON allows leading white space): a vanished client is
+ * noticed, and a job that ended unpublished is seen in the store. */
+static int refill_collect(sse_stream *st) {
+    pgd_events *ev = st->ev;
+    st->out_len = st->out_off = 0;
+    pthread_mutex_lock(&ev->lock);
+    if (ev->closed) {
+        pthread_mutex_unlock(&ev->lock);
+        return -1;
+    }
+    bool ended = false, check = st->cursor < ev->first_seq; /* fell behind: ask the store */
+    for (uint64_t q = check ? ev->next_seq : st->cursor; q < ev->next_seq && !ended; q++) {
+        const ev_entry *e = &ev->ring[q % PGD_EVENTS_RING];
+        ended = e->job_id == st->job_id && is_terminal(e->state);
+    }
+    st->cursor = ev->next_seq;
+    if (!ended && !check && st->ping_epoch == ev->ping_epoch) {
+        park(ev, st);
+        pthread_mutex_unlock(&ev->lock);
+        return 0;
+    }
+    bool pinged = st->ping_epoch != ev->ping_epoch;
+    st->ping_epoch = ev->ping_epoch;
+    pthread_mutex_unlock(&ev->lock);
+    if (!ended) {
+        pgd_job job;
+        pgn_error err;
+        if (pgd_store_job_get(ev->store, st->job_id, false, &job, &err) < 0) return -1;
+        ended = is_terminal((int)job.state);
+        pgd_job_release(&job);
+    }
+    if (ended) return out_collected(st);
+    if (!pinged) return refill_collect(st); /* fell behind, still running: wait again */
+    return out_append(st, " ", 1) < 0 ? -1 : 1;
+}
+
 /* MHD's content reader: runs on the connection's thread with nothing else of ours held. */
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     sse_stream *st = cls;
     if (st->out_off == st->out_len) {
         if (st->ending) return MHD_CONTENT_READER_END_OF_STREAM;
-        int rc = refill(st);
+        int rc = st->collect ? refill_collect(st) : refill(st);
         if (rc < 0) return MHD_CONTENT_READER_END_OF_STREAM;
         if (rc == 0) return 0; /* parked: MHD calls again once the stream is resumed */
     }
@@ -513,20 +580,24 @@ static enum MHD_Result reply_full(pgd_events *ev, const pgd_request *req) {
     return pgd_reply_pgn_error(req, &err, NULL, h);
 }
 
-static enum MHD_Result start_stream(const pgd_request *req, sse_stream *st) {
+static enum MHD_Result start_response(const pgd_request *req, sse_stream *st, const char *type) {
     struct MHD_Response *resp = MHD_create_response_from_callback(
         MHD_SIZE_UNKNOWN, STREAM_BLOCK_BYTES, stream_read, st, stream_free);
     if (!resp) {
         stream_free(st);
         return MHD_NO;
     }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     /* Reverse proxies (nginx) buffer responses unless told not to. */
     MHD_add_response_header(resp, "X-Accel-Buffering", "no");
     enum MHD_Result r = MHD_queue_response(req->conn, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp); /* the connection holds it; stream_free runs when it is done */
     return r;
+}
+
+static enum MHD_Result start_stream(const pgd_request *req, sse_stream *st) {
+    return start_response(req, st, "text/event-stream");
 }
 
 enum MHD_Result pgd_events_reply_job(pgd_events *ev, const pgd_request *req, int64_t id) {
@@ -560,6 +631,24 @@ enum MHD_Result pgd_events_reply_job(pgd_events *ev, const pgd_request *req, int
         stream_free(st);
         return pgd_reply_error(req, PGN_E_NOT_FOUND, NULL,
                                "job %" PRId64 " does not exist", id);
+    }
+    return start_stream(req, st);
+}
+
+enum MHD_Result pgd_events_reply_job_since(pgd_events *ev, const pgd_request *req, int64_t id, uint64_t since,
+                                           bool collect) {
+    bool asked, resumed, full;
+    uint64_t missed;
+    sse_stream *st = stream_new(ev, req, id, &asked, &resumed, &missed, &full);
+    if (full) return reply_full(ev, req);
+    if (!st) return MHD_NO;
+    pthread_mutex_lock(&ev->lock);
+    if (since >= ev->first_seq && since <= ev->next_seq) st->cursor = since;
+    pthread_mutex_unlock(&ev->lock);
+    if (collect) {
+        st->collect = true;
+        st->out_len = 0; /* no retry line: the body is JSON */
+        return start_response(req, st, "application/json");
     }
     return start_stream(req, st);
 }

@@ -62,12 +62,23 @@ void pgd_events_metric(pgd_events *ev, int64_t id, const char *name, int64_t ste
                        double value);
 /* "event: progress", data {"job_id","progress"}. */
 void pgd_events_progress(pgd_events *ev, int64_t id, double fraction);
+/* "event: token", data {"job_id","index","text"}: a generate job's character index (text: its
+ * len UTF-8 bytes). Not stored: the job's result has the whole text. */
+void pgd_events_text(pgd_events *ev, int64_t id, int64_t index, const char *text, size_t len);
+/* The seq the next event will have: taken before a job is made, it lets a stream start at the
+ * job's first event (pgd_events_reply_job_since). */
+uint64_t pgd_events_next(pgd_events *ev);
 
 /* ---- the SSE endpoints ------------------------------------------------------------------ */
 
 /* GET /api/v1/jobs/{id}/events: "retry", then the job's current state, then its events as they
  * happen; ends after the final state (at once for a finished job). 404 for an unknown job. */
 enum MHD_Result pgd_events_reply_job(pgd_events *ev, const pgd_request *req, int64_t id);
+/* A job's events from seq since on (its first, when taken before the job was made), ending after
+ * its final state; with collect, no events but the job object itself once it has ended, as
+ * application/json (a request that waits for its job: spaces keep it alive meanwhile). */
+enum MHD_Result pgd_events_reply_job_since(pgd_events *ev, const pgd_request *req, int64_t id, uint64_t since,
+                                           bool collect);
 /* GET /api/v1/events: every job's events; never ends (until shutdown). */
 enum MHD_Result pgd_events_reply_all(pgd_events *ev, const pgd_request *req);
 

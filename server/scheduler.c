@@ -99,6 +99,11 @@ static void hook_metric(void *ctx, const char *name, int64_t step, double value)
     pgd_events_metric(r->w->sched->events, r->job_id, name, step, value);
 }
 
+static void hook_text(void *ctx, int64_t index, const char *text, size_t len) {
+    run_ctx *r = ctx;
+    pgd_events_text(r->w->sched->events, r->job_id, index, text, len);
+}
+
 static void hook_log(void *ctx, const char *line) {
     run_ctx *r = ctx;
     pgd_events_job_log(r->w->sched->events, r->w->sched->store, r->job_id, "info", "%s", line);
@@ -272,7 +277,8 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
                            .on_metric = hook_metric,
                            .on_log = hook_log,
                            .on_progress = hook_progress,
-                           .should_stop = hook_should_stop};
+                           .should_stop = hook_should_stop,
+                           .on_text = hook_text};
 
     /* Each job keeps its checkpoint in <data dir>/jobs/<id>/; a job that runs again after a
      * restart resumes from it (bit-identically: the engine's resume is deterministic). */
@@ -299,6 +305,14 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
      * an inode allocation each for nothing. */
     if (rc == 0 && spec.kind == PGN_JOB_TRAIN)
         rc = make_job_dir(s->run_opts.data_dir, job_dir, &err);
+    /* A generate job reads the checkpoint of the gpt job it names. */
+    char source[PGN_PATH_MAX * 2 + 32];
+    if (rc == 0 && spec.kind == PGN_JOB_GENERATE) {
+        pgd_scheduler_job_dir(s, spec.generate.job, source, sizeof source);
+        size_t len = strlen(source);
+        snprintf(source + len, sizeof source - len, "/%s", PGN_CHECKPOINT_FILE);
+        opts.source_checkpoint = source;
+    }
     if (rc == 0) rc = worker_device(w, &err);
     if (rc == 0) rc = pgn_job_run(&spec, w->dev, &opts, &hooks, &result, &err);
     if (rc == 0 && !json_is_object(result)) {

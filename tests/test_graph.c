@@ -51,6 +51,56 @@ static void eval_double(pgn_graph *g, dvals *dv, const int32_t *labels) {
         case PGN_NODE_INPUT:
         case PGN_NODE_PARAM: free(o); o = host_floats(&n->value); break;
         case PGN_NODE_LABELS: break;
+        case PGN_NODE_TOKENS: {
+            int32_t *tok = malloc((size_t)r * sizeof *tok);
+            pgn_error err = {0};
+            cr_assert_eq(pgn_tensor_read(&n->value, tok, (size_t)r, &err), 0);
+            for (int k = 0; k < r; k++) o[k] = tok[k];
+            free(tok);
+            break;
+        }
+        case PGN_NODE_EMBED: {
+            const double *P = dv->v[n->c];
+            for (int k = 0; k < r; k++)
+                for (int j = 0; j < c; j++)
+                    o[k * c + j] = B[(int)A[k] * c + j] + P[(k % g->seq) * c + j];
+            break;
+        }
+        case PGN_NODE_LAYERNORM: {
+            const double *bias = dv->v[n->c];
+            for (int k = 0; k < r; k++) {
+                const double *x = A + k * c;
+                double mean = 0, var = 0;
+                for (int j = 0; j < c; j++) mean += x[j] / c;
+                for (int j = 0; j < c; j++) var += (x[j] - mean) * (x[j] - mean) / c;
+                double rstd = 1 / sqrt(var + 1e-5);
+                for (int j = 0; j < c; j++) o[k * c + j] = (x[j] - mean) * rstd * B[j] + bias[j];
+            }
+            break;
+        }
+        case PGN_NODE_ATTENTION: {
+            int T = g->seq, H = n->heads, hd = c / H, C3 = 3 * c;
+            for (int b = 0; b < r / T; b++)
+                for (int h = 0; h < H; h++)
+                    for (int t = 0; t < T; t++) {
+                        const double *q = A + (b * T + t) * C3 + h * hd;
+                        double sc[64], mx = -1e300, sum = 0;
+                        for (int u = 0; u <= t; u++) {
+                            const double *kk = A + (b * T + u) * C3 + c + h * hd;
+                            double dot = 0;
+                            for (int d = 0; d < hd; d++) dot += q[d] * kk[d];
+                            sc[u] = dot / sqrt((double)hd);
+                            mx = fmax(mx, sc[u]);
+                        }
+                        for (int u = 0; u <= t; u++) sum += (sc[u] = exp(sc[u] - mx));
+                        for (int d = 0; d < hd; d++) {
+                            double acc = 0;
+                            for (int u = 0; u <= t; u++) acc += sc[u] / sum * A[(b * T + u) * C3 + 2 * c + h * hd + d];
+                            o[(b * T + t) * c + h * hd + d] = acc;
+                        }
+                    }
+            break;
+        }
         case PGN_NODE_MATMUL: {
             const pgn_node *nb = &g->nodes[n->b];
             int K = n->ta ? na->rows : na->cols;
@@ -346,6 +396,55 @@ Test(graph, mlp_steps_bit_identical_on_device) {
     pgn_graph_release(&gd);
     pgn_device_close(dev);
 }
+
+/* A tiny GPT as pgn_graph_build_gpt makes it (embeddings, LayerNorms, attention, GELU MLP,
+ * residuals, the head), every parameter at random values of a useful size, its gradients
+ * against central differences of the graph in double. */
+static void check_gpt(int n_layer, bool tie) {
+    enum { SEQ = 4, SEQS = 2, VOCAB = 5 };
+    pgn_train_spec t = {.model = PGN_MODEL_GPT,
+                        .gpt = {.n_layer = n_layer, .n_head = 2, .d_model = 6, .context = SEQ, .tie_embeddings = tie}};
+    pgn_graph g;
+    pgn_error err = {0};
+    pgn_graph_init(&g, NULL, SEQ * SEQS, 17);
+    cr_assert_eq(pgn_graph_build_gpt(&g, &t, VOCAB, &err), 0, "%s", err.message);
+    for (int p = 0; p < g.n_params; p++) {
+        pgn_node *n = &g.nodes[g.params[p]];
+        float *v = test_random(pgn_tensor_count(&n->value), 60 + (uint64_t)p, 0.6f);
+        if (strstr(n->name, "ln_") && strstr(n->name, "weight"))
+            for (size_t i = 0; i < pgn_tensor_count(&n->value); i++) v[i] += 1.0f;
+        pgn_tensor_write(&n->value, v, pgn_tensor_count(&n->value), &err);
+        free(v);
+    }
+    int32_t tok[SEQ * SEQS] = {0, 3, 3, 1, 4, 0, 2, 3}, lab[SEQ * SEQS] = {3, 3, 1, 4, 0, 2, 3, 1};
+    cr_assert_eq(pgn_tensor_write(&g.nodes[g.input].value, tok, SEQ * SEQS, &err), 0);
+    cr_assert_eq(pgn_tensor_write(&g.nodes[g.labels].value, lab, SEQ * SEQS, &err), 0);
+    cr_assert_eq(pgn_graph_forward(&g, SEQ * SEQS, true, 0, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_graph_backward(&g, SEQ * SEQS, &err), 0, "%s", err.message);
+    int checked = 0;
+    for (int p = 0; p < g.n_params; p++) {
+        pgn_node *n = &g.nodes[g.params[p]];
+        float *v = n->value.host;
+        const float *grad = n->grad.host;
+        for (size_t i = 0; i < pgn_tensor_count(&n->value); i++) {
+            float saved = v[i], hi = saved + 1e-2f, lo = saved - 1e-2f;
+            v[i] = hi;
+            double up = objective(&g, g.loss, NULL, lab);
+            v[i] = lo;
+            double down = objective(&g, g.loss, NULL, lab);
+            v[i] = saved;
+            double numeric = (up - down) / ((double)hi - (double)lo);
+            cr_assert_float_eq((double)grad[i], numeric, 1e-3 + 2e-3 * fabs(numeric),
+                               "%s[%zu]: analytic %.7g numeric %.7g", n->name, i, (double)grad[i], numeric);
+            checked++;
+        }
+    }
+    cr_assert_gt(checked, 200);
+    pgn_graph_release(&g);
+}
+
+Test(gradcheck, gpt_one_layer_tied_head) { check_gpt(1, true); }
+Test(gradcheck, gpt_two_layers_own_head) { check_gpt(2, false); }
 
 /* A graph as deep as a 12-layer GPT (hundreds of nodes, over a hundred parameters) builds,
  * compiles and runs: the arrays grow as it is built. */

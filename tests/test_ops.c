@@ -237,18 +237,23 @@ Test(math, tanh_and_sigmoid_accuracy) {
     cr_assert_eq(pgn_sigmoidf(-200.0f), 0.0f);
 }
 
-Test(ops, colsum_sums_rows_in_order) {
+Test(ops, colsum_sums_chunks_of_rows_in_order) {
     pgn_error err = {0};
     pair x, out;
-    pair_random(&x, 37, 5, 41, 3.0f);
-    pair_init(&out, 1, 5, NULL);
-    cr_assert_eq(pgn_op_colsum(37, &x.h, &out.h, &err), 0, "%s", err.message);
-    cr_assert_eq(pgn_op_colsum(37, &x.d, &out.d, &err), 0, "%s", err.message);
-    uint32_t *v = assert_identical(&out, 5, "colsum");
+    enum { R = 150, C = 21 }; /* three chunks of rows; a whole column block and a part */
+    pair_random(&x, R, C, 41, 3.0f);
+    pair_init(&out, 1, C, NULL);
+    cr_assert_eq(pgn_op_colsum(R, &x.h, &out.h, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_op_colsum(R, &x.d, &out.d, &err), 0, "%s", err.message);
+    uint32_t *v = assert_identical(&out, C, "colsum");
     const float *xv = x.h.host;
-    for (int j = 0; j < 5; j++) {
+    for (int j = 0; j < C; j++) { /* each chunk of PGN_SUM_ROWS in row order, then the chunks */
         float want = 0.0f;
-        for (int r = 0; r < 37; r++) want += xv[r * 5 + j];
+        for (int r0 = 0; r0 < R; r0 += PGN_SUM_ROWS) {
+            float chunk = 0.0f;
+            for (int r = r0; r < R && r < r0 + PGN_SUM_ROWS; r++) chunk += xv[r * C + j];
+            want += chunk;
+        }
         cr_assert_eq(pgn_float(v[j]), want, "column %d", j);
     }
     free(v);
@@ -483,4 +488,88 @@ Test(ops, gemm_bias_act_epilogue_matches_separate_ops) {
             pair *all[] = {&a, &b, &bias, &z1, &y1, &z2, &y2};
             for (size_t i = 0; i < 7; i++) pair_release(all[i]);
         }
+}
+
+/* Text windows: random starts from the counter RNG and an evenly spread evaluation set, each
+ * window's labels the tokens after its inputs, the same on host and device. */
+Test(ops, windows_cut_a_text_into_inputs_and_next_tokens) {
+    enum { N = 500, B = 6, T = 9 };
+    int32_t tokens[N];
+    for (int i = 0; i < N; i++) tokens[i] = i; /* token = position: starts can be read back */
+    pair tok, x, y;
+    pair_init(&tok, N, 1, tokens);
+    pair_init(&x, B * T, 1, NULL);
+    pair_init(&y, B * T, 1, NULL);
+    pgn_error err = {0};
+    const pgn_window_plan plans[2] = {{.random = true, .seed = 5, .lo = 0, .span = 400 - T},
+                                      {.random = false, .lo = 400, .span = N - 400 - T - 1, .total = 24}};
+    for (int k = 0; k < 2; k++) {
+        for (uint64_t index0 = 0; index0 < 24; index0 += B) {
+            cr_assert_eq(pgn_op_windows(B, T, &tok.h, &plans[k], index0, &x.h, &y.h, &err), 0, "%s", err.message);
+            cr_assert_eq(pgn_op_windows(B, T, &tok.d, &plans[k], index0, &x.d, &y.d, &err), 0, "%s", err.message);
+            const int32_t *xs = (const int32_t *)assert_identical(&x, B * T, "windows x");
+            const int32_t *ys = (const int32_t *)assert_identical(&y, B * T, "windows y");
+            for (int b = 0; b < B; b++) {
+                int start = xs[b * T];
+                uint64_t i = index0 + (uint64_t)b;
+                if (k == 0) cr_assert(start >= 0 && start < 400 - T, "training windows stay in the split");
+                else cr_assert_eq(start, 400 + (int)(i * (N - 400 - T - 1) / 24));
+                for (int t = 0; t < T; t++) {
+                    cr_assert_eq(xs[b * T + t], start + t);
+                    cr_assert_eq(ys[b * T + t], start + t + 1);
+                }
+            }
+            free((void *)xs);
+            free((void *)ys);
+        }
+    }
+    pgn_window_plan outside = {.random = false, .lo = 400, .span = N - 400, .total = 4};
+    cr_assert_eq(pgn_op_windows(B, T, &tok.h, &outside, 0, &x.h, &y.h, &err), -1, "a window past the end");
+    pair_release(&tok);
+    pair_release(&x);
+    pair_release(&y);
+}
+
+/* The device's vector GELU (the GEMM epilogue, bias + GELU backward) against the host's scalar
+ * one, bit for bit, over the values that matter: a dense sweep through both branches of tanh and
+ * their edges, tiny and huge magnitudes, signed zeros, infinities and NaN. */
+Test(ops, vector_gelu_matches_the_scalar_bits_everywhere) {
+    enum { M = 2048, N = 32 };
+    float *x = malloc(M * sizeof *x);
+    const float special[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-45f, 0.3f, -0.3f, 9.0f, -9.0f, 1e10f,
+                             -1e10f, 3e38f, -3e38f, INFINITY, -INFINITY, NAN, 0.29999998f, 8.999999f};
+    int ns = (int)(sizeof special / sizeof *special);
+    for (int i = 0; i < M; i++) x[i] = i < ns ? special[i] : -12.0f + 24.0f * (float)(i - ns) / (float)(M - ns);
+    float ones[N], zeros[N];
+    for (int j = 0; j < N; j++) ones[j] = 1.0f, zeros[j] = 0.0f;
+    pair a, b, bias, z, y, dy, dz, db;
+    pair_init(&a, M, 1, x);
+    pair_init(&b, 1, N, ones);
+    pair_init(&bias, 1, N, zeros);
+    pair_init(&z, M, N, NULL);
+    pair_init(&y, M, N, NULL);
+    pair_random(&dy, M, N, 77, 1.0f);
+    pair_init(&dz, M, N, NULL);
+    pair_init(&db, 1, N, NULL);
+    pgn_error err = {0};
+    for (int k = 0; k < 2; k++) {
+        pgn_tensor *t[3] = {k ? &a.d : &a.h, k ? &b.d : &b.h, k ? &bias.d : &bias.h};
+        cr_assert_eq(pgn_op_gemm_bias_act(M, N, 1, t[0], false, t[1], false, k ? &z.d : &z.h, t[2],
+                                          PGN_ACT_CODE_GELU, k ? &y.d : &y.h, &err), 0, "%s", err.message);
+        cr_assert_eq(pgn_op_bias_act_backward(M, k ? &z.d : &z.h, k ? &y.d : &y.h, k ? &dy.d : &dy.h,
+                                              PGN_ACT_CODE_GELU, k ? &dz.d : &dz.h, k ? &db.d : &db.h, &err),
+                     0, "%s", err.message);
+    }
+    float *ys = (float *)assert_identical(&y, M * N, "gelu");
+    free(assert_identical(&dz, M * N, "gelu backward dz"));
+    free(assert_identical(&db, N, "gelu backward db"));
+    for (int i = 0; i < M; i++) { /* and the scalar form is GELU */
+        double v = x[i], want = 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+        if (isfinite(v) && fabs(v) < 1e10)
+            cr_assert_float_eq(ys[i * N], want, 2e-6 * (1 + fabs(want)), "gelu(%g)", v);
+    }
+    free(ys);
+    free(x);
+    pair *all[] = {&a, &b, &bias, &z, &y, &dy, &dz, &db};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_release(all[i]);
 }

@@ -229,3 +229,74 @@ Test(spec, bench_spec_names_suite_cases_and_repeats) {
         if (bad[i].message) cr_assert_str_eq(err.message, bad[i].message);
     }
 }
+
+#define GPT_BODY "\"model\":{\"type\":\"gpt\"},\"data\":{\"source\":\"fortunes\"}"
+
+Test(spec, gpt_spec_gets_defaults_and_round_trips) {
+    const char *text = "{\"kind\":\"train\"," GPT_BODY ",\"optimizer\":{\"type\":\"adamw\"}}";
+    pgn_job_spec a, b;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_spec_parse_text(text, strlen(text), &a, &err), 0, "%s", err.message);
+    cr_assert_eq(a.train.model, PGN_MODEL_GPT);
+    cr_assert_eq(a.train.gpt.n_layer, 4);
+    cr_assert_eq(a.train.gpt.n_head, 4);
+    cr_assert_eq(a.train.gpt.d_model, 128);
+    cr_assert_eq(a.train.gpt.context, 64);
+    cr_assert(a.train.gpt.tie_embeddings);
+    cr_assert_eq(a.train.steps, 1000);
+    cr_assert_eq(a.train.eval_every, 100);
+    cr_assert_eq(a.train.log_every, 10);
+    cr_assert_eq(a.train.eval_windows, 128);
+    cr_assert_eq(a.train.data.source, PGN_DATA_FORTUNES);
+    json_t *j = pgn_spec_to_json(&a);
+    cr_assert_null(json_object_get(j, "epochs"), "a gpt run has steps, not epochs");
+    cr_assert_eq(pgn_spec_parse(j, &b, &err), 0, "%s", err.message);
+    cr_assert_eq(memcmp(&a, &b, sizeof a), 0);
+    json_decref(j);
+
+    const char *text2 = "{\"kind\":\"train\",\"model\":{\"type\":\"gpt\",\"n_layer\":2,\"n_head\":3,\"d_model\":48,"
+                        "\"context\":16,\"tie_embeddings\":false},\"data\":{\"source\":\"text\",\"path\":\"a/b.txt\"},"
+                        "\"steps\":50,\"eval_every\":10,\"log_every\":5,\"eval_windows\":8,\"checkpoint_every\":25}";
+    cr_assert_eq(pgn_spec_parse_text(text2, strlen(text2), &a, &err), 0, "%s", err.message);
+    cr_assert_eq(a.train.gpt.n_head, 3);
+    cr_assert_not(a.train.gpt.tie_embeddings);
+    cr_assert_str_eq(a.train.data.path, "a/b.txt");
+    cr_assert_eq(a.train.checkpoint_every, 25);
+    j = pgn_spec_to_json(&a);
+    cr_assert_eq(pgn_spec_parse(j, &b, &err), 0, "%s", err.message);
+    cr_assert_eq(memcmp(&a, &b, sizeof a), 0);
+    json_decref(j);
+}
+
+Test(spec, gpt_errors_name_their_field) {
+    struct {
+        const char *text, *field, *message;
+    } bad[] = {
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"gpt\",\"n_head\":3},\"data\":{\"source\":\"fortunes\"}}",
+         "model.n_head", "model.n_head: must divide model.d_model (128): 3 does not"},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"gpt\",\"layers\":[2,2]},\"data\":{\"source\":\"fortunes\"}}",
+         "model.layers", "model.layers: does not apply to model.type \"gpt\""},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,2],\"n_head\":2},\"data\":{\"source\":\"xor\"}}",
+         "model.n_head", "model.n_head: does not apply to model.type \"mlp\""},
+        {"{\"kind\":\"train\",\"epochs\":3," GPT_BODY "}", "epochs", "epochs: does not apply to model.type \"gpt\""},
+        {"{\"kind\":\"train\",\"steps\":3," XOR_BODY "}", "steps", "steps: does not apply to model.type \"mlp\""},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"gpt\"},\"data\":{\"source\":\"xor\"}}", "data.source",
+         "data.source: 'xor' is not text: model.type \"gpt\" trains on \"text\" or \"fortunes\""},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,2]},\"data\":{\"source\":\"fortunes\"}}",
+         "data.source", "data.source: 'fortunes' is text: it trains model.type \"gpt\""},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"gpt\"},\"data\":{\"source\":\"text\"}}", "data.path",
+         "data.path: required for source \"text\" (a path relative to the datasets directory)"},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"gpt\"},\"data\":{\"source\":\"text\",\"path\":\"/etc/passwd\"}}",
+         "data.path", NULL},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"gpt\",\"context\":0}," "\"data\":{\"source\":\"fortunes\"}}",
+         "model.context", NULL},
+        {"{\"kind\":\"train\",\"steps\":0," GPT_BODY "}", "steps", NULL},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"gpt\",\"tie_embeddings\":1},\"data\":{\"source\":\"fortunes\"}}",
+         "model.tie_embeddings", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pgn_error err = parse_err(bad[i].text);
+        cr_assert_str_eq(err.field, bad[i].field, "%s: %s", bad[i].text, err.message);
+        if (bad[i].message) cr_assert_str_eq(err.message, bad[i].message);
+    }
+}

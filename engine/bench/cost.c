@@ -24,8 +24,13 @@
 #define INET_NOMINAL_INTERACTIONS 1e8
 /* Kernel launches per training step: each layer's forward, backward and update, and the loss. */
 #define LAUNCHES_PER_LAYER_STEP 4.0
+/* Kernel launches per gpt block and step (forward: two LayerNorms, four GEMMs and their packs,
+ * attention, two residual adds; backward about twice as many; counted on the graph). */
+#define GPT_LAUNCHES_PER_LAYER_STEP 50.0
 /* Samples in a data source whose size is known only once read (idx). */
 #define UNKNOWN_SAMPLES 60000.0
+/* Characters of Debian's fortunes (2,576,627 in fortunes 1:1.99.1-7.3). */
+#define FORTUNES_CHARS 2.6e6
 
 void pgn_device_rates_estimate(const pgn_device_info *info, pgn_device_rates *out) {
     double cus = info->compute_units ? info->compute_units : 1;
@@ -80,6 +85,8 @@ static double samples_per_epoch(const pgn_data_spec *d) {
     case PGN_DATA_SPIRAL: return (double)d->samples * d->classes;
     case PGN_DATA_FASHION_MNIST: return 60000;
     case PGN_DATA_IDX: break;
+    case PGN_DATA_TEXT:
+    case PGN_DATA_FORTUNES: break; /* text has windows, not samples: a gpt counts steps */
     }
     return UNKNOWN_SAMPLES;
 }
@@ -89,6 +96,14 @@ void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *r, pg
     switch (spec->kind) {
     case PGN_JOB_TRAIN: {
         const pgn_train_spec *t = &spec->train;
+        if (t->model == PGN_MODEL_GPT) {
+            double windows = (double)t->steps * t->batch_size;
+            out->work = pgn_train_flops_per_sample(t) * windows;
+            out->unit = "flop";
+            out->launches = t->steps * GPT_LAUNCHES_PER_LAYER_STEP * t->gpt.n_layer;
+            out->seconds = out->work / (r->gflops * 1e9) + out->launches * r->launch_us * 1e-6;
+            break;
+        }
         double samples = samples_per_epoch(&t->data) * t->epochs;
         double steps = ceil(samples_per_epoch(&t->data) / t->batch_size) * t->epochs;
         out->work = pgn_train_flops_per_sample(t) * samples;
@@ -107,6 +122,10 @@ void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *r, pg
         /* a benchmark measures the device it names; its time does not steer placement */
         out->unit = "none";
         break;
+    case PGN_JOB_GENERATE:
+        /* a few seconds at most; it runs where its model trained unless the request says */
+        out->unit = "none";
+        break;
     }
 }
 
@@ -119,8 +138,23 @@ static double test_samples(const pgn_data_spec *d) {
     case PGN_DATA_SPIRAL: return (double)d->samples * d->classes; /* same size, other noise */
     case PGN_DATA_FASHION_MNIST: return 10000;
     case PGN_DATA_IDX: break;
+    case PGN_DATA_TEXT:
+    case PGN_DATA_FORTUNES: break;
     }
     return 0;
+}
+
+/* Floats a gpt holds per row (token) of a batch, per block: values of LayerNorm 1 (C + 2 of
+ * statistics), the QKV product and its bias (6C), attention (the probabilities, H T, and the
+ * heads' output C), the projection and its bias (2C), the residual sum (C), LayerNorm 2 (C + 2),
+ * the MLP's first product and GELU (8C), its projection and bias (2C) and the sum (C): 23C +
+ * H T + 4; gradients as many again, with the attention's score gradients (H T) and the residual
+ * stream's second gradient (C). Outside the blocks: embeddings, the last LayerNorm, the logits
+ * and their gradients. */
+static double gpt_floats_per_row(const pgn_train_spec *t) {
+    double C = t->gpt.d_model, HT = (double)t->gpt.n_head * t->gpt.context, V = PGN_TEXT_NOMINAL_VOCAB;
+    double block = 2.0 * (23.0 * C + HT + 4.0) + HT + C;
+    return t->gpt.n_layer * block + 6.0 * C + 3.0 * V + 8.0;
 }
 
 
@@ -145,6 +179,15 @@ void pgn_job_memory_estimate(const pgn_job_spec *spec, pgn_memory_estimate *out)
     const pgn_optimizer_spec *o = &t->optimizer;
     int moments = o->type != PGN_OPT_SGD ? 2 : o->momentum > 0.0f ? 1 : 0;
     out->optimizer = p * f * moments;
+    if (t->model == PGN_MODEL_GPT) {
+        out->activations = (double)t->batch_size * t->gpt.context * gpt_floats_per_row(t) * f;
+        if (t->data.source == PGN_DATA_FORTUNES) { /* a text file's size is known once read */
+            out->dataset = FORTUNES_CHARS * f;
+            out->dataset_known = true;
+        }
+        out->total = out->params + out->gradients + out->optimizer + out->activations + out->dataset;
+        return;
+    }
     double widths = 0;
     for (int l = 0; l < t->n_layers; l++) widths += t->layers[l];
     out->activations = ACTIVATION_BUFFERS_PER_WIDTH * t->batch_size * widths * f;

@@ -199,7 +199,7 @@ const pgn_device_info *pgn_device_get_info(const pgn_device *dev);
 
 /* ---- job specs -------------------------------------------------------------------------- */
 
-typedef enum { PGN_JOB_TRAIN, PGN_JOB_INET, PGN_JOB_BENCH } pgn_job_kind;
+typedef enum { PGN_JOB_TRAIN, PGN_JOB_INET, PGN_JOB_BENCH, PGN_JOB_GENERATE } pgn_job_kind;
 
 /* Values are the kernels' PGN_ACT_CODE_* (kernels/pgn_ops.h); engine/tensor/ops.c checks that at
  * compile time. */
@@ -213,7 +213,15 @@ typedef enum {
 typedef enum { PGN_LOSS_CROSS_ENTROPY, PGN_LOSS_MSE } pgn_loss;
 typedef enum { PGN_INIT_PYTORCH, PGN_INIT_KAIMING, PGN_INIT_XAVIER } pgn_init;
 typedef enum { PGN_SCHEDULE_CONSTANT, PGN_SCHEDULE_COSINE } pgn_schedule;
-typedef enum { PGN_DATA_XOR, PGN_DATA_SPIRAL, PGN_DATA_FASHION_MNIST, PGN_DATA_IDX } pgn_data_source;
+typedef enum {
+    PGN_DATA_XOR,
+    PGN_DATA_SPIRAL,
+    PGN_DATA_FASHION_MNIST,
+    PGN_DATA_IDX,
+    PGN_DATA_TEXT,     /* a text file under the datasets directory: characters are tokens */
+    PGN_DATA_FORTUNES, /* the text of Debian's fortunes package */
+} pgn_data_source;
+typedef enum { PGN_MODEL_MLP, PGN_MODEL_GPT } pgn_model_type;
 
 #define PGN_PATH_MAX 256
 
@@ -226,6 +234,7 @@ typedef struct pgn_data_spec {
     char test_images[PGN_PATH_MAX], test_labels[PGN_PATH_MAX];
     int samples; /* spiral: points per class */
     int classes; /* spiral: classes (arms) */
+    char path[PGN_PATH_MAX]; /* text: relative to the datasets directory, like idx paths */
 } pgn_data_spec;
 typedef enum { PGN_OPT_SGD, PGN_OPT_ADAM, PGN_OPT_ADAMW } pgn_optimizer_type;
 
@@ -244,18 +253,34 @@ typedef struct pgn_optimizer_spec {
 
 #define PGN_MAX_LAYERS 16
 
+/* A GPT-2-style character model: token and learned position embeddings, n_layer pre-LayerNorm
+ * blocks of causal multi-head self-attention and a GELU MLP (4 d_model wide), a final
+ * LayerNorm and an output head (the token embedding itself when tie_embeddings). */
+typedef struct pgn_gpt_spec {
+    int n_layer, n_head, d_model;
+    int context; /* tokens a sequence holds: the position table's rows */
+    bool tie_embeddings;
+} pgn_gpt_spec;
+
 typedef struct pgn_train_spec {
-    int layers[PGN_MAX_LAYERS]; /* widths, input first, classes last */
+    pgn_model_type model;
+    int layers[PGN_MAX_LAYERS]; /* mlp: widths, input first, classes last */
     int n_layers;
-    pgn_activation activation; /* hidden layers; the output layer is linear */
-    float dropout;             /* after each hidden activation while training; 0: none */
-    pgn_loss loss;
-    pgn_init init;
+    pgn_activation activation; /* mlp: hidden layers; the output layer is linear */
+    float dropout;             /* while training; 0: none. mlp: after each hidden activation;
+                                  gpt: on the embeddings and each residual branch */
+    pgn_loss loss;             /* mlp */
+    pgn_init init;             /* mlp; a gpt is initialised as GPT-2 (normal, std 0.02) */
+    pgn_gpt_spec gpt;
     pgn_data_spec data;
     pgn_optimizer_spec optimizer;
-    int batch_size;
-    int epochs;
-    int checkpoint_every; /* epochs between checkpoints; 0: none */
+    int batch_size; /* mlp: samples; gpt: sequences of context tokens */
+    int epochs;     /* mlp: passes over the training set */
+    int checkpoint_every; /* mlp: epochs between checkpoints; gpt: steps; 0: only the last */
+    int steps;        /* gpt: optimizer steps of the run */
+    int eval_every;   /* gpt: steps between validation losses */
+    int log_every;    /* gpt: steps between training-loss metrics */
+    int eval_windows; /* gpt: fixed validation windows the validation loss is taken over */
 } pgn_train_spec;
 
 /* An inet job: an HVM2-format program and the limits that stop a runaway one. */
@@ -276,6 +301,17 @@ typedef struct pgn_bench_spec {
     int repeats;                          /* timed repeats after warm-up */
 } pgn_bench_spec;
 
+/* A generate job: text from a gpt checkpoint, one character at a time. */
+typedef struct pgn_generate_spec {
+    char *prompt;      /* owned: pgn_spec_free releases it; the model's characters, 1..context */
+    int64_t job;       /* the train job whose checkpoint it reads (paragond; 0 in the CLI) */
+    int max_tokens;    /* characters to generate */
+    float temperature; /* logits / temperature before the softmax; 0: always the likeliest */
+    int top_k;         /* sample among the k likeliest only; 0: all */
+    uint64_t seed;     /* the draws come from the counter RNG: the same text on every device */
+    bool stream;       /* paragond: answer as Server-Sent Events, a token each */
+} pgn_generate_spec;
+
 typedef struct pgn_job_spec {
     pgn_job_kind kind;
     char name[128];
@@ -284,6 +320,7 @@ typedef struct pgn_job_spec {
     pgn_train_spec train;
     pgn_inet_spec inet;
     pgn_bench_spec bench;
+    pgn_generate_spec generate;
 } pgn_job_spec;
 
 /* Parses and validates the "data" object of a train spec (path prefix "data"). */
@@ -321,6 +358,8 @@ typedef struct pgn_run_hooks {
     void (*on_log)(void *ctx, const char *line);
     void (*on_progress)(void *ctx, double fraction); /* 0..1 */
     bool (*should_stop)(void *ctx);
+    /* generate: each generated character (its UTF-8 bytes, len of them) as it comes; index from 0 */
+    void (*on_text)(void *ctx, int64_t index, const char *text, size_t len);
 } pgn_run_hooks;
 
 /* Where a job finds its inputs and keeps its files. */
@@ -334,6 +373,7 @@ typedef struct pgn_run_options {
     bool checkpoint_on_stop;    /* train: when should_stop stops the run, first checkpoint the
                                    exact position (mid-epoch too), so a resume repeats no step */
     bool profile;               /* train: time every graph node; adds "profile" to the result */
+    const char *source_checkpoint; /* generate: the gpt checkpoint file it reads */
 } pgn_run_options;
 
 #define PGN_CHECKPOINT_FILE "checkpoint.safetensors"
@@ -368,7 +408,12 @@ typedef struct pgn_job_estimate {
 
 void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *rates, pgn_job_estimate *out);
 
-/* Parameters of a train spec's MLP: the sum over layers of in*out weights plus out biases. */
+/* A text's vocabulary is known only once it is read: estimates made before (parameters, memory,
+ * FLOPs) assume this many characters (a byte's worth); the run reports the real figures. */
+#define PGN_TEXT_NOMINAL_VOCAB 256
+
+/* Parameters of a train spec's model: the MLP's sum over layers of in*out weights plus out
+ * biases; a gpt's at PGN_TEXT_NOMINAL_VOCAB characters. */
 uint64_t pgn_train_param_count(const pgn_train_spec *train);
 
 /* Device bytes a job is expected to hold at once (train jobs; zero for the others: an inet
@@ -454,6 +499,21 @@ char *pgn_bench_csv(const char *suite, const json_t *rows);
  * rows. hooks->on_log gets a line per case; should_stop is polled between cases. */
 int pgn_bench_run(const pgn_bench_spec *spec, pgn_device *dev, const pgn_run_options *opts,
                   const pgn_run_hooks *hooks, json_t *rows, pgn_error *err);
+
+/* ---- generation (generate.c) ----------------------------------------------------------- */
+
+/* What a gpt checkpoint holds for generation: its model and vocabulary size. */
+typedef struct pgn_gpt_info {
+    pgn_gpt_spec gpt;
+    int vocab;
+    int64_t step; /* the optimizer steps it was taken after */
+} pgn_gpt_info;
+
+/* Checks a generate spec against the checkpoint file it will read, without running anything:
+ * the checkpoint (code "checkpoint" or "no_checkpoint" when missing), a gpt's, and the prompt:
+ * non-empty, only the model's characters, at most its context (code "invalid_spec", field
+ * "prompt" naming the character at fault), top_k within the vocabulary. *info may be NULL. */
+int pgn_generate_check(const pgn_generate_spec *g, const char *checkpoint, pgn_gpt_info *info, pgn_error *err);
 
 /* Runs a validated job on an opened device (or the host pseudo-device when dev is NULL).
  * On success *result is a new JSON object; for train jobs it has at least accuracy, loss,

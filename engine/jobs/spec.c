@@ -14,6 +14,8 @@ void pgn_spec_free(pgn_job_spec *spec) {
     if (!spec) return;
     free(spec->inet.program);
     spec->inet.program = NULL;
+    free(spec->generate.prompt);
+    spec->generate.prompt = NULL;
 }
 
 int pgn_spec_parse(const json_t *root, pgn_job_spec *out, pgn_error *err) {
@@ -21,13 +23,11 @@ int pgn_spec_parse(const json_t *root, pgn_job_spec *out, pgn_error *err) {
     if (!json_is_object(root)) return pgn_spec_fail(err, "(root)", "a job spec must be a JSON object");
     char kind[32] = "";
     if (pgn_spec_string(root, "kind", "kind", kind, sizeof kind, err)) return -1;
-    if (!kind[0]) return pgn_spec_fail(err, "kind", "required (\"train\", \"inet\" or \"bench\")");
-    if (!strcmp(kind, "train")) out->kind = PGN_JOB_TRAIN;
-    else if (!strcmp(kind, "inet")) out->kind = PGN_JOB_INET;
-    else if (!strcmp(kind, "bench")) out->kind = PGN_JOB_BENCH;
-    else
+    if (!kind[0]) return pgn_spec_fail(err, "kind", "required (\"train\", \"inet\", \"bench\" or \"generate\")");
+    if (pgn_job_kind_parse(kind, &out->kind))
         return pgn_spec_fail(err, "kind",
-                             "unknown job kind '%s' (this build runs: \"train\", \"inet\", \"bench\")", kind);
+                             "unknown job kind '%s' (this build runs: \"train\", \"inet\", \"bench\", "
+                             "\"generate\")", kind);
     snprintf(out->name, sizeof out->name, "%s", kind);
     snprintf(out->device, sizeof out->device, "auto");
     if (pgn_spec_string(root, "name", "name", out->name, sizeof out->name, err) ||
@@ -43,6 +43,11 @@ int pgn_spec_parse(const json_t *root, pgn_job_spec *out, pgn_error *err) {
         return -1;
     }
     if (out->kind == PGN_JOB_BENCH) return pgn_bench_spec_parse(root, &out->bench, err);
+    if (out->kind == PGN_JOB_GENERATE) {
+        if (pgn_generate_spec_parse(root, &out->generate, err) == 0) return 0;
+        pgn_spec_free(out);
+        return -1;
+    }
     long long seed = 0;
     if (pgn_spec_int(root, "seed", "seed", 0, (long long)9007199254740991LL, &seed, err)) return -1;
     out->seed = (uint64_t)seed;
@@ -63,7 +68,7 @@ int pgn_spec_parse_text(const char *text, size_t len, pgn_job_spec *out, pgn_err
 }
 
 int pgn_job_kind_parse(const char *name, pgn_job_kind *out) {
-    static const pgn_job_kind kinds[] = {PGN_JOB_TRAIN, PGN_JOB_INET, PGN_JOB_BENCH};
+    static const pgn_job_kind kinds[] = {PGN_JOB_TRAIN, PGN_JOB_INET, PGN_JOB_BENCH, PGN_JOB_GENERATE};
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
         if (name && !strcmp(name, pgn_job_kind_name(kinds[i]))) {
             *out = kinds[i];
@@ -77,6 +82,7 @@ const char *pgn_job_kind_name(pgn_job_kind kind) {
     case PGN_JOB_TRAIN: return "train";
     case PGN_JOB_INET: return "inet";
     case PGN_JOB_BENCH: return "bench";
+    case PGN_JOB_GENERATE: return "generate";
     }
     return "unknown";
 }
@@ -92,6 +98,7 @@ json_t *pgn_spec_to_json(const pgn_job_spec *spec) {
         break;
     case PGN_JOB_INET: own = pgn_inet_spec_to_json(&spec->inet); break;
     case PGN_JOB_BENCH: own = pgn_bench_spec_to_json(&spec->bench); break;
+    case PGN_JOB_GENERATE: own = pgn_generate_spec_to_json(&spec->generate); break;
     }
     if (!o || !own) {
         json_decref(o);

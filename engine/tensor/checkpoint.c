@@ -13,7 +13,9 @@
 #include "tensor/graph.h"
 #include "tensor/optim.h"
 
-/* 2: the metadata holds the data section's SHA-256 (safetensors.c) and epoch_step. */
+/* 2: the metadata holds the data section's SHA-256 (safetensors.c) and epoch_step; a gpt's also
+ * its vocabulary ("vocab", pgn_vocab_to_json) and its text's SHA-256 ("text_sha256"). A gpt run
+ * is one "epoch" of its steps: epoch 0 and epoch_step s while it runs, epoch 1 once done. */
 #define PGN_CHECKPOINT_FORMAT "paragon-checkpoint-2"
 #define PGN_CHECKPOINT_FORMAT_V1 "paragon-checkpoint-1"
 
@@ -102,6 +104,14 @@ int pgn_checkpoint_save(const pgn_train_state *tr, int epochs_done, int epoch_st
                              epoch, "epoch_step", in_epoch, "step", step, "spec",
                              spec_text ? spec_text : "", "weights_sha256", sha);
     free(spec_text);
+    if (tr->corpus) {
+        json_t *vocab = pgn_vocab_to_json(&tr->corpus->vocab);
+        char *vocab_text = pgn_json_dumps(vocab);
+        json_decref(vocab);
+        json_object_set_new(meta, "vocab", json_string(vocab_text ? vocab_text : ""));
+        json_object_set_new(meta, "text_sha256", json_string(tr->corpus->sha256));
+        free(vocab_text);
+    }
     int rc = pgn_safetensors_write(path, l.e, l.n, meta, err);
     json_decref(meta);
     st_list_free(&l);
@@ -176,7 +186,19 @@ static int check_checkpoint_meta(const pgn_train_state *tr, const pgn_st_file *f
                                    "start over");
     if (!json_string_value(json_object_get(f->metadata, "weights_sha256")))
         return pgn_checkpoint_fail(err, f->path, "metadata has no \"weights_sha256\"");
-    long long epochs = tr->spec->train.epochs, per_epoch = tr->steps_per_epoch;
+    if (tr->corpus) {
+        const char *text_sha = json_string_value(json_object_get(f->metadata, "text_sha256"));
+        if (!text_sha || strcmp(text_sha, tr->corpus->sha256))
+            return pgn_checkpoint_fail(err, f->path, "was trained on another text than %s now holds "
+                                       "(its SHA-256 differs); remove it to start over", tr->corpus->what);
+        pgn_vocab vocab;
+        if (pgn_checkpoint_vocab(f, &vocab, err)) return -1;
+        bool same_vocab = pgn_vocab_equal(&vocab, &tr->corpus->vocab);
+        pgn_vocab_free(&vocab);
+        if (!same_vocab)
+            return pgn_checkpoint_fail(err, f->path, "its vocabulary is not the one %s gives", tr->corpus->what);
+    }
+    long long epochs = tr->epochs, per_epoch = tr->steps_per_epoch;
     if (meta_count(f, "epoch", epochs, epoch, err) ||
         meta_count(f, "epoch_step", per_epoch - 1, in_epoch, err) ||
         meta_count(f, "step", epochs * per_epoch, step, err))
@@ -191,6 +213,17 @@ static int check_checkpoint_meta(const pgn_train_state *tr, const pgn_st_file *f
                                    *step, *epoch, *in_epoch, per_epoch,
                                    *epoch * per_epoch + *in_epoch);
     return 0;
+}
+
+int pgn_checkpoint_vocab(const pgn_st_file *f, pgn_vocab *v, pgn_error *err) {
+    const char *text = json_string_value(json_object_get(f->metadata, "vocab"));
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    if (!j) return pgn_checkpoint_fail(err, f->path, "metadata has no \"vocab\" (a JSON object)");
+    char what[PGN_PATH_MAX + 32];
+    snprintf(what, sizeof what, "checkpoint '%s'", f->path);
+    int rc = pgn_vocab_from_json(j, v, what, err);
+    json_decref(j);
+    return rc;
 }
 
 int pgn_checkpoint_load(const pgn_train_state *tr, int *epochs_done, int *epoch_step, pgn_error *err) {

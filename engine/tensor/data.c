@@ -54,6 +54,7 @@ static const char *const only_source[] = {"source", NULL};
 static const char *const spiral_fields[] = {"source", "samples", "classes", NULL};
 static const char *const idx_fields[] = {"source", "train_images", "train_labels", "test_images",
                                          "test_labels", NULL};
+static const char *const text_fields[] = {"source", "path", NULL};
 
 static const struct {
     const char *name;
@@ -64,6 +65,8 @@ static const struct {
     {"spiral", PGN_DATA_SPIRAL, spiral_fields},
     {"fashion-mnist", PGN_DATA_FASHION_MNIST, only_source},
     {"idx", PGN_DATA_IDX, idx_fields},
+    {"text", PGN_DATA_TEXT, text_fields},
+    {"fortunes", PGN_DATA_FORTUNES, only_source},
 };
 #define N_SOURCES (sizeof sources / sizeof sources[0])
 
@@ -148,19 +151,25 @@ static int check_relative_path(const char *path, const char *field, pgn_error *e
     return 0;
 }
 
-static int get_path(const json_t *data, size_t which, pgn_data_spec *out, pgn_error *err) {
-    const char *field = idx_paths[which].field;
-    const json_t *v = json_object_get(data, idx_paths[which].key);
-    if (!v) return pgn_spec_fail(err, field, "required for source \"idx\" (a path relative to the data "
-                                    "directory)");
+/* A required path field of source into dst (PGN_PATH_MAX bytes), relative to the datasets
+ * directory. */
+static int get_path_field(const json_t *data, const char *key, const char *field, const char *source,
+                          char *dst, pgn_error *err) {
+    const json_t *v = json_object_get(data, key);
+    if (!v) return pgn_spec_fail(err, field, "required for source \"%s\" (a path relative to the datasets "
+                                    "directory)", source);
     if (!json_is_string(v)) return pgn_spec_fail(err, field, "must be a string");
     if (json_string_length(v) >= PGN_PATH_MAX)
         return pgn_spec_fail(err, field, "must be at most %d characters", PGN_PATH_MAX - 1);
     if (strlen(json_string_value(v)) != json_string_length(v))
         return pgn_spec_fail(err, field, "must not contain NUL characters");
-    char *dst = (char *)out + idx_paths[which].offset;
     snprintf(dst, PGN_PATH_MAX, "%s", json_string_value(v));
     return check_relative_path(dst, field, err);
+}
+
+static int get_path(const json_t *data, size_t which, pgn_data_spec *out, pgn_error *err) {
+    return get_path_field(data, idx_paths[which].key, idx_paths[which].field, "idx",
+                          (char *)out + idx_paths[which].offset, err);
 }
 
 int pgn_data_spec_parse(const json_t *data, pgn_data_spec *out, pgn_error *err) {
@@ -195,8 +204,12 @@ int pgn_data_spec_parse(const json_t *data, pgn_data_spec *out, pgn_error *err) 
         for (size_t i = 0; i < N_IDX_PATHS; i++)
             if (get_path(data, i, out, err)) return -1;
         break;
+    case PGN_DATA_TEXT:
+        if (get_path_field(data, "path", "data.path", "text", out->path, err)) return -1;
+        break;
     case PGN_DATA_XOR:
-    case PGN_DATA_FASHION_MNIST: break;
+    case PGN_DATA_FASHION_MNIST:
+    case PGN_DATA_FORTUNES: break;
     }
     return 0;
 }
@@ -214,8 +227,10 @@ json_t *pgn_data_spec_to_json(const pgn_data_spec *data) {
             json_object_set_new(o, idx_paths[i].key,
                                 json_string((const char *)data + idx_paths[i].offset));
         break;
+    case PGN_DATA_TEXT: json_object_set_new(o, "path", json_string(data->path)); break;
     case PGN_DATA_XOR:
-    case PGN_DATA_FASHION_MNIST: break;
+    case PGN_DATA_FASHION_MNIST:
+    case PGN_DATA_FORTUNES: break;
     }
     return o;
 }
@@ -235,6 +250,8 @@ int pgn_data_shape(const pgn_data_spec *data, int *features, int *classes) {
         *classes = PGN_FASHION_CLASSES;
         return 1;
     case PGN_DATA_IDX: break; /* known once the files are read */
+    case PGN_DATA_TEXT:
+    case PGN_DATA_FORTUNES: break; /* text: tokens, not samples of features */
     }
     return 0;
 }
@@ -353,10 +370,8 @@ static bool join_path(char out[PATH_MAX], const char *dir, const char *name) {
     return len >= 0 && len < PATH_MAX;
 }
 
-/* Resolves data_dir/rel (following symlinks) into out, which must then lie inside the resolved
- * data directory: a symlink may not lead a job to files outside it. */
-static int resolve_in_data_dir(const char *data_dir, const char *rel, const char *field,
-                               char out[PATH_MAX], pgn_error *err) {
+int pgn_data_resolve(const char *data_dir, const char *rel, const char *field,
+                               char *out, pgn_error *err) {
     if (check_relative_path(rel, field, err)) return -1; /* specs built without the parser */
     char root[PATH_MAX], joined[PATH_MAX];
     if (!realpath(data_dir, root)) {
@@ -389,7 +404,7 @@ static int load_idx_source(const pgn_data_spec *spec, const char *data_dir, pgn_
                            pgn_dataset *test, pgn_error *err) {
     char path[N_IDX_PATHS][PATH_MAX];
     for (size_t i = 0; i < N_IDX_PATHS; i++)
-        if (resolve_in_data_dir(data_dir, (const char *)spec + idx_paths[i].offset,
+        if (pgn_data_resolve(data_dir, (const char *)spec + idx_paths[i].offset,
                                 idx_paths[i].field, path[i], err))
             return -1;
     int max_train, max_test;
@@ -491,6 +506,8 @@ int pgn_dataset_load(const pgn_data_spec *spec, const char *data_dir, pgn_datase
         return 0;
     case PGN_DATA_FASHION_MNIST: return load_fashion(data_dir, train, test, err);
     case PGN_DATA_IDX: return load_idx_source(spec, data_dir, train, test, err);
+    case PGN_DATA_TEXT:
+    case PGN_DATA_FORTUNES: break; /* text is a corpus (corpus.c), not a set of samples */
     }
     return pgn_spec_fail(err, "data.source", "unsupported source");
 }

@@ -189,22 +189,8 @@ size_t pgn_gemm_workspace_bytes(int M, int N, int K, bool ta, bool tb) {
 }
 
 int pgn_gemm_reserve(pgn_device *dev, size_t bytes, pgn_error *err) {
-    if (!dev || bytes <= dev->gemm_ws_bytes) return 0;
-    /* Queued GEMMs may still read the old buffer. */
-    if (pgn_device_finish(dev, err)) return -1;
-    pgn_device_release_buffer(dev, dev->gemm_ws);
-    dev->gemm_ws = NULL;
-    dev->gemm_ws_bytes = 0;
-    cl_int st;
-    cl_mem mem = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes, NULL, &st);
-    if (st != CL_SUCCESS) {
-        pgn_error_set(err, PGN_E_DEVICE, "", "gemm: allocating %zu bytes of scratch on %s: %s", bytes,
-                      dev->info.id, pgn_cl_status_name(st));
-        return -1;
-    }
-    dev->gemm_ws = mem;
-    dev->gemm_ws_bytes = bytes;
-    return 0;
+    if (!dev) return 0;
+    return pgn_device_scratch_reserve(dev, &dev->gemm_ws, &dev->gemm_ws_bytes, bytes, "gemm", err);
 }
 
 /* The optional epilogue of gemm_tile: z = C + bias, y = act(z) (fused bias_act_forward). */

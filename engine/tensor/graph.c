@@ -41,13 +41,14 @@ static int grow(void **arr, int *cap, int used, size_t size, int max, const char
     return 0;
 }
 
-static int add_node(pgn_graph *g, pgn_node_kind kind, int a, int b, int rows, int cols,
-                    bool batched, pgn_error *err) {
+static int add_node3(pgn_graph *g, pgn_node_kind kind, int a, int b, int c, int rows, int cols,
+                     bool batched, pgn_error *err) {
     if (grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes, sizeof *g->nodes, PGN_GRAPH_MAX_NODES,
              "graph nodes", err))
         return -1;
-    for (int in = 0; in < 2; in++) {
-        int id = in ? b : a;
+    const int in_ids[3] = {a, b, c};
+    for (int in = 0; in < 3; in++) {
+        int id = in_ids[in];
         if (id >= g->n_nodes) {
             pgn_error_set(err, PGN_E_INTERNAL, "", "graph: input %d of a %s node does not exist", id,
                           pgn_node_kind_name(kind));
@@ -60,12 +61,19 @@ static int add_node(pgn_graph *g, pgn_node_kind kind, int a, int b, int rows, in
     n->kind = kind;
     n->a = a;
     n->b = b;
+    n->c = c;
     n->rows = rows;
     n->cols = cols;
     n->batched = batched;
     n->epilogue = -1;
-    n->needs_grad = (a >= 0 && g->nodes[a].needs_grad) || (b >= 0 && g->nodes[b].needs_grad);
+    for (int in = 0; in < 3; in++)
+        if (in_ids[in] >= 0 && g->nodes[in_ids[in]].needs_grad) n->needs_grad = true;
     return g->n_nodes++;
+}
+
+static int add_node(pgn_graph *g, pgn_node_kind kind, int a, int b, int rows, int cols, bool batched,
+                    pgn_error *err) {
+    return add_node3(g, kind, a, b, -1, rows, cols, batched, err);
 }
 
 static int shape_error(pgn_graph *g, const char *op, pgn_error *err, const char *detail) {
@@ -85,6 +93,11 @@ int pgn_graph_labels(pgn_graph *g, pgn_error *err) {
 }
 
 int pgn_graph_param(pgn_graph *g, const char *name, int rows, int cols, pgn_error *err) {
+    return pgn_graph_param_init(g, name, rows, cols, PGN_PARAM_INIT_SPEC, 0.0f, true, err);
+}
+
+int pgn_graph_param_init(pgn_graph *g, const char *name, int rows, int cols, pgn_param_init init,
+                         float value, bool decay, pgn_error *err) {
     int cap = g->cap_params;
     if (grow((void **)&g->params, &cap, g->n_params, sizeof *g->params, PGN_GRAPH_MAX_PARAMS,
              "parameter tensors", err) ||
@@ -94,6 +107,9 @@ int pgn_graph_param(pgn_graph *g, const char *name, int rows, int cols, pgn_erro
     int id = add_node(g, PGN_NODE_PARAM, -1, -1, rows, cols, false, err);
     if (id < 0) return -1;
     g->nodes[id].needs_grad = true;
+    g->nodes[id].init = init;
+    g->nodes[id].init_value = value;
+    g->nodes[id].decay = decay;
     snprintf(g->nodes[id].name, sizeof g->nodes[id].name, "%s", name);
     g->params[g->n_params++] = id;
     return id;
@@ -154,6 +170,35 @@ int pgn_graph_sum_rows(pgn_graph *g, int a, bool mean, pgn_error *err) {
                     err);
 }
 
+int pgn_graph_tokens(pgn_graph *g, pgn_error *err) {
+    g->input = add_node(g, PGN_NODE_TOKENS, -1, -1, g->max_batch, 1, true, err);
+    return g->input;
+}
+
+int pgn_graph_embed(pgn_graph *g, int tokens, int wte, int wpe, pgn_error *err) {
+    const pgn_node *T = &g->nodes[tokens], *E = &g->nodes[wte], *P = &g->nodes[wpe];
+    if (T->kind != PGN_NODE_TOKENS || E->kind != PGN_NODE_PARAM || P->kind != PGN_NODE_PARAM ||
+        E->cols != P->cols)
+        return shape_error(g, "embed", err, "needs tokens and two tables of the same width");
+    return add_node3(g, PGN_NODE_EMBED, tokens, wte, wpe, T->rows, E->cols, true, err);
+}
+
+int pgn_graph_layernorm(pgn_graph *g, int x, int w, int b, pgn_error *err) {
+    const pgn_node *X = &g->nodes[x];
+    if (g->nodes[w].rows * g->nodes[w].cols != X->cols || g->nodes[b].rows * g->nodes[b].cols != X->cols)
+        return shape_error(g, "layernorm", err, "weight and bias must have the input's width");
+    return add_node3(g, PGN_NODE_LAYERNORM, x, w, b, X->rows, X->cols, X->batched, err);
+}
+
+int pgn_graph_attention(pgn_graph *g, int qkv, int heads, pgn_error *err) {
+    const pgn_node *Q = &g->nodes[qkv];
+    if (!Q->batched || Q->cols % 3 || heads < 1 || (Q->cols / 3) % heads)
+        return shape_error(g, "attention", err, "needs batched (B, 3C) input with heads dividing C");
+    int id = add_node(g, PGN_NODE_ATTENTION, qkv, -1, Q->rows, Q->cols / 3, true, err);
+    if (id >= 0) g->nodes[id].heads = heads;
+    return id;
+}
+
 static int loss_node(pgn_graph *g, pgn_node_kind kind, int x, int labels, pgn_error *err) {
     const pgn_node *X = &g->nodes[x];
     if (!X->batched || g->nodes[labels].kind != PGN_NODE_LABELS)
@@ -177,9 +222,10 @@ int pgn_graph_mse(pgn_graph *g, int pred, int labels, pgn_error *err) {
  * backward pass makes to an input goes straight into its grad, later ones through its tmp
  * (grad_target, finish_grad). Shapes are at the batch's rows B; (r, c) are the node's. */
 
-/* One pass of the graph: its batch rows, and whether it trains (dropout on) at which step. */
+/* One pass of the graph: its batch rows, tokens per sequence (sequence models), and whether it
+ * trains (dropout on) at which step. */
 typedef struct pass {
-    int rows;
+    int rows, seq;
     bool training;
     uint64_t step;
 } pass;
@@ -188,6 +234,7 @@ static int rows_of(const pgn_node *n, int rows) { return n->batched ? rows : n->
 
 static pgn_node *in_a(pgn_graph *g, const pgn_node *n) { return n->a >= 0 ? &g->nodes[n->a] : NULL; }
 static pgn_node *in_b(pgn_graph *g, const pgn_node *n) { return n->b >= 0 ? &g->nodes[n->b] : NULL; }
+static pgn_node *in_c(pgn_graph *g, const pgn_node *n) { return n->c >= 0 ? &g->nodes[n->c] : NULL; }
 
 /* Where a gradient contribution for node x goes: straight into x->grad the first time in a
  * backward pass, else into x->tmp, to be added by finish_grad. */
@@ -209,8 +256,8 @@ static int gemm_nodes(int rows, const pgn_node *A, bool ta, const pgn_node *B, b
     return pgn_op_gemm(M, N, K, a, ta, b, tb, c, err);
 }
 
-/* input (B, features), labels (B, 1) int32, param (r, c): written by the caller or the
- * optimizer; no inputs, so nothing to pass back. */
+/* input (B, features), labels and tokens (B, 1) int32, param (r, c): written by the caller or
+ * the optimizer; no inputs, so nothing to pass back. */
 static int leaf_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
     (void)g, (void)n, (void)p, (void)err;
     return 0;
@@ -257,9 +304,13 @@ static int bias_act_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error 
     if (A->epilogue == (int)(n - g->nodes)) return 0;
     return pgn_op_bias_act_forward(rows_of(n, p->rows), &A->value, &B->value, n->act, &n->value, err);
 }
-/* dz = dy act'(z) into the matmul's grad, dbias = colsum dz (one fused kernel) */
+/* dz = dy act'(z) into the matmul's grad, dbias = colsum dz (one fused kernel); without an
+ * activation dz is dy, which the matmul's grad already is (it shares the buffer: plan_aliases) */
 static int bias_act_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
     pgn_node *A = in_a(g, n), *B = in_b(g, n);
+    if (n->act == PGN_ACT_CODE_NONE)
+        return pgn_op_colsum(rows_of(n, p->rows), &n->grad, grad_target(B), err) ||
+               finish_grad(B, p->rows, err) || finish_grad(A, p->rows, err);
     if (pgn_op_bias_act_backward(rows_of(n, p->rows), &A->value, &n->value, &n->grad, n->act,
                                  grad_target(A), grad_target(B), err))
         return -1;
@@ -279,10 +330,12 @@ static int act_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err
            finish_grad(A, p->rows, err);
 }
 
-/* dropout: y (r, c) = x mask, mask (r, c) from (seed, step, element) while training, else 1 */
+/* dropout: y (r, c) = x mask, mask (r, c) from (seed, step, element) while training, else 1;
+ * each dropout node draws from its own seed, so that equal shapes do not share masks */
 static int dropout_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    uint64_t seed = g->seed + (uint64_t)(n - g->nodes) * 0x9e3779b97f4a7c15ULL;
     return pgn_op_dropout_forward(rows_of(n, p->rows), &in_a(g, n)->value, p->training ? n->p : 0.0f,
-                                  g->seed, p->step, &n->aux, &n->value, err);
+                                  seed, p->step, &n->aux, &n->value, err);
 }
 /* dx = dy mask */
 static int dropout_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
@@ -349,6 +402,52 @@ static int loss_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *er
     return 0;
 }
 
+/* embed: tokens (B, 1), wte (V, C), wpe (P, C) -> y (B, C) = wte[tokens] + wpe[row % seq] */
+static int embed_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    return pgn_op_embed_forward(p->rows, p->seq, &in_a(g, n)->value, &in_b(g, n)->value,
+                                &in_c(g, n)->value, &n->value, err);
+}
+/* dwte = scatter-add of dy's rows at their tokens, dwpe[t] = sum over sequences of dy[t], both
+ * summed in row order */
+static int embed_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    pgn_node *E = in_b(g, n), *P = in_c(g, n);
+    return pgn_op_embed_backward(p->rows, p->seq, &in_a(g, n)->value, &n->grad,
+                                 E->needs_grad ? grad_target(E) : NULL, P->needs_grad ? grad_target(P) : NULL,
+                                 err) ||
+           (E->needs_grad && finish_grad(E, p->rows, err)) || (P->needs_grad && finish_grad(P, p->rows, err));
+}
+
+/* layernorm: x (B, C), w (1, C), b (1, C) -> y (B, C) = (x - mean) rstd w + b per row;
+ * aux (B, 2) keeps [mean, rstd] */
+static int layernorm_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    return pgn_op_layernorm_forward(rows_of(n, p->rows), &in_a(g, n)->value, &in_b(g, n)->value,
+                                    &in_c(g, n)->value, &n->value, &n->aux, err);
+}
+/* dx = (dxhat - mean(dxhat) - xhat mean(dxhat xhat)) rstd with dxhat = dy w; dw = colsum dy xhat,
+ * db = colsum dy */
+static int layernorm_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    pgn_node *X = in_a(g, n), *W = in_b(g, n), *B = in_c(g, n);
+    int r = rows_of(n, p->rows);
+    return pgn_op_layernorm_backward(r, &X->value, &W->value, &n->aux, &n->grad, grad_target(X),
+                                     W->needs_grad ? grad_target(W) : NULL, B->needs_grad ? grad_target(B) : NULL,
+                                     err) ||
+           finish_grad(X, p->rows, err) || (W->needs_grad && finish_grad(W, p->rows, err)) ||
+           (B->needs_grad && finish_grad(B, p->rows, err));
+}
+
+/* attention: qkv (B, 3C) -> y (B, C): per sequence and head, softmax((q k^T) / sqrt(hd)) over
+ * earlier positions times v; aux keeps the probabilities (sequences x heads x seq x seq) */
+static int attention_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    return pgn_op_attention_forward(p->rows, p->seq, n->heads, &in_a(g, n)->value, &n->aux, &n->value, err);
+}
+/* dqkv from dy through the weighted sum, the softmax and the scores (scratch: score gradients) */
+static int attention_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
+    pgn_node *Q = in_a(g, n);
+    return pgn_op_attention_backward(p->rows, p->seq, n->heads, &Q->value, &n->aux, &n->grad, &n->scratch,
+                                     grad_target(Q), err) ||
+           finish_grad(Q, p->rows, err);
+}
+
 typedef struct op_def {
     const char *name;
     int (*forward)(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err);
@@ -370,25 +469,42 @@ static const op_def ops[] = {
     [PGN_NODE_MEAN_ROWS] = {"mean_rows", sum_rows_forward, sum_rows_backward, false},
     [PGN_NODE_XENT] = {"softmax_xent", xent_forward, loss_backward, true},
     [PGN_NODE_MSE] = {"mse", mse_forward, loss_backward, true},
+    [PGN_NODE_TOKENS] = {"tokens", leaf_forward, leaf_backward, false},
+    [PGN_NODE_EMBED] = {"embed", embed_forward, embed_backward, false},
+    [PGN_NODE_LAYERNORM] = {"layernorm", layernorm_forward, layernorm_backward, false},
+    [PGN_NODE_ATTENTION] = {"attention", attention_forward, attention_backward, false},
 };
 _Static_assert(sizeof ops / sizeof *ops == PGN_NODE_KINDS, "every node kind has its op");
 
-/* What each op needs besides its value and grad: dropout its mask (r, c), a loss its
- * predictions (r, 1). */
-static int aux_cols(const pgn_node *n) {
-    if (n->kind == PGN_NODE_DROPOUT) return n->cols;
-    return ops[n->kind].loss ? 1 : 0;
+/* What each op keeps besides its value and grad, (rows, cols) at the largest batch: dropout its
+ * mask, a loss its predictions, LayerNorm each row's mean and rstd, attention its probabilities
+ * (sequences x heads x seq x seq: max_batch heads rows of seq). */
+static void aux_shape(const pgn_graph *g, const pgn_node *n, int *rows, int *cols) {
+    *rows = n->rows;
+    *cols = 0;
+    if (n->kind == PGN_NODE_DROPOUT) *cols = n->cols;
+    else if (ops[n->kind].loss) *cols = 1;
+    else if (n->kind == PGN_NODE_LAYERNORM) *cols = 2;
+    else if (n->kind == PGN_NODE_ATTENTION) {
+        *rows = n->rows * n->heads;
+        *cols = g->seq;
+    }
 }
 
 /* ---- planning --------------------------------------------------------------------------- */
 
-/* Lays the parameters out in the two stores and makes each one's value and grad a view. */
+/* Lays the parameters out in the two stores, those that decay first (so an optimizer updates
+ * each group in one launch), and makes each one's value and grad a view. */
 static int plan_params(pgn_graph *g, pgn_error *err) {
     size_t align = pgn_tensor_view_align(g->dev), total = 0;
-    for (int p = 0; p < g->n_params; p++) {
-        const pgn_node *n = &g->nodes[g->params[p]];
-        g->param_offset[p] = total;
-        total += ((size_t)n->rows * n->cols + align - 1) / align * align;
+    for (int group = 0; group < 2; group++) {
+        for (int p = 0; p < g->n_params; p++) {
+            const pgn_node *n = &g->nodes[g->params[p]];
+            if (n->decay != (group == 0)) continue;
+            g->param_offset[p] = total;
+            total += ((size_t)n->rows * n->cols + align - 1) / align * align;
+        }
+        if (group == 0) g->decay_elems = total;
     }
     g->store_elems = total;
     if (total > (size_t)INT32_MAX) {
@@ -408,19 +524,37 @@ static int plan_params(pgn_graph *g, pgn_error *err) {
     return 0;
 }
 
+/* A bias_act without an activation fused into its matmul shares the matmul's value and grad. */
+static bool shares_matmul(const pgn_graph *g, const pgn_node *n) {
+    return n->kind == PGN_NODE_BIAS_ACT && n->act == PGN_ACT_CODE_NONE &&
+           g->nodes[n->a].epilogue == (int)(n - g->nodes) && g->nodes[n->a].needs_grad == n->needs_grad;
+}
+
 int pgn_graph_compile(pgn_graph *g, int loss, pgn_error *err) {
     g->loss = loss;
     if (plan_params(g, err)) return -1;
     for (int i = 0; i < g->n_nodes; i++) {
         pgn_node *n = &g->nodes[i];
         bool param = n->kind == PGN_NODE_PARAM;
-        if (!param && pgn_tensor_init(&n->value, g->dev, n->rows, n->cols, err)) return -1;
-        if (!param && n->needs_grad && pgn_tensor_init(&n->grad, g->dev, n->rows, n->cols, err))
-            return -1;
+        if (shares_matmul(g, n)) {
+            /* bias without an activation: y is z, and dy is the matmul's dz; one buffer each */
+            pgn_node *A = &g->nodes[n->a];
+            if (pgn_tensor_view(&n->value, &A->value, 0, n->rows, n->cols, err) ||
+                (n->needs_grad && pgn_tensor_view(&n->grad, &A->grad, 0, n->rows, n->cols, err)))
+                return -1;
+        } else {
+            if (!param && pgn_tensor_init(&n->value, g->dev, n->rows, n->cols, err)) return -1;
+            if (!param && n->needs_grad && pgn_tensor_init(&n->grad, g->dev, n->rows, n->cols, err))
+                return -1;
+        }
         if (n->needs_grad && n->consumers > 1 &&
             pgn_tensor_init(&n->tmp, g->dev, n->rows, n->cols, err))
             return -1;
-        if (aux_cols(n) && pgn_tensor_init(&n->aux, g->dev, n->rows, aux_cols(n), err)) return -1;
+        int ar, ac;
+        aux_shape(g, n, &ar, &ac);
+        if (ac && pgn_tensor_init(&n->aux, g->dev, ar, ac, err)) return -1;
+        if (n->kind == PGN_NODE_ATTENTION && n->needs_grad && pgn_tensor_init(&n->scratch, g->dev, ar, ac, err))
+            return -1;
     }
     /* The loss node's input gets its gradient from the fused loss kernel: it must exist. */
     const pgn_node *L = &g->nodes[loss];
@@ -431,12 +565,13 @@ int pgn_graph_compile(pgn_graph *g, int loss, pgn_error *err) {
 }
 
 void pgn_graph_release(pgn_graph *g) {
-    for (int i = 0; i < g->n_nodes; i++) {
+    for (int i = g->n_nodes - 1; i >= 0; i--) { /* views (of earlier nodes) before their parents */
         pgn_node *n = &g->nodes[i];
         pgn_tensor_release(&n->value);
         pgn_tensor_release(&n->grad);
         pgn_tensor_release(&n->aux);
         pgn_tensor_release(&n->tmp);
+        pgn_tensor_release(&n->scratch);
     }
     pgn_tensor_release(&g->param_store); /* after the views into it */
     pgn_tensor_release(&g->grad_store);
@@ -465,8 +600,9 @@ static int profile_end(pgn_graph *g, double *slot, int rc, double t0) {
 }
 
 int pgn_graph_forward(pgn_graph *g, int rows, bool training, uint64_t step, pgn_error *err) {
-    if (rows < 1 || rows > g->max_batch) return shape_error(g, "forward", err, "batch rows");
-    const pass p = {rows, training, step};
+    if (rows < 1 || rows > g->max_batch || (g->seq && rows % g->seq))
+        return shape_error(g, "forward", err, "batch rows");
+    const pass p = {rows, g->seq, training, step};
     for (int i = 0; i < g->n_nodes; i++) {
         pgn_node *n = &g->nodes[i];
         double t0 = g->profile ? pgn_now_s() : 0;
@@ -483,7 +619,7 @@ int pgn_graph_backward(pgn_graph *g, int rows, pgn_error *err) {
 int pgn_graph_backward_from(pgn_graph *g, int from, int rows, pgn_error *err) {
     for (int i = 0; i < g->n_nodes; i++) g->nodes[i].grad_written = false;
     g->nodes[from].grad_written = true; /* the caller's seed, unless from is the loss */
-    const pass p = {rows, false, 0};
+    const pass p = {rows, g->seq, false, 0};
     for (int i = from; i >= 0; i--) {
         pgn_node *n = &g->nodes[i];
         if (!n->needs_grad && !ops[n->kind].loss) continue;
@@ -498,29 +634,48 @@ int pgn_graph_backward_from(pgn_graph *g, int from, int rows, pgn_error *err) {
 
 /* ---- parameters ------------------------------------------------------------------------- */
 
+/* A standard normal draw by Marsaglia's polar method from the counter RNG at *counter (which it
+ * advances): only +, *, / and our own log and the correctly rounded sqrt, so the draw is the same
+ * on every machine. */
+static float normal_draw(uint64_t seed, uint64_t stream, uint64_t *counter) {
+    for (;;) {
+        float u = pgn_rand_unit(seed, stream, (*counter)++) * 2.0f - 1.0f;
+        float v = pgn_rand_unit(seed, stream, (*counter)++) * 2.0f - 1.0f;
+        float s = u * u + v * v;
+        if (s > 0.0f && s < 1.0f) return u * pgn_sqrt(-2.0f * pgn_logf(s) / s);
+    }
+}
+
+/* The uniform bound of a PGN_PARAM_INIT_SPEC parameter: weights are (fan_in, fan_out); a bias
+ * (1, fan_out) takes the fan-in of the weight created just before it. */
+static float spec_bound(const pgn_graph *g, int p, pgn_init kind) {
+    const pgn_node *n = &g->nodes[g->params[p]];
+    bool is_bias = n->rows == 1 && p > 0;
+    int fan_in = is_bias ? g->nodes[g->params[p - 1]].rows : n->rows;
+    int fan_out = n->cols;
+    if (kind == PGN_INIT_KAIMING) return is_bias ? 0.0f : sqrtf(6.0f / (float)fan_in);
+    if (kind == PGN_INIT_XAVIER) return is_bias ? 0.0f : sqrtf(6.0f / (float)(fan_in + fan_out));
+    return 1.0f / sqrtf((float)fan_in);
+}
+
 int pgn_graph_init_params(pgn_graph *g, pgn_init kind, pgn_error *err) {
     for (int p = 0; p < g->n_params; p++) {
         pgn_node *n = &g->nodes[g->params[p]];
-        /* weights are (fan_in, fan_out); a bias (1, fan_out) takes the fan-in of the weight
-         * created just before it */
-        bool is_bias = n->rows == 1 && p > 0;
-        int fan_in = is_bias ? g->nodes[g->params[p - 1]].rows : n->rows;
-        int fan_out = n->cols;
-        float bound;
-        if (kind == PGN_INIT_KAIMING)
-            bound = is_bias ? 0.0f : sqrtf(6.0f / (float)fan_in);
-        else if (kind == PGN_INIT_XAVIER)
-            bound = is_bias ? 0.0f : sqrtf(6.0f / (float)(fan_in + fan_out));
-        else
-            bound = 1.0f / sqrtf((float)fan_in);
         size_t count = pgn_tensor_count(&n->value);
         float *v = malloc(count * sizeof *v);
         if (!v) {
             pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "cannot allocate %zu floats", count);
             return -1;
         }
-        for (size_t i = 0; i < count; i++)
-            v[i] = (pgn_rand_unit(g->seed, PGN_STREAM_INIT + (uint64_t)p, i) * 2.0f - 1.0f) * bound;
+        uint64_t stream = PGN_STREAM_INIT + (uint64_t)p, counter = 0;
+        float bound = n->init == PGN_PARAM_INIT_SPEC ? spec_bound(g, p, kind) : 0.0f;
+        for (size_t i = 0; i < count; i++) {
+            switch (n->init) {
+            case PGN_PARAM_INIT_SPEC: v[i] = (pgn_rand_unit(g->seed, stream, i) * 2.0f - 1.0f) * bound; break;
+            case PGN_PARAM_INIT_NORMAL: v[i] = normal_draw(g->seed, stream, &counter) * n->init_value; break;
+            case PGN_PARAM_INIT_CONST: v[i] = n->init_value; break;
+            }
+        }
         int rc = pgn_tensor_write(&n->value, v, count, err);
         free(v);
         if (rc) return -1;
@@ -552,6 +707,86 @@ int pgn_graph_build_mlp(pgn_graph *g, const pgn_train_spec *t, pgn_error *err) {
                                        : pgn_graph_xent(g, x, labels, err);
     if (loss < 0 || pgn_graph_compile(g, loss, err)) return -1;
     return pgn_graph_init_params(g, t->init, err);
+}
+
+/* GPT-2's initialisation (as nanoGPT): matrices and tables normal(0, 0.02), the projections back
+ * into the residual stream 0.02 / sqrt(2 n_layer), biases 0, LayerNorms weight 1, bias 0. */
+#define GPT_INIT_STD 0.02f
+
+/* A parameter named prefix.name; -1 on failure. */
+static int gpt_param(pgn_graph *g, const char *prefix, const char *name, int rows, int cols, pgn_param_init init,
+                     float value, bool decay, pgn_error *err) {
+    char full[sizeof g->nodes[0].name];
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    return pgn_graph_param_init(g, full, rows, cols, init, value, decay, err);
+}
+
+/* LayerNorm with its weight and bias named prefix.{weight,bias}. */
+static int gpt_layernorm(pgn_graph *g, int x, const char *prefix, int C, pgn_error *err) {
+    int w = gpt_param(g, prefix, ".weight", 1, C, PGN_PARAM_INIT_CONST, 1.0f, false, err);
+    int b = gpt_param(g, prefix, ".bias", 1, C, PGN_PARAM_INIT_CONST, 0.0f, false, err);
+    return w < 0 || b < 0 ? -1 : pgn_graph_layernorm(g, x, w, b, err);
+}
+
+/* x (B, in) W (in, out) + bias, then act, with W and bias named prefix.{weight,bias}. */
+static int gpt_linear(pgn_graph *g, int x, const char *prefix, int in, int out, int act, float std,
+                      pgn_error *err) {
+    int w = gpt_param(g, prefix, ".weight", in, out, PGN_PARAM_INIT_NORMAL, std, true, err);
+    int b = gpt_param(g, prefix, ".bias", 1, out, PGN_PARAM_INIT_CONST, 0.0f, false, err);
+    if (w < 0 || b < 0) return -1;
+    int z = pgn_graph_matmul(g, x, false, w, false, err);
+    return z < 0 ? -1 : pgn_graph_bias_act(g, z, b, act, err);
+}
+
+static int gpt_dropout(pgn_graph *g, int x, float p, pgn_error *err) {
+    return p > 0.0f ? pgn_graph_dropout(g, x, p, err) : x;
+}
+
+int pgn_graph_build_gpt(pgn_graph *g, const pgn_train_spec *t, int vocab, pgn_error *err) {
+    const pgn_gpt_spec *s = &t->gpt;
+    int C = s->d_model, L = s->n_layer;
+    float proj_std = GPT_INIT_STD / sqrtf(2.0f * (float)L);
+    g->seq = s->context;
+    int tok = pgn_graph_tokens(g, err), labels = pgn_graph_labels(g, err);
+    int wte = pgn_graph_param_init(g, "transformer.wte.weight", vocab, C, PGN_PARAM_INIT_NORMAL, GPT_INIT_STD,
+                                   false, err);
+    int wpe = pgn_graph_param_init(g, "transformer.wpe.weight", s->context, C, PGN_PARAM_INIT_NORMAL,
+                                   GPT_INIT_STD, false, err);
+    if (tok < 0 || labels < 0 || wte < 0 || wpe < 0) return -1;
+    int x = gpt_dropout(g, pgn_graph_embed(g, tok, wte, wpe, err), t->dropout, err);
+    for (int l = 0; l < L && x >= 0; l++) {
+        char p[64], q[80];
+        snprintf(p, sizeof p, "transformer.h.%d", l);
+        /* x = x + proj(attention(c_attn(ln_1(x)))) */
+        snprintf(q, sizeof q, "%s.ln_1", p);
+        int h = gpt_layernorm(g, x, q, C, err);
+        snprintf(q, sizeof q, "%s.attn.c_attn", p);
+        int qkv = h < 0 ? -1 : gpt_linear(g, h, q, C, 3 * C, PGN_ACT_CODE_NONE, GPT_INIT_STD, err);
+        int a = qkv < 0 ? -1 : pgn_graph_attention(g, qkv, s->n_head, err);
+        snprintf(q, sizeof q, "%s.attn.c_proj", p);
+        a = a < 0 ? -1 : gpt_dropout(g, gpt_linear(g, a, q, C, C, PGN_ACT_CODE_NONE, proj_std, err), t->dropout, err);
+        x = a < 0 ? -1 : pgn_graph_add(g, x, a, err);
+        /* x = x + c_proj(gelu(c_fc(ln_2(x)))) */
+        snprintf(q, sizeof q, "%s.ln_2", p);
+        h = x < 0 ? -1 : gpt_layernorm(g, x, q, C, err);
+        snprintf(q, sizeof q, "%s.mlp.c_fc", p);
+        int f = h < 0 ? -1 : gpt_linear(g, h, q, C, 4 * C, PGN_ACT_CODE_GELU, GPT_INIT_STD, err);
+        snprintf(q, sizeof q, "%s.mlp.c_proj", p);
+        f = f < 0 ? -1 : gpt_dropout(g, gpt_linear(g, f, q, 4 * C, C, PGN_ACT_CODE_NONE, proj_std, err), t->dropout, err);
+        x = f < 0 ? -1 : pgn_graph_add(g, x, f, err);
+    }
+    x = x < 0 ? -1 : gpt_layernorm(g, x, "transformer.ln_f", C, err);
+    if (x < 0) return -1;
+    int logits;
+    if (s->tie_embeddings) {
+        logits = pgn_graph_matmul(g, x, false, wte, true, err);
+    } else {
+        int head = pgn_graph_param_init(g, "lm_head.weight", C, vocab, PGN_PARAM_INIT_NORMAL, GPT_INIT_STD, true, err);
+        logits = head < 0 ? -1 : pgn_graph_matmul(g, x, false, head, false, err);
+    }
+    int loss = logits < 0 ? -1 : pgn_graph_xent(g, logits, labels, err);
+    if (loss < 0 || pgn_graph_compile(g, loss, err)) return -1;
+    return pgn_graph_init_params(g, PGN_INIT_PYTORCH, err);
 }
 
 static int hash_tensor(pgn_sha256 *s, const pgn_tensor *t, pgn_error *err) {

@@ -18,6 +18,7 @@
  *   sumsq_chunks, clip_scale, sgd_update, adam_update: the optimizer (optim.c)
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "tensor/tensor.h"
 #include "pgn_math.h"
@@ -44,6 +45,20 @@ static bool fits(const pgn_tensor *t, int rows, int cols) { return rows <= t->ro
 #define I32(t) ((int *)(t)->host)
 #define U32(t) ((unsigned *)(t)->host)
 #define GLOBAL1(n) ((size_t[1]){(size_t)(n)})
+
+/* ---- column sums in two passes (pgn_sum_chunks in kernels/pgn_ops.h) ----------------------- */
+
+/* Room in the device's reduction scratch for chunks x cols partial sums. */
+static int reserve_partials(pgn_device *dev, int chunks, int cols, pgn_error *err) {
+    return pgn_device_scratch_reserve(dev, &dev->reduce_ws, &dev->reduce_ws_bytes,
+                                      (size_t)chunks * (size_t)cols * sizeof(float), "column sums", err);
+}
+
+/* out (cols) = the partial sums in the scratch added up in chunk order. */
+static int finish_partials(pgn_device *dev, int chunks, int cols, pgn_tensor *out, pgn_error *err) {
+    pgn_karg args[] = {KARG(chunks), KARG(cols), KARG(dev->reduce_ws), KARG(out->mem)};
+    return PGN_LAUNCH(dev, colsum_finish, args, 1, GLOBAL1(cols), NULL, err);
+}
 
 /* ---- bias_act: z (rows, cols) += b; y = act(z) ----------------------------------------- */
 
@@ -77,25 +92,27 @@ int pgn_op_bias_act_backward(int rows, const pgn_tensor *z, const pgn_tensor *y,
                   fits(dz, rows, cols) && (int)pgn_tensor_count(db) == cols,
               "bias_act_backward", "shape", err))
         return -1;
+    int chunks = pgn_sum_chunks(rows);
     if (!z->dev) {
-        const float *zv = F32(z), *yv = F32(y), *dyv = F32(dy);
-        float *dzv = F32(dz), *dbv = F32(db);
-        for (int j = 0; j < cols; j++) {
-            float acc = 0.0f;
-            for (int r = 0; r < rows; r++) {
-                int i = r * cols + j;
-                float g = pgn_act_grad(act, zv[i], yv[i], dyv[i]);
-                dzv[i] = g;
-                acc += g;
-            }
-            dbv[j] = acc;
+        float *part = malloc((size_t)chunks * cols * sizeof *part);
+        if (!part) return check(false, "bias_act_backward", "out of memory", err);
+        for (int c = 0; c < chunks; c++) {
+            int r0 = c * PGN_SUM_ROWS, r1 = r0 + PGN_SUM_ROWS < rows ? r0 + PGN_SUM_ROWS : rows;
+            for (int j0 = 0; j0 < cols; j0 += PGN_COL_BLOCK)
+                pgn_bias_act_backward_block(r0, r1, cols, j0, cols - j0 < PGN_COL_BLOCK ? cols - j0 : PGN_COL_BLOCK,
+                                            act, F32(z), F32(y), F32(dy), F32(dz), part + (size_t)c * cols);
         }
+        for (int j = 0; j < cols; j++) F32(db)[j] = pgn_sum_partials(chunks, cols, part, j);
+        free(part);
         return 0;
     }
+    pgn_device *dev = z->dev;
+    if (reserve_partials(dev, chunks, cols, err)) return -1;
     pgn_karg args[] = {KARG(rows),  KARG(cols),   KARG(act),    KARG(z->mem),
-                       KARG(y->mem), KARG(dy->mem), KARG(dz->mem), KARG(db->mem)};
-    return PGN_LAUNCH(z->dev, bias_act_backward, args, 1,
-                      GLOBAL1((cols + PGN_COL_BLOCK - 1) / PGN_COL_BLOCK), NULL, err);
+                       KARG(y->mem), KARG(dy->mem), KARG(dz->mem), KARG(dev->reduce_ws)};
+    size_t global[2] = {(size_t)(cols + PGN_COL_BLOCK - 1) / PGN_COL_BLOCK, (size_t)chunks};
+    return PGN_LAUNCH(dev, bias_act_backward, args, 2, global, NULL, err) ||
+           finish_partials(dev, chunks, cols, db, err);
 }
 
 /* ---- act: y = act(x); dx = dy act'(x) --------------------------------------------------- */
@@ -192,13 +209,26 @@ int pgn_op_colsum(int rows, const pgn_tensor *x, pgn_tensor *out, pgn_error *err
     if (check(same_dev(x, out), "colsum", "tensors on different devices", err) ||
         check(rows <= x->rows && pgn_tensor_count(out) >= (size_t)x->cols, "colsum", "shape", err))
         return -1;
-    int cols = x->cols;
+    int cols = x->cols, chunks = pgn_sum_chunks(rows);
     if (!x->dev) {
-        for (int j = 0; j < cols; j++) F32(out)[j] = pgn_colsum_elem(rows, cols, F32(x), j);
+        float *part = malloc((size_t)chunks * cols * sizeof *part);
+        if (!part) return check(false, "colsum", "out of memory", err);
+        for (int c = 0; c < chunks; c++) {
+            int r0 = c * PGN_SUM_ROWS, r1 = r0 + PGN_SUM_ROWS < rows ? r0 + PGN_SUM_ROWS : rows;
+            for (int j0 = 0; j0 < cols; j0 += PGN_COL_BLOCK)
+                pgn_colsum_block(r0, r1, cols, j0, cols - j0 < PGN_COL_BLOCK ? cols - j0 : PGN_COL_BLOCK, F32(x),
+                                 part + (size_t)c * cols);
+        }
+        for (int j = 0; j < cols; j++) F32(out)[j] = pgn_sum_partials(chunks, cols, part, j);
+        free(part);
         return 0;
     }
-    pgn_karg args[] = {KARG(rows), KARG(cols), KARG(x->mem), KARG(out->mem)};
-    return PGN_LAUNCH(x->dev, colsum, args, 1, GLOBAL1(cols), NULL, err);
+    pgn_device *dev = x->dev;
+    if (reserve_partials(dev, chunks, cols, err)) return -1;
+    pgn_karg args[] = {KARG(rows), KARG(cols), KARG(x->mem), KARG(dev->reduce_ws)};
+    size_t global[2] = {(size_t)(cols + PGN_COL_BLOCK - 1) / PGN_COL_BLOCK, (size_t)chunks};
+    return PGN_LAUNCH(dev, colsum_partial, args, 2, global, NULL, err) ||
+           finish_partials(dev, chunks, cols, out, err);
 }
 
 int pgn_op_broadcast_rows(int rows, const pgn_tensor *src, float scale, pgn_tensor *dst,
@@ -254,6 +284,31 @@ int pgn_op_mse_onehot(int rows, const pgn_tensor *x, const pgn_tensor *labels, f
 }
 
 /* ---- batches and statistics ------------------------------------------------------------- */
+
+int pgn_op_windows(int B, int T, const pgn_tensor *tokens, const pgn_window_plan *plan, uint64_t index0,
+                   pgn_tensor *x, pgn_tensor *y, pgn_error *err) {
+    int n = B * T;
+    uint64_t last = plan->lo + plan->span - 1 + (uint64_t)T; /* the last token a window may read */
+    if (check(same_dev(tokens, x) && same_dev(tokens, y), "windows", "tensors on different devices", err) ||
+        check(pgn_tensor_count(x) >= (size_t)n && pgn_tensor_count(y) >= (size_t)n && plan->span > 0 &&
+                  (plan->random || plan->total > 0) && last < pgn_tensor_count(tokens),
+              "windows", "shape", err))
+        return -1;
+    if (!tokens->dev) {
+        for (int i = 0; i < n; i++) {
+            pgn_u64 start = pgn_window_start(plan->random, plan->seed, index0 + (uint64_t)(i / T), plan->lo,
+                                             plan->span, plan->total);
+            I32(x)[i] = I32(tokens)[start + (uint64_t)(i % T)];
+            I32(y)[i] = I32(tokens)[start + (uint64_t)(i % T) + 1];
+        }
+        return 0;
+    }
+    int random = plan->random;
+    cl_ulong seed = plan->seed, first = index0, lo = plan->lo, span = plan->span, total = plan->total;
+    pgn_karg args[] = {KARG(B),  KARG(T),    KARG(tokens->mem), KARG(random), KARG(seed), KARG(first),
+                       KARG(lo), KARG(span), KARG(total),       KARG(x->mem), KARG(y->mem)};
+    return PGN_LAUNCH(x->dev, windows, args, 1, GLOBAL1(n), NULL, err);
+}
 
 int pgn_op_gather_rows(int rows, const pgn_tensor *src, const pgn_tensor *idx, int offset,
                        pgn_tensor *dst, pgn_error *err) {

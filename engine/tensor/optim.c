@@ -32,6 +32,16 @@ int pgn_optim_init(pgn_optimizer *o, pgn_graph *g, const pgn_optimizer_spec *spe
         if (uses_adam(o) && pgn_tensor_view(&o->v[p], &o->v_store, off, w->rows, w->cols, err))
             goto fail;
     }
+    /* weight decay on some parameters only: each group is a run of the stores */
+    o->split = spec->weight_decay != 0.0f && g->decay_elems > 0 && g->decay_elems < g->store_elems;
+    for (int k = 0; o->split && k < 2; k++) {
+        size_t off = k ? g->decay_elems : 0, n = k ? g->store_elems - g->decay_elems : g->decay_elems;
+        if (pgn_tensor_view(&o->group_w[k], &g->param_store, off, 1, (int)n, err) ||
+            pgn_tensor_view(&o->group_g[k], &g->grad_store, off, 1, (int)n, err) ||
+            (needs_m && pgn_tensor_view(&o->group_m[k], &o->m_store, off, 1, (int)n, err)) ||
+            (uses_adam(o) && pgn_tensor_view(&o->group_v[k], &o->v_store, off, 1, (int)n, err)))
+            goto fail;
+    }
     o->n_partials = (total + PGN_NORM_CHUNK - 1) / PGN_NORM_CHUNK;
     const float no_clip[2] = {0.0f, 1.0f};
     if (pgn_tensor_init(&o->partials, g->dev, o->n_partials, 1, err) ||
@@ -44,6 +54,12 @@ fail:
 }
 
 void pgn_optim_release(pgn_optimizer *o) {
+    for (int k = 0; k < 2; k++) {
+        pgn_tensor_release(&o->group_w[k]);
+        pgn_tensor_release(&o->group_g[k]);
+        pgn_tensor_release(&o->group_m[k]);
+        pgn_tensor_release(&o->group_v[k]);
+    }
     for (int p = 0; o->m && o->v && p < o->n_params; p++) {
         pgn_tensor_release(&o->m[p]);
         pgn_tensor_release(&o->v[p]);
@@ -86,14 +102,26 @@ int pgn_optim_step(pgn_optimizer *o, pgn_graph *g, pgn_error *err) {
                        .bc1 = (float)(1.0 - pow((double)s->beta1, (double)o->t)),
                        .bc2 = (float)(1.0 - pow((double)s->beta2, (double)o->t)),
                        .wd = s->weight_decay, .decoupled = s->type == PGN_OPT_ADAMW};
-    /* One launch over the whole store: padding is zero and stays zero under every update. */
-    if (uses_adam(o))
-        return pgn_op_adam_update(&g->param_store, &g->grad_store, &o->m_store, &o->v_store,
-                                  &o->clip, &a, err);
-    /* without momentum the kernel never touches v: the gradient store stands in for it */
-    return pgn_op_sgd_update(&g->param_store, &g->grad_store,
-                             s->momentum > 0.0f ? &o->m_store : &g->grad_store, &o->clip, lr,
-                             s->momentum, s->nesterov, s->weight_decay, err);
+    /* One launch over the whole store (padding is zero and stays zero under every update), or
+     * one per decay group. */
+    for (int k = 0; k < (o->split ? 2 : 1); k++) {
+        pgn_tensor *w = o->split ? &o->group_w[k] : &g->param_store;
+        pgn_tensor *grad = o->split ? &o->group_g[k] : &g->grad_store;
+        pgn_tensor *m = o->split ? &o->group_m[k] : &o->m_store;
+        pgn_tensor *v = o->split ? &o->group_v[k] : &o->v_store;
+        float wd = k == 0 && g->decay_elems > 0 ? s->weight_decay : 0.0f;
+        int rc;
+        if (uses_adam(o)) {
+            a.wd = wd;
+            rc = pgn_op_adam_update(w, grad, m, v, &o->clip, &a, err);
+        } else {
+            /* without momentum the kernel never touches v: the gradient stands in for it */
+            rc = pgn_op_sgd_update(w, grad, s->momentum > 0.0f ? m : grad, &o->clip, lr, s->momentum,
+                                   s->nesterov, wd, err);
+        }
+        if (rc) return -1;
+    }
+    return 0;
 }
 
 int pgn_optim_state(pgn_optimizer *o, int p, pgn_tensor **out, const char **names) {

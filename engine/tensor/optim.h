@@ -17,6 +17,10 @@ typedef struct pgn_optimizer {
     pgn_tensor m_store, v_store;
     pgn_tensor *m; /* n_params views, owned: adam's first moment; sgd's momentum */
     pgn_tensor *v; /* n_params views, owned: adam's second moment */
+    /* Views of the stores over the parameters that decay, [0, decay_elems), and those that do
+     * not: updated by separate launches when weight decay is on and both groups exist. */
+    pgn_tensor group_w[2], group_g[2], group_m[2], group_v[2];
+    bool split;
     pgn_tensor partials;                /* chunk sums of squares of the gradient store */
     pgn_tensor clip;                    /* [global norm, gradient scale] */
     int n_partials;

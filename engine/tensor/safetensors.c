@@ -345,8 +345,8 @@ out:
     return rc;
 }
 
-int pgn_safetensors_load(const pgn_st_file *f, const pgn_st_entry *entries, int n,
-                         pgn_error *err) {
+/* Copies the entries' tensors out of f; exact: the file may hold no other tensor. */
+static int load_entries(const pgn_st_file *f, const pgn_st_entry *entries, int n, bool exact, pgn_error *err) {
     for (int i = 0; i < n; i++) {
         const json_t *e = json_object_get(f->header, entries[i].name);
         if (!e) return tensor_fail(f, entries[i].name, err, "missing");
@@ -360,7 +360,7 @@ int pgn_safetensors_load(const pgn_st_file *f, const pgn_st_entry *entries, int 
                                rows, cols);
         }
     }
-    if (json_object_size(f->header) != (size_t)n) { /* names are unique: one is extra */
+    if (exact && json_object_size(f->header) != (size_t)n) { /* names are unique: one is extra */
         const char *name;
         const json_t *e;
         json_object_foreach(f->header, name, e) {
@@ -386,6 +386,14 @@ int pgn_safetensors_load(const pgn_st_file *f, const pgn_st_entry *entries, int 
         if (rc) return -1;
     }
     return 0;
+}
+
+int pgn_safetensors_load(const pgn_st_file *f, const pgn_st_entry *entries, int n, pgn_error *err) {
+    return load_entries(f, entries, n, true, err);
+}
+
+int pgn_safetensors_load_some(const pgn_st_file *f, const pgn_st_entry *entries, int n, pgn_error *err) {
+    return load_entries(f, entries, n, false, err);
 }
 
 void pgn_safetensors_close(pgn_st_file *f) {

@@ -96,6 +96,17 @@ int pgn_op_mse_onehot(int rows, const pgn_tensor *x, const pgn_tensor *labels, f
 /* dst row r = src row idx[offset + r], for 4-byte elements of any kind. */
 int pgn_op_gather_rows(int rows, const pgn_tensor *src, const pgn_tensor *idx, int offset,
                        pgn_tensor *dst, pgn_error *err);
+/* Where a batch of text windows starts (pgn_window_start in kernels/pgn_ops.h): at random in
+ * [lo, lo + span) by the counter RNG from seed, or evenly over span for total windows. */
+typedef struct pgn_window_plan {
+    bool random;
+    uint64_t seed, lo, span, total;
+} pgn_window_plan;
+/* B windows of T tokens from tokens (n, 1) int32, the i-th of them plan's window index0 + i:
+ * x (B*T, 1) its first T tokens, y (B*T, 1) the T that follow each (next-token labels). Every
+ * window must lie inside tokens (start + T < n): the caller's plan guarantees it. */
+int pgn_op_windows(int B, int T, const pgn_tensor *tokens, const pgn_window_plan *plan, uint64_t index0,
+                   pgn_tensor *x, pgn_tensor *y, pgn_error *err);
 /* stats[2 slot] = sum of loss[0..rows) in order; stats[2 slot + 1] = count of pred == label. */
 int pgn_op_loss_stats(int rows, const pgn_tensor *loss, const pgn_tensor *pred,
                       const pgn_tensor *labels, pgn_tensor *stats, int slot, pgn_error *err);
@@ -174,6 +185,53 @@ typedef struct pgn_dataset {
 int pgn_dataset_load(const pgn_data_spec *spec, const char *data_dir, pgn_dataset *train,
                      pgn_dataset *test, pgn_error *err);
 void pgn_dataset_free(pgn_dataset *d);
+/* Resolves data_dir/rel (following symlinks) into out (PATH_MAX bytes), which must then lie
+ * inside the resolved data directory: a symlink may not lead a job to files outside it. field
+ * names the spec field the errors blame. */
+int pgn_data_resolve(const char *data_dir, const char *rel, const char *field, char *out, pgn_error *err);
+
+/* ---- text (corpus.c) -------------------------------------------------------------------- */
+
+/* The most distinct characters a text may have, and the share of it kept for validation: the
+ * last n / PGN_TEXT_VALIDATION_DIVISOR tokens. */
+#define PGN_TEXT_MAX_VOCAB 65536
+#define PGN_TEXT_VALIDATION_DIVISOR 10
+
+/* A character vocabulary: token t is chars[t], sorted ascending; characters are Unicode code
+ * points (utf8) or bytes. Owns chars. */
+typedef struct pgn_vocab {
+    int size;
+    uint32_t *chars;
+    bool utf8;
+} pgn_vocab;
+
+void pgn_vocab_free(pgn_vocab *v);
+/* The tokens of UTF-8 text (len bytes) into out (room for len), *n of them; bytes that are not
+ * UTF-8, or a character not in v, fail naming field and the character's position. A byte
+ * vocabulary's characters are the code points below 256 (Latin-1). */
+int pgn_vocab_encode(const pgn_vocab *v, const char *text, size_t len, int32_t *out, size_t *n,
+                     const char *field, pgn_error *err);
+/* The UTF-8 bytes of token's character into out (a byte vocabulary's bytes as Latin-1, so text
+ * out is always UTF-8); returns how many (1-4). */
+size_t pgn_vocab_put(const pgn_vocab *v, int32_t token, char out[4]);
+/* {"encoding":"utf-8"|"bytes","chars":[...]}, and back (errors: code "checkpoint", naming what). */
+json_t *pgn_vocab_to_json(const pgn_vocab *v);
+int pgn_vocab_from_json(const json_t *j, pgn_vocab *v, const char *what, pgn_error *err);
+bool pgn_vocab_equal(const pgn_vocab *a, const pgn_vocab *b);
+
+/* A text read whole as tokens: [0, n_train) trains, [n_train, n) validates. Owns its arrays. */
+typedef struct pgn_corpus {
+    pgn_vocab vocab;
+    int32_t *tokens;
+    int64_t n, n_train;
+    char sha256[65]; /* of the text's bytes: a checkpoint resumes only on the same text */
+    char what[PGN_PATH_MAX + 2]; /* "'path'" or "fortunes", for messages */
+} pgn_corpus;
+
+/* Reads a text source (PGN_DATA_TEXT: spec->path under datasets_dir, confined to it;
+ * PGN_DATA_FORTUNES: Debian's fortunes package). Errors name the spec field and the file. */
+int pgn_corpus_load(const pgn_data_spec *spec, const char *datasets_dir, pgn_corpus *c, pgn_error *err);
+void pgn_corpus_free(pgn_corpus *c);
 
 /* ---- safetensors (safetensors.c) -------------------------------------------------------- */
 
@@ -212,6 +270,8 @@ int pgn_safetensors_open(const char *path, pgn_st_file *f, pgn_error *err);
  * and nothing is copied. */
 int pgn_safetensors_load(const pgn_st_file *f, const pgn_st_entry *entries, int n,
                          pgn_error *err);
+/* The same for some of the file's tensors (a model's weights without its optimizer state). */
+int pgn_safetensors_load_some(const pgn_st_file *f, const pgn_st_entry *entries, int n, pgn_error *err);
 void pgn_safetensors_close(pgn_st_file *f);
 
 /* Fails with code "checkpoint" and "checkpoint '<path>': <message>". Returns -1. */
@@ -222,6 +282,14 @@ int pgn_checkpoint_fail(pgn_error *err, const char *path, const char *fmt, ...)
 
 int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
                   const pgn_run_hooks *hooks, json_t **result, pgn_error *err);
+/* A gpt's run (lm.c): windows of a text, steps, validation every eval_every steps. */
+int pgn_lm_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
+               const pgn_run_hooks *hooks, json_t **result, pgn_error *err);
+/* The hooks' metric and log line (either hook may be missing). */
+void pgn_train_emit(const pgn_run_hooks *h, const char *name, int64_t step, double value);
+void pgn_train_log(const pgn_run_hooks *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Steps queued before waiting for the device: bounds the queue and keeps progress honest. */
+#define PGN_SYNC_EVERY_STEPS 32
 
 /* ---- a train job's spec (train_spec.c) ---- */
 
@@ -230,8 +298,26 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
 int pgn_train_spec_parse(const json_t *root, pgn_train_spec *t, pgn_error *err);
 /* Those fields as a new object, defaults included. */
 json_t *pgn_train_spec_to_json(const pgn_train_spec *t);
-/* FLOPs of one sample's forward and backward pass through the MLP (its GEMMs). */
+/* FLOPs of one sample's forward and backward pass: through the MLP (its GEMMs), or a gpt's
+ * window of context tokens (at PGN_TEXT_NOMINAL_VOCAB characters; the run reports its own). */
 double pgn_train_flops_per_sample(const pgn_train_spec *t);
+/* A gpt's parameters and its FLOPs per token (forward and backward) at a vocabulary size. */
+uint64_t pgn_gpt_param_count(const pgn_gpt_spec *g, int vocab);
+double pgn_gpt_flops_per_token(const pgn_gpt_spec *g, int vocab);
+
+/* ---- generation (generate.c) ---- */
+
+/* A generate job's own fields from the spec's root (prompt, job, max_tokens, temperature, top_k,
+ * seed, stream), and back. */
+int pgn_generate_spec_parse(const json_t *root, pgn_generate_spec *g, pgn_error *err);
+json_t *pgn_generate_spec_to_json(const pgn_generate_spec *g);
+/* The next token from a row of V logits: the likeliest at temperature 0 (or top_k 1), else a
+ * draw from softmax(logits / temperature) over the top_k likeliest (all when 0), summed in token
+ * order, with the counter RNG at (seed, index): the same draw on every machine. */
+int pgn_sample_token(const float *logits, int V, float temperature, int top_k, uint64_t seed, uint64_t index);
+/* Runs a generate job from opts->source_checkpoint, calling hooks->on_text per character. */
+int pgn_generate_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
+                     const pgn_run_hooks *hooks, json_t **result, pgn_error *err);
 
 /* ---- checkpoints (checkpoint.c) ---- */
 
@@ -246,6 +332,8 @@ typedef struct pgn_train_state {
     pgn_optimizer *optim;
     pgn_tensor *stats; /* the epoch's per-step statistics so far */
     int steps_per_epoch;
+    int epochs;        /* mlp: the spec's; gpt: 1, its steps the one "epoch" */
+    const pgn_corpus *corpus; /* gpt: its text, whose vocabulary and SHA-256 the checkpoint keeps */
 } pgn_train_state;
 
 /* Writes <dir>/PGN_CHECKPOINT_FILE atomically: epochs_done whole epochs, then epoch_step steps
@@ -257,5 +345,7 @@ int pgn_checkpoint_save(const pgn_train_state *s, int epochs_done, int epoch_ste
  * one that fails any check fails the run (code PGN_E_CHECKPOINT): training from scratch would
  * silently discard it. */
 int pgn_checkpoint_load(const pgn_train_state *s, int *epochs_done, int *epoch_step, pgn_error *err);
+/* The vocabulary a gpt checkpoint's metadata holds (code "checkpoint" when missing or malformed). */
+int pgn_checkpoint_vocab(const pgn_st_file *f, pgn_vocab *v, pgn_error *err);
 
 #endif

@@ -18,8 +18,6 @@
 #include "pgn_math.h"
 
 #define PGN_STREAM_SHUFFLE 0x5348554646ULL /* "SHUFF": apart from the init streams */
-/* Steps queued before waiting for the device: bounds the queue and keeps progress honest. */
-#define PGN_SYNC_EVERY_STEPS 32
 
 /* Fisher-Yates driven by the counter RNG: the order of epoch e depends only on seed and e. */
 static void shuffle(int *order, int n, uint64_t seed, int epoch) {
@@ -33,13 +31,11 @@ static void shuffle(int *order, int n, uint64_t seed, int epoch) {
     }
 }
 
-static void emit(const pgn_run_hooks *h, const char *name, int64_t step, double value) {
+void pgn_train_emit(const pgn_run_hooks *h, const char *name, int64_t step, double value) {
     if (h && h->on_metric) h->on_metric(h->ctx, name, step, value);
 }
 
-static void log_line(const pgn_run_hooks *h, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void log_line(const pgn_run_hooks *h, const char *fmt, ...) {
+void pgn_train_log(const pgn_run_hooks *h, const char *fmt, ...) {
     if (!h || !h->on_log) return;
     char line[512];
     va_list ap;
@@ -100,7 +96,8 @@ static pgn_train_state state_of(trainer *tr) {
                              .graph = &tr->graph,
                              .optim = &tr->optim,
                              .stats = &tr->stats,
-                             .steps_per_epoch = tr->steps_per_epoch};
+                             .steps_per_epoch = tr->steps_per_epoch,
+                             .epochs = tr->spec->train.epochs};
 }
 
 static void trainer_free(trainer *tr) {
@@ -218,6 +215,7 @@ static int setup(trainer *tr, pgn_device *dev, pgn_error *err) {
 
 int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
                   const pgn_run_hooks *hooks, json_t **result, pgn_error *err) {
+    if (spec->train.model == PGN_MODEL_GPT) return pgn_lm_run(spec, dev, opts, hooks, result, err);
     const pgn_train_spec *t = &spec->train;
     trainer tr;
     memset(&tr, 0, sizeof tr);
@@ -231,11 +229,11 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
     if (opts->resume && pgn_checkpoint_load(&state, &start_epoch, &start_step, err)) goto fail;
     int64_t resumed_step = tr.optim.t;
     const char *dev_id = dev ? dev->info.id : "host";
-    log_line(hooks, "training %s on %s: %d samples, batch %d, %d epochs, seed %llu%s", spec->name,
+    pgn_train_log(hooks, "training %s on %s: %d samples, batch %d, %d epochs, seed %llu%s", spec->name,
              dev_id, tr.train.n, tr.batch, t->epochs, (unsigned long long)spec->seed,
              resumed_step ? " (resumed)" : "");
     if (resumed_step)
-        log_line(hooks, "resumed from %s/%s after epoch %d and %d steps of the next (step %lld)",
+        pgn_train_log(hooks, "resumed from %s/%s after epoch %d and %d steps of the next (step %lld)",
                  opts->checkpoint_dir, PGN_CHECKPOINT_FILE, start_epoch, start_step,
                  (long long)tr.optim.t);
 
@@ -267,13 +265,13 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
         train_loss = sum / div;
         train_acc = correct / tr.train.n;
         if (evaluate(&tr, &test_loss, &test_acc, err)) goto fail;
-        emit(hooks, "loss", epoch + 1, train_loss);
-        emit(hooks, "accuracy", epoch + 1, train_acc);
-        emit(hooks, "test_loss", epoch + 1, test_loss);
-        emit(hooks, "test_accuracy", epoch + 1, test_acc);
+        pgn_train_emit(hooks, "loss", epoch + 1, train_loss);
+        pgn_train_emit(hooks, "accuracy", epoch + 1, train_acc);
+        pgn_train_emit(hooks, "test_loss", epoch + 1, test_loss);
+        pgn_train_emit(hooks, "test_accuracy", epoch + 1, test_acc);
         int log_every = t->epochs > 20 ? t->epochs / 20 : 1; /* about 20 lines per job */
         if ((epoch + 1) % log_every == 0 || epoch == start_epoch || epoch + 1 == t->epochs)
-            log_line(hooks,
+            pgn_train_log(hooks,
                      "epoch %d/%d: loss %.6f accuracy %.4f test_loss %.6f test_accuracy %.4f "
                      "(%.3f s)",
                      epoch + 1, t->epochs, train_loss, train_acc, test_loss, test_acc,
@@ -311,7 +309,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
     /* The work this run did (paragond sums it over jobs for /metrics). */
     json_object_set_new(*result, "flops", json_real(samples * pgn_train_flops_per_sample(t)));
     if (opts->profile) json_object_set_new(*result, "profile", pgn_graph_profile_json(&tr.graph));
-    log_line(hooks, "done: test_accuracy %.4f test_loss %.6f weights sha256 %s", test_acc,
+    pgn_train_log(hooks, "done: test_accuracy %.4f test_loss %.6f weights sha256 %s", test_acc,
              test_loss, sha);
     trainer_free(&tr);
     return 0;

@@ -9,6 +9,13 @@
 #define PGN_MAX_WIDTH 65536
 #define PGN_MAX_EPOCHS 100000
 #define PGN_MAX_BATCH 65536
+/* gpt: bounds well past what one machine trains (GPT-2 XL: 48 layers, 25 heads, d_model 1600,
+ * context 1024); the memory estimate and the parameter limit judge the rest. */
+#define PGN_GPT_MAX_LAYERS 96
+#define PGN_GPT_MAX_HEADS 128
+#define PGN_GPT_MAX_D_MODEL 8192
+#define PGN_GPT_MAX_CONTEXT 2048
+#define PGN_MAX_STEPS 100000000
 
 /* Names of the enums in paragon.h, in value order. */
 static const char *const ACTIVATIONS[] = {"none", "relu", "gelu", "tanh", "sigmoid", NULL};
@@ -16,17 +23,60 @@ static const char *const LOSSES[] = {"cross_entropy", "mse", NULL};
 static const char *const INITS[] = {"pytorch", "kaiming", "xavier", NULL};
 static const char *const OPTIMIZERS[] = {"sgd", "adam", "adamw", NULL};
 static const char *const SCHEDULES[] = {"constant", "cosine", NULL};
-static const char *const MODEL_TYPES[] = {"mlp", NULL};
+static const char *const MODEL_TYPES[] = {"mlp", "gpt", NULL};
+
+/* A field of the other model type is a mistake worth its own message. */
+static int refuse_foreign(const json_t *obj, const char *prefix, const char *const *keys,
+                          const char *type, pgn_error *err) {
+    for (; *keys; keys++)
+        if (json_object_get(obj, *keys)) {
+            char path[64];
+            snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", *keys);
+            return pgn_spec_fail(err, path, "does not apply to model.type \"%s\"", type);
+        }
+    return 0;
+}
+
+static int parse_gpt(const json_t *model, pgn_train_spec *t, pgn_error *err) {
+    static const char *const mlp_only[] = {"layers", "activation", "loss", "init", NULL};
+    static const char *const keys[] = {"type", "n_layer", "n_head", "d_model", "context", "dropout",
+                                       "tie_embeddings", NULL};
+    if (refuse_foreign(model, "model", mlp_only, "gpt", err) || pgn_spec_only_keys(model, "model", keys, err))
+        return -1;
+    pgn_gpt_spec *g = &t->gpt;
+    long long n_layer = 4, n_head = 4, d_model = 128, context = 64;
+    g->tie_embeddings = true;
+    if (pgn_spec_int(model, "n_layer", "model.n_layer", 1, PGN_GPT_MAX_LAYERS, &n_layer, err) ||
+        pgn_spec_int(model, "n_head", "model.n_head", 1, PGN_GPT_MAX_HEADS, &n_head, err) ||
+        pgn_spec_int(model, "d_model", "model.d_model", 1, PGN_GPT_MAX_D_MODEL, &d_model, err) ||
+        pgn_spec_int(model, "context", "model.context", 1, PGN_GPT_MAX_CONTEXT, &context, err) ||
+        pgn_spec_float(model, "dropout", "model.dropout", 0.0, false, 0.95, &t->dropout, err) ||
+        pgn_spec_bool(model, "tie_embeddings", "model.tie_embeddings", &g->tie_embeddings, err))
+        return -1;
+    if (d_model % n_head)
+        return pgn_spec_fail(err, "model.n_head", "must divide model.d_model (%lld): %lld does not", d_model,
+                             n_head);
+    g->n_layer = (int)n_layer;
+    g->n_head = (int)n_head;
+    g->d_model = (int)d_model;
+    g->context = (int)context;
+    t->model = PGN_MODEL_GPT;
+    return 0;
+}
 
 static int parse_model(const json_t *root, pgn_train_spec *t, pgn_error *err) {
     int rc;
     const json_t *model = pgn_spec_object(root, "model", "model", true, err, &rc);
     if (!model) return rc;
-    static const char *const keys[] = {"type", "layers", "activation", "dropout", "loss", "init", NULL};
-    if (pgn_spec_only_keys(model, "model", keys, err)) return -1;
     int type = -1, act = PGN_ACT_RELU, loss = PGN_LOSS_CROSS_ENTROPY, init = PGN_INIT_PYTORCH;
     if (pgn_spec_choice(model, "type", "model.type", MODEL_TYPES, &type, err)) return -1;
-    if (type < 0) return pgn_spec_fail(err, "model.type", "required (\"mlp\")");
+    if (type < 0) return pgn_spec_fail(err, "model.type", "required (\"mlp\" or \"gpt\")");
+    if (type == PGN_MODEL_GPT) return parse_gpt(model, t, err);
+    static const char *const gpt_only[] = {"n_layer", "n_head", "d_model", "context", "tie_embeddings", NULL};
+    static const char *const keys[] = {"type", "layers", "activation", "dropout", "loss", "init", NULL};
+    if (refuse_foreign(model, "model", gpt_only, "mlp", err) || pgn_spec_only_keys(model, "model", keys, err))
+        return -1;
+    t->model = PGN_MODEL_MLP;
     if (pgn_spec_choice(model, "activation", "model.activation", ACTIVATIONS, &act, err) ||
         pgn_spec_choice(model, "loss", "model.loss", LOSSES, &loss, err) ||
         pgn_spec_choice(model, "init", "model.init", INITS, &init, err) ||
@@ -63,9 +113,15 @@ static int parse_data(const json_t *root, pgn_train_spec *t, pgn_error *err) {
     const json_t *data = pgn_spec_object(root, "data", "data", true, err, &rc);
     if (!data) return rc;
     if (pgn_data_spec_parse(data, &t->data, err)) return -1;
+    bool text = t->data.source == PGN_DATA_TEXT || t->data.source == PGN_DATA_FORTUNES;
+    const char *source = json_string_value(json_object_get(data, "source"));
+    if (text != (t->model == PGN_MODEL_GPT))
+        return pgn_spec_fail(err, "data.source", "'%s' %s", source,
+                             text ? "is text: it trains model.type \"gpt\""
+                                  : "is not text: model.type \"gpt\" trains on \"text\" or \"fortunes\"");
+    if (text) return 0;
     int features, classes;
     if (!pgn_data_shape(&t->data, &features, &classes)) return 0;
-    const char *source = json_string_value(json_object_get(data, "source"));
     char path[64];
     if (t->layers[0] != features) {
         snprintf(path, sizeof path, "model.layers[0]");
@@ -131,16 +187,39 @@ static int parse_optimizer(const json_t *root, pgn_train_spec *t, pgn_error *err
     return 0;
 }
 
+/* A gpt run is counted in steps over windows of the text, not epochs. */
+static int parse_gpt_run(const json_t *root, pgn_train_spec *t, pgn_error *err) {
+    long long steps = 1000, eval_every = 100, log_every = 10, windows = 128, every = 0;
+    if (pgn_spec_int(root, "steps", "steps", 1, PGN_MAX_STEPS, &steps, err) ||
+        pgn_spec_int(root, "eval_every", "eval_every", 1, PGN_MAX_STEPS, &eval_every, err) ||
+        pgn_spec_int(root, "log_every", "log_every", 1, PGN_MAX_STEPS, &log_every, err) ||
+        pgn_spec_int(root, "eval_windows", "eval_windows", 1, 1000000, &windows, err) ||
+        pgn_spec_int(root, "checkpoint_every", "checkpoint_every", 0, PGN_MAX_STEPS, &every, err))
+        return -1;
+    t->steps = (int)steps;
+    t->eval_every = (int)eval_every;
+    t->log_every = (int)log_every;
+    t->eval_windows = (int)windows;
+    t->checkpoint_every = (int)every;
+    return 0;
+}
+
 int pgn_train_spec_parse(const json_t *root, pgn_train_spec *t, pgn_error *err) {
-    static const char *const keys[] = {"kind",      "name",   "device", "seed",
-                                       "model",     "data",   "optimizer", "batch_size",
-                                       "epochs",    "checkpoint_every", NULL};
-    if (pgn_spec_only_keys(root, "", keys, err)) return -1;
-    if (parse_model(root, t, err) || parse_data(root, t, err) || parse_optimizer(root, t, err))
+    static const char *const keys[] = {"kind",       "name",        "device",     "seed",
+                                       "model",      "data",        "optimizer",  "batch_size",
+                                       "epochs",     "checkpoint_every", "steps", "eval_every",
+                                       "log_every",  "eval_windows", NULL};
+    static const char *const gpt_only[] = {"steps", "eval_every", "log_every", "eval_windows", NULL};
+    static const char *const mlp_only[] = {"epochs", NULL};
+    if (pgn_spec_only_keys(root, "", keys, err) || parse_model(root, t, err)) return -1;
+    bool gpt = t->model == PGN_MODEL_GPT;
+    if (refuse_foreign(root, "", gpt ? mlp_only : gpt_only, gpt ? "gpt" : "mlp", err) ||
+        parse_data(root, t, err) || parse_optimizer(root, t, err))
         return -1;
     long long v = 32;
     if (pgn_spec_int(root, "batch_size", "batch_size", 1, PGN_MAX_BATCH, &v, err)) return -1;
     t->batch_size = (int)v;
+    if (gpt) return parse_gpt_run(root, t, err);
     v = 10;
     if (pgn_spec_int(root, "epochs", "epochs", 1, PGN_MAX_EPOCHS, &v, err)) return -1;
     t->epochs = (int)v;
@@ -150,14 +229,21 @@ int pgn_train_spec_parse(const json_t *root, pgn_train_spec *t, pgn_error *err) 
     return 0;
 }
 
-json_t *pgn_train_spec_to_json(const pgn_train_spec *t) {
-    const pgn_optimizer_spec *o = &t->optimizer;
+static json_t *model_to_json(const pgn_train_spec *t) {
+    if (t->model == PGN_MODEL_GPT)
+        return json_pack("{s:s, s:i, s:i, s:i, s:i, s:o, s:b}", "type", "gpt", "n_layer", t->gpt.n_layer,
+                         "n_head", t->gpt.n_head, "d_model", t->gpt.d_model, "context", t->gpt.context,
+                         "dropout", pgn_json_real_f32(t->dropout), "tie_embeddings", t->gpt.tie_embeddings);
     json_t *layers = json_array();
     for (int i = 0; i < t->n_layers; i++) json_array_append_new(layers, json_integer(t->layers[i]));
-    json_t *model = json_pack("{s:s, s:o, s:s, s:o, s:s, s:s}", "type", "mlp", "layers", layers,
-                              "activation", ACTIVATIONS[t->activation], "dropout",
-                              pgn_json_real_f32(t->dropout), "loss", LOSSES[t->loss], "init",
-                              INITS[t->init]);
+    return json_pack("{s:s, s:o, s:s, s:o, s:s, s:s}", "type", "mlp", "layers", layers, "activation",
+                     ACTIVATIONS[t->activation], "dropout", pgn_json_real_f32(t->dropout), "loss",
+                     LOSSES[t->loss], "init", INITS[t->init]);
+}
+
+json_t *pgn_train_spec_to_json(const pgn_train_spec *t) {
+    const pgn_optimizer_spec *o = &t->optimizer;
+    json_t *model = model_to_json(t);
     json_t *opt = json_pack("{s:s, s:o, s:o, s:o, s:s, s:i, s:o}", "type", OPTIMIZERS[o->type],
                             "lr", pgn_json_real_f32(o->lr), "weight_decay",
                             pgn_json_real_f32(o->weight_decay), "clip_norm",
@@ -171,12 +257,42 @@ json_t *pgn_train_spec_to_json(const pgn_train_spec *t) {
         json_object_set_new(opt, "beta2", pgn_json_real_f32(o->beta2));
         json_object_set_new(opt, "eps", pgn_json_real_f32(o->eps));
     }
-    return json_pack("{s:o, s:o, s:o, s:i, s:i, s:i}", "model", model, "data",
-                     pgn_data_spec_to_json(&t->data), "optimizer", opt, "batch_size", t->batch_size,
-                     "epochs", t->epochs, "checkpoint_every", t->checkpoint_every);
+    json_t *j = json_pack("{s:o, s:o, s:o, s:i, s:i}", "model", model, "data", pgn_data_spec_to_json(&t->data),
+                          "optimizer", opt, "batch_size", t->batch_size, "checkpoint_every",
+                          t->checkpoint_every);
+    if (t->model == PGN_MODEL_GPT) {
+        json_object_set_new(j, "steps", json_integer(t->steps));
+        json_object_set_new(j, "eval_every", json_integer(t->eval_every));
+        json_object_set_new(j, "log_every", json_integer(t->log_every));
+        json_object_set_new(j, "eval_windows", json_integer(t->eval_windows));
+    } else {
+        json_object_set_new(j, "epochs", json_integer(t->epochs));
+    }
+    return j;
+}
+
+/* ---- sizes: one home for the parameter and FLOP counts ------------------------------------ */
+
+/* Parameters of one GPT block: LayerNorms 2 x 2C, attention C x 3C + 3C and C x C + C, MLP
+ * C x 4C + 4C and 4C x C + C. */
+static uint64_t gpt_block_params(uint64_t C) { return 12 * C * C + 13 * C; }
+
+uint64_t pgn_gpt_param_count(const pgn_gpt_spec *g, int vocab) {
+    uint64_t C = (uint64_t)g->d_model, V = (uint64_t)vocab;
+    uint64_t n = V * C + (uint64_t)g->context * C + (uint64_t)g->n_layer * gpt_block_params(C) + 2 * C;
+    return g->tie_embeddings ? n : n + C * V;
+}
+
+/* Matrix products 6 flops per weight per token (forward 2, backward 4: dX and dW), the head
+ * included (the embedding lookup is none); causal attention 6 C T per token per layer (scores
+ * and the weighted sum, 2 C each over T/2 keys on average, backward twice that). */
+double pgn_gpt_flops_per_token(const pgn_gpt_spec *g, int vocab) {
+    double C = g->d_model, L = g->n_layer, T = g->context;
+    return 6.0 * (L * 12.0 * C * C + C * vocab) + 6.0 * L * C * T;
 }
 
 uint64_t pgn_train_param_count(const pgn_train_spec *t) {
+    if (t->model == PGN_MODEL_GPT) return pgn_gpt_param_count(&t->gpt, PGN_TEXT_NOMINAL_VOCAB);
     uint64_t n = 0;
     for (int l = 0; l + 1 < t->n_layers; l++)
         n += (uint64_t)t->layers[l] * (uint64_t)t->layers[l + 1] + (uint64_t)t->layers[l + 1];
@@ -186,6 +302,8 @@ uint64_t pgn_train_param_count(const pgn_train_spec *t) {
 /* Forward 2·in·out, backward 4·in·out (dW and dX) per weight matrix: the one FLOP count the
  * training report and the cost model both use. */
 double pgn_train_flops_per_sample(const pgn_train_spec *t) {
+    if (t->model == PGN_MODEL_GPT)
+        return pgn_gpt_flops_per_token(&t->gpt, PGN_TEXT_NOMINAL_VOCAB) * t->gpt.context;
     double f = 0;
     for (int l = 0; l + 1 < t->n_layers; l++) f += 6.0 * t->layers[l] * t->layers[l + 1];
     return f;
