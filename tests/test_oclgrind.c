@@ -293,6 +293,83 @@ Test(oclgrind, the_other_kernels_give_the_host_bits_without_a_report) {
     assert_no_reports();
 }
 
+/* The transformer ops' kernels (kernels/gpt.cl), which no training job launches yet, give the
+ * host's bits without a report, at shapes with partial blocks of queries, keys, rows and
+ * columns and with whole 16-dim chunks of a head (the device-only float16 paths). */
+Test(oclgrind, the_transformer_kernels_give_the_host_bits_without_a_report) {
+    pgn_device *others[1];
+    size_t n_others;
+    pgn_device *dev = open_devices(others, 0, &n_others);
+    pgn_error err = {0};
+    const int rows = 10, T = 5, V = 11, C = 19;
+    const int32_t ids[10] = {3, 3, 0, 7, 3, 10, 0, 0, 7, 2};
+    pair tok, wte, wpe, emb, dwte, dwpe, lw, lb, ln, stats, dx, dw, db;
+    pair_init(&tok, dev, rows, 1, 0);
+    cr_assert_eq(pgn_tensor_write(&tok.h, ids, 10, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_tensor_write(&tok.d, ids, 10, &err), 0, "%s", err.message);
+    pair_init(&wte, dev, V, C, 11);
+    pair_init(&wpe, dev, T + 1, C, 12);
+    pair_init(&emb, dev, rows, C, 0);
+    pair_init(&dwte, dev, V, C, 0);
+    pair_init(&dwpe, dev, T + 1, C, 0);
+    pair_init(&lw, dev, 1, C, 13);
+    pair_init(&lb, dev, 1, C, 14);
+    pair_init(&ln, dev, rows, C, 0);
+    pair_init(&stats, dev, rows, 2, 0);
+    pair_init(&dx, dev, rows, C, 0);
+    pair_init(&dw, dev, 1, C, 0);
+    pair_init(&db, dev, 1, C, 0);
+#define EMBED(s) pgn_op_embed_forward(rows, T, &tok.s, &wte.s, &wpe.s, &emb.s, &e)
+#define EMBED_BWD(s) pgn_op_embed_backward(rows, T, &tok.s, &emb.s, &dwte.s, &dwpe.s, &e)
+#define LN(s) pgn_op_layernorm_forward(rows, &emb.s, &lw.s, &lb.s, &ln.s, &stats.s, &e)
+#define LN_BWD(s) pgn_op_layernorm_backward(rows, &emb.s, &lw.s, &stats.s, &ln.s, &dx.s, &dw.s, &db.s, &e)
+    BOTH(EMBED);
+    BOTH(EMBED_BWD);
+    BOTH(LN);
+    BOTH(LN_BWD);
+    assert_same(&emb, "embed");
+    assert_same(&dwte, "dwte");
+    assert_same(&dwpe, "dwpe");
+    assert_same(&ln, "layernorm");
+    assert_same(&stats, "layernorm stats");
+    assert_same(&dx, "layernorm dx");
+    assert_same(&dw, "layernorm dw");
+    assert_same(&db, "layernorm db");
+    pair *all[] = {&tok, &wte, &wpe, &emb, &dwte, &dwpe, &lw, &lb, &ln, &stats, &dx, &dw, &db};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+        pgn_tensor_release(&all[i]->h);
+        pgn_tensor_release(&all[i]->d);
+    }
+    /* (B, T, H, hd): T under one block with hd under one chunk; T past a block with hd a chunk
+     * and a tail */
+    const int shapes[2][4] = {{2, 5, 3, 7}, {1, 19, 2, 20}};
+    for (int i = 0; i < 2; i++) {
+        int B = shapes[i][0], AT = shapes[i][1], H = shapes[i][2], AC = H * shapes[i][3], ar = B * AT;
+        pair qkv, att, y, dy, scratch, dqkv;
+        pair_init(&qkv, dev, ar, 3 * AC, 21);
+        pair_init(&att, dev, B * H * AT, AT, 0);
+        pair_init(&y, dev, ar, AC, 0);
+        pair_init(&dy, dev, ar, AC, 22);
+        pair_init(&scratch, dev, B * H * AT, AT, 0);
+        pair_init(&dqkv, dev, ar, 3 * AC, 0);
+#define ATT(s) pgn_op_attention_forward(ar, AT, H, &qkv.s, &att.s, &y.s, &e)
+#define ATT_BWD(s) pgn_op_attention_backward(ar, AT, H, &qkv.s, &att.s, &dy.s, &scratch.s, &dqkv.s, &e)
+        BOTH(ATT);
+        BOTH(ATT_BWD);
+        assert_same(&att, "attention att");
+        assert_same(&y, "attention y");
+        assert_same(&scratch, "attention score gradients");
+        assert_same(&dqkv, "attention dqkv");
+        pair *t[] = {&qkv, &att, &y, &dy, &scratch, &dqkv};
+        for (size_t j = 0; j < 6; j++) {
+            pgn_tensor_release(&t[j]->h);
+            pgn_tensor_release(&t[j]->d);
+        }
+    }
+    pgn_device_close(dev);
+    assert_no_reports();
+}
+
 /* ---- a Fashion-MNIST subset ------------------------------------------------------------------ */
 
 /* A file of the datasets folder under the data dir (tmpdir), where idx paths are confined. */
