@@ -464,10 +464,13 @@ int pgd_http_start(const char *host, uint16_t port, unsigned threads,
     }
     h->reaper_started = true;
 
-    /* ITC lets pgd_http_quiesce stop the listener while the pool keeps serving. Suspend/resume
-     * parks idle event streams (events.c) so that they hold no thread of the pool. AUTO picks
-     * epoll here, so connections are not bound by select()'s FD_SETSIZE (libmicrohttpd's
-     * default limit of 1020 connections came from it: past it, /healthz waited in the backlog). */
+    /* Suspend/resume parks idle event streams (events.c) so that they hold no thread of the
+     * pool. AUTO picks epoll here, so connections are not bound by select()'s FD_SETSIZE
+     * (libmicrohttpd's default limit of 1020 connections came from it: past it, /healthz waited
+     * in the backlog). No MHD_quiesce_daemon at shutdown: in libmicrohttpd 0.9.75 it and a pool
+     * thread at the connection limit both take the listener out of that thread's epoll set,
+     * unlocked, and the loser panics (paragond died of SIGABRT at a shutdown with 1,100
+     * connections held, about once in ten runs); MHD_stop_daemon alone closes the listener. */
     unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG;
     if (addrs->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
@@ -495,12 +498,6 @@ int pgd_http_start(const char *host, uint16_t port, unsigned threads,
 }
 
 uint16_t pgd_http_port(const pgd_http *h) { return h->port; }
-
-void pgd_http_quiesce(pgd_http *h) {
-    if (!h || !h->daemon) return;
-    MHD_socket fd = MHD_quiesce_daemon(h->daemon);
-    if (fd != MHD_INVALID_SOCKET) close(fd); /* quiesce hands the listener to us */
-}
 
 void pgd_http_stop(pgd_http *h) {
     if (!h) return;

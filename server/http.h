@@ -48,8 +48,6 @@ int pgd_http_start(const char *host, uint16_t port, unsigned threads,
                    void *ctx, pgd_http **out, pgn_error *err);
 /* The port actually bound. */
 uint16_t pgd_http_port(const pgd_http *http);
-/* Stops accepting connections; requests in progress still complete. */
-void pgd_http_quiesce(pgd_http *http);
 /* Closes every connection and frees the daemon. */
 void pgd_http_stop(pgd_http *http);
 

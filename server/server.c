@@ -209,9 +209,9 @@ const char *pgd_server_token_path(const pgd_server *srv) { return pgd_auth_token
 void pgd_server_stop(pgd_server *srv) {
     if (!srv) return;
     atomic_store(&srv->ready, false);
-    /* Requests in flight may still use the scheduler and store: the listener goes first. */
-    pgd_http_quiesce(srv->http);
-    /* Event streams end first: the daemon must not stop with a parked connection. */
+    /* Event streams end first (a stream opened from now on ends at once): the daemon must not
+     * stop with a parked connection. Requests in flight may still use the scheduler and store,
+     * which outlive the daemon. */
     pgd_events_close(srv->events);
     pgd_http_stop(srv->http);
     pgd_api_destroy(srv->api);
