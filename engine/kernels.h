@@ -35,12 +35,14 @@
     X(fill_u32, 5)                                                                              \
     /* kernels/gpt.cl */                                                                        \
     X(embed_forward, 8)                                                                         \
+    X(embed_at, 7)                                                                              \
     X(embed_backward_wte, 6)                                                                    \
     X(embed_backward_wpe, 6)                                                                    \
     X(layernorm_forward, 8)                                                                     \
     X(layernorm_backward, 7)                                                                    \
     X(layernorm_backward_params, 7)                                                             \
     X(attention_forward, 7)                                                                     \
+    X(attention_decode, 7)                                                                      \
     X(attention_backward_query, 9)                                                              \
     X(attention_backward_key, 9)                                                                \
     /* kernels/inet.cl */                                                                       \

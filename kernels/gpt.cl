@@ -12,6 +12,12 @@ __kernel void embed_forward(int rows, int T, int C, int V, __global const int *t
     pgn_embed_row(C, V, tok[r], wte, wpe + (size_t)(r % T) * C, y + (size_t)r * C);
 }
 
+/* y (C) = wte[tok[0]] + wpe[pos]: one token at a position, for decoding. global: 1. */
+__kernel void embed_at(int pos, int C, int V, __global const int *tok, __global const float *wte,
+                       __global const float *wpe, __global float *y) {
+    if (get_global_id(0) == 0) pgn_embed_row(C, V, tok[0], wte, wpe + (size_t)pos * C, y);
+}
+
 /* dwte row v = the sum of dy's rows with that token, in row order; global: V. */
 __kernel void embed_backward_wte(int rows, int C, int V, __global const int *tok,
                                  __global const float *dy, __global float *dwte) {
@@ -86,6 +92,13 @@ __kernel void attention_forward(int rows, int T, int H, int C, __global const fl
     int b, h, qb;
     if (att_block_of(rows, T, H, &b, &h, &qb))
         pgn_attention_forward_block(T, H, C, b, h, qb, qkv, att, y);
+}
+
+/* The query at position t against the cache (pgn_attention_decode_head); global: H. */
+__kernel void attention_decode(int t, int T, int H, int C, __global const float *cache, __global float *p,
+                               __global float *y) {
+    int h = get_global_id(0);
+    if (h < H) pgn_attention_decode_head(t, T, H, C, h, cache, p + (size_t)h * T, y);
 }
 
 /* The backward's query blocks: score gradients into ds, dq; same range as the forward. */

@@ -350,6 +350,26 @@ PGN_INLINE void pgn_attention_forward_block(int T, int H, int C, int b, int h, i
                 y + ((size_t)b * T + t0) * C + (size_t)h * hd, C);
 }
 
+/* One new query against a cache, for decoding a sequence a token at a time: head h of the query
+ * at position t of cache (P, 3C) rows laid out as qkv (rows 0..t hold q, k, v of the positions so
+ * far), its probabilities into row (T columns) and its output into y (C, the heads side by side).
+ * The same dot, softmax and mix chains as row t of pgn_attention_forward_block, so the bits are
+ * those of the whole sequence's forward. */
+PGN_INLINE void pgn_attention_decode_head(int t, int T, int H, int C, int h, PGN_GLOBAL const float *cache,
+                                          PGN_GLOBAL float *row, PGN_GLOBAL float *y) {
+    int hd = C / H, C3 = 3 * C;
+    float scale = pgn_att_scale(hd);
+    PGN_GLOBAL const float *q = cache + (size_t)h * hd;
+    pgn_att_tile acc;
+    for (int u0 = 0; u0 <= t; u0 += PGN_ATT_BLOCK) {
+        pgn_att_dot_tile(hd, q + (size_t)t * C3, C3, 1, q + C + (size_t)u0 * C3, C3,
+                         pgn_gpt_min(PGN_ATT_BLOCK, t - u0 + 1), acc);
+        pgn_att_store_causal(t, 1, u0, T, acc, scale, row);
+    }
+    pgn_att_softmax_rows(t, 1, T, row);
+    pgn_att_mix(0, t, 1, T, row, T, 1, q + 2 * C, C3, hd, y + (size_t)h * hd, C);
+}
+
 /* The backward's first half, per query block: dp[u] = dy_t . v_u, dot = sum over u of
  * p[u] dp[u] (fma, u ascending), g[u] = (p[u] (dp[u] - dot)) scale into ds (zero for u > t),
  * dq_t = sum over u <= t of g[u] k_u. */

@@ -349,3 +349,71 @@ Test(gpt, sampling_follows_temperature_and_top_k) {
     cr_assert(seen[2] > 480 && seen[2] < 700 && seen[0] > 130 && seen[0] < 300, "%d %d", seen[0], seen[2]);
     cr_assert_eq(pgn_sample_token(logits, 5, 1.0f, 0, 9, 17), pgn_sample_token(logits, 5, 1.0f, 0, 9, 17));
 }
+
+/* The batch-1 decoder (a token at a time against its cache) gives each position the logits the
+ * whole sequence's forward through the training graph gives that row, bit for bit, on the host
+ * and on the device. */
+static void check_decoder(pgn_device *dev) {
+    const char *ckpt = trained_checkpoint();
+    pgn_st_file f;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_safetensors_open(ckpt, &f, &err), 0, "%s", err.message);
+    pgn_vocab vocab;
+    cr_assert_eq(pgn_checkpoint_vocab(&f, &vocab, &err), 0, "%s", err.message);
+    pgn_job_spec spec = parse(TINY_GPT(30, ""));
+    const pgn_train_spec *t = &spec.train;
+    int T = t->gpt.context, V = vocab.size;
+    int32_t tokens[8];
+    size_t n = 0;
+    cr_assert_eq(pgn_vocab_encode(&vocab, "the lazy", 8, tokens, &n, "prompt", &err), 0, "%s", err.message);
+    /* the whole sequence through the graph */
+    pgn_graph g;
+    pgn_graph_init(&g, dev, T, 3);
+    cr_assert_eq(pgn_graph_build_gpt(&g, t, V, &err), 0, "%s", err.message);
+    pgn_st_entry *e = calloc((size_t)g.n_params, sizeof *e);
+    for (int p = 0; p < g.n_params; p++) e[p] = (pgn_st_entry){g.nodes[g.params[p]].name, &g.nodes[g.params[p]].value};
+    cr_assert_eq(pgn_safetensors_load_some(&f, e, g.n_params, &err), 0, "%s", err.message);
+    free(e);
+    cr_assert_eq(pgn_tensor_write(&g.nodes[g.input].value, tokens, (size_t)T, &err), 0);
+    cr_assert_eq(pgn_tensor_fill_zero(&g.nodes[g.labels].value, &err), 0);
+    cr_assert_eq(pgn_graph_forward(&g, T, false, 0, &err), 0, "%s", err.message);
+    float *whole = malloc((size_t)T * V * sizeof *whole), *row = malloc((size_t)V * sizeof *row);
+    cr_assert_eq(pgn_tensor_read(&g.nodes[g.nodes[g.loss].a].value, whole, (size_t)T * V, &err), 0);
+    /* a token at a time */
+    pgn_gpt_decoder *d;
+    cr_assert_eq(pgn_gpt_decoder_open(dev, &t->gpt, V, &f, &d, &err), 0, "%s", err.message);
+    for (int pos = 0; pos < T; pos++) {
+        cr_assert_eq(pgn_gpt_decoder_feed(d, tokens[pos], row, &err), 0, "%s", err.message);
+        cr_assert_eq(memcmp(row, whole + (size_t)pos * V, (size_t)V * sizeof *row), 0,
+                     "position %d: the decoder's logits differ from the forward's row", pos);
+    }
+    cr_assert_eq(pgn_gpt_decoder_position(d), T);
+    cr_assert_eq(pgn_gpt_decoder_feed(d, tokens[0], row, &err), -1, "past the context");
+    pgn_gpt_decoder_reset(d);
+    cr_assert_eq(pgn_gpt_decoder_feed(d, tokens[0], row, &err), 0, "%s", err.message);
+    cr_assert_eq(memcmp(row, whole, (size_t)V * sizeof *row), 0, "after a reset: position 0 again");
+    /* a prefill of n tokens in one pass is n feeds, and feeds continue after it */
+    for (int n = 1; n <= T; n += 3) {
+        cr_assert_eq(pgn_gpt_decoder_prefill(d, tokens, n, row, &err), 0, "%s", err.message);
+        cr_assert_eq(memcmp(row, whole + (size_t)(n - 1) * V, (size_t)V * sizeof *row), 0, "prefill of %d", n);
+        for (int pos = n; pos < T; pos++) {
+            cr_assert_eq(pgn_gpt_decoder_feed(d, tokens[pos], row, &err), 0, "%s", err.message);
+            cr_assert_eq(memcmp(row, whole + (size_t)pos * V, (size_t)V * sizeof *row), 0, "%d after a prefill of %d",
+                         pos, n);
+        }
+    }
+    pgn_gpt_decoder_close(d);
+    free(whole);
+    free(row);
+    pgn_graph_release(&g);
+    pgn_vocab_free(&vocab);
+    pgn_safetensors_close(&f);
+}
+
+Test(gpt, the_decoder_gives_each_position_the_forward_s_logits_on_host) { check_decoder(NULL); }
+
+Test(gpt, the_decoder_gives_each_position_the_forward_s_logits_on_opencl) {
+    pgn_device *dev = test_open_cl_device();
+    check_decoder(dev);
+    pgn_device_close(dev);
+}

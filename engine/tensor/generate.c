@@ -1,8 +1,11 @@
 /* generate.c: text from a gpt checkpoint. The checkpoint is read and verified whole (its spec,
- * vocabulary and weights digest); the prompt is encoded with its vocabulary; then one character
- * at a time: the model runs over the last context characters, the last row's logits come back,
- * and the next character is drawn from them on the host (temperature, top-k) with the counter
- * RNG, so the same seed gives the same text on every device. Also the generate job's spec. */
+ * vocabulary and data digest); the prompt is encoded with its vocabulary; then one character at a
+ * time through the batch-1 decoder (decode.c: each new character one row through the model,
+ * attending to the cached positions), its logits read back and the next character drawn from them
+ * on the host (temperature, top-k) with the counter RNG, so the same seed gives the same text on
+ * every device. The model reads at most its context: once the text outgrows it, the decoder
+ * starts over from the newer half of it (one re-read per context / 2 characters). Also the
+ * generate job's spec. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,74 +198,52 @@ int pgn_generate_check(const pgn_generate_spec *g, const char *checkpoint, pgn_g
 
 /* ---- generating ------------------------------------------------------------------------------ */
 
-/* The model's weights from the checkpoint into g (built for its spec and vocabulary), checked
- * against the weights_sha256 it carries. */
-static int load_weights(pgn_graph *g, const gpt_checkpoint *c, pgn_error *err) {
-    pgn_st_entry *e = calloc((size_t)g->n_params, sizeof *e);
-    if (!e) {
-        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
-        return -1;
-    }
-    for (int p = 0; p < g->n_params; p++)
-        e[p] = (pgn_st_entry){g->nodes[g->params[p]].name, &g->nodes[g->params[p]].value};
-    int rc = pgn_safetensors_load_some(&c->file, e, g->n_params, err);
-    free(e);
-    char sha[65];
-    const char *want = json_string_value(json_object_get(c->file.metadata, "weights_sha256"));
-    if (rc == 0 && (rc = pgn_graph_weights_sha256(g, sha, err)) == 0 && (!want || strcmp(want, sha)))
-        rc = pgn_checkpoint_fail(err, c->file.path, "the weights read do not match its weights_sha256");
-    return rc;
-}
-
 int pgn_generate_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
                      const pgn_run_hooks *hooks, json_t **result, pgn_error *err) {
     const pgn_generate_spec *g = &spec->generate;
     gpt_checkpoint c;
     if (checkpoint_open(opts->source_checkpoint, &c, err)) return -1;
-    const pgn_train_spec *t = &c.train;
-    int T = t->gpt.context, V = c.vocab.size;
-    int32_t *tokens = NULL;
+    int T = c.train.gpt.context, V = c.vocab.size;
+    /* past the context the model keeps reading its newer half: one re-read per T / 2 tokens */
+    size_t keep = T / 2 > 0 ? (size_t)(T / 2) : 1;
+    int32_t *tokens = NULL, *all = NULL;
     size_t n_prompt = 0;
-    float *logits = malloc((size_t)T * (size_t)V * sizeof *logits);
+    float *logits = malloc((size_t)V * sizeof *logits);
     pgn_text text = {0};
-    pgn_graph graph;
-    pgn_graph_init(&graph, dev, T, c.seed);
+    pgn_gpt_decoder *dec = NULL;
     int rc = logits ? 0 : -1;
     if (rc) pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
+    if (rc == 0 && !c.file.digest_checked)
+        rc = pgn_checkpoint_fail(err, c.file.path, "metadata has no \"%s\", so its tensor data cannot be verified",
+                                 PGN_ST_DATA_SHA256);
     if (rc == 0) rc = encode_prompt(g, &c, &tokens, &n_prompt, err);
-    int32_t *all = rc == 0 ? malloc((n_prompt + (size_t)g->max_tokens) * sizeof *all) : NULL;
-    if (rc == 0 && !all) {
+    if (rc == 0 && !(all = malloc((n_prompt + (size_t)g->max_tokens) * sizeof *all))) {
         pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
         rc = -1;
     }
-    if (rc == 0) rc = pgn_graph_build_gpt(&graph, t, V, err);
-    if (rc == 0) rc = load_weights(&graph, &c, err);
-    /* the graph's loss runs too: its labels must be valid ids */
-    if (rc == 0) rc = pgn_tensor_fill_zero(&graph.nodes[graph.labels].value, err);
+    if (rc == 0) rc = pgn_gpt_decoder_open(dev, &c.train.gpt, V, &c.file, &dec, err);
     pgn_text_puts(&text, g->prompt ? g->prompt : "");
     double t0 = pgn_now_s();
     size_t n = n_prompt;
-    if (rc == 0) memcpy(all, tokens, n_prompt * sizeof *all);
-    const pgn_node *head = rc == 0 ? &graph.nodes[graph.nodes[graph.loss].a] : NULL;
+    if (rc == 0) {
+        memcpy(all, tokens, n_prompt * sizeof *all);
+        rc = pgn_gpt_decoder_prefill(dec, all, (int)n, logits, err);
+    }
     for (int i = 0; rc == 0 && i < g->max_tokens; i++) {
         if (hooks && hooks->should_stop && hooks->should_stop(hooks->ctx)) {
             pgn_error_set(err, PGN_E_CANCELLED, "", "stopped after %d characters", i);
             rc = -1;
             break;
         }
-        int len = n < (size_t)T ? (int)n : T; /* the last context characters */
-        graph.seq = len;
-        rc = pgn_tensor_write(&graph.nodes[graph.input].value, all + n - (size_t)len, (size_t)len, err);
-        if (rc == 0) rc = pgn_graph_forward(&graph, len, false, 0, err);
-        if (rc == 0) rc = pgn_tensor_read(&head->value, logits, (size_t)len * (size_t)V, err);
-        if (rc) break;
-        int32_t next = pgn_sample_token(logits + (size_t)(len - 1) * V, V, g->temperature, g->top_k, g->seed,
-                                        (uint64_t)i);
+        int32_t next = pgn_sample_token(logits, V, g->temperature, g->top_k, g->seed, (uint64_t)i);
         all[n++] = next;
         char piece[4];
         size_t bytes = pgn_vocab_put(&c.vocab, next, piece);
         pgn_text_put(&text, piece, bytes);
         if (hooks && hooks->on_text) hooks->on_text(hooks->ctx, i, piece, bytes);
+        if (i + 1 == g->max_tokens) break;
+        rc = pgn_gpt_decoder_position(dec) < T ? pgn_gpt_decoder_feed(dec, next, logits, err)
+                                               : pgn_gpt_decoder_prefill(dec, all + n - keep, (int)keep, logits, err);
     }
     double seconds = pgn_now_s() - t0;
     char *full = pgn_text_take(&text);
@@ -282,7 +263,7 @@ int pgn_generate_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_op
     free(all);
     free(tokens);
     free(logits);
-    pgn_graph_release(&graph);
+    pgn_gpt_decoder_close(dec);
     checkpoint_close(&c);
     return rc;
 }

@@ -105,6 +105,23 @@ int pgn_op_embed_forward(int rows, int T, const pgn_tensor *tok, const pgn_tenso
     return PGN_LAUNCH(y->dev, embed_forward, args, 1, GLOBAL1(rows), NULL, err);
 }
 
+int pgn_op_embed_at(int pos, const pgn_tensor *tok, const pgn_tensor *wte, const pgn_tensor *wpe, pgn_tensor *y,
+                    pgn_error *err) {
+    const char *op = "embed_at";
+    if (!ONE_DEVICE(tok, wte, wpe, y)) return fail(err, op, "tensors on different devices");
+    int C = wte->cols, V = wte->rows;
+    if (wpe->cols != C || pos < 0 || pos >= wpe->rows || check_count(y, "y", (size_t)C, op, err))
+        return fail(err, op, "position %d of a (%d, %d) table", pos, wpe->rows, wpe->cols);
+    if (!tok->dev) {
+        int v = I32(tok)[0];
+        if (v < 0 || v >= V) return fail(err, op, "token %d is not in [0, %d)", v, V);
+        pgn_embed_row(C, V, v, F32(wte), F32(wpe) + (size_t)pos * C, F32(y));
+        return 0;
+    }
+    pgn_karg args[] = {KARG(pos), KARG(C), KARG(V), KARG(tok->mem), KARG(wte->mem), KARG(wpe->mem), KARG(y->mem)};
+    return PGN_LAUNCH(tok->dev, embed_at, args, 1, GLOBAL1(1), NULL, err);
+}
+
 int pgn_op_embed_backward(int rows, int T, const pgn_tensor *tok, const pgn_tensor *dy,
                           pgn_tensor *dwte, pgn_tensor *dwpe, pgn_error *err) {
     const char *op = "embed_backward";
@@ -238,6 +255,22 @@ int pgn_op_attention_forward(int rows, int T, int H, const pgn_tensor *qkv, pgn_
     pgn_karg args[] = {KARG(rows), KARG(T), KARG(H), KARG(C), KARG(qkv->mem), KARG(att->mem), KARG(y->mem)};
     return PGN_LAUNCH(qkv->dev, attention_forward, args, 1, GLOBAL1((size_t)B * H * blocks), NULL,
                       err);
+}
+
+int pgn_op_attention_decode(int t, int T, int H, const pgn_tensor *cache, pgn_tensor *p, pgn_tensor *y,
+                            pgn_error *err) {
+    const char *op = "attention_decode";
+    if (!ONE_DEVICE(cache, p, y)) return fail(err, op, "tensors on different devices");
+    int C = cache->cols / 3;
+    if (cache->cols % 3 || H < 1 || C % H || t < 0 || t >= T || cache->rows < t + 1)
+        return fail(err, op, "cache is (%d, %d), position %d of %d, %d heads", cache->rows, cache->cols, t, T, H);
+    if (check_count(p, "p", (size_t)H * T, op, err) || check_count(y, "y", (size_t)C, op, err)) return -1;
+    if (!cache->dev) {
+        for (int h = 0; h < H; h++) pgn_attention_decode_head(t, T, H, C, h, F32(cache), F32(p) + (size_t)h * T, F32(y));
+        return 0;
+    }
+    pgn_karg args[] = {KARG(t), KARG(T), KARG(H), KARG(C), KARG(cache->mem), KARG(p->mem), KARG(y->mem)};
+    return PGN_LAUNCH(cache->dev, attention_decode, args, 1, GLOBAL1(H), NULL, err);
 }
 
 int pgn_op_attention_backward(int rows, int T, int H, const pgn_tensor *qkv, const pgn_tensor *att,

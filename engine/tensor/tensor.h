@@ -163,6 +163,14 @@ int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w
  * (b, h, t, u), zero for u > t: at least that many elements, any 2-D shape. */
 int pgn_op_attention_forward(int rows, int T, int H, const pgn_tensor *qkv, pgn_tensor *att,
                              pgn_tensor *y, pgn_error *err);
+/* Decoding one position: y (C) = head outputs of the query at position t (of a context of T)
+ * against cache (>= t + 1 rows of 3C, laid out as qkv: rows 0..t are the positions so far);
+ * p (H x T floats) receives its probabilities. The bits of row t of attention_forward. */
+int pgn_op_attention_decode(int t, int T, int H, const pgn_tensor *cache, pgn_tensor *p, pgn_tensor *y,
+                            pgn_error *err);
+/* Decoding one position: y (C) = wte[tok[0]] + wpe[pos]. */
+int pgn_op_embed_at(int pos, const pgn_tensor *tok, const pgn_tensor *wte, const pgn_tensor *wpe, pgn_tensor *y,
+                    pgn_error *err);
 /* dqkv (rows, 3C), every element written, from dy (rows, C), the forward's qkv and att;
  * scratch (as large as att) holds the gradients of the scores. */
 int pgn_op_attention_backward(int rows, int T, int H, const pgn_tensor *qkv, const pgn_tensor *att,
@@ -318,6 +326,24 @@ int pgn_sample_token(const float *logits, int V, float temperature, int top_k, u
 /* Runs a generate job from opts->source_checkpoint, calling hooks->on_text per character. */
 int pgn_generate_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
                      const pgn_run_hooks *hooks, json_t **result, pgn_error *err);
+
+/* ---- decoding a gpt a token at a time (decode.c) ---- */
+
+typedef struct pgn_gpt_decoder pgn_gpt_decoder;
+/* A decoder of the gpt whose checkpoint f holds (its spec and vocabulary size given), on dev
+ * (NULL: the host reference), at position 0. */
+int pgn_gpt_decoder_open(pgn_device *dev, const pgn_gpt_spec *gpt, int vocab, const pgn_st_file *f,
+                         pgn_gpt_decoder **out, pgn_error *err);
+void pgn_gpt_decoder_close(pgn_gpt_decoder *d);
+/* Feeds token at the next position (< context) and, when logits is not NULL, reads back the V
+ * logits of the token after it: the bits the whole sequence's forward gives that row. */
+int pgn_gpt_decoder_feed(pgn_gpt_decoder *d, int32_t token, float *logits, pgn_error *err);
+/* Starts the sequence over with tokens[0..n) (1 <= n <= context) in one pass of n rows (the
+ * bits of n feeds), reading back the logits after the last when logits is not NULL. */
+int pgn_gpt_decoder_prefill(pgn_gpt_decoder *d, const int32_t *tokens, int n, float *logits, pgn_error *err);
+/* Positions fed so far; reset starts the sequence over. */
+int pgn_gpt_decoder_position(const pgn_gpt_decoder *d);
+void pgn_gpt_decoder_reset(pgn_gpt_decoder *d);
 
 /* ---- checkpoints (checkpoint.c) ---- */
 
