@@ -11,6 +11,7 @@
     /* kernels/gemm.cl */                                                                       \
     X(gemm_pack, 11)                                                                            \
     X(gemm_tile, 18)                                                                            \
+    X(gemm_vec, 12)                                                                             \
     /* kernels/tensor.cl */                                                                     \
     X(bias_act_forward, 6)                                                                      \
     X(bias_act_backward, 8)                                                                     \

@@ -147,6 +147,41 @@ PGN_INLINE float16 gemm_load_tail(__global const float *b, long base, int v, lon
 }
 #define GEMM_LOAD_TAIL(k, v) gemm_load_tail(b, pbase + (long)(k) * b_rs, v, b_len)
 
+/* Row `at` (an offset into c and y) of a tile, columns [j0, j0 + cols): c = the sums, or with the
+ * epilogue (fused bias + activation, as bias_act_forward) z = sum + bias stored in c and
+ * y = act(z) in y, the same roundings as the separate kernel. */
+PGN_INLINE void gemm_store_row(float16 acc[GEMM_NV], int cols, int j0, size_t at, __global float *c, int epilogue,
+                               __global const float *bias, int act, __global float *y) {
+    __global float *cr = c + at + j0;
+    if (cols == GEMM_NR && (!epilogue || act == PGN_ACT_CODE_RELU || act == PGN_ACT_CODE_NONE ||
+                            act == PGN_ACT_CODE_GELU)) {
+#pragma unroll
+        for (int v = 0; v < GEMM_NV; v++) {
+            float16 z = acc[v];
+            if (epilogue) {
+                z = z + vload16(v, bias + j0);
+                float16 yv = act == PGN_ACT_CODE_RELU   ? select((float16)(0.0f), z, z > (float16)(0.0f))
+                             : act == PGN_ACT_CODE_GELU ? pgn_gelu16(z)
+                                                        : z;
+                vstore16(yv, v, y + at + j0);
+            }
+            vstore16(z, v, cr);
+        }
+        return;
+    }
+    float t[GEMM_NR];
+#pragma unroll
+    for (int v = 0; v < GEMM_NV; v++) vstore16(acc[v], v, t);
+    for (int jj = 0; jj < cols; jj++) {
+        float z = t[jj];
+        if (epilogue) {
+            z = z + bias[j0 + jj];
+            y[at + j0 + jj] = pgn_act(act, z);
+        }
+        cr[jj] = z;
+    }
+}
+
 /* C (M,N) = op(A) (M,K) * op(B) (K,N), one GEMM_MR x GEMM_NR tile per work-item.
  * A, from a + a_off: row i = q*GEMM_MR + r of op(A) (q its panel) starts at q*a_ps + r*a_rs and
  * its elements are a_cs apart: packed panels (a_ps = K*GEMM_MR, a_rs = 1, a_cs = GEMM_MR) or A in
@@ -182,43 +217,57 @@ __kernel void gemm_tile(int M, int N, int K, __global const float *a, long a_off
     GEMM_TILE_LOOP(0, k_full, GEMM_LOAD_ROW)
     GEMM_TILE_LOOP(k_full, K, GEMM_LOAD_TAIL)
     int cols = min(GEMM_NR, N - j0);
-    /* Epilogue (fused bias + activation, as bias_act_forward): z = c + bias is stored in c and
-     * y = act(z) in y, the same roundings as the separate kernel. */
-    float16 bv[GEMM_NV];
-    if (epilogue && cols == GEMM_NR) {
-#pragma unroll
-        for (int v = 0; v < GEMM_NV; v++) bv[v] = vload16(v, bias + j0);
-    }
 #pragma unroll
     for (int r = 0; r < GEMM_MR; r++) {
         if (i0 + r >= M) break;
-        __global float *cr = c + (size_t)(i0 + r) * ldc + j0;
-        if (cols == GEMM_NR && (!epilogue || act == PGN_ACT_CODE_RELU || act == PGN_ACT_CODE_NONE ||
-                                act == PGN_ACT_CODE_GELU)) {
+        gemm_store_row(acc[r], cols, j0, (size_t)(i0 + r) * ldc, c, epilogue, bias, act, y);
+    }
+}
+
+/* A product of one row (M = 1: inference, decoding) over op(B) read as gemm_tile reads it, with
+ * one accumulator row instead of a tile's GEMM_MR (gemm_tile with M = 1 computed its one row
+ * GEMM_MR times: all its rows alias it), and GEMM_VEC_PANELS panels per work-item, so that
+ * 2 x GEMM_VEC_PANELS chains run side by side. The same in-order fma chain per element and the
+ * same epilogue: the same bits. global: ceil(panels / GEMM_VEC_PANELS), one work-item per group. */
+__kernel void gemm_vec(int N, int K, __global const float *a, __global const float *b, int b_ps, int b_rs,
+                       long b_len, __global float *c, int epilogue, __global const float *bias, int act,
+                       __global float *y) {
+    int p0 = get_global_id(0) * GEMM_VEC_PANELS;
+    int np = min(GEMM_VEC_PANELS, gemm_ceil_div(N, GEMM_NR) - p0);
+    float16 acc[GEMM_VEC_PANELS][GEMM_NV];
 #pragma unroll
-            for (int v = 0; v < GEMM_NV; v++) {
-                float16 z = acc[r][v];
-                if (epilogue) {
-                    z = z + bv[v];
-                    float16 yv = act == PGN_ACT_CODE_RELU   ? select((float16)(0.0f), z, z > (float16)(0.0f))
-                                 : act == PGN_ACT_CODE_GELU ? pgn_gelu16(z)
-                                                            : z;
-                    vstore16(yv, v, y + (size_t)(i0 + r) * ldc + j0);
-                }
-                vstore16(z, v, cr);
-            }
-        } else {
-            float t[GEMM_NR];
+    for (int q = 0; q < GEMM_VEC_PANELS; q++)
 #pragma unroll
-            for (int v = 0; v < GEMM_NV; v++) vstore16(acc[r][v], v, t);
-            for (int jj = 0; jj < cols; jj++) {
-                float z = t[jj];
-                if (epilogue) {
-                    z = z + bias[j0 + jj];
-                    y[(size_t)(i0 + r) * ldc + j0 + jj] = pgn_act(act, z);
-                }
-                cr[jj] = z;
+        for (int v = 0; v < GEMM_NV; v++) acc[q][v] = (float16)(0.0f);
+    __global const float *bp[GEMM_VEC_PANELS];
+#pragma unroll
+    for (int q = 0; q < GEMM_VEC_PANELS; q++) bp[q] = b + (long)(p0 + min(q, np - 1)) * b_ps;
+    /* whole panels read as vectors when the last one's last row fits in B; else one by one with
+     * the tail loads of gemm_tile */
+    if (np == GEMM_VEC_PANELS && (long)(p0 + np - 1) * b_ps + (long)(K - 1) * b_rs + GEMM_NR <= b_len) {
+        for (int k = 0; k < K; k++) {
+            float16 av = (float16)(a[k]);
+#pragma unroll
+            for (int q = 0; q < GEMM_VEC_PANELS; q++)
+#pragma unroll
+                for (int v = 0; v < GEMM_NV; v++) acc[q][v] = fma(av, vload16(v, bp[q] + (size_t)k * b_rs), acc[q][v]);
+        }
+    } else {
+        for (int q = 0; q < np; q++) {
+            long pbase = (long)(p0 + q) * b_ps;
+            __global const float *bpan = b + pbase;
+            long room = b_len - pbase - GEMM_NR;
+            int k_full = room < 0 ? 0 : (int)min((long)K, room / b_rs + 1);
+            for (int k = 0; k < K; k++) {
+                float16 av = (float16)(a[k]);
+#pragma unroll
+                for (int v = 0; v < GEMM_NV; v++)
+                    acc[q][v] = fma(av, k < k_full ? GEMM_LOAD_ROW(k, v) : GEMM_LOAD_TAIL(k, v), acc[q][v]);
             }
         }
+    }
+    for (int q = 0; q < np; q++) {
+        int j0 = (p0 + q) * GEMM_NR;
+        gemm_store_row(acc[q], min(GEMM_NR, N - j0), j0, 0, c, epilogue, bias, act, y);
     }
 }

@@ -19,6 +19,9 @@ static inline void sum_chunk(int rows, int *r0, int *r1) {
     *r1 = min(rows, *r0 + PGN_SUM_ROWS);
 }
 
+#if PGN_COL_BLOCK != 16
+#error "bias_gelu_backward_block takes a column block as one float16"
+#endif
 /* A whole block of pgn_bias_act_backward_block for GELU, sixteen columns as one float16
  * (pgn_gelu_grad16): the scalar block's gradients and sums lane by lane. */
 static inline void bias_gelu_backward_block(int r0, int r1, int cols, int j0, __global const float *z,
@@ -42,7 +45,7 @@ __kernel void bias_act_backward(int rows, int cols, int act, __global const floa
     if (j0 >= cols) return;
     sum_chunk(rows, &r0, &r1);
     __global float *part = partials + (size_t)get_global_id(1) * cols;
-    if (cols - j0 >= PGN_COL_BLOCK && act == PGN_ACT_CODE_GELU && PGN_COL_BLOCK == 16)
+    if (cols - j0 >= PGN_COL_BLOCK && act == PGN_ACT_CODE_GELU)
         bias_gelu_backward_block(r0, r1, cols, j0, z, dy, dz, part);
     else if (cols - j0 >= PGN_COL_BLOCK)
         pgn_bias_act_backward_block(r0, r1, cols, j0, PGN_COL_BLOCK, act, z, y, dy, dz, part);

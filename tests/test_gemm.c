@@ -112,6 +112,15 @@ Test(gemm, packed_panels) {
     check_shape(520, 40, 513);
 }
 
+/* One row (inference, decoding: the device's gemm_vec), over B in place, packed, and with the
+ * last rows of a panel loaded element by element. */
+Test(gemm, one_row_products) {
+    check_shape(1, 33, 300);
+    check_shape(1, 64, 257);
+    check_shape(1, 600, 450);
+    check_shape(1, 2048, 129);
+}
+
 /* The Fashion-MNIST MLP's GEMMs (784-256-256-10) at batch 16 instead of 128. */
 Test(gemm, training_shapes_at_reduced_batch) {
     check_shape(16, 256, 784); /* forward x w1 (and the other variants of the same sizes) */

@@ -220,6 +220,12 @@ typedef struct {
 
 static int launch_tile(pgn_device *dev, int M, int N, int K, const tile_operand *a, const tile_operand *b,
                        cl_mem c, const gemm_epilogue *e, pgn_error *err) {
+    if (M == 1 && a->cs == 1 && a->off == 0) { /* one row of A in place: gemm_vec */
+        pgn_karg args[] = {KARG(N),      KARG(K), KARG(a->mem), KARG(b->mem),  KARG(b->ps),  KARG(b->rs),
+                           KARG(b->len), KARG(c), KARG(e->on),  KARG(e->bias), KARG(e->act), KARG(e->y)};
+        size_t global[1] = {(size_t)ceil_div(ceil_div(N, GEMM_NR), GEMM_VEC_PANELS)}, local[1] = {1};
+        return PGN_LAUNCH(dev, gemm_vec, args, 1, global, local, err);
+    }
     pgn_karg args[] = {KARG(M),     KARG(N),     KARG(K),     KARG(a->mem), KARG(a->off),   KARG(a->ps),
                        KARG(a->rs), KARG(a->cs), KARG(b->mem), KARG(b->ps), KARG(b->rs),    KARG(b->len),
                        KARG(c),     KARG(N),     KARG(e->on), KARG(e->bias), KARG(e->act), KARG(e->y)};
