@@ -1,12 +1,13 @@
 // detail.js: the expanded job under its row: its loss and accuracy charts (training and held-out
 // figures together, per epoch or per step), the job's facts, placement and result, its log tail,
-// and the Cancel and checkpoint actions. It follows
+// the Cancel and checkpoint actions, a gpt's prompt box and a generate job's text. It follows
 // the job live over its event stream, and falls back to polling on the refresh loop.
 
 import {API, HttpError, TERMINAL, api, errText, getJSON} from './api.js';
 import {lineChart} from './chart.js';
 import {el, setText} from './dom.js';
 import {fmtDur, fmtNum, fmtPct, fmtQty, fmtTime, num} from './format.js';
+import {generatePanel, generateStats, generatedText} from './generate.js';
 import {jobDuration, rows, updateRow} from './jobrow.js';
 import {refresh} from './refresh.js';
 import {flagToken} from './session.js';
@@ -59,6 +60,7 @@ export function closeDetail() {
   const r = rows.get(shown.id);
   if (r) r.c.btn.setAttribute('aria-expanded', 'false');
   stopStream(shown);
+  if (shown.gen) shown.gen.close();
   shown.tr.remove();
   shown = null;
 }
@@ -92,15 +94,18 @@ export function openDetail(id) {
   logPre.id = 'job-log';
   logBox.append(logHead, logPre);
   side.append(actions, info, spec);
-  box.append(charts, side, logBox);
+  const main = el('div', 'main-col');    // the charts, and a gpt's prompt box under them
+  main.append(charts);
+  box.append(main, side, logBox);
   td.append(box);
   tr.append(td);
   const r = rows.get(id);
   const d = {
-    id, tr, charts, info, cancel, ckpt, actMsg, spec, logPre, logHead,
+    id, tr, main, charts, info, cancel, ckpt, actMsg, spec, logPre, logHead,
     job: r ? r.job : null, specValue: undefined, done: false, fetched: false, error: '',
     listed: !!r,
     layout: null,           // the charts, once the spec says which (chartsFor)
+    gen: null,              // a gpt's prompt box (generate.js)
     series: {},             // metric name -> points in step order, whatever the stream brings
     polled: {},             // metric name -> the /metrics cursor
     es: null, live: false,
@@ -309,11 +314,12 @@ export async function refreshDetail() {
   if (shown === d) drawDetail(d);
 }
 
-// The charts area: the job's charts once its spec says which, or why there are none.
+// The charts area: the job's charts once its spec says which, or what stands in their place.
 function drawCharts(d) {
   const j = d.job;
   const n = (d.layout ? seriesOf(d.layout) : []).reduce((a, name) => a + (d.series[name] || []).length, 0);
-  const key = [n, d.fetched, d.done, d.error, d.layout && d.layout.length].join(' ');
+  const text = j && j.result && j.result.text;
+  const key = [n, d.fetched, d.done, d.error, d.layout && d.layout.length, j && j.state, text].join(' ');
   if (key === d.drawn) return;
   d.drawn = key;
   const c = d.charts;
@@ -324,10 +330,18 @@ function drawCharts(d) {
   else c.append(...noCharts(j));
 }
 
-// A job without charts: a line that says why.
+// A job without charts: a generate job's text, else a line that says why.
 function noCharts(j) {
-  return [el('p', 'muted', 'No charts: a' + (/^[aeiou]/.test(j.kind) ? 'n ' : ' ') + j.kind +
-    ' job records no loss or accuracy metrics.')];
+  const r = j.result;
+  if (j.kind !== 'generate') {
+    return [el('p', 'muted', 'No charts: a' + (/^[aeiou]/.test(j.kind) ? 'n ' : ' ') + j.kind +
+      ' job records no loss or accuracy metrics.')];
+  }
+  if (r && typeof r.text === 'string') {
+    return [generatedText(r.prompt, r.completion), el('p', 'gen-stats small', generateStats(r))];
+  }
+  return [el('p', 'muted', TERMINAL.has(j.state) ? 'No text: the job ' + j.state + '.'
+    : 'The text shows here when the job ends.')];
 }
 
 function drawDetail(d, force) {
@@ -341,6 +355,11 @@ function drawDetail(d, force) {
     setText(d.cancel, 'Cancel requested');
   }
   d.ckpt.hidden = j.kind !== 'train';
+  if (d.layout === GPT_CHARTS && !d.gen) {
+    d.gen = generatePanel(d.id);
+    d.main.append(d.gen.root);
+  }
+  if (d.gen) d.gen.update(j, d.specValue);
   if (d.specValue !== undefined && !d.spec.dataset.done) {
     d.spec.dataset.done = '1';
     d.spec.lastChild.textContent = d.specValue ? JSON.stringify(d.specValue, null, 2) : '(no spec)';
@@ -414,7 +433,7 @@ function estimateBox(e) {
 }
 
 // The figures that answer "did it work": accuracy and weights hash for training, the normal
-// form with its cost for inet, else the first few scalar fields.
+// form with its cost for inet, a generate job's speed, else the first few scalar fields.
 function resultFacts(r) {
   const dl = el('dl', 'facts result');
   const add = (k, v, cls) => { const dd = el('dd', cls, v); dl.append(el('dt', null, k), dd); };
@@ -433,6 +452,11 @@ function resultFacts(r) {
     if (num(r.params)) add('Parameters', fmtQty(r.params));
     if (r.weights_sha256) add('Weights SHA-256', String(r.weights_sha256), 'mono hash');
     if (num(r.seconds)) add('Seconds', fmtNum(r.seconds));
+  } else if (typeof r.completion === 'string') {   // its text stands in the charts' place
+    add('Characters', fmtQty(r.tokens));
+    add('Tokens/s', fmtNum(r.tokens_per_second));
+    add('Seconds', fmtNum(r.seconds));
+    add('From', 'checkpoint of step ' + fmtNum(r.checkpoint_step) + ', seed ' + fmtNum(r.seed));
   } else {
     let n = 0;
     for (const [k, v] of Object.entries(r)) {
