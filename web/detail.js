@@ -1,11 +1,13 @@
-// detail.js: the expanded job under its row: per-epoch loss and accuracy charts, the job's
-// facts, placement and result, its log tail, and the Cancel and checkpoint actions. It follows
+// detail.js: the expanded job under its row: its loss and accuracy charts (training and held-out
+// figures together, per epoch or per step), the job's facts, placement and result, its log tail,
+// the Cancel and checkpoint actions, a gpt's prompt box and a generate job's text. It follows
 // the job live over its event stream, and falls back to polling on the refresh loop.
 
 import {API, HttpError, TERMINAL, api, errText, getJSON} from './api.js';
 import {lineChart} from './chart.js';
 import {el, setText} from './dom.js';
 import {fmtDur, fmtNum, fmtPct, fmtQty, fmtTime, num} from './format.js';
+import {generatePanel, generateStats, generatedText} from './generate.js';
 import {jobDuration, rows, updateRow} from './jobrow.js';
 import {refresh} from './refresh.js';
 import {flagToken} from './session.js';
@@ -17,10 +19,31 @@ import {flagToken} from './session.js';
 // harmlessly.
 
 const LOG_TAIL = 20;        // log lines the detail shows
-const SERIES = [            // what the detail charts, one small chart each
-  {name: 'loss', label: 'Loss', color: '#1d4ed8', unit: false},
-  {name: 'accuracy', label: 'Accuracy', color: '#15803d', unit: true},
+
+// What the detail charts for a train job, by model: a chart each for loss and accuracy, the
+// figures on the data trained on beside those on the data held out (an MLP's test split every
+// epoch, a gpt's validation windows every eval_every steps), in one colour each throughout.
+const TRAIN = '#1d4ed8', HELD_OUT = '#c2410c';
+const MLP_CHARTS = [
+  {title: 'Loss', unit: false, x: 'epoch', series: [{name: 'loss', label: 'training', color: TRAIN},
+    {name: 'test_loss', label: 'test', color: HELD_OUT}]},
+  {title: 'Accuracy', unit: true, x: 'epoch', series: [{name: 'accuracy', label: 'training', color: TRAIN},
+    {name: 'test_accuracy', label: 'test', color: HELD_OUT}]},
 ];
+const GPT_CHARTS = [
+  {title: 'Loss', unit: false, x: 'step', series: [{name: 'loss', label: 'training', color: TRAIN},
+    {name: 'val_loss', label: 'validation', color: HELD_OUT}]},
+  {title: 'Next-character accuracy', unit: true, x: 'step', series: [
+    {name: 'val_accuracy', label: 'validation', color: HELD_OUT}]},
+];
+
+function chartsFor(job) {
+  if (job.kind !== 'train') return [];
+  const m = job.spec && job.spec.model;
+  return m && m.type === 'gpt' ? GPT_CHARTS : MLP_CHARTS;
+}
+
+const seriesOf = (charts) => charts.flatMap((c) => c.series.map((s) => s.name));
 
 // The expanded job's detail record, or null. Read by the job table (jobs.js), which keeps the
 // detail's table row after the job's own.
@@ -37,6 +60,7 @@ export function closeDetail() {
   const r = rows.get(shown.id);
   if (r) r.c.btn.setAttribute('aria-expanded', 'false');
   stopStream(shown);
+  if (shown.gen) shown.gen.close();
   shown.tr.remove();
   shown = null;
 }
@@ -70,16 +94,20 @@ export function openDetail(id) {
   logPre.id = 'job-log';
   logBox.append(logHead, logPre);
   side.append(actions, info, spec);
-  box.append(charts, side, logBox);
+  const main = el('div', 'main-col');    // the charts, and a gpt's prompt box under them
+  main.append(charts);
+  box.append(main, side, logBox);
   td.append(box);
   tr.append(td);
   const r = rows.get(id);
   const d = {
-    id, tr, charts, info, cancel, ckpt, actMsg, spec, logPre, logHead,
+    id, tr, main, charts, info, cancel, ckpt, actMsg, spec, logPre, logHead,
     job: r ? r.job : null, specValue: undefined, done: false, fetched: false, error: '',
     listed: !!r,
-    series: Object.fromEntries(SERIES.map((s) => [s.name, []])),
-    polled: Object.fromEntries(SERIES.map((s) => [s.name, -1])),   // /metrics cursor
+    layout: null,           // the charts, once the spec says which (chartsFor)
+    gen: null,              // a gpt's prompt box (generate.js)
+    series: {},             // metric name -> points in step order, whatever the stream brings
+    polled: {},             // metric name -> the /metrics cursor
     es: null, live: false,
     logs: new Map(), logN: 0, logsFetched: false, logsKey: '',
     drawn: '', infoKey: '', drawTimer: 0, logTimer: 0,
@@ -99,8 +127,8 @@ export function openDetail(id) {
 
 // A point into its series, in step order, once per step.
 function addPoint(d, p) {
-  const a = d.series[p.name];
-  if (!a || typeof p.step !== 'number') return false;
+  if (typeof p.name !== 'string' || typeof p.step !== 'number') return false;
+  const a = d.series[p.name] || (d.series[p.name] = []);
   let i = a.length;
   while (i > 0 && a[i - 1].step > p.step) i--;
   if (i > 0 && a[i - 1].step === p.step) return false;
@@ -255,20 +283,22 @@ export async function refreshDetail() {
     if (d.specValue === undefined) {
       const full = await getJSON(API + '/jobs/' + d.id);
       d.specValue = full.spec || null;
+      d.layout = chartsFor(full);
       if (shown === d && full.id === d.id) { d.job = {...d.job, ...full}; }
     }
     if (!d.done && (!d.live || !d.fetched)) {
       const finished = TERMINAL.has(d.job.state);
-      for (const s of SERIES) {
+      for (const name of seriesOf(d.layout)) {
+        if (!(name in d.polled)) d.polled[name] = -1;
         for (let page = 0; page < 100; page++) {
-          let url = API + '/jobs/' + d.id + '/metrics?name=' + encodeURIComponent(s.name);
-          if (d.polled[s.name] >= 0) url += '&after_step=' + d.polled[s.name];
+          let url = API + '/jobs/' + d.id + '/metrics?name=' + encodeURIComponent(name);
+          if (d.polled[name] >= 0) url += '&after_step=' + d.polled[name];
           const m = await getJSON(url);
           const pts = (Array.isArray(m.metrics) ? m.metrics : [])
-            .filter((p) => p.name === s.name && typeof p.step === 'number' && p.step > d.polled[s.name])
+            .filter((p) => p.name === name && typeof p.step === 'number' && p.step > d.polled[name])
             .sort((x, y) => x.step - y.step);
           for (const p of pts) addPoint(d, p);
-          if (pts.length) d.polled[s.name] = pts[pts.length - 1].step;
+          if (pts.length) d.polled[name] = pts[pts.length - 1].step;
           if (!pts.length || (!finished && !d.live)) break;   // otherwise read until nothing is left
         }
       }
@@ -284,23 +314,39 @@ export async function refreshDetail() {
   if (shown === d) drawDetail(d);
 }
 
-function drawDetail(d, force) {
-  const n = SERIES.reduce((a, s) => a + d.series[s.name].length, 0);
+// The charts area: the job's charts once its spec says which, or what stands in their place.
+function drawCharts(d) {
   const j = d.job;
-  const chartable = n > 0 || (j && j.kind === 'train' && !d.error);
-  const drawKey = n + ' ' + d.fetched + ' ' + d.done + ' ' + d.error + ' ' + chartable;
-  if (drawKey !== d.drawn) {
-    d.charts.textContent = '';
-    if (d.error && n === 0) d.charts.append(el('p', 'err', 'Metrics unavailable: ' + d.error));
-    else if (!chartable) {
-      d.charts.append(el('p', 'muted', !d.fetched ? 'Loading metrics\u2026'
-        : d.done ? 'This job recorded no loss or accuracy metrics.'
-          : 'Waiting for the first epoch\u2026'));
-    } else {
-      for (const s of SERIES) d.charts.append(lineChart(s, d.series[s.name]));
-    }
-    d.drawn = drawKey;
+  const n = (d.layout ? seriesOf(d.layout) : []).reduce((a, name) => a + (d.series[name] || []).length, 0);
+  const text = j && j.result && j.result.text;
+  const key = [n, d.fetched, d.done, d.error, d.layout && d.layout.length, j && j.state, text].join(' ');
+  if (key === d.drawn) return;
+  d.drawn = key;
+  const c = d.charts;
+  c.textContent = '';
+  if (d.error && n === 0) c.append(el('p', 'err', 'Metrics unavailable: ' + d.error));
+  else if (!d.layout) c.append(el('p', 'muted', 'Loading metrics\u2026'));
+  else if (d.layout.length) for (const chart of d.layout) c.append(lineChart(chart, d.series));
+  else c.append(...noCharts(j));
+}
+
+// A job without charts: a generate job's text, else a line that says why.
+function noCharts(j) {
+  const r = j.result;
+  if (j.kind !== 'generate') {
+    return [el('p', 'muted', 'No charts: a' + (/^[aeiou]/.test(j.kind) ? 'n ' : ' ') + j.kind +
+      ' job records no loss or accuracy metrics.')];
   }
+  if (r && typeof r.text === 'string') {
+    return [generatedText(r.prompt, r.completion), el('p', 'gen-stats small', generateStats(r))];
+  }
+  return [el('p', 'muted', TERMINAL.has(j.state) ? 'No text: the job ' + j.state + '.'
+    : 'The text shows here when the job ends.')];
+}
+
+function drawDetail(d, force) {
+  drawCharts(d);
+  const j = d.job;
   if (!j) return;
   const active = !TERMINAL.has(j.state);
   d.cancel.hidden = !active;
@@ -309,6 +355,11 @@ function drawDetail(d, force) {
     setText(d.cancel, 'Cancel requested');
   }
   d.ckpt.hidden = j.kind !== 'train';
+  if (d.layout === GPT_CHARTS && !d.gen) {
+    d.gen = generatePanel(d.id);
+    d.main.append(d.gen.root);
+  }
+  if (d.gen) d.gen.update(j, d.specValue);
   if (d.specValue !== undefined && !d.spec.dataset.done) {
     d.spec.dataset.done = '1';
     d.spec.lastChild.textContent = d.specValue ? JSON.stringify(d.specValue, null, 2) : '(no spec)';
@@ -382,7 +433,7 @@ function estimateBox(e) {
 }
 
 // The figures that answer "did it work": accuracy and weights hash for training, the normal
-// form with its cost for inet, else the first few scalar fields.
+// form with its cost for inet, a generate job's speed, else the first few scalar fields.
 function resultFacts(r) {
   const dl = el('dl', 'facts result');
   const add = (k, v, cls) => { const dd = el('dd', cls, v); dl.append(el('dt', null, k), dd); };
@@ -392,10 +443,20 @@ function resultFacts(r) {
     add('MIPS', fmtNum(r.mips));
     if (num(r.seconds)) add('Seconds', fmtNum(r.seconds));
   } else if ('accuracy' in r || 'weights_sha256' in r) {
-    if (num(r.accuracy)) add('Accuracy', fmtPct(r.accuracy));
-    if (num(r.loss)) add('Loss', fmtNum(r.loss));
+    // accuracy and loss are the held-out data's: a gpt's validation windows, an MLP's test split
+    const held = 'val_loss' in r ? 'Validation ' : 'test_loss' in r ? 'Test ' : '';
+    if (num(r.accuracy)) add(held ? held + 'accuracy' : 'Accuracy', fmtPct(r.accuracy));
+    if (num(r.loss)) add(held ? held + 'loss' : 'Loss', fmtNum(r.loss));
+    if (num(r.train_loss)) add('Training loss', fmtNum(r.train_loss));
+    if (num(r.tokens_per_second)) add('Tokens/s', fmtQty(r.tokens_per_second));
+    if (num(r.params)) add('Parameters', fmtQty(r.params));
     if (r.weights_sha256) add('Weights SHA-256', String(r.weights_sha256), 'mono hash');
     if (num(r.seconds)) add('Seconds', fmtNum(r.seconds));
+  } else if (typeof r.completion === 'string') {   // its text stands in the charts' place
+    add('Characters', fmtQty(r.tokens));
+    add('Tokens/s', fmtNum(r.tokens_per_second));
+    add('Seconds', fmtNum(r.seconds));
+    add('From', 'checkpoint of step ' + fmtNum(r.checkpoint_step) + ', seed ' + fmtNum(r.seed));
   } else {
     let n = 0;
     for (const [k, v] of Object.entries(r)) {

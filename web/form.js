@@ -47,13 +47,25 @@ const TEMPLATES = {
     optimizer: {type: 'sgd', lr: 0.05, momentum: 0.9},
     batch_size: 128, epochs: 5, checkpoint_every: 1,
   })},
+  'char-gpt': {group: 'gpt', spec: () => ({
+    kind: 'train', name: 'char-gpt', device: 'auto', seed: 0,
+    model: {type: 'gpt', n_layer: 4, n_head: 4, d_model: 128, context: 64, dropout: 0,
+      tie_embeddings: true},
+    data: {source: 'fortunes'},
+    optimizer: {type: 'adamw', lr: 0.001, weight_decay: 0.01, clip_norm: 1.0, schedule: 'cosine',
+      warmup_steps: 100, min_lr: 0.0001},
+    batch_size: 32, steps: 2000, log_every: 10, eval_every: 200, eval_windows: 128,
+    checkpoint_every: 200,
+  })},
   inet: {group: 'inet', spec: () => ({kind: 'inet', name: 'fib', device: 'auto',
     program: $('program').value})},
   bench: {group: 'bench', spec: () => ({kind: 'bench', suite: $('suite').value, device: 'all'})},
 };
 
 // Which form input owns a spec field: its own error slot, and the spec key it patches.
-const FIELD_INPUTS = {epochs: 'epochs', program: 'program', suite: 'suite'};
+const FIELD_INPUTS = {epochs: 'epochs', steps: 'steps', program: 'program', suite: 'suite'};
+// The count a template group's number input shows and patches: how long the job trains.
+const LENGTH_INPUTS = {train: 'epochs', gpt: 'steps'};
 
 let sayTimer = 0;           // hides an 'ok' message after a while
 
@@ -103,7 +115,8 @@ function applyTemplate(name) {
   const t = TEMPLATES[name] || TEMPLATES.xor;
   for (const e of document.querySelectorAll('.tpl')) e.hidden = !e.classList.contains('tpl-' + t.group);
   const spec = JSON.parse(JSON.stringify(t.spec()));
-  if (t.group === 'train') $('epochs').value = String(spec.epochs);
+  const len = LENGTH_INPUTS[t.group];
+  if (len) $(len).value = String(spec[len]);
   writeSpec(spec);
   clearFormErrors();
 }
@@ -213,10 +226,12 @@ export function initForm() {
   $('template').addEventListener('change', (e) => applyTemplate(e.target.value));
   $('reset-spec').addEventListener('click', () => applyTemplate($('template').value));
   $('job-form').addEventListener('submit', submitForm);
-  $('epochs').addEventListener('input', (e) => {
-    const n = Number(e.target.value);
-    patchSpec('epochs', e.target.value.trim() !== '' && Number.isFinite(n) ? n : e.target.value);
-  });
+  for (const key of Object.values(LENGTH_INPUTS)) {
+    $(key).addEventListener('input', (e) => {
+      const n = Number(e.target.value);
+      patchSpec(key, e.target.value.trim() !== '' && Number.isFinite(n) ? n : e.target.value);
+    });
+  }
   $('program').addEventListener('input', (e) => patchSpec('program', e.target.value));
   $('suite').addEventListener('change', (e) => patchSpec('suite', e.target.value));
   $('program-file').addEventListener('change', async (e) => {

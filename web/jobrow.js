@@ -16,13 +16,18 @@ export function jobDuration(j) {
 }
 
 // One line for the Result column: loss and accuracy for training, the normal form with its
-// interaction count and MIPS for inet, else the first few fields.
+// interaction count and MIPS for inet, the start of the text and its speed for generate, else
+// the first few fields.
 function resultSummary(r) {
   if (!r || typeof r !== 'object') return '';
   const parts = [];
   if (typeof r.normal_form === 'string') {
     const nf = r.normal_form.length > 40 ? r.normal_form.slice(0, 40) + '\u2026' : r.normal_form;
     return nf + ' \u00b7 ' + fmtNum(r.interactions) + ' itrs \u00b7 ' + fmtNum(r.mips) + ' MIPS';
+  }
+  if (typeof r.completion === 'string') {
+    return JSON.stringify(r.text.length > 60 ? r.text.slice(0, 60) + '\u2026' : r.text) + ' \u00b7 ' +
+      fmtNum(r.tokens_per_second) + ' tokens/s';
   }
   if ('loss' in r) parts.push('loss ' + fmtNum(r.loss));
   if (typeof r.accuracy === 'number') parts.push('acc ' + fmtPct(r.accuracy));

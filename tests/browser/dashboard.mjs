@@ -5,11 +5,13 @@
 // scenarios: on loopback with the token already saved (as run.sh's #token= link leaves it), and
 // with --host 0.0.0.0 and no token, where the page must ask for it, take it from the token box,
 // and open the session whose cookie lets the event stream and the checkpoint link in. In both,
-// the page loads every module of web/ and nothing else, each as JavaScript. Saves
-// screenshots to tests/browser/screenshots/. Run by `meson test` (browser_dashboard); needs
-// `npm ci` in tests/browser (scripts/install-deps.sh --test does it).
+// the page loads every module of web/ and nothing else, each as JavaScript. On loopback a tiny
+// character GPT follows through the form: its training and validation curves, refusals beside
+// the field they name, and text streamed from its checkpoint. Saves screenshots to
+// tests/browser/screenshots/. Run by `meson test` (browser_dashboard); needs `npm ci` in
+// tests/browser (scripts/install-deps.sh --test does it).
 import {spawn} from 'node:child_process';
-import {mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync} from 'node:fs';
+import {mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
@@ -46,7 +48,7 @@ function startServer(dir, host) {
       const m = new RegExp('listening on http://' + host.replace(/\./g, '\\.') + ':(\\d+)').exec(out);
       if (m) {
         clearTimeout(timer);
-        resolve({proc, port: Number(m[1])});
+        resolve({proc, port: Number(m[1]), data: join(dir, 'data')});
       }
     });
     proc.on('exit', (code) => reject(new Error('paragond exited with ' + code)));
@@ -54,7 +56,7 @@ function startServer(dir, host) {
 }
 
 // Submits the XOR template through the form and waits until the job is listed, its chart has
-// points and its state reads succeeded; returns the chart's point count.
+// points and its state reads succeeded; returns the loss chart's point count, training and test.
 async function trainXor(page) {
   await page.waitForSelector('#template', {timeout: STEP_MS});
   const xor = await page.$eval('#template', (sel) =>
@@ -69,7 +71,103 @@ async function trainXor(page) {
   }, null, {timeout: STEP_MS});
   await page.waitForFunction(() => /succeeded/.test(document.querySelector('#job-state')?.textContent || ''),
     null, {timeout: STEP_MS});
+  await waitForCurves(page, {loss: 100, test_loss: 100});
   return page.$eval('.chart[data-points]', (c) => Number(c.getAttribute('data-points')));
+}
+
+// Until each series named in want is drawn as a line of that many points: its path's own count
+// and the segments of its outline.
+async function waitForCurves(page, want) {
+  const drawn = () => page.evaluate((names) => Object.fromEntries(names.map((n) => {
+    const p = document.querySelector(`.chart path[data-series="${n}"]`);
+    return [n, p ? [Number(p.dataset.points), (p.getAttribute('d').match(/[ML]/g) || []).length] : null];
+  })), Object.keys(want));
+  await page.waitForFunction((w) => Object.entries(w).every(([n, k]) =>
+    Number(document.querySelector(`.chart path[data-series="${n}"]`)?.dataset.points) === k),
+  want, {timeout: STEP_MS}).catch(async () => {
+    throw new Error('curves drawn ' + JSON.stringify(await drawn()) + ', wanted ' + JSON.stringify(want));
+  });
+  for (const [n, [points, segments]] of Object.entries(await drawn())) {
+    if (segments !== points) throw new Error(`the ${n} curve has ${segments} segments for ${points} points`);
+  }
+}
+
+// A tiny character GPT (examples/jobs/char-gpt.json, scaled down) on a text written into the
+// server's datasets directory: 30 steps, the training loss every 5 and the validation loss
+// every 10.
+const TINY_TEXT = 'the quick brown fox jumps over the lazy dog. '.repeat(40);
+const TINY_GPT = {
+  kind: 'train', name: 'tiny-gpt', device: 'auto', seed: 1,
+  model: {type: 'gpt', n_layer: 1, n_head: 2, d_model: 16, context: 8},
+  data: {source: 'text', path: 'tiny.txt'},
+  optimizer: {type: 'adamw', lr: 0.01},
+  batch_size: 4, steps: 30, log_every: 5, eval_every: 10, eval_windows: 8, checkpoint_every: 10,
+};
+const PROMPT = 'the lazy', MAX_TOKENS = 40;
+
+// The GPT template refused beside its steps input, then the tiny GPT submitted from the form
+// and trained: both curves drawn. Then text: a prompt the model cannot read is refused beside
+// the prompt box; one it can streams in a character at a time. Returns what it saw.
+async function gptFromTheForm(page, server) {
+  mkdirSync(join(server.data, 'datasets'), {recursive: true});
+  writeFileSync(join(server.data, 'datasets', 'tiny.txt'), TINY_TEXT);
+  await page.selectOption('#template', 'char-gpt');
+  await page.fill('#steps', '0');
+  await page.click('#submit-job');
+  await page.waitForFunction(() => {
+    const e = document.querySelector('#steps-error');
+    return e && !e.hidden && /steps/.test(e.textContent) &&
+      document.querySelector('#steps').classList.contains('invalid');
+  }, null, {timeout: STEP_MS});
+  await page.fill('#spec', JSON.stringify(TINY_GPT, null, 2));
+  await page.click('#submit-job');
+  await waitForCurves(page, {loss: 6, val_loss: 3, val_accuracy: 3});
+  await page.waitForFunction(() => /succeeded/.test(document.querySelector('#job-state')?.textContent || ''),
+    null, {timeout: STEP_MS});
+  await page.waitForSelector('#generate:not([disabled])', {timeout: STEP_MS});
+
+  await page.fill('#gen-prompt', 'THE LAZY');
+  await page.click('#generate');
+  await page.waitForFunction(() => !document.querySelector('#gen-error').hidden &&
+    document.querySelector('#gen-prompt').classList.contains('invalid'), null, {timeout: STEP_MS});
+  const refused = await page.$eval('#gen-error', (e) => e.textContent);
+  if (!/prompt/.test(refused) || !/vocabulary/.test(refused)) throw new Error('prompt refused as: ' + refused);
+
+  await page.fill('#gen-prompt', PROMPT);
+  await page.fill('#gen-max-tokens', String(MAX_TOKENS));
+  // Every count the streamed text went through (one per character if it streamed), and how
+  // many times the page had the chance to draw in between.
+  await page.evaluate(() => {
+    window.streamed = {counts: [], batches: 0};
+    new MutationObserver((records) => {
+      window.streamed.batches++;
+      for (const r of records) window.streamed.counts.push(r.oldValue);
+    }).observe(document.querySelector('.gen-out'), {subtree: true, attributeOldValue: true,
+      attributeFilter: ['data-tokens']});
+  });
+  await page.click('#generate');
+  await page.waitForSelector('.generate .gen-text[data-state="succeeded"]', {timeout: STEP_MS});
+  if (await page.$eval('#gen-error', (e) => !e.hidden)) throw new Error('generate error shown after a good prompt');
+  const text = await page.$eval('.generate .gen-text', (e) => e.textContent);
+  const {counts, batches} = await page.evaluate(() => window.streamed);
+  const stats = await page.$eval('#gen-stats', (e) => e.textContent);
+  if (!text.startsWith(PROMPT) || [...text].length !== [...PROMPT].length + MAX_TOKENS)
+    throw new Error('generated text: ' + JSON.stringify(text));
+  if (counts.join() !== Array.from({length: MAX_TOKENS}, (_, i) => String(i)).join())
+    throw new Error('the text did not stream a character at a time: counts ' + counts.join());
+  if (!/tokens\/s/.test(stats)) throw new Error('no tokens/s after generating: ' + stats);
+  // The generate job joins the list with the start of its text.
+  await page.waitForFunction((p) => [...document.querySelectorAll('#jobs-body tr.job')].some((tr) =>
+    tr.querySelector('.col-kind').textContent === 'generate' &&
+    tr.querySelector('.col-result').textContent.startsWith('"' + p)), PROMPT, {timeout: STEP_MS})
+    .catch(async () => {
+      throw new Error('no generate job listed with its text: ' + JSON.stringify(await page.$$eval('#jobs-body tr.job',
+        (trs) => trs.map((tr) => tr.textContent))));
+    });
+  mkdirSync(join(here, 'screenshots'), {recursive: true});
+  await page.locator('tr.detail').screenshot({path: join(here, 'screenshots', 'dashboard-gpt.png')});
+  return `GPT refused beside #steps, trained from the form with both curves drawn, "${text}" ` +
+    `streamed a character at a time (in ${batches} batches: ${stats})`;
 }
 
 // One paragond and one browser page for a scenario; run(page, server, token) does the rest.
@@ -124,7 +222,8 @@ async function onLoopback(page, server, token, context) {
   const points = await trainXor(page);
   if (!(await context.cookies()).some((c) => c.name === 'paragon_session'))
     throw new Error('the #token= link opened no session');
-  return `token from the #token= link, XOR submitted from the form, ${points} chart points, state succeeded`;
+  const gpt = await gptFromTheForm(page, server);
+  return `token from the #token= link, XOR submitted from the form, ${points} chart points, state succeeded; ${gpt}`;
 }
 
 // Off loopback, no token saved: the page loads, says it needs the token, takes it from the
