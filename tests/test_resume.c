@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 TestSuite(resume, .init = harness_setup, .fini = harness_teardown);
@@ -222,3 +223,73 @@ Test(resume, sigterm_checkpoints_the_running_job_requeues_it_and_the_next_start_
     json_decref(ref_job);
     stop_server(&s);
 }
+
+/* A small character GPT on a text under the datasets directory: 400 steps with a checkpoint
+ * every 25, long enough that a kill lands mid-run on any device here. */
+#define GPT_SPEC(device)                                                                           \
+    "{\"kind\":\"train\",\"name\":\"gpt\",\"device\":\"" device "\",\"seed\":3,\"model\":{\"type\":\"gpt\"," \
+    "\"n_layer\":2,\"n_head\":2,\"d_model\":32,\"context\":16},\"data\":{\"source\":\"text\","      \
+    "\"path\":\"words.txt\"},\"optimizer\":{\"type\":\"adamw\",\"lr\":0.003},\"batch_size\":8,"       \
+    "\"steps\":400,\"log_every\":10,\"eval_every\":100,\"eval_windows\":16,\"checkpoint_every\":25}"
+
+static void write_words(const server *s) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/datasets", s->data);
+    mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/datasets/words.txt", s->data);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    static const char *const words[] = {"alpha", "beta", "gamma", "delta", "kernel", "tensor", "queue"};
+    for (int i = 0; i < 1500; i++) fprintf(f, "%s%s", words[(i * 7 + i / 5) % 7], i % 9 == 8 ? ".\n" : " ");
+    fclose(f);
+}
+
+/* kill -9 while the gpt trains, after its first checkpoint; the next start resumes it from its
+ * last checkpoint to the weights of a run never killed, every metric once. */
+static void check_gpt_kill(const char *spec) {
+    server s = start_server();
+    write_words(&s);
+    int64_t id = submit(&s, spec);
+    int64_t deadline = now_ms() + JOB_TIMEOUT_MS;
+    int status;
+    while ((status = status_of(&s, "GET", id, "/checkpoint")) != 200) {
+        cr_assert_eq(status, 404);
+        cr_assert_lt(now_ms(), deadline, "no checkpoint was written");
+        usleep(10000);
+    }
+    json_t *job = job_now(&s, id);
+    cr_assert_str_eq(str(job, "state"), "running", "still running when it is killed");
+    json_decref(job);
+    kill_server(&s);
+
+    s = start_server();
+    int64_t ref = submit(&s, spec);
+    job = wait_succeeded(&s, id);
+    json_t *result = json_object_get(job, "result");
+    int64_t resumed = json_integer_value(json_object_get(result, "resumed_from_step"));
+    cr_assert(resumed >= 25 && resumed < 400 && resumed % 25 == 0, "resumed_from_step %lld", (long long)resumed);
+    cr_assert_geq(json_integer_value(json_object_get(job, "attempts")), 2);
+    json_t *ref_job = wait_succeeded(&s, ref);
+    cr_assert_str_eq(str(result, "weights_sha256"), str(json_object_get(ref_job, "result"), "weights_sha256"),
+                     "resume is bit-identical to the uninterrupted run");
+    json_t *rows = metric_rows(&s, id), *ref_rows = metric_rows(&s, ref);
+    cr_assert_eq(json_array_size(rows), json_array_size(ref_rows), "every metric once");
+    size_t i;
+    json_t *m;
+    json_array_foreach(rows, i, m) {
+        if (!strcmp(str(m, "name"), "tokens_per_second")) continue; /* a timing */
+        json_t *same = metric_row(ref_rows, str(m, "name"), json_integer_value(json_object_get(m, "step")));
+        cr_assert_not_null(same);
+        cr_assert_eq(json_real_value(json_object_get(m, "value")), json_real_value(json_object_get(same, "value")),
+                     "%s at step %lld", str(m, "name"), (long long)json_integer_value(json_object_get(m, "step")));
+    }
+    json_decref(rows);
+    json_decref(ref_rows);
+    json_decref(job);
+    json_decref(ref_job);
+    stop_server(&s);
+}
+
+Test(resume, a_gpt_killed_mid_run_resumes_bit_identically_on_pocl) { check_gpt_kill(GPT_SPEC("cpu")); }
+
+Test(resume, a_gpt_killed_mid_run_resumes_bit_identically_on_the_host) { check_gpt_kill(GPT_SPEC("host")); }
