@@ -9,7 +9,7 @@ packages=(
   build-essential pkg-config python3 meson ninja-build
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
   libmicrohttpd-dev libjansson-dev libsqlite3-dev zlib1g-dev
-  curl sqlite3 dataset-fashion-mnist
+  curl sqlite3 dataset-fashion-mnist fortunes
 )
 case "${1:-}" in
   --test)
