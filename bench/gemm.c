@@ -4,7 +4,11 @@
  * OpenBLAS 0.3.21 does not know Zen 5 and runs its AVX2 (Haswell) kernels (this machine's
  * environment even sets OPENBLAS_CORETYPE=Haswell): on AVX-512 CPUs we set OPENBLAS_CORETYPE to
  * SkylakeX, its AVX-512 kernels, the stronger reference (about 1.8x at N = 1024 here).
- *   build/bench/bench-gemm [--sizes 128,256,...|none] [--shapes fwd1,dW1,...|none] [--repeats N] */
+ * Each device first measures its tile shapes and takes the fastest, as paragond's calibration does
+ * (--tile NAME takes one instead); the GPT's shapes (4 layers of d_model 128, batch 32 x 64) follow
+ * the MLP's.
+ *   build/bench/bench-gemm [--sizes 128,256,...|none] [--shapes fwd1,dW1,...|none] [--repeats N]
+ *                          [--tile auto|8x32|4x64|...] [--no-gpt] */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
@@ -27,7 +31,15 @@
  * and would steal a core from whatever runs next; they are let go to sleep first. */
 #define BLAS_SPIN_NS 250000000L
 
-/* The training shapes are the gemm suite's: pgn_mlp_gemm_shapes (bench.h). */
+/* The training shapes are the gemm suite's: pgn_mlp_gemm_shapes (bench.h). The GPT's: the
+ * char-gpt's products at batch 32 x 64 (2048 rows, d_model 128, vocabulary 113): the QKV, MLP
+ * and head forwards, and the backward products of the MLP (dW as X^T dY, dX as dY W^T). */
+static const pgn_gemm_shape gpt_shapes[] = {
+    {"qkv", 2048, 384, 128, false, false},   {"fc", 2048, 512, 128, false, false},
+    {"fc2", 2048, 128, 512, false, false},   {"head", 2048, 113, 128, false, true},
+    {"fc.dW", 128, 512, 2048, true, false},  {"fc.dX", 2048, 128, 512, false, true},
+    {"fc2.dW", 512, 128, 2048, true, false}, {"fc2.dX", 2048, 512, 128, false, true},
+};
 
 /* cblas_sgemm, looked up at run time so OpenBLAS is never a build dependency. */
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
@@ -226,8 +238,35 @@ static int parse_shapes(const char *arg, bool *on) {
     return n;
 }
 
+/* Sets the device's tile: the one named, or (auto) the fastest of the gemm suite's tile cases,
+ * whose figures it prints. */
+static void choose_tile(pgn_device *dev, const pgn_device_info *info, const char *tile, int repeats) {
+    pgn_error err = {0};
+    if (strcmp(tile, "auto")) {
+        if (pgn_gemm_tile_set(dev, pgn_gemm_tile_find(tile), &err)) die("--tile", &err);
+        printf("%s: tile %s (--tile)\n", info->id, tile);
+        return;
+    }
+    pgn_bench_spec spec = {.suite = "gemm", .n_cases = 1, .repeats = repeats < 5 ? repeats : 5};
+    snprintf(spec.cases[0], sizeof spec.cases[0], "tile");
+    json_t *rows = json_array();
+    if (pgn_bench_run(&spec, dev, NULL, NULL, rows, &err)) die("measuring the tiles", &err);
+    printf("%s: tiles measured (GFLOP/s: N=1024, MLP fwd1, GPT 2048x512x128):", info->id);
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row)
+        printf(" %s %.0f/%.0f/%.0f%s", json_string_value(json_object_get(row, "tile")),
+               json_number_value(json_object_get(row, "gflops")), json_number_value(json_object_get(row, "mlp_gflops")),
+               json_number_value(json_object_get(row, "gpt_gflops")),
+               json_is_true(json_object_get(row, "chosen")) ? " (chosen)" : "");
+    printf("\n");
+    json_decref(rows);
+}
+
 int main(int argc, char **argv) {
     int sizes[16] = {128, 256, 512, 1024, 2048}, n_sizes = 5, repeats = 11;
+    const char *tile = "auto";
+    bool gpt = true;
     bool on[PGN_MLP_GEMM_SHAPES];
     for (int i = 0; i < PGN_MLP_GEMM_SHAPES; i++) on[i] = true;
     for (int i = 1; i < argc; i++) {
@@ -237,9 +276,13 @@ int main(int argc, char **argv) {
             parse_shapes(argv[++i], on);
         else if (!strcmp(argv[i], "--repeats") && i + 1 < argc)
             repeats = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--tile") && i + 1 < argc)
+            tile = argv[++i];
+        else if (!strcmp(argv[i], "--no-gpt"))
+            gpt = false;
         else {
             fprintf(stderr, "usage: bench-gemm [--sizes 128,256,...|none] "
-                            "[--shapes fwd1,dW1,...|none] [--repeats N]\n");
+                            "[--shapes fwd1,dW1,...|none] [--repeats N] [--tile auto|NAME] [--no-gpt]\n");
             return 2;
         }
     }
@@ -268,9 +311,19 @@ int main(int argc, char **argv) {
     pgn_device **devs = calloc(n_dev + 1, sizeof *devs);
     double *sec = calloc(n_dev + 1, sizeof *sec), *step = calloc(n_dev + 1, sizeof *step);
     if (!devs || !sec || !step) die("out of memory", NULL);
-    for (size_t d = 0; d < n_dev; d++)
-        if (pgn_device_open(&list[d], &devs[d], &err))
+    if (strcmp(tile, "auto") && pgn_gemm_tile_find(tile) < 0) {
+        fprintf(stderr, "bench-gemm: --tile: no tile '%s' (auto, or one of:", tile);
+        for (int t = 0; t < pgn_gemm_tile_count(); t++) fprintf(stderr, " %s", pgn_gemm_tile_name(t));
+        fprintf(stderr, ")\n");
+        return 2;
+    }
+    for (size_t d = 0; d < n_dev; d++) {
+        if (pgn_device_open(&list[d], &devs[d], &err)) {
             fprintf(stderr, "bench-gemm: %s\n", err.message);
+            continue;
+        }
+        choose_tile(devs[d], &list[d], tile, repeats);
+    }
 
     printf("us/call: calls queued back to back, one wait (as in a training step); median of %d\n"
            "repeats, each after an untimed call, the rows of a shape taking turns. identical:\n"
@@ -290,6 +343,24 @@ int main(int argc, char **argv) {
         step_flops += 2.0 * pgn_mlp_gemm_shapes[i].M * pgn_mlp_gemm_shapes[i].N * (double)pgn_mlp_gemm_shapes[i].K;
         for (size_t d = 0; d <= n_dev; d++) step[d] += sec[d];
         n_on++;
+    }
+    if (gpt) {
+        double gpt_blas = 0, gpt_flops = 0, *gsec = calloc(n_dev + 1, sizeof *gsec), *gstep = calloc(n_dev + 1, sizeof *gstep);
+        if (!gsec || !gstep) die("out of memory", NULL);
+        for (size_t i = 0; i < sizeof gpt_shapes / sizeof *gpt_shapes; i++) {
+            gpt_blas += bench_shape(&gpt_shapes[i], devs, list, n_dev, repeats, gsec);
+            gpt_flops += 2.0 * gpt_shapes[i].M * gpt_shapes[i].N * (double)gpt_shapes[i].K;
+            for (size_t d = 0; d <= n_dev; d++) gstep[d] += gsec[d];
+        }
+        printf("\nGPT products: the %zu shapes above, once each (medians)\n", sizeof gpt_shapes / sizeof *gpt_shapes);
+        if (gpt_blas > 0) printf("  %-14s %10.1f us %9.1f GFLOP/s\n", "openblas", gpt_blas * 1e6, gpt_flops / gpt_blas * 1e-9);
+        for (size_t d = 0; d <= n_dev; d++) {
+            if (d > 0 && !devs[d - 1]) continue;
+            printf("  %-14s %10.1f us %9.1f GFLOP/s\n", d ? list[d - 1].id : "host", gstep[d] * 1e6,
+                   gpt_flops / gstep[d] * 1e-9);
+        }
+        free(gsec);
+        free(gstep);
     }
     if (n_on > 0) {
         printf("\nMLP step: the %d training shape(s) above, once each (medians)\n", n_on);

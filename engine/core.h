@@ -23,6 +23,7 @@ struct pgn_device {
     size_t align_bytes;   /* sub-buffer origins must be multiples of this */
     cl_mem gemm_ws;       /* engine/tensor/gemm.c's scratch for packed panels; grown, never shrunk */
     size_t gemm_ws_bytes;
+    int gemm_tile;        /* engine/tensor/gemm.c's tile kernel for this device (0: the default) */
     cl_mem reduce_ws;     /* engine/tensor/ops.c's partial sums of column reductions; likewise */
     size_t reduce_ws_bytes;
     bool oclgrind;    /* the Oclgrind simulator */

@@ -11,6 +11,10 @@
     /* kernels/gemm.cl */                                                                       \
     X(gemm_pack, 11)                                                                            \
     X(gemm_tile, 18)                                                                            \
+    X(gemm_tile_4x64, 18)                                                                       \
+    X(gemm_tile_6x64, 18)                                                                       \
+    X(gemm_tile_12x32, 18)                                                                      \
+    X(gemm_tile_14x32, 18)                                                                      \
     X(gemm_vec, 12)                                                                             \
     /* kernels/tensor.cl */                                                                     \
     X(bias_act_forward, 6)                                                                      \

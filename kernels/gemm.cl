@@ -121,22 +121,25 @@ __kernel void gemm_pack(int M, int N, int K, __global const float *a, int a_bloc
         gemm_pack_a_chunk(M, K, a, (p - b_panels) * (GEMM_PACK_AR / GEMM_MR), k0, k1, ws + a_off);
 }
 
-/* acc[r][v] = fma(A(i0+r, k), B(k, j0+16v .. j0+16v+15), acc[r][v]) for k in [k_begin, k_end)
- * in order, with bv[v] = LOAD_B(k, v). Rows past M read row M-1 (computed, never stored). */
+/* acc[r][q][v] = fma(A(i0+r, k), B(k, panel p0+q, columns 16v..16v+15), acc[r][q][v]) for k
+ * in [k_begin, k_end) in order, with bv[q][v] = LOAD_B(q, k, v). Rows past M read row M-1
+ * (computed, never stored). */
 #define GEMM_TILE_LOOP(k_begin, k_end, LOAD_B)                                                  \
     for (int k = (k_begin); k < (k_end); k++) {                                                 \
-        float16 bv[GEMM_NV];                                                                    \
-        _Pragma("unroll") for (int v = 0; v < GEMM_NV; v++) bv[v] = LOAD_B(k, v);               \
-        _Pragma("unroll") for (int r = 0; r < GEMM_MR; r++) {                                   \
+        float16 bv[GEMM_TILE_NP_MAX][GEMM_NV];                                                  \
+        _Pragma("unroll") for (int q = 0; q < np; q++)                                          \
+            _Pragma("unroll") for (int v = 0; v < GEMM_NV; v++) bv[q][v] = LOAD_B(q, k, v);     \
+        _Pragma("unroll") for (int r = 0; r < mr; r++) {                                        \
             float16 av = (float16)(ar[r][(size_t)k * a_cs]);                                    \
-            _Pragma("unroll") for (int v = 0; v < GEMM_NV; v++) acc[r][v] =                     \
-                fma(av, bv[v], acc[r][v]);                                                      \
+            _Pragma("unroll") for (int q = 0; q < np; q++)                                      \
+                _Pragma("unroll") for (int v = 0; v < GEMM_NV; v++) acc[r][q][v] =              \
+                    fma(av, bv[q][v], acc[r][q][v]);                                            \
         }                                                                                       \
     }
 
-/* Row k of the panel as 16-float vectors. Lanes past the panel's last column read whatever
+/* Row k of panel p0+q as 16-float vectors. Lanes past the panel's last column read whatever
  * follows in B (the next row): those lanes are computed and never stored. */
-#define GEMM_LOAD_ROW(k, v) vload16(v, bpan + (size_t)(k) * b_rs)
+#define GEMM_LOAD_ROW(q, k, v) vload16(v, bpan[q] + (size_t)(k) * b_rs)
 
 /* The same for the last rows, where a full-width load would run past b_len: element by element,
  * indices clamped into B (only the lanes that are never stored can be clamped). */
@@ -145,7 +148,7 @@ PGN_INLINE float16 gemm_load_tail(__global const float *b, long base, int v, lon
     for (int l = 0; l < 16; l++) t[l] = b[min(base + v * 16 + l, b_len - 1)];
     return vload16(0, t);
 }
-#define GEMM_LOAD_TAIL(k, v) gemm_load_tail(b, pbase + (long)(k) * b_rs, v, b_len)
+#define GEMM_LOAD_TAIL(q, k, v) gemm_load_tail(b, pbase[q] + (long)(k) * b_rs, v, b_len)
 
 /* Row `at` (an offset into c and y) of a tile, columns [j0, j0 + cols): c = the sums, or with the
  * epilogue (fused bias + activation, as bias_act_forward) z = sum + bias stored in c and
@@ -182,47 +185,75 @@ PGN_INLINE void gemm_store_row(float16 acc[GEMM_NV], int cols, int j0, size_t at
     }
 }
 
-/* C (M,N) = op(A) (M,K) * op(B) (K,N), one GEMM_MR x GEMM_NR tile per work-item.
- * A, from a + a_off: row i = q*GEMM_MR + r of op(A) (q its panel) starts at q*a_ps + r*a_rs and
- * its elements are a_cs apart: packed panels (a_ps = K*GEMM_MR, a_rs = 1, a_cs = GEMM_MR) or A in
- * place (a_ps = GEMM_MR*a_rs). op(B), b_len floats from b, is read row-wise: panel p
- * (columns p*GEMM_NR ...) starts at p*b_ps and its rows are b_rs apart: packed panels
- * (b_ps = K*GEMM_NR, b_rs = GEMM_NR) or B in place, not transposed (b_ps = GEMM_NR, b_rs = N).
- * C rows are ldc apart.
- * global (ceil(M / GEMM_MR), ceil(N / GEMM_NR)), one work-item per group: consecutive groups
- * share a panel of B, which stays in cache while A streams (the other order measured the same
- * at the training shapes and 3-5 % slower at 2048). */
-__kernel void gemm_tile(int M, int N, int K, __global const float *a, long a_off, int a_ps,
-                        int a_rs, int a_cs, __global const float *b, int b_ps, int b_rs,
-                        long b_len, __global float *c, int ldc, int epilogue,
-                        __global const float *bias, int act, __global float *y) {
-    int q = get_global_id(0);
-    int i0 = q * GEMM_MR;
-    int p = get_global_id(1);
-    int j0 = p * GEMM_NR;
-    long pbase = (long)p * b_ps;
-    __global const float *bpan = b + pbase;
-    /* Rows k with pbase + k*b_rs + GEMM_NR <= b_len load as whole vectors. */
-    long room = b_len - pbase - GEMM_NR;
-    int k_full = room < 0 ? 0 : (int)min((long)K, room / b_rs + 1);
-    __global const float *ar[GEMM_MR];
+/* C (M,N) = op(A) (M,K) * op(B) (K,N), one tile of mr rows and np panels (np * GEMM_NR columns)
+ * per work-item: mr and np are constants where it is inlined (gemm_tile and its variants below),
+ * so the loops unroll and the accumulators stay in registers.
+ * A, from a + a_off: row i = t*mr + r of op(A) (t its tile row) starts at t*a_ps + r*a_rs and
+ * its elements are a_cs apart: packed panels of GEMM_MR rows (a_ps = K*GEMM_MR, a_rs = 1,
+ * a_cs = GEMM_MR, only for mr = GEMM_MR) or A in place (a_ps = mr*a_rs). op(B), b_len floats from
+ * b, is read row-wise: panel p (columns p*GEMM_NR ...) starts at p*b_ps and its rows are b_rs
+ * apart: packed panels (b_ps = K*GEMM_NR, b_rs = GEMM_NR) or B in place, not transposed
+ * (b_ps = GEMM_NR, b_rs = N). C rows are ldc apart.
+ * global (ceil(M / mr), ceil(panels / np)), one work-item per group: consecutive groups share
+ * the panels of B, which stay in cache while A streams (the other order measured the same at the
+ * training shapes and 3-5 % slower at 2048). */
+PGN_INLINE void gemm_tile_body(int mr, int np, int M, int N, int K, __global const float *a, long a_off, int a_ps,
+                               int a_rs, int a_cs, __global const float *b, int b_ps, int b_rs, long b_len,
+                               __global float *c, int ldc, int epilogue, __global const float *bias, int act,
+                               __global float *y) {
+    int t = get_global_id(0);
+    int i0 = t * mr;
+    int p0 = get_global_id(1) * np;
+    int panels = gemm_ceil_div(N, GEMM_NR), nq = min(np, panels - p0);
+    long pbase[GEMM_TILE_NP_MAX];
+    __global const float *bpan[GEMM_TILE_NP_MAX];
+    int k_full = K;
 #pragma unroll
-    for (int r = 0; r < GEMM_MR; r++) /* rows past M: row M-1, computed and never stored */
-        ar[r] = a + a_off + (size_t)q * a_ps + (size_t)min(r, M - 1 - i0) * a_rs;
-    float16 acc[GEMM_MR][GEMM_NV];
+    for (int q = 0; q < np; q++) { /* panels past N: the last one, computed and never stored */
+        pbase[q] = (long)(p0 + min(q, nq - 1)) * b_ps;
+        bpan[q] = b + pbase[q];
+        /* rows k with pbase + k*b_rs + GEMM_NR <= b_len load as whole vectors */
+        long room = b_len - pbase[q] - GEMM_NR;
+        k_full = min(k_full, room < 0 ? 0 : (int)min((long)K, room / b_rs + 1));
+    }
+    __global const float *ar[GEMM_TILE_MR_MAX];
 #pragma unroll
-    for (int r = 0; r < GEMM_MR; r++)
+    for (int r = 0; r < mr; r++) /* rows past M: row M-1, computed and never stored */
+        ar[r] = a + a_off + (size_t)t * a_ps + (size_t)min(r, M - 1 - i0) * a_rs;
+    float16 acc[GEMM_TILE_MR_MAX][GEMM_TILE_NP_MAX][GEMM_NV];
 #pragma unroll
-        for (int v = 0; v < GEMM_NV; v++) acc[r][v] = (float16)(0.0f);
+    for (int r = 0; r < mr; r++)
+#pragma unroll
+        for (int q = 0; q < np; q++)
+#pragma unroll
+            for (int v = 0; v < GEMM_NV; v++) acc[r][q][v] = (float16)(0.0f);
     GEMM_TILE_LOOP(0, k_full, GEMM_LOAD_ROW)
     GEMM_TILE_LOOP(k_full, K, GEMM_LOAD_TAIL)
-    int cols = min(GEMM_NR, N - j0);
 #pragma unroll
-    for (int r = 0; r < GEMM_MR; r++) {
+    for (int r = 0; r < mr; r++) {
         if (i0 + r >= M) break;
-        gemm_store_row(acc[r], cols, j0, (size_t)(i0 + r) * ldc, c, epilogue, bias, act, y);
+        for (int q = 0; q < nq; q++) {
+            int j0 = (p0 + q) * GEMM_NR;
+            gemm_store_row(acc[r][q], min(GEMM_NR, N - j0), j0, (size_t)(i0 + r) * ldc, c, epilogue, bias, act, y);
+        }
     }
 }
+
+/* The tiles (pgn_gemm_tiles in engine/tensor/gemm.c lists them with their shapes): gemm_tile is
+ * GEMM_MR x GEMM_NR, the shape chosen on the machine the kernels were first tuned on, and the
+ * one transposed A's packed panels fit; a device may measure the others and take the fastest. */
+#define GEMM_TILE_KERNEL(name, mr, np)                                                               \
+    __kernel void name(int M, int N, int K, __global const float *a, long a_off, int a_ps, int a_rs, int a_cs,     \
+                       __global const float *b, int b_ps, int b_rs, long b_len, __global float *c, int ldc,        \
+                       int epilogue, __global const float *bias, int act, __global float *y) {                     \
+        gemm_tile_body(mr, np, M, N, K, a, a_off, a_ps, a_rs, a_cs, b, b_ps, b_rs, b_len, c, ldc, epilogue, bias,  \
+                       act, y);                                                                      \
+    }
+GEMM_TILE_KERNEL(gemm_tile, GEMM_MR, 1)
+GEMM_TILE_KERNEL(gemm_tile_4x64, 4, 2)
+GEMM_TILE_KERNEL(gemm_tile_6x64, 6, 2)
+GEMM_TILE_KERNEL(gemm_tile_12x32, 12, 1)
+GEMM_TILE_KERNEL(gemm_tile_14x32, 14, 1)
 
 /* A product of one row (M = 1: inference, decoding) over op(B) read as gemm_tile reads it, with
  * one accumulator row instead of a tile's GEMM_MR (gemm_tile with M = 1 computed its one row
@@ -262,7 +293,9 @@ __kernel void gemm_vec(int N, int K, __global const float *a, __global const flo
                 float16 av = (float16)(a[k]);
 #pragma unroll
                 for (int v = 0; v < GEMM_NV; v++)
-                    acc[q][v] = fma(av, k < k_full ? GEMM_LOAD_ROW(k, v) : GEMM_LOAD_TAIL(k, v), acc[q][v]);
+                    acc[q][v] = fma(av, k < k_full ? vload16(v, bpan + (size_t)k * b_rs)
+                                                   : gemm_load_tail(b, pbase + (long)k * b_rs, v, b_len),
+                                    acc[q][v]);
             }
         }
     }

@@ -11,6 +11,9 @@
 #define GEMM_MR 8
 #define GEMM_NR 32
 #define GEMM_NV (GEMM_NR / 16)
+/* The largest tile variant (gemm.cl's GEMM_TILE_KERNEL): its rows, and its GEMM_NR-wide panels. */
+#define GEMM_TILE_MR_MAX 14
+#define GEMM_TILE_NP_MAX 2
 /* Rows of op(B) (and of transposed A) one pack work-item copies: a few groups per core at the
  * training shapes (K = 128-784). 16, 64 and 256 measured within noise of each other (a pocl
  * work-group costs under 20 ns: 128 empty groups ran in 3.3-9.1 µs, one in 2.4-6.6). */

@@ -152,6 +152,28 @@ static bool hook_should_stop(void *ctx) {
 
 /* ---- the worker ------------------------------------------------------------------------- */
 
+/* The GEMM tile the device's latest benchmark rows chose (the gemm suite's "tile" cases, which a
+ * first start's calibration runs), set on the opened device; the default without one. */
+static void apply_gemm_tile(worker *w) {
+    json_t *rows = NULL;
+    pgn_error err;
+    pgn_error_clear(&err);
+    if (pgd_store_bench_latest(w->sched->store, w->info->id, "gemm", &rows, &err) < 0) {
+        fprintf(stderr, "paragond: %s: cannot read its GEMM tile: %s\n", w->info->id, err.message);
+        return;
+    }
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) {
+        int tile = pgn_gemm_tile_find(json_string_value(json_object_get(row, "tile")));
+        if (!json_is_true(json_object_get(row, "chosen")) || tile < 0) continue;
+        if (pgn_gemm_tile_set(w->dev, tile, &err) == 0 && tile != 0)
+            fprintf(stderr, "paragond: %s: GEMM tile %s (measured)\n", w->info->id, pgn_gemm_tile_name(tile));
+        break;
+    }
+    json_decref(rows);
+}
+
 /* Opens the device on first use; a failure (e.g. a kernel build error) is remembered and
  * fails every job sent to this device, rather than rebuilding for each. */
 static int worker_device(worker *w, pgn_error *err) {
@@ -159,7 +181,10 @@ static int worker_device(worker *w, pgn_error *err) {
     if (!w->open_tried) {
         w->open_tried = true;
         pgn_error_clear(&w->open_err);
-        if (pgn_device_open(w->info, &w->dev, &w->open_err) == 0) return 0;
+        if (pgn_device_open(w->info, &w->dev, &w->open_err) == 0) {
+            apply_gemm_tile(w);
+            return 0;
+        }
         w->dev = NULL;
         fprintf(stderr, "paragond: device %s cannot be opened: %s\n", w->info->id,
                 w->open_err.message);
@@ -373,7 +398,7 @@ static void calibrate(worker *w) {
     if (have || worker_device(w, &err) < 0) return;
     static const struct {
         const char *suite, *cases;
-    } runs[] = {{"gemm", "fwd1"}, {"inet", "fib"}, {"tensor-micro", "add-1K"}};
+    } runs[] = {{"gemm", "tile"}, {"gemm", "fwd1"}, {"inet", "fib"}, {"tensor-micro", "add-1K"}};
     rows = json_array();
     int rc = 0;
     for (size_t i = 0; i < sizeof runs / sizeof *runs && rc == 0 && !atomic_load(&s->stopping); i++) {

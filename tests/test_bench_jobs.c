@@ -249,10 +249,25 @@ Test(bench_jobs, first_start_calibrates_and_auto_placement_records_its_estimate)
             json_t *b = get_json(&s, path, 200);
             size_t rows = json_array_size(json_object_get(b, "rows"));
             json_decref(b);
-            if (rows >= 3) break; /* gemm fwd1, inet fib, tensor-micro add-1K */
+            if (rows >= 3) break; /* gemm fwd1, inet fib, tensor-micro add-1K (and tiles) */
             cr_assert_lt(now_ms(), deadline, "device %s was not calibrated", str(d, "id"));
             usleep(100000);
         }
+        if (!strcmp(str(d, "id"), "host")) continue;
+        /* an OpenCL device measured its GEMM tiles and chose one, which its worker then uses */
+        snprintf(path, sizeof path, "/api/v1/benchmarks?device=%s&suite=gemm", str(d, "id"));
+        json_t *b = get_json(&s, path, 200);
+        size_t j, tiles = 0, chosen = 0;
+        json_t *row;
+        json_array_foreach(json_object_get(b, "rows"), j, row) {
+            if (!json_object_get(row, "tile")) continue;
+            tiles++;
+            chosen += json_is_true(json_object_get(row, "chosen"));
+            cr_assert_geq(pgn_gemm_tile_find(str(row, "tile")), 0, "%s", str(row, "tile"));
+        }
+        cr_assert_eq(tiles, (size_t)pgn_gemm_tile_count(), "every tile measured");
+        cr_assert_eq(chosen, 1, "one tile chosen");
+        json_decref(b);
     }
     json_decref(devs);
 

@@ -121,6 +121,23 @@ Test(gemm, one_row_products) {
     check_shape(1, 2048, 129);
 }
 
+/* Every tile shape the device may choose gives the same bits (each element one in-order chain),
+ * at shapes that straddle its rows and panels, with B in place and packed, A in place and
+ * transposed (large transposed A is packed for the default tile alone). */
+Test(gemm, every_tile_gives_the_same_bits) {
+    pgn_error err = {0};
+    for (int t = 0; t < pgn_gemm_tile_count(); t++) {
+        cr_assert_eq(pgn_gemm_tile_set(dev, t, &err), 0, "%s", err.message);
+        check_shape(13, 65, 31);
+        check_shape(29, 97, 300);
+        check_shape(6, 600, 450);
+        check_shape(601, 9, 450);
+    }
+    cr_assert_eq(pgn_gemm_tile_set(dev, pgn_gemm_tile_count(), &err), -1);
+    cr_assert_eq(pgn_gemm_tile_find("6x64"), 2);
+    cr_assert_eq(pgn_gemm_tile_set(dev, 0, &err), 0);
+}
+
 /* The Fashion-MNIST MLP's GEMMs (784-256-256-10) at batch 16 instead of 128. */
 Test(gemm, training_shapes_at_reduced_batch) {
     check_shape(16, 256, 784); /* forward x w1 (and the other variants of the same sizes) */

@@ -42,7 +42,7 @@ static const pgn_bench_column micro_cols[] = {
 static const pgn_bench_column gemm_cols[] = {
     {"case", "case"}, {"m", "m"}, {"n", "n"}, {"k", "k"}, {"device_ms", "device_ms"},
     {"GFLOP/s", "gflops"}, {"host_GFLOP/s", "host_gflops"}, {"identical", "bit_identical"},
-    {"device", "device"},
+    {"chosen", "chosen"}, {"device", "device"},
 };
 static const pgn_bench_column inet_cols[] = {
     {"case", "case"}, {"work_items", "work_items"}, {"interactions", "interactions"},

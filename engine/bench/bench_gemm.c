@@ -112,7 +112,63 @@ static int gemm_case_run(const pgn_bench_ctx *ctx, const pgn_gemm_shape *c, json
     return rc;
 }
 
+/* ---- the tile ------------------------------------------------------------------------------
+ * Which of the GEMM's tile shapes is fastest on this device: each times a square N=1024, the
+ * MLP's fwd1 and the GPT's widest product (2048 x 512 x 128), and the one with the least time over
+ * the three is set on the device and marked "chosen" (paragond keeps it with the device's rows).
+ * One row a tile, case "tile-<shape>"; the case filter "tile" selects them all. */
+static const pgn_gemm_shape tile_shapes[] = {
+    {"N=1024", 1024, 1024, 1024, false, false},
+    {"fwd1", 128, 256, 784, false, false},
+    {"gpt-fc", 2048, 512, 128, false, false},
+};
+#define N_TILE_SHAPES (sizeof tile_shapes / sizeof *tile_shapes)
+
+static int gemm_tiles(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
+    if (!pgn_bench_wants(ctx, "tile") || !ctx->dev) return 0; /* the host has its own tiles */
+    int n = pgn_gemm_tile_count(), before = pgn_gemm_tile_of(ctx->dev), best = 0;
+    double total[16] = {0}, gflops[16][N_TILE_SHAPES] = {{0}};
+    float *a = malloc((size_t)2048 * 1024 * sizeof *a), *b = malloc((size_t)1024 * 1024 * sizeof *b);
+    int rc = a && b ? 0 : pgn_bench_oom(err);
+    for (size_t i = 0; rc == 0 && i < (size_t)2048 * 1024; i++) a[i] = pgn_rand_unit(1, 1, i) * 2.0f - 1.0f;
+    for (size_t i = 0; rc == 0 && i < (size_t)1024 * 1024; i++) b[i] = pgn_rand_unit(1, 2, i) * 2.0f - 1.0f;
+    for (int t = 0; rc == 0 && t < n && t < 16; t++) {
+        rc = pgn_bench_check_stop(ctx, err) || pgn_gemm_tile_set(ctx->dev, t, err);
+        for (size_t i = 0; rc == 0 && i < N_TILE_SHAPES; i++) {
+            const pgn_gemm_shape *c = &tile_shapes[i];
+            double sec = 0;
+            rc = gemm_time(ctx->dev, c, a, b, ctx->repeats, NULL, &sec, err);
+            total[t] += sec;
+            gflops[t][i] = sec > 0 ? 2.0 * c->M * c->N * c->K / sec / 1e9 : 0;
+        }
+        if (rc == 0 && total[t] < total[best]) best = t;
+    }
+    free(a);
+    free(b);
+    if (rc) {
+        pgn_error ignored;
+        pgn_gemm_tile_set(ctx->dev, before, &ignored); /* a valid tile: it cannot fail */
+        return -1;
+    }
+    for (int t = 0; t < n && t < 16; t++) {
+        char id[32];
+        snprintf(id, sizeof id, "tile-%s", pgn_gemm_tile_name(t));
+        json_t *row = pgn_bench_row(ctx, "gemm", id);
+        json_object_set_new(row, "tile", json_string(pgn_gemm_tile_name(t)));
+        json_object_set_new(row, "gflops", json_real(gflops[t][0]));
+        json_object_set_new(row, "mlp_gflops", json_real(gflops[t][1]));
+        json_object_set_new(row, "gpt_gflops", json_real(gflops[t][2]));
+        json_object_set_new(row, "device_ms", json_real(total[t] * 1e3));
+        json_object_set_new(row, "chosen", json_boolean(t == best));
+        json_array_append_new(rows, row);
+    }
+    pgn_bench_log(ctx, "gemm tile on %s: %s (%.1f GFLOP/s at N=1024; the default %s %.1f)", ctx->info->id,
+                  pgn_gemm_tile_name(best), gflops[best][0], pgn_gemm_tile_name(0), gflops[0][0]);
+    return pgn_gemm_tile_set(ctx->dev, best, err);
+}
+
 int pgn_bench_gemm(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
+    if (gemm_tiles(ctx, rows, err)) return -1;
     for (size_t i = 0; i < sizeof gemm_squares / sizeof *gemm_squares; i++) {
         int n = gemm_squares[i];
         char name[16];

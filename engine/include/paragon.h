@@ -500,6 +500,17 @@ char *pgn_bench_csv(const char *suite, const json_t *rows);
 int pgn_bench_run(const pgn_bench_spec *spec, pgn_device *dev, const pgn_run_options *opts,
                   const pgn_run_hooks *hooks, json_t *rows, pgn_error *err);
 
+/* ---- GEMM tiles (engine/tensor/gemm.c) --------------------------------------------------
+ * The device GEMM has a few register-tile shapes (rows x columns of C a work-item computes,
+ * "8x32" the default); which is fastest depends on the CPU, and none changes a bit of any
+ * result (each element is the same in-order fma chain). pgn_gemm_tune measures them on a device
+ * and sets the fastest; paragond keeps the choice with the device's benchmark rows. */
+int pgn_gemm_tile_count(void);
+const char *pgn_gemm_tile_name(int tile); /* NULL past the count */
+int pgn_gemm_tile_find(const char *name); /* -1 for none */
+int pgn_gemm_tile_of(const pgn_device *dev);
+int pgn_gemm_tile_set(pgn_device *dev, int tile, pgn_error *err);
+
 /* ---- generation (generate.c) ----------------------------------------------------------- */
 
 /* What a gpt checkpoint holds for generation: its model and vocabulary size. */

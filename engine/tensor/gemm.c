@@ -211,12 +211,44 @@ static int launch_pack(pgn_device *dev, int M, int N, int K, cl_mem a, int a_blo
     return PGN_LAUNCH(dev, gemm_pack, pack, 2, global, local, err);
 }
 
-/* An operand of gemm_tile: its buffer, where it starts, and its panel, row and column strides. */
+/* An operand of gemm_tile: its buffer, where it starts, and its panel, row and column strides.
+ * An A in place has ps 0: its tile rows are the tile's rows apart, whatever tile runs. */
 typedef struct {
     cl_mem mem;
     cl_long off, len; /* len: B's floats (bounds its reads); unused for A */
     int ps, rs, cs;
 } tile_operand;
+
+/* The tile kernels of kernels/gemm.cl: rows and GEMM_NR-wide panels of a work-item's tile. The
+ * first is the default and the only one A's packed panels (GEMM_MR rows) fit. */
+static const struct {
+    const char *name;
+    pgn_kernel_id kernel;
+    int mr, np;
+} tiles[] = {
+    {"8x32", PGN_K_gemm_tile, GEMM_MR, 1},         {"4x64", PGN_K_gemm_tile_4x64, 4, 2},
+    {"6x64", PGN_K_gemm_tile_6x64, 6, 2},          {"12x32", PGN_K_gemm_tile_12x32, 12, 1},
+    {"14x32", PGN_K_gemm_tile_14x32, 14, 1},
+};
+#define N_TILES ((int)(sizeof tiles / sizeof *tiles))
+_Static_assert(GEMM_MR == 8 && GEMM_NR == 32, "tiles[0] is named for GEMM_MR x GEMM_NR");
+
+int pgn_gemm_tile_count(void) { return N_TILES; }
+const char *pgn_gemm_tile_name(int tile) { return tile >= 0 && tile < N_TILES ? tiles[tile].name : NULL; }
+
+int pgn_gemm_tile_find(const char *name) {
+    for (int i = 0; i < N_TILES; i++)
+        if (name && !strcmp(name, tiles[i].name)) return i;
+    return -1;
+}
+
+int pgn_gemm_tile_of(const pgn_device *dev) { return dev ? dev->gemm_tile : 0; }
+
+int pgn_gemm_tile_set(pgn_device *dev, int tile, pgn_error *err) {
+    if (check(tile >= 0 && tile < N_TILES, "no such tile", err)) return -1;
+    if (dev) dev->gemm_tile = tile;
+    return 0;
+}
 
 static int launch_tile(pgn_device *dev, int M, int N, int K, const tile_operand *a, const tile_operand *b,
                        cl_mem c, const gemm_epilogue *e, pgn_error *err) {
@@ -226,19 +258,22 @@ static int launch_tile(pgn_device *dev, int M, int N, int K, const tile_operand 
         size_t global[1] = {(size_t)ceil_div(ceil_div(N, GEMM_NR), GEMM_VEC_PANELS)}, local[1] = {1};
         return PGN_LAUNCH(dev, gemm_vec, args, 1, global, local, err);
     }
-    pgn_karg args[] = {KARG(M),     KARG(N),     KARG(K),     KARG(a->mem), KARG(a->off),   KARG(a->ps),
+    int t = a->ps ? 0 : dev->gemm_tile; /* packed A: the default tile, whose rows its panels hold */
+    int a_ps = a->ps ? a->ps : tiles[t].mr * a->rs;
+    pgn_karg args[] = {KARG(M),     KARG(N),     KARG(K),     KARG(a->mem), KARG(a->off),   KARG(a_ps),
                        KARG(a->rs), KARG(a->cs), KARG(b->mem), KARG(b->ps), KARG(b->rs),    KARG(b->len),
                        KARG(c),     KARG(N),     KARG(e->on), KARG(e->bias), KARG(e->act), KARG(e->y)};
-    size_t global[2] = {(size_t)ceil_div(M, GEMM_MR), (size_t)ceil_div(N, GEMM_NR)};
+    size_t global[2] = {(size_t)ceil_div(M, tiles[t].mr), (size_t)ceil_div(ceil_div(N, GEMM_NR), tiles[t].np)};
     size_t local[2] = {1, 1};
-    return PGN_LAUNCH(dev, gemm_tile, args, 2, global, local, err);
+    (void)PGN_KERNEL_CHECKED(gemm_tile, args); /* every tile kernel takes gemm_tile's arguments */
+    return pgn_launch(dev, tiles[t].kernel, args, 2, global, local, err);
 }
 
 static int gemm_device(int M, int N, int K, cl_mem a, cl_mem b, cl_mem c, bool ta, bool tb,
                        const gemm_epilogue *e, pgn_device *dev, pgn_error *err) {
     gemm_strides s = strides_for(M, N, K, ta, tb);
     gemm_plan plan = plan_for(M, N, K, ta, tb);
-    tile_operand A = {a, 0, 0, GEMM_MR * s.a_rs, s.a_rs, s.a_cs};
+    tile_operand A = {a, 0, 0, 0, s.a_rs, s.a_cs};
     tile_operand B = {b, 0, (cl_long)K * N, GEMM_NR, N, 1};
     if (plan.floats > 0) {
         if (pgn_gemm_reserve(dev, plan.floats * sizeof(float), err)) return -1;
@@ -281,7 +316,7 @@ int pgn_op_gemm_bias_act_packed(int M, const pgn_tensor *a, const pgn_gemm_packe
                   pgn_tensor_count(y) >= (size_t)M * N && (int)pgn_tensor_count(bias) == N,
               "operand too small", err))
         return -1;
-    tile_operand A = {a->mem, 0, 0, GEMM_MR * K, K, 1};
+    tile_operand A = {a->mem, 0, 0, 0, K, 1};
     tile_operand B = {w->panels.mem, 0, (cl_long)pgn_tensor_count(&w->panels), K * GEMM_NR, GEMM_NR, 1};
     gemm_epilogue e = {1, bias->mem, y->mem, act};
     return launch_tile(z->dev, M, N, K, &A, &B, z->mem, &e, err);
