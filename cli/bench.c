@@ -103,6 +103,81 @@ static int write_csv(const char *path, const char *suite, bool several, const js
     return 0;
 }
 
+/* numpy, as the reference the mlp-forward cases are compared with at batch 1 (a figure for
+ * people, never a dependency): times x @ W + b with ReLU between layers, one sample, for each
+ * shape given ("784-64-10"), median of 30 runs of 20 forwards, and prints {shape: ms} as JSON.
+ * The weights are random (the time does not depend on the values). */
+static const char numpy_script[] =
+    "import json, sys, time\n"
+    "import numpy as np\n"
+    "rng = np.random.default_rng(0)\n"
+    "out = {}\n"
+    "for shape in sys.argv[1:]:\n"
+    "    w = [int(x) for x in shape.split(\"-\")]\n"
+    "    layers = [(rng.standard_normal((w[i], w[i + 1]), dtype=np.float32) * 0.05,\n"
+    "               np.zeros(w[i + 1], np.float32)) for i in range(len(w) - 1)]\n"
+    "    x = rng.standard_normal((1, w[0]), dtype=np.float32)\n"
+    "    def forward():\n"
+    "        h = x\n"
+    "        for i, (W, b) in enumerate(layers):\n"
+    "            h = h @ W + b\n"
+    "            if i < len(layers) - 1:\n"
+    "                h = np.maximum(h, 0)\n"
+    "    for _ in range(20):\n"
+    "        forward()\n"
+    "    t = []\n"
+    "    for _ in range(30):\n"
+    "        t0 = time.perf_counter()\n"
+    "        for _ in range(20):\n"
+    "            forward()\n"
+    "        t.append((time.perf_counter() - t0) / 20)\n"
+    "    out[shape] = sorted(t)[len(t) // 2] * 1e3\n"
+    "print(json.dumps(out))\n";
+
+/* Adds numpy_ms and gpu_vs_numpy to the mlp-forward rows when a python3 with numpy runs here
+ * (Debian's /usr/bin/python3 first: a pyenv python3 on PATH may lack it); says so when not.
+ * The script holds no single quote: the shell gets it as one single-quoted word. */
+static void add_numpy(json_t *rows) {
+    json_t *shapes = json_array();
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) {
+        const char *shape = json_string_value(json_object_get(row, "shape"));
+        if (!shape || strcmp(json_string_value(json_object_get(row, "suite")), "mlp-forward")) continue;
+        bool seen = false;
+        for (size_t k = 0; k < json_array_size(shapes); k++)
+            seen |= !strcmp(json_string_value(json_array_get(shapes, k)), shape);
+        if (!seen) json_array_append_new(shapes, json_string(shape));
+    }
+    json_t *times = NULL;
+    const char *pythons[] = {"/usr/bin/python3", "python3"};
+    for (size_t p = 0; p < 2 && !times && json_array_size(shapes); p++) {
+        pgn_text cmd = {0};
+        pgn_text_printf(&cmd, "%s -c '%s'", pythons[p], numpy_script);
+        for (size_t k = 0; k < json_array_size(shapes); k++)
+            pgn_text_printf(&cmd, " %s", json_string_value(json_array_get(shapes, k))); /* digits and '-' */
+        pgn_text_puts(&cmd, " 2>/dev/null");
+        char *command = pgn_text_take(&cmd);
+        FILE *f = command ? popen(command, "r") : NULL;
+        char out[4096] = "";
+        size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+        out[n] = '\0';
+        if (f) pclose(f);
+        free(command);
+        times = json_loads(out, 0, NULL);
+    }
+    if (!times && json_array_size(shapes))
+        fprintf(stderr, "paragon bench: numpy is not installed (python3-numpy): no numpy_ms column\n");
+    json_array_foreach(rows, i, row) {
+        double np_ms = json_number_value(json_object_get(times, json_string_value(json_object_get(row, "shape"))));
+        if (np_ms <= 0) continue;
+        json_object_set_new(row, "numpy_ms", json_real(np_ms));
+        json_object_set_new(row, "gpu_vs_numpy", json_real(json_number_value(json_object_get(row, "gpu_ms")) / np_ms));
+    }
+    json_decref(times);
+    json_decref(shapes);
+}
+
 static void on_log(void *ctx, const char *line) {
     (void)ctx;
     fprintf(stderr, "%s\n", line);
@@ -186,6 +261,7 @@ int cmd_bench(int argc, char **argv) {
         pgn_device_close(dev);
     }
     free(list);
+    add_numpy(rows);
     if (as_json) {
         json_t *out = json_pack("{s:O}", "rows", rows);
         char *s = pgn_json_dumps(out);

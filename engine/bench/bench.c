@@ -31,7 +31,7 @@ static const pgn_bench_column mlp_table[] = {
     {"id", "case"},         {"shape", "shape"}, {"estMB", "est_mb"}, {"cpu_ms", "cpu_ms"},
     {"gpu_ms", "gpu_ms"},   {"speedup", "speedup"}, {"mae", "mae"},  {"max", "max"},
     {"gpu_init_ms", "gpu_init_ms"}, {"cpu_b256/s", "cpu_batch_sps"}, {"gpu_b256/s", "gpu_batch_sps"},
-    {"device", "device"},
+    {"numpy_ms", "numpy_ms"}, {"gpu/numpy", "gpu_vs_numpy"}, {"device", "device"},
 };
 static const pgn_bench_column micro_cols[] = {
     {"case", "case"},           {"elements", "elements"},     {"host_ms", "host_ms"},
