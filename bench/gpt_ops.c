@@ -1,9 +1,9 @@
-/* gpt.c: time of the transformer ops (embedding, LayerNorm, causal self-attention), forward and
+/* gpt_ops.c: time of the transformer ops (embedding, LayerNorm, causal self-attention), forward and
  * backward, at the char-GPT's shapes (B = 32 sequences of T = 64 tokens, C = 128, H = 4, V = 65)
  * on the first OpenCL device, with each result checked bit for bit against the host reference.
  * A repeat queues the op CALLS times and waits once, as a training step does; a call's time is
  * the repeat's over CALLS, and the median of the repeats is printed.
- *   build/bench/bench-gpt [--repeats N] */
+ *   build/bench/bench-gpt-ops [--repeats N] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +17,7 @@
 enum { B = 32, T = 64, C = 128, H = 4, V = 65, ROWS = B * T };
 
 static void die(const char *what, const pgn_error *err) {
-    fprintf(stderr, "bench-gpt: %s: %s\n", what, err->message);
+    fprintf(stderr, "bench-gpt-ops: %s: %s\n", what, err->message);
     exit(1);
 }
 
@@ -49,7 +49,7 @@ static void check_same(const pair *p, const char *what) {
     float *d = malloc(n * sizeof *d);
     if (!d || pgn_tensor_read(&p->d, d, n, &err)) die(what, &err);
     if (memcmp(d, p->h.host, n * sizeof *d)) {
-        fprintf(stderr, "bench-gpt: %s differs between the host and the device\n", what);
+        fprintf(stderr, "bench-gpt-ops: %s differs between the host and the device\n", what);
         exit(1);
     }
     free(d);
@@ -107,7 +107,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--repeats") && i + 1 < argc)
             repeats = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: bench-gpt [--repeats N]\n");
+            fprintf(stderr, "usage: bench-gpt-ops [--repeats N]\n");
             return 2;
         }
     }
