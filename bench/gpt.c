@@ -1,179 +1,360 @@
-/* gpt.c: time of the transformer ops (embedding, LayerNorm, causal self-attention), forward and
- * backward, at the char-GPT's shapes (B = 32 sequences of T = 64 tokens, C = 128, H = 4, V = 65)
- * on the first OpenCL device, with each result checked bit for bit against the host reference.
- * A repeat queues the op CALLS times and waits once, as a training step does; a call's time is
- * the repeat's over CALLS, and the median of the repeats is printed.
- *   build/bench/bench-gpt [--repeats N] */
+/* gpt.c: paragon's character GPT against PyTorch on this machine, in one run: the char-gpt
+ * benchmark (engine/bench/bench_gpt.c) on each OpenCL device (and the host reference with
+ * --host) and bench/gpt_torch.py with the same model, data, split, optimizer, steps and seed,
+ * run after run alternately; a side-by-side table of medians (ms/step, tokens/s, GFLOP/s, the
+ * validation loss after the same steps) and paragon's generation characters/s at batch 1.
+ *   build/bench/bench-gpt [--steps N] [--repeats R] [--host] [--json] [--torch-script PATH] */
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-#include "tensor/tensor.h"
-#include "pgn_math.h"
+#include "bench/bench.h"
 
-#define CALLS 10
-#define MAX_REPEATS 200
+extern char **environ;
 
-enum { B = 32, T = 64, C = 128, H = 4, V = 65, ROWS = B * T };
+/* Enough steps for the validation loss to mean something (3.3 after 20 steps, 2.45-2.48 after
+ * 300 on both sides) in a run of about a minute and a half here: ~90 ms/step for paragon and
+ * ~130 for PyTorch on this 2-core machine. */
+#define DEFAULT_STEPS 300
+#define LOG_EVERY 10     /* ms/step: the median of the means of windows of this many steps */
+#define EVAL_WINDOWS 128 /* char-gpt.json's, and gpt_torch.py's default */
+#define GEN_CHARS 200
+#define MAX_REPEATS 50
+/* Debian's python3-torch; the python3 on PATH may be another build without torch. */
+#define TORCH_PYTHON "/usr/bin/python3"
+/* What gpt_torch.py sets where the environment does not (with torch's defaults a step takes
+ * over twice as long here): named to report them. */
+static const char *const torch_env[][2] = {{"OMP_WAIT_POLICY", "passive"}, {"OPENBLAS_CORETYPE", "SkylakeX"}};
+/* paragon's generation goal, characters/s at batch 1 (issue 13). */
+#define GEN_TARGET 1000
 
-static void die(const char *what, const pgn_error *err) {
-    fprintf(stderr, "bench-gpt: %s: %s\n", what, err->message);
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "bench-gpt: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
     exit(1);
 }
 
-/* A tensor on the host and its copy on the device. */
+/* ---- one side's figures ------------------------------------------------------------------- */
+
+/* A run's figures; CHARS_PER_S (generation) is paragon's alone. */
+enum { MS, TPS, GFLOPS, VAL_LOSS, CHARS_PER_S, N_FIGURES };
+
 typedef struct {
-    pgn_tensor h, d;
-} pair;
+    char name[96];
+    int runs;
+    double run[MAX_REPEATS][N_FIGURES];
+    long long params;
+    int vocab;
+} side;
 
-static void pair_init(pair *p, pgn_device *dev, int rows, int cols, uint64_t seed, float scale) {
-    pgn_error err = {0};
-    size_t n = (size_t)rows * cols;
-    float *v = malloc(n * sizeof *v);
-    if (!v) exit(1);
-    for (size_t i = 0; i < n; i++) v[i] = (pgn_rand_unit(seed, 7, i) * 2.0f - 1.0f) * scale;
-    if (pgn_tensor_init(&p->h, NULL, rows, cols, &err) || pgn_tensor_init(&p->d, dev, rows, cols, &err) ||
-        pgn_tensor_write(&p->h, v, n, &err) || pgn_tensor_write(&p->d, v, n, &err))
-        die("tensor", &err);
-    free(v);
+/* The median of one figure over the side's runs. */
+static double median(const side *s, int figure) {
+    double v[MAX_REPEATS];
+    for (int r = 0; r < s->runs; r++) v[r] = s->run[r][figure];
+    return pgn_median(v, (size_t)s->runs);
 }
 
-static void pair_release(pair *p) {
-    pgn_tensor_release(&p->h);
-    pgn_tensor_release(&p->d);
+static double num(const json_t *obj, const char *key) {
+    const json_t *v = json_object_get(obj, key);
+    if (!json_is_number(v)) die("the result has no number '%s'", key);
+    return json_number_value(v);
 }
 
-static void check_same(const pair *p, const char *what) {
+/* ---- paragon ------------------------------------------------------------------------------- */
+
+static void on_log(void *ctx, const char *line) {
+    fprintf(stderr, "  %s: %s\n", (const char *)ctx, line);
+}
+
+static void paragon_run(side *s, pgn_device *dev, const pgn_bench_gpt_config *cfg) {
+    pgn_run_hooks hooks = {.ctx = s->name, .on_log = on_log};
+    json_t *train, *gen;
     pgn_error err = {0};
-    size_t n = pgn_tensor_count(&p->h);
-    float *d = malloc(n * sizeof *d);
-    if (!d || pgn_tensor_read(&p->d, d, n, &err)) die(what, &err);
-    if (memcmp(d, p->h.host, n * sizeof *d)) {
-        fprintf(stderr, "bench-gpt: %s differs between the host and the device\n", what);
-        exit(1);
+    double t0 = pgn_now_s();
+    if (pgn_bench_gpt_run(cfg, dev, PGN_DEFAULT_DATA_DIR, &hooks, &train, &gen, &err))
+        die("%s: %s", s->name, err.message);
+    double *f = s->run[s->runs++];
+    f[MS] = num(train, "ms_per_step");
+    f[TPS] = num(train, "tokens_per_second");
+    f[GFLOPS] = num(train, "gflops");
+    f[VAL_LOSS] = num(train, "val_loss");
+    f[CHARS_PER_S] = num(gen, "tokens_per_second");
+    s->params = (long long)num(train, "params");
+    s->vocab = (int)num(train, "vocab");
+    fprintf(stderr, "bench-gpt: %s run %d: %.1f ms/step, val_loss %.4f, %.0f characters/s (%.0f s)\n", s->name,
+            s->runs, f[MS], f[VAL_LOSS], f[CHARS_PER_S], pgn_now_s() - t0);
+    json_decref(train);
+    json_decref(gen);
+}
+
+/* ---- PyTorch ------------------------------------------------------------------------------- */
+
+/* Runs argv with stdin closed; its stdout is returned (malloc'd), its stderr shown or dropped.
+ * NULL when it cannot start or does not exit 0. */
+static char *capture(char *const argv[], bool show_stderr) {
+    int out[2];
+    if (pipe(out)) die("pipe: %s", strerror(errno));
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&fa, out[0]);
+    if (!show_stderr) posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    pid_t pid;
+    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(out[1]);
+    pgn_text text = {0};
+    char buf[4096];
+    ssize_t n;
+    while (rc == 0 && ((n = read(out[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
+        if (n > 0) pgn_text_put(&text, buf, (size_t)n);
+    close(out[0]);
+    int status = 0;
+    if (rc == 0 && waitpid(pid, &status, 0) < 0) rc = errno;
+    char *s = pgn_text_take(&text);
+    if (rc || !WIFEXITED(status) || WEXITSTATUS(status)) {
+        free(s);
+        return NULL;
     }
-    free(d);
+    return s ? s : strdup("");
 }
 
-/* The tensors of every op, host and device. */
-typedef struct {
-    pair tok, wte, wpe, emb, dwte, dwpe;          /* embedding */
-    pair x, lw, lb, ln, stats, dx, dlw, dlb;      /* LayerNorm */
-    pair qkv, att, y, dy, scratch, dqkv;          /* attention */
-} tensors;
-
-typedef enum { EMBED, LAYERNORM, ATTENTION } op_kind;
-
-/* Queues (or on the host runs) one op's forward (when fwd) and backward (when bwd). */
-static void run(op_kind op, tensors *t, bool dev, bool fwd, bool bwd) {
-    pgn_error err = {0};
-#define S(p) (dev ? &t->p.d : &t->p.h)
-    int rc = 0;
-    switch (op) {
-    case EMBED:
-        if (fwd) rc |= pgn_op_embed_forward(ROWS, T, S(tok), S(wte), S(wpe), S(emb), &err);
-        if (bwd) rc |= pgn_op_embed_backward(ROWS, T, S(tok), S(emb), S(dwte), S(dwpe), &err);
-        break;
-    case LAYERNORM:
-        if (fwd) rc |= pgn_op_layernorm_forward(ROWS, S(x), S(lw), S(lb), S(ln), S(stats), &err);
-        if (bwd)
-            rc |= pgn_op_layernorm_backward(ROWS, S(x), S(lw), S(stats), S(dy), S(dx), S(dlw), S(dlb), &err);
-        break;
-    case ATTENTION:
-        if (fwd) rc |= pgn_op_attention_forward(ROWS, T, H, S(qkv), S(att), S(y), &err);
-        if (bwd) rc |= pgn_op_attention_backward(ROWS, T, H, S(qkv), S(att), S(dy), S(scratch), S(dqkv), &err);
-        break;
-    }
-#undef S
-    if (rc) die("op", &err);
+/* torch's version when the Python imports it, else NULL. */
+static char *torch_version(const char *python) {
+    char *argv[] = {(char *)python, "-c", "import torch, sys; sys.stdout.write(torch.__version__)", NULL};
+    return capture(argv, false);
 }
 
-/* Median milliseconds per call of the op on the device. */
-static double time_ms(pgn_device *dev, op_kind op, tensors *t, bool fwd, bool bwd, int repeats) {
-    pgn_error err = {0};
-    double s[MAX_REPEATS];
-    for (int r = 0; r < repeats; r++) {
-        double t0 = pgn_now_s();
-        for (int c = 0; c < CALLS; c++) run(op, t, true, fwd, bwd);
-        if (pgn_device_finish(dev, &err)) die("finish", &err);
-        s[r] = (pgn_now_s() - t0) / CALLS;
+/* paragon's windowed median from PyTorch's per-step times: the means of LOG_EVERY-step windows
+ * (the last one shorter, as paragon's), then their median. */
+static double windowed_ms(const json_t *per_step) {
+    size_t n = json_array_size(per_step), w = 0;
+    double *means = malloc((n / LOG_EVERY + 1) * sizeof *means);
+    if (!n || !means) die("gpt_torch.py gave no step times");
+    for (size_t i = 0; i < n; i += LOG_EVERY) {
+        size_t end = i + LOG_EVERY < n ? i + LOG_EVERY : n;
+        double sum = 0;
+        for (size_t k = i; k < end; k++) sum += json_number_value(json_array_get(per_step, k));
+        means[w++] = sum / (double)(end - i);
     }
-    return pgn_median(s, (size_t)repeats) * 1e3;
+    double m = pgn_median(means, w);
+    free(means);
+    return m;
+}
+
+static const char *const SCHEDULES[] = {[PGN_SCHEDULE_CONSTANT] = "constant", [PGN_SCHEDULE_COSINE] = "cosine"};
+
+/* One run of gpt_torch.py with the spec's figures; exits on failure. */
+static void torch_run(side *s, const char *python, const char *script, const pgn_job_spec *spec, int threads) {
+    const pgn_train_spec *t = &spec->train;
+    const pgn_optimizer_spec *o = &t->optimizer;
+    if (t->data.source != PGN_DATA_FORTUNES || o->type != PGN_OPT_ADAMW || t->dropout != 0 || !t->gpt.tie_embeddings)
+        die("the benchmark's spec is not what gpt_torch.py trains (fortunes, AdamW, no dropout, tied head)");
+    char v[20][32];
+    int i = 0;
+#define ARG(fmt, x) snprintf(v[i++], sizeof v[0], fmt, x)
+    ARG("%d", t->gpt.n_layer), ARG("%d", t->gpt.n_head), ARG("%d", t->gpt.d_model), ARG("%d", t->gpt.context);
+    ARG("%d", t->batch_size), ARG("%d", t->steps), ARG("%.9g", o->lr), ARG("%.9g", o->weight_decay);
+    ARG("%.9g", o->beta1), ARG("%.9g", o->beta2), ARG("%.9g", o->eps), ARG("%d", o->warmup_steps);
+    ARG("%.9g", o->min_lr), ARG("%.9g", o->clip_norm), ARG("%d", t->eval_windows);
+    ARG("%llu", (unsigned long long)spec->seed), ARG("%d", threads), ARG("%d", t->log_every);
+#undef ARG
+    char *argv[] = {(char *)python, (char *)script, "--fortunes", "--n-layer", v[0], "--n-head", v[1], "--d-model",
+                    v[2], "--context", v[3], "--batch", v[4], "--steps", v[5], "--lr", v[6], "--weight-decay", v[7],
+                    "--beta1", v[8], "--beta2", v[9], "--eps", v[10], "--warmup", v[11], "--min-lr", v[12],
+                    "--clip-norm", v[13], "--eval-windows", v[14], "--seed", v[15], "--threads", v[16],
+                    "--log-every", v[17], "--schedule", (char *)SCHEDULES[o->schedule], NULL};
+    double t0 = pgn_now_s();
+    char *out = capture(argv, true);
+    if (!out) die("%s %s failed (its messages are above)", python, script);
+    const char *last = out + strlen(out);
+    while (last > out && (last[-1] == '\n' || last[-1] == ' ')) last--;
+    while (last > out && last[-1] != '\n') last--;
+    json_t *r = json_loads(last, 0, NULL);
+    if (!r) die("gpt_torch.py's last line is not JSON: %s", last);
+    double *f = s->run[s->runs++];
+    f[MS] = windowed_ms(json_object_get(r, "ms_per_step_all"));
+    f[TPS] = t->batch_size * t->gpt.context / (f[MS] * 1e-3);
+    s->vocab = (int)num(r, "vocab");
+    s->params = (long long)num(r, "params");
+    f[GFLOPS] = f[TPS] * pgn_gpt_flops_per_token(&t->gpt, s->vocab) * 1e-9;
+    f[VAL_LOSS] = num(r, "val_loss");
+    fprintf(stderr, "bench-gpt: %s run %d: %.1f ms/step, val_loss %.4f (%.0f s)\n", s->name, s->runs, f[MS],
+            f[VAL_LOSS], pgn_now_s() - t0);
+    json_decref(r);
+    free(out);
+}
+
+/* ---- the report ---------------------------------------------------------------------------- */
+
+/* paragon's ms/step over PyTorch's: the median of the runs' pairs (run r of each side ran
+ * back to back, so a pair shares the machine's state of the moment: the load of others here). */
+static double ms_ratio(const side *s, const side *torch) {
+    double v[MAX_REPEATS];
+    for (int r = 0; r < s->runs; r++) v[r] = s->run[r][MS] / torch->run[r][MS];
+    return pgn_median(v, (size_t)s->runs);
+}
+
+static json_t *side_json(const side *s, const side *torch) {
+    json_t *runs = json_array();
+    for (int r = 0; r < s->runs; r++)
+        json_array_append_new(runs, json_pack("{s:f, s:f, s:f, s:f}", "ms_per_step", s->run[r][MS], "tokens_per_second",
+                                              s->run[r][TPS], "gflops", s->run[r][GFLOPS], "val_loss",
+                                              s->run[r][VAL_LOSS]));
+    json_t *j = json_pack("{s:s, s:f, s:f, s:f, s:f, s:I, s:i, s:o}", "side", s->name, "ms_per_step", median(s, MS),
+                          "tokens_per_second", median(s, TPS), "gflops", median(s, GFLOPS), "val_loss",
+                          median(s, VAL_LOSS), "params", (json_int_t)s->params, "vocab", s->vocab, "runs", runs);
+    if (s != torch) json_object_set_new(j, "characters_per_second", json_real(median(s, CHARS_PER_S)));
+    if (s != torch && torch && torch->runs) {
+        json_object_set_new(j, "ms_per_step_ratio", json_real(ms_ratio(s, torch)));
+        json_object_set_new(j, "val_loss_diff_pct",
+                            json_real(100.0 * (median(s, VAL_LOSS) / median(torch, VAL_LOSS) - 1.0)));
+    }
+    return j;
+}
+
+static void print_row(const side *s, const side *torch) {
+    printf("%-28s %8.1f %9.0f %8.1f %9.4f", s->name, median(s, MS), median(s, TPS), median(s, GFLOPS),
+           median(s, VAL_LOSS));
+    if (s != torch && torch && torch->runs)
+        printf(" %12.2f %+16.2f %%\n", ms_ratio(s, torch),
+               100.0 * (median(s, VAL_LOSS) / median(torch, VAL_LOSS) - 1.0));
+    else
+        printf(" %12s %18s\n", "-", "-");
+}
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: bench-gpt [--steps N] [--repeats R] [--host] [--json] [--torch-script PATH]\n"
+                 "                 [--python PATH]\n"
+                 "  --steps         training steps per run, both sides [%d]\n"
+                 "  --repeats       runs per side, alternating paragon and PyTorch; medians reported [1]\n"
+                 "  --host          also the host reference (one thread: about 2.7x slower than pocl here)\n"
+                 "  --json          one JSON object on stdout instead of the table\n"
+                 "  --torch-script  the PyTorch reference [%s]\n"
+                 "  --python        the Python that has torch [%s]\n",
+            DEFAULT_STEPS, GPT_TORCH_SCRIPT, TORCH_PYTHON);
 }
 
 int main(int argc, char **argv) {
-    int repeats = 20;
+    int steps = DEFAULT_STEPS, repeats = 1;
+    bool with_host = false, as_json = false;
+    const char *script = GPT_TORCH_SCRIPT, *python = TORCH_PYTHON;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--repeats") && i + 1 < argc)
-            repeats = atoi(argv[++i]);
+        bool v = i + 1 < argc;
+        if (!strcmp(argv[i], "--steps") && v) steps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--repeats") && v) repeats = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--torch-script") && v) script = argv[++i];
+        else if (!strcmp(argv[i], "--python") && v) python = argv[++i];
+        else if (!strcmp(argv[i], "--host")) with_host = true;
+        else if (!strcmp(argv[i], "--json")) as_json = true;
         else {
-            fprintf(stderr, "usage: bench-gpt [--repeats N]\n");
-            return 2;
+            usage(!strcmp(argv[i], "--help") ? stdout : stderr);
+            return !strcmp(argv[i], "--help") ? 0 : 2;
         }
     }
-    if (repeats < 1 || repeats > MAX_REPEATS) repeats = 20;
-    pgn_error err = {0};
-    pgn_device_info *list = NULL, info;
-    size_t n = 0;
-    pgn_device *dev = NULL;
-    if (pgn_devices_list(&list, &n, &err) || pgn_device_select("auto", list, n, &info, &err) ||
-        pgn_device_open(&info, &dev, &err))
-        die("device", &err);
-    free(list);
-
-    tensors t;
-    int32_t tokens[ROWS];
-    for (int r = 0; r < ROWS; r++) tokens[r] = (int32_t)(pgn_rand64(3, 3, (uint64_t)r) % V);
-    pair_init(&t.tok, dev, ROWS, 1, 1, 0.0f);
-    if (pgn_tensor_write(&t.tok.h, tokens, ROWS, &err) || pgn_tensor_write(&t.tok.d, tokens, ROWS, &err))
-        die("tokens", &err);
-    pair_init(&t.wte, dev, V, C, 2, 0.1f);
-    pair_init(&t.wpe, dev, T, C, 3, 0.1f);
-    pair_init(&t.emb, dev, ROWS, C, 4, 1.0f);
-    pair_init(&t.dwte, dev, V, C, 0, 0.0f);
-    pair_init(&t.dwpe, dev, T, C, 0, 0.0f);
-    pair_init(&t.x, dev, ROWS, C, 5, 2.0f);
-    pair_init(&t.lw, dev, 1, C, 6, 1.0f);
-    pair_init(&t.lb, dev, 1, C, 7, 1.0f);
-    pair_init(&t.ln, dev, ROWS, C, 0, 0.0f);
-    pair_init(&t.stats, dev, ROWS, 2, 0, 0.0f);
-    pair_init(&t.dx, dev, ROWS, C, 0, 0.0f);
-    pair_init(&t.dlw, dev, 1, C, 0, 0.0f);
-    pair_init(&t.dlb, dev, 1, C, 0, 0.0f);
-    pair_init(&t.qkv, dev, ROWS, 3 * C, 8, 1.0f);
-    pair_init(&t.att, dev, B * H * T, T, 0, 0.0f);
-    pair_init(&t.y, dev, ROWS, C, 0, 0.0f);
-    pair_init(&t.dy, dev, ROWS, C, 9, 1.0f);
-    pair_init(&t.scratch, dev, B * H * T, T, 0, 0.0f);
-    pair_init(&t.dqkv, dev, ROWS, 3 * C, 0, 0.0f);
-
-    static const struct {
-        op_kind op;
-        const char *name;
-    } ops[] = {{EMBED, "embed"}, {LAYERNORM, "layernorm"}, {ATTENTION, "attention"}};
-    printf("%s: B=%d T=%d C=%d H=%d V=%d, median of %d repeats of %d calls\n", info.id, B, T, C, H,
-           V, repeats, CALLS);
-    printf("%-10s %10s %10s %10s %10s\n", "op", "fwd ms", "bwd ms", "fwd+bwd", "host ms");
-    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
-        double h0 = pgn_now_s();
-        run(ops[i].op, &t, false, true, true);
-        double host_ms = (pgn_now_s() - h0) * 1e3;
-        run(ops[i].op, &t, true, true, true);
-        if (pgn_device_finish(dev, &err)) die("finish", &err);
-        double f = time_ms(dev, ops[i].op, &t, true, false, repeats);
-        double b = time_ms(dev, ops[i].op, &t, false, true, repeats);
-        double fb = time_ms(dev, ops[i].op, &t, true, true, repeats);
-        printf("%-10s %10.3f %10.3f %10.3f %10.1f\n", ops[i].name, f, b, fb, host_ms);
+    if (steps < 1 || repeats < 1 || repeats > MAX_REPEATS) {
+        fprintf(stderr, "bench-gpt: --steps must be >= 1 and --repeats in [1, %d]\n", MAX_REPEATS);
+        return 2;
     }
-    pair *outs[] = {&t.emb, &t.dwte, &t.dwpe, &t.ln, &t.stats, &t.dx, &t.dlw, &t.dlb, &t.att, &t.y,
-                    &t.scratch, &t.dqkv};
-    const char *names[] = {"embedding", "dwte", "dwpe", "layernorm", "stats", "dx", "dw", "db",
-                           "att", "y", "scratch", "dqkv"};
-    for (size_t i = 0; i < sizeof outs / sizeof *outs; i++) check_same(outs[i], names[i]);
-    printf("every output bit-identical to the host reference\n");
-    pair *all[] = {&t.tok, &t.wte, &t.wpe, &t.emb, &t.dwte, &t.dwpe, &t.x, &t.lw, &t.lb, &t.ln,
-                   &t.stats, &t.dx, &t.dlw, &t.dlb, &t.qkv, &t.att, &t.y, &t.dy, &t.scratch, &t.dqkv};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_release(all[i]);
-    pgn_device_close(dev);
+    pgn_bench_gpt_config cfg = {.steps = steps, .log_every = LOG_EVERY, .eval_windows = EVAL_WINDOWS,
+                                .gen_chars = GEN_CHARS};
+    pgn_job_spec spec;
+    pgn_error err = {0};
+    if (pgn_bench_gpt_spec(&cfg, &spec, &err)) die("spec: %s", err.message);
+
+    pgn_device_info *list = NULL;
+    size_t n = 0;
+    if (pgn_devices_list(&list, &n, &err)) die("%s", err.message);
+    size_t n_sides = n + (with_host ? 1 : 0);
+    if (!n_sides) die("no OpenCL device found (--host runs the host reference)");
+    side *sides = calloc(n_sides + 1, sizeof *sides);
+    pgn_device **devs = calloc(n_sides, sizeof *devs);
+    if (!sides || !devs) die("out of memory");
+    for (size_t d = 0; d < n; d++) {
+        if (pgn_device_open(&list[d], &devs[d], &err)) die("%s: %s", list[d].id, err.message);
+        snprintf(sides[d].name, sizeof sides[d].name, "paragon %s", list[d].id);
+    }
+    if (with_host) snprintf(sides[n].name, sizeof sides[n].name, "paragon host reference");
+
+    side *torch = NULL;
+    char *version = NULL;
+    /* pocl runs a thread on each core: PyTorch gets as many (2 here). */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = cores > 0 ? (int)cores : 1;
+    if (!(version = torch_version(python))) {
+        fprintf(stderr, "bench-gpt: PyTorch skipped: %s cannot import torch (Debian's python3-torch)\n", python);
+    } else {
+        if (access(script, R_OK)) die("%s: %s (--torch-script PATH names gpt_torch.py)", script, strerror(errno));
+        torch = &sides[n_sides];
+        snprintf(torch->name, sizeof torch->name, "PyTorch %s", version);
+    }
+
+    for (int r = 0; r < repeats; r++) {
+        for (size_t d = 0; d < n_sides; d++) paragon_run(&sides[d], devs[d], &cfg);
+        if (torch) torch_run(torch, python, script, &spec, threads);
+    }
+    for (size_t d = 0; d < n_sides; d++) pgn_device_close(devs[d]);
+
+    const side *first = &sides[0];
+    if (torch && torch->params != first->params)
+        fprintf(stderr, "bench-gpt: warning: PyTorch's model has %lld parameters, paragon's %lld\n", torch->params,
+                first->params);
+    const pgn_train_spec *t = &spec.train;
+    if (as_json) {
+        json_t *out = json_pack("{s:o, s:i, s:i, s:[]}", "spec", pgn_train_spec_to_json(t), "repeats", repeats,
+                                "generated_characters", GEN_CHARS, "paragon");
+        for (size_t d = 0; d < n_sides; d++)
+            json_array_append_new(json_object_get(out, "paragon"), side_json(&sides[d], torch));
+        json_object_set_new(out, "torch", torch ? side_json(torch, torch) : json_null());
+        if (torch)
+            json_object_set_new(json_object_get(out, "torch"), "threads", json_integer(threads));
+        char *s = pgn_json_dumps(out);
+        printf("%s\n", s);
+        free(s);
+        json_decref(out);
+    } else {
+        printf("char-gpt: %d layers, d_model %d, %d heads, context %d, %lld parameters (vocabulary %d); fortunes; "
+               "batch %d; AdamW lr %g, weight decay %g, %s, clip_norm %g (0: none); seed %llu\n",
+               t->gpt.n_layer, t->gpt.d_model, t->gpt.n_head, t->gpt.context, first->params, first->vocab,
+               t->batch_size, t->optimizer.lr, t->optimizer.weight_decay, SCHEDULES[t->optimizer.schedule],
+               t->optimizer.clip_norm, (unsigned long long)spec.seed);
+        printf("%d steps a run, %d run%s a side (alternating; medians; ms vs torch: the median of the runs' "
+               "pairs); ms/step: the median of %d-step windows' means; val_loss: %d validation windows after the "
+               "last step\n",
+               steps, repeats, repeats == 1 ? "" : "s", LOG_EVERY, EVAL_WINDOWS);
+        if (torch) {
+            printf("PyTorch: %s %s, %d threads", python, script, threads);
+            for (size_t e = 0; e < sizeof torch_env / sizeof *torch_env; e++) {
+                const char *set = getenv(torch_env[e][0]);
+                printf(" %s=%s", torch_env[e][0], set ? set : torch_env[e][1]);
+            }
+            printf("\nThe sides draw different training windows (paragon's counter RNG, torch.Generator): only "
+                   "the validation losses compare (target: within 3 %%).\n");
+        }
+        printf("\n%-28s %8s %9s %8s %9s %12s %18s\n", "side", "ms/step", "tokens/s", "GFLOP/s", "val_loss",
+               "ms vs torch", "val_loss vs torch");
+        for (size_t d = 0; d < n_sides; d++) print_row(&sides[d], torch);
+        if (torch) print_row(torch, torch);
+        printf("\ngeneration at batch 1 (%d characters, temperature 0, from the run's checkpoint; target >= %d):\n",
+               GEN_CHARS, GEN_TARGET);
+        for (size_t d = 0; d < n_sides; d++)
+            printf("%-28s %8.0f characters/s\n", sides[d].name, median(&sides[d], CHARS_PER_S));
+    }
+    free(version);
+    free(sides);
+    free(devs);
+    free(list);
     return 0;
 }

@@ -1,8 +1,12 @@
 /* test_bench.c: the mlp-forward and tensor-micro suites (engine/bench/bench_mlp.c) on the OpenCL
  * device and on the host pseudo-device: every row carries its keys, host and device results are
- * bit-identical, the CSV export has Paragon-Py's columns, and case filters select. Figures are
- * checked for presence and sign only: tests never assert on wall-clock time. */
+ * bit-identical, the CSV export has Paragon-Py's columns, and case filters select; the gpt
+ * suite's cases and columns, and a run of it shortened to a few steps. Figures are checked for
+ * presence, sign and their relations only: tests never assert on wall-clock time. */
+#include <dirent.h>
+#include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/bench.h"
 #include "engine_helpers.h"
@@ -226,5 +230,111 @@ Test(bench, should_stop_cancels_before_a_case) {
     cr_assert_eq(pgn_bench_tensor_micro(&ctx, rows, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "cancelled");
     cr_assert_eq(json_array_size(rows), 0);
+    pgn_error_clear(&err);
+    const char *gpt[] = {"char-gpt"};
+    ctx = ctx_for(dev, gpt, 1, 1);
+    ctx.hooks = &hooks;
+    cr_assert_eq(pgn_bench_gpt(&ctx, rows, &err), -1);
+    cr_assert_str_eq(pgn_error_code_name(err.code), "cancelled");
+    cr_assert_eq(json_array_size(rows), 0);
+    json_decref(rows);
+}
+
+/* ---- the gpt suite (engine/bench/bench_gpt.c) ---- */
+
+Test(bench, gpt_suite_lists_its_cases_and_columns) {
+    json_t *ids = pgn_bench_cases("gpt");
+    cr_assert_eq(json_array_size(ids), 2);
+    cr_assert_str_eq(json_string_value(json_array_get(ids, 0)), "char-gpt");
+    cr_assert_str_eq(json_string_value(json_array_get(ids, 1)), "generate");
+    json_decref(ids);
+    static const char *const headers[] = {"case", "steps", "ms/step", "tokens/s", "GFLOP/s", "val_loss",
+                                          "params", "chars", "chars/s", "device"};
+    size_t n, n_table;
+    const pgn_bench_column *cols = pgn_bench_columns("gpt", &n);
+    const pgn_bench_column *table = pgn_bench_table_columns("gpt", &n_table);
+    cr_assert_eq(n, sizeof headers / sizeof *headers);
+    cr_assert_eq(n_table, n);
+    for (size_t c = 0; c < n; c++) {
+        cr_assert_str_eq(cols[c].header, headers[c]);
+        cr_assert_str_eq(table[c].key, cols[c].key);
+    }
+    json_t *none = json_array();
+    char *csv = pgn_bench_csv("gpt", none);
+    json_decref(none);
+    cr_assert_str_eq(csv, "case,steps,ms/step,tokens/s,GFLOP/s,val_loss,params,chars,chars/s,device\n");
+    free(csv);
+}
+
+/* Files left in dir (not . or ..). */
+static int entries_in(const char *dir) {
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "%s", dir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+/* GPT_STEPS shortened: the figures of a few steps mean nothing, their relations do. */
+#define TEST_GPT_STEPS 2
+
+Test(bench, gpt_suite_trains_then_generates_from_its_checkpoint) {
+    if (access("/usr/share/games/fortunes/fortunes", R_OK))
+        cr_skip_test("the Debian package fortunes is not installed (install-deps.sh --test installs it)");
+    char tmp[] = "/tmp/test-bench-gpt-XXXXXX";
+    cr_assert_not_null(mkdtemp(tmp));
+    cr_assert_eq(setenv("TMPDIR", tmp, 1), 0); /* where the suite keeps its checkpoint */
+    pgn_bench_ctx ctx = ctx_for(dev, NULL, 0, 1);
+    ctx.steps = TEST_GPT_STEPS;
+    json_t *rows = run_ok(pgn_bench_gpt, &ctx);
+    cr_assert_eq(entries_in(tmp), 0, "the checkpoint's directory is removed");
+    cr_assert_eq(rmdir(tmp), 0);
+    cr_assert_eq(json_array_size(rows), 2);
+
+    const json_t *train = json_array_get(rows, 0), *gen = json_array_get(rows, 1);
+    assert_keys(train, common_keys);
+    assert_keys(gen, common_keys);
+    static const char *const train_keys[] = {"steps", "ms_per_step", "tokens_per_second", "gflops", "val_loss",
+                                             "params", "vocab", "weights_sha256", NULL};
+    assert_keys(train, train_keys);
+    cr_assert_str_eq(json_string_value(json_object_get(train, "case")), "char-gpt");
+    cr_assert_eq(json_integer_value(json_object_get(train, "steps")), TEST_GPT_STEPS);
+    pgn_job_spec spec;
+    pgn_error err = {0};
+    pgn_bench_gpt_config cfg = {.steps = 1, .log_every = 1, .eval_windows = 1};
+    cr_assert_eq(pgn_bench_gpt_spec(&cfg, &spec, &err), 0, "%s", err.message);
+    int vocab = (int)json_integer_value(json_object_get(train, "vocab"));
+    cr_assert_gt(vocab, 1);
+    cr_assert_eq(json_integer_value(json_object_get(train, "params")),
+                 (json_int_t)pgn_gpt_param_count(&spec.train.gpt, vocab));
+    double ms = real_of(train, "ms_per_step"), tps = real_of(train, "tokens_per_second");
+    cr_assert_gt(ms, 0.0);
+    cr_assert_float_eq(tps, spec.train.batch_size * spec.train.gpt.context / (ms * 1e-3), 1e-6 * tps);
+    cr_assert_float_eq(real_of(train, "gflops"), tps * pgn_gpt_flops_per_token(&spec.train.gpt, vocab) * 1e-9,
+                       1e-9 * tps);
+    /* two steps from GPT-2's small initial weights: still about a uniform guess, ln(vocab) */
+    double val = real_of(train, "val_loss");
+    cr_assert(val > 0.5 * log(vocab) && val < log(vocab) + 0.5, "val_loss %g, ln(vocab) %g", val, log(vocab));
+
+    cr_assert_str_eq(json_string_value(json_object_get(gen, "case")), "generate");
+    cr_assert_eq(json_integer_value(json_object_get(gen, "characters")), 200);
+    cr_assert_gt(real_of(gen, "characters_per_second"), 0.0);
+    cr_assert(json_equal(json_object_get(gen, "params"), json_object_get(train, "params")));
+    cr_assert_null(json_object_get(gen, "ms_per_step"));
+    json_decref(rows);
+}
+
+Test(bench, gpt_generate_case_alone_records_generation_only) {
+    if (access("/usr/share/games/fortunes/fortunes", R_OK))
+        cr_skip_test("the Debian package fortunes is not installed (install-deps.sh --test installs it)");
+    const char *cases[] = {"generate"};
+    pgn_bench_ctx ctx = ctx_for(dev, cases, 1, 1);
+    ctx.steps = 1;
+    json_t *rows = run_ok(pgn_bench_gpt, &ctx);
+    cr_assert_eq(json_array_size(rows), 1);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(rows, 0), "case")), "generate");
     json_decref(rows);
 }

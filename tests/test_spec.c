@@ -206,7 +206,7 @@ Test(spec, bench_spec_names_suite_cases_and_repeats) {
     } bad[] = {
         {"{\"kind\":\"bench\"}", "suite", "suite: required (a suite name or \"all\")"},
         {"{\"kind\":\"bench\",\"suite\":\"nope\"}", "suite",
-         "suite: unknown suite 'nope' (one of: mlp-forward, tensor-micro, gemm, inet, train, all)"},
+         "suite: unknown suite 'nope' (one of: mlp-forward, tensor-micro, gemm, inet, train, gpt, all)"},
         {"{\"kind\":\"bench\",\"suite\":\"gemm\",\"cases\":\"S1\"}", "cases", "cases: must be an array of case ids"},
         {"{\"kind\":\"bench\",\"suite\":\"gemm\",\"cases\":[\"\"]}", "cases[0]", "cases[0]: must be a non-empty string"},
         {"{\"kind\":\"bench\",\"suite\":\"gemm\",\"repeats\":0}", "repeats", NULL},
@@ -216,6 +216,8 @@ Test(spec, bench_spec_names_suite_cases_and_repeats) {
          "device: \"all\" is only for bench jobs"},
         {"{\"kind\":\"bench\",\"suite\":\"train\",\"cases\":[\"fashion-mlp\",\"xor\"]}", "cases[1]",
          "cases[1]: suite train has no case 'xor' (its cases: fashion-mlp)"},
+        {"{\"kind\":\"bench\",\"suite\":\"gpt\",\"cases\":[\"generate\",\"gpt2\"]}", "cases[1]",
+         "cases[1]: suite gpt has no case 'gpt2' (its cases: char-gpt, generate)"},
         {"{\"kind\":\"inet\",\"program\":\"@main = 1\",\"limits\":{\"timeout_s\":1e-46}}",
          "limits.timeout_s",
          "limits.timeout_s: 1e-46 is 0 as a 32-bit float, which the engine computes with; must be > 0 "

@@ -12,7 +12,7 @@
 #include "embedded.h"
 #include "inet/inet.h"
 
-const char *const pgn_bench_suites[] = {"mlp-forward", "tensor-micro", "gemm", "inet", "train", NULL};
+const char *const pgn_bench_suites[] = {"mlp-forward", "tensor-micro", "gemm", "inet", "train", "gpt", NULL};
 
 bool pgn_bench_suite_known(const char *name) {
     for (const char *const *s = pgn_bench_suites; *s; s++)
@@ -54,6 +54,11 @@ static const pgn_bench_column train_cols[] = {
     {"samples/s", "samples_per_second"}, {"GFLOP/s", "gflops"}, {"test_acc", "test_accuracy"},
     {"device", "device"},
 };
+static const pgn_bench_column gpt_cols[] = {
+    {"case", "case"}, {"steps", "steps"}, {"ms/step", "ms_per_step"}, {"tokens/s", "tokens_per_second"},
+    {"GFLOP/s", "gflops"}, {"val_loss", "val_loss"}, {"params", "params"}, {"chars", "characters"},
+    {"chars/s", "characters_per_second"}, {"device", "device"},
+};
 
 #define N(a) (sizeof a / sizeof *a)
 
@@ -69,7 +74,8 @@ static const pgn_bench_column *columns(const char *suite, bool table, size_t *n)
     } all[] = {{"tensor-micro", micro_cols, N(micro_cols)},
                {"gemm", gemm_cols, N(gemm_cols)},
                {"inet", inet_cols, N(inet_cols)},
-               {"train", train_cols, N(train_cols)}};
+               {"train", train_cols, N(train_cols)},
+               {"gpt", gpt_cols, N(gpt_cols)}};
     for (size_t i = 0; i < N(all); i++)
         if (!strcmp(all[i].suite, suite)) {
             *n = all[i].n;
@@ -179,6 +185,7 @@ static suite_fn suite_function(const char *name) {
     if (!strcmp(name, "gemm")) return pgn_bench_gemm;
     if (!strcmp(name, "inet")) return pgn_bench_inet;
     if (!strcmp(name, "train")) return pgn_bench_train;
+    if (!strcmp(name, "gpt")) return pgn_bench_gpt;
     return NULL;
 }
 

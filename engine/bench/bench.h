@@ -17,6 +17,8 @@ typedef struct pgn_bench_ctx {
     size_t n_cases;
     const pgn_run_hooks *hooks; /* on_log for progress lines, should_stop polled between cases */
     const char *data_dir;       /* datasets (the train suite) */
+    int steps;                  /* training steps of the gpt suite; 0: its own GPT_STEPS (tests
+                                   shorten the run; the row says how many ran) */
     json_t *listing;            /* set: nothing runs; pgn_bench_wants appends each case id here */
 } pgn_bench_ctx;
 
@@ -56,13 +58,32 @@ int pgn_bench_oom(pgn_error *err);
 int pgn_bench_check_stop(const pgn_bench_ctx *ctx, pgn_error *err);
 
 /* The suites, one file each (bench_mlp.c, bench_micro.c, bench_gemm.c, bench_inet.c,
- * bench_train.c). Each appends its rows to rows; -1 with err on failure (rows appended so far
- * stay). */
+ * bench_train.c, bench_gpt.c). Each appends its rows to rows; -1 with err on failure (rows
+ * appended so far stay). */
 int pgn_bench_mlp_forward(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
 int pgn_bench_tensor_micro(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
 int pgn_bench_gemm(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
 int pgn_bench_inet(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
 int pgn_bench_train(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
+int pgn_bench_gpt(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
+
+/* The char-gpt benchmark (bench_gpt.c): the gpt suite's run and bench-gpt's paragon side. */
+typedef struct pgn_bench_gpt_config {
+    int steps, log_every, eval_windows;
+    int gen_chars; /* characters generated from the trained checkpoint; 0: no generation */
+} pgn_bench_gpt_config;
+
+/* The train spec of examples/jobs/char-gpt.json's model, batch and AdamW, at a constant learning
+ * rate without clipping, for cfg's steps, log windows and validation windows (evaluated once, at
+ * the end). bench-gpt gives PyTorch the same figures from it. */
+int pgn_bench_gpt_spec(const pgn_bench_gpt_config *cfg, pgn_job_spec *spec, pgn_error *err);
+/* Trains it on dev (NULL: the host reference); *train is the run's result (ms_per_step,
+ * tokens_per_second, gflops, val_loss, params, vocab, ...). Then, when cfg->gen_chars, generates
+ * that many characters at batch 1, temperature 0, from the checkpoint the run wrote to a
+ * temporary directory (removed after); *generate is that run's result (tokens_per_second: the
+ * generation loop alone), else NULL. Data errors (no fortunes) keep their code, "data". */
+int pgn_bench_gpt_run(const pgn_bench_gpt_config *cfg, pgn_device *dev, const char *data_dir,
+                      const pgn_run_hooks *hooks, json_t **train, json_t **generate, pgn_error *err);
 
 /* A bench job: {"suite", "device", "rows": [...]} (bench.c). */
 int pgn_bench_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
