@@ -247,10 +247,8 @@ static void choose_tile(pgn_device *dev, const pgn_device_info *info, const char
         printf("%s: tile %s (--tile)\n", info->id, tile);
         return;
     }
-    pgn_bench_spec spec = {.suite = "gemm", .n_cases = 1, .repeats = repeats < 5 ? repeats : 5};
-    snprintf(spec.cases[0], sizeof spec.cases[0], "tile");
     json_t *rows = json_array();
-    if (pgn_bench_run(&spec, dev, NULL, NULL, rows, &err)) die("measuring the tiles", &err);
+    if (pgn_gemm_tune(dev, repeats < 5 ? repeats : 5, rows, &err)) die("measuring the tiles", &err);
     printf("%s: tiles measured (GFLOP/s: N=1024, MLP fwd1, GPT 2048x512x128):", info->id);
     size_t i;
     json_t *row;

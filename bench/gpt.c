@@ -283,7 +283,8 @@ int main(int argc, char **argv) {
     pgn_device **devs = calloc(n_sides, sizeof *devs);
     if (!sides || !devs) die("out of memory");
     for (size_t d = 0; d < n; d++) {
-        if (pgn_device_open(&list[d], &devs[d], &err)) die("%s: %s", list[d].id, err.message);
+        if (pgn_device_open(&list[d], &devs[d], &err) || pgn_gemm_tune(devs[d], 5, NULL, &err))
+            die("%s: %s", list[d].id, err.message);
         snprintf(sides[d].name, sizeof sides[d].name, "paragon %s", list[d].id);
     }
     if (with_host) snprintf(sides[n].name, sizeof sides[n].name, "paragon host reference");

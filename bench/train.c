@@ -1,6 +1,7 @@
 /* train.c: training throughput: runs a train job spec (default examples/jobs/fashion-mlp.json)
  * on each OpenCL device (and the host with --host) and prints seconds per epoch (median,
- * training loop only), samples/s, GFLOP/s and the test accuracy reached.
+ * training loop only), samples/s, GFLOP/s and the test accuracy reached. Each device first takes
+ * its fastest GEMM tile (pgn_gemm_tune), as paragond's calibration has it do.
  *   build/bench/bench-train [--spec FILE] [--epochs N] [--host] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,8 +60,9 @@ int main(int argc, char **argv) {
     for (size_t d = 0; d < n + (size_t)with_host; d++) {
         pgn_device *dev = NULL;
         const char *id = d < n ? list[d].id : "host";
-        if (d < n && pgn_device_open(&list[d], &dev, &err)) {
+        if (d < n && (pgn_device_open(&list[d], &dev, &err) || pgn_gemm_tune(dev, 5, NULL, &err))) {
             fprintf(stderr, "bench-train: %s\n", err.message);
+            pgn_device_close(dev);
             status = 1;
             continue;
         }

@@ -167,6 +167,16 @@ static int gemm_tiles(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
     return pgn_gemm_tile_set(ctx->dev, best, err);
 }
 
+int pgn_gemm_tune(pgn_device *dev, int repeats, json_t *rows, pgn_error *err) {
+    if (!dev) return 0;
+    pgn_bench_spec spec = {.suite = "gemm", .n_cases = 1, .repeats = repeats > 0 ? repeats : 5};
+    snprintf(spec.cases[0], sizeof spec.cases[0], "tile");
+    json_t *mine = rows ? json_incref(rows) : json_array();
+    int rc = pgn_bench_run(&spec, dev, NULL, NULL, mine, err);
+    json_decref(mine);
+    return rc;
+}
+
 int pgn_bench_gemm(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
     if (gemm_tiles(ctx, rows, err)) return -1;
     for (size_t i = 0; i < sizeof gemm_squares / sizeof *gemm_squares; i++) {

@@ -510,6 +510,10 @@ const char *pgn_gemm_tile_name(int tile); /* NULL past the count */
 int pgn_gemm_tile_find(const char *name); /* -1 for none */
 int pgn_gemm_tile_of(const pgn_device *dev);
 int pgn_gemm_tile_set(pgn_device *dev, int tile, pgn_error *err);
+/* Measures the tiles on dev (the gemm suite's "tile" cases, repeats each: about half a second)
+ * and sets the fastest; their rows are appended to rows when it is not NULL. A no-op for the
+ * host (NULL). */
+int pgn_gemm_tune(pgn_device *dev, int repeats, json_t *rows, pgn_error *err);
 
 /* ---- generation (generate.c) ----------------------------------------------------------- */
 
