@@ -20,6 +20,9 @@ static void usage(FILE *out) {
             "      --checkpoint-dir DIR             write checkpoint.safetensors there\n"
             "      --resume                         continue from that checkpoint if present\n"
             "      --profile                        time every op (waits after each: slower)\n"
+            "      --gemm-tile auto|NAME            the device GEMM's tile: auto (train jobs) measures\n"
+            "                                       them first (about half a second), as paragond's\n"
+            "                                       calibration does; 8x32 is the default shape\n"
             "  run FILE.hvm [-s] [--device DEV] [--work-items N]\n"
             "                                       reduce an HVM2 program and print its normal\n"
             "                                       form (-s: interactions, time and MIPS too)\n"
@@ -106,7 +109,7 @@ static int cmd_run(int argc, char **argv) {
     const char *file = NULL, *device = NULL, *data_dir = PGN_DEFAULT_DATA_DIR, *checkpoint_dir = NULL;
     int as_json = 0;
     bool resume = false, profile = false, stats = false;
-    const char *work_items = NULL;
+    const char *work_items = NULL, *gemm_tile = "auto";
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             as_json = 1;
@@ -126,6 +129,8 @@ static int cmd_run(int argc, char **argv) {
             stats = true;
         else if (!strcmp(argv[i], "--work-items") && i + 1 < argc)
             work_items = argv[++i];
+        else if (!strcmp(argv[i], "--gemm-tile") && i + 1 < argc)
+            gemm_tile = argv[++i];
         else if (argv[i][0] == '-') {
             fprintf(stderr, "paragon run: unknown option '%s'\n", argv[i]);
             return 2;
@@ -190,8 +195,20 @@ static int cmd_run(int argc, char **argv) {
     }
     free(list);
     pgn_device *dev = NULL;
-    if (chosen.type != PGN_DEVICE_HOST && pgn_device_open(&chosen, &dev, &err)) {
+    int tile = strcmp(gemm_tile, "auto") ? pgn_gemm_tile_find(gemm_tile) : -1;
+    if (strcmp(gemm_tile, "auto") && tile < 0) {
+        fprintf(stderr, "paragon run: --gemm-tile: no tile '%s' (auto or one of:", gemm_tile);
+        for (int t = 0; t < pgn_gemm_tile_count(); t++) fprintf(stderr, " %s", pgn_gemm_tile_name(t));
+        fprintf(stderr, ")\n");
+        pgn_spec_free(&spec);
+        return 2;
+    }
+    if (chosen.type != PGN_DEVICE_HOST &&
+        (pgn_device_open(&chosen, &dev, &err) ||
+         (tile >= 0 ? pgn_gemm_tile_set(dev, tile, &err)
+                    : spec.kind == PGN_JOB_TRAIN ? pgn_gemm_tune(dev, 5, NULL, &err) : 0))) {
         fprintf(stderr, "paragon run: %s\n", err.message);
+        pgn_device_close(dev);
         pgn_spec_free(&spec);
         return 1;
     }
