@@ -30,4 +30,32 @@ static inline float *test_random(size_t n, uint64_t seed, float scale) {
     return v;
 }
 
+/* The same data on the host and on a device: an op run on both sides must give the same bits. */
+typedef struct {
+    pgn_tensor h, d;
+} pair;
+
+/* Both sides (rows, cols), holding data when it is not NULL. */
+static inline void pair_init(pair *p, pgn_device *dev, int rows, int cols, const void *data) {
+    pgn_error err = {0};
+    cr_assert_eq(pgn_tensor_init(&p->h, NULL, rows, cols, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_tensor_init(&p->d, dev, rows, cols, &err), 0, "%s", err.message);
+    if (!data) return;
+    size_t n = (size_t)rows * cols;
+    cr_assert_eq(pgn_tensor_write(&p->h, data, n, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_tensor_write(&p->d, data, n, &err), 0, "%s", err.message);
+}
+
+/* Both sides holding test_random(seed, scale) values. */
+static inline void pair_random(pair *p, pgn_device *dev, int rows, int cols, uint64_t seed, float scale) {
+    float *v = test_random((size_t)rows * cols, seed, scale);
+    pair_init(p, dev, rows, cols, v);
+    free(v);
+}
+
+static inline void pair_release(pair *p) {
+    pgn_tensor_release(&p->h);
+    pgn_tensor_release(&p->d);
+}
+
 #endif

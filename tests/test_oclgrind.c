@@ -179,20 +179,10 @@ Test(oclgrind, small_jobs_train_to_the_host_weights_without_a_report) {
 
 /* ---- the other kernels -------------------------------------------------------------------- */
 
-/* A tensor on the host and its copy on a device. */
-typedef struct {
-    pgn_tensor h, d;
-} pair;
-
-static void pair_init(pair *p, pgn_device *dev, int rows, int cols, uint64_t seed) {
-    pgn_error err = {0};
-    cr_assert_eq(pgn_tensor_init(&p->h, NULL, rows, cols, &err), 0, "%s", err.message);
-    cr_assert_eq(pgn_tensor_init(&p->d, dev, rows, cols, &err), 0, "%s", err.message);
-    if (!seed) return;
-    float *v = test_random((size_t)rows * cols, seed, 2.0f);
-    cr_assert_eq(pgn_tensor_write(&p->h, v, pgn_tensor_count(&p->h), &err), 0, "%s", err.message);
-    cr_assert_eq(pgn_tensor_write(&p->d, v, pgn_tensor_count(&p->d), &err), 0, "%s", err.message);
-    free(v);
+/* A pair (engine_helpers.h) of random values in [-2, 2) from seed, or uninitialised for 0. */
+static void pair_seeded(pair *p, pgn_device *dev, int rows, int cols, uint64_t seed) {
+    if (seed) pair_random(p, dev, rows, cols, seed, 2.0f);
+    else pair_init(p, dev, rows, cols, NULL);
 }
 
 static void assert_same(const pair *p, const char *what) {
@@ -225,15 +215,15 @@ Test(oclgrind, the_other_kernels_give_the_host_bits_without_a_report) {
     pgn_device *dev = open_devices(others, 0, &n_others);
     const int rows = 5, cols = 37;
     pair x, y, dy, dx, z, bias, b2, out, row;
-    pair_init(&x, dev, rows, cols, 1);
-    pair_init(&y, dev, rows, cols, 0);
-    pair_init(&dy, dev, rows, cols, 2);
-    pair_init(&dx, dev, rows, cols, 0);
-    pair_init(&z, dev, rows, cols, 3);
-    pair_init(&bias, dev, 1, cols, 4);
-    pair_init(&b2, dev, rows, cols, 5);
-    pair_init(&out, dev, rows, cols, 0);
-    pair_init(&row, dev, 1, cols, 0);
+    pair_seeded(&x, dev, rows, cols, 1);
+    pair_seeded(&y, dev, rows, cols, 0);
+    pair_seeded(&dy, dev, rows, cols, 2);
+    pair_seeded(&dx, dev, rows, cols, 0);
+    pair_seeded(&z, dev, rows, cols, 3);
+    pair_seeded(&bias, dev, 1, cols, 4);
+    pair_seeded(&b2, dev, rows, cols, 5);
+    pair_seeded(&out, dev, rows, cols, 0);
+    pair_seeded(&row, dev, 1, cols, 0);
     for (int act = PGN_ACT_CODE_NONE; act <= PGN_ACT_CODE_SIGMOID; act++) {
 #define ACT_FWD(s) pgn_op_act_forward(rows, act, &x.s, &y.s, &e)
 #define ACT_BWD(s) pgn_op_act_backward(rows, act, &x.s, &y.s, &dy.s, &dx.s, &e)
@@ -258,20 +248,20 @@ Test(oclgrind, the_other_kernels_give_the_host_bits_without_a_report) {
 
     /* C (3, 17) = A^T B^T with A stored (64, 3) and B (17, 64) */
     pair a, b, c;
-    pair_init(&a, dev, 64, 3, 6);
-    pair_init(&b, dev, 17, 64, 7);
-    pair_init(&c, dev, 3, 17, 0);
+    pair_seeded(&a, dev, 64, 3, 6);
+    pair_seeded(&b, dev, 17, 64, 7);
+    pair_seeded(&c, dev, 3, 17, 0);
 #define GEMM_TT(s) pgn_op_gemm(3, 17, 64, &a.s, true, &b.s, true, &c.s, &e)
     BOTH(GEMM_TT);
     assert_same(&c, "gemm A^T B^T");
 
     /* the benchmarks' inference path: W (40, 33) packed once, z = x W + bias, y = relu(z) */
     pair xa, w, wb, zz, yy;
-    pair_init(&xa, dev, 3, 40, 8);
-    pair_init(&w, dev, 40, 33, 9);
-    pair_init(&wb, dev, 1, 33, 10);
-    pair_init(&zz, dev, 3, 33, 0);
-    pair_init(&yy, dev, 3, 33, 0);
+    pair_seeded(&xa, dev, 3, 40, 8);
+    pair_seeded(&w, dev, 40, 33, 9);
+    pair_seeded(&wb, dev, 1, 33, 10);
+    pair_seeded(&zz, dev, 3, 33, 0);
+    pair_seeded(&yy, dev, 3, 33, 0);
     pgn_gemm_packed packed;
     pgn_error err = {0};
     cr_assert_eq(pgn_gemm_pack(&w.d, 40, 33, &packed, &err), 0, "%s", err.message);
@@ -304,21 +294,21 @@ Test(oclgrind, the_transformer_kernels_give_the_host_bits_without_a_report) {
     const int rows = 10, T = 5, V = 11, C = 19;
     const int32_t ids[10] = {3, 3, 0, 7, 3, 10, 0, 0, 7, 2};
     pair tok, wte, wpe, emb, dwte, dwpe, lw, lb, ln, stats, dx, dw, db;
-    pair_init(&tok, dev, rows, 1, 0);
+    pair_seeded(&tok, dev, rows, 1, 0);
     cr_assert_eq(pgn_tensor_write(&tok.h, ids, 10, &err), 0, "%s", err.message);
     cr_assert_eq(pgn_tensor_write(&tok.d, ids, 10, &err), 0, "%s", err.message);
-    pair_init(&wte, dev, V, C, 11);
-    pair_init(&wpe, dev, T + 1, C, 12);
-    pair_init(&emb, dev, rows, C, 0);
-    pair_init(&dwte, dev, V, C, 0);
-    pair_init(&dwpe, dev, T + 1, C, 0);
-    pair_init(&lw, dev, 1, C, 13);
-    pair_init(&lb, dev, 1, C, 14);
-    pair_init(&ln, dev, rows, C, 0);
-    pair_init(&stats, dev, rows, 2, 0);
-    pair_init(&dx, dev, rows, C, 0);
-    pair_init(&dw, dev, 1, C, 0);
-    pair_init(&db, dev, 1, C, 0);
+    pair_seeded(&wte, dev, V, C, 11);
+    pair_seeded(&wpe, dev, T + 1, C, 12);
+    pair_seeded(&emb, dev, rows, C, 0);
+    pair_seeded(&dwte, dev, V, C, 0);
+    pair_seeded(&dwpe, dev, T + 1, C, 0);
+    pair_seeded(&lw, dev, 1, C, 13);
+    pair_seeded(&lb, dev, 1, C, 14);
+    pair_seeded(&ln, dev, rows, C, 0);
+    pair_seeded(&stats, dev, rows, 2, 0);
+    pair_seeded(&dx, dev, rows, C, 0);
+    pair_seeded(&dw, dev, 1, C, 0);
+    pair_seeded(&db, dev, 1, C, 0);
 #define EMBED(s) pgn_op_embed_forward(rows, T, &tok.s, &wte.s, &wpe.s, &emb.s, &e)
 #define EMBED_BWD(s) pgn_op_embed_backward(rows, T, &tok.s, &emb.s, &dwte.s, &dwpe.s, &e)
 #define LN(s) pgn_op_layernorm_forward(rows, &emb.s, &lw.s, &lb.s, &ln.s, &stats.s, &e)
@@ -346,12 +336,12 @@ Test(oclgrind, the_transformer_kernels_give_the_host_bits_without_a_report) {
     for (int i = 0; i < 2; i++) {
         int B = shapes[i][0], AT = shapes[i][1], H = shapes[i][2], AC = H * shapes[i][3], ar = B * AT;
         pair qkv, att, y, dy, scratch, dqkv;
-        pair_init(&qkv, dev, ar, 3 * AC, 21);
-        pair_init(&att, dev, B * H * AT, AT, 0);
-        pair_init(&y, dev, ar, AC, 0);
-        pair_init(&dy, dev, ar, AC, 22);
-        pair_init(&scratch, dev, B * H * AT, AT, 0);
-        pair_init(&dqkv, dev, ar, 3 * AC, 0);
+        pair_seeded(&qkv, dev, ar, 3 * AC, 21);
+        pair_seeded(&att, dev, B * H * AT, AT, 0);
+        pair_seeded(&y, dev, ar, AC, 0);
+        pair_seeded(&dy, dev, ar, AC, 22);
+        pair_seeded(&scratch, dev, B * H * AT, AT, 0);
+        pair_seeded(&dqkv, dev, ar, 3 * AC, 0);
 #define ATT(s) pgn_op_attention_forward(ar, AT, H, &qkv.s, &att.s, &y.s, &e)
 #define ATT_BWD(s) pgn_op_attention_backward(ar, AT, H, &qkv.s, &att.s, &dy.s, &scratch.s, &dqkv.s, &e)
         BOTH(ATT);

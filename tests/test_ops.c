@@ -13,33 +13,6 @@ static void teardown(void) { pgn_device_close(dev); }
 
 TestSuite(ops, .init = setup, .fini = teardown);
 
-/* The same data on the host and on the device. */
-typedef struct {
-    pgn_tensor h, d;
-} pair;
-
-static void pair_init(pair *p, int rows, int cols, const void *data) {
-    pgn_error err = {0};
-    cr_assert_eq(pgn_tensor_init(&p->h, NULL, rows, cols, &err), 0, "%s", err.message);
-    cr_assert_eq(pgn_tensor_init(&p->d, dev, rows, cols, &err), 0, "%s", err.message);
-    if (data) {
-        size_t n = (size_t)rows * cols;
-        cr_assert_eq(pgn_tensor_write(&p->h, data, n, &err), 0, "%s", err.message);
-        cr_assert_eq(pgn_tensor_write(&p->d, data, n, &err), 0, "%s", err.message);
-    }
-}
-
-static void pair_random(pair *p, int rows, int cols, uint64_t seed, float scale) {
-    float *v = test_random((size_t)rows * cols, seed, scale);
-    pair_init(p, rows, cols, v);
-    free(v);
-}
-
-static void pair_release(pair *p) {
-    pgn_tensor_release(&p->h);
-    pgn_tensor_release(&p->d);
-}
-
 /* Asserts the first count elements are bit-identical on host and device; returns the host copy
  * (caller frees) for value checks. */
 static uint32_t *assert_identical(pair *p, size_t count, const char *what) {
@@ -108,9 +81,9 @@ Test(math, counter_rng_is_uniform_and_stable) {
 static void check_gemm(int M, int N, int K, bool ta, bool tb) {
     pgn_error err = {0};
     pair a, b, c;
-    pair_random(&a, ta ? K : M, ta ? M : K, 11, 1.0f);
-    pair_random(&b, tb ? N : K, tb ? K : N, 12, 1.0f);
-    pair_init(&c, M, N, NULL);
+    pair_random(&a, dev, ta ? K : M, ta ? M : K, 11, 1.0f);
+    pair_random(&b, dev, tb ? N : K, tb ? K : N, 12, 1.0f);
+    pair_init(&c, dev, M, N, NULL);
     cr_assert_eq(pgn_op_gemm(M, N, K, &a.h, ta, &b.h, tb, &c.h, &err), 0, "%s", err.message);
     cr_assert_eq(pgn_op_gemm(M, N, K, &a.d, ta, &b.d, tb, &c.d, &err), 0, "%s", err.message);
     uint32_t *cv = assert_identical(&c, (size_t)M * N, "gemm");
@@ -138,9 +111,9 @@ Test(ops, gemm_tt) { check_gemm(3, 17, 64, true, true); }
 Test(ops, gemm_rejects_mismatched_shapes) {
     pgn_error err = {0};
     pair a, b, c;
-    pair_init(&a, 2, 3, NULL);
-    pair_init(&b, 3, 4, NULL);
-    pair_init(&c, 2, 2, NULL); /* too small for (2, 4) */
+    pair_init(&a, dev, 2, 3, NULL);
+    pair_init(&b, dev, 3, 4, NULL);
+    pair_init(&c, dev, 2, 2, NULL); /* too small for (2, 4) */
     cr_assert_eq(pgn_op_gemm(2, 4, 3, &a.d, false, &b.d, false, &c.d, &err), -1);
     cr_assert_str_eq(err.message, "gemm: C too small");
     cr_assert_eq(pgn_op_gemm(2, 4, 3, &a.h, false, &b.d, false, &c.d, &err), -1);
@@ -153,9 +126,9 @@ Test(ops, gemm_rejects_mismatched_shapes) {
 Test(ops, bias_act_on_a_short_batch) {
     pgn_error err = {0};
     pair z, bias, y;
-    pair_random(&z, 6, 10, 21, 2.0f);
-    pair_random(&bias, 1, 10, 22, 1.0f);
-    pair_init(&y, 6, 10, NULL);
+    pair_random(&z, dev, 6, 10, 21, 2.0f);
+    pair_random(&bias, dev, 1, 10, 22, 1.0f);
+    pair_init(&y, dev, 6, 10, NULL);
     float *before = test_random(60, 21, 2.0f);
     cr_assert_eq(pgn_op_bias_act_forward(4, &z.h, &bias.h, PGN_ACT_CODE_RELU, &y.h, &err), 0, "%s", err.message);
     cr_assert_eq(pgn_op_bias_act_forward(4, &z.d, &bias.d, PGN_ACT_CODE_RELU, &y.d, &err), 0, "%s", err.message);
@@ -196,10 +169,10 @@ Test(ops, activations_forward_and_backward) {
         int act = acts[a];
         pgn_error err = {0};
         pair x, y, dy, dx;
-        pair_random(&x, 16, 64, 31, 6.0f);
-        pair_random(&dy, 16, 64, 32, 1.0f);
-        pair_init(&y, 16, 64, NULL);
-        pair_init(&dx, 16, 64, NULL);
+        pair_random(&x, dev, 16, 64, 31, 6.0f);
+        pair_random(&dy, dev, 16, 64, 32, 1.0f);
+        pair_init(&y, dev, 16, 64, NULL);
+        pair_init(&dx, dev, 16, 64, NULL);
         cr_assert_eq(pgn_op_act_forward(16, act, &x.h, &y.h, &err), 0, "%s", err.message);
         cr_assert_eq(pgn_op_act_forward(16, act, &x.d, &y.d, &err), 0, "%s", err.message);
         cr_assert_eq(pgn_op_act_backward(16, act, &x.h, &y.h, &dy.h, &dx.h, &err), 0, "%s", err.message);
@@ -241,8 +214,8 @@ Test(ops, colsum_sums_chunks_of_rows_in_order) {
     pgn_error err = {0};
     pair x, out;
     enum { R = 150, C = 21 }; /* three chunks of rows; a whole column block and a part */
-    pair_random(&x, R, C, 41, 3.0f);
-    pair_init(&out, 1, C, NULL);
+    pair_random(&x, dev, R, C, 41, 3.0f);
+    pair_init(&out, dev, 1, C, NULL);
     cr_assert_eq(pgn_op_colsum(R, &x.h, &out.h, &err), 0, "%s", err.message);
     cr_assert_eq(pgn_op_colsum(R, &x.d, &out.d, &err), 0, "%s", err.message);
     uint32_t *v = assert_identical(&out, C, "colsum");
@@ -265,13 +238,13 @@ Test(ops, softmax_xent_matches_double_reference) {
     pgn_error err = {0};
     enum { R = 33, C = 10 };
     pair logits, labels, dlogits, loss, pred;
-    pair_random(&logits, R, C, 51, 8.0f);
+    pair_random(&logits, dev, R, C, 51, 8.0f);
     int32_t lab[R];
     for (int r = 0; r < R; r++) lab[r] = (int32_t)(pgn_rand64(5, 5, (uint64_t)r) % C);
-    pair_init(&labels, R, 1, lab);
-    pair_init(&dlogits, R, C, NULL);
-    pair_init(&loss, R, 1, NULL);
-    pair_init(&pred, R, 1, NULL);
+    pair_init(&labels, dev, R, 1, lab);
+    pair_init(&dlogits, dev, R, C, NULL);
+    pair_init(&loss, dev, R, 1, NULL);
+    pair_init(&pred, dev, R, 1, NULL);
     float scale = 1.0f / R;
     cr_assert_eq(pgn_op_softmax_xent(R, &logits.h, &labels.h, scale, &dlogits.h, &loss.h, &pred.h,
                                      &err), 0, "%s", err.message);
@@ -310,12 +283,12 @@ Test(ops, softmax_xent_matches_double_reference) {
 static void check_optimizer(int kind) {
     pgn_error err = {0};
     pair w, g, m, v, scale;
-    pair_random(&w, 13, 7, 61, 1.0f);
-    pair_random(&g, 13, 7, 62, 0.5f);
-    pair_init(&m, 13, 7, NULL);
-    pair_init(&v, 13, 7, NULL);
+    pair_random(&w, dev, 13, 7, 61, 1.0f);
+    pair_random(&g, dev, 13, 7, 62, 0.5f);
+    pair_init(&m, dev, 13, 7, NULL);
+    pair_init(&v, dev, 13, 7, NULL);
     const float sc[2] = {0.0f, 0.5f}; /* clipping halves the gradient */
-    pair_init(&scale, 1, 2, sc);
+    pair_init(&scale, dev, 1, 2, sc);
     const float lr = 0.05f, mu = 0.9f, wd = 0.01f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
     for (int step = 1; step <= 3; step++) {
         pgn_adam_args a = {.lr = lr, .b1 = b1, .b2 = b2, .eps = eps,
@@ -371,9 +344,9 @@ Test(ops, adamw) { check_optimizer(3); }
 Test(ops, global_norm_clipping) {
     pgn_error err = {0};
     pair x, partials, clip;
-    pair_random(&x, 100, 100, 71, 1.0f); /* 10000 elements: 3 chunks of 4096 */
-    pair_init(&partials, 3, 1, NULL);
-    pair_init(&clip, 1, 2, NULL);
+    pair_random(&x, dev, 100, 100, 71, 1.0f); /* 10000 elements: 3 chunks of 4096 */
+    pair_init(&partials, dev, 3, 1, NULL);
+    pair_init(&clip, dev, 1, 2, NULL);
     for (int side = 0; side < 2; side++) {
         cr_assert_eq(pgn_op_sumsq_chunks(side ? &x.d : &x.h, 4096, side ? &partials.d : &partials.h, 0, &err), 0);
         cr_assert_eq(pgn_op_clip_scale(3, side ? &partials.d : &partials.h, 10.0f, side ? &clip.d : &clip.h, &err), 0);
@@ -393,16 +366,16 @@ Test(ops, global_norm_clipping) {
 Test(ops, gather_rows_and_loss_stats) {
     pgn_error err = {0};
     pair src, idx, dst, loss, pred, labels, stats;
-    pair_random(&src, 10, 3, 81, 1.0f);
+    pair_random(&src, dev, 10, 3, 81, 1.0f);
     const int32_t order[6] = {9, 0, 4, 4, 7, 2};
-    pair_init(&idx, 6, 1, order);
-    pair_init(&dst, 4, 3, NULL);
+    pair_init(&idx, dev, 6, 1, order);
+    pair_init(&dst, dev, 4, 3, NULL);
     const float lv[4] = {0.5f, 0.25f, 1.0f, 2.0f};
     const int32_t pv[4] = {1, 2, 3, 4}, yv[4] = {1, 0, 3, 0};
-    pair_init(&loss, 4, 1, lv);
-    pair_init(&pred, 4, 1, pv);
-    pair_init(&labels, 4, 1, yv);
-    pair_init(&stats, 3, 2, NULL);
+    pair_init(&loss, dev, 4, 1, lv);
+    pair_init(&pred, dev, 4, 1, pv);
+    pair_init(&labels, dev, 4, 1, yv);
+    pair_init(&stats, dev, 3, 2, NULL);
     for (int side = 0; side < 2; side++) {
         cr_assert_eq(pgn_op_gather_rows(4, side ? &src.d : &src.h, side ? &idx.d : &idx.h, 2, side ? &dst.d : &dst.h, &err), 0, "%s", err.message);
         cr_assert_eq(pgn_op_loss_stats(3, side ? &loss.d : &loss.h, side ? &pred.d : &pred.h, side ? &labels.d : &labels.h, side ? &stats.d : &stats.h, 1, &err), 0, "%s", err.message);
@@ -460,13 +433,13 @@ Test(ops, gemm_bias_act_epilogue_matches_separate_ops) {
             int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2], act = acts[ai];
             pgn_error err = {0};
             pair a, b, bias, z1, y1, z2, y2;
-            pair_random(&a, M, K, 91, 1.0f);
-            pair_random(&b, K, N, 92, 0.2f);
-            pair_random(&bias, 1, N, 93, 0.5f);
-            pair_init(&z1, M, N, NULL);
-            pair_init(&y1, M, N, NULL);
-            pair_init(&z2, M, N, NULL);
-            pair_init(&y2, M, N, NULL);
+            pair_random(&a, dev, M, K, 91, 1.0f);
+            pair_random(&b, dev, K, N, 92, 0.2f);
+            pair_random(&bias, dev, 1, N, 93, 0.5f);
+            pair_init(&z1, dev, M, N, NULL);
+            pair_init(&y1, dev, M, N, NULL);
+            pair_init(&z2, dev, M, N, NULL);
+            pair_init(&y2, dev, M, N, NULL);
             cr_assert_eq(pgn_op_gemm_bias_act(M, N, K, &a.d, false, &b.d, false, &z1.d, &bias.d,
                                               act, &y1.d, &err), 0, "%s", err.message);
             cr_assert_eq(pgn_op_gemm(M, N, K, &a.d, false, &b.d, false, &z2.d, &err), 0);
@@ -497,9 +470,9 @@ Test(ops, windows_cut_a_text_into_inputs_and_next_tokens) {
     int32_t tokens[N];
     for (int i = 0; i < N; i++) tokens[i] = i; /* token = position: starts can be read back */
     pair tok, x, y;
-    pair_init(&tok, N, 1, tokens);
-    pair_init(&x, B * T, 1, NULL);
-    pair_init(&y, B * T, 1, NULL);
+    pair_init(&tok, dev, N, 1, tokens);
+    pair_init(&x, dev, B * T, 1, NULL);
+    pair_init(&y, dev, B * T, 1, NULL);
     pgn_error err = {0};
     const pgn_window_plan plans[2] = {{.random = true, .seed = 5, .lo = 0, .span = 400 - T},
                                       {.random = false, .lo = 400, .span = N - 400 - T - 1, .total = 24}};
@@ -543,14 +516,14 @@ Test(ops, vector_gelu_matches_the_scalar_bits_everywhere) {
     float ones[N], zeros[N];
     for (int j = 0; j < N; j++) ones[j] = 1.0f, zeros[j] = 0.0f;
     pair a, b, bias, z, y, dy, dz, db;
-    pair_init(&a, M, 1, x);
-    pair_init(&b, 1, N, ones);
-    pair_init(&bias, 1, N, zeros);
-    pair_init(&z, M, N, NULL);
-    pair_init(&y, M, N, NULL);
-    pair_random(&dy, M, N, 77, 1.0f);
-    pair_init(&dz, M, N, NULL);
-    pair_init(&db, 1, N, NULL);
+    pair_init(&a, dev, M, 1, x);
+    pair_init(&b, dev, 1, N, ones);
+    pair_init(&bias, dev, 1, N, zeros);
+    pair_init(&z, dev, M, N, NULL);
+    pair_init(&y, dev, M, N, NULL);
+    pair_random(&dy, dev, M, N, 77, 1.0f);
+    pair_init(&dz, dev, M, N, NULL);
+    pair_init(&db, dev, 1, N, NULL);
     pgn_error err = {0};
     for (int k = 0; k < 2; k++) {
         pgn_tensor *t[3] = {k ? &a.d : &a.h, k ? &b.d : &b.h, k ? &bias.d : &bias.h};

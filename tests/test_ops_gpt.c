@@ -18,39 +18,15 @@ TestSuite(gpt, .init = setup, .fini = teardown);
  * and one it should leave alone must still hold it. */
 #define SENTINEL_BITS 0x7fc0deadu
 
-/* The same data on the host and on the device. */
-typedef struct {
-    pgn_tensor h, d;
-} pair;
-
-static void pair_init(pair *p, int rows, int cols, const void *data) {
-    pgn_error err = {0};
-    cr_assert_eq(pgn_tensor_init(&p->h, NULL, rows, cols, &err), 0, "%s", err.message);
-    cr_assert_eq(pgn_tensor_init(&p->d, dev, rows, cols, &err), 0, "%s", err.message);
-    size_t n = (size_t)rows * cols;
-    cr_assert_eq(pgn_tensor_write(&p->h, data, n, &err), 0, "%s", err.message);
-    cr_assert_eq(pgn_tensor_write(&p->d, data, n, &err), 0, "%s", err.message);
-}
-
-static void pair_random(pair *p, int rows, int cols, uint64_t seed, float scale) {
-    float *v = test_random((size_t)rows * cols, seed, scale);
-    pair_init(p, rows, cols, v);
-    free(v);
-}
-
 static void pair_sentinel(pair *p, int rows, int cols) {
     size_t n = (size_t)rows * cols;
     uint32_t *v = malloc(n * 4);
     cr_assert_not_null(v);
     for (size_t i = 0; i < n; i++) v[i] = SENTINEL_BITS;
-    pair_init(p, rows, cols, v);
+    pair_init(p, dev, rows, cols, v);
     free(v);
 }
 
-static void pair_release(pair *p) {
-    pgn_tensor_release(&p->h);
-    pgn_tensor_release(&p->d);
-}
 
 static const float *host(const pair *p) { return p->h.host; }
 static uint32_t bits_at(const pair *p, size_t i) { return pgn_bits(host(p)[i]); }
@@ -87,9 +63,9 @@ static const int32_t tokens[EALLOC] = {3, 3, 0, 7, 3, 10, 0, 0, 7, 2, 3, 5, 5, 0
 Test(gpt, embedding_adds_the_token_and_position_rows) {
     pgn_error err = {0};
     pair tok, wte, wpe, y;
-    pair_init(&tok, EALLOC, 1, tokens);
-    pair_random(&wte, EV, EC, 1, 1.0f);
-    pair_random(&wpe, EP, EC, 2, 1.0f);
+    pair_init(&tok, dev, EALLOC, 1, tokens);
+    pair_random(&wte, dev, EV, EC, 1, 1.0f);
+    pair_random(&wpe, dev, EP, EC, 2, 1.0f);
     pair_sentinel(&y, EALLOC, EC);
     cr_assert_eq(pgn_op_embed_forward(EROWS, ET, &tok.h, &wte.h, &wpe.h, &y.h, &err), 0, "%s", err.message);
     cr_assert_eq(pgn_op_embed_forward(EROWS, ET, &tok.d, &wte.d, &wpe.d, &y.d, &err), 0, "%s", err.message);
@@ -111,8 +87,8 @@ Test(gpt, embedding_adds_the_token_and_position_rows) {
 Test(gpt, embedding_backward_sums_rows_per_token_and_position_in_row_order) {
     pgn_error err = {0};
     pair tok, dy, dwte, dwpe;
-    pair_init(&tok, EALLOC, 1, tokens);
-    pair_random(&dy, EALLOC, EC, 3, 1.0f);
+    pair_init(&tok, dev, EALLOC, 1, tokens);
+    pair_random(&dy, dev, EALLOC, EC, 3, 1.0f);
     pair_sentinel(&dwte, EV, EC);
     pair_sentinel(&dwpe, EP, EC);
     cr_assert_eq(pgn_op_embed_backward(EROWS, ET, &tok.h, &dy.h, &dwte.h, &dwpe.h, &err), 0, "%s", err.message);
@@ -168,9 +144,9 @@ Test(gpt, embedding_refuses_unknown_tokens_and_wrong_shapes) {
     int32_t bad[EALLOC];
     memcpy(bad, tokens, sizeof bad);
     bad[2] = EV;
-    pair_init(&tok, EALLOC, 1, bad);
-    pair_random(&wte, EV, EC, 1, 1.0f);
-    pair_random(&wpe, ET - 1, EC, 2, 1.0f); /* P < T */
+    pair_init(&tok, dev, EALLOC, 1, bad);
+    pair_random(&wte, dev, EV, EC, 1, 1.0f);
+    pair_random(&wpe, dev, ET - 1, EC, 2, 1.0f); /* P < T */
     pair_sentinel(&y, EALLOC, EC);
     cr_assert_eq(pgn_op_embed_forward(EROWS, ET - 1, &tok.h, &wte.h, &wpe.h, &y.h, &err), -1);
     cr_assert_str_eq(err.message, "embed: rows = 15 is not a positive multiple of T = 4");
@@ -215,14 +191,14 @@ static void check_layernorm(int rows, int alloc, int C, uint64_t seed) {
     pair x, w, b, y, stats, dy, dx, dw, db;
     float *xv = test_random((size_t)alloc * C, seed, 2.0f);
     for (int i = 0; i < alloc * C; i++) xv[i] += 0.75f; /* rows with a mean to remove */
-    pair_init(&x, alloc, C, xv);
+    pair_init(&x, dev, alloc, C, xv);
     free(xv);
     float *wv = test_random((size_t)C, seed + 1, 0.5f);
     for (int c = 0; c < C; c++) wv[c] += 1.0f;
-    pair_init(&w, 1, C, wv);
+    pair_init(&w, dev, 1, C, wv);
     free(wv);
-    pair_random(&b, 1, C, seed + 2, 0.5f);
-    pair_random(&dy, alloc, C, seed + 3, 1.0f);
+    pair_random(&b, dev, 1, C, seed + 2, 0.5f);
+    pair_random(&dy, dev, alloc, C, seed + 3, 1.0f);
     pair_sentinel(&y, alloc, C);
     pair_sentinel(&stats, alloc, 2);
     pair_sentinel(&dx, alloc, C);
@@ -321,9 +297,9 @@ Test(gpt, layernorm_at_the_char_gpt_width) { check_layernorm(64, 64, 128, 20); }
 Test(gpt, layernorm_refuses_wrong_shapes) {
     pgn_error err = {0};
     pair x, w, b, y, stats;
-    pair_random(&x, 4, 19, 1, 1.0f);
-    pair_random(&w, 1, 18, 2, 1.0f);
-    pair_random(&b, 1, 19, 3, 1.0f);
+    pair_random(&x, dev, 4, 19, 1, 1.0f);
+    pair_random(&w, dev, 1, 18, 2, 1.0f);
+    pair_random(&b, dev, 1, 19, 3, 1.0f);
     pair_sentinel(&y, 4, 19);
     pair_sentinel(&stats, 3, 2);
     cr_assert_eq(pgn_op_layernorm_forward(4, &x.d, &w.d, &b.d, &y.d, &stats.d, &err), -1);
@@ -383,8 +359,8 @@ static void check_attention(att_shape s, uint64_t seed, float scale, int grad_st
     int C = s.H * s.hd, T = s.T, rows = s.B * T, alloc = rows + 2;
     size_t natt = (size_t)s.B * s.H * T * T;
     pair qkv, att, y, dy, scratch, dqkv;
-    pair_random(&qkv, alloc, 3 * C, seed, scale);
-    pair_random(&dy, alloc, C, seed + 1, 1.0f);
+    pair_random(&qkv, dev, alloc, 3 * C, seed, scale);
+    pair_random(&dy, dev, alloc, C, seed + 1, 1.0f);
     pair_sentinel(&att, 1, (int)natt + 5);
     pair_sentinel(&scratch, 1, (int)natt + 5);
     pair_sentinel(&y, alloc, C);
@@ -474,8 +450,8 @@ Test(gpt, attention_of_one_token_copies_v) {
 Test(gpt, attention_refuses_wrong_shapes) {
     pgn_error err = {0};
     pair qkv, att, y, odd;
-    pair_random(&qkv, 10, 12, 1, 1.0f); /* C = 4 */
-    pair_random(&odd, 10, 13, 1, 1.0f);
+    pair_random(&qkv, dev, 10, 12, 1, 1.0f); /* C = 4 */
+    pair_random(&odd, dev, 10, 13, 1, 1.0f);
     pair_sentinel(&att, 1, 2 * 2 * 25 - 1);
     pair_sentinel(&y, 10, 4);
     cr_assert_eq(pgn_op_attention_forward(10, 5, 2, &odd.h, &att.h, &y.h, &err), -1);
