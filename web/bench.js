@@ -62,6 +62,14 @@ const BENCH = {
     metric: {key: 'samples_per_second', title: 'training throughput (higher is better)',
       axis: 'samples/s'},
   },
+  // A character model: a token is a character, so training and generation share one axis.
+  gpt: {
+    cols: [['steps', 'steps'], ['ms_per_step', 'ms/step'], ['tokens_per_second', 'train tok/s', fmtQty],
+      ['gflops', 'GFLOP/s'], ['val_loss', 'val. loss'], ['characters', 'generated'],
+      ['characters_per_second', 'gen. chars/s', fmtQty], ['params', 'params', fmtQty]],
+    metric: {value: (r) => pick(r.tokens_per_second, r.characters_per_second),
+      title: 'characters per second, training and generating (higher is better)', axis: 'chars/s'},
+  },
 };
 
 const bench = {
@@ -284,16 +292,17 @@ function versusChart(suite, def, rows, domain) {
   });
 }
 
-// One figure per case, one bar per device.
+// One figure per case (`metric.key`, or `metric.value` where it is derived), one bar per device.
 function metricChart(suite, def, list, devices) {
   const m = def.metric;
   const color = (d) => DEVICE_COLORS[devices.indexOf(d) % DEVICE_COLORS.length];
+  const value = m.value || ((r) => r[m.key]);
   const groups = [];
   for (const r of list) {
     let g = groups[groups.length - 1];
     if (!g || g.label !== r.case) groups.push(g = {label: r.case, bars: []});
-    g.bars.push({value: r[m.key], color: color(r.device),
-      tip: r.case + ', ' + r.device + ': ' + fmtNum(r[m.key]) + ' ' + m.axis});
+    g.bars.push({value: value(r), color: color(r.device),
+      tip: r.case + ', ' + r.device + ': ' + fmtNum(value(r)) + ' ' + m.axis});
   }
   return barChart({
     title: suite, sub: m.title,
