@@ -28,7 +28,7 @@ static void usage(FILE *out) {
             "                                       form (-s: interactions, time and MIPS too)\n"
             "  bench --suite NAME|all [--device ID|all] [--repeats N] [--cases A,B] [--csv FILE] [--json]\n"
             "                                       run benchmark suites (mlp-forward, tensor-micro,\n"
-            "                                       gemm, inet, train) and print their tables\n"
+            "                                       gemm, inet, train, gpt) and print their tables\n"
             "  generate CHECKPOINT --prompt TEXT [--max-tokens N] [--temperature T] [--top-k K]\n"
             "           [--seed S] [--device DEV]   continue a text with a gpt checkpoint\n"
             "  version                              print the version\n"
