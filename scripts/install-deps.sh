@@ -10,6 +10,7 @@ packages=(
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
   libmicrohttpd-dev libjansson-dev libsqlite3-dev zlib1g-dev
   curl sqlite3 dataset-fashion-mnist fortunes
+  openmpi-bin libopenmpi-dev
 )
 case "${1:-}" in
   --test)

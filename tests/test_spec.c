@@ -302,3 +302,76 @@ Test(spec, gpt_errors_name_their_field) {
         if (bad[i].message) cr_assert_str_eq(err.message, bad[i].message);
     }
 }
+
+#define DIST(obj) "{\"kind\":\"train\"," XOR_BODY ",\"distributed\":" obj "}"
+
+Test(spec, distributed_spec_gets_defaults_and_round_trips) {
+    pgn_job_spec a, b;
+    pgn_error err = {0};
+    const char *text = DIST("{\"ranks\":2,\"algorithm\":\"diloco\"}");
+    cr_assert_eq(pgn_spec_parse_text(text, strlen(text), &a, &err), 0, "%s", err.message);
+    const pgn_dist_spec *d = &a.train.dist;
+    cr_assert_eq(d->ranks, 2);
+    cr_assert_eq(d->algorithm, PGN_DIST_DILOCO);
+    cr_assert_eq(d->inner_steps, 50);
+    cr_assert_float_eq(d->outer_lr, 0.7f, 1e-7);
+    cr_assert_float_eq(d->outer_momentum, 0.9f, 1e-7);
+    cr_assert(d->nesterov);
+    cr_assert_eq(d->n_hosts, 0);
+    json_t *j = pgn_spec_to_json(&a);
+    cr_assert_null(json_object_get(json_object_get(j, "distributed"), "hosts"), "no hosts: this machine");
+    cr_assert_eq(pgn_spec_parse(j, &b, &err), 0, "%s", err.message);
+    cr_assert_eq(memcmp(&a, &b, sizeof a), 0);
+    json_decref(j);
+
+    text = DIST("{\"ranks\":4,\"algorithm\":\"ddp\",\"hosts\":[\"node-1.lab:2\",\"10.0.0.7\"]}");
+    cr_assert_eq(pgn_spec_parse_text(text, strlen(text), &a, &err), 0, "%s", err.message);
+    cr_assert_eq(a.train.dist.algorithm, PGN_DIST_DDP);
+    cr_assert_eq(a.train.dist.n_hosts, 2);
+    cr_assert_str_eq(a.train.dist.hosts[0], "node-1.lab:2");
+    j = pgn_spec_to_json(&a);
+    cr_assert_null(json_object_get(json_object_get(j, "distributed"), "inner_steps"), "ddp has no inner steps");
+    cr_assert_eq(pgn_spec_parse(j, &b, &err), 0, "%s", err.message);
+    cr_assert_eq(memcmp(&a, &b, sizeof a), 0);
+    json_decref(j);
+
+    text = "{\"kind\":\"train\"," XOR_BODY "}";
+    cr_assert_eq(pgn_spec_parse_text(text, strlen(text), &a, &err), 0, "%s", err.message);
+    cr_assert_eq(a.train.dist.ranks, 0, "no distributed object: one process");
+    j = pgn_spec_to_json(&a);
+    cr_assert_null(json_object_get(j, "distributed"));
+    json_decref(j);
+}
+
+Test(spec, distributed_errors_name_their_field) {
+    struct {
+        const char *text, *field, *fragment;
+    } bad[] = {
+        {DIST("{\"algorithm\":\"ddp\"}"), "distributed.ranks", "required"},
+        {DIST("{\"ranks\":0,\"algorithm\":\"ddp\"}"), "distributed.ranks", NULL},
+        {DIST("{\"ranks\":2}"), "distributed.algorithm", "required"},
+        {DIST("{\"ranks\":2,\"algorithm\":\"allreduce\"}"), "distributed.algorithm", "unknown value 'allreduce'"},
+        {DIST("{\"ranks\":2,\"algorithm\":\"diloco\",\"inner_steps\":0}"), "distributed.inner_steps", NULL},
+        {DIST("{\"ranks\":2,\"algorithm\":\"diloco\",\"outer_lr\":0}"), "distributed.outer_lr", NULL},
+        {DIST("{\"ranks\":2,\"algorithm\":\"diloco\",\"outer_momentum\":1}"), "distributed.outer_momentum", NULL},
+        {DIST("{\"ranks\":2,\"algorithm\":\"ddp\",\"inner_steps\":5}"), "distributed.inner_steps",
+         "only applies to \"diloco\""},
+        {DIST("{\"ranks\":2,\"algorithm\":\"ddp\",\"workers\":5}"), "distributed.workers", "unknown field"},
+        {DIST("{\"ranks\":2,\"algorithm\":\"ddp\",\"hosts\":[]}"), "distributed.hosts", "1 to"},
+        {DIST("{\"ranks\":2,\"algorithm\":\"ddp\",\"hosts\":\"a,b\"}"), "distributed.hosts", NULL},
+        {DIST("{\"ranks\":2,\"algorithm\":\"ddp\",\"hosts\":[\"a\",7]}"), "distributed.hosts[1]", "must be a string"},
+        {DIST("{\"ranks\":2,\"algorithm\":\"ddp\",\"hosts\":[\"a b\"]}"), "distributed.hosts[0]", "found ' '"},
+        {DIST("{\"ranks\":2,\"algorithm\":\"ddp\",\"hosts\":[\"-a\"]}"), "distributed.hosts[0]", NULL},
+        {DIST("{\"ranks\":2,\"algorithm\":\"ddp\",\"hosts\":[\"a:0\"]}"), "distributed.hosts[0]", "slots"},
+        {DIST("{\"ranks\":2,\"algorithm\":\"ddp\",\"hosts\":[\"a:x\"]}"), "distributed.hosts[0]", "slots"},
+        {DIST("{\"ranks\":2,\"algorithm\":\"ddp\",\"hosts\":[\"a;rm -rf\"]}"), "distributed.hosts[0]", NULL},
+        {DIST("7"), "distributed", NULL},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"gpt\"},\"data\":{\"source\":\"fortunes\"},"
+         "\"distributed\":{\"ranks\":2,\"algorithm\":\"ddp\"}}", "distributed", "model.type \"mlp\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pgn_error err = parse_err(bad[i].text);
+        cr_assert_str_eq(err.field, bad[i].field, "%s: %s", bad[i].text, err.message);
+        if (bad[i].fragment) cr_assert(strstr(err.message, bad[i].fragment), "%s: %s", bad[i].text, err.message);
+    }
+}

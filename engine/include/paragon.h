@@ -43,6 +43,7 @@
     X(CHECKPOINT, "checkpoint", 500)          /* a checkpoint that cannot be trusted */       \
     X(CRASHED, "crashed", 500)                /* paragond ended while it ran, --max-attempts times */ \
     X(IO, "io", 500)                                                                          \
+    X(COMM, "comm", 500)                      /* the ranks of a distributed job lost each other */ \
     X(STORE, "store", 500)                                                                    \
     X(AUTH, "auth", 500)                      /* the token file cannot be used */             \
     X(HTTP, "http", 500)                      /* the listener cannot start */                 \
@@ -262,6 +263,26 @@ typedef struct pgn_gpt_spec {
     bool tie_embeddings;
 } pgn_gpt_spec;
 
+typedef enum { PGN_DIST_DDP, PGN_DIST_DILOCO } pgn_dist_algorithm;
+
+#define PGN_DIST_MAX_RANKS 256
+#define PGN_DIST_MAX_HOSTS 64
+#define PGN_DIST_HOST_MAX 64 /* "name" or "name:slots", with its terminating NUL */
+
+/* The "distributed" object of a train spec: the job runs as ranks processes under MPI
+ * (docs/distributed.md). ddp all-reduces the gradients every step; diloco lets each rank take
+ * inner_steps steps of the spec's optimizer on its own shard, then applies the mean of the
+ * ranks' parameter deltas with an outer SGD (outer_lr, outer_momentum, nesterov). */
+typedef struct pgn_dist_spec {
+    int ranks; /* 0: not distributed */
+    pgn_dist_algorithm algorithm;
+    int inner_steps; /* diloco: H */
+    float outer_lr, outer_momentum;
+    bool nesterov;
+    int n_hosts; /* 0: this machine */
+    char hosts[PGN_DIST_MAX_HOSTS][PGN_DIST_HOST_MAX];
+} pgn_dist_spec;
+
 typedef struct pgn_train_spec {
     pgn_model_type model;
     int layers[PGN_MAX_LAYERS]; /* mlp: widths, input first, classes last */
@@ -281,6 +302,7 @@ typedef struct pgn_train_spec {
     int eval_every;   /* gpt: steps between validation losses */
     int log_every;    /* gpt: steps between training-loss metrics */
     int eval_windows; /* gpt: fixed validation windows the validation loss is taken over */
+    pgn_dist_spec dist; /* mlp: ranks > 0 makes it a distributed job */
 } pgn_train_spec;
 
 /* An inet job: an HVM2-format program and the limits that stop a runaway one. */
@@ -362,6 +384,21 @@ typedef struct pgn_run_hooks {
     void (*on_text)(void *ctx, int64_t index, const char *text, size_t len);
 } pgn_run_hooks;
 
+/* The ranks of a distributed train job, as the engine sees them: the rank program binds the
+ * calls to MPI (rank/), a test may bind them to anything. A failing call fails the run; the
+ * other ranks are then stuck in their next call, so the binding must end them (MPI_Abort). */
+typedef struct pgn_comm {
+    int rank, size;
+    void *ctx;
+    /* Every rank's bytes bytes, in rank order, into recv (size * bytes), on every rank. */
+    int (*allgather)(struct pgn_comm *c, const void *send, size_t bytes, void *recv, pgn_error *err);
+    int (*barrier)(struct pgn_comm *c, pgn_error *err);
+    /* Kept by the engine: collectives called, payload bytes this rank sent to the others, and
+     * seconds spent inside the calls (waiting for the slowest rank included). */
+    int64_t collectives;
+    double bytes_sent, seconds;
+} pgn_comm;
+
 /* Where a job finds its inputs and keeps its files. */
 typedef struct pgn_run_options {
     const char *data_dir;       /* the data directory (NULL: "data"); datasets are read from
@@ -374,6 +411,7 @@ typedef struct pgn_run_options {
                                    exact position (mid-epoch too), so a resume repeats no step */
     bool profile;               /* train: time every graph node; adds "profile" to the result */
     const char *source_checkpoint; /* generate: the gpt checkpoint file it reads */
+    pgn_comm *comm;             /* train with "distributed": this process's rank (required) */
 } pgn_run_options;
 
 #define PGN_CHECKPOINT_FILE "checkpoint.safetensors"

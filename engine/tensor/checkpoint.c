@@ -40,7 +40,7 @@ static void st_list_free(st_list *l) {
 static int checkpoint_entries(const pgn_train_state *tr, int epoch_step, st_list *l, pgn_error *err) {
     l->n = 0;
     pgn_graph *g = tr->graph;
-    size_t most = 3 * (size_t)g->n_params + 1;
+    size_t most = 3 * (size_t)g->n_params + 1 + (size_t)tr->n_extra;
     l->e = calloc(most, sizeof *l->e);
     l->names = calloc(most, sizeof *l->names);
     if (!l->e || !l->names) {
@@ -62,6 +62,11 @@ static int checkpoint_entries(const pgn_train_state *tr, int epoch_step, st_list
             l->n++;
         }
     }
+    for (int i = 0; i < tr->n_extra; i++) {
+        snprintf(l->names[l->n], sizeof l->names[0], "%s", tr->extra[i].name);
+        l->e[l->n] = (pgn_st_entry){l->names[l->n], tr->extra[i].t};
+        l->n++;
+    }
     if (epoch_step > 0) {
         snprintf(l->names[l->n], sizeof l->names[0], "%s", PGN_CHECKPOINT_STATS);
         l->e[l->n] = (pgn_st_entry){l->names[l->n], tr->stats};
@@ -72,7 +77,7 @@ static int checkpoint_entries(const pgn_train_state *tr, int epoch_step, st_list
 
 static int checkpoint_path(const pgn_train_state *tr, char *out, size_t size) {
     if (!tr->dir) return 0;
-    snprintf(out, size, "%s/%s", tr->dir, PGN_CHECKPOINT_FILE);
+    snprintf(out, size, "%s/%s", tr->dir, tr->file ? tr->file : PGN_CHECKPOINT_FILE);
     return 1;
 }
 

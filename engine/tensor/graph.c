@@ -379,12 +379,15 @@ static int sum_rows_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error
            finish_grad(A, p->rows, err);
 }
 
+/* The B the losses' gradients divide by: the pass's rows, or g->loss_rows when set. */
+static int loss_rows(const pgn_graph *g, int r) { return g->loss_rows > 0 ? g->loss_rows : r; }
+
 /* softmax_xent: logits (B, C), labels (B) -> loss (B), pred (B) in aux; the mean loss's
  * dlogits (softmax - onehot) / B is written here too (fused) */
 static int xent_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
     pgn_node *A = in_a(g, n);
     int r = rows_of(n, p->rows);
-    return pgn_op_softmax_xent(r, &A->value, &in_b(g, n)->value, 1.0f / (float)r, &A->grad,
+    return pgn_op_softmax_xent(r, &A->value, &in_b(g, n)->value, 1.0f / (float)loss_rows(g, r), &A->grad,
                                &n->value, &n->aux, err);
 }
 /* mse: x (B, C) against one-hot labels (B) -> loss (B), pred (B); dx = 2 (x - onehot) / (B C)
@@ -392,7 +395,7 @@ static int xent_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err
 static int mse_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
     pgn_node *A = in_a(g, n);
     int r = rows_of(n, p->rows);
-    return pgn_op_mse_onehot(r, &A->value, &in_b(g, n)->value, 1.0f / ((float)r * (float)A->cols),
+    return pgn_op_mse_onehot(r, &A->value, &in_b(g, n)->value, 1.0f / ((float)loss_rows(g, r) * (float)A->cols),
                              &A->grad, &n->value, &n->aux, err);
 }
 /* the forward pass wrote the input's gradient */

@@ -81,6 +81,8 @@ typedef struct pgn_graph {
     size_t store_elems;
     size_t decay_elems; /* the parameters that decay come first in the stores: [0, decay_elems) */
     bool loss_is_mse;
+    int loss_rows; /* the rows the loss is the mean over (0: the pass's): data-parallel ranks
+                      each take part of a batch whose mean loss is their sum */
     bool profile; /* pgn_graph_profile_enable: each node's prof_fwd and prof_bwd */
 } pgn_graph;
 

@@ -360,6 +360,10 @@ typedef struct pgn_train_state {
     int steps_per_epoch;
     int epochs;        /* mlp: the spec's; gpt: 1, its steps the one "epoch" */
     const pgn_corpus *corpus; /* gpt: its text, whose vocabulary and SHA-256 the checkpoint keeps */
+    const char *file;  /* the file in dir (NULL: PGN_CHECKPOINT_FILE) */
+    const pgn_st_entry *extra; /* more tensors saved and loaded with the rest (a distributed
+                                  run's outer momentum), n_extra of them */
+    int n_extra;
 } pgn_train_state;
 
 /* Writes <dir>/PGN_CHECKPOINT_FILE atomically: epochs_done whole epochs, then epoch_step steps

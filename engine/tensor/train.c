@@ -3,7 +3,12 @@
  * backward and the optimizer, and records its loss and correct count on the device, so steps
  * queue without waiting. Per epoch: evaluation on the test set, metrics through the hooks, and
  * a checkpoint when due (and at a stop, mid-epoch, when asked; checkpoint.c). Resuming from a
- * checkpoint, once all of it is verified, continues bit-identically. */
+ * checkpoint, once all of it is verified, continues bit-identically.
+ *
+ * A distributed job (spec "distributed") runs this loop in each of its ranks (dist.c): ddp takes
+ * rank's share of each global batch and sums the gradients over the ranks before the update;
+ * diloco trains each rank on its own shard and takes an outer step every inner_steps steps and
+ * at each epoch's end. Either stops only where the ranks meet, and checkpoints there, together. */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -13,17 +18,19 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "tensor/dist.h"
 #include "tensor/graph.h"
 #include "tensor/optim.h"
 #include "pgn_math.h"
 
-#define PGN_STREAM_SHUFFLE 0x5348554646ULL /* "SHUFF": apart from the init streams */
+#define PGN_STREAM_SHUFFLE 0x5348554646ULL /* "SHUFF": apart from the init streams; a diloco
+                                              rank r shuffles its shard with stream + r */
 
-/* Fisher-Yates driven by the counter RNG: the order of epoch e depends only on seed and e. */
-static void shuffle(int *order, int n, uint64_t seed, int epoch) {
+/* Fisher-Yates driven by the counter RNG: the order of epoch e depends only on seed, stream and e. */
+static void shuffle(int *order, int n, uint64_t seed, uint64_t stream, int epoch) {
     for (int i = 0; i < n; i++) order[i] = i;
     for (int i = n - 1; i > 0; i--) {
-        pgn_u64 r = pgn_rand64(seed, PGN_STREAM_SHUFFLE, (pgn_u64)epoch * (pgn_u64)n + (pgn_u64)i);
+        pgn_u64 r = pgn_rand64(seed, stream, (pgn_u64)epoch * (pgn_u64)n + (pgn_u64)i);
         int j = (int)(r % (pgn_u64)(i + 1));
         int t = order[i];
         order[i] = order[j];
@@ -87,17 +94,37 @@ typedef struct {
     int *order;
     double *epoch_seconds;
     int batch, steps_per_epoch, eval_steps;
+    int epoch_samples; /* training samples an epoch covers, over all ranks */
+    /* distributed (dist.c): this rank's part; comm NULL when the job runs in one process */
+    pgn_comm *comm;
+    pgn_dist dist;
+    int *shard, shard_n; /* diloco: the samples this rank trains on */
+    bool want_stop;      /* should_stop said stop: the ranks stop where they next meet */
+    bool stop_all;       /* ...and they did */
+    int64_t committed;   /* the step of the last committed distributed checkpoint, or -1 */
+    pgn_st_entry momentum_entry; /* diloco: the checkpoint's extra tensor (state_of) */
 } trainer;
+
+static bool is_ddp(const trainer *tr) { return tr->comm && tr->spec->train.dist.algorithm == PGN_DIST_DDP; }
+static bool is_diloco(const trainer *tr) {
+    return tr->comm && tr->spec->train.dist.algorithm == PGN_DIST_DILOCO;
+}
 
 /* What a checkpoint reads and writes of the trainer (checkpoint.c). */
 static pgn_train_state state_of(trainer *tr) {
-    return (pgn_train_state){.spec = tr->spec,
-                             .dir = tr->opts->checkpoint_dir,
-                             .graph = &tr->graph,
-                             .optim = &tr->optim,
-                             .stats = &tr->stats,
-                             .steps_per_epoch = tr->steps_per_epoch,
-                             .epochs = tr->spec->train.epochs};
+    pgn_train_state s = {.spec = tr->spec,
+                         .dir = tr->opts->checkpoint_dir,
+                         .graph = &tr->graph,
+                         .optim = &tr->optim,
+                         .stats = &tr->stats,
+                         .steps_per_epoch = tr->steps_per_epoch,
+                         .epochs = tr->spec->train.epochs};
+    if (is_diloco(tr)) { /* the outer momentum travels with each rank's checkpoint */
+        tr->momentum_entry = (pgn_st_entry){PGN_DIST_MOMENTUM, &tr->dist.momentum};
+        s.extra = &tr->momentum_entry;
+        s.n_extra = 1;
+    }
+    return s;
 }
 
 static void trainer_free(trainer *tr) {
@@ -111,6 +138,8 @@ static void trainer_free(trainer *tr) {
     free(tr->host_stats);
     free(tr->order);
     free(tr->epoch_seconds);
+    free(tr->shard);
+    pgn_dist_free(&tr->dist);
 }
 
 /* Sums the per-step statistics of a pass, in step order, on the host in double. */
@@ -125,22 +154,99 @@ static int read_stats(trainer *tr, int steps, double *loss_sum, double *correct,
     return 0;
 }
 
-/* Runs one batch: rows from set s at positions offset.. of its index tensor. */
+/* Runs one batch: rows from set s at positions offset.. of its index tensor. While training,
+ * the update follows the backward pass; under ddp, once the ranks have summed their gradients,
+ * and not at all when they agreed to stop there (tr->stop_all). */
 static int run_batch(trainer *tr, device_set *s, int offset, int rows, bool training,
                      uint64_t step, int slot, pgn_error *err) {
     pgn_graph *g = &tr->graph;
     pgn_node *in = &g->nodes[g->input], *lab = &g->nodes[g->labels], *loss = &g->nodes[g->loss];
+    /* dropout masks: distinct per rank, and those of one process when there is one rank */
+    uint64_t mask_step = tr->comm ? step * (uint64_t)tr->comm->size + (uint64_t)tr->comm->rank : step;
     if (pgn_op_gather_rows(rows, &s->x, &s->idx, offset, &in->value, err) ||
         pgn_op_gather_rows(rows, &s->y, &s->idx, offset, &lab->value, err) ||
-        pgn_graph_forward(g, rows, training, step, err))
+        pgn_graph_forward(g, rows, training, mask_step, err))
         return -1;
-    if (training && (pgn_graph_backward(g, rows, err) || pgn_optim_step(&tr->optim, g, err)))
-        return -1;
+    if (training) {
+        if (pgn_graph_backward(g, rows, err) ||
+            (is_ddp(tr) && pgn_dist_reduce_grads(&tr->dist, g, tr->want_stop, &tr->stop_all, err)))
+            return -1;
+        if (!tr->stop_all && pgn_optim_step(&tr->optim, g, err)) return -1;
+    }
     return pgn_op_loss_stats(rows, &loss->value, &loss->aux, &lab->value, &tr->stats, slot, err);
+}
+
+/* The rows step s of an epoch trains on: [*start, *start + *rows) of the epoch's order; under
+ * ddp this rank's share of global batch s, whose size the loss is the mean over. */
+static void step_rows(trainer *tr, int s, int *start, int *rows) {
+    int n = is_diloco(tr) ? tr->shard_n : tr->train.n, per = tr->batch;
+    if (is_ddp(tr)) {
+        int global = tr->batch * tr->comm->size, g0 = s * global, lo, hi;
+        int g_rows = n - g0 < global ? n - g0 : global;
+        pgn_dist_rows(g_rows, tr->comm->rank, tr->comm->size, &lo, &hi);
+        *start = g0 + lo;
+        *rows = hi - lo;
+        tr->graph.loss_rows = g_rows;
+        return;
+    }
+    *start = s * per;
+    *rows = n - *start < per ? n - *start : per;
+}
+
+/* The epoch's order into the device's index: the permutation of the whole set (one process, and
+ * ddp, whose ranks slice each global batch of it), or of this rank's shard (diloco). */
+static int epoch_order(trainer *tr, int epoch, pgn_error *err) {
+    uint64_t seed = tr->spec->seed;
+    if (!is_diloco(tr)) {
+        shuffle(tr->order, tr->train.n, seed, PGN_STREAM_SHUFFLE, epoch);
+        return pgn_tensor_write(&tr->dtrain.idx, tr->order, (size_t)tr->train.n, err);
+    }
+    shuffle(tr->order, tr->shard_n, seed, PGN_STREAM_SHUFFLE + (uint64_t)tr->comm->rank, epoch);
+    for (int i = 0; i < tr->shard_n; i++) tr->order[i] = tr->shard[tr->order[i]];
+    return pgn_tensor_write(&tr->dtrain.idx, tr->order, (size_t)tr->shard_n, err);
+}
+
+/* A distributed checkpoint at this position: this rank's file, then the commit (dist.h). */
+static int dist_checkpoint(trainer *tr, int epoch, int s, pgn_error *err) {
+    const char *dir = tr->opts->checkpoint_dir;
+    if (!dir) return 0;
+    char name[96], sha[65];
+    pgn_dist_checkpoint_name(tr->comm->rank, tr->optim.t, name, sizeof name);
+    pgn_train_state state = state_of(tr);
+    state.file = name;
+    if (pgn_dist_prepare(dir, err) || pgn_graph_weights_sha256(&tr->graph, sha, err) ||
+        pgn_checkpoint_save(&state, epoch, s, sha, err) ||
+        pgn_dist_commit(&tr->dist, dir, tr->optim.t, tr->committed, err))
+        return -1;
+    tr->committed = tr->optim.t;
+    return 0;
+}
+
+/* Resumes this rank from the committed distributed checkpoint, if any. */
+static int dist_resume(trainer *tr, int *epoch, int *step, pgn_error *err) {
+    const char *dir = tr->opts->checkpoint_dir;
+    int64_t at;
+    if (!dir || pgn_dist_committed(dir, &at, err)) return dir ? -1 : 0;
+    if (at < 0) return 0;
+    char name[96], path[PGN_PATH_MAX * 2];
+    pgn_dist_checkpoint_name(tr->comm->rank, at, name, sizeof name);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct stat st;
+    if (stat(path, &st)) {
+        pgn_error_set(err, PGN_E_CHECKPOINT, "", "step %lld was committed but %s is missing (%s); remove "
+                      "%s/" PGN_DIST_SUBDIR " to start over", (long long)at, path, strerror(errno), dir);
+        return -1;
+    }
+    pgn_train_state state = state_of(tr);
+    state.file = name;
+    if (pgn_checkpoint_load(&state, epoch, step, err) || pgn_dist_resumed(&tr->dist, &tr->graph, err)) return -1;
+    tr->committed = at;
+    return 0;
 }
 
 static int evaluate(trainer *tr, double *loss, double *acc, pgn_error *err) {
     int b = tr->graph.max_batch;
+    tr->graph.loss_rows = 0;
     for (int i = 0; i < tr->eval_steps; i++) {
         int rows = tr->dtest.n - i * b < b ? tr->dtest.n - i * b : b;
         if (run_batch(tr, &tr->dtest, i * b, rows, false, 0, i, err)) return -1;
@@ -163,14 +269,52 @@ static void stop(trainer *tr, int epoch, int s, pgn_error *err) {
     char sha[65], saved[64] = "";
     if (tr->opts->checkpoint_on_stop && tr->opts->checkpoint_dir) {
         pgn_train_state state = state_of(tr);
-        if (pgn_graph_weights_sha256(&tr->graph, sha, &cerr) == 0 &&
-            pgn_checkpoint_save(&state, epoch, s, sha, &cerr) == 0)
-            snprintf(saved, sizeof saved, "; checkpointed");
-        else
-            snprintf(saved, sizeof saved, "; not checkpointed");
+        int rc = tr->comm ? dist_checkpoint(tr, epoch, s, &cerr)
+                          : pgn_graph_weights_sha256(&tr->graph, sha, &cerr) ||
+                                pgn_checkpoint_save(&state, epoch, s, sha, &cerr);
+        snprintf(saved, sizeof saved, rc ? "; not checkpointed" : "; checkpointed");
     }
     pgn_error_set(err, PGN_E_CANCELLED, "", "stopped at epoch %d, step %lld%s%s%s", epoch + 1,
                   (long long)tr->optim.t, saved, cerr.message[0] ? ": " : "", cerr.message);
+}
+
+/* The batch, steps per epoch and samples an epoch covers: one process trains on every sample
+ * in batches of batch_size; ddp's global batches are ranks x batch_size (a short last one of
+ * fewer rows than ranks is left out); a diloco rank trains on its shard (dist.h). */
+static int layout(trainer *tr, pgn_error *err) {
+    const pgn_train_spec *t = &tr->spec->train;
+    int n = tr->train.n;
+    tr->committed = -1;
+    if (t->dist.ranks > 0 && !tr->comm)
+        return pgn_spec_fail(err, "distributed", "a distributed job runs as %d processes under mpirun "
+                             "(paragon-rank; paragond starts them), not in one", t->dist.ranks);
+    if (tr->comm && tr->comm->size != t->dist.ranks)
+        return pgn_spec_fail(err, "distributed.ranks", "is %d, but %d processes run the job", t->dist.ranks,
+                             tr->comm->size);
+    int size = tr->comm ? tr->comm->size : 1;
+    if (is_diloco(tr)) {
+        if (!(tr->shard = pgn_dist_shard(tr->spec->seed, n, tr->comm->rank, size, &tr->shard_n))) {
+            pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "cannot allocate the shard of %d samples", n);
+            return -1;
+        }
+        n = tr->shard_n;
+        if (n < 1)
+            return pgn_spec_fail(err, "distributed.ranks", "%d ranks leave no sample of the %d for each", size,
+                                 tr->train.n);
+    }
+    tr->batch = t->batch_size < n ? t->batch_size : n;
+    tr->steps_per_epoch = (n + tr->batch - 1) / tr->batch;
+    tr->epoch_samples = n * (is_diloco(tr) ? size : 1);
+    if (is_ddp(tr)) {
+        int global = t->batch_size * size, rest = tr->train.n % global;
+        tr->batch = t->batch_size;
+        tr->steps_per_epoch = tr->train.n / global + (rest >= size);
+        tr->epoch_samples = tr->train.n - (rest >= size ? 0 : rest);
+        if (tr->steps_per_epoch < 1)
+            return pgn_spec_fail(err, "distributed.ranks", "%d ranks need at least as many samples; the "
+                                 "training set has %d", size, tr->train.n);
+    }
+    return 0;
 }
 
 static int setup(trainer *tr, pgn_device *dev, pgn_error *err) {
@@ -190,8 +334,7 @@ static int setup(trainer *tr, pgn_device *dev, pgn_error *err) {
                       want, want, last ? "classes" : "input features");
         return -1;
     }
-    tr->batch = t->batch_size < tr->train.n ? t->batch_size : tr->train.n;
-    tr->steps_per_epoch = (tr->train.n + tr->batch - 1) / tr->batch;
+    if (layout(tr, err)) return -1;
     tr->eval_steps = (tr->test.n + tr->batch - 1) / tr->batch;
     int slots = tr->steps_per_epoch > tr->eval_steps ? tr->steps_per_epoch : tr->eval_steps;
     pgn_graph_init(&tr->graph, dev, tr->batch, tr->spec->seed);
@@ -209,9 +352,42 @@ static int setup(trainer *tr, pgn_device *dev, pgn_error *err) {
         return -1;
     }
     pgn_graph_profile_enable(&tr->graph, tr->opts->profile);
+    return tr->comm ? pgn_dist_init(&tr->dist, &t->dist, tr->comm, &tr->graph, err) : 0;
+}
+
+
+/* The epoch's training loss and accuracy from the per-step statistics, summed over the ranks. */
+static int epoch_figures(trainer *tr, double *loss, double *acc, pgn_error *err) {
+    double v[2];
+    if (read_stats(tr, tr->steps_per_epoch, &v[0], &v[1], err) || (tr->comm && pgn_dist_sum(&tr->dist, v, 2, err)))
+        return -1;
+    double div = tr->graph.loss_is_mse ? (double)tr->epoch_samples * tr->train.classes : tr->epoch_samples;
+    *loss = v[0] / div;
+    *acc = v[1] / tr->epoch_samples;
     return 0;
 }
 
+/* After step s of epoch (taken, or under ddp perhaps not: stop_all): where the ranks meet, diloco
+ * takes its outer step; a stop they agree on ends the run there, checkpointed (at an epoch's end,
+ * after the epoch's figures: *stop_at_end). Returns 1 when the run stops now. */
+static int after_step(trainer *tr, int epoch, int s, bool *stop_at_end, pgn_error *err) {
+    bool last = s + 1 == tr->steps_per_epoch;
+    if (is_diloco(tr)) {
+        int H = tr->spec->train.dist.inner_steps;
+        if (tr->optim.t % H != 0 && !last) return 0;
+        if (pgn_dist_outer_step(&tr->dist, &tr->graph, tr->want_stop, &tr->stop_all, err)) return -1;
+        if (last) { /* the epoch's end checkpoints after its figures */
+            *stop_at_end = tr->stop_all;
+            return 0;
+        }
+        if (!tr->stop_all) return dist_checkpoint(tr, epoch, s + 1, err);
+        stop(tr, epoch, s + 1, err);
+        return 1;
+    }
+    if (!tr->stop_all) return 0;
+    stop(tr, epoch, s, err); /* ddp: the ranks met before step s's update, which none took */
+    return 1;
+}
 
 int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
                   const pgn_run_hooks *hooks, json_t **result, pgn_error *err) {
@@ -222,48 +398,56 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
     tr.spec = spec;
     tr.opts = opts;
     tr.hooks = hooks;
+    tr.comm = t->dist.ranks > 0 ? opts->comm : NULL;
     double t_start = pgn_now_s();
     int start_epoch = 0, start_step = 0;
     if (setup(&tr, dev, err)) goto fail;
     pgn_train_state state = state_of(&tr);
-    if (opts->resume && pgn_checkpoint_load(&state, &start_epoch, &start_step, err)) goto fail;
+    if (opts->resume && (tr.comm ? dist_resume(&tr, &start_epoch, &start_step, err)
+                                 : pgn_checkpoint_load(&state, &start_epoch, &start_step, err)))
+        goto fail;
     int64_t resumed_step = tr.optim.t;
     const char *dev_id = dev ? dev->info.id : "host";
-    pgn_train_log(hooks, "training %s on %s: %d samples, batch %d, %d epochs, seed %llu%s", spec->name,
-             dev_id, tr.train.n, tr.batch, t->epochs, (unsigned long long)spec->seed,
-             resumed_step ? " (resumed)" : "");
+    char who[48] = "";
+    if (tr.comm)
+        snprintf(who, sizeof who, " as rank %d of %d (%s)", tr.comm->rank, tr.comm->size,
+                 is_ddp(&tr) ? "ddp" : "diloco");
+    pgn_train_log(hooks, "training %s on %s%s: %d samples, batch %d, %d epochs, seed %llu%s", spec->name,
+             dev_id, who, is_diloco(&tr) ? tr.shard_n : tr.train.n, tr.batch, t->epochs,
+             (unsigned long long)spec->seed, resumed_step ? " (resumed)" : "");
     if (resumed_step)
-        pgn_train_log(hooks, "resumed from %s/%s after epoch %d and %d steps of the next (step %lld)",
-                 opts->checkpoint_dir, PGN_CHECKPOINT_FILE, start_epoch, start_step,
-                 (long long)tr.optim.t);
+        pgn_train_log(hooks, "resumed from %s after epoch %d and %d steps of the next (step %lld)",
+                 opts->checkpoint_dir, start_epoch, start_step, (long long)tr.optim.t);
 
     double test_loss = 0, test_acc = 0, train_loss = 0, train_acc = 0;
     int64_t total_steps = (int64_t)tr.steps_per_epoch * t->epochs;
     for (int epoch = start_epoch; epoch < t->epochs; epoch++) {
         double t_epoch = pgn_now_s();
-        shuffle(tr.order, tr.train.n, spec->seed, epoch);
-        if (pgn_tensor_write(&tr.dtrain.idx, tr.order, (size_t)tr.train.n, err)) goto fail;
+        bool stop_at_end = false;
+        if (epoch_order(&tr, epoch, err)) goto fail;
         for (int s = epoch == start_epoch ? start_step : 0; s < tr.steps_per_epoch; s++) {
             if (hooks && hooks->should_stop && hooks->should_stop(hooks->ctx)) {
-                stop(&tr, epoch, s, err);
-                goto fail;
+                if (!tr.comm) {
+                    stop(&tr, epoch, s, err);
+                    goto fail;
+                }
+                tr.want_stop = true; /* said at the ranks' next meeting */
             }
-            int start = s * tr.batch;
-            int rows = tr.train.n - start < tr.batch ? tr.train.n - start : tr.batch;
-            if (run_batch(&tr, &tr.dtrain, start, rows, true, (uint64_t)tr.optim.t, s, err))
-                goto fail;
+            int start, rows;
+            step_rows(&tr, s, &start, &rows);
+            if (run_batch(&tr, &tr.dtrain, start, rows, true, (uint64_t)tr.optim.t, s, err)) goto fail;
+            if (tr.comm) {
+                int rc = after_step(&tr, epoch, s, &stop_at_end, err);
+                if (rc) goto fail;
+            }
             if ((s + 1) % PGN_SYNC_EVERY_STEPS == 0 || s + 1 == tr.steps_per_epoch) {
                 if (pgn_device_finish(dev, err)) goto fail;
                 if (hooks && hooks->on_progress)
                     hooks->on_progress(hooks->ctx, (double)tr.optim.t / (double)total_steps);
             }
         }
-        double sum, correct;
-        if (read_stats(&tr, tr.steps_per_epoch, &sum, &correct, err)) goto fail;
+        if (epoch_figures(&tr, &train_loss, &train_acc, err)) goto fail;
         tr.epoch_seconds[epoch] = pgn_now_s() - t_epoch;
-        double div = tr.graph.loss_is_mse ? (double)tr.train.n * tr.train.classes : tr.train.n;
-        train_loss = sum / div;
-        train_acc = correct / tr.train.n;
         if (evaluate(&tr, &test_loss, &test_acc, err)) goto fail;
         pgn_train_emit(hooks, "loss", epoch + 1, train_loss);
         pgn_train_emit(hooks, "accuracy", epoch + 1, train_acc);
@@ -276,8 +460,15 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
                      "(%.3f s)",
                      epoch + 1, t->epochs, train_loss, train_acc, test_loss, test_acc,
                      tr.epoch_seconds[epoch]);
+        if (epoch + 1 == t->epochs) break;
+        if (stop_at_end) {
+            stop(&tr, epoch + 1, 0, err);
+            goto fail;
+        }
         bool due = t->checkpoint_every > 0 && (epoch + 1) % t->checkpoint_every == 0;
-        if (due && epoch + 1 < t->epochs) {
+        if (is_diloco(&tr) && dist_checkpoint(&tr, epoch + 1, 0, err)) goto fail; /* at every outer step */
+        if (due && is_ddp(&tr) && dist_checkpoint(&tr, epoch + 1, 0, err)) goto fail;
+        if (due && !tr.comm) {
             char sha[65];
             if (pgn_graph_weights_sha256(&tr.graph, sha, err) ||
                 pgn_checkpoint_save(&state, epoch + 1, 0, sha, err))
@@ -287,16 +478,17 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
     if (start_epoch >= t->epochs && evaluate(&tr, &test_loss, &test_acc, err)) goto fail;
 
     char sha[65];
+    bool writes = !tr.comm || tr.comm->rank == 0; /* the ranks end with the same weights */
     if (pgn_graph_weights_sha256(&tr.graph, sha, err) ||
-        pgn_checkpoint_save(&state, t->epochs, 0, sha, err))
+        (writes && pgn_checkpoint_save(&state, t->epochs, 0, sha, err)))
         goto fail;
     double seconds = pgn_now_s() - t_start;
     int ran = t->epochs - start_epoch;
     double train_seconds = 0;
     for (int e = start_epoch; e < t->epochs; e++) train_seconds += tr.epoch_seconds[e];
     double median = pgn_median(tr.epoch_seconds + start_epoch, (size_t)(ran > 0 ? ran : 0));
-    /* a run resumed inside an epoch skipped start_step whole batches of it */
-    double samples = (double)tr.train.n * ran - (double)start_step * tr.batch;
+    /* a run resumed inside an epoch skipped start_step whole steps of it, of batch rows per rank */
+    double samples = (double)tr.epoch_samples * ran - (double)start_step * tr.batch * (tr.comm ? tr.comm->size : 1);
     double sps = train_seconds > 0 ? samples / train_seconds : 0.0;
     *result = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:i, s:I, s:f, s:f, s:f, s:f, s:s, s:i, s:I}",
                         "accuracy", test_acc, "loss", test_loss, "test_accuracy", test_acc,
@@ -308,6 +500,20 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
                         start_epoch, "resumed_from_step", (json_int_t)resumed_step);
     /* The work this run did (paragond sums it over jobs for /metrics). */
     json_object_set_new(*result, "flops", json_real(samples * pgn_train_flops_per_sample(t)));
+    if (tr.comm) {
+        json_t *ranks = pgn_dist_ranks_json(&tr.dist, dev_id, train_seconds, err);
+        if (!ranks) {
+            json_decref(*result);
+            *result = NULL;
+            goto fail;
+        }
+        pgn_comm *c = tr.comm;
+        json_object_set_new(*result, "distributed",
+                            json_pack("{s:i, s:s, s:I, s:f, s:f, s:f, s:o}", "ranks", c->size, "algorithm",
+                                      is_ddp(&tr) ? "ddp" : "diloco", "syncs", (json_int_t)tr.dist.outer_steps,
+                                      "bytes_sent", c->bytes_sent, "comm_seconds", c->seconds, "comm_share",
+                                      train_seconds > 0 ? c->seconds / train_seconds : 0.0, "per_rank", ranks));
+    }
     if (opts->profile) json_object_set_new(*result, "profile", pgn_graph_profile_json(&tr.graph));
     pgn_train_log(hooks, "done: test_accuracy %.4f test_loss %.6f weights sha256 %s", test_acc,
              test_loss, sha);

@@ -187,6 +187,91 @@ static int parse_optimizer(const json_t *root, pgn_train_spec *t, pgn_error *err
     return 0;
 }
 
+static const char *const DIST_ALGORITHMS[] = {"ddp", "diloco", NULL};
+
+/* A host of "distributed.hosts": a host name or IPv4 address (letters, digits, '-', '.', not
+ * starting with '-' or '.'), then optionally ':' and its slots (ranks it may run), 1..1024. */
+static int parse_host(const json_t *v, const char *path, char out[PGN_DIST_HOST_MAX], pgn_error *err) {
+    const char *h = json_string_value(v);
+    if (!h) return pgn_spec_fail(err, path, "must be a string: a host name or address, optionally with ':slots'");
+    size_t len = strcspn(h, ":");
+    if (len == 0 || len >= PGN_DIST_HOST_MAX - 6)
+        return pgn_spec_fail(err, path, "'%.64s': the host name must be 1 to %d characters", h, PGN_DIST_HOST_MAX - 7);
+    for (size_t i = 0; i < len; i++) {
+        char c = h[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  ((c == '-' || c == '.') && i > 0);
+        if (!ok)
+            return pgn_spec_fail(err, path, "'%.64s': a host name holds letters, digits, '-' and '.' "
+                                 "(not first); found '%c'", h, c);
+    }
+    if (h[len] == ':') {
+        const char *d = h + len + 1;
+        long slots = 0;
+        for (const char *q = d; *q; q++) {
+            if (*q < '0' || *q > '9' || slots > 1024) {
+                slots = -1;
+                break;
+            }
+            slots = slots * 10 + (*q - '0');
+        }
+        if (!*d || slots < 1 || slots > 1024)
+            return pgn_spec_fail(err, path, "'%.64s': the slots after ':' must be an integer in 1..1024", h);
+    }
+    snprintf(out, PGN_DIST_HOST_MAX, "%s", h);
+    return 0;
+}
+
+/* The "distributed" object (mlp only, for now): absent, the job runs in one process. */
+static int parse_dist(const json_t *root, pgn_train_spec *t, pgn_error *err) {
+    pgn_dist_spec *d = &t->dist;
+    *d = (pgn_dist_spec){.algorithm = PGN_DIST_DILOCO, .inner_steps = 50, .outer_lr = 0.7f,
+                         .outer_momentum = 0.9f, .nesterov = true};
+    int rc;
+    const json_t *o = pgn_spec_object(root, "distributed", "distributed", false, err, &rc);
+    if (!o) return rc;
+    static const char *const keys[] = {"ranks", "algorithm", "inner_steps", "outer_lr", "outer_momentum",
+                                       "nesterov", "hosts", NULL};
+    if (pgn_spec_only_keys(o, "distributed", keys, err)) return -1;
+    if (t->model != PGN_MODEL_MLP)
+        return pgn_spec_fail(err, "distributed", "distributed training takes model.type \"mlp\" in this "
+                             "version; a \"gpt\" job runs in one process");
+    long long ranks = 0, inner = d->inner_steps;
+    int algorithm = -1;
+    if (pgn_spec_int(o, "ranks", "distributed.ranks", 1, PGN_DIST_MAX_RANKS, &ranks, err) ||
+        pgn_spec_choice(o, "algorithm", "distributed.algorithm", DIST_ALGORITHMS, &algorithm, err) ||
+        pgn_spec_int(o, "inner_steps", "distributed.inner_steps", 1, PGN_MAX_STEPS, &inner, err) ||
+        pgn_spec_float(o, "outer_lr", "distributed.outer_lr", 0.0, true, 100.0, &d->outer_lr, err) ||
+        pgn_spec_float(o, "outer_momentum", "distributed.outer_momentum", 0.0, false, 0.999999,
+                       &d->outer_momentum, err) ||
+        pgn_spec_bool(o, "nesterov", "distributed.nesterov", &d->nesterov, err))
+        return -1;
+    if (!json_object_get(o, "ranks")) return pgn_spec_fail(err, "distributed.ranks", "required: how many processes");
+    if (algorithm < 0)
+        return pgn_spec_fail(err, "distributed.algorithm", "required (\"ddp\" or \"diloco\")");
+    d->ranks = (int)ranks;
+    d->algorithm = (pgn_dist_algorithm)algorithm;
+    d->inner_steps = (int)inner;
+    static const char *const diloco_only[] = {"inner_steps", "outer_lr", "outer_momentum", "nesterov", NULL};
+    for (const char *const *k = diloco_only; *k && d->algorithm == PGN_DIST_DDP; k++)
+        if (json_object_get(o, *k)) {
+            char path[64];
+            snprintf(path, sizeof path, "distributed.%s", *k);
+            return pgn_spec_fail(err, path, "only applies to \"diloco\" (ddp all-reduces every step)");
+        }
+    const json_t *hosts = json_object_get(o, "hosts");
+    if (!hosts) return 0;
+    if (!json_is_array(hosts) || json_array_size(hosts) == 0 || json_array_size(hosts) > PGN_DIST_MAX_HOSTS)
+        return pgn_spec_fail(err, "distributed.hosts", "must be an array of 1 to %d host names", PGN_DIST_MAX_HOSTS);
+    for (size_t i = 0; i < json_array_size(hosts); i++) {
+        char path[48];
+        snprintf(path, sizeof path, "distributed.hosts[%zu]", i);
+        if (parse_host(json_array_get(hosts, i), path, d->hosts[i], err)) return -1;
+    }
+    d->n_hosts = (int)json_array_size(hosts);
+    return 0;
+}
+
 /* A gpt run is counted in steps over windows of the text, not epochs. */
 static int parse_gpt_run(const json_t *root, pgn_train_spec *t, pgn_error *err) {
     long long steps = 1000, eval_every = 100, log_every = 10, windows = 128, every = 0;
@@ -208,7 +293,7 @@ int pgn_train_spec_parse(const json_t *root, pgn_train_spec *t, pgn_error *err) 
     static const char *const keys[] = {"kind",       "name",        "device",     "seed",
                                        "model",      "data",        "optimizer",  "batch_size",
                                        "epochs",     "checkpoint_every", "steps", "eval_every",
-                                       "log_every",  "eval_windows", NULL};
+                                       "log_every",  "eval_windows", "distributed", NULL};
     static const char *const gpt_only[] = {"steps", "eval_every", "log_every", "eval_windows", NULL};
     static const char *const mlp_only[] = {"epochs", NULL};
     if (pgn_spec_only_keys(root, "", keys, err) || parse_model(root, t, err)) return -1;
@@ -219,14 +304,14 @@ int pgn_train_spec_parse(const json_t *root, pgn_train_spec *t, pgn_error *err) 
     long long v = 32;
     if (pgn_spec_int(root, "batch_size", "batch_size", 1, PGN_MAX_BATCH, &v, err)) return -1;
     t->batch_size = (int)v;
-    if (gpt) return parse_gpt_run(root, t, err);
+    if (gpt) return parse_gpt_run(root, t, err) || parse_dist(root, t, err) ? -1 : 0;
     v = 10;
     if (pgn_spec_int(root, "epochs", "epochs", 1, PGN_MAX_EPOCHS, &v, err)) return -1;
     t->epochs = (int)v;
     v = 0;
     if (pgn_spec_int(root, "checkpoint_every", "checkpoint_every", 0, PGN_MAX_EPOCHS, &v, err)) return -1;
     t->checkpoint_every = (int)v;
-    return 0;
+    return parse_dist(root, t, err);
 }
 
 static json_t *model_to_json(const pgn_train_spec *t) {
@@ -239,6 +324,21 @@ static json_t *model_to_json(const pgn_train_spec *t) {
     return json_pack("{s:s, s:o, s:s, s:o, s:s, s:s}", "type", "mlp", "layers", layers, "activation",
                      ACTIVATIONS[t->activation], "dropout", pgn_json_real_f32(t->dropout), "loss",
                      LOSSES[t->loss], "init", INITS[t->init]);
+}
+
+static json_t *dist_to_json(const pgn_dist_spec *d) {
+    json_t *j = json_pack("{s:i, s:s}", "ranks", d->ranks, "algorithm", DIST_ALGORITHMS[d->algorithm]);
+    if (d->algorithm == PGN_DIST_DILOCO) {
+        json_object_set_new(j, "inner_steps", json_integer(d->inner_steps));
+        json_object_set_new(j, "outer_lr", pgn_json_real_f32(d->outer_lr));
+        json_object_set_new(j, "outer_momentum", pgn_json_real_f32(d->outer_momentum));
+        json_object_set_new(j, "nesterov", json_boolean(d->nesterov));
+    }
+    if (d->n_hosts == 0) return j; /* this machine */
+    json_t *hosts = json_array();
+    for (int i = 0; i < d->n_hosts; i++) json_array_append_new(hosts, json_string(d->hosts[i]));
+    json_object_set_new(j, "hosts", hosts);
+    return j;
 }
 
 json_t *pgn_train_spec_to_json(const pgn_train_spec *t) {
@@ -268,6 +368,7 @@ json_t *pgn_train_spec_to_json(const pgn_train_spec *t) {
     } else {
         json_object_set_new(j, "epochs", json_integer(t->epochs));
     }
+    if (t->dist.ranks > 0) json_object_set_new(j, "distributed", dist_to_json(&t->dist));
     return j;
 }
 
