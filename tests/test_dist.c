@@ -73,10 +73,9 @@ static int run_ranks(const launch *l, char **out) {
     snprintf(np, sizeof np, "%d", l->ranks);
     const char *argv[32] = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", np};
     int n = 5;
-    if (l->tcp) {
-        argv[n++] = "--mca";
-        argv[n++] = "btl";
-        argv[n++] = "tcp,self";
+    if (l->tcp) { /* over loopback, which Open MPI leaves out unless told: a machine may have no other */
+        const char *tcp[] = {"--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo"};
+        for (int i = 0; i < 6; i++) argv[n++] = tcp[i];
     }
     argv[n++] = rank_program();
     argv[n++] = l->spec;
