@@ -4,6 +4,8 @@
  * pgn_inet_memory_estimate; the host's memory is what /proc/meminfo calls available). */
 #include "admission.h"
 
+#include "launcher.h"
+
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -174,11 +176,7 @@ static budget device_budget(const pgn_device_info *d, const pgd_host_memory *m) 
 
 static int admit_train(const pgn_job_spec *spec, const pgn_device_info *placed,
                        const pgd_host_memory *mem, pgn_error *err, json_t **extra) {
-    if (spec->train.dist.ranks > 0) {
-        pgn_error_set(err, PGN_E_INVALID_SPEC, "distributed", "distributed: paragond does not start distributed "
-                      "jobs yet: run it with paragon-rank under mpirun (docs/distributed.md)");
-        return -1;
-    }
+    if (spec->train.dist.ranks > 0 && pgd_launch_available(err)) return -1;
     pgn_memory_estimate m;
     pgn_job_memory_estimate(spec, &m);
     bool gpt = spec->train.model == PGN_MODEL_GPT;

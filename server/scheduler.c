@@ -7,6 +7,7 @@
 #include "scheduler.h"
 
 #include "events.h"
+#include "launcher.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -71,6 +72,7 @@ struct pgd_scheduler {
     worker *workers; /* workers[i] serves devices[i] */
     pgn_run_options run_opts; /* data_dir points into the server's config, which outlives us */
     bool calibrate;           /* measure devices without benchmark rows at start */
+    int64_t max_attempts;     /* interrupted runs of a job before it fails as crashed */
     /* Bumped after every cancel request a running job got: each running job then reads its
      * own cancel_requested once, so a step costs an atomic load, not a query. */
     atomic_uint_fast64_t cancel_gen;
@@ -318,7 +320,10 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
     if (attempt == 1) {
         char stale[PGN_PATH_MAX * 2 + 32];
         snprintf(stale, sizeof stale, "%s/%s", job_dir, PGN_CHECKPOINT_FILE);
-        if (unlink(stale) == 0)
+        bool removed = unlink(stale) == 0;
+        snprintf(stale, sizeof stale, "%s/dist/committed", job_dir); /* a distributed job's */
+        removed |= unlink(stale) == 0;
+        if (removed)
             pgd_events_job_log(s->events, s->store, id, "warn",
                                "removed a checkpoint left in %s by an earlier job with this id", job_dir);
     }
@@ -338,8 +343,13 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
         snprintf(source + len, sizeof source - len, "/%s", PGN_CHECKPOINT_FILE);
         opts.source_checkpoint = source;
     }
-    if (rc == 0) rc = worker_device(w, &err);
-    if (rc == 0) rc = pgn_job_run(&spec, w->dev, &opts, &hooks, &result, &err);
+    /* A distributed job runs as mpirun's ranks, which open their own devices (launcher.c); it
+     * holds this worker meanwhile, as the work it places on this machine. */
+    bool distributed = rc == 0 && spec.kind == PGN_JOB_TRAIN && spec.train.dist.ranks > 0;
+    bool interrupted = false;
+    if (rc == 0 && distributed) rc = pgd_launch_run(&spec, spec_json, &opts, &hooks, &result, &interrupted, &err);
+    if (rc == 0 && !distributed) rc = worker_device(w, &err);
+    if (rc == 0 && !distributed) rc = pgn_job_run(&spec, w->dev, &opts, &hooks, &result, &err);
     if (rc == 0 && !json_is_object(result)) {
         rc = -1;
         pgn_error_set(&err, PGN_E_INTERNAL, "", "the engine returned no result object");
@@ -370,6 +380,15 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
             fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
     } else if (rc == 0) {
         record_outcome(w, id, PGD_JOB_SUCCEEDED, result, NULL);
+    } else if (interrupted) {
+        /* A rank died, or mpirun could not reach one: run it again from its last committed
+         * checkpoint, as after a crash of paragond (the same --max-attempts cap). */
+        char what[sizeof err.message + 64];
+        snprintf(what, sizeof what, "%s", err.message);
+        pgd_recovery rec;
+        pgn_error serr;
+        if (pgd_store_job_interrupted(s->store, id, s->max_attempts, what, &rec, &serr) < 0)
+            fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
     } else {
         char *why = pgn_text_visible(err.message); /* it may quote the spec: no raw escapes */
         fprintf(stderr, "paragond: job %lld on %s failed: %s\n", (long long)id, w->info->id,
@@ -483,9 +502,10 @@ static void announce_end(worker *w, int64_t id) {
         pgd_events_job_log(s->events, s->store, id, "warn", "cancelled (attempt %" PRId64 ")",
                            attempt);
         break;
-    case PGD_JOB_QUEUED:
-        pgd_events_job_log(s->events, s->store, id, "warn",
-                           "interrupted by shutdown (attempt %" PRId64 "); queued again", attempt);
+    case PGD_JOB_QUEUED: /* at shutdown; else the store's line said why (a distributed job's ranks) */
+        if (atomic_load(&s->stopping))
+            pgd_events_job_log(s->events, s->store, id, "warn",
+                               "interrupted by shutdown (attempt %" PRId64 "); queued again", attempt);
         break;
     case PGD_JOB_RUNNING: break; /* its end could not be recorded: nothing to tell yet */
     }
@@ -714,14 +734,15 @@ static int replace_orphans(pgd_scheduler *s, pgn_error *err) {
 /* ---- lifecycle -------------------------------------------------------------------------- */
 
 int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_info *devices,
-                        size_t count, const char *data_dir, bool calibrate, pgd_scheduler **out,
-                        pgn_error *err) {
+                        size_t count, const char *data_dir, bool calibrate, int64_t max_attempts,
+                        pgd_scheduler **out, pgn_error *err) {
     *out = NULL;
     pgd_scheduler *s = calloc(1, sizeof *s);
     if (!s) goto oom;
     s->store = store;
     s->events = events;
     s->calibrate = calibrate;
+    s->max_attempts = max_attempts;
     s->run_opts.data_dir = data_dir;
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->admit, NULL);

@@ -19,11 +19,12 @@ typedef struct pgd_events pgd_events; /* events.h */
  * from <data_dir>/datasets (pgn_run_options) and keep files in <data_dir>/jobs; data_dir must
  * outlive the scheduler. With calibrate, a worker whose device has no
  * benchmark rows first measures it (a few seconds) and stores the rows for the cost model.
+ * A distributed job whose ranks die runs again, up to max_attempts interrupted runs.
  * Jobs' state changes, metrics, progress and log lines go to events (NULL: none; it must
  * outlive the scheduler); their log lines are stored either way. */
 int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_info *devices,
-                        size_t count, const char *data_dir, bool calibrate, pgd_scheduler **out,
-                        pgn_error *err);
+                        size_t count, const char *data_dir, bool calibrate, int64_t max_attempts,
+                        pgd_scheduler **out, pgn_error *err);
 
 /* Asks every worker to stop: a running job stops at its next step boundary (a train job
  * checkpoints it first) and goes back to the queue, or ends cancelled when its cancel was

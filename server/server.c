@@ -162,7 +162,7 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
                           &srv->events, err) < 0)
         goto fail;
     if (pgd_scheduler_start(srv->store, srv->events, devices, count, srv->data_dir,
-                            !cfg->no_calibration, &srv->sched, err) < 0)
+                            !cfg->no_calibration, max_attempts, &srv->sched, err) < 0)
         goto fail;
     srv->devices = devices;
     srv->n_devices = count;

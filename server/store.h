@@ -151,6 +151,10 @@ typedef struct pgd_recovery {
     int64_t requeued, crashed, cancelled;
 } pgd_recovery;
 int pgd_store_recover(pgd_store *store, int64_t max_attempts, pgd_recovery *out, pgn_error *err);
+/* The same for one running job whose run ended without finishing while paragond lives (a rank
+ * of a distributed job died): what says what happened, for its log line and error. */
+int pgd_store_job_interrupted(pgd_store *store, int64_t id, int64_t max_attempts, const char *what,
+                              pgd_recovery *out, pgn_error *err);
 
 /* Queued jobs (without their spec), oldest first: *jobs (malloc'd, *n; pgd_jobs_free). */
 int pgd_store_queued_jobs(pgd_store *store, pgd_job **jobs, size_t *n, pgn_error *err);

@@ -548,15 +548,18 @@ int pgd_store_job_reassign(pgd_store *s, int64_t id, const char *device, pgn_err
 
 typedef struct recover_args {
     int64_t max_attempts;
+    int64_t id;                 /* 0: every running job */
+    const char *what, *blame;   /* what ended the run; what a crash may mean */
+    const char *cancelled;      /* the message of a job whose cancel was requested */
     pgd_recovery *out;
 } recover_args;
 
-/* Jobs left running by a process that ended without stopping them: each such run counts as
+/* Running jobs (all, or a->id) whose run ended without stopping them: each such run counts as
  * interrupted; a job interrupted max_attempts times ends failed ("crashed"), the others go back
  * to the queue. Both get a log line saying what happened. */
 static int recover_tx(pgd_store *s, void *ctx, pgn_error *err) {
-    static const char count_sql[] =
-        "UPDATE jobs SET interrupted = interrupted + 1 WHERE state = 'running'";
+#define RUNNING " WHERE state = 'running' AND (?3 = 0 OR id = ?3)"
+    static const char count_sql[] = "UPDATE jobs SET interrupted = interrupted + 1" RUNNING;
     /* The log lines come first, while the jobs are still 'running' and the two kinds tell apart
      * by their count; seq is the job's next, as pgd_store_log_add numbers it. */
     static const char log_sql[] =
@@ -564,23 +567,20 @@ static int recover_tx(pgd_store *s, void *ctx, pgn_error *err) {
         " SELECT id, (SELECT coalesce(max(seq), 0) + 1 FROM logs WHERE job_id = jobs.id),"
         "  CASE WHEN interrupted >= ?1 THEN 'error' ELSE 'warn' END,"
         "  CASE WHEN interrupted >= ?1"
-        "   THEN printf('failed: crashed: paragond ended while this job ran, %d times (run %d"
-        " was the last); it is not run again (--max-attempts %d)', interrupted, attempts, ?1)"
-        "   ELSE printf('paragond ended while this job ran (interrupted run %d of at most %d);"
-        " queued again', interrupted, ?1) END"
-        " FROM jobs WHERE state = 'running'";
+        "   THEN printf('failed: crashed: %s, %d times (run %d was the last); it is not run again"
+        " (--max-attempts %d)', ?2, interrupted, attempts, ?1)"
+        "   ELSE printf('%s (interrupted run %d of at most %d); queued again', ?2, interrupted, ?1) END"
+        " FROM jobs" RUNNING;
     static const char crash_sql[] =
         "UPDATE jobs SET state = 'failed', finished_at = " NOW_SQL ","
         " error = json_object('code', 'crashed', 'message',"
-        "  printf('paragond ended while this job ran, %d times; it is not run again"
-        " (--max-attempts %d): it may be what ends the server', interrupted, ?1), 'field', NULL)"
-        " WHERE state = 'running' AND interrupted >= ?1";
+        "  printf('%s, %d times; it is not run again (--max-attempts %d): %s', ?2, interrupted, ?1, ?4),"
+        "  'field', NULL)" RUNNING " AND interrupted >= ?1";
     static const char requeue_sql[] =
-        "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0"
-        " WHERE state = 'running'";
+        "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0" RUNNING;
+#undef RUNNING
     recover_args *a = ctx;
-    if (end_cancel_requested(s, 0, "cancelled on request; paragond ended before the job stopped",
-                             &a->out->cancelled, err) < 0)
+    if (end_cancel_requested(s, a->id, a->cancelled, &a->out->cancelled, err) < 0)
         return -1;
     const char *const steps[] = {count_sql, log_sql, crash_sql, requeue_sql};
     const char *const what[] = {"count interrupted runs", "log interrupted runs",
@@ -589,7 +589,10 @@ static int recover_tx(pgd_store *s, void *ctx, pgn_error *err) {
     for (int i = 0; i < 4; i++) {
         sqlite3_stmt *st = store_stmt(s, steps[i], err);
         if (!st) return -1;
-        if (i > 0) sqlite3_bind_int64(st, 1, a->max_attempts);
+        sqlite3_bind_int64(st, 1, a->max_attempts);
+        sqlite3_bind_text(st, 2, a->what, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, a->id);
+        sqlite3_bind_text(st, 4, a->blame, -1, SQLITE_STATIC);
         int rc = sqlite3_step(st);
         store_stmt_done(st);
         if (rc != SQLITE_DONE) return store_fail(s, err, what[i]);
@@ -598,12 +601,27 @@ static int recover_tx(pgd_store *s, void *ctx, pgn_error *err) {
     return 0;
 }
 
-int pgd_store_recover(pgd_store *s, int64_t max_attempts, pgd_recovery *out, pgn_error *err) {
-    *out = (pgd_recovery){0};
-    recover_args a = {.max_attempts = max_attempts > 0 ? max_attempts : 1, .out = out};
-    int ret = store_write_tx(s, recover_tx, &a, err);
-    if (ret < 0) *out = (pgd_recovery){0};
+static int recover(pgd_store *s, recover_args *a, pgn_error *err) {
+    *a->out = (pgd_recovery){0};
+    if (a->max_attempts <= 0) a->max_attempts = 1;
+    int ret = store_write_tx(s, recover_tx, a, err);
+    if (ret < 0) *a->out = (pgd_recovery){0};
     return ret;
+}
+
+int pgd_store_recover(pgd_store *s, int64_t max_attempts, pgd_recovery *out, pgn_error *err) {
+    recover_args a = {.max_attempts = max_attempts, .what = "paragond ended while this job ran",
+                      .blame = "it may be what ends the server",
+                      .cancelled = "cancelled on request; paragond ended before the job stopped", .out = out};
+    return recover(s, &a, err);
+}
+
+int pgd_store_job_interrupted(pgd_store *s, int64_t id, int64_t max_attempts, const char *what,
+                              pgd_recovery *out, pgn_error *err) {
+    recover_args a = {.max_attempts = max_attempts, .id = id, .what = what,
+                      .blame = "it may be what makes it fail",
+                      .cancelled = "cancelled on request; its run ended before the job stopped", .out = out};
+    return recover(s, &a, err);
 }
 
 int pgd_store_queued_jobs(pgd_store *s, pgd_job **jobs, size_t *n, pgn_error *err) {

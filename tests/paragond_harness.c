@@ -87,7 +87,14 @@ child spawn(const char *const *args, const char *const *extra_env, bool capture_
     while (environ[n_env]) n_env++;
     const char **envp = calloc(n_env + 16, sizeof *envp);
     size_t e = 0;
-    for (size_t i = 0; i < n_env; i++) envp[e++] = environ[i];
+    for (size_t i = 0; i < n_env; i++) { /* an extra NAME=value replaces ours */
+        bool replaced = false;
+        for (const char *const *x = extra_env; x && *x && !replaced; x++) {
+            size_t name = strcspn(*x, "=");
+            replaced = !strncmp(environ[i], *x, name + 1);
+        }
+        if (!replaced) envp[e++] = environ[i];
+    }
     for (const char *const *x = extra_env; x && *x; x++) envp[e++] = *x;
     envp[e] = NULL;
 

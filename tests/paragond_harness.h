@@ -42,7 +42,8 @@ typedef struct child {
     int err_fd; /* its stderr, when captured; else -1 */
 } child;
 
-/* Runs paragond with args; extra_env ("NAME=value" strings, NULL-ended) is added to ours. */
+/* Runs paragond with args; extra_env ("NAME=value" strings, NULL-ended) is added to ours,
+ * replacing a variable of the same name. */
 child spawn(const char *const *args, const char *const *extra_env, bool capture_stderr);
 /* No longer a child to kill at teardown (it was waited for). */
 void forget(pid_t pid);

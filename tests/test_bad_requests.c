@@ -37,8 +37,6 @@ Test(bad_requests, bad_requests_get_clear_errors_and_store_nothing) {
         {"[2,8,2]", "[2,0,2]", "model.layers[1]"},
         {"\"seed\":1", "\"seed\":1,\"device\":\"gpu-deadbeef\"", "device"},
         {"\"seed\":1", "\"seed\":1,\"distributed\":{\"ranks\":0,\"algorithm\":\"ddp\"}", "distributed.ranks"},
-        /* a valid distributed spec: paragond does not start ranks yet (docs/distributed.md) */
-        {"\"seed\":1", "\"seed\":1,\"distributed\":{\"ranks\":2,\"algorithm\":\"ddp\"}", "distributed"},
     };
     for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
         char *spec = spec_with(edits[i].from, edits[i].to);

@@ -200,7 +200,7 @@ static pgd_scheduler *start(pgd_store *s) {
     pgd_scheduler *sched;
     pgn_error err;
     /* No OpenCL device: the host pseudo-device's worker alone. */
-    cr_assert_eq(pgd_scheduler_start(s, NULL, NULL, 0, tmpdir, false, &sched, &err), 0, "%s",
+    cr_assert_eq(pgd_scheduler_start(s, NULL, NULL, 0, tmpdir, false, 3, &sched, &err), 0, "%s",
                  err.message);
     return sched;
 }

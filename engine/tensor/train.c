@@ -356,12 +356,29 @@ static int setup(trainer *tr, pgn_device *dev, pgn_error *err) {
 }
 
 
-/* The epoch's training loss and accuracy from the per-step statistics, summed over the ranks. */
-static int epoch_figures(trainer *tr, double *loss, double *acc, pgn_error *err) {
+/* The samples this rank trains on in an epoch. */
+static double rank_samples(trainer *tr) {
+    if (!is_ddp(tr)) return is_diloco(tr) ? tr->shard_n : tr->train.n;
+    double n = 0;
+    for (int s = 0; s < tr->steps_per_epoch; s++) {
+        int start, rows;
+        step_rows(tr, s, &start, &rows);
+        n += rows;
+    }
+    return n;
+}
+
+/* The epoch's training loss and accuracy from the per-step statistics, summed over the ranks;
+ * each rank also reports its own loss (metric "rank_loss": its shard's, or its share's). */
+static int epoch_figures(trainer *tr, int epoch, double *loss, double *acc, pgn_error *err) {
     double v[2];
-    if (read_stats(tr, tr->steps_per_epoch, &v[0], &v[1], err) || (tr->comm && pgn_dist_sum(&tr->dist, v, 2, err)))
-        return -1;
-    double div = tr->graph.loss_is_mse ? (double)tr->epoch_samples * tr->train.classes : tr->epoch_samples;
+    if (read_stats(tr, tr->steps_per_epoch, &v[0], &v[1], err)) return -1;
+    double classes = tr->graph.loss_is_mse ? tr->train.classes : 1;
+    if (tr->comm) {
+        pgn_train_emit(tr->hooks, "rank_loss", epoch + 1, v[0] / (rank_samples(tr) * classes));
+        if (pgn_dist_sum(&tr->dist, v, 2, err)) return -1;
+    }
+    double div = (double)tr->epoch_samples * classes;
     *loss = v[0] / div;
     *acc = v[1] / tr->epoch_samples;
     return 0;
@@ -446,7 +463,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
                     hooks->on_progress(hooks->ctx, (double)tr.optim.t / (double)total_steps);
             }
         }
-        if (epoch_figures(&tr, &train_loss, &train_acc, err)) goto fail;
+        if (epoch_figures(&tr, epoch, &train_loss, &train_acc, err)) goto fail;
         tr.epoch_seconds[epoch] = pgn_now_s() - t_epoch;
         if (evaluate(&tr, &test_loss, &test_acc, err)) goto fail;
         pgn_train_emit(hooks, "loss", epoch + 1, train_loss);
