@@ -107,9 +107,9 @@ static void on_event(run_state *st, json_t *ev) {
         json_int_t step = json_integer_value(json_object_get(ev, "step"));
         double value = json_number_value(json_object_get(ev, "value"));
         if (!name) return;
-        if (!strcmp(name, "rank_loss")) {
-            char per_rank[32];
-            snprintf(per_rank, sizeof per_rank, "rank%lld.loss", (long long)rank);
+        if (!strncmp(name, "rank_", 5)) { /* each rank's own figures: "rank_loss" -> "rank1.loss" */
+            char per_rank[64];
+            snprintf(per_rank, sizeof per_rank, "rank%lld.%.40s", (long long)rank, name + 5);
             h->on_metric(h->ctx, per_rank, step, value);
         } else if (rank == 0) {
             h->on_metric(h->ctx, name, step, value);

@@ -369,13 +369,19 @@ static double rank_samples(trainer *tr) {
 }
 
 /* The epoch's training loss and accuracy from the per-step statistics, summed over the ranks;
- * each rank also reports its own loss (metric "rank_loss": its shard's, or its share's). */
+ * each rank also reports its own figures as metrics "rank_*": its loss (its shard's, or its
+ * share's), the collectives that moved weights or gradients so far (syncs: DiLoCo's outer steps),
+ * and the bytes it sent and the seconds it spent in collectives. */
 static int epoch_figures(trainer *tr, int epoch, double *loss, double *acc, pgn_error *err) {
     double v[2];
     if (read_stats(tr, tr->steps_per_epoch, &v[0], &v[1], err)) return -1;
     double classes = tr->graph.loss_is_mse ? tr->train.classes : 1;
     if (tr->comm) {
-        pgn_train_emit(tr->hooks, "rank_loss", epoch + 1, v[0] / (rank_samples(tr) * classes));
+        const pgn_run_hooks *h = tr->hooks;
+        pgn_train_emit(h, "rank_loss", epoch + 1, v[0] / (rank_samples(tr) * classes));
+        pgn_train_emit(h, "rank_syncs", epoch + 1, (double)tr->dist.outer_steps);
+        pgn_train_emit(h, "rank_bytes_sent", epoch + 1, tr->comm->bytes_sent);
+        pgn_train_emit(h, "rank_comm_seconds", epoch + 1, tr->comm->seconds);
         if (pgn_dist_sum(&tr->dist, v, 2, err)) return -1;
     }
     double div = (double)tr->epoch_samples * classes;
