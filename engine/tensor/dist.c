@@ -35,6 +35,7 @@ int pgn_dist_init(pgn_dist *d, const pgn_dist_spec *spec, pgn_comm *comm, pgn_gr
     d->gathered = malloc((size_t)comm->size * (d->elems + 1) * sizeof *d->gathered);
     if (!d->send || !d->gathered) return oom(err);
     if (spec->algorithm != PGN_DIST_DILOCO) return 0;
+    if (!(d->local = malloc(d->elems * sizeof *d->local))) return oom(err);
     return pgn_tensor_init(&d->theta, NULL, 1, (int)d->elems, err) ||
                    pgn_tensor_init(&d->momentum, NULL, 1, (int)d->elems, err) ||
                    pgn_tensor_read(&g->param_store, d->theta.host, d->elems, err)
@@ -45,9 +46,10 @@ int pgn_dist_init(pgn_dist *d, const pgn_dist_spec *spec, pgn_comm *comm, pgn_gr
 void pgn_dist_free(pgn_dist *d) {
     free(d->send);
     free(d->gathered);
+    free(d->local);
     pgn_tensor_release(&d->theta);
     pgn_tensor_release(&d->momentum);
-    d->send = d->gathered = NULL;
+    d->send = d->gathered = d->local = NULL;
 }
 
 int *pgn_dist_shard(uint64_t seed, int n, int rank, int size, int *count) {
@@ -172,6 +174,17 @@ json_t *pgn_dist_ranks_json(pgn_dist *d, const char *device, double seconds, pgn
                                                x[2] > 0 ? x[1] / x[2] : 0.0));
     }
     return ranks;
+}
+
+int pgn_dist_use_global(pgn_dist *d, pgn_graph *g, pgn_error *err) {
+    return pgn_tensor_read(&g->param_store, d->local, d->elems, err) ||
+                   pgn_tensor_write(&g->param_store, d->theta.host, d->elems, err)
+               ? -1
+               : 0;
+}
+
+int pgn_dist_use_local(pgn_dist *d, pgn_graph *g, pgn_error *err) {
+    return pgn_tensor_write(&g->param_store, d->local, d->elems, err);
 }
 
 int pgn_dist_resumed(pgn_dist *d, pgn_graph *g, pgn_error *err) {

@@ -20,6 +20,7 @@ typedef struct pgn_dist {
     /* diloco, on the host: the global parameters after the last outer step, and the outer
      * momentum (checkpointed under PGN_DIST_MOMENTUM) */
     pgn_tensor theta, momentum;
+    float *local; /* diloco: this rank's parameters while theta stands in for them */
     int64_t outer_steps; /* collectives that moved parameters or gradients */
 } pgn_dist;
 
@@ -50,6 +51,10 @@ int pgn_dist_outer_step(pgn_dist *d, pgn_graph *g, bool stop, bool *stop_all, pg
 #define PGN_DIST_GATHER_MAX 8
 /* Every rank's n doubles v (n <= PGN_DIST_GATHER_MAX) into all (size * n), rank order. */
 int pgn_dist_gather(pgn_dist *d, const double *v, int n, double *all, pgn_error *err);
+/* diloco: puts the global parameters (theta) in g in place of this rank's, kept aside; and back. */
+int pgn_dist_use_global(pgn_dist *d, pgn_graph *g, pgn_error *err);
+int pgn_dist_use_local(pgn_dist *d, pgn_graph *g, pgn_error *err);
+
 /* n doubles summed over the ranks in rank order, in place, on every rank. */
 int pgn_dist_sum(pgn_dist *d, double *v, int n, pgn_error *err);
 /* Every rank's device, bytes sent, seconds in collectives and their share of seconds (the

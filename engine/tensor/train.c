@@ -7,8 +7,9 @@
  *
  * A distributed job (spec "distributed") runs this loop in each of its ranks (dist.c): ddp takes
  * rank's share of each global batch and sums the gradients over the ranks before the update;
- * diloco trains each rank on its own shard and takes an outer step every inner_steps steps and
- * at each epoch's end. Either stops only where the ranks meet, and checkpoints there, together. */
+ * diloco trains each rank on its own shard and takes an outer step every inner_steps steps (and
+ * after the last), evaluating the global model of the last outer step at each epoch's end.
+ * Either stops only where the ranks meet, and checkpoints there, together. */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -391,16 +392,17 @@ static int epoch_figures(trainer *tr, int epoch, double *loss, double *acc, pgn_
 }
 
 /* After step s of epoch (taken, or under ddp perhaps not: stop_all): where the ranks meet, diloco
- * takes its outer step; a stop they agree on ends the run there, checkpointed (at an epoch's end,
- * after the epoch's figures: *stop_at_end). Returns 1 when the run stops now. */
-static int after_step(trainer *tr, int epoch, int s, bool *stop_at_end, pgn_error *err) {
+ * takes its outer step (every inner_steps steps, and after the run's last); a stop they agree
+ * on ends the run there, checkpointed. An outer step on an epoch's last step checkpoints, or
+ * stops, after the epoch's figures (*synced_at_end). Returns 1 when the run stops now. */
+static int after_step(trainer *tr, int epoch, int s, bool *synced_at_end, pgn_error *err) {
     bool last = s + 1 == tr->steps_per_epoch;
     if (is_diloco(tr)) {
-        int H = tr->spec->train.dist.inner_steps;
-        if (tr->optim.t % H != 0 && !last) return 0;
+        bool final = last && epoch + 1 == tr->spec->train.epochs;
+        if (tr->optim.t % tr->spec->train.dist.inner_steps != 0 && !final) return 0;
         if (pgn_dist_outer_step(&tr->dist, &tr->graph, tr->want_stop, &tr->stop_all, err)) return -1;
-        if (last) { /* the epoch's end checkpoints after its figures */
-            *stop_at_end = tr->stop_all;
+        if (last) {
+            *synced_at_end = true;
             return 0;
         }
         if (!tr->stop_all) return dist_checkpoint(tr, epoch, s + 1, err);
@@ -410,6 +412,16 @@ static int after_step(trainer *tr, int epoch, int s, bool *stop_at_end, pgn_erro
     if (!tr->stop_all) return 0;
     stop(tr, epoch, s, err); /* ddp: the ranks met before step s's update, which none took */
     return 1;
+}
+
+/* The test figures of the model the run has made so far: under diloco, the global parameters of
+ * the last outer step, put in place of this rank's for the evaluation. */
+static int evaluate_model(trainer *tr, double *loss, double *acc, pgn_error *err) {
+    if (!is_diloco(tr)) return evaluate(tr, loss, acc, err);
+    return pgn_dist_use_global(&tr->dist, &tr->graph, err) || evaluate(tr, loss, acc, err) ||
+                   pgn_dist_use_local(&tr->dist, &tr->graph, err)
+               ? -1
+               : 0;
 }
 
 int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
@@ -446,7 +458,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
     int64_t total_steps = (int64_t)tr.steps_per_epoch * t->epochs;
     for (int epoch = start_epoch; epoch < t->epochs; epoch++) {
         double t_epoch = pgn_now_s();
-        bool stop_at_end = false;
+        bool synced_at_end = false;
         if (epoch_order(&tr, epoch, err)) goto fail;
         for (int s = epoch == start_epoch ? start_step : 0; s < tr.steps_per_epoch; s++) {
             if (hooks && hooks->should_stop && hooks->should_stop(hooks->ctx)) {
@@ -460,7 +472,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
             step_rows(&tr, s, &start, &rows);
             if (run_batch(&tr, &tr.dtrain, start, rows, true, (uint64_t)tr.optim.t, s, err)) goto fail;
             if (tr.comm) {
-                int rc = after_step(&tr, epoch, s, &stop_at_end, err);
+                int rc = after_step(&tr, epoch, s, &synced_at_end, err);
                 if (rc) goto fail;
             }
             if ((s + 1) % PGN_SYNC_EVERY_STEPS == 0 || s + 1 == tr.steps_per_epoch) {
@@ -471,7 +483,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
         }
         if (epoch_figures(&tr, epoch, &train_loss, &train_acc, err)) goto fail;
         tr.epoch_seconds[epoch] = pgn_now_s() - t_epoch;
-        if (evaluate(&tr, &test_loss, &test_acc, err)) goto fail;
+        if (evaluate_model(&tr, &test_loss, &test_acc, err)) goto fail;
         pgn_train_emit(hooks, "loss", epoch + 1, train_loss);
         pgn_train_emit(hooks, "accuracy", epoch + 1, train_acc);
         pgn_train_emit(hooks, "test_loss", epoch + 1, test_loss);
@@ -484,12 +496,12 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
                      epoch + 1, t->epochs, train_loss, train_acc, test_loss, test_acc,
                      tr.epoch_seconds[epoch]);
         if (epoch + 1 == t->epochs) break;
-        if (stop_at_end) {
+        if (synced_at_end && tr.stop_all) {
             stop(&tr, epoch + 1, 0, err);
             goto fail;
         }
         bool due = t->checkpoint_every > 0 && (epoch + 1) % t->checkpoint_every == 0;
-        if (is_diloco(&tr) && dist_checkpoint(&tr, epoch + 1, 0, err)) goto fail; /* at every outer step */
+        if (synced_at_end && dist_checkpoint(&tr, epoch + 1, 0, err)) goto fail; /* diloco: every outer step */
         if (due && is_ddp(&tr) && dist_checkpoint(&tr, epoch + 1, 0, err)) goto fail;
         if (due && !tr.comm) {
             char sha[65];
@@ -498,7 +510,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
                 goto fail;
         }
     }
-    if (start_epoch >= t->epochs && evaluate(&tr, &test_loss, &test_acc, err)) goto fail;
+    if (start_epoch >= t->epochs && evaluate_model(&tr, &test_loss, &test_acc, err)) goto fail;
 
     char sha[65];
     bool writes = !tr.comm || tr.comm->rank == 0; /* the ranks end with the same weights */
