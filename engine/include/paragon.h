@@ -393,10 +393,11 @@ typedef struct pgn_comm {
     /* Every rank's bytes bytes, in rank order, into recv (size * bytes), on every rank. */
     int (*allgather)(struct pgn_comm *c, const void *send, size_t bytes, void *recv, pgn_error *err);
     int (*barrier)(struct pgn_comm *c, pgn_error *err);
-    /* Kept by the engine: collectives called, payload bytes this rank sent to the others, and
-     * seconds spent inside the calls (waiting for the slowest rank included). */
+    /* Kept by the engine: collectives called, payload bytes this rank sent to the others,
+     * seconds spent moving them, and seconds spent waiting for the slowest rank to arrive (a
+     * barrier before each collective that moves weights or gradients tells the two apart). */
     int64_t collectives;
-    double bytes_sent, seconds;
+    double bytes_sent, seconds, wait_seconds;
 } pgn_comm;
 
 /* Where a job finds its inputs and keeps its files. */

@@ -94,11 +94,22 @@ static int gather(pgn_dist *d, const void *send, size_t bytes, void *recv, pgn_e
     return rc;
 }
 
-/* Gathers send (elems floats, then the stop flag) from every rank; *stop_all when any flag is set. */
+static int barrier(pgn_dist *d, double *seconds, pgn_error *err) {
+    pgn_comm *c = d->comm;
+    double t0 = pgn_now_s();
+    int rc = c->barrier(c, err);
+    *seconds += pgn_now_s() - t0;
+    c->collectives++;
+    return rc;
+}
+
+/* Gathers send (elems floats, then the stop flag) from every rank, once all have arrived (the
+ * wait is timed apart from the transfer); *stop_all when any flag is set. */
 static int gather_with_stop(pgn_dist *d, bool stop, bool *stop_all, pgn_error *err) {
     size_t stride = d->elems + 1;
     d->send[d->elems] = stop ? 1.0f : 0.0f;
-    if (gather(d, d->send, stride * sizeof *d->send, d->gathered, err)) return -1;
+    if (barrier(d, &d->comm->wait_seconds, err) || gather(d, d->send, stride * sizeof *d->send, d->gathered, err))
+        return -1;
     *stop_all = false;
     for (int r = 0; r < d->comm->size; r++) *stop_all |= d->gathered[(size_t)r * stride + d->elems] != 0.0f;
     return 0;
@@ -163,15 +174,16 @@ json_t *pgn_dist_ranks_json(pgn_dist *d, const char *device, double seconds, pgn
     snprintf(mine, sizeof mine, "%s", device);
     pgn_comm *c = d->comm;
     /* the figures as they stand before these two calls, the same on every rank's row */
-    double v[3] = {c->bytes_sent, c->seconds, seconds}, all[3 * PGN_DIST_MAX_RANKS];
-    if (gather(d, mine, sizeof mine, ids, err) || pgn_dist_gather(d, v, 3, all, err)) return NULL;
+    double v[4] = {c->bytes_sent, c->seconds, c->wait_seconds, seconds}, all[4 * PGN_DIST_MAX_RANKS];
+    if (gather(d, mine, sizeof mine, ids, err) || pgn_dist_gather(d, v, 4, all, err)) return NULL;
     json_t *ranks = json_array();
     for (int r = 0; r < c->size; r++) {
-        const double *x = all + 3 * r;
+        const double *x = all + 4 * r;
         ids[r][63] = '\0';
-        json_array_append_new(ranks, json_pack("{s:i, s:s, s:f, s:f, s:f}", "rank", r, "device", ids[r],
-                                               "bytes_sent", x[0], "comm_seconds", x[1], "comm_share",
-                                               x[2] > 0 ? x[1] / x[2] : 0.0));
+        json_array_append_new(ranks, json_pack("{s:i, s:s, s:f, s:f, s:f, s:f, s:f}", "rank", r, "device", ids[r],
+                                               "bytes_sent", x[0], "comm_seconds", x[1], "wait_seconds", x[2],
+                                               "comm_share", x[3] > 0 ? x[1] / x[3] : 0.0, "wait_share",
+                                               x[3] > 0 ? x[2] / x[3] : 0.0));
     }
     return ranks;
 }
@@ -206,15 +218,6 @@ int pgn_dist_prepare(const char *dir, pgn_error *err) {
     return -1;
 }
 
-static int barrier(pgn_dist *d, pgn_error *err) {
-    pgn_comm *c = d->comm;
-    double t0 = pgn_now_s();
-    int rc = c->barrier(c, err);
-    c->seconds += pgn_now_s() - t0;
-    c->collectives++;
-    return rc;
-}
-
 /* Writes step to path atomically: a temporary file, synced, renamed over it. */
 static int write_commit(const char *path, int64_t step, pgn_error *err) {
     char tmp[PGN_PATH_MAX * 2 + 8];
@@ -230,10 +233,10 @@ static int write_commit(const char *path, int64_t step, pgn_error *err) {
 
 int pgn_dist_commit(pgn_dist *d, const char *dir, int64_t step, int64_t prev, pgn_error *err) {
     char path[PGN_PATH_MAX * 2], name[96];
-    if (barrier(d, err)) return -1; /* every rank's file for step is whole */
+    if (barrier(d, &d->comm->seconds, err)) return -1; /* every rank's file for step is whole */
     snprintf(path, sizeof path, "%s/" PGN_DIST_SUBDIR "/" PGN_DIST_COMMIT_FILE, dir);
     if (d->comm->rank == 0 && write_commit(path, step, err)) return -1;
-    if (barrier(d, err)) return -1; /* committed: the previous set may go */
+    if (barrier(d, &d->comm->seconds, err)) return -1; /* committed: the previous set may go */
     if (prev >= 0 && prev != step) {
         pgn_dist_checkpoint_name(d->comm->rank, prev, name, sizeof name);
         snprintf(path, sizeof path, "%s/%s", dir, name);

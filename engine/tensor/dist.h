@@ -57,9 +57,10 @@ int pgn_dist_use_local(pgn_dist *d, pgn_graph *g, pgn_error *err);
 
 /* n doubles summed over the ranks in rank order, in place, on every rank. */
 int pgn_dist_sum(pgn_dist *d, double *v, int n, pgn_error *err);
-/* Every rank's device, bytes sent, seconds in collectives and their share of seconds (the
- * rank's training time): [{"rank","device","bytes_sent","comm_seconds","comm_share"}...]. All
- * ranks call it; NULL on failure. New reference. */
+/* Every rank's device, bytes sent, seconds moving data and waiting for the other ranks, and
+ * their shares of seconds (the rank's training time): [{"rank","device","bytes_sent",
+ * "comm_seconds","wait_seconds","comm_share","wait_share"}...]. All ranks call it; NULL on
+ * failure. New reference. */
 json_t *pgn_dist_ranks_json(pgn_dist *d, const char *device, double seconds, pgn_error *err);
 
 /* After a checkpoint is resumed: theta becomes the parameters read. */

@@ -372,7 +372,7 @@ static double rank_samples(trainer *tr) {
 /* The epoch's training loss and accuracy from the per-step statistics, summed over the ranks;
  * each rank also reports its own figures as metrics "rank_*": its loss (its shard's, or its
  * share's), the collectives that moved weights or gradients so far (syncs: DiLoCo's outer steps),
- * and the bytes it sent and the seconds it spent in collectives. */
+ * the bytes it sent, and the seconds it spent moving them and waiting for the other ranks. */
 static int epoch_figures(trainer *tr, int epoch, double *loss, double *acc, pgn_error *err) {
     double v[2];
     if (read_stats(tr, tr->steps_per_epoch, &v[0], &v[1], err)) return -1;
@@ -383,6 +383,7 @@ static int epoch_figures(trainer *tr, int epoch, double *loss, double *acc, pgn_
         pgn_train_emit(h, "rank_syncs", epoch + 1, (double)tr->dist.outer_steps);
         pgn_train_emit(h, "rank_bytes_sent", epoch + 1, tr->comm->bytes_sent);
         pgn_train_emit(h, "rank_comm_seconds", epoch + 1, tr->comm->seconds);
+        pgn_train_emit(h, "rank_wait_seconds", epoch + 1, tr->comm->wait_seconds);
         if (pgn_dist_sum(&tr->dist, v, 2, err)) return -1;
     }
     double div = (double)tr->epoch_samples * classes;
@@ -544,10 +545,12 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
         }
         pgn_comm *c = tr.comm;
         json_object_set_new(*result, "distributed",
-                            json_pack("{s:i, s:s, s:I, s:f, s:f, s:f, s:o}", "ranks", c->size, "algorithm",
-                                      is_ddp(&tr) ? "ddp" : "diloco", "syncs", (json_int_t)tr.dist.outer_steps,
-                                      "bytes_sent", c->bytes_sent, "comm_seconds", c->seconds, "comm_share",
-                                      train_seconds > 0 ? c->seconds / train_seconds : 0.0, "per_rank", ranks));
+                            json_pack("{s:i, s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:o}", "ranks", c->size,
+                                      "algorithm", is_ddp(&tr) ? "ddp" : "diloco", "syncs",
+                                      (json_int_t)tr.dist.outer_steps, "bytes_sent", c->bytes_sent, "comm_seconds",
+                                      c->seconds, "wait_seconds", c->wait_seconds, "comm_share",
+                                      train_seconds > 0 ? c->seconds / train_seconds : 0.0, "wait_share",
+                                      train_seconds > 0 ? c->wait_seconds / train_seconds : 0.0, "per_rank", ranks));
     }
     if (opts->profile) json_object_set_new(*result, "profile", pgn_graph_profile_json(&tr.graph));
     pgn_train_log(hooks, "done: test_accuracy %.4f test_loss %.6f weights sha256 %s", test_acc,
