@@ -5,18 +5,14 @@
  * validation loss after the same steps) and paragon's generation characters/s at batch 1.
  *   build/bench/bench-gpt [--steps N] [--repeats R] [--host] [--json] [--torch-script PATH] */
 #include <errno.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench/bench.h"
-
-extern char **environ;
+#include "capture.h"
 
 /* Enough steps for the validation loss to mean something (3.3 after 20 steps, 2.45-2.48 after
  * 300 on both sides) in a run of about a minute and a half here: ~90 ms/step for paragon and
@@ -100,41 +96,10 @@ static void paragon_run(side *s, pgn_device *dev, const pgn_bench_gpt_config *cf
 
 /* ---- PyTorch ------------------------------------------------------------------------------- */
 
-/* Runs argv with stdin closed; its stdout is returned (malloc'd), its stderr shown or dropped.
- * NULL when it cannot start or does not exit 0. */
-static char *capture(char *const argv[], bool show_stderr) {
-    int out[2];
-    if (pipe(out)) die("pipe: %s", strerror(errno));
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&fa, out[0]);
-    if (!show_stderr) posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-    pid_t pid;
-    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(out[1]);
-    pgn_text text = {0};
-    char buf[4096];
-    ssize_t n;
-    while (rc == 0 && ((n = read(out[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
-        if (n > 0) pgn_text_put(&text, buf, (size_t)n);
-    close(out[0]);
-    int status = 0;
-    if (rc == 0 && waitpid(pid, &status, 0) < 0) rc = errno;
-    char *s = pgn_text_take(&text);
-    if (rc || !WIFEXITED(status) || WEXITSTATUS(status)) {
-        free(s);
-        return NULL;
-    }
-    return s ? s : strdup("");
-}
-
 /* torch's version when the Python imports it, else NULL. */
 static char *torch_version(const char *python) {
     char *argv[] = {(char *)python, "-c", "import torch, sys; sys.stdout.write(torch.__version__)", NULL};
-    return capture(argv, false);
+    return bench_capture(argv, false);
 }
 
 /* paragon's windowed median from PyTorch's per-step times: the means of LOG_EVERY-step windows
@@ -177,7 +142,7 @@ static void torch_run(side *s, const char *python, const char *script, const pgn
                     "--clip-norm", v[13], "--eval-windows", v[14], "--seed", v[15], "--threads", v[16],
                     "--log-every", v[17], "--schedule", (char *)SCHEDULES[o->schedule], NULL};
     double t0 = pgn_now_s();
-    char *out = capture(argv, true);
+    char *out = bench_capture(argv, true);
     if (!out) die("%s %s failed (its messages are above)", python, script);
     const char *last = out + strlen(out);
     while (last > out && (last[-1] == '\n' || last[-1] == ' ')) last--;
