@@ -4,11 +4,12 @@
  *   mpirun -np N paragon-rank SPEC.json [--device DEV] [--data-dir DIR]
  *                             [--checkpoint-dir DIR] [--resume]
  *
- * Each rank opens its own device (DEV, else the spec's; "host" is the host reference), runs the
- * engine's training loop with the MPI communicator bound to pgn_comm, and writes its events to
- * standard output as JSON lines, each with its "rank": {"event":"log","line"},
- * {"event":"metric","name","step","value"}, {"event":"progress","fraction"} (rank 0), and at the
- * end {"event":"result","result"} (rank 0) or {"event":"error","code","message"}. A line "stop" on
+ * Each rank opens its own device (DEV, else the spec's; "host" is the host reference) and runs
+ * the engine's training loop with the MPI communicator bound to pgn_comm. Rank 0 writes the
+ * run's events to standard output as JSON lines, each with its "rank": {"event":"log","line"},
+ * {"event":"metric","name","step","value"} (every rank's own figures among them, as
+ * "rankR.loss" ...), {"event":"progress","fraction"}, and at the end {"event":"result","result"};
+ * any rank that fails writes {"event":"error","code","message"}. A line "stop" on
  * mpirun's standard input (which it forwards to rank 0), or SIGUSR1, SIGTERM or SIGINT sent to a
  * rank, asks for a stop: the ranks agree on it where they next meet, checkpoint there and exit 3.
  * (mpirun itself answers SIGTERM by killing the ranks, and here did not forward SIGUSR1.)
@@ -52,15 +53,19 @@ static void emit(json_t *obj) {
     free(s);
 }
 
+/* Logs, metrics and progress come from rank 0 alone (the engine gathers the other ranks' figures
+ * to it): mpirun forwards each rank's output in chunks that need not end at a line, so two ranks
+ * writing at once could interleave their lines. */
 static void on_log(void *ctx, const char *line) {
     (void)ctx;
-    emit(json_pack("{s:s, s:s}", "event", "log", "line", line));
+    if (rank_of_world() == 0) emit(json_pack("{s:s, s:s}", "event", "log", "line", line));
 }
 
 static void on_metric(void *ctx, const char *name, int64_t step, double value) {
     (void)ctx;
-    emit(json_pack("{s:s, s:s, s:I, s:f}", "event", "metric", "name", name, "step", (json_int_t)step, "value",
-                   value));
+    if (rank_of_world() == 0)
+        emit(json_pack("{s:s, s:s, s:I, s:f}", "event", "metric", "name", name, "step", (json_int_t)step, "value",
+                       value));
 }
 
 static void on_progress(void *ctx, double fraction) {

@@ -96,24 +96,14 @@ static void on_event(run_state *st, json_t *ev) {
     const char *kind = json_string_value(json_object_get(ev, "event"));
     json_int_t rank = json_integer_value(json_object_get(ev, "rank"));
     if (!kind) return;
-    if (!strcmp(kind, "log")) {
+    if (!strcmp(kind, "log") && rank == 0) {
         const char *line = json_string_value(json_object_get(ev, "line"));
-        /* rank 0 tells the run; the others' first line says where they run */
-        if (!line) return;
-        if (rank == 0) log_line(st, "%s", line);
-        else if (!strncmp(line, "training ", 9)) log_line(st, "rank %lld: %s", (long long)rank, line);
-    } else if (!strcmp(kind, "metric") && h && h->on_metric) {
+        if (line) log_line(st, "%s", line);
+    } else if (!strcmp(kind, "metric") && rank == 0 && h && h->on_metric) {
         const char *name = json_string_value(json_object_get(ev, "name"));
-        json_int_t step = json_integer_value(json_object_get(ev, "step"));
-        double value = json_number_value(json_object_get(ev, "value"));
-        if (!name) return;
-        if (!strncmp(name, "rank_", 5)) { /* each rank's own figures: "rank_loss" -> "rank1.loss" */
-            char per_rank[64];
-            snprintf(per_rank, sizeof per_rank, "rank%lld.%.40s", (long long)rank, name + 5);
-            h->on_metric(h->ctx, per_rank, step, value);
-        } else if (rank == 0) {
-            h->on_metric(h->ctx, name, step, value);
-        }
+        if (name)
+            h->on_metric(h->ctx, name, json_integer_value(json_object_get(ev, "step")),
+                         json_number_value(json_object_get(ev, "value")));
     } else if (!strcmp(kind, "progress") && rank == 0 && h && h->on_progress) {
         h->on_progress(h->ctx, json_number_value(json_object_get(ev, "fraction")));
     } else if (!strcmp(kind, "result") && rank == 0) {

@@ -10,9 +10,8 @@ int pgd_launch_available(pgn_error *err);
 
 /* Runs spec (a train job with "distributed") as mpirun -np ranks paragon-rank, on spec_json as
  * stored, with opts' data and checkpoint directories (resume as opts says), and waits for it.
- * The ranks' events become hooks' calls: rank 0's logs, metrics and progress; every rank's own
- * figures ("rank_loss", "rank_bytes_sent", ...) as metrics "rankR.loss", "rankR.bytes_sent".
- * should_stop is polled a few times a second: a stop goes to the ranks as a "stop" line, they
+ * Rank 0's events become hooks' calls: its logs, metrics (every rank's own figures among them,
+ * "rankR.loss", "rankR.bytes_sent" ...) and progress. should_stop is polled a few times a second: a stop goes to the ranks as a "stop" line, they
  * checkpoint where they next meet and end cancelled. On success
  * *result is rank 0's result. On failure err says why, and *interrupted is set when the ranks
  * ended without saying why (one was killed, or mpirun failed): a run to retry from the last

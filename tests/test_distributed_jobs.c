@@ -81,7 +81,7 @@ Test(distributed_jobs, a_job_runs_as_ranks_and_reports_each) {
     cr_assert(has_metric(&s, id, "rank0.loss") && has_metric(&s, id, "rank1.loss"), "every rank's loss");
     char url[128];
     http_response r = request(&s, "GET", job_url(url, sizeof url, id, "/logs"), NULL, NULL);
-    cr_assert(strstr(r.body, "started 2 ranks") && strstr(r.body, "rank 1: training"), "%s", r.body);
+    cr_assert(strstr(r.body, "started 2 ranks") && strstr(r.body, "rank 1 of 2 (diloco: its shard) on host"), "%s", r.body);
     http_response_free(&r);
     json_decref(job);
     free(spec);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "tensor/dist.h"
+#include "tensor/optim.h"
 #include "pgn_math.h"
 
 #define PGN_STREAM_SHARD 0x5348415244ULL /* "SHARD": apart from the init and shuffle streams */
@@ -21,10 +22,21 @@ static int oom(pgn_error *err) {
     return -1;
 }
 
+int pgn_dist_check(const pgn_dist_spec *spec, const pgn_comm *comm, pgn_error *err) {
+    if (spec->ranks > 0 && !comm)
+        return pgn_spec_fail(err, "distributed", "a distributed job runs as %d processes under mpirun "
+                             "(paragon-rank; paragond starts them), not in one", spec->ranks);
+    if (comm && comm->size != spec->ranks)
+        return pgn_spec_fail(err, "distributed.ranks", "is %d, but %d processes run the job", spec->ranks,
+                             comm->size);
+    return 0;
+}
+
 int pgn_dist_init(pgn_dist *d, const pgn_dist_spec *spec, pgn_comm *comm, pgn_graph *g, pgn_error *err) {
     memset(d, 0, sizeof *d);
     d->spec = spec;
     d->comm = comm;
+    d->committed = -1;
     d->elems = g->store_elems;
     if (d->elems + 1 > (size_t)INT32_MAX) {
         pgn_error_set(err, PGN_E_LIMIT_EXCEEDED, "model", "a distributed model holds at most %d parameters",
@@ -204,7 +216,92 @@ int pgn_dist_resumed(pgn_dist *d, pgn_graph *g, pgn_error *err) {
     return pgn_tensor_read(&g->param_store, d->theta.host, d->elems, err);
 }
 
+int pgn_dist_emit(pgn_dist *d, const pgn_run_hooks *h, int64_t step, double loss, pgn_error *err) {
+    static const char *const names[] = {"loss", "syncs", "bytes_sent", "comm_seconds", "wait_seconds"};
+    enum { N = sizeof names / sizeof *names };
+    const pgn_comm *c = d->comm;
+    double mine[N] = {loss, (double)d->outer_steps, c->bytes_sent, c->seconds, c->wait_seconds};
+    double all[N * PGN_DIST_MAX_RANKS];
+    if (pgn_dist_gather(d, mine, N, all, err)) return -1;
+    for (int r = 0; r < c->size && c->rank == 0; r++)
+        for (int i = 0; i < N; i++) {
+            char name[48];
+            snprintf(name, sizeof name, "rank%d.%s", r, names[i]);
+            pgn_train_emit(h, name, step, all[r * N + i]);
+        }
+    return 0;
+}
+
+int pgn_dist_introduce(pgn_dist *d, const pgn_run_hooks *h, const char *device, int samples, pgn_error *err) {
+    char ids[PGN_DIST_MAX_RANKS][64], mine[64] = {0};
+    snprintf(mine, sizeof mine, "%s", device);
+    double n = samples, all[PGN_DIST_MAX_RANKS];
+    if (gather(d, mine, sizeof mine, ids, err) || pgn_dist_gather(d, &n, 1, all, err)) return -1;
+    for (int r = 0; r < d->comm->size && d->comm->rank == 0; r++) {
+        ids[r][63] = '\0';
+        pgn_train_log(h, "rank %d of %d (%s) on %s: %.0f training samples", r, d->comm->size,
+                      d->spec->algorithm == PGN_DIST_DDP ? "ddp: a share of each global batch" : "diloco: its shard",
+                      ids[r], all[r]);
+    }
+    return 0;
+}
+
+json_t *pgn_dist_result(pgn_dist *d, const char *device, double train_seconds, pgn_error *err) {
+    json_t *ranks = pgn_dist_ranks_json(d, device, train_seconds, err);
+    if (!ranks) return NULL;
+    const pgn_comm *c = d->comm;
+    double per = train_seconds > 0 ? 1.0 / train_seconds : 0.0;
+    return json_pack("{s:i, s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:o}", "ranks", c->size, "algorithm",
+                     d->spec->algorithm == PGN_DIST_DDP ? "ddp" : "diloco", "syncs", (json_int_t)d->outer_steps,
+                     "bytes_sent", c->bytes_sent, "comm_seconds", c->seconds, "wait_seconds", c->wait_seconds,
+                     "comm_share", c->seconds * per, "wait_share", c->wait_seconds * per, "per_rank", ranks);
+}
+
 /* ---- checkpoints ----------------------------------------------------------------------------- */
+
+/* state as this rank's file at step, with the outer momentum beside the rest under diloco. */
+static void rank_state(pgn_dist *d, pgn_train_state *state, int64_t step, char *name, size_t size) {
+    pgn_dist_checkpoint_name(d->comm->rank, step, name, size);
+    state->file = name;
+    if (d->spec->algorithm == PGN_DIST_DILOCO) {
+        d->momentum_entry = (pgn_st_entry){PGN_DIST_MOMENTUM, &d->momentum};
+        state->extra = &d->momentum_entry;
+        state->n_extra = 1;
+    }
+}
+
+int pgn_dist_checkpoint(pgn_dist *d, pgn_train_state state, int epoch, int step, pgn_error *err) {
+    if (!state.dir) return 0;
+    char name[96], sha[65];
+    int64_t t = state.optim->t;
+    rank_state(d, &state, t, name, sizeof name);
+    if (pgn_dist_prepare(state.dir, err) || pgn_graph_weights_sha256(state.graph, sha, err) ||
+        pgn_checkpoint_save(&state, epoch, step, sha, err) || pgn_dist_commit(d, state.dir, t, d->committed, err))
+        return -1;
+    d->committed = t;
+    return 0;
+}
+
+int pgn_dist_resume(pgn_dist *d, pgn_train_state state, int *epoch, int *step, pgn_error *err) {
+    *epoch = *step = 0;
+    int64_t at;
+    if (!state.dir) return 0;
+    if (pgn_dist_committed(state.dir, &at, err)) return -1;
+    if (at < 0) return 0;
+    char name[96], path[PGN_PATH_MAX * 2];
+    rank_state(d, &state, at, name, sizeof name);
+    snprintf(path, sizeof path, "%s/%s", state.dir, name);
+    struct stat st;
+    if (stat(path, &st)) {
+        pgn_error_set(err, PGN_E_CHECKPOINT, "", "step %lld was committed but %s is missing (%s); remove "
+                      "%s/" PGN_DIST_SUBDIR " to start over", (long long)at, path, strerror(errno), state.dir);
+        return -1;
+    }
+    if (pgn_checkpoint_load(&state, epoch, step, err) || pgn_dist_resumed(d, state.graph, err)) return -1;
+    d->committed = at;
+    return 0;
+}
+
 
 void pgn_dist_checkpoint_name(int rank, int64_t step, char *out, size_t size) {
     snprintf(out, size, PGN_DIST_SUBDIR "/rank-%d.step-%lld.safetensors", rank, (long long)step);

@@ -22,9 +22,15 @@ typedef struct pgn_dist {
     pgn_tensor theta, momentum;
     float *local; /* diloco: this rank's parameters while theta stands in for them */
     int64_t outer_steps; /* collectives that moved parameters or gradients */
+    int64_t committed;   /* the step of the last committed checkpoint, or -1 */
+    pgn_st_entry momentum_entry; /* diloco: the outer momentum's checkpoint entry */
 } pgn_dist;
 
 #define PGN_DIST_MOMENTUM "distributed.outer_momentum"
+
+/* That comm's processes can run a job with this spec: it is distributed exactly when a
+ * communicator is given, with as many ranks as the spec names. */
+int pgn_dist_check(const pgn_dist_spec *spec, const pgn_comm *comm, pgn_error *err);
 
 /* Allocates the buffers for graph g (compiled, parameters initialised: theta starts as them). */
 int pgn_dist_init(pgn_dist *d, const pgn_dist_spec *spec, pgn_comm *comm, pgn_graph *g, pgn_error *err);
@@ -65,6 +71,24 @@ json_t *pgn_dist_ranks_json(pgn_dist *d, const char *device, double seconds, pgn
 
 /* After a checkpoint is resumed: theta becomes the parameters read. */
 int pgn_dist_resumed(pgn_dist *d, pgn_graph *g, pgn_error *err);
+
+/* This rank's checkpoint at state's position (epoch, step of it), then the commit: state's file
+ * and extra entries are set here. A resume from the committed set, if any: *epoch and *step as
+ * pgn_checkpoint_load sets them (0 when there is none). */
+int pgn_dist_checkpoint(pgn_dist *d, pgn_train_state state, int epoch, int step, pgn_error *err);
+int pgn_dist_resume(pgn_dist *d, pgn_train_state state, int *epoch, int *step, pgn_error *err);
+
+/* Every rank's figures at step, gathered, as rank 0's metrics (the ranks' events all come
+ * from rank 0, so that their lines never interleave): "rankR.loss" (rank R's own loss),
+ * "rankR.syncs", "rankR.bytes_sent", "rankR.comm_seconds", "rankR.wait_seconds". All ranks
+ * call it. */
+int pgn_dist_emit(pgn_dist *d, const pgn_run_hooks *hooks, int64_t step, double loss, pgn_error *err);
+/* Rank 0 logs every rank's device and training samples. All ranks call it. */
+int pgn_dist_introduce(pgn_dist *d, const pgn_run_hooks *hooks, const char *device, int samples, pgn_error *err);
+
+/* The result's "distributed" object: ranks, algorithm, syncs, this rank's bytes and seconds and
+ * their shares of train_seconds, and "per_rank" (pgn_dist_ranks_json). All ranks call it. */
+json_t *pgn_dist_result(pgn_dist *d, const char *device, double train_seconds, pgn_error *err);
 
 /* Checkpoints. Each rank writes <dir>/dist/rank-R.step-S.safetensors; then, once every rank
  * has, rank 0 writes S to <dir>/dist/committed (atomically), and each rank removes its previous

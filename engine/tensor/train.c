@@ -102,8 +102,6 @@ typedef struct {
     int *shard, shard_n; /* diloco: the samples this rank trains on */
     bool want_stop;      /* should_stop said stop: the ranks stop where they next meet */
     bool stop_all;       /* ...and they did */
-    int64_t committed;   /* the step of the last committed distributed checkpoint, or -1 */
-    pgn_st_entry momentum_entry; /* diloco: the checkpoint's extra tensor (state_of) */
 } trainer;
 
 static bool is_ddp(const trainer *tr) { return tr->comm && tr->spec->train.dist.algorithm == PGN_DIST_DDP; }
@@ -113,19 +111,13 @@ static bool is_diloco(const trainer *tr) {
 
 /* What a checkpoint reads and writes of the trainer (checkpoint.c). */
 static pgn_train_state state_of(trainer *tr) {
-    pgn_train_state s = {.spec = tr->spec,
-                         .dir = tr->opts->checkpoint_dir,
-                         .graph = &tr->graph,
-                         .optim = &tr->optim,
-                         .stats = &tr->stats,
-                         .steps_per_epoch = tr->steps_per_epoch,
-                         .epochs = tr->spec->train.epochs};
-    if (is_diloco(tr)) { /* the outer momentum travels with each rank's checkpoint */
-        tr->momentum_entry = (pgn_st_entry){PGN_DIST_MOMENTUM, &tr->dist.momentum};
-        s.extra = &tr->momentum_entry;
-        s.n_extra = 1;
-    }
-    return s;
+    return (pgn_train_state){.spec = tr->spec,
+                             .dir = tr->opts->checkpoint_dir,
+                             .graph = &tr->graph,
+                             .optim = &tr->optim,
+                             .stats = &tr->stats,
+                             .steps_per_epoch = tr->steps_per_epoch,
+                             .epochs = tr->spec->train.epochs};
 }
 
 static void trainer_free(trainer *tr) {
@@ -207,44 +199,6 @@ static int epoch_order(trainer *tr, int epoch, pgn_error *err) {
     return pgn_tensor_write(&tr->dtrain.idx, tr->order, (size_t)tr->shard_n, err);
 }
 
-/* A distributed checkpoint at this position: this rank's file, then the commit (dist.h). */
-static int dist_checkpoint(trainer *tr, int epoch, int s, pgn_error *err) {
-    const char *dir = tr->opts->checkpoint_dir;
-    if (!dir) return 0;
-    char name[96], sha[65];
-    pgn_dist_checkpoint_name(tr->comm->rank, tr->optim.t, name, sizeof name);
-    pgn_train_state state = state_of(tr);
-    state.file = name;
-    if (pgn_dist_prepare(dir, err) || pgn_graph_weights_sha256(&tr->graph, sha, err) ||
-        pgn_checkpoint_save(&state, epoch, s, sha, err) ||
-        pgn_dist_commit(&tr->dist, dir, tr->optim.t, tr->committed, err))
-        return -1;
-    tr->committed = tr->optim.t;
-    return 0;
-}
-
-/* Resumes this rank from the committed distributed checkpoint, if any. */
-static int dist_resume(trainer *tr, int *epoch, int *step, pgn_error *err) {
-    const char *dir = tr->opts->checkpoint_dir;
-    int64_t at;
-    if (!dir || pgn_dist_committed(dir, &at, err)) return dir ? -1 : 0;
-    if (at < 0) return 0;
-    char name[96], path[PGN_PATH_MAX * 2];
-    pgn_dist_checkpoint_name(tr->comm->rank, at, name, sizeof name);
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    struct stat st;
-    if (stat(path, &st)) {
-        pgn_error_set(err, PGN_E_CHECKPOINT, "", "step %lld was committed but %s is missing (%s); remove "
-                      "%s/" PGN_DIST_SUBDIR " to start over", (long long)at, path, strerror(errno), dir);
-        return -1;
-    }
-    pgn_train_state state = state_of(tr);
-    state.file = name;
-    if (pgn_checkpoint_load(&state, epoch, step, err) || pgn_dist_resumed(&tr->dist, &tr->graph, err)) return -1;
-    tr->committed = at;
-    return 0;
-}
-
 static int evaluate(trainer *tr, double *loss, double *acc, pgn_error *err) {
     int b = tr->graph.max_batch;
     tr->graph.loss_rows = 0;
@@ -270,7 +224,7 @@ static void stop(trainer *tr, int epoch, int s, pgn_error *err) {
     char sha[65], saved[64] = "";
     if (tr->opts->checkpoint_on_stop && tr->opts->checkpoint_dir) {
         pgn_train_state state = state_of(tr);
-        int rc = tr->comm ? dist_checkpoint(tr, epoch, s, &cerr)
+        int rc = tr->comm ? pgn_dist_checkpoint(&tr->dist, state, epoch, s, &cerr)
                           : pgn_graph_weights_sha256(&tr->graph, sha, &cerr) ||
                                 pgn_checkpoint_save(&state, epoch, s, sha, &cerr);
         snprintf(saved, sizeof saved, rc ? "; not checkpointed" : "; checkpointed");
@@ -285,13 +239,7 @@ static void stop(trainer *tr, int epoch, int s, pgn_error *err) {
 static int layout(trainer *tr, pgn_error *err) {
     const pgn_train_spec *t = &tr->spec->train;
     int n = tr->train.n;
-    tr->committed = -1;
-    if (t->dist.ranks > 0 && !tr->comm)
-        return pgn_spec_fail(err, "distributed", "a distributed job runs as %d processes under mpirun "
-                             "(paragon-rank; paragond starts them), not in one", t->dist.ranks);
-    if (tr->comm && tr->comm->size != t->dist.ranks)
-        return pgn_spec_fail(err, "distributed.ranks", "is %d, but %d processes run the job", t->dist.ranks,
-                             tr->comm->size);
+    if (pgn_dist_check(&t->dist, tr->comm, err)) return -1;
     int size = tr->comm ? tr->comm->size : 1;
     if (is_diloco(tr)) {
         if (!(tr->shard = pgn_dist_shard(tr->spec->seed, n, tr->comm->rank, size, &tr->shard_n))) {
@@ -370,21 +318,15 @@ static double rank_samples(trainer *tr) {
 }
 
 /* The epoch's training loss and accuracy from the per-step statistics, summed over the ranks;
- * each rank also reports its own figures as metrics "rank_*": its loss (its shard's, or its
- * share's), the collectives that moved weights or gradients so far (syncs: DiLoCo's outer steps),
- * the bytes it sent, and the seconds it spent moving them and waiting for the other ranks. */
+ * each rank also reports its own figures (pgn_dist_emit: its loss is its shard's, or its share's). */
 static int epoch_figures(trainer *tr, int epoch, double *loss, double *acc, pgn_error *err) {
     double v[2];
     if (read_stats(tr, tr->steps_per_epoch, &v[0], &v[1], err)) return -1;
     double classes = tr->graph.loss_is_mse ? tr->train.classes : 1;
     if (tr->comm) {
-        const pgn_run_hooks *h = tr->hooks;
-        pgn_train_emit(h, "rank_loss", epoch + 1, v[0] / (rank_samples(tr) * classes));
-        pgn_train_emit(h, "rank_syncs", epoch + 1, (double)tr->dist.outer_steps);
-        pgn_train_emit(h, "rank_bytes_sent", epoch + 1, tr->comm->bytes_sent);
-        pgn_train_emit(h, "rank_comm_seconds", epoch + 1, tr->comm->seconds);
-        pgn_train_emit(h, "rank_wait_seconds", epoch + 1, tr->comm->wait_seconds);
-        if (pgn_dist_sum(&tr->dist, v, 2, err)) return -1;
+        if (pgn_dist_emit(&tr->dist, tr->hooks, epoch + 1, v[0] / (rank_samples(tr) * classes), err) ||
+            pgn_dist_sum(&tr->dist, v, 2, err))
+            return -1;
     }
     double div = (double)tr->epoch_samples * classes;
     *loss = v[0] / div;
@@ -406,7 +348,7 @@ static int after_step(trainer *tr, int epoch, int s, bool *synced_at_end, pgn_er
             *synced_at_end = true;
             return 0;
         }
-        if (!tr->stop_all) return dist_checkpoint(tr, epoch, s + 1, err);
+        if (!tr->stop_all) return pgn_dist_checkpoint(&tr->dist, state_of(tr), epoch, s + 1, err);
         stop(tr, epoch, s + 1, err);
         return 1;
     }
@@ -439,7 +381,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
     int start_epoch = 0, start_step = 0;
     if (setup(&tr, dev, err)) goto fail;
     pgn_train_state state = state_of(&tr);
-    if (opts->resume && (tr.comm ? dist_resume(&tr, &start_epoch, &start_step, err)
+    if (opts->resume && (tr.comm ? pgn_dist_resume(&tr.dist, state, &start_epoch, &start_step, err)
                                  : pgn_checkpoint_load(&state, &start_epoch, &start_step, err)))
         goto fail;
     int64_t resumed_step = tr.optim.t;
@@ -451,6 +393,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
     pgn_train_log(hooks, "training %s on %s%s: %d samples, batch %d, %d epochs, seed %llu%s", spec->name,
              dev_id, who, is_diloco(&tr) ? tr.shard_n : tr.train.n, tr.batch, t->epochs,
              (unsigned long long)spec->seed, resumed_step ? " (resumed)" : "");
+    if (tr.comm && pgn_dist_introduce(&tr.dist, hooks, dev_id, (int)rank_samples(&tr), err)) goto fail;
     if (resumed_step)
         pgn_train_log(hooks, "resumed from %s after epoch %d and %d steps of the next (step %lld)",
                  opts->checkpoint_dir, start_epoch, start_step, (long long)tr.optim.t);
@@ -502,8 +445,8 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
             goto fail;
         }
         bool due = t->checkpoint_every > 0 && (epoch + 1) % t->checkpoint_every == 0;
-        if (synced_at_end && dist_checkpoint(&tr, epoch + 1, 0, err)) goto fail; /* diloco: every outer step */
-        if (due && is_ddp(&tr) && dist_checkpoint(&tr, epoch + 1, 0, err)) goto fail;
+        if ((synced_at_end || (due && is_ddp(&tr))) && pgn_dist_checkpoint(&tr.dist, state, epoch + 1, 0, err))
+            goto fail; /* diloco: at every outer step */
         if (due && !tr.comm) {
             char sha[65];
             if (pgn_graph_weights_sha256(&tr.graph, sha, err) ||
@@ -536,22 +479,13 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
                         start_epoch, "resumed_from_step", (json_int_t)resumed_step);
     /* The work this run did (paragond sums it over jobs for /metrics). */
     json_object_set_new(*result, "flops", json_real(samples * pgn_train_flops_per_sample(t)));
-    if (tr.comm) {
-        json_t *ranks = pgn_dist_ranks_json(&tr.dist, dev_id, train_seconds, err);
-        if (!ranks) {
-            json_decref(*result);
-            *result = NULL;
-            goto fail;
-        }
-        pgn_comm *c = tr.comm;
-        json_object_set_new(*result, "distributed",
-                            json_pack("{s:i, s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:o}", "ranks", c->size,
-                                      "algorithm", is_ddp(&tr) ? "ddp" : "diloco", "syncs",
-                                      (json_int_t)tr.dist.outer_steps, "bytes_sent", c->bytes_sent, "comm_seconds",
-                                      c->seconds, "wait_seconds", c->wait_seconds, "comm_share",
-                                      train_seconds > 0 ? c->seconds / train_seconds : 0.0, "wait_share",
-                                      train_seconds > 0 ? c->wait_seconds / train_seconds : 0.0, "per_rank", ranks));
+    json_t *dist = tr.comm ? pgn_dist_result(&tr.dist, dev_id, train_seconds, err) : NULL;
+    if (tr.comm && !dist) {
+        json_decref(*result);
+        *result = NULL;
+        goto fail;
     }
+    if (dist) json_object_set_new(*result, "distributed", dist);
     if (opts->profile) json_object_set_new(*result, "profile", pgn_graph_profile_json(&tr.graph));
     pgn_train_log(hooks, "done: test_accuracy %.4f test_loss %.6f weights sha256 %s", test_acc,
              test_loss, sha);
