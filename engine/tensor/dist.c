@@ -37,6 +37,7 @@ int pgn_dist_init(pgn_dist *d, const pgn_dist_spec *spec, pgn_comm *comm, pgn_gr
     d->spec = spec;
     d->comm = comm;
     d->committed = -1;
+    d->started = pgn_now_s();
     d->elems = g->store_elems;
     if (d->elems + 1 > (size_t)INT32_MAX) {
         pgn_error_set(err, PGN_E_LIMIT_EXCEEDED, "model", "a distributed model holds at most %d parameters",
@@ -46,6 +47,9 @@ int pgn_dist_init(pgn_dist *d, const pgn_dist_spec *spec, pgn_comm *comm, pgn_gr
     d->send = malloc((d->elems + 1) * sizeof *d->send);
     d->gathered = malloc((size_t)comm->size * (d->elems + 1) * sizeof *d->gathered);
     if (!d->send || !d->gathered) return oom(err);
+    /* MPI sets up its connections on the first collectives (tens of ms): here, uncounted */
+    if (comm->barrier(comm, err) || comm->allgather(comm, d->send, sizeof *d->send, d->gathered, err)) return -1;
+    d->started = pgn_now_s();
     if (spec->algorithm != PGN_DIST_DILOCO) return 0;
     if (!(d->local = malloc(d->elems * sizeof *d->local))) return oom(err);
     return pgn_tensor_init(&d->theta, NULL, 1, (int)d->elems, err) ||
@@ -95,17 +99,6 @@ void pgn_dist_rows(int rows, int rank, int size, int *lo, int *hi) {
     *hi = (int)((int64_t)rows * (rank + 1) / size);
 }
 
-/* One allgather, counted and timed. */
-static int gather(pgn_dist *d, const void *send, size_t bytes, void *recv, pgn_error *err) {
-    pgn_comm *c = d->comm;
-    double t0 = pgn_now_s();
-    int rc = c->allgather(c, send, bytes, recv, err);
-    c->seconds += pgn_now_s() - t0;
-    c->collectives++;
-    c->bytes_sent += (double)bytes * (c->size - 1);
-    return rc;
-}
-
 static int barrier(pgn_dist *d, double *seconds, pgn_error *err) {
     pgn_comm *c = d->comm;
     double t0 = pgn_now_s();
@@ -115,13 +108,24 @@ static int barrier(pgn_dist *d, double *seconds, pgn_error *err) {
     return rc;
 }
 
-/* Gathers send (elems floats, then the stop flag) from every rank, once all have arrived (the
- * wait is timed apart from the transfer); *stop_all when any flag is set. */
+/* One allgather, counted and timed: first a barrier, whose time is the wait for the slowest rank
+ * (wait_seconds), then the transfer among ranks that have all arrived (seconds). */
+static int gather(pgn_dist *d, const void *send, size_t bytes, void *recv, pgn_error *err) {
+    pgn_comm *c = d->comm;
+    if (barrier(d, &c->wait_seconds, err)) return -1;
+    double t0 = pgn_now_s();
+    int rc = c->allgather(c, send, bytes, recv, err);
+    c->seconds += pgn_now_s() - t0;
+    c->collectives++;
+    c->bytes_sent += (double)bytes * (c->size - 1);
+    return rc;
+}
+
+/* Gathers send (elems floats, then the stop flag) from every rank; *stop_all when any flag is set. */
 static int gather_with_stop(pgn_dist *d, bool stop, bool *stop_all, pgn_error *err) {
     size_t stride = d->elems + 1;
     d->send[d->elems] = stop ? 1.0f : 0.0f;
-    if (barrier(d, &d->comm->wait_seconds, err) || gather(d, d->send, stride * sizeof *d->send, d->gathered, err))
-        return -1;
+    if (gather(d, d->send, stride * sizeof *d->send, d->gathered, err)) return -1;
     *stop_all = false;
     for (int r = 0; r < d->comm->size; r++) *stop_all |= d->gathered[(size_t)r * stride + d->elems] != 0.0f;
     return 0;
@@ -181,21 +185,22 @@ int pgn_dist_sum(pgn_dist *d, double *v, int n, pgn_error *err) {
     return 0;
 }
 
-json_t *pgn_dist_ranks_json(pgn_dist *d, const char *device, double seconds, pgn_error *err) {
+json_t *pgn_dist_ranks_json(pgn_dist *d, const char *device, pgn_error *err) {
     char ids[PGN_DIST_MAX_RANKS][64], mine[64] = {0};
     snprintf(mine, sizeof mine, "%s", device);
     pgn_comm *c = d->comm;
     /* the figures as they stand before these two calls, the same on every rank's row */
-    double v[4] = {c->bytes_sent, c->seconds, c->wait_seconds, seconds}, all[4 * PGN_DIST_MAX_RANKS];
+    double v[4] = {c->bytes_sent, c->seconds, c->wait_seconds, pgn_now_s() - d->started};
+    double all[4 * PGN_DIST_MAX_RANKS];
     if (gather(d, mine, sizeof mine, ids, err) || pgn_dist_gather(d, v, 4, all, err)) return NULL;
     json_t *ranks = json_array();
     for (int r = 0; r < c->size; r++) {
-        const double *x = all + 4 * r;
+        const double *x = all + 4 * r, per = x[3] > 0 ? 1.0 / x[3] : 0.0;
         ids[r][63] = '\0';
-        json_array_append_new(ranks, json_pack("{s:i, s:s, s:f, s:f, s:f, s:f, s:f}", "rank", r, "device", ids[r],
-                                               "bytes_sent", x[0], "comm_seconds", x[1], "wait_seconds", x[2],
-                                               "comm_share", x[3] > 0 ? x[1] / x[3] : 0.0, "wait_share",
-                                               x[3] > 0 ? x[2] / x[3] : 0.0));
+        json_array_append_new(ranks, json_pack("{s:i, s:s, s:f, s:f, s:f, s:f, s:f, s:f}", "rank", r, "device",
+                                               ids[r], "bytes_sent", x[0], "comm_seconds", x[1], "wait_seconds",
+                                               x[2], "seconds", x[3], "comm_share", x[1] * per, "wait_share",
+                                               x[2] * per));
     }
     return ranks;
 }
@@ -246,15 +251,18 @@ int pgn_dist_introduce(pgn_dist *d, const pgn_run_hooks *h, const char *device, 
     return 0;
 }
 
-json_t *pgn_dist_result(pgn_dist *d, const char *device, double train_seconds, pgn_error *err) {
-    json_t *ranks = pgn_dist_ranks_json(d, device, train_seconds, err);
+json_t *pgn_dist_result(pgn_dist *d, const char *device, pgn_error *err) {
+    json_t *ranks = pgn_dist_ranks_json(d, device, err);
     if (!ranks) return NULL;
-    const pgn_comm *c = d->comm;
-    double per = train_seconds > 0 ? 1.0 / train_seconds : 0.0;
-    return json_pack("{s:i, s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:o}", "ranks", c->size, "algorithm",
-                     d->spec->algorithm == PGN_DIST_DDP ? "ddp" : "diloco", "syncs", (json_int_t)d->outer_steps,
-                     "bytes_sent", c->bytes_sent, "comm_seconds", c->seconds, "wait_seconds", c->wait_seconds,
-                     "comm_share", c->seconds * per, "wait_share", c->wait_seconds * per, "per_rank", ranks);
+    /* this rank's own row's figures, so that both say the same */
+    json_t *j = json_deep_copy(json_array_get(ranks, (size_t)d->comm->rank));
+    json_object_del(j, "rank");
+    json_object_del(j, "device");
+    json_object_set_new(j, "ranks", json_integer(d->comm->size));
+    json_object_set_new(j, "algorithm", json_string(d->spec->algorithm == PGN_DIST_DDP ? "ddp" : "diloco"));
+    json_object_set_new(j, "syncs", json_integer(d->outer_steps));
+    json_object_set_new(j, "per_rank", ranks);
+    return j;
 }
 
 /* ---- checkpoints ----------------------------------------------------------------------------- */

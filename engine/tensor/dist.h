@@ -23,6 +23,7 @@ typedef struct pgn_dist {
     float *local; /* diloco: this rank's parameters while theta stands in for them */
     int64_t outer_steps; /* collectives that moved parameters or gradients */
     int64_t committed;   /* the step of the last committed checkpoint, or -1 */
+    double started;      /* pgn_now_s() at init: the shares of time are of the time since */
     pgn_st_entry momentum_entry; /* diloco: the outer momentum's checkpoint entry */
 } pgn_dist;
 
@@ -63,11 +64,11 @@ int pgn_dist_use_local(pgn_dist *d, pgn_graph *g, pgn_error *err);
 
 /* n doubles summed over the ranks in rank order, in place, on every rank. */
 int pgn_dist_sum(pgn_dist *d, double *v, int n, pgn_error *err);
-/* Every rank's device, bytes sent, seconds moving data and waiting for the other ranks, and
- * their shares of seconds (the rank's training time): [{"rank","device","bytes_sent",
- * "comm_seconds","wait_seconds","comm_share","wait_share"}...]. All ranks call it; NULL on
- * failure. New reference. */
-json_t *pgn_dist_ranks_json(pgn_dist *d, const char *device, double seconds, pgn_error *err);
+/* Every rank's device, bytes sent, seconds moving data and waiting for the other ranks, the
+ * seconds since its init, and the shares of those: [{"rank","device","bytes_sent",
+ * "comm_seconds","wait_seconds","seconds","comm_share","wait_share"}...]. All ranks call it;
+ * NULL on failure. New reference. */
+json_t *pgn_dist_ranks_json(pgn_dist *d, const char *device, pgn_error *err);
 
 /* After a checkpoint is resumed: theta becomes the parameters read. */
 int pgn_dist_resumed(pgn_dist *d, pgn_graph *g, pgn_error *err);
@@ -86,9 +87,9 @@ int pgn_dist_emit(pgn_dist *d, const pgn_run_hooks *hooks, int64_t step, double 
 /* Rank 0 logs every rank's device and training samples. All ranks call it. */
 int pgn_dist_introduce(pgn_dist *d, const pgn_run_hooks *hooks, const char *device, int samples, pgn_error *err);
 
-/* The result's "distributed" object: ranks, algorithm, syncs, this rank's bytes and seconds and
- * their shares of train_seconds, and "per_rank" (pgn_dist_ranks_json). All ranks call it. */
-json_t *pgn_dist_result(pgn_dist *d, const char *device, double train_seconds, pgn_error *err);
+/* The result's "distributed" object: ranks, algorithm, syncs, this rank's figures as its row of
+ * "per_rank" gives them (pgn_dist_ranks_json), and "per_rank". All ranks call it. */
+json_t *pgn_dist_result(pgn_dist *d, const char *device, pgn_error *err);
 
 /* Checkpoints. Each rank writes <dir>/dist/rank-R.step-S.safetensors; then, once every rank
  * has, rank 0 writes S to <dir>/dist/committed (atomically), and each rank removes its previous

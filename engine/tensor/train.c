@@ -479,7 +479,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
                         start_epoch, "resumed_from_step", (json_int_t)resumed_step);
     /* The work this run did (paragond sums it over jobs for /metrics). */
     json_object_set_new(*result, "flops", json_real(samples * pgn_train_flops_per_sample(t)));
-    json_t *dist = tr.comm ? pgn_dist_result(&tr.dist, dev_id, train_seconds, err) : NULL;
+    json_t *dist = tr.comm ? pgn_dist_result(&tr.dist, dev_id, err) : NULL;
     if (tr.comm && !dist) {
         json_decref(*result);
         *result = NULL;
