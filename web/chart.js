@@ -40,7 +40,8 @@ function niceCeil(v) {
 }
 
 // c: {title, unit (a fraction, drawn as a percentage), x (what a step counts: "epoch", "step"),
-// series: [{name, label, color}]}; data: series name -> [{step, value}] in step order.
+// series: [{name, label, color}], legend (false: none, where a table beside the chart tells the
+// colours)}; data: series name -> [{step, value}] in step order.
 export function lineChart(c, data) {
   const lines = c.series.map((s) => ({...s,
     pts: (data[s.name] || []).filter((p) => typeof p.value === 'number' && isFinite(p.value))}));
@@ -55,7 +56,7 @@ export function lineChart(c, data) {
     'aria-label': label, 'data-series': c.series.map((s) => s.name).join(' '), 'data-points': total});
   root.append(svg('title', {}, label));
   root.append(svg('text', {x: PAD.l, y: 15, class: 'c-title'}, c.title));
-  root.append(legend(lines, fmt));
+  if (c.legend !== false) root.append(legend(lines, fmt));
   const w = CW - PAD.l - PAD.r, h = CH - PAD.t - PAD.b;
   if (!total) {
     root.append(svg('text', {x: PAD.l + w / 2, y: PAD.t + h / 2, 'text-anchor': 'middle',

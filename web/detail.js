@@ -1,7 +1,8 @@
 // detail.js: the expanded job under its row: its loss and accuracy charts (training and held-out
 // figures together, per epoch or per step), the job's facts, placement and result, its log tail,
-// the Cancel and checkpoint actions, a gpt's prompt box and a generate job's text. It follows
-// the job live over its event stream, and falls back to polling on the refresh loop.
+// the Cancel and checkpoint actions, a gpt's prompt box, a distributed job's ranks and a generate
+// job's text. It follows the job live over its event stream, and falls back to polling on the
+// refresh loop.
 
 import {API, HttpError, TERMINAL, api, errText, getJSON} from './api.js';
 import {lineChart} from './chart.js';
@@ -9,6 +10,7 @@ import {el, setText} from './dom.js';
 import {fmtDur, fmtNum, fmtPct, fmtQty, fmtTime, num} from './format.js';
 import {generatePanel, generateStats, generatedText} from './generate.js';
 import {jobDuration, rows, updateRow} from './jobrow.js';
+import {rankMetrics, ranksPanel} from './ranks.js';
 import {refresh} from './refresh.js';
 import {flagToken} from './session.js';
 
@@ -94,7 +96,7 @@ export function openDetail(id) {
   logPre.id = 'job-log';
   logBox.append(logHead, logPre);
   side.append(actions, info, spec);
-  const main = el('div', 'main-col');    // the charts, and a gpt's prompt box under them
+  const main = el('div', 'main-col');    // the charts, and a gpt's prompt box or the ranks under them
   main.append(charts);
   box.append(main, side, logBox);
   td.append(box);
@@ -106,6 +108,7 @@ export function openDetail(id) {
     listed: !!r,
     layout: null,           // the charts, once the spec says which (chartsFor)
     gen: null,              // a gpt's prompt box (generate.js)
+    ranks: undefined,       // a distributed job's ranks (ranks.js), once the spec is read; else null
     series: {},             // metric name -> points in step order, whatever the stream brings
     polled: {},             // metric name -> the /metrics cursor
     es: null, live: false,
@@ -288,7 +291,7 @@ export async function refreshDetail() {
     }
     if (!d.done && (!d.live || !d.fetched)) {
       const finished = TERMINAL.has(d.job.state);
-      for (const name of seriesOf(d.layout)) {
+      for (const name of [...seriesOf(d.layout), ...rankMetrics(d.specValue)]) {
         if (!(name in d.polled)) d.polled[name] = -1;
         for (let page = 0; page < 100; page++) {
           let url = API + '/jobs/' + d.id + '/metrics?name=' + encodeURIComponent(name);
@@ -360,6 +363,11 @@ function drawDetail(d, force) {
     d.main.append(d.gen.root);
   }
   if (d.gen) d.gen.update(j, d.specValue);
+  if (d.ranks === undefined && d.specValue !== undefined) {
+    d.ranks = ranksPanel(d.specValue);
+    if (d.ranks) d.main.append(d.ranks.root);
+  }
+  if (d.ranks) d.ranks.update(j, d.series);
   if (d.specValue !== undefined && !d.spec.dataset.done) {
     d.spec.dataset.done = '1';
     d.spec.lastChild.textContent = d.specValue ? JSON.stringify(d.specValue, null, 2) : '(no spec)';

@@ -7,11 +7,12 @@
 // and open the session whose cookie lets the event stream and the checkpoint link in. In both,
 // the page loads every module of web/ and nothing else, each as JavaScript. On loopback a tiny
 // character GPT follows through the form: its training and validation curves, refusals beside
-// the field they name, and text streamed from its checkpoint. Saves screenshots to
+// the field they name, and text streamed from its checkpoint; and, where paragon-rank is built
+// beside paragond, a DiLoCo job on two ranks shows its ranks table. Saves screenshots to
 // tests/browser/screenshots/. Run by `meson test` (browser_dashboard); needs `npm ci` in
 // tests/browser (scripts/install-deps.sh --test does it).
 import {spawn} from 'node:child_process';
-import {mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync} from 'node:fs';
+import {existsSync, mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
@@ -170,6 +171,47 @@ async function gptFromTheForm(page, server) {
     `streamed a character at a time (in ${batches} batches: ${stats})`;
 }
 
+// A small DiLoCo job on two ranks (docs/distributed.md): a few hundred milliseconds of training
+// after mpirun has started them.
+const TINY_DILOCO = {
+  kind: 'train', name: 'tiny-diloco', device: 'host', seed: 3,
+  model: {type: 'mlp', layers: [2, 16, 3], activation: 'relu'},
+  data: {source: 'spiral', samples: 60, classes: 3},
+  optimizer: {type: 'adamw', lr: 0.01},
+  batch_size: 16, epochs: 20, distributed: {ranks: 2, algorithm: 'diloco', inner_steps: 4},
+};
+
+// The distributed job submitted from the form: its detail shows the ranks line and a table of
+// two rows, each with its device (from the result), loss and bytes sent, and a curve per rank.
+// paragond starts ranks only where paragon-rank is built beside it (Open MPI found): else a skip.
+async function distributedFromTheForm(page) {
+  if (!existsSync(join(dirname(paragond), 'paragon-rank'))) return 'no paragon-rank beside paragond: ranks not tried';
+  await page.fill('#spec', JSON.stringify(TINY_DILOCO, null, 2));
+  await page.click('#submit-job');
+  await page.waitForFunction(() => /succeeded/.test(document.querySelector('#job-state')?.textContent || '') &&
+    document.querySelector('#ranks-table'), null, {timeout: STEP_MS});
+  const rows = () => page.$$eval('#ranks-table tbody tr', (trs) => trs.map((tr) =>
+    [...tr.cells].map((c) => c.textContent)));
+  await page.waitForFunction(() => [...document.querySelectorAll('#ranks-table tbody tr')].every((tr) =>
+    tr.cells[1].textContent === 'host'), null, {timeout: STEP_MS}).catch(async () => {
+    throw new Error('ranks table without the ranks\' devices: ' + JSON.stringify(await rows()));
+  });
+  const seen = await rows();
+  const summary = await page.$eval('#ranks-summary', (p) => p.textContent);
+  if (seen.length !== 2 || seen.some(([rank, , loss, , sent], r) => rank !== String(r) ||
+    !(Number(loss) > 0) || !/^[\d.]+ (B|KiB|MiB)$/.test(sent)))
+    throw new Error('ranks table: ' + JSON.stringify(seen));
+  if (!/^DiLoCo on 2 ranks, an outer step every 4 inner steps: \d+ outer steps; moving data took/.test(summary))
+    throw new Error('ranks line: ' + summary);
+  const curves = await page.$$eval('.ranks .chart path[data-series]', (ps) =>
+    ps.map((p) => [p.dataset.series, Number(p.dataset.points)]));
+  if (curves.map(([n]) => n).join() !== 'rank0.loss,rank1.loss' || curves.some(([, k]) => !(k > 0)))
+    throw new Error('rank curves: ' + JSON.stringify(curves));
+  mkdirSync(join(here, 'screenshots'), {recursive: true});
+  await page.locator('tr.detail').screenshot({path: join(here, 'screenshots', 'dashboard-ranks.png')});
+  return `DiLoCo on 2 ranks from the form: "${summary}", ${seen.length} rows (${seen.map((r) => r.join(' ')).join('; ')})`;
+}
+
 // One paragond and one browser page for a scenario; run(page, server, token) does the rest.
 async function scenario(browser, host, name, run) {
   const dir = mkdtempSync(join(tmpdir(), 'paragon-browser-'));
@@ -222,8 +264,11 @@ async function onLoopback(page, server, token, context) {
   const points = await trainXor(page);
   if (!(await context.cookies()).some((c) => c.name === 'paragon_session'))
     throw new Error('the #token= link opened no session');
+  if (await page.$('#ranks')) throw new Error('a job on one process shows ranks');
   const gpt = await gptFromTheForm(page, server);
-  return `token from the #token= link, XOR submitted from the form, ${points} chart points, state succeeded; ${gpt}`;
+  const ranks = await distributedFromTheForm(page);
+  return `token from the #token= link, XOR submitted from the form, ${points} chart points, state succeeded; ` +
+    `${gpt}; ${ranks}`;
 }
 
 // Off loopback, no token saved: the page loads, says it needs the token, takes it from the
