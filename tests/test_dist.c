@@ -1,7 +1,8 @@
 /* test_dist.c: distributed training under mpirun (paragon-rank, two ranks on this machine): ddp
  * against one process at the global batch, DiLoCo with one rank against plain training, reruns
  * bit-identical over shared memory and over TCP, and a stop or a killed rank resumed to the same
- * final weights. Skipped where the build has no MPI (PARAGON_RANK unset). The bounds the
+ * final weights; for the character GPT too (ddp against the global batch, DiLoCo's reruns and a
+ * stop). Skipped where the build has no MPI (PARAGON_RANK unset). The bounds the
  * comparisons use are derived in docs/distributed.md. */
 #include <errno.h>
 #include <fcntl.h>
@@ -241,6 +242,7 @@ Test(dist, ddp_matches_one_process_at_the_global_batch) {
     read_weights(d_64, &w64);
     read_weights(d_32, &w32);
     double near = max_diff(&w, &w64), far = max_diff(&w, &w32);
+    cr_log_info("mlp ddp: max |difference| %g from batch 64, %g from batch 32", near, far);
     cr_assert_leq(near, 1e-5, "ddp against one process at batch 64: max |difference| %g", near);
     cr_assert_gt(far, 1e-3, "and not the run at batch 32 (max |difference| %g)", far);
     cr_assert_float_eq(json_real_value(json_object_get(r, "test_loss")),
@@ -385,4 +387,114 @@ Test(dist, a_killed_rank_resumes_to_the_same_weights) {
     cr_assert_str_eq(sha(resumed), sha(whole));
     free(text);
     json_decref(whole), json_decref(resumed);
+}
+
+/* ---- the character GPT -------------------------------------------------------------------- */
+
+/* A tiny GPT (1 layer, d_model 16, context 8) on a text of its own, written under the datasets
+ * directory: a few hundred milliseconds a run. The ddp comparison trains with SGD: Adam divides
+ * each gradient by its own running size, so two sums of a near-zero gradient that differ in the
+ * last bits can move its weight by a good part of lr, where SGD moves it by lr times the
+ * difference (docs/distributed.md). */
+static const char *const GPT =
+    "{\"kind\":\"train\",\"name\":\"dist-gpt\",\"device\":\"host\",\"seed\":5,"
+    "\"model\":{\"type\":\"gpt\",\"n_layer\":1,\"n_head\":2,\"d_model\":16,\"context\":8},"
+    "\"data\":{\"source\":\"text\",\"path\":\"dist.txt\"},\"optimizer\":{\"type\":\"%s\",\"lr\":%s},"
+    "\"batch_size\":%d,\"steps\":%d,\"eval_every\":10,\"log_every\":5,\"eval_windows\":16%s%s}";
+
+static char *gpt_text(int batch, int steps, const char *dist) {
+    bool sgd = dist == NULL || strstr(dist, "ddp");
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/datasets", tmp_root);
+    fresh_dir("datasets", dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/dist.txt", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    static const char *const words[] = {"the ", "quick ", "brown ", "fox ", "jumps ", "over ", "a ", "lazy ",
+                                        "dog ", "and ", "runs ", "away.\n"};
+    for (int i = 0; i < 3000; i++) fputs(words[(i * 7 + i / 12) % 12], f);
+    fclose(f);
+    char *s = NULL;
+    cr_assert(asprintf(&s, GPT, sgd ? "sgd" : "adamw", sgd ? "0.5" : "0.003", batch, steps,
+                       dist ? ",\"distributed\":" : "", dist ? dist : "") > 0);
+    return s;
+}
+
+/* The GPT's checkpoint's parameters, all of them (the names are GPT-2's). */
+static void read_gpt_weights(const char *dir, weights *w) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/" PGN_CHECKPOINT_FILE, dir);
+    size_t len;
+    w->bytes = pgn_read_file(path, &len);
+    cr_assert_not_null(w->bytes, "%s: %s", path, strerror(errno));
+    size_t start;
+    json_t *h = test_safetensors_header(w->bytes, len, &start);
+    const char *name;
+    json_t *t;
+    w->n = 0;
+    json_object_foreach(h, name, t) {
+        if (strncmp(name, "transformer.", 12) || w->n == 16) continue;
+        param *p = &w->p[w->n++];
+        snprintf(p->name, sizeof p->name, "%s", name);
+        json_t *off = json_object_get(t, "data_offsets");
+        size_t b = (size_t)json_integer_value(json_array_get(off, 0)), e = (size_t)json_integer_value(json_array_get(off, 1));
+        p->v = (const float *)(w->bytes + start + b);
+        p->n = (e - b) / 4;
+    }
+    json_decref(h);
+    cr_assert_gt(w->n, 0);
+}
+
+/* ddp of the GPT over 2 ranks at 4 windows each is one process at 8: rank r takes windows
+ * (2 s + r) 4 .. of step s, the single process windows 8 s ..: the same ones. */
+Test(dist, gpt_ddp_matches_one_process_at_the_global_batch) {
+    rank_program();
+    char d_ddp[256], d_8[256], d_4[256], spec[512];
+    fresh_dir("gpt-ddp", d_ddp, sizeof d_ddp);
+    fresh_dir("gpt-plain8", d_8, sizeof d_8);
+    fresh_dir("gpt-plain4", d_4, sizeof d_4);
+    char *text = gpt_text(4, 20, "{\"ranks\":2,\"algorithm\":\"ddp\"}");
+    write_spec(d_ddp, text, spec, sizeof spec);
+    json_t *r = train_ranks(&(launch){.ranks = 2, .spec = spec, .dir = d_ddp});
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(r, "distributed"), "syncs")), 20);
+    char *t8 = gpt_text(8, 20, NULL), *t4 = gpt_text(4, 20, NULL);
+    json_t *p8 = train_plain(t8, d_8), *p4 = train_plain(t4, d_4);
+    weights w, w8, w4;
+    read_gpt_weights(d_ddp, &w);
+    read_gpt_weights(d_8, &w8);
+    read_gpt_weights(d_4, &w4);
+    double near = max_diff(&w, &w8), far = max_diff(&w, &w4);
+    cr_log_info("gpt ddp: max |difference| %g from batch 8, %g from batch 4", near, far);
+    cr_assert_leq(near, 1e-5, "ddp against one process at batch 8: max |difference| %g", near);
+    cr_assert_gt(far, 1e-4, "and not the run at batch 4 (max |difference| %g)", far);
+    cr_assert_float_eq(json_real_value(json_object_get(r, "val_loss")), json_real_value(json_object_get(p8, "val_loss")),
+                       1e-4);
+    free(w.bytes), free(w8.bytes), free(w4.bytes), free(text), free(t8), free(t4);
+    json_decref(r), json_decref(p8), json_decref(p4);
+}
+
+/* DiLoCo of the GPT: reruns give the same weights, and a stop resumes to them. */
+Test(dist, gpt_diloco_reruns_and_resumes_bit_identically) {
+    rank_program();
+    char d1[256], d2[256], d_stop[256], spec[512];
+    fresh_dir("gpt-diloco1", d1, sizeof d1);
+    fresh_dir("gpt-diloco2", d2, sizeof d2);
+    fresh_dir("gpt-diloco-stop", d_stop, sizeof d_stop);
+    char *text = gpt_text(4, 60, "{\"ranks\":2,\"algorithm\":\"diloco\",\"inner_steps\":5}");
+    write_spec(d1, text, spec, sizeof spec);
+    json_t *a = train_ranks(&(launch){.ranks = 2, .spec = spec, .dir = d1});
+    json_t *b = train_ranks(&(launch){.ranks = 2, .spec = spec, .dir = d2});
+    cr_assert_str_eq(sha(a), sha(b));
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(a, "distributed"), "syncs")), 12);
+    char *out;
+    int rc = run_ranks(&(launch){.ranks = 2, .spec = spec, .dir = d_stop, .stop_on = "\"name\":\"loss\",\"step\":10,"},
+                       &out);
+    cr_assert_neq(rc, 0, "stopped:\n%.2000s", out);
+    cr_assert(strstr(out, "checkpointed"), "%.2000s", out);
+    free(out);
+    json_t *resumed = train_ranks(&(launch){.ranks = 2, .spec = spec, .dir = d_stop, .extra = {"--resume"}});
+    cr_assert_geq(json_integer_value(json_object_get(resumed, "resumed_from_step")), 10);
+    cr_assert_str_eq(sha(resumed), sha(a));
+    free(text);
+    json_decref(a), json_decref(b), json_decref(resumed);
 }

@@ -367,7 +367,7 @@ Test(spec, distributed_errors_name_their_field) {
         {DIST("{\"ranks\":2,\"algorithm\":\"ddp\",\"hosts\":[\"a;rm -rf\"]}"), "distributed.hosts[0]", NULL},
         {DIST("7"), "distributed", NULL},
         {"{\"kind\":\"train\",\"model\":{\"type\":\"gpt\"},\"data\":{\"source\":\"fortunes\"},"
-         "\"distributed\":{\"ranks\":2,\"algorithm\":\"ddp\"}}", "distributed", "model.type \"mlp\""},
+         "\"distributed\":{\"ranks\":2,\"algorithm\":\"ddp\",\"outer_lr\":1}}", "distributed.outer_lr", NULL},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         pgn_error err = parse_err(bad[i].text);

@@ -302,7 +302,7 @@ typedef struct pgn_train_spec {
     int eval_every;   /* gpt: steps between validation losses */
     int log_every;    /* gpt: steps between training-loss metrics */
     int eval_windows; /* gpt: fixed validation windows the validation loss is taken over */
-    pgn_dist_spec dist; /* mlp: ranks > 0 makes it a distributed job */
+    pgn_dist_spec dist; /* ranks > 0 makes it a distributed job */
 } pgn_train_spec;
 
 /* An inet job: an HVM2-format program and the limits that stop a runaway one. */

@@ -4,11 +4,17 @@
  * and records its loss on the device. Every log_every steps the training loss, learning rate
  * and tokens/s go out as metrics; every eval_every steps the loss on a fixed set of validation
  * windows; checkpoints every checkpoint_every steps (and at a stop, when asked) keep the
- * vocabulary and the text's SHA-256 beside the weights, so a resume continues bit-identically. */
+ * vocabulary and the text's SHA-256 beside the weights, so a resume continues bit-identically.
+ *
+ * Distributed (dist.c, docs/distributed.md): step s of rank r takes windows (s ranks + r) B ..,
+ * so that ddp's ranks together take one process's batch of ranks x B windows and diloco's ranks
+ * each their own; ddp sums the gradients before each update, diloco takes an outer step every
+ * inner_steps steps and after the last, and evaluates the global model. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensor/dist.h"
 #include "tensor/graph.h"
 #include "tensor/optim.h"
 
@@ -27,7 +33,15 @@ typedef struct {
     int n_windows;
     int B, T, rows, eval_batches;
     pgn_window_plan train_plan, eval_plan;
+    /* distributed (dist.c): this rank's part; comm NULL when the job runs in one process */
+    pgn_comm *comm;
+    pgn_dist dist;
+    bool want_stop; /* should_stop said stop: the ranks stop where they next meet */
+    bool stop_all;  /* ...and they did */
 } lm;
+
+static bool is_ddp(const lm *m) { return m->comm && m->spec->train.dist.algorithm == PGN_DIST_DDP; }
+static bool is_diloco(const lm *m) { return m->comm && m->spec->train.dist.algorithm == PGN_DIST_DILOCO; }
 
 static pgn_train_state state_of(lm *m) {
     return (pgn_train_state){.spec = m->spec,
@@ -47,6 +61,7 @@ static void lm_free(lm *m) {
     pgn_tensor_release(&m->train_stats);
     pgn_tensor_release(&m->eval_stats);
     pgn_corpus_free(&m->corpus);
+    pgn_dist_free(&m->dist);
     free(m->host_stats);
     free(m->window_ms);
 }
@@ -70,6 +85,7 @@ static int setup(lm *m, pgn_device *dev, pgn_error *err) {
                      m->opts->data_dir ? m->opts->data_dir : PGN_DEFAULT_DATA_DIR);
     if (n < 0 || (size_t)n >= sizeof datasets)
         return pgn_spec_fail(err, "data", "the data directory's path is too long");
+    if (pgn_dist_check(&t->dist, m->comm, err)) return -1;
     m->B = t->batch_size;
     m->T = t->gpt.context;
     m->rows = m->B * m->T;
@@ -96,7 +112,7 @@ static int setup(lm *m, pgn_device *dev, pgn_error *err) {
         return -1;
     }
     pgn_graph_profile_enable(&m->graph, m->opts->profile);
-    return 0;
+    return m->comm ? pgn_dist_init(&m->dist, &t->dist, m->comm, &m->graph, err) : 0;
 }
 
 /* Sums slots [0, n) of a statistics tensor, in slot order, in double. */
@@ -111,21 +127,40 @@ static int sum_stats(lm *m, pgn_tensor *stats, int n, double *loss, double *corr
 }
 
 /* One batch of windows through the graph: plan's windows index0.. (count of them); training
- * also runs backward and the optimizer. Its loss sum and correct count go to stats[slot]. */
+ * also runs backward and the optimizer (under ddp after the ranks summed their gradients, and not
+ * when they agreed to stop there). Its loss sum and correct count go to stats[slot]. */
 static int run_windows(lm *m, const pgn_window_plan *plan, uint64_t index0, int count, bool training,
                        uint64_t step, pgn_tensor *stats, int slot, pgn_error *err) {
     pgn_graph *g = &m->graph;
     pgn_node *tok = &g->nodes[g->input], *lab = &g->nodes[g->labels], *loss = &g->nodes[g->loss];
     int rows = count * m->T;
+    /* ddp's loss is the mean over the global batch; dropout masks differ per rank */
+    g->loss_rows = training && is_ddp(m) ? rows * m->comm->size : 0;
+    uint64_t mask_step = m->comm ? step * (uint64_t)m->comm->size + (uint64_t)m->comm->rank : step;
     if (pgn_op_windows(count, m->T, &m->tokens, plan, index0, &tok->value, &lab->value, err) ||
-        pgn_graph_forward(g, rows, training, step, err))
+        pgn_graph_forward(g, rows, training, mask_step, err))
         return -1;
-    if (training && (pgn_graph_backward(g, rows, err) || pgn_optim_step(&m->optim, g, err))) return -1;
+    if (training) {
+        if (pgn_graph_backward(g, rows, err) ||
+            (is_ddp(m) && pgn_dist_reduce_grads(&m->dist, g, m->want_stop, &m->stop_all, err)))
+            return -1;
+        if (!m->stop_all && pgn_optim_step(&m->optim, g, err)) return -1;
+    }
     return pgn_op_loss_stats(rows, &loss->value, &loss->aux, &lab->value, stats, slot, err);
 }
 
-/* The mean loss and next-character accuracy over the validation windows. */
+/* The mean loss and next-character accuracy over the validation windows (under diloco, of the
+ * global parameters of the last outer step, put in place of this rank's meanwhile). */
+static int evaluate_windows(lm *m, double *loss, double *acc, pgn_error *err);
 static int evaluate(lm *m, double *loss, double *acc, pgn_error *err) {
+    if (!is_diloco(m)) return evaluate_windows(m, loss, acc, err);
+    return pgn_dist_use_global(&m->dist, &m->graph, err) || evaluate_windows(m, loss, acc, err) ||
+                   pgn_dist_use_local(&m->dist, &m->graph, err)
+               ? -1
+               : 0;
+}
+
+static int evaluate_windows(lm *m, double *loss, double *acc, pgn_error *err) {
     int windows = m->spec->train.eval_windows;
     for (int i = 0; i < m->eval_batches; i++) {
         int count = windows - i * m->B < m->B ? windows - i * m->B : m->B;
@@ -147,8 +182,9 @@ static void stop(lm *m, int s, pgn_error *err) {
     char sha[65], saved[64] = "";
     if (m->opts->checkpoint_on_stop && m->opts->checkpoint_dir) {
         pgn_train_state state = state_of(m);
-        bool ok = pgn_graph_weights_sha256(&m->graph, sha, &cerr) == 0 &&
-                  pgn_checkpoint_save(&state, 0, s, sha, &cerr) == 0;
+        bool ok = m->comm ? pgn_dist_checkpoint(&m->dist, state, 0, s, &cerr) == 0
+                          : pgn_graph_weights_sha256(&m->graph, sha, &cerr) == 0 &&
+                                pgn_checkpoint_save(&state, 0, s, sha, &cerr) == 0;
         snprintf(saved, sizeof saved, ok ? "; checkpointed" : "; not checkpointed");
     }
     pgn_error_set(err, PGN_E_CANCELLED, "", "stopped at step %d%s%s%s", s, saved, cerr.message[0] ? ": " : "",
@@ -162,16 +198,30 @@ static int train_steps(lm *m, int from, double *train_loss, double *val_loss, do
     pgn_train_state state = state_of(m);
     double t_window = pgn_now_s();
     int window_start = from;
+    uint64_t ranks = m->comm ? (uint64_t)m->comm->size : 1, rank = m->comm ? (uint64_t)m->comm->rank : 0;
     for (int s = from; s < t->steps; s++) {
         if (hooks && hooks->should_stop && hooks->should_stop(hooks->ctx)) {
-            stop(m, s, err);
-            return -1;
+            if (!m->comm) {
+                stop(m, s, err);
+                return -1;
+            }
+            m->want_stop = true; /* said at the ranks' next meeting */
         }
-        if (run_windows(m, &m->train_plan, (uint64_t)s * m->B, m->B, true, (uint64_t)s, &m->train_stats,
-                        s % t->log_every, err))
+        uint64_t first = ((uint64_t)s * ranks + rank) * (uint64_t)m->B;
+        if (run_windows(m, &m->train_plan, first, m->B, true, (uint64_t)s, &m->train_stats, s % t->log_every, err))
             return -1;
         int done = s + 1;
         bool last = done == t->steps, log_due = done % t->log_every == 0 || last;
+        bool outer = is_diloco(m) && (done % t->dist.inner_steps == 0 || last);
+        if (is_ddp(m) && m->stop_all) { /* the ranks met before step s's update, which none took */
+            stop(m, s, err);
+            return -1;
+        }
+        if (outer && pgn_dist_outer_step(&m->dist, &m->graph, m->want_stop, &m->stop_all, err)) return -1;
+        if (m->stop_all && !last) {
+            stop(m, done, err);
+            return -1;
+        }
         if (log_due || done % PGN_SYNC_EVERY_STEPS == 0) {
             if (pgn_device_finish(m->graph.dev, err)) return -1;
             if (hooks && hooks->on_progress) hooks->on_progress(hooks->ctx, (double)done / t->steps);
@@ -180,12 +230,20 @@ static int train_steps(lm *m, int from, double *train_loss, double *val_loss, do
             double now = pgn_now_s(), sum, correct;
             int in_window = (done - 1) % t->log_every + 1; /* a resume may restore earlier slots */
             if (sum_stats(m, &m->train_stats, in_window, &sum, &correct, err)) return -1;
-            *train_loss = sum / ((double)in_window * m->rows);
+            double tokens = (double)in_window * m->rows;
+            if (m->comm) { /* every rank's own loss, then all of them summed */
+                double v[2] = {sum, tokens};
+                if (pgn_dist_emit(&m->dist, hooks, done, sum / tokens, err) || pgn_dist_sum(&m->dist, v, 2, err))
+                    return -1;
+                sum = v[0];
+                tokens = v[1];
+            }
+            *train_loss = sum / tokens;
             double ms = (now - t_window) * 1e3 / (done - window_start);
             m->window_ms[m->n_windows++] = ms;
             pgn_train_emit(hooks, "loss", done, *train_loss);
             pgn_train_emit(hooks, "lr", done, pgn_optim_lr(&m->optim, s));
-            pgn_train_emit(hooks, "tokens_per_second", done, m->rows / (ms * 1e-3));
+            pgn_train_emit(hooks, "tokens_per_second", done, (double)m->rows * (double)ranks / (ms * 1e-3));
             t_window = now;
             window_start = done;
         }
@@ -198,7 +256,10 @@ static int train_steps(lm *m, int from, double *train_loss, double *val_loss, do
             t_window = pgn_now_s(); /* evaluation is not a training step's time */
             window_start = done;
         }
-        if (t->checkpoint_every > 0 && done % t->checkpoint_every == 0 && !last) {
+        bool due = t->checkpoint_every > 0 && done % t->checkpoint_every == 0 && !last;
+        if (m->comm && ((outer && !last) || (due && is_ddp(m))) && pgn_dist_checkpoint(&m->dist, state, 0, done, err))
+            return -1; /* diloco: at every outer step */
+        if (due && !m->comm) {
             char sha[65];
             if (pgn_graph_weights_sha256(&m->graph, sha, err) || pgn_checkpoint_save(&state, 0, done, sha, err))
                 return -1;
@@ -215,11 +276,14 @@ int pgn_lm_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options 
     m.spec = spec;
     m.opts = opts;
     m.hooks = hooks;
+    m.comm = t->dist.ranks > 0 ? opts->comm : NULL;
     double t_start = pgn_now_s();
     int epochs_done = 0, start = 0;
     if (setup(&m, dev, err)) goto fail;
     pgn_train_state state = state_of(&m);
-    if (opts->resume && pgn_checkpoint_load(&state, &epochs_done, &start, err)) goto fail;
+    if (opts->resume && (m.comm ? pgn_dist_resume(&m.dist, state, &epochs_done, &start, err)
+                                : pgn_checkpoint_load(&state, &epochs_done, &start, err)))
+        goto fail;
     if (epochs_done) start = t->steps;
     const char *dev_id = dev ? dev->info.id : "host";
     uint64_t params = pgn_gpt_param_count(&t->gpt, m.corpus.vocab.size);
@@ -227,8 +291,8 @@ int pgn_lm_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options 
                   "characters, batch %d x %d tokens, %d steps, seed %llu%s", spec->name, dev_id,
                   (unsigned long long)params, m.corpus.vocab.size, m.corpus.what, (long long)m.corpus.n, m.B,
                   m.T, t->steps, (unsigned long long)spec->seed, start ? " (resumed)" : "");
-    if (start)
-        pgn_train_log(hooks, "resumed from %s/%s at step %d", opts->checkpoint_dir, PGN_CHECKPOINT_FILE, start);
+    if (m.comm && pgn_dist_introduce(&m.dist, hooks, dev_id, t->steps * m.B, err)) goto fail;
+    if (start) pgn_train_log(hooks, "resumed from %s at step %d", opts->checkpoint_dir, start);
     double train_loss = 0, val_loss = 0, val_acc = 0;
     double t_train = pgn_now_s();
     if (start < t->steps) {
@@ -238,11 +302,14 @@ int pgn_lm_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options 
     }
     double train_seconds = pgn_now_s() - t_train;
     char sha[65];
-    if (pgn_graph_weights_sha256(&m.graph, sha, err) || pgn_checkpoint_save(&state, 1, 0, sha, err)) goto fail;
+    bool writes = !m.comm || m.comm->rank == 0; /* the ranks end with the same weights */
+    if (pgn_graph_weights_sha256(&m.graph, sha, err) || (writes && pgn_checkpoint_save(&state, 1, 0, sha, err)))
+        goto fail;
+    int ranks = m.comm ? m.comm->size : 1;
     double ms = pgn_median(m.window_ms, (size_t)m.n_windows);
-    double tps = ms > 0 ? m.rows / (ms * 1e-3) : 0.0;
+    double tps = ms > 0 ? (double)m.rows * ranks / (ms * 1e-3) : 0.0;
     double per_token = pgn_gpt_flops_per_token(&t->gpt, m.corpus.vocab.size);
-    double tokens_trained = (double)(t->steps - start) * m.rows;
+    double tokens_trained = (double)(t->steps - start) * m.rows * ranks;
     *result = json_pack("{s:f, s:f, s:f, s:f, s:f, s:s, s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:i, s:I, s:s, s:i}",
                         "loss", val_loss, "val_loss", val_loss, "accuracy", val_acc, "val_accuracy", val_acc,
                         "train_loss", train_loss, "weights_sha256", sha, "steps", t->steps, "tokens",
@@ -251,6 +318,13 @@ int pgn_lm_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options 
                         (json_int_t)params, "vocab", m.corpus.vocab.size, "resumed_from_step", (json_int_t)start,
                         "device", dev_id, "resumed_from_epoch", 0);
     json_object_set_new(*result, "flops", json_real(tokens_trained * per_token));
+    json_t *dist = m.comm ? pgn_dist_result(&m.dist, dev_id, err) : NULL;
+    if (m.comm && !dist) {
+        json_decref(*result);
+        *result = NULL;
+        goto fail;
+    }
+    if (dist) json_object_set_new(*result, "distributed", dist);
     if (opts->profile) json_object_set_new(*result, "profile", pgn_graph_profile_json(&m.graph));
     pgn_train_log(hooks, "done: val_loss %.4f val_accuracy %.4f weights sha256 %s", val_loss, val_acc, sha);
     lm_free(&m);

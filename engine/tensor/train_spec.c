@@ -222,7 +222,7 @@ static int parse_host(const json_t *v, const char *path, char out[PGN_DIST_HOST_
     return 0;
 }
 
-/* The "distributed" object (mlp only, for now): absent, the job runs in one process. */
+/* The "distributed" object: absent, the job runs in one process. */
 static int parse_dist(const json_t *root, pgn_train_spec *t, pgn_error *err) {
     pgn_dist_spec *d = &t->dist;
     *d = (pgn_dist_spec){.algorithm = PGN_DIST_DILOCO, .inner_steps = 50, .outer_lr = 0.7f,
@@ -233,9 +233,6 @@ static int parse_dist(const json_t *root, pgn_train_spec *t, pgn_error *err) {
     static const char *const keys[] = {"ranks", "algorithm", "inner_steps", "outer_lr", "outer_momentum",
                                        "nesterov", "hosts", NULL};
     if (pgn_spec_only_keys(o, "distributed", keys, err)) return -1;
-    if (t->model != PGN_MODEL_MLP)
-        return pgn_spec_fail(err, "distributed", "distributed training takes model.type \"mlp\" in this "
-                             "version; a \"gpt\" job runs in one process");
     long long ranks = 0, inner = d->inner_steps;
     int algorithm = -1;
     if (pgn_spec_int(o, "ranks", "distributed.ranks", 1, PGN_DIST_MAX_RANKS, &ranks, err) ||
