@@ -197,19 +197,25 @@ static int admit_train(const pgn_job_spec *spec, const pgn_device_info *placed,
     const char *field = model >= m.activations && model >= m.dataset ? model_field
                         : m.activations >= m.dataset                 ? "batch_size"
                                                                      : "data";
-    char total[32], p[32], g[32], o[32], a[32], d[32];
+    char total[32], p[32], g[32], o[32], a[32], d[32], ranks[128] = "";
+    if (m.ranks_here > 1) {
+        char c[32];
+        snprintf(ranks, sizeof ranks, ", collectives' buffers %s; each of its %d ranks on this machine",
+                 human_bytes(m.distributed, c, sizeof c), m.ranks_here);
+    }
     refuse(err, extra, field, "device_memory", (long long)have.bytes, (long long)m.total,
            "%s: the job needs about %s of device memory (parameters %s, gradients %s, "
-           "optimizer state %s, activations %s, dataset %s) but %s",
+           "optimizer state %s, activations %s, dataset %s%s) but %s",
            field, human_bytes(m.total, total, sizeof total), human_bytes(m.params, p, sizeof p),
            human_bytes(m.gradients, g, sizeof g), human_bytes(m.optimizer, o, sizeof o),
-           human_bytes(m.activations, a, sizeof a), human_bytes(m.dataset, d, sizeof d), have.what);
+           human_bytes(m.activations, a, sizeof a), human_bytes(m.dataset, d, sizeof d), ranks, have.what);
     json_object_set_new(*extra, "device", json_string(placed->id));
     json_object_set_new(*extra, "estimate",
-                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "params",
+                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:I}", "params",
                                   (json_int_t)m.params, "gradients", (json_int_t)m.gradients,
                                   "optimizer", (json_int_t)m.optimizer, "activations",
                                   (json_int_t)m.activations, "dataset", (json_int_t)m.dataset,
+                                  "distributed", (json_int_t)m.distributed, "ranks_here", m.ranks_here,
                                   "total", (json_int_t)m.total));
     return -1;
 }

@@ -105,6 +105,24 @@ Test(cost, memory_estimate_counts_parameters_state_batch_and_data) {
     pgn_job_memory_estimate(&momentum, &m);
     cr_assert_float_eq(m.optimizer, (2 * 8 + 8 + 8 * 2 + 2) * 4.0, 0.5, "one momentum buffer");
 
+    /* a distributed job's ranks each hold all of it, and the collectives' buffers; on this machine
+     * (no hosts) all its ranks */
+    pgn_job_spec diloco = parse("{\"kind\":\"train\",\"data\":{\"source\":\"xor\"},"
+                                "\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2]},\"optimizer\":{\"type\":\"adam\"},"
+                                "\"distributed\":{\"ranks\":3,\"algorithm\":\"diloco\"}}");
+    pgn_job_memory_estimate(&diloco, &m);
+    const double q = 2 * 8 + 8 + 8 * 2 + 2;
+    cr_assert_eq(m.ranks_here, 3);
+    cr_assert_float_eq(m.distributed, q * 4 * (1 + 3 + 3), 0.5, "sent, 3 received, theta, momentum, own");
+    cr_assert_float_eq(m.total, 3 * (m.params + m.gradients + m.optimizer + m.activations + m.dataset + m.distributed),
+                       0.5);
+    pgn_job_spec spread = parse("{\"kind\":\"train\",\"data\":{\"source\":\"xor\"},"
+                                "\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2]},"
+                                "\"distributed\":{\"ranks\":3,\"algorithm\":\"ddp\",\"hosts\":[\"a\",\"b\",\"c\"]}}");
+    pgn_job_memory_estimate(&spread, &m);
+    cr_assert_eq(m.ranks_here, 1, "on other machines: one rank's share is what a machine holds");
+    cr_assert_float_eq(m.distributed, q * 4 * (1 + 3), 0.5);
+
     /* idx data is sized only once read: no guess */
     pgn_job_spec idx = parse("{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[784,10]},"
                              "\"data\":{\"source\":\"idx\",\"train_images\":\"a\",\"train_labels\":\"b\","

@@ -166,8 +166,20 @@ static double gpt_floats_per_row(const pgn_train_spec *t) {
 #define ACTIVATION_BUFFERS_PER_WIDTH 4.0
 #define PACKED_WEIGHT_COPIES 1.0
 
+/* A distributed job's ranks each hold their own of everything, and the collectives' buffers: the
+ * parameters sent, every rank's received, and DiLoCo's global parameters, outer momentum and the
+ * rank's own parameters set aside while the global ones are evaluated (dist.c). */
+static void distributed_share(const pgn_train_spec *t, pgn_memory_estimate *out) {
+    const pgn_dist_spec *d = &t->dist;
+    out->ranks_here = d->ranks > 0 && d->n_hosts == 0 ? d->ranks : 1;
+    if (d->ranks > 0)
+        out->distributed = (double)out->n_params * 4.0 * (1 + d->ranks + (d->algorithm == PGN_DIST_DILOCO ? 3 : 0));
+    out->total = (out->params + out->gradients + out->optimizer + out->activations + out->dataset + out->distributed) *
+                 out->ranks_here;
+}
+
 void pgn_job_memory_estimate(const pgn_job_spec *spec, pgn_memory_estimate *out) {
-    *out = (pgn_memory_estimate){0};
+    *out = (pgn_memory_estimate){.ranks_here = 1};
     /* an inet job's bound depends on where it runs (its work-items): pgn_inet_memory_estimate */
     if (spec->kind != PGN_JOB_TRAIN) return;
     const pgn_train_spec *t = &spec->train;
@@ -185,7 +197,7 @@ void pgn_job_memory_estimate(const pgn_job_spec *spec, pgn_memory_estimate *out)
             out->dataset = FORTUNES_CHARS * f;
             out->dataset_known = true;
         }
-        out->total = out->params + out->gradients + out->optimizer + out->activations + out->dataset;
+        distributed_share(t, out);
         return;
     }
     double widths = 0;
@@ -197,5 +209,5 @@ void pgn_job_memory_estimate(const pgn_job_spec *spec, pgn_memory_estimate *out)
         out->dataset = n * (features + 2) * f; /* features, label, index */
         out->dataset_known = true;
     }
-    out->total = out->params + out->gradients + out->optimizer + out->activations + out->dataset;
+    distributed_share(t, out);
 }

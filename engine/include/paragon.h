@@ -467,7 +467,9 @@ typedef struct pgn_memory_estimate {
     double activations; /* the per-layer buffers of one batch of batch_size */
     double dataset;     /* training and evaluation sets with labels and shuffle index */
     bool dataset_known;
-    double total;
+    double distributed; /* a rank's buffers for the collectives (dist.c) */
+    int ranks_here;     /* the processes on this machine: a distributed job without hosts runs all */
+    double total;       /* all of the above, times ranks_here */
 } pgn_memory_estimate;
 
 void pgn_job_memory_estimate(const pgn_job_spec *spec, pgn_memory_estimate *out);
