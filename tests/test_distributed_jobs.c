@@ -1,7 +1,8 @@
 /* test_distributed_jobs.c: distributed train jobs through paragond: it starts mpirun's ranks,
  * records rank 0's figures and every rank's loss, runs a job whose rank was killed again from its
- * last committed checkpoint to the uninterrupted run's weights, stops all ranks on a cancel, and
- * refuses distributed jobs with a 400 where it cannot start ranks. The ranks' own behaviour is
+ * last committed checkpoint to the uninterrupted run's weights (and fails it as crashed once the
+ * ranks have died --max-attempts times), stops all ranks on a cancel, and refuses distributed
+ * jobs with a 400 where it cannot start ranks. The ranks' own behaviour is
  * test_dist.c's. */
 #include <signal.h>
 #include <stdio.h>
@@ -145,4 +146,29 @@ Test(distributed_jobs, without_mpirun_a_distributed_job_is_a_clear_400) {
     cr_assert_eq(job_total(&s), 0, "nothing stored");
     free(spec);
     stop_server(&s);
+}
+
+/* A job whose ranks keep dying is not run for ever: with --max-attempts 1, the first killed rank
+ * ends it failed as "crashed", saying why. */
+Test(distributed_jobs, ranks_that_die_meet_the_crash_loop_cap) {
+    need_ranks();
+    const char *flags[] = {"--max-attempts", "1", NULL};
+    int err_fd;
+    server s = start_server_with(flags, "127.0.0.1", &err_fd);
+    char *spec = diloco_spec(100000);
+    int64_t id = submit(&s, spec);
+    wait_state(&s, id, "running", JOB_TIMEOUT_MS);
+    wait_committed(&s, id);
+    int mpirun = child_named(s.proc.pid, "mpirun");
+    int rank = mpirun ? child_named(mpirun, "paragon-rank") : 0;
+    cr_assert_gt(rank, 0, "found a rank");
+    cr_assert_eq(kill(rank, SIGKILL), 0);
+    json_t *job = wait_state(&s, id, "failed succeeded cancelled", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "failed");
+    json_t *error = json_object_get(job, "error");
+    cr_assert_str_eq(str(error, "code"), "crashed");
+    cr_assert(strstr(str(error, "message"), "the ranks ended without finishing"), "%s", str(error, "message"));
+    json_decref(job);
+    free(spec);
+    free(stop_server_with(&s, err_fd));
 }
