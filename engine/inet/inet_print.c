@@ -17,8 +17,9 @@
 /* Each node visited pops one entry and pushes four (its closing bracket, second port, the space
  * and first port), the first of which is popped next: at most three more entries per node. */
 #define STACK_PER_NODE 3u
-/* "v" and the hex digits of a name number (names count unlinked variables, < 2^32). */
-#define VAR_NAME_TEXT 9u
+/* "x" and the decimal digits of a name number (names count unlinked variables, < 2^32): the form
+ * HVM2's test suite normalises its results to (x0, x1, ... in order of first appearance). */
+#define VAR_NAME_TEXT 11u
 /* The most a node prints besides its two ports: "$(" or "?(", the space and ")". */
 #define NODE_TEXT 4u
 
@@ -123,7 +124,7 @@ static int walk(printer *p, uint32_t root) {
         switch (tag) {
         case PGN_INET_VAR:
             if (!p->name[val]) p->name[val] = ++p->names;
-            emit(p, buf, (size_t)snprintf(buf, sizeof buf, "v%x", p->name[val] - 1));
+            emit(p, buf, (size_t)snprintf(buf, sizeof buf, "x%u", p->name[val] - 1));
             break;
         case PGN_INET_REF: {
             if ((val & PGN_INET_REF_FID) >= p->book->n_defs) {
