@@ -24,8 +24,10 @@ static void usage(FILE *out) {
             "                                       them first (about half a second), as paragond's\n"
             "                                       calibration does; 8x32 is the default shape\n"
             "  run FILE.hvm [-s] [--device DEV] [--work-items N]\n"
+            "               [--max-interactions N] [--max-nodes N] [--timeout SECONDS]\n"
             "                                       reduce an HVM2 program and print its normal\n"
-            "                                       form (-s: interactions, time and MIPS too)\n"
+            "                                       form (-s: interactions, time and MIPS too);\n"
+            "                                       unlimited but by memory unless a flag says\n"
             "  bench --suite NAME|all [--device ID|all] [--repeats N] [--cases A,B] [--csv FILE] [--json]\n"
             "                                       run benchmark suites (mlp-forward, tensor-micro,\n"
             "                                       gemm, inet, train, gpt) and print their tables\n"
@@ -105,11 +107,47 @@ static void on_log(void *ctx, const char *line) {
     fflush(c->quiet_stdout ? stderr : stdout);
 }
 
+/* An .hvm program's limits: as `hvm run-c`, none but memory (the service keeps its own), unless
+ * --max-interactions N, --max-nodes N (16 .. 2^31) or --timeout SECONDS set one. Returns 0, or 2
+ * after saying what is wrong (a flag on a spec file, a value out of range). */
+static int hvm_limits(bool hvm, const char *const flags[3], pgn_inet_spec *lim) {
+    static const char *const names[3] = {"--max-interactions", "--max-nodes", "--timeout"};
+    for (int i = 0; i < 3 && !hvm; i++)
+        if (flags[i]) {
+            fprintf(stderr, "paragon run: %s: only for .hvm programs (a job spec carries \"limits\")\n", names[i]);
+            return 2;
+        }
+    if (!hvm) return 0;
+    lim->max_interactions = 0;
+    lim->max_nodes = 0;
+    lim->timeout_s = 0;
+    for (int i = 0; i < 3; i++) {
+        if (!flags[i]) continue;
+        char *end;
+        errno = 0;
+        double v = i == 2 ? strtod(flags[i], &end) : (double)strtoull(flags[i], &end, 10);
+        bool ok = !errno && end != flags[i] && !*end && (i == 2 ? v > 0 && v <= 1e9
+                                                          : i == 1 ? v >= 16 && v <= 2147483648.0
+                                                                   : v >= 1 && v <= 1125899906842624.0);
+        if (!ok) {
+            fprintf(stderr, "paragon run: %s: '%s' must be %s\n", names[i], flags[i],
+                    i == 2 ? "a number of seconds > 0" : i == 1 ? "a count of nodes from 16 to 2^31"
+                                                                : "a count of interactions from 1 to 2^50");
+            return 2;
+        }
+        if (i == 0) lim->max_interactions = (uint64_t)v;
+        else if (i == 1) lim->max_nodes = (uint64_t)v;
+        else lim->timeout_s = v;
+    }
+    return 0;
+}
+
 static int cmd_run(int argc, char **argv) {
     const char *file = NULL, *device = NULL, *data_dir = PGN_DEFAULT_DATA_DIR, *checkpoint_dir = NULL;
     int as_json = 0;
     bool resume = false, profile = false, stats = false;
     const char *work_items = NULL, *gemm_tile = "auto";
+    const char *limit_flags[3] = {NULL, NULL, NULL}; /* --max-interactions, --max-nodes, --timeout */
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             as_json = 1;
@@ -131,6 +169,12 @@ static int cmd_run(int argc, char **argv) {
             work_items = argv[++i];
         else if (!strcmp(argv[i], "--gemm-tile") && i + 1 < argc)
             gemm_tile = argv[++i];
+        else if (!strcmp(argv[i], "--max-interactions") && i + 1 < argc)
+            limit_flags[0] = argv[++i];
+        else if (!strcmp(argv[i], "--max-nodes") && i + 1 < argc)
+            limit_flags[1] = argv[++i];
+        else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
+            limit_flags[2] = argv[++i];
         else if (argv[i][0] == '-') {
             fprintf(stderr, "paragon run: unknown option '%s'\n", argv[i]);
             return 2;
@@ -172,6 +216,10 @@ static int cmd_run(int argc, char **argv) {
         return 1;
     }
     if (device) snprintf(spec.device, sizeof spec.device, "%s", device);
+    if (hvm_limits(hvm, limit_flags, &spec.inet)) {
+        pgn_spec_free(&spec);
+        return 2;
+    }
     if (work_items) {
         char *end;
         long wi = strtol(work_items, &end, 10);
