@@ -48,8 +48,8 @@ static const char *check(const char *path, const pgn_inet_result *r) {
 }
 
 static int run(const target *t, const pgn_inet_book *book, pgn_inet_result *r, pgn_error *err) {
-    return t->dev ? pgn_inet_run_cl(t->dev, book, NULL, t->workers, NULL, r, err)
-                  : pgn_inet_run_host(book, NULL, NULL, r, err);
+    return t->dev ? pgn_inet_run_cl(t->dev, book, NULL, NULL, t->workers, NULL, r, err)
+                  : pgn_inet_run_host(book, NULL, NULL, NULL, r, err);
 }
 
 static int bench_file(const char *path, const target *t, int repeats, double min_seconds) {

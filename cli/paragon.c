@@ -260,8 +260,11 @@ static int cmd_run(int argc, char **argv) {
         pgn_spec_free(&spec);
         return 1;
     }
+    /* A program's IO is the process's, as `hvm run-c`; with --json its output goes into the
+     * result instead (so stdout stays JSON), and its files stay under the working directory. */
     pgn_run_options opts = {.data_dir = data_dir, .checkpoint_dir = checkpoint_dir,
-                            .resume = resume, .profile = profile};
+                            .resume = resume, .profile = profile,
+                            .inet_io = as_json ? PGN_INET_IO_CONFINED : PGN_INET_IO_PROCESS, .io_dir = "."};
     if (resume && !checkpoint_dir) {
         fprintf(stderr, "paragon run: --resume needs --checkpoint-dir\n");
         pgn_device_close(dev);

@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+/* What an inet program writes to stdout and stderr, kept in its result: the rest is counted. */
+#define PGD_INET_OUTPUT_MAX (64u << 10)
 /* Progress is a UI nicety: a few writes per second are enough and keep the store free. */
 #define PROGRESS_INTERVAL_NS 250000000LL
 /* How stale the cost model's per-device queue sums may get (see queue_seconds). */
@@ -196,11 +198,12 @@ static int worker_device(worker *w, pgn_error *err) {
 }
 
 /* mkdir -p of <data_dir>/jobs/<id> (data_dir itself exists: the server created it). */
+/* <data dir>/jobs, and job_dir in it (NULL: the first alone), made when missing. */
 static int make_job_dir(const char *data_dir, const char *job_dir, pgn_error *err) {
     char jobs[PGN_PATH_MAX * 2];
     snprintf(jobs, sizeof jobs, "%s/jobs", data_dir);
     const char *dirs[2] = {jobs, job_dir};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2 && dirs[i]; i++) {
         if (mkdir(dirs[i], 0755) != 0 && errno != EEXIST) {
             pgn_error_set(err, PGN_E_IO, "", "cannot create '%s': %s", dirs[i], strerror(errno));
             return -1;
@@ -331,10 +334,17 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
 
     atomic_store(&w->running_job, id);
     int rc = pgn_spec_parse(spec_json, &spec, &err);
-    /* Only train jobs write files (checkpoints); a directory per inet or bench job would cost
-     * an inode allocation each for nothing. */
+    /* Train jobs write files (checkpoints); an inet program's IO stays in its directory, which
+     * only its files or its first OPEN make (a directory per job would cost an inode each for
+     * nothing), and its output goes to the log and the result. */
     if (rc == 0 && spec.kind == PGN_JOB_TRAIN)
         rc = make_job_dir(s->run_opts.data_dir, job_dir, &err);
+    if (rc == 0 && spec.kind == PGN_JOB_INET) {
+        rc = make_job_dir(s->run_opts.data_dir, NULL, &err);
+        opts.inet_io = PGN_INET_IO_CONFINED;
+        opts.io_dir = job_dir;
+        opts.io_output_max = PGD_INET_OUTPUT_MAX;
+    }
     /* A generate job reads the checkpoint of the gpt job it names. */
     char source[PGN_PATH_MAX * 2 + 32];
     if (rc == 0 && spec.kind == PGN_JOB_GENERATE) {

@@ -34,7 +34,7 @@ static char *run_ok(const char *text, const pgn_inet_limits *lim, uint64_t *itrs
     pgn_inet_book *book = parse_ok(text);
     pgn_inet_result r;
     pgn_error err = {0};
-    cr_assert_eq(pgn_inet_run_host(book, lim, NULL, &r, &err), 0, "%s: %s", pgn_error_code_name(err.code), err.message);
+    cr_assert_eq(pgn_inet_run_host(book, lim, NULL, NULL, &r, &err), 0, "%s: %s", pgn_error_code_name(err.code), err.message);
     pgn_inet_book_free(book);
     if (itrs) *itrs = r.interactions;
     if (peak) *peak = r.peak_nodes;
@@ -45,7 +45,7 @@ static pgn_error run_fails(const char *text, const pgn_inet_limits *lim, const p
     pgn_inet_book *book = parse_ok(text);
     pgn_inet_result r;
     pgn_error err = {0};
-    cr_assert_eq(pgn_inet_run_host(book, lim, hooks, &r, &err), -1, "ran: %s", text);
+    cr_assert_eq(pgn_inet_run_host(book, lim, NULL, hooks, &r, &err), -1, "ran: %s", text);
     pgn_inet_book_free(book);
     return err;
 }
@@ -203,7 +203,7 @@ Test(inet_parse, deep_nesting_is_parsed_and_printed_without_recursion) {
     cr_assert_eq(b->n_nodes, depth);
     pgn_inet_result r;
     pgn_error err = {0};
-    cr_assert_eq(pgn_inet_run_host(b, NULL, NULL, &r, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_inet_run_host(b, NULL, NULL, NULL, &r, &err), 0, "%s", err.message);
     cr_assert_eq(strlen(r.normal_form), depth * 4 + 1); /* printed back, iteratively too */
     pgn_inet_result_free(&r);
     pgn_inet_book_free(b);
@@ -538,7 +538,7 @@ static int run_with(const char *text, uint64_t max_nodes, pgn_inet_result *r, pg
     pgn_inet_book *book = parse_ok(text);
     pgn_inet_limits lim = {.max_nodes = max_nodes};
     *err = (pgn_error){0};
-    int rc = pgn_inet_run_host(book, &lim, NULL, r, err);
+    int rc = pgn_inet_run_host(book, &lim, NULL, NULL, r, err);
     pgn_inet_book_free(book);
     return rc;
 }
@@ -770,7 +770,7 @@ Test(inet_fuzz, mangled_programs_never_crash) {
                 parsed++;
                 pgn_inet_limits lim = {.max_interactions = 20000, .max_nodes = 20000};
                 pgn_inet_result r;
-                if (pgn_inet_run_host(book, &lim, NULL, &r, &err) == 0) {
+                if (pgn_inet_run_host(book, &lim, NULL, NULL, &r, &err) == 0) {
                     ran++;
                     pgn_inet_result_free(&r);
                 } else {
@@ -801,7 +801,7 @@ Test(inet_fuzz, random_well_formed_nets_reduce_or_fail_cleanly) {
         cr_assert_eq(pgn_inet_parse(text, o, &book, &err), 0, "%s\n%s", err.message, text);
         pgn_inet_limits lim = {.max_interactions = 5000, .max_nodes = 5000};
         pgn_inet_result r;
-        if (pgn_inet_run_host(book, &lim, NULL, &r, &err) == 0)
+        if (pgn_inet_run_host(book, &lim, NULL, NULL, &r, &err) == 0)
             pgn_inet_result_free(&r);
         else
             cr_assert(err.code == PGN_E_LIMIT_EXCEEDED || err.code == PGN_E_INVALID_PROGRAM, "%s: %s",

@@ -40,7 +40,7 @@ static char *run_cl(const char *text, const pgn_inet_limits *lim, unsigned worke
     pgn_inet_book *book = parse_ok(text);
     pgn_inet_result r;
     pgn_error err = {0};
-    cr_assert_eq(pgn_inet_run_cl(dev, book, lim, workers, NULL, &r, &err), 0, "%u workers: %s: %s", workers,
+    cr_assert_eq(pgn_inet_run_cl(dev, book, lim, NULL, workers, NULL, &r, &err), 0, "%u workers: %s: %s", workers,
                  pgn_error_code_name(err.code), err.message);
     pgn_inet_book_free(book);
     if (peak) *peak = r.peak_nodes;
@@ -53,7 +53,7 @@ static char *run_host(const char *text) {
     pgn_inet_book *book = parse_ok(text);
     pgn_inet_result r;
     pgn_error err = {0};
-    cr_assert_eq(pgn_inet_run_host(book, NULL, NULL, &r, &err), 0, "%s: %s", pgn_error_code_name(err.code), err.message);
+    cr_assert_eq(pgn_inet_run_host(book, NULL, NULL, NULL, &r, &err), 0, "%s: %s", pgn_error_code_name(err.code), err.message);
     pgn_inet_book_free(book);
     char *s = result_text(&r);
     pgn_inet_result_free(&r);
@@ -64,7 +64,7 @@ static pgn_error cl_fails(const char *text, const pgn_inet_limits *lim, const pg
     pgn_inet_book *book = parse_ok(text);
     pgn_inet_result r;
     pgn_error err = {0};
-    cr_assert_eq(pgn_inet_run_cl(dev, book, lim, 2, hooks, &r, &err), -1, "ran: %.200s", text);
+    cr_assert_eq(pgn_inet_run_cl(dev, book, lim, NULL, 2, hooks, &r, &err), -1, "ran: %.200s", text);
     pgn_inet_book_free(book);
     return err;
 }
@@ -144,9 +144,9 @@ Test(inet_cl, random_well_formed_nets_give_the_host_result_or_fail_the_same_way)
         pgn_inet_limits lim = {.max_interactions = 5000, .max_nodes = 5000};
         pgn_inet_result host, dev_r;
         pgn_error err = {0}, derr = {0};
-        int host_rc = pgn_inet_run_host(book, &lim, NULL, &host, &err);
+        int host_rc = pgn_inet_run_host(book, &lim, NULL, NULL, &host, &err);
         if (host_rc == 0 || err.code == PGN_E_INVALID_PROGRAM) {
-            int dev_rc = pgn_inet_run_cl(dev, book, &lim, 1u << (round % 3), NULL, &dev_r, &derr);
+            int dev_rc = pgn_inet_run_cl(dev, book, &lim, NULL, 1u << (round % 3), NULL, &dev_r, &derr);
             cr_assert_eq(dev_rc, host_rc, "round %d: host %s, device %s: %s\n%.*s", round, host_rc ? pgn_error_code_name(err.code) : "ok",
                          dev_rc ? pgn_error_code_name(derr.code) : "ok", derr.message, (int)o, text);
             if (host_rc == 0) {
@@ -258,7 +258,7 @@ static int cl_run_with(const char *text, uint64_t max_nodes, unsigned workers, p
     pgn_inet_book *book = parse_ok(text);
     pgn_inet_limits lim = {.max_nodes = max_nodes};
     *err = (pgn_error){0};
-    int rc = pgn_inet_run_cl(dev, book, &lim, workers, NULL, r, err);
+    int rc = pgn_inet_run_cl(dev, book, &lim, NULL, workers, NULL, r, err);
     pgn_inet_book_free(book);
     return rc;
 }

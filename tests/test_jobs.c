@@ -2,6 +2,7 @@
  * result, metrics and rows in the SQLite file), an inet job's normal form and limits, cancel of a
  * queued and of a running job, delete with its rows and files, the checkpoint download. */
 #include "paragond_harness.h"
+#include "paragon.h"
 #include "safetensors_check.h"
 
 #include <criterion/criterion.h>
@@ -192,6 +193,53 @@ Test(jobs, inet_jobs_run_and_report_their_normal_form) {
     http_response_free(&r);
 
     json_decref(spec);
+    stop_server(&s);
+}
+
+/* An IO program through paragond: its stdout in the result's output and the job's log, its files
+ * in the job's directory, the spec's given files there first; a path outside refused. */
+Test(jobs, inet_io_stays_in_the_jobs_directory) {
+    server s = start_server();
+    json_t *spec = inet_spec_from("examples/inet/io_files.hvm");
+    json_object_set_new(spec, "device", json_string("host"));
+    json_object_set_new(spec, "files", json_pack("{s:s}", "given.txt", "from the spec\n"));
+    char *body = json_dumps(spec, JSON_COMPACT);
+    int64_t id = submit(&s, body);
+    json_t *job = wait_succeeded(&s, id);
+    json_t *result = json_object_get(job, "result");
+    cr_assert_str_eq(str(result, "output"), "a line written and read back\n");
+    cr_assert_eq(json_integer_value(json_object_get(result, "io_calls")), 7);
+    cr_assert_eq(json_integer_value(json_object_get(result, "output_truncated")), 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/jobs/%lld/io_files.txt", s.data, (long long)id);
+    char *written = pgn_read_file(path, &(size_t){0});
+    cr_assert_str_eq(written, "a line written and read back\n", "the file is in the job's directory");
+    free(written);
+    snprintf(path, sizeof path, "%s/jobs/%lld/given.txt", s.data, (long long)id);
+    written = pgn_read_file(path, &(size_t){0});
+    cr_assert_str_eq(written, "from the spec\n");
+    free(written);
+    char url[96];
+    http_response r = request(&s, "GET", job_url(url, sizeof url, id, "/logs"), NULL, NULL);
+    cr_assert(strstr(r.body, "stdout: a line written and read back"), "%s", r.body);
+    http_response_free(&r);
+    json_decref(job);
+    free(body);
+    json_decref(spec);
+
+    spec = inet_spec_from("examples/inet/io_errors.hvm");
+    body = json_dumps(spec, JSON_COMPACT);
+    job = wait_succeeded(&s, submit(&s, body));
+    cr_assert(strstr(str(json_object_get(job, "result"), "normal_form"), "(((2 (+13 "),
+              "../outside.txt refused with EACCES: %s", str(json_object_get(job, "result"), "normal_form"));
+    json_decref(job);
+    free(body);
+    json_decref(spec);
+
+    r = request(&s, "POST", "/api/v1/jobs", json_headers,
+                "{\"kind\":\"inet\",\"program\":\"@main = 1\",\"files\":{\"../x\":\"y\"}}");
+    assert_error(&r, 400, "invalid_spec", "files");
+    http_response_free(&r);
     stop_server(&s);
 }
 

@@ -452,8 +452,8 @@ static char *run_inet(const char *text, pgn_device *dev, unsigned workers) {
     pgn_inet_result r;
     /* small heaps: the race checker keeps state for every byte of every buffer */
     pgn_inet_limits lim = {.max_nodes = 4096};
-    int rc = dev ? pgn_inet_run_cl(dev, book, &lim, workers, NULL, &r, &err)
-                 : pgn_inet_run_host(book, &lim, NULL, &r, &err);
+    int rc = dev ? pgn_inet_run_cl(dev, book, &lim, NULL, workers, NULL, &r, &err)
+                 : pgn_inet_run_host(book, &lim, NULL, NULL, &r, &err);
     cr_assert_eq(rc, 0, "%u work-items: %s: %s", workers, pgn_error_code_name(err.code), err.message);
     pgn_inet_book_free(book);
     size_t len = strlen(r.normal_form) + 64;

@@ -19,8 +19,8 @@
 #define INET_MAX_RUNS 256
 
 static int inet_once(const pgn_bench_ctx *ctx, const pgn_inet_book *book, pgn_inet_result *r, pgn_error *err) {
-    return ctx->dev ? pgn_inet_run_cl(ctx->dev, book, NULL, 0, NULL, r, err)
-                    : pgn_inet_run_host(book, NULL, NULL, r, err);
+    return ctx->dev ? pgn_inet_run_cl(ctx->dev, book, NULL, NULL, 0, NULL, r, err)
+                    : pgn_inet_run_host(book, NULL, NULL, NULL, r, err);
 }
 
 static int inet_case(const pgn_bench_ctx *ctx, const char *name, const pgn_embedded *prog,

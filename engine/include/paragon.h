@@ -305,9 +305,15 @@ typedef struct pgn_train_spec {
     pgn_dist_spec dist; /* ranks > 0 makes it a distributed job */
 } pgn_train_spec;
 
+#define PGN_INET_MAX_FILES 16
+
 /* An inet job: an HVM2-format program and the limits that stop a runaway one. */
 typedef struct pgn_inet_spec {
     char *program; /* owned: pgn_spec_free releases it */
+    /* files the program finds in its directory when it runs (spec "files": name -> text);
+     * names and contents owned */
+    int n_files;
+    char *file_names[PGN_INET_MAX_FILES], *file_texts[PGN_INET_MAX_FILES];
     uint64_t max_interactions, max_nodes;
     double timeout_s;
     int work_items; /* OpenCL reducer work-items; 0: one per compute unit */
@@ -400,6 +406,14 @@ typedef struct pgn_comm {
     double bytes_sent, seconds, wait_seconds;
 } pgn_comm;
 
+/* What an inet program's IO may do (HVM2's IO/Call protocol, engine/inet/inet_io.c). */
+typedef enum {
+    PGN_INET_IO_NONE,     /* nothing: the normal form is the program's first IO/Call */
+    PGN_INET_IO_PROCESS,  /* `hvm run-c`: the process's standard streams, files from the working directory */
+    PGN_INET_IO_CONFINED, /* stdout and stderr kept (the log and the result's "output"), stdin empty,
+                             files inside io_dir and nowhere else */
+} pgn_inet_io_mode;
+
 /* Where a job finds its inputs and keeps its files. */
 typedef struct pgn_run_options {
     const char *data_dir;       /* the data directory (NULL: "data"); datasets are read from
@@ -413,6 +427,10 @@ typedef struct pgn_run_options {
     bool profile;               /* train: time every graph node; adds "profile" to the result */
     const char *source_checkpoint; /* generate: the gpt checkpoint file it reads */
     pgn_comm *comm;             /* train with "distributed": this process's rank (required) */
+    pgn_inet_io_mode inet_io;   /* inet: what IO does (NONE by default) */
+    const char *io_dir;         /* inet, CONFINED: the program's files (made when missing; the
+                                   spec's "files" are written there first) */
+    size_t io_output_max;       /* inet, CONFINED: the output kept, in bytes (0: 64 KiB) */
 } pgn_run_options;
 
 #define PGN_CHECKPOINT_FILE "checkpoint.safetensors"

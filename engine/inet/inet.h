@@ -70,7 +70,30 @@ typedef struct {
     double seconds, mips;
     uint64_t peak_nodes;
     uint64_t peak_bytes, peak_device_bytes;
+    /* IO (pgn_inet_io): calls performed, and what the program wrote to stdout and stderr when the
+     * run keeps it (malloc'd, NUL-terminated; output_dropped bytes past output_max not kept) */
+    uint64_t io_calls;
+    char *output;
+    size_t output_len;
+    uint64_t output_dropped;
 } pgn_inet_result;
+
+/* Where an IO program's calls go. A program's normal form may be an IO/Call, which the run
+ * performs and then resumes, until IO/Done, as HVM2's run.c does (inet_io.c): WRITE, READ, OPEN,
+ * CLOSE, SEEK, FLUSH, GET_TIME, SLEEP; DL_OPEN, DL_CALL and DL_CLOSE are answered with an error
+ * result. Interactions are counted across the rounds. A run given no pgn_inet_io does no IO: the
+ * normal form of @main is the result. */
+typedef struct pgn_inet_io {
+    /* Files: dir NULL opens them as the process would, relative to its working directory (hvm
+     * run-c). Else they are relative to dir and confined to it: no absolute path, no "..", no
+     * symbolic link followed, so nothing outside dir can be read or written. */
+    const char *dir;
+    /* stdout and stderr: the process's own when process_streams (and stdin is the process's);
+     * else kept in the result's output, at most output_max bytes, and given line by line to
+     * hooks->on_log (stdin then reads nothing). */
+    bool process_streams;
+    size_t output_max;
+} pgn_inet_io;
 
 /* ---- memory caps (inet_mem.c) ----------------------------------------------------------------
  * The most slots each heap and bag of a run may hold, fixed before it starts from max_nodes, the
@@ -93,7 +116,7 @@ void pgn_inet_caps_of(const pgn_inet_book *book, uint64_t max_nodes, unsigned wo
 uint64_t pgn_inet_book_bytes(const pgn_inet_book *book);
 
 /* The sequential host reference reducer: reduces @main to normal form with HVM2's rules and
- * interaction count. A limit that is hit fails with code "limit_exceeded", err->field set to
+ * interaction count, and performs its IO when io is given. A limit that is hit fails with code "limit_exceeded", err->field set to
  * "limits.<name>" and a message naming it ("max_interactions: 1000 interactions reached");
  * hooks->should_stop (polled about every millisecond) fails it with "cancelled"; copying a
  * definition that contains a DUP through a DUP fails with "invalid_program", as in HVM2.
@@ -101,18 +124,19 @@ uint64_t pgn_inet_book_bytes(const pgn_inet_book *book);
  * hooks->on_metric "interactions" (the count so far), both about every half second.
  * lim and hooks may be NULL. *out is filled on success (pgn_inet_result_free); on failure it
  * has no normal form, only the interactions and peaks reached, which show a stopped run's memory. */
-int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
+int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim, const pgn_inet_io *io,
                       const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err);
 void pgn_inet_result_free(pgn_inet_result *r);
 
 /* The OpenCL reducer (kernels/inet.cl) on dev with `workers` work-items (0: the device's default,
  * pgn_inet_default_workers). Same contract as pgn_inet_run_host: the same normal form and
- * interaction count for any number of workers; seconds covers the launches and any heap growth
+ * interaction count for any number of workers (an IO program's rounds after the first go on on
+ * the host: the heaps are taken over there); seconds covers the launches and any heap growth
  * between them; peak_nodes is the node heap's high-water mark (free slots held by workers
  * included). Limits are checked between launches (about every SLICE_S, engine/inet/inet_cl.c), so
  * timeout_s and max_interactions stop the run within that; max_nodes bounds the node heap, which
  * workers' unused chunks share, so a net near the limit may stop a little sooner than on host. */
-int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_limits *lim,
+int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_limits *lim, const pgn_inet_io *io,
                     unsigned workers, const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err);
 /* Work-items the OpenCL reducer uses on a device by default: one per compute unit on a CPU. */
 unsigned pgn_inet_default_workers(const pgn_device_info *info);
@@ -129,8 +153,8 @@ void pgn_inet_report(const pgn_run_hooks *hooks, const pgn_inet_limits *lim, uin
  * A reduced heap, as the reducers leave it: node[i] is a pair of ports, vars[v] a variable's
  * substitution (a port, or PGN_INET_NONE while unlinked). root is the port to print (usually
  * VAR of the root variable). Prints the tree HVM2 prints: substitutions followed, unlinked
- * variables named v0, v1, ... in order of first appearance (HVM2 names them by address, which
- * no two runtimes share), numbers as pgn_inet_numb_show. A heap that is not a valid net (a port
+ * variables named x0, x1, ... in order of first appearance (HVM2 names them by address, which
+ * no two runtimes share; its test suite renames them so), numbers as pgn_inet_numb_show. A heap that is not a valid net (a port
  * out of range, a node reached twice) is an "internal" error. Returns a malloc'd string or NULL;
  * *peak_bytes (may be NULL) gets the most bytes it held at once, the returned text included. */
 char *pgn_inet_readback(const pgn_inet_book *book, const uint64_t *nodes, size_t n_nodes,
@@ -156,10 +180,10 @@ void pgn_inet_f32_show(float f, char out[PGN_INET_NUMB_TEXT]);
  * "1_000") into a number; on failure returns -1 with a reason in why. */
 int pgn_inet_numb_parse(const char *tok, size_t len, uint32_t *out, const char **why);
 
-/* An inet job: the spec's program on dev (NULL: the host reducer), hooks polled between launches
- * (inet_job.c). */
-int pgn_inet_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_hooks *hooks,
-                     json_t **result, pgn_error *err);
+/* An inet job: the spec's program on dev (NULL: the host reducer), hooks polled between launches,
+ * its IO as opts->inet_io allows (inet_job.c). */
+int pgn_inet_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
+                     const pgn_run_hooks *hooks, json_t **result, pgn_error *err);
 
 /* The inet part of a job spec (program, work_items, limits) from its root object (inet_spec.c);
  * s->program is then owned (pgn_spec_free). And back, as a new object. */

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "inet/inet.h"
+#include "inet/inet_net.h"
 #include "core.h"
 #include "pgn_inet_dev.h"
 
@@ -362,29 +363,56 @@ static int launch(clnet *c, uint64_t budget, pgn_error *err) {
     return pgn_device_finish(c->dev, err);
 }
 
-/* Downloads the heaps and prints the normal form. */
-static char *clnet_readback(clnet *c, const pgn_inet_book *book, pgn_error *err) {
-    uint32_t n_nodes = c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_NODES)];
-    uint32_t n_vars = c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_VARS)];
-    if (n_nodes > c->heap[PGN_INET_HEAP_NODES].cap) n_nodes = c->heap[PGN_INET_HEAP_NODES].cap;
-    if (n_vars > c->heap[PGN_INET_HEAP_VARS].cap) n_vars = c->heap[PGN_INET_HEAP_VARS].cap;
-    uint64_t *nodes = malloc((size_t)n_nodes * 8 + 8);
-    uint32_t *vars = malloc((size_t)n_vars * 4 + 4);
-    uint64_t copies = (uint64_t)n_nodes * 8 + 8 + (uint64_t)n_vars * 4 + 4, printing = 0;
-    char *nf = NULL;
-    if (!nodes || !vars) {
+/* Downloads the heaps as far as they are used: *nodes and *vars (malloc'd), counted in the
+ * host's bytes. */
+static int clnet_download(clnet *c, uint64_t **nodes, uint32_t *n_nodes, uint32_t **vars, uint32_t *n_vars,
+                          pgn_error *err) {
+    uint32_t nn = c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_NODES)];
+    uint32_t nv = c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_VARS)];
+    if (nn > c->heap[PGN_INET_HEAP_NODES].cap) nn = c->heap[PGN_INET_HEAP_NODES].cap;
+    if (nv > c->heap[PGN_INET_HEAP_VARS].cap) nv = c->heap[PGN_INET_HEAP_VARS].cap;
+    *nodes = malloc((size_t)nn * 8 + 8);
+    *vars = malloc((size_t)nv * 4 + 4);
+    *n_nodes = nn;
+    *n_vars = nv;
+    hold(&c->host_bytes, &c->host_peak, (uint64_t)nn * 8 + 8 + (uint64_t)nv * 4 + 4);
+    if (!*nodes || !*vars) {
         pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory reading the net back");
-    } else {
-        cl_int st = clEnqueueReadBuffer(c->dev->queue, c->heap[PGN_INET_HEAP_NODES].slots, CL_FALSE, 0, (size_t)n_nodes * 8, nodes, 0, NULL, NULL);
-        if (st == CL_SUCCESS)
-            st = clEnqueueReadBuffer(c->dev->queue, c->heap[PGN_INET_HEAP_VARS].slots, CL_TRUE, 0, (size_t)n_vars * 4, vars, 0, NULL, NULL);
-        if (st != CL_SUCCESS)
-            cl_fail(err, st, "reading the net back");
-        else
-            nf = pgn_inet_readback(book, nodes, n_nodes, vars, n_vars, pgn_inet_port(PGN_INET_VAR, ROOT_VAR),
-                                   &printing, err);
+        return -1;
     }
-    hold(&c->host_bytes, &c->host_peak, copies + printing);
+    cl_int st = clEnqueueReadBuffer(c->dev->queue, c->heap[PGN_INET_HEAP_NODES].slots, CL_FALSE, 0, (size_t)nn * 8,
+                                    *nodes, 0, NULL, NULL);
+    if (st == CL_SUCCESS)
+        st = clEnqueueReadBuffer(c->dev->queue, c->heap[PGN_INET_HEAP_VARS].slots, CL_TRUE, 0, (size_t)nv * 4, *vars,
+                                 0, NULL, NULL);
+    return st == CL_SUCCESS ? 0 : cl_fail(err, st, "reading the net back");
+}
+
+/* The normal form: printed from the downloaded heaps; or, with io, the heaps taken over by a host
+ * net that performs the program's IO and goes on reducing (inet_io.c), then printed from it.
+ * *itrs grows by the host's interactions; out gets the IO's output. */
+static char *clnet_finish(clnet *c, const pgn_inet_book *book, const pgn_inet_limits *L, double elapsed,
+                          const pgn_inet_io *io, const pgn_run_hooks *hooks, uint64_t *itrs, pgn_inet_result *out,
+                          pgn_error *err) {
+    uint64_t *nodes = NULL, printing = 0;
+    uint32_t *vars = NULL, n_nodes = 0, n_vars = 0;
+    char *nf = NULL;
+    pgn_inet_net *n = NULL;
+    pgn_inet_limits left = *L; /* the timeout goes on from where the device left it */
+    if (left.timeout_s > 0) left.timeout_s = left.timeout_s > elapsed ? left.timeout_s - elapsed : 1e-9;
+    if (clnet_download(c, &nodes, &n_nodes, &vars, &n_vars, err)) {
+    } else if (!io) {
+        nf = pgn_inet_readback(book, nodes, n_nodes, vars, n_vars, pgn_inet_port(PGN_INET_VAR, ROOT_VAR), &printing,
+                               err);
+        hold(&c->host_bytes, &c->host_peak, printing);
+    } else if (pgn_inet_net_adopt(book, &left, nodes, n_nodes, vars, n_vars, ROOT_VAR, *itrs, &n, err) == 0) {
+        if (pgn_inet_io_run(n, io, hooks, out, err) == 0) nf = pgn_inet_net_readback(n, err);
+        *itrs = pgn_inet_net_interactions(n);
+        uint64_t host_nodes, host_bytes;
+        pgn_inet_net_peaks(n, &host_nodes, &host_bytes);
+        hold(&c->host_bytes, &c->host_peak, host_bytes);
+    }
+    pgn_inet_net_free(n);
     free(nodes);
     free(vars);
     return nf;
@@ -409,7 +437,7 @@ static int after_launch(clnet *c, const pgn_inet_book *book, uint64_t itrs, pgn_
     return busy ? 0 : 1;
 }
 
-int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_limits *lim,
+int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_limits *lim, const pgn_inet_io *io,
                     unsigned workers, const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err) {
     pgn_inet_limits L = lim ? *lim : (pgn_inet_limits){0};
     *out = (pgn_inet_result){0};
@@ -471,19 +499,19 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
         if (budget < BUDGET_MIN) budget = BUDGET_MIN;
         if (budget > BUDGET_MAX) budget = BUDGET_MAX;
     }
+    char *nf = state == 1 ? clnet_finish(&c, book, &L, pgn_now_s() - t0, io, hooks, &itrs, out, err) : NULL;
     double seconds = pgn_now_s() - t0;
-    char *nf = state == 1 ? clnet_readback(&c, book, err) : NULL;
     uint64_t peak = c.ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_NODES)];
     if (peak > c.heap[PGN_INET_HEAP_NODES].cap) peak = c.heap[PGN_INET_HEAP_NODES].cap;
     peak = peak > PGN_INET_CHUNK ? peak - PGN_INET_CHUNK : 0;
     uint64_t dev_peak = c.dev_peak, host_peak = c.host_peak;
     clnet_release(&c);
-    *out = (pgn_inet_result){.normal_form = nf,
-                             .interactions = itrs,
-                             .seconds = seconds,
-                             .mips = seconds > 0 ? (double)itrs / seconds / 1e6 : 0,
-                             .peak_nodes = peak,
-                             .peak_bytes = dev_peak + host_peak,
-                             .peak_device_bytes = dev_peak};
+    out->normal_form = nf;
+    out->interactions = itrs;
+    out->seconds = seconds;
+    out->mips = seconds > 0 ? (double)itrs / seconds / 1e6 : 0;
+    out->peak_nodes = peak;
+    out->peak_bytes = dev_peak + host_peak;
+    out->peak_device_bytes = dev_peak;
     return nf ? 0 : -1;
 }

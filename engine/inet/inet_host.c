@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "inet/inet.h"
+#include "inet/inet_net.h"
 
 /* Interactions between polls of the clock, the interaction limit and should_stop: about a
  * millisecond at 50-100 MIPS, and the poll costs one clock read. */
@@ -20,8 +21,12 @@
 
 typedef enum { OK = 0, FAIL_OOM, FAIL_NODES, FAIL_VARS, FAIL_BAG, FAIL_CLONE } failure;
 
-typedef struct {
+struct pgn_inet_net {
     const pgn_inet_book *book;
+    pgn_inet_limits lim;
+    uint64_t max_itrs;  /* lim.max_interactions, or no limit */
+    double t0;          /* when the net was made: timeout_s counts from here */
+    uint32_t root;      /* the root variable (HVM2's ROOT) */
     pgn_inet_caps caps; /* how far each heap and the bag may grow (inet_mem.c) */
     uint64_t *node;     /* node[i]: pgn_inet_pair(port 1, port 2); a free slot: the next free index */
     size_t node_cap;
@@ -37,7 +42,8 @@ typedef struct {
     uint64_t itrs;              /* interactions so far */
     failure fail;
     uint32_t fail_fid;
-} net;
+};
+typedef pgn_inet_net net;
 
 /* ---- memory -------------------------------------------------------------------------------- */
 
@@ -318,60 +324,172 @@ void pgn_inet_report(const pgn_run_hooks *hooks, const pgn_inet_limits *lim, uin
     if (hooks->on_progress && frac >= 0) hooks->on_progress(hooks->ctx, frac > 1 ? 1 : frac);
 }
 
-static void net_free(net *n) {
+void pgn_inet_net_free(net *n) {
+    if (!n) return;
     free(n->node);
     free(n->vars);
     free(n->bag);
     free(n->nloc);
     free(n->vloc);
+    free(n);
 }
 
-int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
-                      const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err) {
-    pgn_inet_limits L = lim ? *lim : (pgn_inet_limits){0};
-    uint64_t max_itrs = L.max_interactions ? L.max_interactions : UINT64_MAX;
-    *out = (pgn_inet_result){0};
-    net n = {.book = book};
-    pgn_inet_caps_of(book, L.max_nodes, 0, &n.caps);
-    n.node_cap = INITIAL_NODES < n.caps.node_slots ? INITIAL_NODES : n.caps.node_slots;
-    n.var_cap = INITIAL_NODES < n.caps.var_slots ? INITIAL_NODES : n.caps.var_slots;
-    n.bag_cap = INITIAL_BAG < n.caps.bag_slots ? INITIAL_BAG : n.caps.bag_slots;
+/* A net with its heaps, bag and scratch at their first sizes (or at least n_nodes and n_vars
+ * slots) and nothing in them; NULL when out of memory. */
+static net *net_new(const pgn_inet_book *book, const pgn_inet_limits *lim, uint32_t n_nodes, uint32_t n_vars) {
+    net *n = calloc(1, sizeof *n);
+    if (!n) return NULL;
+    n->book = book;
+    n->lim = lim ? *lim : (pgn_inet_limits){0};
+    n->max_itrs = n->lim.max_interactions ? n->lim.max_interactions : UINT64_MAX;
+    pgn_inet_caps_of(book, n->lim.max_nodes, 0, &n->caps);
+    n->node_cap = INITIAL_NODES < n->caps.node_slots ? INITIAL_NODES : n->caps.node_slots;
+    n->var_cap = INITIAL_NODES < n->caps.var_slots ? INITIAL_NODES : n->caps.var_slots;
+    if (n->node_cap < n_nodes) n->node_cap = n_nodes;
+    if (n->var_cap < n_vars) n->var_cap = n_vars;
+    n->bag_cap = INITIAL_BAG < n->caps.bag_slots ? INITIAL_BAG : n->caps.bag_slots;
     size_t scratch = ((size_t)book->max_def_nodes + 1 + (size_t)book->max_def_vars + 1) * sizeof(uint32_t);
-    n.node = malloc(n.node_cap * sizeof *n.node);
-    n.vars = malloc(n.var_cap * sizeof *n.vars);
-    n.bag = malloc(n.bag_cap * sizeof *n.bag);
-    n.nloc = malloc(((size_t)book->max_def_nodes + 1) * sizeof *n.nloc);
-    n.vloc = malloc(((size_t)book->max_def_vars + 1) * sizeof *n.vloc);
-    if (!n.node || !n.vars || !n.bag || !n.nloc || !n.vloc) {
-        net_free(&n);
+    n->node = malloc(n->node_cap * sizeof *n->node);
+    n->vars = malloc(n->var_cap * sizeof *n->vars);
+    n->bag = malloc(n->bag_cap * sizeof *n->bag);
+    n->nloc = malloc(((size_t)book->max_def_nodes + 1) * sizeof *n->nloc);
+    n->vloc = malloc(((size_t)book->max_def_vars + 1) * sizeof *n->vloc);
+    if (!n->node || !n->vars || !n->bag || !n->nloc || !n->vloc) {
+        pgn_inet_net_free(n);
+        return NULL;
+    }
+    n->bytes = n->peak_bytes = pgn_inet_book_bytes(book) + n->node_cap * sizeof *n->node +
+                               n->var_cap * sizeof *n->vars + n->bag_cap * sizeof *n->bag + scratch;
+    n->t0 = pgn_now_s();
+    return n;
+}
+
+int pgn_inet_net_new(const pgn_inet_book *book, const pgn_inet_limits *lim, net **out, pgn_error *err) {
+    net *n = *out = net_new(book, lim, 0, 0);
+    if (!n) {
         pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory setting up the heap");
         return -1;
     }
-    n.bytes = n.peak_bytes = pgn_inet_book_bytes(book) + n.node_cap * sizeof *n.node + n.var_cap * sizeof *n.vars +
-                             n.bag_cap * sizeof *n.bag + scratch;
-    n.node[0] = 0;
-    n.node_top = n.var_top = 1;
+    n->node[0] = 0;
+    n->node_top = n->var_top = 1;
+    n->root = var_alloc(n);
+    return 0;
+}
 
-    /* The run starts as HVM2's does, with the redex @main ~ ROOT, a CALL that counts. */
-    uint32_t root = pgn_inet_port(PGN_INET_VAR, var_alloc(&n));
-    double t0 = pgn_now_s(), next_report = t0 + REPORT_EVERY_S;
-    n.itrs = 1;
-    rule_call(&n, pgn_inet_port(PGN_INET_REF, 0), root);
+int pgn_inet_net_adopt(const pgn_inet_book *book, const pgn_inet_limits *lim, const uint64_t *nodes,
+                       uint32_t n_nodes, const uint32_t *vars, uint32_t n_vars, uint32_t root, uint64_t itrs,
+                       net **out, pgn_error *err) {
+    net *n = *out = net_new(book, lim, n_nodes + 1, n_vars + 1);
+    if (!n) {
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory taking the net over from the device");
+        return -1;
+    }
+    memcpy(n->node, nodes, (size_t)n_nodes * sizeof *nodes);
+    memcpy(n->vars, vars, (size_t)n_vars * sizeof *vars);
+    n->node_top = n_nodes > 0 ? n_nodes : 1;
+    n->var_top = n_vars > root ? n_vars : root + 1;
+    n->root = root;
+    n->itrs = itrs;
+    /* what it holds is not known slot by slot: counted as all live, with room for the IO's data */
+    n->live = n->peak = n->node_top;
+    if (n->caps.node_limit < n->live + INITIAL_NODES) n->caps.node_limit = n->live + INITIAL_NODES;
+    if (n->caps.node_slots < n->caps.node_limit + 1) n->caps.node_slots = (uint32_t)(n->caps.node_limit + 1);
+    if (n->caps.var_limit < n->var_top + 2 * INITIAL_NODES) n->caps.var_limit = n->var_top + 2 * INITIAL_NODES;
+    if (n->caps.var_slots < n->caps.var_limit) n->caps.var_slots = n->caps.var_limit;
+    return 0;
+}
 
+uint32_t pgn_inet_net_root(const net *n) { return pgn_inet_port(PGN_INET_VAR, n->root); }
+uint32_t pgn_inet_net_root_get(const net *n) { return n->vars[n->root]; }
+void pgn_inet_net_root_set(net *n, uint32_t port) { n->vars[n->root] = port; }
+uint64_t pgn_inet_net_interactions(const net *n) { return n->itrs; }
+uint64_t pgn_inet_net_load(const net *n, uint32_t i) { return i < n->node_top ? n->node[i] : 0; }
+
+uint32_t pgn_inet_net_peek(const net *n, uint32_t p) {
+    while (pgn_inet_tag(p) == PGN_INET_VAR && pgn_inet_val(p) < n->var_top) {
+        uint32_t s = n->vars[pgn_inet_val(p)];
+        if (s == PGN_INET_NONE) break;
+        p = s;
+    }
+    return p;
+}
+
+uint32_t pgn_inet_net_node(net *n, uint32_t fst, uint32_t snd) {
+    uint32_t i = node_alloc(n);
+    n->node[i] = pgn_inet_pair(fst, snd);
+    return i;
+}
+
+uint32_t pgn_inet_net_var(net *n) { return pgn_inet_port(PGN_INET_VAR, var_alloc(n)); }
+
+double pgn_inet_net_time_left(const net *n) {
+    return n->lim.timeout_s > 0 ? n->lim.timeout_s - (pgn_now_s() - n->t0) : -1.0;
+}
+
+/* HVM2's boot_redex(a ~ b): the root variable is emptied first. A REF against the root itself
+ * is called (a CALL that counts, as HVM2 counts it); anything else is linked, a redex reduced by
+ * the next normalize. */
+void pgn_inet_net_boot(net *n, uint32_t a, uint32_t b) {
+    n->vars[n->root] = PGN_INET_NONE;
+    if (pgn_inet_tag(a) == PGN_INET_REF && b == pgn_inet_net_root(n)) {
+        n->itrs++;
+        rule_call(n, a, b);
+    } else {
+        link_ports(n, a, b);
+    }
+}
+
+/* The failure a net was flagged with, or a limit it reached, as an error. */
+static int net_failure(net *n, const char *stop, pgn_error *err) {
+    const pgn_inet_limits *L = &n->lim;
+    if (n->fail == FAIL_CLONE) return pgn_inet_fail_clone(n->book, n->fail_fid, err);
+    if (n->fail == FAIL_NODES && n->caps.address_space)
+        return pgn_inet_fail_limit(err, "max_nodes", "the heap's address space of %llu nodes is full (after %llu "
+                                   "interactions)", (unsigned long long)n->caps.node_limit, (unsigned long long)n->itrs);
+    if (n->fail == FAIL_NODES)
+        return pgn_inet_fail_limit(err, "max_nodes", "%llu live nodes reached (after %llu interactions)",
+                                   (unsigned long long)L->max_nodes, (unsigned long long)n->itrs);
+    if (n->fail == FAIL_VARS || n->fail == FAIL_BAG) {
+        bool vars = n->fail == FAIL_VARS;
+        char most[96];
+        if (n->caps.address_space) snprintf(most, sizeof most, "the heaps' address space");
+        else snprintf(most, sizeof most, "%llu nodes", (unsigned long long)L->max_nodes);
+        return pgn_inet_fail_limit(err, "max_nodes", "the %s is full at %llu %s, the most %s allow%s (after %llu "
+                                   "interactions)", vars ? "variable heap" : "redex bag",
+                                   (unsigned long long)(vars ? n->caps.var_limit - 1 : n->caps.bag_slots),
+                                   vars ? "variables" : "redexes", most, n->caps.address_space ? "s" : "",
+                                   (unsigned long long)n->itrs);
+    }
+    if (n->fail == FAIL_OOM) {
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory after %llu interactions (%llu live nodes)",
+                      (unsigned long long)n->itrs, (unsigned long long)n->live);
+        return -1;
+    }
+    if (!strcmp(stop, "max_interactions"))
+        return pgn_inet_fail_limit(err, "max_interactions", "%llu interactions reached", (unsigned long long)n->max_itrs);
+    if (!strcmp(stop, "timeout_s"))
+        return pgn_inet_fail_limit(err, "timeout_s", "%g s reached (after %llu interactions)", L->timeout_s,
+                                   (unsigned long long)n->itrs);
+    pgn_error_set(err, PGN_E_CANCELLED, "", "cancelled after %llu interactions", (unsigned long long)n->itrs);
+    return -1;
+}
+
+int pgn_inet_net_normalize(net *n, const pgn_run_hooks *hooks, pgn_error *err) {
     uint8_t rules[64];
     for (uint32_t a = 0; a < 8; a++)
         for (uint32_t b = 0; b < 8; b++) rules[a * 8 + b] = (uint8_t)pgn_inet_rule(a, b);
-
-    uint64_t next_poll = n.itrs + POLL_EVERY < max_itrs ? n.itrs + POLL_EVERY : max_itrs;
+    double next_report = pgn_now_s() + REPORT_EVERY_S;
+    uint64_t max_itrs = n->max_itrs;
+    uint64_t next_poll = n->itrs + POLL_EVERY < max_itrs ? n->itrs + POLL_EVERY : max_itrs;
     const char *stop = NULL;
-    while (n.bag_len && !n.fail) {
-        if (n.itrs >= next_poll) {
-            if (n.itrs >= max_itrs) {
+    while (n->bag_len && !n->fail) {
+        if (n->itrs >= next_poll) {
+            if (n->itrs >= max_itrs) {
                 stop = "max_interactions";
                 break;
             }
             double now = pgn_now_s();
-            if (L.timeout_s > 0 && now - t0 >= L.timeout_s) {
+            if (n->lim.timeout_s > 0 && now - n->t0 >= n->lim.timeout_s) {
                 stop = "timeout_s";
                 break;
             }
@@ -381,11 +499,11 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
             }
             if (hooks && now >= next_report) {
                 next_report = now + REPORT_EVERY_S;
-                pgn_inet_report(hooks, &L, n.itrs, now - t0);
+                pgn_inet_report(hooks, &n->lim, n->itrs, now - n->t0);
             }
-            next_poll = n.itrs + POLL_EVERY < max_itrs ? n.itrs + POLL_EVERY : max_itrs;
+            next_poll = n->itrs + POLL_EVERY < max_itrs ? n->itrs + POLL_EVERY : max_itrs;
         }
-        uint64_t r = n.bag[--n.bag_len];
+        uint64_t r = n->bag[--n->bag_len];
         uint32_t a = pgn_inet_fst(r), b = pgn_inet_snd(r);
         if (pgn_inet_tag(b) < pgn_inet_tag(a)) {
             uint32_t t = a;
@@ -393,74 +511,58 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim,
             b = t;
         }
         switch (rules[pgn_inet_tag(a) * 8 + pgn_inet_tag(b)]) {
-        case PGN_INET_CALL: rule_call(&n, a, b); break;
+        case PGN_INET_CALL: rule_call(n, a, b); break;
         case PGN_INET_VOID: break;
-        case PGN_INET_ERAS: rule_eras(&n, a, b); break;
-        case PGN_INET_ANNI: rule_anni(&n, a, b); break;
-        case PGN_INET_COMM: rule_comm(&n, a, b); break;
-        case PGN_INET_OPER: rule_oper(&n, a, b); break;
-        case PGN_INET_SWIT: rule_swit(&n, a, b); break;
-        default: link_ports(&n, a, b); continue; /* LINK: not an interaction (never queued) */
+        case PGN_INET_ERAS: rule_eras(n, a, b); break;
+        case PGN_INET_ANNI: rule_anni(n, a, b); break;
+        case PGN_INET_COMM: rule_comm(n, a, b); break;
+        case PGN_INET_OPER: rule_oper(n, a, b); break;
+        case PGN_INET_SWIT: rule_swit(n, a, b); break;
+        default: link_ports(n, a, b); continue; /* LINK: not an interaction (never queued) */
         }
-        n.itrs++;
+        n->itrs++;
     }
-    double seconds = pgn_now_s() - t0;
-    if (!stop && !n.fail && n.itrs > max_itrs) stop = "max_interactions"; /* VOIDs at the end */
+    if (!stop && !n->fail && n->itrs > max_itrs) stop = "max_interactions"; /* VOIDs at the end */
+    return stop || n->fail ? net_failure(n, stop ? stop : "", err) : 0;
+}
 
-    int rc = 0;
-    if (n.fail == FAIL_CLONE) {
-        rc = pgn_inet_fail_clone(book, n.fail_fid, err);
-    } else if (n.fail == FAIL_NODES && n.caps.address_space) {
-        rc = pgn_inet_fail_limit(err, "max_nodes", "the heap's address space of %llu nodes is full (after %llu "
-                                 "interactions)", (unsigned long long)n.caps.node_limit, (unsigned long long)n.itrs);
-    } else if (n.fail == FAIL_NODES) {
-        rc = pgn_inet_fail_limit(err, "max_nodes", "%llu live nodes reached (after %llu interactions)",
-                                 (unsigned long long)L.max_nodes, (unsigned long long)n.itrs);
-    } else if (n.fail == FAIL_VARS || n.fail == FAIL_BAG) {
-        bool vars = n.fail == FAIL_VARS;
-        char most[96];
-        if (n.caps.address_space) snprintf(most, sizeof most, "the heaps' address space");
-        else snprintf(most, sizeof most, "%llu nodes", (unsigned long long)L.max_nodes);
-        rc = pgn_inet_fail_limit(err, "max_nodes", "the %s is full at %llu %s, the most %s allow%s (after %llu "
-                                 "interactions)", vars ? "variable heap" : "redex bag",
-                                 (unsigned long long)(vars ? n.caps.var_limit - 1 : n.caps.bag_slots),
-                                 vars ? "variables" : "redexes", most, n.caps.address_space ? "s" : "",
-                                 (unsigned long long)n.itrs);
-    } else if (n.fail == FAIL_OOM) {
-        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory after %llu interactions (%llu live nodes)",
-                      (unsigned long long)n.itrs, (unsigned long long)n.live);
-        rc = -1;
-    } else if (stop && !strcmp(stop, "max_interactions")) {
-        rc = pgn_inet_fail_limit(err, "max_interactions", "%llu interactions reached", (unsigned long long)max_itrs);
-    } else if (stop && !strcmp(stop, "timeout_s")) {
-        rc = pgn_inet_fail_limit(err, "timeout_s", "%g s reached (after %llu interactions)", L.timeout_s,
-                        (unsigned long long)n.itrs);
-    } else if (stop) {
-        pgn_error_set(err, PGN_E_CANCELLED, "", "cancelled after %llu interactions", (unsigned long long)n.itrs);
-        rc = -1;
-    }
-    if (rc) {
-        net_free(&n);
-        *out = (pgn_inet_result){.interactions = n.itrs, .peak_nodes = n.peak, .peak_bytes = n.peak_bytes};
-        return -1;
-    }
-
+char *pgn_inet_net_readback(net *n, pgn_error *err) {
     uint64_t printing = 0;
-    char *nf = pgn_inet_readback(book, n.node, n.node_top, n.vars, n.var_top, root, &printing, err);
-    net_free(&n);
-    if (!nf) return -1;
-    if (n.bytes + printing > n.peak_bytes) n.peak_bytes = n.bytes + printing;
-    *out = (pgn_inet_result){.normal_form = nf,
-                             .interactions = n.itrs,
-                             .seconds = seconds,
-                             .mips = seconds > 0 ? (double)n.itrs / seconds / 1e6 : 0,
-                             .peak_nodes = n.peak,
-                             .peak_bytes = n.peak_bytes};
-    return 0;
+    char *nf = pgn_inet_readback(n->book, n->node, n->node_top, n->vars, n->var_top, pgn_inet_net_root(n),
+                                 &printing, err);
+    if (n->bytes + printing > n->peak_bytes) n->peak_bytes = n->bytes + printing;
+    return nf;
+}
+
+void pgn_inet_net_peaks(const net *n, uint64_t *nodes, uint64_t *bytes) {
+    *nodes = n->peak;
+    *bytes = n->peak_bytes;
+}
+
+int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim, const pgn_inet_io *io,
+                      const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err) {
+    *out = (pgn_inet_result){0};
+    net *n;
+    if (pgn_inet_net_new(book, lim, &n, err)) return -1;
+    /* The run starts as HVM2's does, with the redex @main ~ ROOT, a CALL that counts. */
+    pgn_inet_net_boot(n, pgn_inet_port(PGN_INET_REF, 0), pgn_inet_net_root(n));
+    int rc = pgn_inet_net_normalize(n, hooks, err);
+    if (rc == 0 && io) rc = pgn_inet_io_run(n, io, hooks, out, err);
+    double seconds = pgn_now_s() - n->t0;
+    char *nf = rc == 0 ? pgn_inet_net_readback(n, err) : NULL;
+    out->normal_form = nf;
+    out->interactions = n->itrs;
+    out->seconds = nf ? seconds : 0;
+    out->mips = nf && seconds > 0 ? (double)n->itrs / seconds / 1e6 : 0;
+    out->peak_nodes = n->peak;
+    out->peak_bytes = n->peak_bytes;
+    pgn_inet_net_free(n);
+    return nf ? 0 : -1;
 }
 
 void pgn_inet_result_free(pgn_inet_result *r) {
     if (!r) return;
     free(r->normal_form);
-    r->normal_form = NULL;
+    free(r->output);
+    r->normal_form = r->output = NULL;
 }

@@ -8,13 +8,57 @@
 #include "inet/inet.h"
 
 #define PGN_MAX_PROGRAM_BYTES (4u << 20)
+#define PGN_INET_MAX_FILE_BYTES (1u << 20) /* all of a spec's files together */
 #define PGN_INET_DEFAULT_MAX_INTERACTIONS 1000000000ULL
 #define PGN_INET_DEFAULT_MAX_NODES (1ULL << 24)
 #define PGN_INET_DEFAULT_TIMEOUT_S 60.0
 
+/* "files": {"name": "text", ...}: small inputs the program finds in its directory. A name is one
+ * path component of letters, digits, '.', '-' and '_' (not "." or ".."), so it stays there. */
+static int parse_files(const json_t *root, pgn_inet_spec *s, pgn_error *err) {
+    const json_t *files = json_object_get(root, "files");
+    if (!files) return 0;
+    if (!json_is_object(files))
+        return pgn_spec_fail(err, "files", "must be an object of file names and their texts");
+    if (json_object_size(files) > PGN_INET_MAX_FILES)
+        return pgn_spec_fail(err, "files", "at most %d files; got %zu", PGN_INET_MAX_FILES, json_object_size(files));
+    size_t total = 0;
+    const char *name;
+    const json_t *text;
+    json_object_foreach((json_t *)files, name, text) {
+        char path[320];
+        snprintf(path, sizeof path, "files.%.255s", name);
+        size_t len = strlen(name);
+        bool ok = len > 0 && len <= 255 && strcmp(name, ".") && strcmp(name, "..");
+        for (size_t i = 0; ok && i < len; i++) {
+            char c = name[i];
+            ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+                 c == '_';
+        }
+        if (!ok)
+            return pgn_spec_fail(err, "files", "'%.64s' is not a file name: 1 to 255 letters, digits, '.', '-' and "
+                                 "'_' (no '/', not \".\" or \"..\")", name);
+        if (!json_is_string(text)) return pgn_spec_fail(err, path, "must be a string: the file's text");
+        if (strlen(json_string_value(text)) != json_string_length(text))
+            return pgn_spec_fail(err, path, "holds a NUL character (\\u0000): files are text");
+        total += json_string_length(text);
+        if (total > PGN_INET_MAX_FILE_BYTES)
+            return pgn_spec_fail(err, "files", "at most %u bytes of files together", PGN_INET_MAX_FILE_BYTES);
+        int i = s->n_files;
+        s->file_names[i] = strdup(name);
+        s->file_texts[i] = strndup(json_string_value(text), json_string_length(text));
+        s->n_files++;
+        if (!s->file_names[i] || !s->file_texts[i]) {
+            pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* An inet spec; the program is parsed here too, so a bad program is a 400 naming its line. */
 int pgn_inet_spec_parse(const json_t *root, pgn_inet_spec *s, pgn_error *err) {
-    static const char *const keys[] = {"kind", "name", "device", "program", "limits", "work_items", NULL};
+    static const char *const keys[] = {"kind", "name", "device", "program", "limits", "work_items", "files", NULL};
     if (pgn_spec_only_keys(root, "", keys, err)) return -1;
     s->max_interactions = PGN_INET_DEFAULT_MAX_INTERACTIONS;
     s->max_nodes = PGN_INET_DEFAULT_MAX_NODES;
@@ -37,6 +81,7 @@ int pgn_inet_spec_parse(const json_t *root, pgn_inet_spec *s, pgn_error *err) {
         pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
         return -1;
     }
+    if (parse_files(root, s, err)) return -1;
     long long wi = 0;
     if (pgn_spec_int(root, "work_items", "work_items", 0, 1 << 20, &wi, err)) return -1;
     s->work_items = (int)wi;
@@ -58,7 +103,13 @@ int pgn_inet_spec_parse(const json_t *root, pgn_inet_spec *s, pgn_error *err) {
 }
 
 json_t *pgn_inet_spec_to_json(const pgn_inet_spec *s) {
-    return json_pack("{s:s, s:i, s:{s:I, s:I, s:f}}", "program", s->program, "work_items",
-                     s->work_items, "limits", "max_interactions", (json_int_t)s->max_interactions,
-                     "max_nodes", (json_int_t)s->max_nodes, "timeout_s", s->timeout_s);
+    json_t *j = json_pack("{s:s, s:i, s:{s:I, s:I, s:f}}", "program", s->program, "work_items",
+                          s->work_items, "limits", "max_interactions", (json_int_t)s->max_interactions,
+                          "max_nodes", (json_int_t)s->max_nodes, "timeout_s", s->timeout_s);
+    if (s->n_files) {
+        json_t *files = json_object();
+        for (int i = 0; i < s->n_files; i++) json_object_set_new(files, s->file_names[i], json_string(s->file_texts[i]));
+        json_object_set_new(j, "files", files);
+    }
+    return j;
 }

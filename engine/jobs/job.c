@@ -10,7 +10,7 @@ int pgn_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options
     if (!opts) opts = &defaults;
     switch (spec->kind) {
     case PGN_JOB_TRAIN: return pgn_train_run(spec, dev, opts, hooks, result, err);
-    case PGN_JOB_INET: return pgn_inet_job_run(spec, dev, hooks, result, err);
+    case PGN_JOB_INET: return pgn_inet_job_run(spec, dev, opts, hooks, result, err);
     case PGN_JOB_BENCH: return pgn_bench_job_run(spec, dev, opts, hooks, result, err);
     case PGN_JOB_GENERATE: return pgn_generate_run(spec, dev, opts, hooks, result, err);
     }
