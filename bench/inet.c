@@ -6,7 +6,8 @@
  * normal form, including on a device every launch and any heap growth between launches; parsing,
  * the first allocation of the heaps, kernel compilation and the readback are not.
  *   build/bench/bench-inet [--repeats N] [--min-seconds S] [--device host|ID|all] [FILE.hvm ...]
- * Without files it runs every example in $PARAGON_SOURCE_ROOT/examples/inet (default: ./). */
+ * Without files it runs every example in $PARAGON_SOURCE_ROOT/examples/inet (default: ./) but the
+ * IO ones (io_*.hvm), which this runs without their IO. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,6 +175,7 @@ int main(int argc, char **argv) {
         while ((e = readdir(d))) {
             size_t n = strlen(e->d_name);
             if (n < 5 || strcmp(e->d_name + n - 4, ".hvm")) continue;
+            if (!strncmp(e->d_name, "io_", 3)) continue; /* IO examples are tests (test_inet_io), not loads */
             char **nf = realloc(files, ((size_t)n_files + 2) * sizeof *files);
             if (!nf) return 1;
             files = nf;
