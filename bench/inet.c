@@ -9,6 +9,8 @@
  * Without files it runs every example in $PARAGON_SOURCE_ROOT/examples/inet (default: ./) but the
  * IO ones (io_*.hvm), which this runs without their IO. */
 #include <dirent.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +55,11 @@ static int run(const target *t, const pgn_inet_book *book, pgn_inet_result *r, p
                   : pgn_inet_run_host(book, NULL, NULL, NULL, r, err);
 }
 
-static int bench_file(const char *path, const target *t, int repeats, double min_seconds) {
+/* One program on one target: its row; *mips and *peak get the figures (0 when it failed). */
+static int bench_file(const char *path, const target *t, int repeats, double min_seconds, double *mips,
+                      uint64_t *peak) {
+    *mips = 0;
+    *peak = 0;
     size_t len;
     char *text = pgn_read_file(path, &len);
     if (!text) {
@@ -91,9 +97,10 @@ static int bench_file(const char *path, const target *t, int repeats, double min
     qsort(times, (size_t)runs, sizeof *times, cmp_double);
     double median = times[runs / 2];
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    *mips = median > 0 ? (double)last.interactions / median / 1e6 : 0.0;
+    *peak = last.peak_nodes;
     printf("%-16s %-22s %12llu %10.4f %9.1f %10llu %5d  %s\n", name, t->label, (unsigned long long)last.interactions, median,
-           median > 0 ? (double)last.interactions / median / 1e6 : 0.0, (unsigned long long)last.peak_nodes,
-           runs, verdict);
+           *mips, (unsigned long long)last.peak_nodes, runs, verdict);
     pgn_inet_result_free(&last);
     pgn_inet_book_free(book);
     return strcmp(verdict, "DIFFERS") == 0;
@@ -200,7 +207,18 @@ int main(int argc, char **argv) {
            "peak nodes", "runs", "result");
     int bad = 0;
     for (int i = 0; i < n_files; i++) {
-        for (int t = 0; t < n_targets; t++) bad += bench_file(files[i], &targets[t], repeats, min_seconds);
+        double mips[64] = {0};
+        uint64_t peak[64] = {0};
+        for (int t = 0; t < n_targets && t < 64; t++)
+            bad += bench_file(files[i], &targets[t], repeats, min_seconds, &mips[t], &peak[t]);
+        /* per device: the speed-up from one work-item to its default, and its peak against the host's */
+        for (int t = 1; t < n_targets && t < 64; t++) {
+            if (!targets[t].dev || targets[t].workers == 1) continue;
+            bool host = !targets[0].dev && peak[0] > 0;
+            printf("%-16s %-22s   scaling x1 -> x%u: %.2fx%s", "", targets[t].label, targets[t].workers,
+                   mips[t - 1] > 0 ? mips[t] / mips[t - 1] : 0.0, host ? "; peak nodes against the host's: " : "\n");
+            if (host) printf("%.2fx\n", (double)peak[t] / (double)peak[0]);
+        }
         free(files[i]);
     }
     free(targets);
