@@ -1,18 +1,29 @@
 /* bench.c: `paragon bench`: runs benchmark suites on this machine's devices and prints a table per
  * suite, or the rows as JSON; --csv writes each suite's rows as the export endpoint does. */
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "paragon.h"
 
 static void bench_usage(FILE *out) {
-    fprintf(out, "usage: paragon bench --suite NAME|all [--device ID|all] [--repeats N] [--cases A,B]\n"
+    fprintf(out, "usage: paragon bench --suite NAME|all [--device DEV|all] [--repeats N] [--cases A,B]\n"
                  "                     [--csv FILE] [--json] [--data-dir DIR]\n"
-                 "suites:");
+                 "  runs benchmark suites on this machine and prints a table per suite (a progress line\n"
+                 "  on stderr while they run)\n"
+                 "  --suite NAME  one suite, or all:");
     for (const char *const *s = pgn_bench_suites; *s; s++) fprintf(out, " %s", *s);
-    fprintf(out, "\nDEV all (the default) is every OpenCL device; host runs the host reference alone.\n");
+    fprintf(out, "\n  --device DEV  all (the default) is every OpenCL device; host the host reference alone\n"
+                 "  --repeats N   timed repeats per case; the figure is their median [5]\n"
+                 "  --cases A,B   only these cases (ids as the tables print them)\n"
+                 "  --csv FILE    also write the rows as the export endpoint does (FILE-SUITE.csv for all)\n"
+                 "  --json        the rows as JSON instead of tables\n"
+                 "  --data-dir    where datasets are read from [" PGN_DEFAULT_DATA_DIR "]\n"
+                 "exit status: 0 done, 1 a suite failed, 2 bad arguments, 130 stopped by Ctrl-C\n");
 }
 
 /* A cell of the table: numbers in at most 4 significant digits (integers whole). */
@@ -178,32 +189,65 @@ static void add_numpy(json_t *rows) {
     json_decref(shapes);
 }
 
-static void on_log(void *ctx, const char *line) {
+/* The progress of a run over several devices: device `index` of `devices` is at `fraction`. */
+typedef struct bench_ctx {
+    cli_progress bar;
+    size_t index, devices;
+} bench_ctx;
+
+static volatile sig_atomic_t stop_asked;
+
+static void on_sigint(int sig) {
+    stop_asked = 1;
+    signal(sig, SIG_DFL); /* a second Ctrl-C ends it at once */
+}
+
+static bool should_stop(void *ctx) {
     (void)ctx;
-    fprintf(stderr, "%s\n", line);
+    return stop_asked;
+}
+
+static void on_log(void *ctx, const char *line) { cli_progress_log(&((bench_ctx *)ctx)->bar, line); }
+
+static void on_progress(void *ctx, double fraction) {
+    bench_ctx *b = ctx;
+    cli_progress_fraction(&b->bar, ((double)b->index + fraction) / (double)b->devices);
 }
 
 int cmd_bench(int argc, char **argv) {
+    static const struct option options[] = {
+        {"suite", required_argument, NULL, 's'}, {"device", required_argument, NULL, 'd'},
+        {"repeats", required_argument, NULL, 'r'}, {"cases", required_argument, NULL, 'c'},
+        {"csv", required_argument, NULL, 'C'},   {"data-dir", required_argument, NULL, 'D'},
+        {"json", no_argument, NULL, 'j'},        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     const char *suite = NULL, *device = "all", *csv = NULL, *data_dir = PGN_DEFAULT_DATA_DIR, *cases = NULL;
-    int repeats = 5;
+    int repeats = 5, c;
     bool as_json = false;
-    for (int i = 0; i < argc; i++) {
-        bool has_value = i + 1 < argc;
-        if (!strcmp(argv[i], "--suite") && has_value) suite = argv[++i];
-        else if (!strcmp(argv[i], "--device") && has_value) device = argv[++i];
-        else if (!strcmp(argv[i], "--repeats") && has_value) repeats = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--cases") && has_value) cases = argv[++i];
-        else if (!strcmp(argv[i], "--csv") && has_value) csv = argv[++i];
-        else if (!strcmp(argv[i], "--data-dir") && has_value) data_dir = argv[++i];
-        else if (!strcmp(argv[i], "--json")) as_json = true;
-        else if (!strcmp(argv[i], "--help")) {
-            bench_usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "paragon bench: unknown option '%s'\n", argv[i]);
-            bench_usage(stderr);
-            return 2;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 's': suite = optarg; break;
+        case 'd': device = optarg; break;
+        case 'r':
+            repeats = (int)strtol(optarg, &end, 10);
+            if (*end || end == optarg) {
+                fprintf(stderr, "paragon bench: --repeats: '%s' is not a number\n", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case 'c': cases = optarg; break;
+        case 'C': csv = optarg; break;
+        case 'D': data_dir = optarg; break;
+        case 'j': as_json = true; break;
+        case 'h': bench_usage(stdout); return CLI_EXIT_OK;
+        default: bench_usage(stderr); return CLI_EXIT_USAGE;
         }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "paragon bench: unexpected argument '%s'\n", argv[optind]);
+        return CLI_EXIT_USAGE;
     }
     /* The spec parser checks what a bench job would: the suite, the cases, the repeats. */
     json_t *j = json_pack("{s:s, s:s, s:s, s:i}", "kind", "bench", "suite", suite ? suite : "", "device", device,
@@ -244,9 +288,15 @@ int cmd_bench(int argc, char **argv) {
     }
     json_t *rows = json_array();
     pgn_run_options opts = {.data_dir = data_dir};
-    pgn_run_hooks hooks = {.on_log = on_log};
+    bench_ctx ctx = {.devices = all ? n : 1};
+    cli_progress_start(&ctx.bar, stderr);
+    pgn_run_hooks hooks = {.ctx = &ctx, .on_log = on_log, .on_progress = on_progress, .should_stop = should_stop};
+    struct sigaction sa = {.sa_handler = on_sigint}, old_sa;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_sa);
     int status = 0;
     for (size_t d = 0; d < (all ? n : 1) && !status; d++) {
+        ctx.index = d;
         const pgn_device_info *info = all ? &list[d] : &chosen;
         pgn_device *dev = NULL;
         if (info->type != PGN_DEVICE_HOST && pgn_device_open(info, &dev, &err)) {
@@ -255,11 +305,15 @@ int cmd_bench(int argc, char **argv) {
             break;
         }
         if (pgn_bench_run(&spec.bench, dev, &opts, &hooks, rows, &err)) {
-            fprintf(stderr, "paragon bench: %s: %s\n", info->id, err.message);
-            status = 1;
+            cli_progress_end(&ctx.bar);
+            fprintf(stderr, "paragon bench: %s: %s\n", info->id,
+                    stop_asked ? "stopped by Ctrl-C; the rows measured so far follow" : err.message);
+            status = stop_asked ? CLI_EXIT_INTERRUPTED : CLI_EXIT_FAILED;
         }
         pgn_device_close(dev);
     }
+    sigaction(SIGINT, &old_sa, NULL);
+    cli_progress_end(&ctx.bar);
     free(list);
     add_numpy(rows);
     if (as_json) {

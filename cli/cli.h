@@ -1,10 +1,37 @@
-/* cli.h: the commands of `paragon` that live in their own files. */
+/* cli.h: the commands of `paragon` that live in their own files, and the exit statuses they
+ * share. Every command takes argv with argv[0] its own name, as getopt_long expects, and
+ * answers --help. */
 #ifndef PGN_CLI_H
 #define PGN_CLI_H
 
-/* `paragon bench ...` (cli/bench.c); argv starts after "bench". Returns the exit status. */
-int cmd_bench(int argc, char **argv);
-/* `paragon generate ...` (cli/generate.c); argv[0] is "generate". Returns the exit status. */
-int cmd_generate(int argc, char **argv);
+#include <jansson.h>
+#include <stdbool.h>
+
+/* Exit statuses, the same for every command (the README's "Exit statuses" lists them). */
+enum {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_FAILED = 1,      /* the work failed, or the server refused the request */
+    CLI_EXIT_USAGE = 2,       /* bad arguments: nothing was done */
+    CLI_EXIT_CANCELLED = 3,   /* the job waited for was cancelled */
+    CLI_EXIT_UNREACHABLE = 4, /* no answer from paragond */
+    CLI_EXIT_INTERRUPTED = 130 /* Ctrl-C (128 + SIGINT), after saying what was kept */
+};
+
+/* On this machine (the engine linked in): */
+int cmd_bench(int argc, char **argv);    /* bench.c */
+int cmd_generate(int argc, char **argv); /* generate.c; with --job, on the server */
+
+/* Against a running paragond (client.c): */
+int cmd_submit(int argc, char **argv);
+int cmd_jobs(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
+int cmd_delete(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+/* `paragon generate --job ID`: fields is the generate body built from the flags (kind and name
+ * are dropped); streams the text in as it comes. */
+int cli_generate_remote(const char *url, const char *token_file, long long job, json_t *fields, bool as_json);
 
 #endif

@@ -7,22 +7,27 @@
 #include <string.h>
 
 #include "cli.h"
+#include "http.h"
 #include "paragon.h"
 
 static void generate_usage(FILE *out) {
     fprintf(out,
             "usage: paragon generate CHECKPOINT --prompt TEXT [--max-tokens N] [--temperature T]\n"
             "                        [--top-k K] [--seed S] [--device DEV] [--json]\n"
+            "       paragon generate --job ID --prompt TEXT [the same options] [--url URL]\n"
             "  CHECKPOINT     a gpt job's checkpoint.safetensors (paragon run --checkpoint-dir, or\n"
-            "                 GET /api/v1/jobs/{id}/checkpoint)\n"
+            "                 paragon export --checkpoint ID), generated from on this machine\n"
+            "  --job ID       paragond's gpt job ID generates instead, as a generate job (on the\n"
+            "                 device it trained on unless --device says)\n"
             "  --prompt       the text to continue: the model's characters, at most its context\n"
             "  --max-tokens   characters to generate [200]\n"
             "  --temperature  0 always takes the likeliest character [1]\n"
             "  --top-k        draw among the K likeliest only; 0: all [0]\n"
             "  --seed         the draws' seed: the same seed gives the same text on every device [0]\n"
             "  --device       auto, cpu, gpu, host or a device id [auto]\n"
-            "  --json         print the result object instead of the text\n"
-            "exit status: 0 done, 1 the generation failed, 2 bad arguments\n");
+            "  --json         print the result object instead of the text\n" CLI_SERVER_HELP
+            "exit status: 0 done, 1 the generation failed or was refused, 2 bad arguments,\n"
+            "             4 no answer from paragond (--job), 130 Ctrl-C\n");
 }
 
 typedef struct {
@@ -42,9 +47,10 @@ int cmd_generate(int argc, char **argv) {
         {"temperature", required_argument, NULL, 't'}, {"top-k", required_argument, NULL, 'k'},
         {"seed", required_argument, NULL, 's'},        {"device", required_argument, NULL, 'd'},
         {"json", no_argument, NULL, 'j'},              {"help", no_argument, NULL, 'h'},
+        {"job", required_argument, NULL, 'J'},         CLI_SERVER_OPTIONS,
         {NULL, 0, NULL, 0}};
     json_t *fields = json_pack("{s:s, s:s}", "kind", "generate", "name", "generate");
-    const char *device = "auto";
+    const char *device = NULL, *job = NULL, *url = NULL, *token_file = NULL;
     bool as_json = false;
     int c, which = 0;
     optind = 1; /* argv[0] is "generate" */
@@ -58,6 +64,9 @@ int cmd_generate(int argc, char **argv) {
         case 's': json_object_set_new(fields, "seed", json_integer(strtoll(optarg, &end, 10))); break;
         case 'd': device = optarg; break;
         case 'j': as_json = true; break;
+        case 'J': job = optarg; break;
+        case CLI_OPT_URL: url = optarg; break;
+        case CLI_OPT_TOKEN_FILE: token_file = optarg; break;
         case 'h':
             generate_usage(stdout);
             json_decref(fields);
@@ -73,6 +82,28 @@ int cmd_generate(int argc, char **argv) {
             return 2;
         }
     }
+    if (job) {
+        long long id;
+        if (optind < argc) {
+            fprintf(stderr, "paragon generate: --job or a CHECKPOINT, not both ('%s')\n", argv[optind]);
+            json_decref(fields);
+            return CLI_EXIT_USAGE;
+        }
+        if (!cli_job_id("paragon generate: --job", job, &id)) {
+            json_decref(fields);
+            return CLI_EXIT_USAGE;
+        }
+        if (device) json_object_set_new(fields, "device", json_string(device));
+        int rc = cli_generate_remote(url, token_file, id, fields, as_json);
+        json_decref(fields);
+        return rc;
+    }
+    if (url || token_file) {
+        fprintf(stderr, "paragon generate: --url and --token-file go with --job (a CHECKPOINT is read here)\n");
+        json_decref(fields);
+        return CLI_EXIT_USAGE;
+    }
+    if (!device) device = "auto";
     if (optind != argc - 1) {
         fprintf(stderr, "paragon generate: %s\n", optind < argc ? "only one checkpoint" : "missing the checkpoint");
         generate_usage(stderr);

@@ -1,41 +1,88 @@
 /* paragon.c: the local command-line tool. It shares the engine and the job-spec parser with
  * paragond, so `paragon run spec.json` runs exactly what the server would, on this machine. */
 #include <errno.h>
+#include <ctype.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "http.h"
+#include "progress.h"
 #include "paragon.h"
 
+static int cmd_version(int argc, char **argv);
+static int cmd_help(int argc, char **argv);
+static int cmd_devices(int argc, char **argv);
+static int cmd_run(int argc, char **argv);
+
+/* Every command: dispatch, the overview below and `paragon help CMD` come from this table. */
+typedef struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv); /* argv[0] is the command's name */
+    bool remote;                      /* talks to paragond, not to this machine's devices */
+    const char *what;
+} command;
+
+static const command commands[] = {
+    {"devices", cmd_devices, false, "list OpenCL devices and the host reference"},
+    {"run", cmd_run, false, "run a job spec (JSON) or an HVM2 program (.hvm) here"},
+    {"bench", cmd_bench, false, "run benchmark suites on this machine's devices"},
+    {"generate", cmd_generate, false, "continue a text with a gpt checkpoint (--job: on paragond)"},
+    {"submit", cmd_submit, true, "submit a job (--wait, --follow: its log and progress)"},
+    {"jobs", cmd_jobs, true, "list jobs (--state, --kind, --limit)"},
+    {"status", cmd_status, true, "a job's state, device, progress and result"},
+    {"logs", cmd_logs, true, "a job's log (-f: and the lines to come)"},
+    {"metrics", cmd_metrics, true, "a job's metrics as a table, --csv or --json"},
+    {"cancel", cmd_cancel, true, "cancel a job"},
+    {"delete", cmd_delete, true, "delete an ended job and what it stored"},
+    {"export", cmd_export, true, "benchmark rows, a checkpoint, or weights PyTorch loads"},
+    {"version", cmd_version, false, "print the version"},
+    {"help", cmd_help, false, "this overview, or a command's help (paragon help run)"},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
 static void usage(FILE *out) {
-    fprintf(out,
-            "usage: paragon <command> [options]\n"
-            "\n"
-            "commands:\n"
-            "  devices [--json]                     list OpenCL devices and the host reference\n"
-            "  run FILE [--json] [--device DEV] [--data-dir DIR]\n"
-            "                                       run a job spec (JSON) locally; datasets are\n"
-            "                                       read from DIR (default ./data)\n"
-            "      --checkpoint-dir DIR             write checkpoint.safetensors there\n"
-            "      --resume                         continue from that checkpoint if present\n"
-            "      --profile                        time every op (waits after each: slower)\n"
-            "      --gemm-tile auto|NAME            the device GEMM's tile: auto (train jobs) measures\n"
-            "                                       them first (about half a second), as paragond's\n"
-            "                                       calibration does; 8x32 is the default shape\n"
-            "  run FILE.hvm [-s] [--device DEV] [--work-items N]\n"
-            "               [--max-interactions N] [--max-nodes N] [--timeout SECONDS]\n"
-            "                                       reduce an HVM2 program and print its normal\n"
-            "                                       form (-s: interactions, time and MIPS too);\n"
-            "                                       unlimited but by memory unless a flag says\n"
-            "  bench --suite NAME|all [--device ID|all] [--repeats N] [--cases A,B] [--csv FILE] [--json]\n"
-            "                                       run benchmark suites (mlp-forward, tensor-micro,\n"
-            "                                       gemm, inet, train, gpt) and print their tables\n"
-            "  generate CHECKPOINT --prompt TEXT [--max-tokens N] [--temperature T] [--top-k K]\n"
-            "           [--seed S] [--device DEV]   continue a text with a gpt checkpoint\n"
-            "  version                              print the version\n"
-            "\n"
-            "DEV is auto, cpu, gpu, host, or a device id from `paragon devices`.\n");
+    fprintf(out, "usage: paragon <command> [options]   (paragon <command> --help: its options)\n");
+    for (int remote = 0; remote < 2; remote++) {
+        fprintf(out, remote ? "\nwith paragond (--url URL, else $PARAGON_URL, else " CLI_DEFAULT_URL ";\n"
+                              "the token from --token-file FILE, else $PARAGON_TOKEN, else data/token):\n"
+                            : "\non this machine:\n");
+        for (size_t i = 0; i < N_COMMANDS; i++)
+            if (commands[i].remote == remote) fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].what);
+    }
+    fprintf(out, "\nDEV (--device) is auto, cpu, gpu, host, or a device id from `paragon devices`.\n"
+                 "exit status: 0 done, 1 failed or refused, 2 bad arguments, 3 the job was cancelled,\n"
+                 "4 no answer from paragond, 130 stopped by Ctrl-C\n");
+}
+
+static int cmd_version(int argc, char **argv) {
+    (void)argc, (void)argv;
+    printf("paragon %s\n", PGN_VERSION);
+    return CLI_EXIT_OK;
+}
+
+static const command *find_command(const char *name) {
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(commands[i].name, name)) return &commands[i];
+    return NULL;
+}
+
+static int cmd_help(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    const command *c = find_command(argv[1]);
+    if (!c || c->fn == cmd_help || c->fn == cmd_version) {
+        usage(c ? stdout : stderr);
+        return c ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    }
+    char help[] = "--help";
+    char *args[] = {argv[1], help, NULL};
+    return c->fn(2, args);
 }
 
 static void human_bytes(uint64_t b, char *out, size_t size) {
@@ -49,15 +96,32 @@ static void human_bytes(uint64_t b, char *out, size_t size) {
     snprintf(out, size, "%.1f %s", v, units[u]);
 }
 
+static void devices_usage(FILE *out) {
+    fprintf(out, "usage: paragon devices [--json]\n"
+                 "  the OpenCL devices (id, type, compute units, memory, clock, name, platform), then\n"
+                 "  the host reference\n"
+                 "  --json  as a JSON array\n"
+                 "exit status: 0 listed, 1 no OpenCL device (the host reference alone), 2 bad arguments\n");
+}
+
 static int cmd_devices(int argc, char **argv) {
-    int as_json = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
-            as_json = 1;
-        else {
-            fprintf(stderr, "paragon devices: unknown option '%s'\n", argv[i]);
-            return 2;
+    static const struct option options[] = {
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    int as_json = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        if (c == 'j') as_json = 1;
+        else if (c == 'h') {
+            devices_usage(stdout);
+            return CLI_EXIT_OK;
+        } else {
+            devices_usage(stderr);
+            return CLI_EXIT_USAGE;
         }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "paragon devices: unexpected argument '%s'\n", argv[optind]);
+        return CLI_EXIT_USAGE;
     }
     pgn_error err = {0};
     pgn_device_info *list = NULL;
@@ -97,14 +161,51 @@ static int cmd_devices(int argc, char **argv) {
     return 0;
 }
 
-typedef struct {
-    int quiet_stdout; /* --json: progress goes to stderr so stdout holds only the result */
-} cli_ctx;
+/* What a local run shows while it works, and how Ctrl-C stops it. */
+typedef struct run_ctx {
+    cli_progress bar;
+    pgn_run_options *opts;      /* the stop may name a checkpoint directory (should_stop) */
+    const char *name;           /* the job's name: the default checkpoint directory's */
+    char stop_dir[PGN_PATH_MAX]; /* where a Ctrl-C checkpoint went when --checkpoint-dir gave none */
+} run_ctx;
 
-static void on_log(void *ctx, const char *line) {
-    cli_ctx *c = ctx;
-    fprintf(c->quiet_stdout ? stderr : stdout, "%s\n", line);
-    fflush(c->quiet_stdout ? stderr : stdout);
+static volatile sig_atomic_t stop_asked;
+
+/* The first Ctrl-C asks the run to stop at its next step boundary (a train job checkpoints
+ * there); a second one ends the process at once. */
+static void on_sigint(int sig) {
+    stop_asked = 1;
+    signal(sig, SIG_DFL);
+}
+
+static void on_log(void *ctx, const char *line) { cli_progress_log(&((run_ctx *)ctx)->bar, line); }
+
+static void on_metric(void *ctx, const char *name, int64_t step, double value) {
+    cli_progress_metric(&((run_ctx *)ctx)->bar, name, step, value);
+}
+
+static void on_progress(void *ctx, double fraction) { cli_progress_fraction(&((run_ctx *)ctx)->bar, fraction); }
+
+/* Polled at every step boundary, on the run's own thread. A train run stopped without
+ * --checkpoint-dir checkpoints into ./NAME-checkpoint, named here just before the engine reads
+ * the options' checkpoint_dir to save (the engine keeps a pointer to them). */
+static bool should_stop(void *ctx) {
+    if (!stop_asked) return false;
+    run_ctx *r = ctx;
+    if (r->opts->checkpoint_on_stop && !r->opts->checkpoint_dir) {
+        char dir[PGN_PATH_MAX];
+        snprintf(dir, sizeof dir, "%s-checkpoint", r->name);
+        for (char *c = dir; *c; c++)
+            if (!(isalnum((unsigned char)*c) || *c == '-' || *c == '_' || *c == '.')) *c = '_';
+        pgn_error err = {0};
+        if (pgn_make_dirs(dir, "checkpoint directory", &err) == 0) {
+            snprintf(r->stop_dir, sizeof r->stop_dir, "%s", dir);
+            r->opts->checkpoint_dir = r->stop_dir;
+        } else {
+            cli_progress_log(&r->bar, err.message);
+        }
+    }
+    return true;
 }
 
 /* An .hvm program's limits: as `hvm run-c`, none but memory (the service keeps its own), unless
@@ -142,53 +243,79 @@ static int hvm_limits(bool hvm, const char *const flags[3], pgn_inet_spec *lim) 
     return 0;
 }
 
+static void run_usage(FILE *out) {
+    fprintf(out,
+            "usage: paragon run SPEC.json [--device DEV] [--data-dir DIR] [--checkpoint-dir DIR [--resume]]\n"
+            "                  [--profile] [--gemm-tile auto|NAME] [--json]\n"
+            "       paragon run PROGRAM.hvm [-s] [--device DEV] [--work-items N]\n"
+            "                  [--max-interactions N] [--max-nodes N] [--timeout SECONDS] [--json]\n"
+            "  runs a job spec, or reduces an HVM2 program and prints its normal form as hvm run-c does,\n"
+            "  on this machine; a progress line on a terminal (plain lines otherwise), the result at the end\n"
+            "  --device DEV          auto, cpu, gpu, host or a device id [the spec's; auto]\n"
+            "  --data-dir DIR        where datasets are read from [" PGN_DEFAULT_DATA_DIR "]\n"
+            "  --checkpoint-dir DIR  write checkpoint.safetensors there (created when missing)\n"
+            "  --resume              continue from that checkpoint when there is one\n"
+            "  --profile             time every op (waits after each: slower)\n"
+            "  --gemm-tile auto|NAME the device GEMM's tile: auto (train jobs) measures them first\n"
+            "                        (about half a second), as paragond's calibration does\n"
+            "  --json                the result as one JSON line (progress goes to stderr)\n"
+            "  -s                    (.hvm) interactions, time and MIPS after the result\n"
+            "  --work-items N        (.hvm) OpenCL work-items [the device's choice]\n"
+            "  --max-interactions N, --max-nodes N, --timeout SECONDS\n"
+            "                        (.hvm) limits; none but memory otherwise, as hvm run-c\n"
+            "Ctrl-C stops at the next step: a train run checkpoints there (into --checkpoint-dir, else\n"
+            "./NAME-checkpoint) and says how to resume; a second Ctrl-C ends it at once.\n"
+            "exit status: 0 done, 1 failed, 2 bad arguments, 130 stopped by Ctrl-C\n");
+}
+
 static int cmd_run(int argc, char **argv) {
+    static const struct option options[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"device", required_argument, NULL, 'd'},
+        {"data-dir", required_argument, NULL, 'D'},
+        {"checkpoint-dir", required_argument, NULL, 'c'},
+        {"resume", no_argument, NULL, 'r'},
+        {"profile", no_argument, NULL, 'p'},
+        {"work-items", required_argument, NULL, 'w'},
+        {"gemm-tile", required_argument, NULL, 'g'},
+        {"max-interactions", required_argument, NULL, 'I'},
+        {"max-nodes", required_argument, NULL, 'N'},
+        {"timeout", required_argument, NULL, 'T'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     const char *file = NULL, *device = NULL, *data_dir = PGN_DEFAULT_DATA_DIR, *checkpoint_dir = NULL;
     int as_json = 0;
     bool resume = false, profile = false, stats = false;
     const char *work_items = NULL, *gemm_tile = "auto";
     const char *limit_flags[3] = {NULL, NULL, NULL}; /* --max-interactions, --max-nodes, --timeout */
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
-            as_json = 1;
-        else if (!strcmp(argv[i], "--device") && i + 1 < argc)
-            device = argv[++i];
-        else if (!strncmp(argv[i], "--device=", 9))
-            device = argv[i] + 9;
-        else if (!strcmp(argv[i], "--data-dir") && i + 1 < argc)
-            data_dir = argv[++i];
-        else if (!strcmp(argv[i], "--checkpoint-dir") && i + 1 < argc)
-            checkpoint_dir = argv[++i];
-        else if (!strcmp(argv[i], "--resume"))
-            resume = true;
-        else if (!strcmp(argv[i], "--profile"))
-            profile = true;
-        else if (!strcmp(argv[i], "-s"))
-            stats = true;
-        else if (!strcmp(argv[i], "--work-items") && i + 1 < argc)
-            work_items = argv[++i];
-        else if (!strcmp(argv[i], "--gemm-tile") && i + 1 < argc)
-            gemm_tile = argv[++i];
-        else if (!strcmp(argv[i], "--max-interactions") && i + 1 < argc)
-            limit_flags[0] = argv[++i];
-        else if (!strcmp(argv[i], "--max-nodes") && i + 1 < argc)
-            limit_flags[1] = argv[++i];
-        else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
-            limit_flags[2] = argv[++i];
-        else if (argv[i][0] == '-') {
-            fprintf(stderr, "paragon run: unknown option '%s'\n", argv[i]);
-            return 2;
-        } else if (!file)
-            file = argv[i];
-        else {
-            fprintf(stderr, "paragon run: only one spec file, got '%s' too\n", argv[i]);
-            return 2;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "s", options, NULL)) != -1) {
+        switch (c) {
+        case 'j': as_json = 1; break;
+        case 'd': device = optarg; break;
+        case 'D': data_dir = optarg; break;
+        case 'c': checkpoint_dir = optarg; break;
+        case 'r': resume = true; break;
+        case 'p': profile = true; break;
+        case 's': stats = true; break;
+        case 'w': work_items = optarg; break;
+        case 'g': gemm_tile = optarg; break;
+        case 'I': limit_flags[0] = optarg; break;
+        case 'N': limit_flags[1] = optarg; break;
+        case 'T': limit_flags[2] = optarg; break;
+        case 'h': run_usage(stdout); return CLI_EXIT_OK;
+        default: run_usage(stderr); return CLI_EXIT_USAGE;
         }
     }
+    if (optind < argc) file = argv[optind];
+    if (optind + 1 < argc) {
+        fprintf(stderr, "paragon run: only one spec file, got '%s' too\n", argv[optind + 1]);
+        return CLI_EXIT_USAGE;
+    }
     if (!file) {
-        fprintf(stderr, "paragon run: missing the job spec file\n");
-        usage(stderr);
-        return 2;
+        fprintf(stderr, "paragon run: missing the job spec file (paragon run --help says how to call it)\n");
+        return CLI_EXIT_USAGE;
     }
     size_t len = 0;
     char *text = pgn_read_file(file, &len);
@@ -232,6 +359,16 @@ static int cmd_run(int argc, char **argv) {
         spec.inet.work_items = (int)wi;
     }
 
+    if (resume && !checkpoint_dir) {
+        fprintf(stderr, "paragon run: --resume needs --checkpoint-dir\n");
+        pgn_spec_free(&spec);
+        return CLI_EXIT_USAGE;
+    }
+    if (checkpoint_dir && pgn_make_dirs(checkpoint_dir, "checkpoint directory", &err)) {
+        fprintf(stderr, "paragon run: --checkpoint-dir: %s\n", err.message);
+        pgn_spec_free(&spec);
+        return CLI_EXIT_FAILED;
+    }
     pgn_device_info *list = NULL, chosen;
     size_t n = 0;
     if (pgn_devices_list(&list, &n, &err) ||
@@ -265,16 +402,29 @@ static int cmd_run(int argc, char **argv) {
     pgn_run_options opts = {.data_dir = data_dir, .checkpoint_dir = checkpoint_dir,
                             .resume = resume, .profile = profile,
                             .inet_io = as_json ? PGN_INET_IO_CONFINED : PGN_INET_IO_PROCESS, .io_dir = "."};
-    if (resume && !checkpoint_dir) {
-        fprintf(stderr, "paragon run: --resume needs --checkpoint-dir\n");
-        pgn_device_close(dev);
-        pgn_spec_free(&spec);
-        return 2;
-    }
-    cli_ctx ctx = {as_json};
-    pgn_run_hooks hooks = {.ctx = &ctx, .on_log = on_log};
+    run_ctx ctx = {.opts = &opts, .name = spec.name};
+    /* the bar goes where the log goes; an HVM2 program's stdout is its result alone */
+    cli_progress_start(&ctx.bar, as_json || hvm ? stderr : stdout);
+    if (spec.kind == PGN_JOB_TRAIN && spec.train.model == PGN_MODEL_MLP) ctx.bar.samples_per_step = spec.train.batch_size;
+    pgn_run_hooks hooks = {.ctx = &ctx, .on_log = on_log, .on_metric = on_metric, .on_progress = on_progress,
+                           .should_stop = should_stop};
+    opts.checkpoint_on_stop = spec.kind == PGN_JOB_TRAIN;
+    struct sigaction sa = {.sa_handler = on_sigint}, old_sa;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_sa);
     json_t *result = NULL;
     rc = pgn_job_run(&spec, dev, &opts, &hooks, &result, &err);
+    sigaction(SIGINT, &old_sa, NULL);
+    cli_progress_end(&ctx.bar);
+    if (rc && err.code == PGN_E_CANCELLED && stop_asked) {
+        fprintf(stderr, "paragon run: %s: %s\n", spec.name, err.message);
+        if (opts.checkpoint_dir && strstr(err.message, "; checkpointed"))
+            fprintf(stderr, "paragon run: continue with: paragon run %s --checkpoint-dir %s --resume\n", file,
+                    opts.checkpoint_dir);
+        pgn_device_close(dev);
+        pgn_spec_free(&spec);
+        return CLI_EXIT_INTERRUPTED;
+    }
     pgn_device_close(dev);
     if (rc) {
         fprintf(stderr, "paragon run: %s failed: %s\n", spec.name, err.message);
@@ -302,22 +452,16 @@ static int cmd_run(int argc, char **argv) {
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
-        return 2;
+        return CLI_EXIT_USAGE;
     }
-    const char *cmd = argv[1];
-    if (!strcmp(cmd, "devices")) return cmd_devices(argc - 2, argv + 2);
-    if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
-    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
-    if (!strcmp(cmd, "generate")) return cmd_generate(argc - 1, argv + 1);
-    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-        printf("paragon %s\n", PGN_VERSION);
-        return 0;
+    const char *name = argv[1];
+    if (!strcmp(name, "--help") || !strcmp(name, "-h")) name = "help";
+    if (!strcmp(name, "--version")) name = "version";
+    const command *c = find_command(name);
+    if (!c) {
+        fprintf(stderr, "paragon: unknown command '%s'\n", argv[1]);
+        usage(stderr);
+        return CLI_EXIT_USAGE;
     }
-    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
-        usage(stdout);
-        return 0;
-    }
-    fprintf(stderr, "paragon: unknown command '%s'\n", cmd);
-    usage(stderr);
-    return 2;
+    return c->fn(argc - 1, argv + 1);
 }

@@ -1,7 +1,10 @@
-/* file.c: reading a whole file, for the CLI and the benchmarks (specs, programs). */
+/* file.c: reading a whole file, for the CLI and the benchmarks (specs, programs), and making a
+ * directory with its parents (paragond's data dir, the CLI's checkpoint dir). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "paragon.h"
 
@@ -36,4 +39,37 @@ char *pgn_read_file(const char *path, size_t *len) {
     buf[n] = '\0';
     *len = n;
     return buf;
+}
+
+int pgn_make_dirs(const char *path, const char *what, pgn_error *err) {
+    size_t len = strlen(path);
+    if (len == 0) {
+        pgn_error_set(err, PGN_E_IO, "", "the %s path is empty", what);
+        return -1;
+    }
+    char *copy = strdup(path);
+    if (!copy) {
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
+        return -1;
+    }
+    int ret = 0;
+    for (char *p = copy + 1;; p++) {
+        if (*p != '/' && *p != 0) continue;
+        char saved = *p;
+        *p = 0;
+        if (mkdir(copy, 0755) < 0 && errno != EEXIST) {
+            pgn_error_set(err, PGN_E_IO, "", "cannot create the %s '%s': %s", what, copy, strerror(errno));
+            ret = -1;
+            break;
+        }
+        *p = saved;
+        if (!saved) break;
+    }
+    struct stat st;
+    if (ret == 0 && (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))) {
+        pgn_error_set(err, PGN_E_IO, "", "the %s '%s' is not a directory", what, path);
+        ret = -1;
+    }
+    free(copy);
+    return ret;
 }

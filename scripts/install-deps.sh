@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential pkg-config python3 meson ninja-build
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
-  libmicrohttpd-dev libjansson-dev libsqlite3-dev zlib1g-dev
+  libmicrohttpd-dev libjansson-dev libsqlite3-dev zlib1g-dev libcurl4-openssl-dev
   curl sqlite3 dataset-fashion-mnist fortunes
   openmpi-bin libopenmpi-dev
 )

@@ -35,43 +35,6 @@ struct pgd_server {
     atomic_bool ready;
 };
 
-/* mkdir -p */
-static int make_dirs(const char *path, pgn_error *err) {
-    size_t len = strlen(path);
-    if (len == 0) {
-        pgn_error_set(err, PGN_E_DATA_DIR, "data_dir", "the data directory path is empty");
-        return -1;
-    }
-    char *copy = malloc(len + 1);
-    if (!copy) {
-        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
-        return -1;
-    }
-    memcpy(copy, path, len + 1);
-    int ret = 0;
-    for (char *p = copy + 1;; p++) {
-        if (*p != '/' && *p != 0) continue;
-        char saved = *p;
-        *p = 0;
-        if (mkdir(copy, 0755) < 0 && errno != EEXIST) {
-            pgn_error_set(err, PGN_E_DATA_DIR, "data_dir", "cannot create data directory '%s': %s",
-                          copy, strerror(errno));
-            ret = -1;
-            break;
-        }
-        *p = saved;
-        if (!saved) break;
-    }
-    struct stat st;
-    if (ret == 0 && (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))) {
-        pgn_error_set(err, PGN_E_DATA_DIR, "data_dir", "data directory '%s' is not a directory",
-                      path);
-        ret = -1;
-    }
-    free(copy);
-    return ret;
-}
-
 /* A spec's dataset paths reach anything under datasets: the token must not be there. */
 static int token_readable_by_jobs(const char *token, const char *datasets, pgn_error *err) {
     char t[PATH_MAX], d[PATH_MAX];
@@ -128,7 +91,8 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
     if (probe_devices(&devices, &count, err) < 0) goto fail;
     char datasets[PGN_PATH_MAX * 2];
     snprintf(datasets, sizeof datasets, "%s/" PGN_DATASETS_SUBDIR, srv->data_dir);
-    if (make_dirs(srv->data_dir, err) < 0 || make_dirs(datasets, err) < 0) goto fail;
+    if (pgn_make_dirs(srv->data_dir, "data directory", err) < 0 ||
+        pgn_make_dirs(datasets, "data directory", err) < 0) goto fail;
     if (pgd_auth_open(cfg->token_file, srv->data_dir, cfg->host ? cfg->host : PGD_DEFAULT_HOST,
                       &srv->auth, err) < 0)
         goto fail;

@@ -589,3 +589,49 @@ void assert_refusals(const server *s, const refusal *cases, size_t n) {
         http_response_free(&r);
     }
 }
+
+/* ---- the paragon command ---- */
+
+int run_cli(const server *s, const char *args, char **out, char **err) {
+    const char *cli = getenv("PARAGON_CLI"), *root = getenv("PARAGON_SOURCE_ROOT");
+    cr_assert(cli && root, "PARAGON_CLI and PARAGON_SOURCE_ROOT are set by meson");
+    char env[512] = "PARAGON_URL= PARAGON_TOKEN=";
+    if (s) {
+        char *token = read_token(s);
+        token[strcspn(token, "\r\n")] = 0;
+        snprintf(env, sizeof env, "PARAGON_URL=http://127.0.0.1:%u PARAGON_TOKEN=%s", s->port, token);
+        free(token);
+    }
+    char errfile[300], cmd[4096];
+    snprintf(errfile, sizeof errfile, "%s/cli-stderr", tmpdir);
+    snprintf(cmd, sizeof cmd, "cd '%s' && env %s '%s' %s 2>'%s' </dev/null", root, env, cli, args, errfile);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p, "popen: %s", strerror(errno));
+    *out = read_all(fileno(p), JOB_TIMEOUT_MS);
+    int status = pclose(p);
+    int fd = open(errfile, O_RDONLY);
+    cr_assert_geq(fd, 0, "%s: %s", errfile, strerror(errno));
+    *err = read_all(fd, HTTP_TIMEOUT_MS);
+    close(fd);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static const char tiny_gpt_spec[] =
+    "{\"kind\":\"train\",\"name\":\"tiny-gpt\",\"device\":\"cpu\",\"seed\":1,\"model\":{\"type\":\"gpt\","
+    "\"n_layer\":1,\"n_head\":2,\"d_model\":16,\"context\":8},\"data\":{\"source\":\"text\",\"path\":\"tiny.txt\"},"
+    "\"optimizer\":{\"type\":\"adamw\",\"lr\":0.01},\"batch_size\":4,\"steps\":20,\"log_every\":2,"
+    "\"eval_every\":10,\"eval_windows\":4}";
+
+int64_t train_tiny_gpt(const server *s) {
+    char dir[400], path[420];
+    snprintf(dir, sizeof dir, "%s/datasets", s->data);
+    mkdir(dir, 0700);
+    snprintf(path, sizeof path, "%s/tiny.txt", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 100; i++) fprintf(f, "the quick brown fox jumps over the lazy dog %d. ", i % 5);
+    fclose(f);
+    int64_t id = submit(s, tiny_gpt_spec);
+    json_decref(wait_succeeded(s, id));
+    return id;
+}

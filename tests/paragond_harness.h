@@ -154,6 +154,17 @@ extern const char gemm_bench_spec[];
 /* A finished bench job; skips the test while its suite is still a stub in the engine. */
 json_t *wait_bench(const server *s, int64_t id);
 
+/* ---- the paragon command ---- */
+
+/* Runs `paragon ARGS` ($PARAGON_CLI; ARGS shell-quoted) in the source tree as a client of s
+ * (PARAGON_URL and PARAGON_TOKEN set to it; s NULL: both empty), with no standard input; its
+ * stdout into *out, its stderr into *err (malloc'd). Returns its exit status. */
+int run_cli(const server *s, const char *args, char **out, char **err);
+
+/* A tiny character GPT (1 layer, d_model 16, 20 steps) trained on s from a text it writes under
+ * the datasets directory; returns the succeeded job's id. */
+int64_t train_tiny_gpt(const server *s);
+
 /* ---- the dashboard ---- */
 
 /* A file of the source tree's web/, and the Content-Type paragond must serve it with. */

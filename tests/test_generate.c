@@ -14,27 +14,6 @@
 
 TestSuite(generate, .init = harness_setup, .fini = harness_teardown);
 
-static const char gpt_spec[] =
-    "{\"kind\":\"train\",\"name\":\"tiny-gpt\",\"device\":\"cpu\",\"seed\":1,\"model\":{\"type\":\"gpt\","
-    "\"n_layer\":1,\"n_head\":2,\"d_model\":16,\"context\":8},\"data\":{\"source\":\"text\",\"path\":\"tiny.txt\"},"
-    "\"optimizer\":{\"type\":\"adamw\",\"lr\":0.01},\"batch_size\":4,\"steps\":20,\"log_every\":2,"
-    "\"eval_every\":10,\"eval_windows\":4}";
-
-/* A trained tiny gpt on s; returns its id. */
-static int64_t trained_gpt(const server *s) {
-    char dir[400], path[420];
-    snprintf(dir, sizeof dir, "%s/datasets", s->data);
-    mkdir(dir, 0700);
-    snprintf(path, sizeof path, "%s/tiny.txt", dir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    for (int i = 0; i < 100; i++) fprintf(f, "the quick brown fox jumps over the lazy dog %d. ", i % 5);
-    fclose(f);
-    int64_t id = submit(s, gpt_spec);
-    json_decref(wait_succeeded(s, id));
-    return id;
-}
-
 static http_response post_generate(const server *s, int64_t id, const char *body) {
     char path[96];
     return request(s, "POST", job_url(path, sizeof path, id, "/generate"), json_headers, body);
@@ -42,7 +21,7 @@ static http_response post_generate(const server *s, int64_t id, const char *body
 
 Test(generate, a_gpt_job_trains_and_generates_as_json_and_as_a_stream) {
     server s = start_server();
-    int64_t id = trained_gpt(&s);
+    int64_t id = train_tiny_gpt(&s);
     json_t *job = job_now(&s, id);
     char device[64];
     snprintf(device, sizeof device, "%s", str(job, "device"));
@@ -103,7 +82,7 @@ Test(generate, a_gpt_job_trains_and_generates_as_json_and_as_a_stream) {
 
 Test(generate, requests_it_cannot_serve_are_refused_naming_the_problem) {
     server s = start_server();
-    int64_t id = trained_gpt(&s);
+    int64_t id = train_tiny_gpt(&s);
     char path[96], other[96], xor_path[96];
     job_url(path, sizeof path, id, "/generate");
     job_url(other, sizeof other, 999, "/generate");

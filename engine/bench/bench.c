@@ -156,15 +156,24 @@ json_t *pgn_bench_row(const pgn_bench_ctx *ctx, const char *suite, const char *c
                      "adapter", ctx->info->name, "version", PGN_VERSION);
 }
 
+/* Whether the run asked for case_id (no list asks for every case). */
+static bool asked_for(const pgn_bench_ctx *ctx, const char *case_id) {
+    bool wanted = !ctx->n_cases;
+    for (size_t i = 0; i < ctx->n_cases && !wanted; i++) wanted = !strcmp(ctx->cases[i], case_id);
+    return wanted;
+}
+
 bool pgn_bench_wants(const pgn_bench_ctx *ctx, const char *case_id) {
     if (ctx->listing) {
         json_array_append_new(ctx->listing, json_string(case_id));
         return false;
     }
-    if (!ctx->n_cases) return true;
-    for (size_t i = 0; i < ctx->n_cases; i++)
-        if (!strcmp(ctx->cases[i], case_id)) return true;
-    return false;
+    bool wanted = asked_for(ctx, case_id);
+    pgn_bench_count *c = ctx->count;
+    if (wanted && c && c->total && ctx->hooks && ctx->hooks->on_progress)
+        ctx->hooks->on_progress(ctx->hooks->ctx, (double)(c->begun < c->total ? c->begun : c->total) / (double)c->total);
+    if (wanted && c) c->begun++;
+    return wanted;
 }
 
 int pgn_bench_check_stop(const pgn_bench_ctx *ctx, pgn_error *err) {
@@ -203,10 +212,20 @@ int pgn_bench_run(const pgn_bench_spec *spec, pgn_device *dev, const pgn_run_opt
                          .hooks = hooks,
                          .data_dir = opts && opts->data_dir ? opts->data_dir : PGN_DEFAULT_DATA_DIR};
     bool all = !strcmp(spec->suite, "all");
+    /* the progress is the share of cases begun (the listing names the host's too, so a device
+     * that skips one ends below 1 until the end) */
+    pgn_bench_count count = {0};
+    json_t *ids = pgn_bench_cases(spec->suite);
+    size_t i;
+    json_t *id;
+    json_array_foreach(ids, i, id) count.total += asked_for(&ctx, json_string_value(id));
+    json_decref(ids);
+    ctx.count = &count;
     for (const char *const *s = pgn_bench_suites; *s; s++) {
         if (!all && strcmp(*s, spec->suite)) continue;
         if (pgn_bench_check_stop(&ctx, err) || suite_function(*s)(&ctx, rows, err)) return -1;
     }
+    if (hooks && hooks->on_progress) hooks->on_progress(hooks->ctx, 1.0);
     if (!all && !suite_function(spec->suite)) {
         pgn_error_set(err, PGN_E_INVALID_SPEC, "suite", "suite: unknown suite '%s'", spec->suite);
         return -1;

@@ -20,7 +20,13 @@ typedef struct pgn_bench_ctx {
     int steps;                  /* training steps of the gpt suite; 0: its own GPT_STEPS (tests
                                    shorten the run; the row says how many ran) */
     json_t *listing;            /* set: nothing runs; pgn_bench_wants appends each case id here */
+    struct pgn_bench_count *count; /* cases begun of the run's total: on_progress (NULL: none) */
 } pgn_bench_ctx;
+
+/* A run's cases: how many there are and how many have begun (pgn_bench_wants counts them). */
+typedef struct pgn_bench_count {
+    size_t begun, total;
+} pgn_bench_count;
 
 /* One GEMM a benchmark times: C (M x N) = op(A) op(B) with inner dimension K; ta/tb say
  * whether A/B are stored transposed. */

@@ -92,6 +92,9 @@ char *pgn_json_dumps(const json_t *value);
  * NULL with errno set on failure. */
 char *pgn_read_file(const char *path, size_t *len);
 
+/* mkdir -p path (0755); what names the directory in the error ("checkpoint directory"). */
+int pgn_make_dirs(const char *path, const char *what, pgn_error *err);
+
 /* A string built piece by piece (text.c). Start from (pgn_text){0}; a failed allocation sets oom
  * and later calls do nothing. pgn_text_take returns the malloc'd string (an empty one for
  * nothing put) and resets t, or NULL after an allocation failed. */

@@ -1,0 +1,261 @@
+/* test_client.c: the paragon command as paragond's client, run as a user runs it against a live
+ * server: submit (--wait, --follow, -q), jobs, status, logs (-f), metrics (table, CSV), cancel,
+ * delete, export and generate --job; what each prints, their exit statuses, and the errors: a
+ * missing job, a bad spec, no server, a missing token, bad arguments; --help on every command. */
+#include "paragond_harness.h"
+#include "paragon.h" /* pgn_read_file */
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+TestSuite(client, .init = harness_setup, .fini = harness_teardown);
+
+static int paragon(const server *s, const char *args, char **out, char **err) {
+    return run_cli(s, args, out, err);
+}
+
+/* A spec file in tmpdir holding text; returns its path (static buffer). */
+static const char *spec_file(const char *name, const char *text) {
+    static char path[320];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+Test(client, submit_wait_then_status_jobs_logs_and_metrics_show_the_job) {
+    server s = start_server();
+    char *out, *err, args[600];
+    snprintf(args, sizeof args, "submit '%s' --wait", spec_file("xor.json", xor_spec));
+    cr_assert_eq(paragon(&s, args, &out, &err), 0, "%s%s", out, err);
+    cr_assert(strstr(out, "job 1 succeeded\n"), "%s", out);
+    cr_assert(strstr(out, "  test_accuracy "), "the result follows: %s", out);
+    free(out), free(err);
+
+    cr_assert_eq(paragon(&s, "status 1", &out, &err), 0, "%s", err);
+    cr_assert(!strncmp(out, "job 1  train  \"xor\"  succeeded\n", 31), "%s", out);
+    cr_assert(strstr(out, "  progress   100.0%\n"), "%s", out);
+    cr_assert(strstr(out, "  result\n    accuracy "), "%s", out);
+    free(out), free(err);
+
+    cr_assert_eq(paragon(&s, "status 1 --json", &out, &err), 0, "%s", err);
+    json_t *job = json_loads(out, 0, NULL);
+    cr_assert(job && json_integer_value(json_object_get(json_object_get(job, "result"), "epochs")) == XOR_EPOCHS,
+              "%s", out);
+    json_decref(job);
+    free(out), free(err);
+
+    cr_assert_eq(paragon(&s, "jobs --kind train", &out, &err), 0, "%s", err);
+    cr_assert(!strncmp(out, "    ID  KIND      STATE", 23), "a header first: %s", out);
+    cr_assert(strstr(out, "     1  train     succeeded   100%"), "%s", out);
+    free(out), free(err);
+
+    cr_assert_eq(paragon(&s, "logs 1", &out, &err), 0, "%s", err);
+    cr_assert(strstr(out, " info  training xor on "), "%s", out);
+    cr_assert(strstr(out, " info  epoch 300/300: loss "), "%s", out);
+    free(out), free(err);
+
+    cr_assert_eq(paragon(&s, "metrics 1", &out, &err), 0, "%s", err);
+    cr_assert(!strncmp(out, "    STEP", 8), "%s", out);
+    cr_assert(strstr(out, "test_accuracy"), "%s", out);
+    cr_assert(strstr(out, "\n     300 "), "a row per step, the last too: %s", out);
+    free(out), free(err);
+
+    cr_assert_eq(paragon(&s, "metrics 1 --name test_accuracy --csv", &out, &err), 0, "%s", err);
+    cr_assert(!strncmp(out, "name,step,value\ntest_accuracy,1,", 32), "%s", out);
+    size_t lines = 0;
+    for (const char *c = out; *c; c++) lines += *c == '\n';
+    cr_assert_eq(lines, 1 + XOR_EPOCHS, "a row per epoch: %s", out);
+    free(out), free(err);
+    stop_server(&s);
+}
+
+Test(client, submit_follow_prints_the_log_as_it_comes_then_the_result) {
+    server s = start_server();
+    char *out, *err, args[600];
+    snprintf(args, sizeof args, "submit '%s' --follow --name followed", spec_file("xor.json", xor_spec));
+    cr_assert_eq(paragon(&s, args, &out, &err), 0, "%s%s", out, err);
+    const char *queued = strstr(out, "job 1 queued on ");
+    const char *training = strstr(out, "training followed on ");
+    const char *last = strstr(out, "epoch 300/300: loss ");
+    const char *ended = strstr(out, "job 1 succeeded\n");
+    cr_assert(queued && training && last && ended, "%s", out);
+    cr_assert(queued < training && training < last && last < ended, "in order: %s", out);
+    free(out), free(err);
+
+    /* -q: the id alone, for scripts */
+    snprintf(args, sizeof args, "submit '%s' -q --device host", spec_file("xor.json", xor_spec));
+    cr_assert_eq(paragon(&s, args, &out, &err), 0, "%s%s", out, err);
+    cr_assert_str_eq(out, "2\n");
+    free(out), free(err);
+    json_decref(wait_succeeded(&s, 2));
+    stop_server(&s);
+}
+
+Test(client, cancel_stops_a_job_and_following_it_exits_3) {
+    server s = start_server();
+    char *long_xor = spec_with("\"epochs\":300", "\"epochs\":100000");
+    char *out, *err, args[600];
+    snprintf(args, sizeof args, "submit '%s' -q", spec_file("long.json", long_xor));
+    free(long_xor);
+    cr_assert_eq(paragon(&s, args, &out, &err), 0, "%s%s", out, err);
+    free(out), free(err);
+    json_decref(wait_state(&s, 1, "running", JOB_TIMEOUT_MS));
+    cr_assert_eq(paragon(&s, "cancel 1", &out, &err), 0, "%s", err);
+    cr_assert(strstr(out, "job 1 stops at its next step boundary"), "%s", out);
+    free(out), free(err);
+    /* -f follows to the end and says how it ended through the exit status */
+    cr_assert_eq(paragon(&s, "logs 1 -f", &out, &err), 3, "%s%s", out, err);
+    cr_assert(strstr(out, " info  training xor on "), "%s", out);
+    free(out), free(err);
+    cr_assert_eq(paragon(&s, "cancel 1", &out, &err), 1, "%s", out);
+    cr_assert(strstr(err, "paragon cancel: job 1 has already finished (cancelled)"), "%s", err);
+    free(out), free(err);
+
+    cr_assert_eq(paragon(&s, "delete 1", &out, &err), 0, "%s", err);
+    cr_assert_str_eq(out, "job 1 deleted, with its metrics, logs and files\n");
+    free(out), free(err);
+    cr_assert_eq(paragon(&s, "status 1", &out, &err), 1, "%s", out);
+    cr_assert_str_eq(err, "paragon status: job 1 does not exist (not_found, HTTP 404)\n");
+    free(out), free(err);
+    stop_server(&s);
+}
+
+Test(client, export_writes_the_checkpoint_and_benchmark_rows) {
+    server s = start_server();
+    int64_t id = submit_xor(&s, XOR_EPOCHS, NULL);
+    json_decref(wait_succeeded(&s, id));
+    char *out, *err, args[600], file[320];
+    snprintf(file, sizeof file, "%s/xor.safetensors", tmpdir);
+    snprintf(args, sizeof args, "export --checkpoint %lld -o '%s'", (long long)id, file);
+    cr_assert_eq(paragon(&s, args, &out, &err), 0, "%s", err);
+    cr_assert(strstr(err, "paragon export: wrote "), "%s", err);
+    size_t len, want_len;
+    char *got = pgn_read_file(file, &len), *want = data_file(&s, id, &want_len);
+    cr_assert(got && want && len == want_len && !memcmp(got, want, len), "the checkpoint as stored");
+    free(got), free(want), free(out), free(err);
+
+    int64_t bench = submit(&s, gemm_bench_spec);
+    json_decref(wait_bench(&s, bench));
+    cr_assert_eq(paragon(&s, "export --bench --suite gemm --format csv", &out, &err), 0, "%s", err);
+    cr_assert(!strncmp(out, "case,", 5) && strstr(out, "\nN=128,"), "%s", out);
+    free(out), free(err);
+    /* a refusal is the server's message, and nothing is left behind */
+    snprintf(args, sizeof args, "export --checkpoint 99 -o '%s/none.safetensors'", tmpdir);
+    cr_assert_eq(paragon(&s, args, &out, &err), 1, "%s", err);
+    cr_assert(strstr(err, "job 99"), "%s", err);
+    snprintf(file, sizeof file, "%s/none.safetensors.part", tmpdir);
+    cr_assert_neq(access(file, F_OK), 0, "no partial file");
+    free(out), free(err);
+    stop_server(&s);
+}
+
+Test(client, errors_name_what_is_wrong_with_their_exit_status) {
+    server s = start_server();
+    char *out, *err, args[600];
+    struct {
+        const char *args;
+        int status;
+        const char *says;
+    } cases[] = {
+        {"status 99", 1, "paragon status: job 99 does not exist (not_found, HTTP 404)"},
+        {"status x", 2, "paragon status: 'x' is not a job id"},
+        {"status", 2, "paragon status: missing the job id"},
+        {"status 1 2", 2, "only one job id, got '2' too"},
+        {"jobs --state bogus", 1, "state: 'bogus' is not a job state"},
+        {"jobs --bogus", 2, "unrecognized option '--bogus'"},
+        {"metrics 1 --csv --json", 2, "--csv or --json, not both"},
+        {"export", 2, "one of --bench, --checkpoint ID or --weights ID"},
+        {"export --checkpoint 1 --suite gemm", 2, "--suite, --device and --format are for --bench"},
+        {"submit", 2, "missing the job spec"},
+        {"submit /nonexistent.json", 1, "cannot read '/nonexistent.json'"},
+        {"submit examples/jobs/xor.json --wait --follow", 2, "--wait or --follow, not both"},
+        {"status 1 --url ftp://x", 2, "--url: 'ftp://x' is not an http:// or https:// URL"},
+        {"status 1 --token-file /nonexistent", 2, "--token-file: cannot read '/nonexistent'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cr_assert_eq(paragon(&s, cases[i].args, &out, &err), cases[i].status, "%s: %s%s", cases[i].args, out, err);
+        cr_assert(strstr(err, cases[i].says), "%s: %s", cases[i].args, err);
+        free(out), free(err);
+    }
+    /* a spec the server refuses: its message, naming the field */
+    snprintf(args, sizeof args, "submit '%s'", spec_file("bad.json", "{\"kind\":\"train\",\"epochs\":-1}"));
+    cr_assert_eq(paragon(&s, args, &out, &err), 1, "%s", err);
+    cr_assert(strstr(err, "(invalid_spec, HTTP 400)"), "%s", err);
+    free(out), free(err);
+    snprintf(args, sizeof args, "submit '%s'", spec_file("broken.json", "{\"kind\":"));
+    cr_assert_eq(paragon(&s, args, &out, &err), 1, "%s", err);
+    cr_assert(strstr(err, "broken.json: line 1, column"), "%s", err);
+    free(out), free(err);
+    /* writes need the token */
+    snprintf(args, sizeof args, "submit examples/jobs/xor.json --url http://127.0.0.1:%u --token-file /dev/null", s.port);
+    cr_assert_eq(paragon(NULL, args, &out, &err), 1, "%s", err);
+    cr_assert(strstr(err, "HTTP 401"), "%s", err);
+    free(out), free(err);
+    stop_server(&s);
+    /* no server */
+    cr_assert_eq(paragon(NULL, "jobs --url http://127.0.0.1:1", &out, &err), 4, "%s", err);
+    cr_assert(strstr(err, "paragon jobs: no answer from paragond at http://127.0.0.1:1"), "%s", err);
+    free(out), free(err);
+}
+
+Test(client, every_command_answers_help) {
+    static const char *const commands[] = {"devices", "run", "bench", "generate", "submit", "jobs", "status",
+                                           "logs", "metrics", "cancel", "delete", "export"};
+    char *out, *err, args[64], want[64];
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+        snprintf(args, sizeof args, "%s --help", commands[i]);
+        snprintf(want, sizeof want, "usage: paragon %s", commands[i]);
+        cr_assert_eq(paragon(NULL, args, &out, &err), 0, "%s: %s", args, err);
+        cr_assert(!strncmp(out, want, strlen(want)), "%s: %s", args, out);
+        cr_assert(strstr(out, "exit status: 0 "), "%s: its exit statuses: %s", args, out);
+        free(out), free(err);
+        snprintf(args, sizeof args, "help %s", commands[i]);
+        cr_assert_eq(paragon(NULL, args, &out, &err), 0, "%s: %s", args, err);
+        cr_assert(!strncmp(out, want, strlen(want)), "%s: %s", args, out);
+        free(out), free(err);
+    }
+    cr_assert_eq(paragon(NULL, "help", &out, &err), 0);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+        snprintf(want, sizeof want, "\n  %s ", commands[i]);
+        cr_assert(strstr(out, want), "the overview lists %s: %s", commands[i], out);
+    }
+    free(out), free(err);
+    cr_assert_eq(paragon(NULL, "frobnicate", &out, &err), 2);
+    cr_assert(strstr(err, "paragon: unknown command 'frobnicate'"), "%s", err);
+    free(out), free(err);
+}
+
+Test(client, generate_job_streams_the_text_the_server_generates) {
+    server s = start_server();
+    int64_t id = train_tiny_gpt(&s);
+    char *out, *err, args[300];
+    snprintf(args, sizeof args,
+             "generate --job %lld --prompt 'the lazy' --max-tokens 24 --temperature 0.7 --top-k 4 --seed 5", (long long)id);
+    cr_assert_eq(paragon(&s, args, &out, &err), 0, "%s", err);
+    cr_assert(!strncmp(out, "the lazy", 8), "the prompt, then its continuation: %s", out);
+    cr_assert(strstr(err, "24 characters"), "%s", err);
+    /* the same text as the API's one JSON answer for the same seed */
+    char path[96];
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/generate", (long long)id);
+    http_response r = request(&s, "POST", path, json_headers,
+                              "{\"prompt\":\"the lazy\",\"max_tokens\":24,\"temperature\":0.7,\"top_k\":4,\"seed\":5}");
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    json_t *job = parse_body(&r);
+    cr_assert_str_eq(out, str(json_object_get(job, "result"), "text"));
+    json_decref(job);
+    http_response_free(&r);
+    free(out), free(err);
+    /* a job that is not a gpt: the server's refusal */
+    snprintf(args, sizeof args, "generate --job %lld --prompt x", (long long)submit_xor(&s, 1, NULL));
+    cr_assert_eq(paragon(&s, args, &out, &err), 1, "%s", err);
+    cr_assert(strstr(err, "is not a gpt train job"), "%s", err);
+    free(out), free(err);
+    stop_server(&s);
+}
