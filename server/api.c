@@ -586,22 +586,26 @@ static int open_job_file(const pgd_api *api, int64_t id, const char *name, struc
     return fd;
 }
 
-/* GET /api/v1/jobs/{id}/checkpoint: the job's checkpoint.safetensors as a download. The engine
- * replaces it by rename, so the open file stays one whole checkpoint while it is sent. Only a
- * file the job wrote is served: one older than the job (left by an earlier job with this id
- * under a database started afresh) is not, nor anything that is not a plain file. */
-static enum MHD_Result get_checkpoint(pgd_api *api, const pgd_request *req, int64_t id) {
+/* Opens train job id's checkpoint.safetensors for a download, or answers why not (*reply): the
+ * engine replaces it by rename, so the open file stays one whole checkpoint while it is read.
+ * Only a file the job wrote is served: one older than the job (left by an earlier job with this
+ * id under a database started afresh) is not, nor anything that is not a plain file. Returns the
+ * fd (with *st), or -1 once *reply is queued. */
+static int open_checkpoint(pgd_api *api, const pgd_request *req, int64_t id, struct stat *st,
+                           enum MHD_Result *reply) {
     pgd_job job;
     pgn_error err;
-    if (pgd_store_job_get(api->store, id, false, &job, &err) < 0) return job_error(req, &err);
+    if (pgd_store_job_get(api->store, id, false, &job, &err) < 0) {
+        *reply = job_error(req, &err);
+        return -1;
+    }
     const char *kind = pgn_job_kind_name(job.kind);
     bool train = job.kind == PGN_JOB_TRAIN;
-    struct stat st;
-    int fd = train ? open_job_file(api, id, PGN_CHECKPOINT_FILE, &st) : -1;
+    int fd = train ? open_job_file(api, id, PGN_CHECKPOINT_FILE, st) : -1;
     int open_errno = errno;
     int64_t created_ms;
     if (fd >= 0 && iso_ms(job.created_at, &created_ms) &&
-        (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000 < created_ms) {
+        (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000 < created_ms) {
         close(fd);
         fd = -1;
         open_errno = ENOENT; /* not this job's */
@@ -610,39 +614,83 @@ static enum MHD_Result get_checkpoint(pgd_api *api, const pgd_request *req, int6
     if (fd < 0 && train && planted)
         fprintf(stderr, "paragond: job %lld: its checkpoint path is not a plain file (%s); not served\n",
                 (long long)id, strerror(open_errno));
-    enum MHD_Result r;
     if (fd < 0 && train && open_errno != ENOENT && !planted) {
         pgn_error_set(&err, PGN_E_INTERNAL, "", "cannot read the checkpoint of job %lld: %s",
                       (long long)id, strerror(open_errno));
-        r = internal_error(req, &err);
+        *reply = internal_error(req, &err);
     } else if (fd < 0 && !train) {
-        r = pgd_reply_error(req, PGN_E_NO_CHECKPOINT, NULL,
-                            "job %lld has no checkpoint: it is a%s %s job, and only train jobs "
-                            "keep one",
-                            (long long)id, strchr("aeiou", kind[0]) ? "n" : "", kind);
+        *reply = pgd_reply_error(req, PGN_E_NO_CHECKPOINT, NULL,
+                                 "job %lld has no checkpoint: it is a%s %s job, and only train jobs "
+                                 "keep one",
+                                 (long long)id, strchr("aeiou", kind[0]) ? "n" : "", kind);
     } else if (fd < 0) {
-        r = pgd_reply_error(req, PGN_E_NO_CHECKPOINT, NULL,
-                            "job %lld has no checkpoint yet (it is %s): a train job writes one "
-                            "every checkpoint_every epochs, when it is stopped, and when it "
-                            "finishes",
-                            (long long)id, pgd_job_state_name(job.state));
-    } else {
-        struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
-        if (!resp) {
-            close(fd);
-            pgd_job_release(&job);
-            return MHD_NO;
-        }
-        char disposition[80];
-        snprintf(disposition, sizeof disposition, "attachment; filename=\"job-%lld.safetensors\"",
-                 (long long)id);
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disposition);
-        r = MHD_queue_response(req->conn, MHD_HTTP_OK, resp);
-        MHD_destroy_response(resp); /* MHD closes fd when it is done with the response */
+        *reply = pgd_reply_error(req, PGN_E_NO_CHECKPOINT, NULL,
+                                 "job %lld has no checkpoint yet (it is %s): a train job writes one "
+                                 "every checkpoint_every epochs, when it is stopped, and when it "
+                                 "finishes",
+                                 (long long)id, pgd_job_state_name(job.state));
     }
     pgd_job_release(&job);
+    return fd;
+}
+
+/* A download of a response: application/octet-stream, attachment `filename`. */
+static enum MHD_Result reply_download(const pgd_request *req, struct MHD_Response *resp,
+                                      const char *filename) {
+    char disposition[96];
+    snprintf(disposition, sizeof disposition, "attachment; filename=\"%s\"", filename);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disposition);
+    enum MHD_Result r = MHD_queue_response(req->conn, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
     return r;
+}
+
+/* GET /api/v1/jobs/{id}/checkpoint: the job's checkpoint.safetensors as it is. */
+static enum MHD_Result get_checkpoint(pgd_api *api, const pgd_request *req, int64_t id) {
+    struct stat st;
+    enum MHD_Result reply;
+    int fd = open_checkpoint(api, req, id, &st, &reply);
+    if (fd < 0) return reply;
+    struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
+    if (!resp) {
+        close(fd);
+        return MHD_NO;
+    }
+    char filename[48];
+    snprintf(filename, sizeof filename, "job-%lld.safetensors", (long long)id);
+    return reply_download(req, resp, filename); /* MHD closes fd when it is done with it */
+}
+
+/* GET /api/v1/jobs/{id}/weights: the checkpoint's weights alone, as PyTorch's modules load them
+ * (pgn_weights_export). A checkpoint that fails its checks answers the engine's error, naming
+ * the file by its place in the data dir. */
+static enum MHD_Result get_weights(pgd_api *api, const pgd_request *req, int64_t id) {
+    struct stat st;
+    enum MHD_Result reply;
+    int fd = open_checkpoint(api, req, id, &st, &reply);
+    if (fd < 0) return reply;
+    char name[64];
+    snprintf(name, sizeof name, "jobs/%lld/%s", (long long)id, PGN_CHECKPOINT_FILE);
+    unsigned char *bytes;
+    size_t len;
+    pgn_error err;
+    pgn_error_clear(&err);
+    int rc = pgn_weights_export(name, fd, &bytes, &len, &err);
+    close(fd);
+    if (rc < 0) {
+        fprintf(stderr, "paragond: job %lld: its weights cannot be exported: %s\n", (long long)id,
+                err.message);
+        return pgd_reply_pgn_error(req, &err, NULL, NULL);
+    }
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, bytes, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(bytes);
+        return MHD_NO;
+    }
+    char filename[48];
+    snprintf(filename, sizeof filename, "job-%lld-weights.safetensors", (long long)id);
+    return reply_download(req, resp, filename);
 }
 
 /* "mlp-forward, tensor-micro, ..." for messages. */
@@ -862,6 +910,7 @@ static const pgd_route routes[] = {
     {"GET", "/api/v1/jobs/{id}/logs", get_job_logs, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/jobs/{id}/events", get_job_events, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/jobs/{id}/checkpoint", get_checkpoint, PGD_ROUTE_TOKEN},
+    {"GET", "/api/v1/jobs/{id}/weights", get_weights, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/benchmarks", get_benchmarks, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/events", get_events, PGD_ROUTE_TOKEN},
     {"POST", "/api/v1/session", post_session, PGD_ROUTE_TOKEN},

@@ -22,6 +22,10 @@
 /* XOR 2-8-2, SGD with momentum, 300 epochs: trains to full accuracy in about a second. */
 extern const char xor_spec[];
 #define XOR_EPOCHS 300
+/* The metrics of one of its epochs: loss, accuracy, test_loss, test_accuracy; and for its one
+ * step (4 samples, batch 4) the step_loss point an epoch's last step gives, samples_per_second
+ * with it, and the epoch's mark ("epoch"). */
+#define XOR_METRICS_PER_EPOCH 7
 
 extern const char *const json_headers[]; /* Content-Type: application/json */
 

@@ -419,3 +419,120 @@ Test(checkpoint, every_flipped_byte_is_refused_unless_nothing_reads_it) {
     }
     free(copy);
 }
+
+/* ---- a finished run ------------------------------------------------------------------------- */
+
+/* Finishes the run from the setup's checkpoint: its result, and the checkpoint it leaves as the
+ * one split() takes apart. */
+static json_t *finish(void) {
+    counter c = {0};
+    json_t *result;
+    pgn_error err = {0};
+    cr_assert_eq(run(true, &c, &result, &err), 0, "%s", err.message);
+    free(pristine);
+    pristine = read_file(&pristine_len);
+    return result;
+}
+
+/* What a run reports of its training, kept for a resume of it once finished. */
+static const char *const FIGURES[] = {"train_loss", "train_accuracy", "seconds_per_epoch", "samples_per_second"};
+#define N_FIGURES (sizeof FIGURES / sizeof FIGURES[0])
+
+/* Resumes the finished checkpoint as it now is: no step runs, and it succeeds. */
+static json_t *resume_finished(void) {
+    counter c = {0};
+    json_t *result;
+    pgn_error err = {0};
+    cr_assert_eq(run(true, &c, &result, &err), 0, "%s", err.message);
+    cr_assert_eq(c.metrics, 0, "a finished run trains no more");
+    cr_assert_eq(json_integer_value(json_object_get(result, "resumed_from_epoch")), 4);
+    cr_assert_eq(json_integer_value(json_object_get(result, "steps")), 4 * STEPS_PER_EPOCH);
+    cr_assert_eq(json_real_value(json_object_get(result, "flops")), 0.0, "no work done");
+    return result;
+}
+
+Test(checkpoint, resuming_a_finished_run_reports_the_figures_it_reported) {
+    json_t *done = finish();
+    parts p = split();
+    for (size_t i = 0; i < N_FIGURES; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "%.17g", json_real_value(json_object_get(done, FIGURES[i])));
+        cr_assert_str_eq(json_string_value(json_object_get(meta(&p), FIGURES[i])), want, "%s", FIGURES[i]);
+    }
+    json_decref(p.header);
+    free(p.data);
+    cr_assert_gt(json_real_value(json_object_get(done, "samples_per_second")), 0);
+
+    json_t *again = resume_finished();
+    for (size_t i = 0; i < N_FIGURES; i++)
+        cr_assert_eq(json_real_value(json_object_get(again, FIGURES[i])),
+                     json_real_value(json_object_get(done, FIGURES[i])), "%s", FIGURES[i]);
+    cr_assert_eq(json_real_value(json_object_get(again, "gflops")), json_real_value(json_object_get(done, "gflops")));
+    const char *same[] = {"test_loss", "test_accuracy"};
+    for (size_t i = 0; i < 2; i++)
+        cr_assert_eq(json_real_value(json_object_get(again, same[i])), json_real_value(json_object_get(done, same[i])),
+                     "%s", same[i]);
+    cr_assert_str_eq(json_string_value(json_object_get(again, "weights_sha256")),
+                     json_string_value(json_object_get(done, "weights_sha256")));
+    json_decref(again);
+
+    /* and so does a resume of that resume: its checkpoint keeps them */
+    again = resume_finished();
+    cr_assert_eq(json_real_value(json_object_get(again, "train_loss")),
+                 json_real_value(json_object_get(done, "train_loss")));
+    json_decref(again);
+    json_decref(done);
+}
+
+/* A finished checkpoint written before the figures were kept: what it knows, none made up. */
+Test(checkpoint, a_finished_checkpoint_without_figures_reports_what_it_knows) {
+    json_t *done = finish();
+    parts p = split();
+    for (size_t i = 0; i < N_FIGURES; i++) json_object_del(meta(&p), FIGURES[i]);
+    join(&p);
+    json_t *again = resume_finished();
+    for (size_t i = 0; i < N_FIGURES; i++)
+        cr_assert_null(json_object_get(again, FIGURES[i]), "%s reported", FIGURES[i]);
+    cr_assert_null(json_object_get(again, "gflops"));
+    cr_assert_eq(json_real_value(json_object_get(again, "test_accuracy")),
+                 json_real_value(json_object_get(done, "test_accuracy")));
+    json_decref(again);
+    json_decref(done);
+}
+
+Test(checkpoint, a_finished_runs_figures_that_are_not_numbers_are_refused) {
+    json_decref(finish());
+    struct {
+        const char *key, *value;
+    } cases[] = {
+        {"train_loss", "abc"},   {"train_loss", ""},          {"samples_per_second", "-1"},
+        {"seconds_per_epoch", "nan"}, {"train_accuracy", "1e999"}, {"train_accuracy", "0.5x"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        parts p = split();
+        set_meta(&p, cases[i].key, cases[i].value);
+        join(&p);
+        char want[128];
+        snprintf(want, sizeof want, "metadata \"%s\" is '%s', expected a number >= 0", cases[i].key, cases[i].value);
+        resume_fails(want);
+    }
+}
+
+/* An MLP's log_every says what is reported, not what is trained: a checkpoint does not hold it
+ * (so those written before it was a field resume), and a resume under another continues. */
+Test(checkpoint, log_every_is_not_part_of_what_a_resume_must_match) {
+    parts p = split();
+    const char *stored = json_string_value(json_object_get(meta(&p), "spec"));
+    cr_assert_not_null(stored);
+    cr_assert_null(strstr(stored, "log_every"), "%s", stored);
+    json_decref(p.header);
+    free(p.data);
+    spec.train.log_every = 3;
+    counter c = {0};
+    json_t *result;
+    pgn_error err = {0};
+    cr_assert_eq(run(true, &c, &result, &err), 0, "%s", err.message);
+    cr_assert_eq(json_integer_value(json_object_get(result, "resumed_from_step")),
+                 STOP_EPOCH * STEPS_PER_EPOCH + STOP_STEP);
+    json_decref(result);
+}

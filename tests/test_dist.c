@@ -229,7 +229,13 @@ Test(dist, ddp_matches_one_process_at_the_global_batch) {
     fresh_dir("plain32", d_32, sizeof d_32);
     char *text = spec_text(32, 3, "{\"ranks\":2,\"algorithm\":\"ddp\"}");
     write_spec(d_ddp, text, spec, sizeof spec);
-    json_t *r = train_ranks(&(launch){.ranks = 2, .spec = spec, .dir = d_ddp});
+    char *out;
+    int rc = run_ranks(&(launch){.ranks = 2, .spec = spec, .dir = d_ddp}, &out);
+    cr_assert_eq(rc, 0, "mpirun exited %d:\n%.4000s", rc, out);
+    json_t *r = result_of(out);
+    /* a rank knows only its own share of a step: per-step figures are a single process's */
+    cr_assert_null(strstr(out, "\"step_loss\""), "a distributed run reported step_loss");
+    free(out);
     free(text);
     json_t *dist = json_object_get(r, "distributed");
     cr_assert_eq(json_integer_value(json_object_get(r, "steps")), json_integer_value(json_object_get(dist, "syncs")),

@@ -191,7 +191,7 @@ Test(events, a_job_event_stream_follows_xor_training_to_its_end) {
     size_t states, metrics;
     check_job_events(evs, n, id, &states, &metrics);
     cr_assert_eq(states, 3, "queued, running, succeeded");
-    cr_assert_eq(metrics, 4 * SHORT_EPOCHS, "loss, accuracy, test_loss, test_accuracy per epoch");
+    cr_assert_eq(metrics, XOR_METRICS_PER_EPOCH * SHORT_EPOCHS, "an epoch's figures and its step's, every epoch");
     cr_assert_eq(evs[0].id, placed_id, "the replay starts right after Last-Event-ID");
     size_t at = find_log(evs, n, 0, "placed on ");
     cr_assert_eq(at, 0);
@@ -390,7 +390,7 @@ Test(events, the_all_jobs_stream_delivers_every_jobs_events_to_every_client) {
             check_job_events(mine, m, ids[j], &states, &metrics);
             cr_assert_eq(states, 3, "client %d, job %lld: queued, running, succeeded", c,
                          (long long)ids[j]);
-            cr_assert_eq(metrics, 4 * 10);
+            cr_assert_eq(metrics, XOR_METRICS_PER_EPOCH * 10);
             free(mine);
         }
         free_events(evs, n);

@@ -340,6 +340,43 @@ Test(inet_cl, should_stop_cancels_between_launches) {
     cr_assert_eq(polls, 2);
 }
 
+typedef struct {
+    int interactions, mips, progress;
+    double last_interactions;
+} reports;
+
+static void count_metric(void *ctx, const char *name, int64_t step, double value) {
+    reports *r = ctx;
+    if (!strcmp(name, "interactions")) {
+        cr_assert_eq((double)step, value);
+        r->interactions++;
+        r->last_interactions = value;
+        return;
+    }
+    cr_assert_str_eq(name, "mips");
+    cr_assert_eq((double)step, r->last_interactions, "the rate at the count just reported");
+    cr_assert_gt(value, 0);
+    r->mips++;
+}
+
+static void count_progress(void *ctx, double fraction) {
+    (void)fraction;
+    ((reports *)ctx)->progress++;
+}
+
+/* As on the host: the interactions and their rate between launches, no fraction of a limit. */
+Test(inet_cl, progress_reports_interactions_and_mips_not_a_fraction) {
+    reports rep = {0};
+    pgn_run_hooks hooks = {.ctx = &rep, .on_metric = count_metric, .on_progress = count_progress};
+    pgn_inet_limits lim = {.timeout_s = 1.2, .max_interactions = UINT64_MAX / 2};
+    pgn_error err = cl_fails("@f = (x r) & @f ~ (x r)\n@main = r & @f ~ (1 r)", &lim, &hooks);
+    cr_assert_str_eq(err.field, "limits.timeout_s", "%s", err.message);
+    cr_assert_geq(rep.interactions, 1);
+    cr_assert_eq(rep.mips, rep.interactions);
+    cr_assert_gt(rep.last_interactions, 0);
+    cr_assert_eq(rep.progress, 0, "no fraction reported");
+}
+
 Test(inet_cl, an_inet_job_on_a_device_records_its_result_and_device) {
     pgn_job_spec spec;
     pgn_error err = {0};

@@ -344,7 +344,7 @@ Test(jobs, delete_removes_a_finished_job_with_its_rows_and_files) {
     char *file = data_file(&s, trained, &len);
     cr_assert_not_null(file, "the finished train job has its checkpoint");
     free(file);
-    cr_assert_eq(count_rows(&s, "SELECT count(*) FROM metrics WHERE job_id = ?1", trained), 4 * 20);
+    cr_assert_eq(count_rows(&s, "SELECT count(*) FROM metrics WHERE job_id = ?1", trained), XOR_METRICS_PER_EPOCH * 20);
     cr_assert_eq(count_rows(&s, "SELECT count(*) FROM benchmarks WHERE job_id = ?1", bench), 1);
 
     /* Queued and running jobs are refused; cancel them first. */

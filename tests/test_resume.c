@@ -26,16 +26,23 @@ TestSuite(resume, .init = harness_setup, .fini = harness_teardown);
 #define FASHION_STEPS_PER_EPOCH 469 /* 60000 samples in batches of 128 */
 
 static const char *const metric_names[] = {"accuracy", "loss", "test_accuracy", "test_loss"};
+/* An MLP's figures by optimizer step (train.c): a step_loss point every log_every [10] steps of
+ * an epoch and at its last, 47 an epoch of 469 steps; its speed; and the epochs' marks. */
+#define BY_STEP "('step_loss', 'samples_per_second', 'epoch')"
+#define FASHION_POINTS_PER_EPOCH 47
 
-/* The job's metric rows as the database holds them: [{name, step, value, created_at}]. */
-static json_t *metric_rows(const server *s, int64_t id) {
+/* The job's metric rows as the database holds them: [{name, step, value, created_at}]; those
+ * by step (BY_STEP) or the others. */
+static json_t *select_rows(const server *s, int64_t id, bool by_step) {
     sqlite3 *db;
     cr_assert_eq(sqlite3_open(s->db, &db), SQLITE_OK);
     sqlite3_busy_timeout(db, 5000);
     sqlite3_stmt *st;
     cr_assert_eq(sqlite3_prepare_v2(db,
-                                    "SELECT name, step, value, created_at FROM metrics"
-                                    " WHERE job_id = ?1 ORDER BY name, step",
+                                    by_step ? "SELECT name, step, value, created_at FROM metrics"
+                                              " WHERE job_id = ?1 AND name IN " BY_STEP " ORDER BY name, step"
+                                            : "SELECT name, step, value, created_at FROM metrics"
+                                              " WHERE job_id = ?1 AND name NOT IN " BY_STEP " ORDER BY name, step",
                                     -1, &st, NULL),
                  SQLITE_OK);
     sqlite3_bind_int64(st, 1, id);
@@ -50,6 +57,8 @@ static json_t *metric_rows(const server *s, int64_t id) {
     sqlite3_close(db);
     return rows;
 }
+
+static json_t *metric_rows(const server *s, int64_t id) { return select_rows(s, id, false); }
 
 static json_t *metric_row(const json_t *rows, const char *name, int64_t step) {
     size_t i;
@@ -69,6 +78,31 @@ static void assert_every_epoch_once(const json_t *rows, int epochs) {
         for (int e = 1; e <= epochs; e++)
             cr_assert_not_null(metric_row(rows, metric_names[n], e), "%s of epoch %d",
                                metric_names[n], e);
+}
+
+/* The job's figures by step are the uninterrupted run's, each once: the step losses and the
+ * epochs' marks equal (a resumed run gives the points of its epochs as if never stopped), the
+ * speed at the same steps (its values are timings). */
+static void assert_steps_as_uninterrupted(const server *s, int64_t id, int64_t ref, int epochs) {
+    json_t *rows = select_rows(s, id, true), *ref_rows = select_rows(s, ref, true);
+    cr_assert_eq(json_array_size(rows), json_array_size(ref_rows), "every figure by step once");
+    size_t i, points = 0, marks = 0;
+    json_t *m;
+    json_array_foreach(rows, i, m) {
+        const char *name = str(m, "name");
+        int64_t step = json_integer_value(json_object_get(m, "step"));
+        json_t *same = metric_row(ref_rows, name, step);
+        cr_assert_not_null(same, "%s at step %lld, which the uninterrupted run has not", name, (long long)step);
+        points += !strcmp(name, "step_loss");
+        marks += !strcmp(name, "epoch");
+        if (strcmp(name, "samples_per_second"))
+            cr_assert_eq(json_real_value(json_object_get(m, "value")), json_real_value(json_object_get(same, "value")),
+                         "%s at step %lld", name, (long long)step);
+    }
+    cr_assert_eq(points, (size_t)epochs * FASHION_POINTS_PER_EPOCH);
+    cr_assert_eq(marks, (size_t)epochs);
+    json_decref(rows);
+    json_decref(ref_rows);
 }
 
 Test(resume, a_kill_9_mid_training_resumes_from_the_last_checkpoint_bit_identically) {
@@ -140,6 +174,7 @@ Test(resume, a_kill_9_mid_training_resumes_from_the_last_checkpoint_bit_identica
             cr_assert_str_eq(str(m, "created_at"), str(now, "created_at"), "the same row");
     }
     cr_assert_geq(json_array_size(before), 4, "epoch 1 was recorded before the kill");
+    assert_steps_as_uninterrupted(&s, id, ref, 8);
     fprintf(stderr,
             "kill -9 test: first checkpoint after %lld ms, killed %lld ms later at epoch >= %lld; "
             "restart took %lld ms; resumed job done %lld ms after the restart "
@@ -209,6 +244,7 @@ Test(resume, sigterm_checkpoints_the_running_job_requeues_it_and_the_next_start_
                      "a stop and resume mid-epoch is bit-identical to no stop");
     json_t *rows = metric_rows(&s, id), *ref_rows = metric_rows(&s, ref);
     assert_every_epoch_once(rows, 6);
+    assert_steps_as_uninterrupted(&s, id, ref, 6);
     size_t i;
     json_t *m;
     json_array_foreach(rows, i, m) {

@@ -32,10 +32,11 @@ Test(spec, minimal_train_spec_gets_defaults) {
     cr_assert_eq(spec.train.activation, PGN_ACT_RELU);
     cr_assert_eq(spec.train.loss, PGN_LOSS_CROSS_ENTROPY);
     cr_assert_eq(spec.train.checkpoint_every, 0);
+    cr_assert_eq(spec.train.log_every, 10, "a step_loss point every 10 steps");
 }
 
 Test(spec, normalised_json_round_trips) {
-    const char *text = "{\"kind\":\"train\",\"name\":\"x\",\"seed\":42,\"epochs\":7,\"batch_size\":3,"
+    const char *text = "{\"kind\":\"train\",\"name\":\"x\",\"seed\":42,\"epochs\":7,\"batch_size\":3,\"log_every\":4,"
                        "\"optimizer\":{\"lr\":0.1,\"momentum\":0.9}," XOR_BODY "}";
     pgn_job_spec a, b;
     pgn_error err = {0};
@@ -46,6 +47,7 @@ Test(spec, normalised_json_round_trips) {
     cr_assert_eq(pgn_spec_parse(j, &b, &err), 0, "%s", err.message);
     cr_assert_eq(memcmp(&a, &b, sizeof a), 0);
     cr_assert_eq(b.seed, 42);
+    cr_assert_eq(json_integer_value(json_object_get(j, "log_every")), 4);
     free(dumped);
     json_decref(j);
 }
@@ -104,6 +106,8 @@ Test(spec, errors_name_their_field) {
         {"{\"kind\":\"train\",\"batch_size\":0," XOR_BODY "}", "batch_size", "between 1 and"},
         {"{\"kind\":\"train\",\"epochs\":2.5," XOR_BODY "}", "epochs", "must be an integer"},
         {"{\"kind\":\"train\",\"epochs\":1000000," XOR_BODY "}", "epochs", "between 1 and"},
+        {"{\"kind\":\"train\",\"log_every\":0," XOR_BODY "}", "log_every", "between 1 and"},
+        {"{\"kind\":\"train\",\"log_every\":\"10\"," XOR_BODY "}", "log_every", "must be an integer"},
         {"{\"kind\":\"train\",\"seed\":-1," XOR_BODY "}", "seed", "between 0 and"},
         {"{\"kind\":\"train\",\"device\":\"\"," XOR_BODY "}", "device", "must not be empty"},
         {"{\"kind\":\"train\",\"name\":5," XOR_BODY "}", "name", "must be a string"},

@@ -23,18 +23,39 @@ static pgn_job_spec xor_spec(void) {
     return spec;
 }
 
-/* Collects metrics in call order. */
+typedef struct {
+    char name[24];
+    int64_t step;
+    double value;
+} point;
+
+/* Collects metrics in call order: those of epochs, and apart from them those by optimizer step
+ * (step_loss, samples_per_second, and the epoch marks). */
 typedef struct {
     char names[4096][16];
     int64_t steps[4096];
     double values[4096];
     int count;
+    point by_step[4096];
+    int n_by_step;
     int stop_after; /* should_stop turns true after this many polls; 0: never */
     int polls;
 } recorder;
 
+static bool is_by_step(const char *name) {
+    return !strcmp(name, "step_loss") || !strcmp(name, "samples_per_second") || !strcmp(name, "epoch");
+}
+
 static void on_metric(void *ctx, const char *name, int64_t step, double value) {
     recorder *r = ctx;
+    if (is_by_step(name)) {
+        cr_assert_lt(r->n_by_step, 4096);
+        point *p = &r->by_step[r->n_by_step++];
+        snprintf(p->name, sizeof p->name, "%s", name);
+        p->step = step;
+        p->value = value;
+        return;
+    }
     cr_assert_lt(r->count, 4096);
     snprintf(r->names[r->count], sizeof r->names[0], "%s", name);
     r->steps[r->count] = step;
@@ -97,6 +118,15 @@ Test(train, host_and_opencl_weights_are_bit_identical) {
     cr_assert_eq(on_host.count, on_dev.count);
     for (int i = 0; i < on_host.count; i++)
         cr_assert_eq(on_host.values[i], on_dev.values[i], "metric %d (%s)", i, on_host.names[i]);
+    /* the step losses and epoch marks too (the speed is the machine's) */
+    cr_assert_eq(on_host.n_by_step, on_dev.n_by_step);
+    for (int i = 0; i < on_host.n_by_step; i++) {
+        const point *h = &on_host.by_step[i], *d = &on_dev.by_step[i];
+        cr_assert_str_eq(h->name, d->name);
+        cr_assert_eq(h->step, d->step);
+        if (strcmp(h->name, "samples_per_second"))
+            cr_assert_eq(h->value, d->value, "%s at step %lld", h->name, (long long)h->step);
+    }
     /* a different seed gives different weights: the hash is not a constant */
     spec.seed = 99;
     static recorder other;
@@ -151,6 +181,89 @@ Test(train, adamw_gelu_dropout_clip_cosine_bit_identical_and_learns) {
     json_decref(ra);
     json_decref(rb);
     pgn_device_close(dev);
+}
+
+/* 180 spiral samples (60 of each of 3 classes) in batches of 4: 45 steps an epoch, 90 in all. */
+#define SPIRAL_STEPS                                                                             \
+    "{\"kind\":\"train\",\"seed\":4,\"model\":{\"type\":\"mlp\",\"layers\":[2,16,3]},"          \
+    "\"data\":{\"source\":\"spiral\",\"samples\":60},\"optimizer\":{\"type\":\"sgd\","           \
+    "\"lr\":0.05},\"batch_size\":4,\"epochs\":2,\"log_every\":7}"
+
+static const point *find_point(const recorder *r, const char *name, int64_t step) {
+    for (int i = 0; i < r->n_by_step; i++)
+        if (!strcmp(r->by_step[i].name, name) && r->by_step[i].step == step) return &r->by_step[i];
+    return NULL;
+}
+
+static double epoch_metric(const recorder *r, const char *name, int epoch) {
+    for (int i = 0; i < r->count; i++)
+        if (!strcmp(r->names[i], name) && r->steps[i] == epoch) return r->values[i];
+    cr_assert_fail("no %s for epoch %d", name, epoch);
+    return 0;
+}
+
+Test(train, step_loss_every_log_every_steps_adds_up_to_the_epochs_losses) {
+    pgn_job_spec spec = parse(SPIRAL_STEPS);
+    cr_assert_eq(spec.train.log_every, 7);
+    static recorder rec;
+    memset(&rec, 0, sizeof rec);
+    json_t *result = run(&spec, NULL, &rec);
+    cr_assert_eq(json_integer_value(json_object_get(result, "steps")), 90);
+    cr_assert_eq(rec.count, 4 * 2, "the epochs' figures as before");
+
+    /* a point every 7 steps of an epoch and at its last (7, ..., 42, 45, then 52, ..., 87, 90):
+     * the mean loss of its steps since the previous point, 4 samples each */
+    double weighted[2] = {0, 0};
+    int64_t prev = 0;
+    int points = 0;
+    for (int i = 0; i < rec.n_by_step; i++) {
+        const point *p = &rec.by_step[i];
+        if (strcmp(p->name, "step_loss")) continue;
+        int epoch = points / 7, k = points % 7;
+        int64_t want = 45 * epoch + (k < 6 ? 7 * (k + 1) : 45);
+        cr_assert_eq(p->step, want, "point %d", points);
+        cr_assert(p->value > 0 && p->value < 5, "step_loss %f at %lld", p->value, (long long)p->step);
+        weighted[epoch] += p->value * (double)(p->step - prev) * 4;
+        prev = p->step;
+        points++;
+    }
+    cr_assert_eq(points, 14);
+    for (int e = 0; e < 2; e++) { /* an epoch's loss is the mean over its 180 samples */
+        double loss = epoch_metric(&rec, "loss", e + 1) * 180;
+        cr_assert_float_eq(weighted[e], loss, 1e-9 * loss, "epoch %d: the points' losses sum to %.12f, its own to "
+                           "%.12f", e + 1, weighted[e], loss);
+    }
+
+    /* the epochs' ends marked at their steps */
+    const point *e1 = find_point(&rec, "epoch", 45), *e2 = find_point(&rec, "epoch", 90);
+    cr_assert(e1 && e2, "epoch marks at steps 45 and 90");
+    cr_assert_eq(e1->value, 1);
+    cr_assert_eq(e2->value, 2);
+
+    /* the speed where the loop waited for the device (every PGN_SYNC_EVERY_STEPS steps of an epoch
+     * and at its end), at the last point it gave: the statistics are read nowhere else */
+    int64_t want[8];
+    int n_want = 0;
+    for (int epoch = 0; epoch < 2; epoch++)
+        for (int s = 1, last = 0; s <= 45; s++) {
+            if (s % 7 == 0 || s == 45) last = s;
+            if ((s % PGN_SYNC_EVERY_STEPS == 0 || s == 45) && last) {
+                cr_assert_lt(n_want, 8);
+                want[n_want++] = 45 * epoch + last;
+                last = 0;
+            }
+        }
+    int n_speed = 0;
+    for (int i = 0; i < rec.n_by_step; i++) {
+        const point *p = &rec.by_step[i];
+        if (strcmp(p->name, "samples_per_second")) continue;
+        cr_assert_lt(n_speed, n_want);
+        cr_assert_eq(p->step, want[n_speed], "samples_per_second %d", n_speed);
+        cr_assert_gt(p->value, 0);
+        n_speed++;
+    }
+    cr_assert_eq(n_speed, n_want);
+    json_decref(result);
 }
 
 static char *read_all(const char *path, size_t *len) {
@@ -251,6 +364,7 @@ Test(train, profile_reports_every_node) {
 static void check_stop_checkpoint(pgn_device *dev) {
     pgn_job_spec spec = parse(SPIRAL_ADAMW); /* dropout and a schedule: both follow the step */
     spec.train.epochs = 6;
+    spec.train.log_every = 2;
     char whole[] = "/tmp/pgn-stop-XXXXXX", parted[] = "/tmp/pgn-stop-XXXXXX";
     cr_assert_not_null(mkdtemp(whole));
     cr_assert_not_null(mkdtemp(parted));
@@ -296,6 +410,22 @@ static void check_stop_checkpoint(pgn_device *dev) {
         cr_assert_eq(r3.values[i], r1.values[12 + i], "%s of epoch %lld", r3.names[i],
                      (long long)r3.steps[i]);
     }
+    /* the step losses (every 2 steps) of the stopped run and of its resumption are the whole
+     * run's: the resumption gives those of the stopped epoch's steps that the stop left unsaid,
+     * from the statistics its checkpoint kept */
+    int whole_points = 0;
+    for (int i = 0; i < r1.n_by_step; i++) {
+        const point *p = &r1.by_step[i];
+        if (strcmp(p->name, "step_loss")) continue;
+        whole_points++;
+        const point *a = find_point(&r2, "step_loss", p->step), *b = find_point(&r3, "step_loss", p->step);
+        cr_assert(a || b, "no step_loss at step %lld after the stop", (long long)p->step);
+        cr_assert(!(a && b), "step_loss at step %lld twice", (long long)p->step);
+        cr_assert_eq((a ? a : b)->value, p->value, "step_loss at step %lld", (long long)p->step);
+        cr_assert_eq(b != NULL, p->step > 3 * steps_per_epoch, "step %lld: given by the run that took it",
+                     (long long)p->step);
+    }
+    cr_assert_eq(whole_points, 6 * 3);
 
     /* without checkpoint_on_stop a stop writes nothing */
     cr_assert_eq(unlink(path), 0);

@@ -1,7 +1,8 @@
 // chart.js: the job detail's line chart: one or more series (training loss and validation loss,
 // say) over the same steps as inline SVG, with a legend that carries each series' last value, on
 // an axis from zero in round steps (0 to 1 for a fraction), thinned to the chart's width so that
-// a long run draws as fast as a short one.
+// a long run draws as fast as a short one; marks (the steps where epochs end, say) as dashed
+// vertical lines.
 
 import {svg} from './dom.js';
 import {fmtNum, fmtPct} from './format.js';
@@ -9,6 +10,7 @@ import {fmtNum, fmtPct} from './format.js';
 const CW = 420, CH = 170;                          // viewBox size
 const PAD = {l: 52, r: 12, t: 24, b: 24};          // room for axis labels and the title
 const DOTS_UP_TO = 40;      // a series this sparse (an evaluation every few hundred steps) shows its points
+const MARK_GAP = 24;        // marks closer than this (viewBox units) to the last one drawn are left out
 
 // Keeps the shape of a long series at chart resolution: per pixel column, its min and max.
 function thin(pts, columns) {
@@ -40,9 +42,10 @@ function niceCeil(v) {
 }
 
 // c: {title, unit (a fraction, drawn as a percentage), x (what a step counts: "epoch", "step"),
-// series: [{name, label, color}], legend (false: none, where a table beside the chart tells the
-// colours)}; data: series name -> [{step, value}] in step order.
-export function lineChart(c, data) {
+// series: [{name, label, color, width (the line's, 1.8 unless set)}], legend (false: none, where
+// a table beside the chart tells the colours)}; data: series name -> [{step, value}] in step
+// order; marks: [{step, label (drawn beside the line), title (its tooltip)}] in step order.
+export function lineChart(c, data, marks = []) {
   const lines = c.series.map((s) => ({...s,
     pts: (data[s.name] || []).filter((p) => typeof p.value === 'number' && isFinite(p.value))}));
   const fmt = (v) => c.unit ? fmtPct(v) : fmtNum(v);
@@ -51,7 +54,7 @@ export function lineChart(c, data) {
     const last = l.pts[l.pts.length - 1];
     return l.label + ' ' + l.pts.length + ' points' + (last ? ', last ' + fmt(last.value) + ' at ' +
       c.x + ' ' + last.step : '');
-  }).join('; ');
+  }).join('; ') + (marks.length ? '; ' + marks.length + ' marks' : '');
   const root = svg('svg', {viewBox: '0 0 ' + CW + ' ' + CH, class: 'chart', role: 'img',
     'aria-label': label, 'data-series': c.series.map((s) => s.name).join(' '), 'data-points': total});
   root.append(svg('title', {}, label));
@@ -86,6 +89,17 @@ export function lineChart(c, data) {
   root.append(svg('text', {x: PAD.l, y: CH - 6, class: 'c-axis'}, String(x0)));
   root.append(svg('text', {x: CW - PAD.r, y: CH - 6, 'text-anchor': 'end', class: 'c-axis'}, String(xn)));
   root.append(svg('text', {x: PAD.l + w / 2, y: CH - 6, 'text-anchor': 'middle', class: 'c-axis'}, c.x));
+  let lastMark = -Infinity;
+  for (const m of marks) {
+    if (m.step < x0 || m.step > x1) continue;
+    const x = X(m.step);
+    if (x - lastMark < MARK_GAP) continue;
+    lastMark = x;
+    const line = svg('line', {x1: x.toFixed(1), x2: x.toFixed(1), y1: PAD.t, y2: PAD.t + h, stroke: '#b6bec8',
+      'stroke-dasharray': '3 3', 'data-mark': m.step});
+    line.append(svg('title', {}, m.title || m.label));
+    root.append(line, svg('text', {x: (x + 3).toFixed(1), y: PAD.t + 10, class: 'c-axis'}, m.label));
+  }
   for (const l of lines) {
     if (!l.pts.length) continue;
     const drawn = thin(l.pts, w);
@@ -93,7 +107,7 @@ export function lineChart(c, data) {
     for (let i = 0; i < drawn.length; i++) {
       dpath += (i ? 'L' : 'M') + X(drawn[i].step).toFixed(1) + ' ' + Y(drawn[i].value).toFixed(1);
     }
-    root.append(svg('path', {d: dpath, fill: 'none', stroke: l.color, 'stroke-width': 1.8,
+    root.append(svg('path', {d: dpath, fill: 'none', stroke: l.color, 'stroke-width': l.width || 1.8,
       'stroke-linejoin': 'round', 'vector-effect': 'non-scaling-stroke', 'data-series': l.name,
       'data-points': l.pts.length}));
     const dots = l.pts.length <= DOTS_UP_TO ? l.pts : [l.pts[l.pts.length - 1]];

@@ -9,7 +9,7 @@ import {lineChart} from './chart.js';
 import {el, setText} from './dom.js';
 import {fmtDur, fmtNum, fmtPct, fmtQty, fmtTime, num} from './format.js';
 import {generatePanel, generateStats, generatedText} from './generate.js';
-import {jobDuration, rows, updateRow} from './jobrow.js';
+import {inetLive, jobDuration, rows, updateRow} from './jobrow.js';
 import {rankMetrics, ranksPanel} from './ranks.js';
 import {refresh} from './refresh.js';
 import {flagToken} from './session.js';
@@ -25,10 +25,18 @@ const LOG_TAIL = 20;        // log lines the detail shows
 // What the detail charts for a train job, by model: a chart each for loss and accuracy, the
 // figures on the data trained on beside those on the data held out (an MLP's test split every
 // epoch, a gpt's validation windows every eval_every steps), in one colour each throughout.
-const TRAIN = '#1d4ed8', HELD_OUT = '#c2410c';
+// An MLP's loss is charted by optimizer step once its step_loss points come (a run in one
+// process records them every log_every steps, so the chart moves inside the first epoch): the
+// step losses, then each epoch's losses at the step it ended (its "epoch" mark says which), the
+// epochs marked; a job without them (distributed, or older) charts its loss by epoch.
+const TRAIN = '#1d4ed8', HELD_OUT = '#c2410c', STEPS = '#93b4ec';
+const MLP_LOSS_BY_STEP = {title: 'Loss', unit: false, x: 'step', marks: 'epoch', series: [
+  {name: 'step_loss', label: 'step', color: STEPS, width: 1},
+  {name: 'loss', label: 'epoch', color: TRAIN, byEpoch: true},
+  {name: 'test_loss', label: 'test', color: HELD_OUT, byEpoch: true}]};
 const MLP_CHARTS = [
   {title: 'Loss', unit: false, x: 'epoch', series: [{name: 'loss', label: 'training', color: TRAIN},
-    {name: 'test_loss', label: 'test', color: HELD_OUT}]},
+    {name: 'test_loss', label: 'test', color: HELD_OUT}], bySteps: MLP_LOSS_BY_STEP},
   {title: 'Accuracy', unit: true, x: 'epoch', series: [{name: 'accuracy', label: 'training', color: TRAIN},
     {name: 'test_accuracy', label: 'test', color: HELD_OUT}]},
 ];
@@ -45,7 +53,26 @@ function chartsFor(job) {
   return m && m.type === 'gpt' ? GPT_CHARTS : MLP_CHARTS;
 }
 
-const seriesOf = (charts) => charts.flatMap((c) => c.series.map((s) => s.name));
+// Every metric a layout's charts draw, once: their series, and where they have a view by step,
+// its series and marks.
+const seriesOf = (charts) => [...new Set(charts.flatMap((c) => [c, c.bySteps].filter(Boolean)
+  .flatMap((v) => [...v.series.map((s) => s.name), ...(v.marks ? [v.marks] : [])])))];
+
+// A chart by its steps (c.x), or by optimizer step where it has that view and the view's first
+// series has points: the others' points by epoch go to the step their epoch ended at.
+function drawChart(c, series) {
+  const v = c.bySteps;
+  if (!v || !(series[v.series[0].name] || []).length) return lineChart(c, series);
+  const ends = series[v.marks] || [];
+  const at = new Map(ends.map((p) => [p.value, p.step]));   // epoch -> the step it ended at
+  const data = {};
+  for (const s of v.series) {
+    const pts = series[s.name] || [];
+    data[s.name] = s.byEpoch ? pts.filter((p) => at.has(p.step)).map((p) => ({...p, step: at.get(p.step)})) : pts;
+  }
+  return lineChart(v, data, ends.map((p) => ({step: p.step, label: String(p.value),
+    title: v.marks + ' ' + p.value + ' ends at step ' + p.step})));
+}
 
 // The expanded job's detail record, or null. Read by the job table (jobs.js), which keeps the
 // detail's table row after the job's own.
@@ -329,7 +356,7 @@ function drawCharts(d) {
   c.textContent = '';
   if (d.error && n === 0) c.append(el('p', 'err', 'Metrics unavailable: ' + d.error));
   else if (!d.layout) c.append(el('p', 'muted', 'Loading metrics\u2026'));
-  else if (d.layout.length) for (const chart of d.layout) c.append(lineChart(chart, d.series));
+  else if (d.layout.length) for (const chart of d.layout) c.append(drawChart(chart, d.series));
   else c.append(...noCharts(j));
 }
 
@@ -372,8 +399,9 @@ function drawDetail(d, force) {
     d.spec.dataset.done = '1';
     d.spec.lastChild.textContent = d.specValue ? JSON.stringify(d.specValue, null, 2) : '(no spec)';
   }
+  const itrs = j.kind === 'inet' && active ? inetLive(j.id) : null;   // an inet job has no fraction
   const key = JSON.stringify([j.state, j.result, j.error, j.started_at, j.finished_at,
-    j.device, j.attempts, j.estimate, j.cancel_requested, j.progress]);
+    j.device, j.attempts, j.estimate, j.cancel_requested, j.progress, itrs]);
   if (key === d.infoKey && !force) return;
   d.infoKey = key;
   const info = d.info;
@@ -393,7 +421,10 @@ function drawDetail(d, force) {
     ['Finished', j.finished_at ? fmtTime(j.finished_at) : '\u2014'],
     ['Run time', j.started_at ? fmtDur(jobDuration(j)) + (j.finished_at ? '' : ' so far') : '\u2014'],
   ];
-  if (typeof j.progress === 'number' && active && j.state !== 'queued') facts.push(['Progress', fmtPct(j.progress)]);
+  if (itrs) facts.push(['Interactions', fmtQty(itrs.interactions) + ' so far, ' + fmtNum(itrs.mips) + ' MIPS']);
+  else if (typeof j.progress === 'number' && active && j.state !== 'queued' && j.kind !== 'inet') {
+    facts.push(['Progress', fmtPct(j.progress)]);
+  }
   for (const [k, v] of facts) dl.append(el('dt', null, k), el('dd', null, v));
   info.append(dl);
   if (j.estimate && typeof j.estimate === 'object') info.append(estimateBox(j.estimate));

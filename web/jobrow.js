@@ -1,11 +1,49 @@
 // jobrow.js: one row of the job table per job: built once, then updated in place from each
 // listing (state badge, progress bar, duration, a one-line result), so that a focused row keeps
-// its focus across refreshes. `rows` holds the rows of the page shown.
+// its focus across refreshes. `rows` holds the rows of the page shown. A running inet job shows
+// no fraction, as none is known before its normal form: its interactions so far and their rate.
 
+import {API, getJSON} from './api.js';
 import {el, setAttr, setText} from './dom.js';
-import {fmtDur, fmtNum, fmtPct} from './format.js';
+import {fmtDur, fmtNum, fmtPct, fmtQty, num} from './format.js';
 
 export const rows = new Map();   // job id -> {tr, c (its cells), job}
+
+// A running inet job's latest figures, from its `interactions` and `mips` metrics (the engine
+// reports both about every half second, at the count as their step), asked for at most once per
+// LIVE_MS per job while its row is drawn.
+const LIVE_MS = 1000;
+const live = new Map();          // job id -> {after (the metrics cursor), interactions, mips, at, busy}
+
+// The running inet job's figures so far, or null before its first report.
+export function inetLive(id) {
+  const l = live.get(id);
+  return l && num(l.interactions) ? {interactions: l.interactions, mips: l.mips} : null;
+}
+
+function followInet(r, id) {
+  let l = live.get(id);
+  if (!l) live.set(id, l = {after: -1, interactions: NaN, mips: NaN, at: 0, busy: false});
+  if (l.busy || Date.now() - l.at < LIVE_MS) return;
+  l.busy = true;
+  l.at = Date.now();
+  getJSON(API + '/jobs/' + id + '/metrics?after_step=' + l.after).then((m) => {
+    // ordered by name, then step: the last of each name is its latest; the cursor follows mips,
+    // written after the count it goes with
+    for (const p of Array.isArray(m.metrics) ? m.metrics : []) {
+      if (!num(p.value) || typeof p.step !== 'number') continue;
+      if (p.name === 'interactions') l.interactions = p.value;
+      else if (p.name === 'mips') { l.mips = p.value; l.after = Math.max(l.after, p.step); }
+    }
+    if (r.job && r.job.id === id && live.has(id)) updateRow(r, r.job);
+  }).catch(() => { /* the banner tells of an unreachable server; the next refresh asks again */ })
+    .finally(() => { l.busy = false; });
+}
+
+function liveSummary(id) {
+  const f = inetLive(id);
+  return f ? fmtQty(f.interactions) + ' itrs \u00b7 ' + fmtNum(f.mips) + ' MIPS so far' : 'running\u2026';
+}
 
 // Milliseconds from start to finish, or to now while the job runs; NaN before it starts.
 export function jobDuration(j) {
@@ -89,13 +127,16 @@ export function updateRow(r, j) {
   const dev = j.device || (j.device_requested ? j.device_requested + ' (requested)' : '');
   setText(c.device, dev);
   setAttr(c.device, 'title', dev);
+  const inetRunning = j.kind === 'inet' && j.state === 'running';
+  if (!inetRunning) live.delete(j.id);
   let p = typeof j.progress === 'number' ? j.progress : 0;
   if (j.state === 'succeeded') p = 1;
   p = Math.min(1, Math.max(0, p));
   const pct = Math.round(p * 1000) / 10;
   c.fill.style.width = pct + '%';
+  c.bar.hidden = inetRunning;
   setAttr(c.bar, 'aria-valuenow', String(pct));
-  setText(c.pct, j.state === 'queued' ? '' : fmtPct(p));
+  setText(c.pct, j.state === 'queued' || inetRunning ? '' : fmtPct(p));
   setText(c.dur, j.started_at ? fmtDur(jobDuration(j)) : '\u2014');
   let res = '', title = '', cls = 'col-result';
   if (j.state === 'failed' || (j.error && j.error.message)) {
@@ -105,6 +146,10 @@ export function updateRow(r, j) {
     cls += ' err';
   } else if (j.result) {
     res = title = resultSummary(j.result);
+  } else if (inetRunning) {
+    followInet(r, j.id);
+    res = title = liveSummary(j.id);
+    cls += ' muted';
   } else if (j.state === 'cancelled') {
     res = title = 'cancelled';
     cls += ' muted';

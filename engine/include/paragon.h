@@ -303,7 +303,7 @@ typedef struct pgn_train_spec {
     int checkpoint_every; /* mlp: epochs between checkpoints; gpt: steps; 0: only the last */
     int steps;        /* gpt: optimizer steps of the run */
     int eval_every;   /* gpt: steps between validation losses */
-    int log_every;    /* gpt: steps between training-loss metrics */
+    int log_every;    /* steps between training-loss metrics (an MLP's step_loss; 0: none) */
     int eval_windows; /* gpt: fixed validation windows the validation loss is taken over */
     pgn_dist_spec dist; /* ranks > 0 makes it a distributed job */
 } pgn_train_spec;
@@ -591,6 +591,31 @@ typedef struct pgn_gpt_info {
  * non-empty, only the model's characters, at most its context (code "invalid_spec", field
  * "prompt" naming the character at fault), top_k within the vocabulary. *info may be NULL. */
 int pgn_generate_check(const pgn_generate_spec *g, const char *checkpoint, pgn_gpt_info *info, pgn_error *err);
+
+/* ---- weights for PyTorch (export.c) -------------------------------------------------------
+ * A train job's checkpoint as a safetensors file of its weights alone (no optimizer or trainer
+ * state), under the names and in the layout of the module PyTorch code builds for the spec, so
+ * that load_state_dict(state, strict=True) takes it as it is:
+ * - an MLP: torch.nn.Sequential of, for each layer, Linear(in, out), then for a hidden layer its
+ *   activation (ReLU, GELU(approximate="tanh"), Tanh, Sigmoid; no module for "none") and
+ *   Dropout(p) when the spec's dropout is > 0. Keys "<i>.weight" [out, in] and "<i>.bias" [out],
+ *   i the Linear's index: layers [2,8,8,2] with relu give 0, 2, 4; with dropout too 0, 3, 6.
+ * - a gpt: transformers' GPT2LMHeadModel (GPT2Config n_positions = context, n_embd = d_model,
+ *   activation "gelu_new", layer_norm_epsilon 1e-5): GPT-2's keys ("transformer.wte.weight"
+ *   [vocab, d_model], "transformer.h.0.attn.c_attn.weight" [d_model, 3 d_model] as Conv1D holds
+ *   it, biases and LayerNorms 1-D), and "lm_head.weight" [vocab, d_model], the token table again
+ *   when tied (the model's state_dict lists a tied head under both names).
+ * Metadata (strings): format "paragon-weights-1", model ("mlp", "gpt"), pytorch (the module as a
+ * Python expression), spec (the checkpoint's), epoch, step, paragon_weights_sha256 (the job's
+ * weights_sha256, over paragon's own layout), a gpt's vocab (and text_sha256), and data_sha256 (of
+ * this file's tensor data). The checkpoint is verified first (its layout, data digest and
+ * parameters against its weights_sha256): code "no_checkpoint" when there is no such file,
+ * "checkpoint" for one that is not a paragon checkpoint or fails a check.
+ * fd: -1 to open the file named checkpoint; else the checkpoint is read from fd (from its start;
+ * left open) and checkpoint only names it in messages. *out is malloc'd (caller frees), *len bytes. */
+int pgn_weights_export(const char *checkpoint, int fd, unsigned char **out, size_t *len, pgn_error *err);
+/* The same written to path atomically (a temporary name, synced, renamed). */
+int pgn_weights_export_file(const char *checkpoint, const char *path, pgn_error *err);
 
 /* Runs a validated job on an opened device (or the host pseudo-device when dev is NULL).
  * On success *result is a new JSON object; for train jobs it has at least accuracy, loss,

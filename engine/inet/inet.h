@@ -120,8 +120,9 @@ uint64_t pgn_inet_book_bytes(const pgn_inet_book *book);
  * "limits.<name>" and a message naming it ("max_interactions: 1000 interactions reached");
  * hooks->should_stop (polled about every millisecond) fails it with "cancelled"; copying a
  * definition that contains a DUP through a DUP fails with "invalid_program", as in HVM2.
- * hooks->on_progress gets the fraction of the nearest limit used (when there is one) and
- * hooks->on_metric "interactions" (the count so far), both about every half second.
+ * hooks->on_metric gets "interactions" (the count so far) and "mips" (their rate since the start),
+ * both at the count as their step, every PGN_INET_REPORT_EVERY_S; hooks->on_progress nothing, as
+ * no fraction of the work is known before its end.
  * lim and hooks may be NULL. *out is filled on success (pgn_inet_result_free); on failure it
  * has no normal form, only the interactions and peaks reached, which show a stopped run's memory. */
 int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim, const pgn_inet_io *io,
@@ -141,13 +142,15 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
 /* Work-items the OpenCL reducer uses on a device by default: one per compute unit on a CPU. */
 unsigned pgn_inet_default_workers(const pgn_device_info *info);
 
+/* Seconds between both reducers' reports to the hooks (pgn_inet_report). */
+#define PGN_INET_REPORT_EVERY_S 0.5
 /* Shared by both reducers: the "limit_exceeded" error for limits.<name> (returns -1), the
  * refused copy of a definition with a DUP through a DUP, and a progress report to the hooks
- * (metric "interactions", and the fraction of the nearest limit used). */
+ * (metrics "interactions" and "mips" after itrs interactions in elapsed seconds). */
 int pgn_inet_fail_limit(pgn_error *err, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int pgn_inet_fail_clone(const pgn_inet_book *book, uint32_t fid, pgn_error *err);
-void pgn_inet_report(const pgn_run_hooks *hooks, const pgn_inet_limits *lim, uint64_t itrs, double elapsed);
+void pgn_inet_report(const pgn_run_hooks *hooks, uint64_t itrs, double elapsed);
 
 /* ---- readback ------------------------------------------------------------------------------
  * A reduced heap, as the reducers leave it: node[i] is a pair of ports, vars[v] a variable's

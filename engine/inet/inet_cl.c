@@ -2,8 +2,9 @@
  * seeds worker 0 with @main ~ root, then launches the persistent kernel in slices: between
  * launches it grows whatever heap or bag a worker found full, up to the caps max_nodes sets
  * (pgn_inet_caps_of; bags at their cap have their redexes spread over all of them), checks
- * the interaction limit, the timeout and cancellation, and reports progress. At the end it
- * downloads the heaps and prints @main's normal form with the shared readback. */
+ * the interaction limit, the timeout and cancellation, and reports the interactions and their
+ * rate. At the end it downloads the heaps and prints @main's normal form with the shared
+ * readback. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,6 @@
 #define BUDGET_MIN (1u << 12)
 #define BUDGET_FIRST (1u << 22)
 #define BUDGET_MAX (1ull << 32)
-#define REPORT_EVERY_S 0.5
 /* Work-items per compute unit on a GPU; a CPU device runs one per compute unit (docs/architecture.md). */
 #define GPU_WORKERS_PER_CU 64u
 #define GPU_LOCAL 64u
@@ -447,7 +447,7 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
         clnet_release(&c);
         return -1;
     }
-    double t0 = pgn_now_s(), next_report = t0 + REPORT_EVERY_S;
+    double t0 = pgn_now_s(), next_report = t0 + PGN_INET_REPORT_EVERY_S;
     uint64_t budget = BUDGET_FIRST, itrs = 0;
     int state;
     for (;;) {
@@ -488,8 +488,8 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
             break;
         }
         if (hooks && now >= next_report) {
-            next_report = now + REPORT_EVERY_S;
-            pgn_inet_report(hooks, &L, itrs, now - t0);
+            next_report = now + PGN_INET_REPORT_EVERY_S;
+            pgn_inet_report(hooks, itrs, now - t0);
         }
         /* Size the next launch to take about SLICE_S. */
         double scale = slice > 0 ? SLICE_S / slice : 4;

@@ -15,7 +15,6 @@
 /* Interactions between polls of the clock, the interaction limit and should_stop: about a
  * millisecond at 50-100 MIPS, and the poll costs one clock read. */
 #define POLL_EVERY 65536u
-#define REPORT_EVERY_S 0.5
 #define INITIAL_NODES 4096u
 #define INITIAL_BAG 1024u
 
@@ -316,12 +315,14 @@ int pgn_inet_fail_clone(const pgn_inet_book *book, uint32_t fid, pgn_error *err)
     return -1;
 }
 
-void pgn_inet_report(const pgn_run_hooks *hooks, const pgn_inet_limits *lim, uint64_t itrs, double elapsed) {
-    if (hooks->on_metric) hooks->on_metric(hooks->ctx, "interactions", (int64_t)itrs, (double)itrs);
-    double frac = -1;
-    if (lim->max_interactions) frac = (double)itrs / (double)lim->max_interactions;
-    if (lim->timeout_s > 0 && elapsed / lim->timeout_s > frac) frac = elapsed / lim->timeout_s;
-    if (hooks->on_progress && frac >= 0) hooks->on_progress(hooks->ctx, frac > 1 ? 1 : frac);
+/* No fraction goes to on_progress: how many interactions a program needs is known only once it
+ * has reached its normal form, and the share of a limit used is not progress (a program far
+ * inside its limits showed a few percent, then 100 % at its end). The rate is the run's so far,
+ * as its result's "mips" is the whole run's. */
+void pgn_inet_report(const pgn_run_hooks *hooks, uint64_t itrs, double elapsed) {
+    if (!hooks->on_metric) return;
+    hooks->on_metric(hooks->ctx, "interactions", (int64_t)itrs, (double)itrs);
+    if (elapsed > 0) hooks->on_metric(hooks->ctx, "mips", (int64_t)itrs, (double)itrs / elapsed / 1e6);
 }
 
 void pgn_inet_net_free(net *n) {
@@ -478,7 +479,7 @@ int pgn_inet_net_normalize(net *n, const pgn_run_hooks *hooks, pgn_error *err) {
     uint8_t rules[64];
     for (uint32_t a = 0; a < 8; a++)
         for (uint32_t b = 0; b < 8; b++) rules[a * 8 + b] = (uint8_t)pgn_inet_rule(a, b);
-    double next_report = pgn_now_s() + REPORT_EVERY_S;
+    double next_report = pgn_now_s() + PGN_INET_REPORT_EVERY_S;
     uint64_t max_itrs = n->max_itrs;
     uint64_t next_poll = n->itrs + POLL_EVERY < max_itrs ? n->itrs + POLL_EVERY : max_itrs;
     const char *stop = NULL;
@@ -498,8 +499,8 @@ int pgn_inet_net_normalize(net *n, const pgn_run_hooks *hooks, pgn_error *err) {
                 break;
             }
             if (hooks && now >= next_report) {
-                next_report = now + REPORT_EVERY_S;
-                pgn_inet_report(hooks, &n->lim, n->itrs, now - n->t0);
+                next_report = now + PGN_INET_REPORT_EVERY_S;
+                pgn_inet_report(hooks, n->itrs, now - n->t0);
             }
             next_poll = n->itrs + POLL_EVERY < max_itrs ? n->itrs + POLL_EVERY : max_itrs;
         }

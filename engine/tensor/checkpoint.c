@@ -1,10 +1,12 @@
 /* checkpoint.c: a training run's checkpoint: its parameters, each parameter's optimizer state
  * and (taken mid-epoch) the epoch's step statistics, in safetensors with the spec, position and
- * digests in its metadata; and resuming from one, which first verifies all of it: the layout,
- * the data digest, the metadata's ranges against this job, the tensors' names and shapes, then
- * the weights against weights_sha256. */
+ * digests in its metadata (a finished MLP run's also the figures it reported); and resuming from
+ * one, which first verifies all of it: the layout, the data digest, the metadata's ranges against
+ * this job, the tensors' names and shapes, then the weights against weights_sha256. */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +90,37 @@ static json_t *resume_key(const pgn_job_spec *spec) {
     json_object_update(j, train);
     json_decref(train);
     json_object_del(j, "checkpoint_every");
+    /* An MLP's log_every changes what is reported, not what is trained, and its checkpoints
+     * predate it; a gpt's sizes the window of step statistics its checkpoints keep. */
+    if (spec->train.model == PGN_MODEL_MLP) json_object_del(j, "log_every");
     return j;
+}
+
+/* A finished run's figures in its metadata: the result's names, the values as "%.17g" (exact
+ * for a double). */
+static const struct {
+    const char *key;
+    size_t offset;
+} REPORT_FIGURES[] = {
+    {"train_loss", offsetof(pgn_train_report, train_loss)},
+    {"train_accuracy", offsetof(pgn_train_report, train_accuracy)},
+    {"seconds_per_epoch", offsetof(pgn_train_report, seconds_per_epoch)},
+    {"samples_per_second", offsetof(pgn_train_report, samples_per_second)},
+};
+#define N_REPORT_FIGURES (sizeof REPORT_FIGURES / sizeof REPORT_FIGURES[0])
+
+static double *report_figure(pgn_train_report *r, size_t i) {
+    return (double *)((char *)r + REPORT_FIGURES[i].offset);
+}
+
+static void save_report(json_t *meta, pgn_train_report *r) {
+    for (size_t i = 0; i < N_REPORT_FIGURES; i++) {
+        double v = *report_figure(r, i);
+        if (!isfinite(v)) continue;
+        char text[32];
+        snprintf(text, sizeof text, "%.17g", v);
+        json_object_set_new(meta, REPORT_FIGURES[i].key, json_string(text));
+    }
 }
 
 int pgn_checkpoint_save(const pgn_train_state *tr, int epochs_done, int epoch_step, const char *sha,
@@ -117,6 +149,7 @@ int pgn_checkpoint_save(const pgn_train_state *tr, int epochs_done, int epoch_st
         json_object_set_new(meta, "text_sha256", json_string(tr->corpus->sha256));
         free(vocab_text);
     }
+    if (tr->report && epochs_done == tr->epochs) save_report(meta, tr->report);
     int rc = pgn_safetensors_write(path, l.e, l.n, meta, err);
     json_decref(meta);
     st_list_free(&l);
@@ -160,10 +193,32 @@ static int meta_count(const pgn_st_file *f, const char *key, long long max, long
     return 0;
 }
 
-/* The metadata a resume believes, checked against this job: the format, the spec, and a
- * position (epoch, epoch_step, step) that this job's epochs and steps per epoch allow. */
-static int check_checkpoint_meta(const pgn_train_state *tr, const pgn_st_file *f, long long *epoch,
-                                 long long *in_epoch, long long *step, pgn_error *err) {
+/* The figures a finished run's metadata holds; one it lacks (a checkpoint written before they
+ * were kept) stays NaN, one that is not a finite number >= 0 fails the load. */
+static int load_report(const pgn_st_file *f, pgn_train_report *r, pgn_error *err) {
+    for (size_t i = 0; i < N_REPORT_FIGURES; i++) {
+        const char *key = REPORT_FIGURES[i].key;
+        const char *v = json_string_value(json_object_get(f->metadata, key));
+        double *out = report_figure(r, i);
+        *out = NAN;
+        if (!v) continue;
+        char *end;
+        errno = 0;
+        double x = strtod(v, &end);
+        if (end == v || *end || errno || !isfinite(x) || !(x >= 0)) {
+            char shown[QUOTED_SIZE];
+            quote_value(v, shown);
+            return pgn_checkpoint_fail(err, f->path, "metadata \"%s\" is '%s', expected a number >= 0", key,
+                                       shown);
+        }
+        *out = x;
+    }
+    return 0;
+}
+
+/* A checkpoint of this paragon's format, with a spec and its data digest verified; *spec_text
+ * is the spec as stored. */
+static int check_format(const pgn_st_file *f, const char **spec_text_out, pgn_error *err) {
     const char *format = json_string_value(json_object_get(f->metadata, "format"));
     const char *spec_text = json_string_value(json_object_get(f->metadata, "spec"));
     if (format && !strcmp(format, PGN_CHECKPOINT_FORMAT_V1))
@@ -181,6 +236,29 @@ static int check_checkpoint_meta(const pgn_train_state *tr, const pgn_st_file *f
     if (!f->digest_checked)
         return pgn_checkpoint_fail(err, f->path, "metadata has no \"%s\", so its tensor data "
                                    "cannot be verified", PGN_ST_DATA_SHA256);
+    *spec_text_out = spec_text;
+    return 0;
+}
+
+int pgn_checkpoint_spec(const pgn_st_file *f, pgn_train_spec *t, pgn_error *err) {
+    const char *spec_text;
+    if (check_format(f, &spec_text, err)) return -1;
+    json_t *spec = json_loads(spec_text, 0, NULL);
+    pgn_error perr = {0};
+    int rc = spec ? pgn_train_spec_parse(spec, t, &perr) : -1;
+    json_decref(spec);
+    if (rc)
+        return pgn_checkpoint_fail(err, f->path, "its metadata \"spec\" is not a train spec%s%s",
+                                   perr.message[0] ? ": " : " (not JSON)", perr.message);
+    return 0;
+}
+
+/* The metadata a resume believes, checked against this job: the format, the spec, and a
+ * position (epoch, epoch_step, step) that this job's epochs and steps per epoch allow. */
+static int check_checkpoint_meta(const pgn_train_state *tr, const pgn_st_file *f, long long *epoch,
+                                 long long *in_epoch, long long *step, pgn_error *err) {
+    const char *spec_text;
+    if (check_format(f, &spec_text, err)) return -1;
     json_t *key = resume_key(tr->spec);
     char *want = pgn_json_dumps(key);
     json_decref(key);
@@ -242,6 +320,7 @@ int pgn_checkpoint_load(const pgn_train_state *tr, int *epochs_done, int *epoch_
     if (pgn_safetensors_open(path, &f, err)) return -1;
     long long epoch, in_epoch, step;
     int rc = check_checkpoint_meta(tr, &f, &epoch, &in_epoch, &step, err);
+    if (rc == 0 && tr->report && epoch == tr->epochs) rc = load_report(&f, tr->report, err);
     if (rc == 0) {
         st_list l;
         rc = checkpoint_entries(tr, (int)in_epoch, &l, err);

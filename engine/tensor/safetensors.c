@@ -1,4 +1,5 @@
-/* safetensors.c: reading and writing checkpoints in the safetensors format: an 8-byte
+/* safetensors.c: reading and writing checkpoints (and weights exports, export.c) in the
+ * safetensors format: an 8-byte
  * little-endian header length, a JSON header {"name":{"dtype","shape","data_offsets"},
  * "__metadata__":{string: string}}, then the raw little-endian tensor bytes. Files are written
  * to a temporary name, synced and renamed, so a crash never leaves a torn checkpoint; every
@@ -18,7 +19,6 @@
 /* Headers larger than this are not ours and not plausible: refuse before allocating. */
 #define PGN_ST_MAX_HEADER (16u << 20)
 #define PGN_ST_ALIGN 8
-#define PGN_ST_F32_BYTES 4
 #define PGN_ST_MAX_RANK 8
 #define PGN_ST_METADATA "__metadata__"
 
@@ -56,6 +56,64 @@ static void sha256_hex_of(const unsigned char *data, size_t len, char out[65]) {
     pgn_sha256_hex(digest, out);
 }
 
+json_t *pgn_safetensors_entry(const int64_t *shape, int rank, size_t offset) {
+    json_t *dims = json_array();
+    size_t count = 1;
+    for (int i = 0; i < rank; i++) {
+        json_array_append_new(dims, json_integer((json_int_t)shape[i]));
+        count *= (size_t)shape[i];
+    }
+    return json_pack("{s:s, s:o, s:[I, I]}", "dtype", "F32", "shape", dims, "data_offsets",
+                     (json_int_t)offset, (json_int_t)(offset + count * PGN_ST_F32_BYTES));
+}
+
+unsigned char *pgn_safetensors_head(const json_t *tensors, const json_t *metadata,
+                                    const unsigned char *data, size_t data_len, size_t *len,
+                                    pgn_error *err) {
+    char digest[65];
+    sha256_hex_of(data, data_len, digest);
+    json_t *header = json_copy((json_t *)tensors);
+    json_t *meta = metadata ? json_copy((json_t *)metadata) : json_object();
+    json_object_set_new(meta, PGN_ST_DATA_SHA256, json_string(digest));
+    json_object_set_new(header, PGN_ST_METADATA, meta);
+    char *text = json_dumps(header, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(header);
+    size_t hlen = text ? strlen(text) : 0;
+    size_t padded = (hlen + PGN_ST_ALIGN - 1) / PGN_ST_ALIGN * PGN_ST_ALIGN;
+    unsigned char *head = text ? malloc(8 + padded) : NULL;
+    if (!head) {
+        free(text);
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "safetensors: cannot encode the header");
+        return NULL;
+    }
+    for (int k = 0; k < 8; k++) head[k] = (unsigned char)((uint64_t)padded >> (8 * k));
+    memcpy(head + 8, text, hlen);
+    memset(head + 8 + hlen, ' ', padded - hlen);
+    free(text);
+    *len = 8 + padded;
+    return head;
+}
+
+int pgn_safetensors_write_bytes(const char *path, const void *head, size_t head_len,
+                                const void *data, size_t data_len, pgn_error *err) {
+    char tmp[PGN_PATH_MAX * 2 + 16];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        pgn_error_set(err, PGN_E_IO, "", "cannot create '%s': %s", tmp, strerror(errno));
+        return -1;
+    }
+    bool ok = fwrite(head, 1, head_len, f) == head_len && fwrite(data, 1, data_len, f) == data_len;
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (fclose(f) != 0) ok = false;
+    if (!ok || rename(tmp, path) != 0) {
+        pgn_error_set(err, PGN_E_IO, "", "writing '%s' failed: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
 /* The whole data section is gathered in one buffer (the checkpoint's size: parameters and
  * optimizer state), because its digest goes into the header, which precedes it. */
 int pgn_safetensors_write(const char *path, const pgn_st_entry *entries, int n,
@@ -82,50 +140,17 @@ int pgn_safetensors_write(const char *path, const pgn_st_entry *entries, int n,
             free(data);
             return -1;
         }
-        size_t bytes = count * PGN_ST_F32_BYTES;
-        json_object_set_new(header, entries[i].name,
-                            json_pack("{s:s, s:[i, i], s:[I, I]}", "dtype", "F32", "shape",
-                                      entries[i].t->rows, entries[i].t->cols, "data_offsets",
-                                      (json_int_t)offset, (json_int_t)(offset + bytes)));
-        offset += bytes;
+        const int64_t shape[2] = {entries[i].t->rows, entries[i].t->cols};
+        json_object_set_new(header, entries[i].name, pgn_safetensors_entry(shape, 2, offset));
+        offset += count * PGN_ST_F32_BYTES;
     }
-    char digest[65];
-    sha256_hex_of(data, total, digest);
-    json_t *meta = metadata ? json_copy((json_t *)metadata) : json_object();
-    json_object_set_new(meta, PGN_ST_DATA_SHA256, json_string(digest));
-    json_object_set_new(header, PGN_ST_METADATA, meta);
-    char *text = json_dumps(header, JSON_COMPACT | JSON_SORT_KEYS);
+    size_t head_len;
+    unsigned char *head = pgn_safetensors_head(header, metadata, data, total, &head_len, err);
     json_decref(header);
-    if (!text) {
-        free(data);
-        pgn_error_set(err, PGN_E_INTERNAL, "", "checkpoint: cannot encode the header");
-        return -1;
-    }
-    size_t hlen = strlen(text), padded = (hlen + PGN_ST_ALIGN - 1) / PGN_ST_ALIGN * PGN_ST_ALIGN;
-    char tmp[PGN_PATH_MAX * 2 + 16];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        pgn_error_set(err, PGN_E_IO, "", "checkpoint: cannot create '%s': %s", tmp, strerror(errno));
-        free(text);
-        free(data);
-        return -1;
-    }
-    unsigned char len8[8];
-    for (int k = 0; k < 8; k++) len8[k] = (unsigned char)((uint64_t)padded >> (8 * k));
-    bool ok = fwrite(len8, 1, 8, f) == 8 && fwrite(text, 1, hlen, f) == hlen;
-    for (size_t k = hlen; ok && k < padded; k++) ok = fputc(' ', f) != EOF;
-    ok = ok && fwrite(data, 1, total, f) == total;
-    free(text);
+    int rc = head ? pgn_safetensors_write_bytes(path, head, head_len, data, total, err) : -1;
+    free(head);
     free(data);
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    if (fclose(f) != 0) ok = false;
-    if (!ok || rename(tmp, path) != 0) {
-        pgn_error_set(err, PGN_E_IO, "", "checkpoint: writing '%s' failed: %s", path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return rc;
 }
 
 /* ---- reading ---------------------------------------------------------------------------- */
@@ -266,10 +291,10 @@ static int check_metadata(pgn_st_file *f, pgn_error *err) {
     return 0;
 }
 
-int pgn_safetensors_open(const char *path, pgn_st_file *f, pgn_error *err) {
+/* Reads and checks the file fp holds (NULL: it could not be opened, errno says why); closes fp. */
+static int open_stream(FILE *fp, const char *path, pgn_st_file *f, pgn_error *err) {
     memset(f, 0, sizeof *f);
     f->path = path;
-    FILE *fp = fopen(path, "rb");
     if (!fp) return pgn_checkpoint_fail(err, path, "cannot open: %s", strerror(errno));
     int rc = -1;
     char *text = NULL;
@@ -343,6 +368,21 @@ out:
     fclose(fp);
     if (rc) pgn_safetensors_close(f);
     return rc;
+}
+
+int pgn_safetensors_open(const char *path, pgn_st_file *f, pgn_error *err) {
+    return open_stream(fopen(path, "rb"), path, f, err);
+}
+
+int pgn_safetensors_open_fd(int fd, const char *path, pgn_st_file *f, pgn_error *err) {
+    int copy = dup(fd);
+    FILE *fp = copy >= 0 && lseek(copy, 0, SEEK_SET) == 0 ? fdopen(copy, "rb") : NULL;
+    if (!fp && copy >= 0) {
+        int saved = errno;
+        close(copy);
+        errno = saved;
+    }
+    return open_stream(fp, path, f, err);
 }
 
 /* Copies the entries' tensors out of f; exact: the file may hold no other tensor. */

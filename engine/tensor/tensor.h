@@ -251,11 +251,25 @@ typedef struct pgn_st_entry {
 /* The metadata key under which every write stores the SHA-256 (hex) of the whole tensor data
  * section: parameters and optimizer state alike. */
 #define PGN_ST_DATA_SHA256 "data_sha256"
+/* Every tensor is F32: 4 little-endian bytes an element. */
+#define PGN_ST_F32_BYTES 4
 
 /* Writes the tensors (downloaded from their device) and string metadata atomically, adding
  * PGN_ST_DATA_SHA256 to the metadata. */
 int pgn_safetensors_write(const char *path, const pgn_st_entry *entries, int n,
                           const json_t *metadata, pgn_error *err);
+
+/* The pieces of pgn_safetensors_write, for files built in memory (export.c): a tensor's header
+ * entry (F32 of shape's rank dims, its bytes from offset on); the bytes that precede the tensor
+ * data (the 8-byte length and the header: tensors' entries and "__metadata__", metadata's strings
+ * with PGN_ST_DATA_SHA256 of data, padded to 8; malloc'd, *len bytes; NULL with err set); and a
+ * file of head then data, written atomically (a temporary name, synced, renamed). */
+json_t *pgn_safetensors_entry(const int64_t *shape, int rank, size_t offset);
+unsigned char *pgn_safetensors_head(const json_t *tensors, const json_t *metadata,
+                                    const unsigned char *data, size_t data_len, size_t *len,
+                                    pgn_error *err);
+int pgn_safetensors_write_bytes(const char *path, const void *head, size_t head_len,
+                                const void *data, size_t data_len, pgn_error *err);
 
 /* A safetensors file read whole and checked, none of it used yet. */
 typedef struct pgn_st_file {
@@ -273,6 +287,8 @@ typedef struct pgn_st_file {
  * caller decides whether its absence is acceptable). Errors have code "checkpoint" and say
  * what is wrong. On success the caller closes f. */
 int pgn_safetensors_open(const char *path, pgn_st_file *f, pgn_error *err);
+/* The same from an open descriptor (read from its start, left open); path names it in errors. */
+int pgn_safetensors_open_fd(int fd, const char *path, pgn_st_file *f, pgn_error *err);
 /* Copies the file's tensors into entries[i].t after checking that the file holds exactly the
  * entries' names with their (rows, cols): a missing, unexpected or misshapen tensor is named
  * and nothing is copied. */
@@ -350,6 +366,13 @@ void pgn_gpt_decoder_reset(pgn_gpt_decoder *d);
 typedef struct pgn_graph pgn_graph;
 typedef struct pgn_optimizer pgn_optimizer;
 
+/* What a finished MLP run reported of its training (NaN: not known), kept in its final
+ * checkpoint's metadata under the result's names, so that resuming it, with nothing left to
+ * train, reports them again rather than zeros. */
+typedef struct pgn_train_report {
+    double train_loss, train_accuracy, seconds_per_epoch, samples_per_second;
+} pgn_train_report;
+
 /* What a checkpoint holds of a training run, and where it goes (dir NULL: nowhere). */
 typedef struct pgn_train_state {
     const pgn_job_spec *spec;
@@ -364,6 +387,8 @@ typedef struct pgn_train_state {
     const pgn_st_entry *extra; /* more tensors saved and loaded with the rest (a distributed
                                   run's outer momentum), n_extra of them */
     int n_extra;
+    pgn_train_report *report; /* mlp: saved with a finished run (epochs_done == epochs); a load of
+                                 one fills it (each figure the metadata lacks NaN); NULL: neither */
 } pgn_train_state;
 
 /* Writes <dir>/PGN_CHECKPOINT_FILE atomically: epochs_done whole epochs, then epoch_step steps
@@ -375,6 +400,9 @@ int pgn_checkpoint_save(const pgn_train_state *s, int epochs_done, int epoch_ste
  * one that fails any check fails the run (code PGN_E_CHECKPOINT): training from scratch would
  * silently discard it. */
 int pgn_checkpoint_load(const pgn_train_state *s, int *epochs_done, int *epoch_step, pgn_error *err);
+/* The train spec a checkpoint holds, once its metadata shows it is one this paragon wrote (its
+ * format) and its data digest was verified (code "checkpoint" otherwise). */
+int pgn_checkpoint_spec(const pgn_st_file *f, pgn_train_spec *t, pgn_error *err);
 /* The vocabulary a gpt checkpoint's metadata holds (code "checkpoint" when missing or malformed). */
 int pgn_checkpoint_vocab(const pgn_st_file *f, pgn_vocab *v, pgn_error *err);
 

@@ -1,9 +1,11 @@
 /* train.c: the training loop of train jobs. The datasets are uploaded to the device once; a
  * step gathers its batch on the device from the epoch's permutation, runs the graph forward and
  * backward and the optimizer, and records its loss and correct count on the device, so steps
- * queue without waiting. Per epoch: evaluation on the test set, metrics through the hooks, and
- * a checkpoint when due (and at a stop, mid-epoch, when asked; checkpoint.c). Resuming from a
- * checkpoint, once all of it is verified, continues bit-identically.
+ * queue without waiting. Every log_every steps the training loss and speed since the last point,
+ * read where the loop waits for the device anyway; per epoch: evaluation on the test set,
+ * metrics through the hooks, and a checkpoint when due (and at a stop, mid-epoch, when asked;
+ * checkpoint.c). Resuming from a checkpoint, once all of it is verified, continues
+ * bit-identically; resuming a finished run's reports what it reported.
  *
  * A distributed job (spec "distributed") runs this loop in each of its ranks (dist.c): ddp takes
  * rank's share of each global batch and sums the gradients over the ranks before the update;
@@ -12,6 +14,7 @@
  * Either stops only where the ranks meet, and checkpoints there, together. */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +55,22 @@ void pgn_train_log(const pgn_run_hooks *h, const char *fmt, ...) {
     va_end(ap);
     h->on_log(h->ctx, line);
 }
+
+/* The per-step figures of a run in one process: every log_every steps of an epoch and at its
+ * last, metric step_loss (the mean training loss of its steps since the previous point) and
+ * samples_per_second (training time only), with the optimizer step as their step; and at each
+ * epoch's end, metric "epoch" (its number) at the step it ended, which marks epochs on a chart by
+ * step. The step statistics are read only where the loop waits for the device anyway (every
+ * PGN_SYNC_EVERY_STEPS steps and at the epoch's end), so points go out in bursts there. A point
+ * covers steps of one epoch only, whose statistics a checkpoint inside it keeps: a resumed run
+ * gives the points an uninterrupted one gives, from the first its stopped run did not give. */
+typedef struct {
+    int read;                /* steps of this epoch whose statistics are summed in */
+    int timed_from;          /* the epoch's first step this run took (it resumed there) */
+    double loss, values;     /* since the last point: the losses summed, and the values they sum */
+    double samples, seconds; /* since the last samples_per_second: samples this run trained, time */
+    double mark;             /* when seconds was last brought up to date */
+} step_log;
 
 /* A dataset on the device: features, labels and an index (permutation or identity). */
 typedef struct {
@@ -102,6 +121,8 @@ typedef struct {
     int *shard, shard_n; /* diloco: the samples this rank trains on */
     bool want_stop;      /* should_stop said stop: the ranks stop where they next meet */
     bool stop_all;       /* ...and they did */
+    step_log log;
+    pgn_train_report report; /* the run's figures; a resumed finished run's, from its checkpoint */
 } trainer;
 
 static bool is_ddp(const trainer *tr) { return tr->comm && tr->spec->train.dist.algorithm == PGN_DIST_DDP; }
@@ -117,7 +138,8 @@ static pgn_train_state state_of(trainer *tr) {
                              .optim = &tr->optim,
                              .stats = &tr->stats,
                              .steps_per_epoch = tr->steps_per_epoch,
-                             .epochs = tr->spec->train.epochs};
+                             .epochs = tr->spec->train.epochs,
+                             .report = &tr->report};
 }
 
 static void trainer_free(trainer *tr) {
@@ -334,6 +356,50 @@ static int epoch_figures(trainer *tr, int epoch, double *loss, double *acc, pgn_
     return 0;
 }
 
+/* Per-step figures (step_log) go out of a run in one process, with a metrics hook, and a log_every
+ * (a spec built in C may have none); a distributed run has only rank-local figures per step. */
+static bool logs_steps(const trainer *tr) {
+    return !tr->comm && tr->spec->train.log_every > 0 && tr->hooks && tr->hooks->on_metric;
+}
+
+/* Starts the step figures of an epoch at step s0 (0, or where a run resumed inside it): a stopped
+ * run gave its points up to its last wait for the device, the points that end there or before. */
+static void step_figures_start(trainer *tr, int s0) {
+    int waited = s0 - s0 % PGN_SYNC_EVERY_STEPS, every = tr->spec->train.log_every;
+    tr->log = (step_log){.read = every > 0 ? waited - waited % every : s0, .timed_from = s0, .mark = pgn_now_s()};
+}
+
+/* The epoch's first done steps have finished (the device was waited for): their statistics not
+ * read yet go into the points due among them (step_log). */
+static int step_figures(trainer *tr, int done, pgn_error *err) {
+    if (!logs_steps(tr) || done <= tr->log.read) return 0;
+    step_log *l = &tr->log;
+    double now = pgn_now_s();
+    l->seconds += now - l->mark;
+    l->mark = now;
+    if (pgn_tensor_read(&tr->stats, tr->host_stats, (size_t)done * 2, err)) return -1;
+    int every = tr->spec->train.log_every;
+    int64_t before = tr->optim.t - done, pointed = 0; /* the optimizer step before the epoch's first */
+    double classes = tr->graph.loss_is_mse ? tr->train.classes : 1;
+    for (int s = l->read; s < done; s++) {
+        int start, rows;
+        step_rows(tr, s, &start, &rows);
+        l->loss += tr->host_stats[2 * s];
+        l->values += (double)rows * classes;
+        if (s >= l->timed_from) l->samples += rows;
+        if ((s + 1) % every && s + 1 != tr->steps_per_epoch) continue;
+        pointed = before + s + 1;
+        pgn_train_emit(tr->hooks, "step_loss", pointed, l->loss / l->values);
+        l->loss = l->values = 0;
+    }
+    l->read = done;
+    if (pointed && l->samples > 0 && l->seconds > 0) { /* the speed up to now, as of the last point */
+        pgn_train_emit(tr->hooks, "samples_per_second", pointed, l->samples / l->seconds);
+        l->samples = l->seconds = 0;
+    }
+    return 0;
+}
+
 /* After step s of epoch (taken, or under ddp perhaps not: stop_all): where the ranks meet, diloco
  * takes its outer step (every inner_steps steps, and after the run's last); a stop they agree
  * on ends the run there, checkpointed. An outer step on an epoch's last step checkpoints, or
@@ -367,6 +433,21 @@ static int evaluate_model(trainer *tr, double *loss, double *acc, pgn_error *err
                : 0;
 }
 
+/* The training figures of the result, and the GFLOP/s of its speed: those r knows (a finished
+ * run resumed from a checkpoint written before they were kept knows none of them). */
+static void report_figures(json_t *result, const pgn_train_report *r, double flops_per_sample) {
+    const struct {
+        const char *name;
+        double value;
+    } figures[] = {{"train_loss", r->train_loss},
+                   {"train_accuracy", r->train_accuracy},
+                   {"seconds_per_epoch", r->seconds_per_epoch},
+                   {"samples_per_second", r->samples_per_second},
+                   {"gflops", r->samples_per_second * flops_per_sample * 1e-9}};
+    for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++)
+        if (isfinite(figures[i].value)) json_object_set_new(result, figures[i].name, json_real(figures[i].value));
+}
+
 int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
                   const pgn_run_hooks *hooks, json_t **result, pgn_error *err) {
     if (spec->train.model == PGN_MODEL_GPT) return pgn_lm_run(spec, dev, opts, hooks, result, err);
@@ -379,6 +460,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
     tr.comm = t->dist.ranks > 0 ? opts->comm : NULL;
     double t_start = pgn_now_s();
     int start_epoch = 0, start_step = 0;
+    tr.report = (pgn_train_report){NAN, NAN, NAN, NAN};
     if (setup(&tr, dev, err)) goto fail;
     pgn_train_state state = state_of(&tr);
     if (opts->resume && (tr.comm ? pgn_dist_resume(&tr.dist, state, &start_epoch, &start_step, err)
@@ -404,7 +486,9 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
         double t_epoch = pgn_now_s();
         bool synced_at_end = false;
         if (epoch_order(&tr, epoch, err)) goto fail;
-        for (int s = epoch == start_epoch ? start_step : 0; s < tr.steps_per_epoch; s++) {
+        int s0 = epoch == start_epoch ? start_step : 0;
+        step_figures_start(&tr, s0);
+        for (int s = s0; s < tr.steps_per_epoch; s++) {
             if (hooks && hooks->should_stop && hooks->should_stop(hooks->ctx)) {
                 if (!tr.comm) {
                     stop(&tr, epoch, s, err);
@@ -420,7 +504,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
                 if (rc) goto fail;
             }
             if ((s + 1) % PGN_SYNC_EVERY_STEPS == 0 || s + 1 == tr.steps_per_epoch) {
-                if (pgn_device_finish(dev, err)) goto fail;
+                if (pgn_device_finish(dev, err) || step_figures(&tr, s + 1, err)) goto fail;
                 if (hooks && hooks->on_progress)
                     hooks->on_progress(hooks->ctx, (double)tr.optim.t / (double)total_steps);
             }
@@ -428,6 +512,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
         if (epoch_figures(&tr, epoch, &train_loss, &train_acc, err)) goto fail;
         tr.epoch_seconds[epoch] = pgn_now_s() - t_epoch;
         if (evaluate_model(&tr, &test_loss, &test_acc, err)) goto fail;
+        if (logs_steps(&tr)) pgn_train_emit(hooks, "epoch", tr.optim.t, epoch + 1);
         pgn_train_emit(hooks, "loss", epoch + 1, train_loss);
         pgn_train_emit(hooks, "accuracy", epoch + 1, train_acc);
         pgn_train_emit(hooks, "test_loss", epoch + 1, test_loss);
@@ -454,7 +539,17 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
                 goto fail;
         }
     }
-    if (start_epoch >= t->epochs && evaluate_model(&tr, &test_loss, &test_acc, err)) goto fail;
+    int ran = t->epochs - start_epoch;
+    /* a run resumed inside an epoch skipped start_step whole steps of it, of batch rows per rank */
+    double samples = (double)tr.epoch_samples * ran - (double)start_step * tr.batch * (tr.comm ? tr.comm->size : 1);
+    if (ran > 0) {
+        double train_seconds = 0;
+        for (int e = start_epoch; e < t->epochs; e++) train_seconds += tr.epoch_seconds[e];
+        tr.report = (pgn_train_report){train_loss, train_acc, pgn_median(tr.epoch_seconds + start_epoch, (size_t)ran),
+                                       train_seconds > 0 ? samples / train_seconds : 0.0};
+    } else if (evaluate_model(&tr, &test_loss, &test_acc, err)) { /* finished: its figures came with it */
+        goto fail;
+    }
 
     char sha[65];
     bool writes = !tr.comm || tr.comm->rank == 0; /* the ranks end with the same weights */
@@ -462,21 +557,11 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
         (writes && pgn_checkpoint_save(&state, t->epochs, 0, sha, err)))
         goto fail;
     double seconds = pgn_now_s() - t_start;
-    int ran = t->epochs - start_epoch;
-    double train_seconds = 0;
-    for (int e = start_epoch; e < t->epochs; e++) train_seconds += tr.epoch_seconds[e];
-    double median = pgn_median(tr.epoch_seconds + start_epoch, (size_t)(ran > 0 ? ran : 0));
-    /* a run resumed inside an epoch skipped start_step whole steps of it, of batch rows per rank */
-    double samples = (double)tr.epoch_samples * ran - (double)start_step * tr.batch * (tr.comm ? tr.comm->size : 1);
-    double sps = train_seconds > 0 ? samples / train_seconds : 0.0;
-    *result = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:i, s:I, s:f, s:f, s:f, s:f, s:s, s:i, s:I}",
-                        "accuracy", test_acc, "loss", test_loss, "test_accuracy", test_acc,
-                        "test_loss", test_loss, "train_loss", train_loss, "train_accuracy",
-                        train_acc, "weights_sha256", sha, "epochs", t->epochs, "steps",
-                        (json_int_t)tr.optim.t, "seconds", seconds, "seconds_per_epoch", median,
-                        "samples_per_second", sps, "gflops",
-                        sps * pgn_train_flops_per_sample(t) * 1e-9, "device", dev_id, "resumed_from_epoch",
-                        start_epoch, "resumed_from_step", (json_int_t)resumed_step);
+    *result = json_pack("{s:f, s:f, s:f, s:f, s:s, s:i, s:I, s:f, s:s, s:i, s:I}", "accuracy", test_acc, "loss",
+                        test_loss, "test_accuracy", test_acc, "test_loss", test_loss, "weights_sha256", sha,
+                        "epochs", t->epochs, "steps", (json_int_t)tr.optim.t, "seconds", seconds, "device",
+                        dev_id, "resumed_from_epoch", start_epoch, "resumed_from_step", (json_int_t)resumed_step);
+    report_figures(*result, &tr.report, pgn_train_flops_per_sample(t));
     /* The work this run did (paragond sums it over jobs for /metrics). */
     json_object_set_new(*result, "flops", json_real(samples * pgn_train_flops_per_sample(t)));
     json_t *dist = tr.comm ? pgn_dist_result(&tr.dist, dev_id, err) : NULL;
