@@ -104,12 +104,15 @@ int cli_server_open(cli_server *s, const char *cmd, const char *url, const char 
     memcpy(s->url, url, n);
     s->url[n] = 0;
 
-    const char *env_token = getenv("PARAGON_TOKEN");
+    /* the token itself, else a file named for it (the curl scripts' PARAGON_TOKEN_FILE) */
+    const char *env_token = getenv("PARAGON_TOKEN"), *env_file = getenv("PARAGON_TOKEN_FILE");
     int rc = 0;
     if (token_file)
         rc = read_token(s, token_file, true);
     else if (env_token && *env_token)
         snprintf(s->token, sizeof s->token, "%s", env_token);
+    else if (env_file && *env_file)
+        rc = read_token(s, env_file, true);
     else
         rc = read_token(s, CLI_DEFAULT_TOKEN_FILE, false);
     if (rc) return rc;

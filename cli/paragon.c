@@ -48,7 +48,8 @@ static void usage(FILE *out) {
     fprintf(out, "usage: paragon <command> [options]   (paragon <command> --help: its options)\n");
     for (int remote = 0; remote < 2; remote++) {
         fprintf(out, remote ? "\nwith paragond (--url URL, else $PARAGON_URL, else " CLI_DEFAULT_URL ";\n"
-                              "the token from --token-file FILE, else $PARAGON_TOKEN, else data/token):\n"
+                              "the token from --token-file FILE, else $PARAGON_TOKEN, else the file\n"
+                              "$PARAGON_TOKEN_FILE names, else data/token):\n"
                             : "\non this machine:\n");
         for (size_t i = 0; i < N_COMMANDS; i++)
             if (commands[i].remote == remote) fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].what);

@@ -92,10 +92,20 @@ typedef struct run_ctx {
     bool cancel_checked;        /* the store was asked at least once */
     uint_fast64_t cancel_seen;  /* sched->cancel_gen when it was last asked */
     bool cancel;                /* a cancel of this job was requested */
+    int64_t expected_interactions; /* inet: what an earlier run of its program needed, 0: unknown */
 } run_ctx;
+
+static void hook_progress(void *ctx, double fraction);
 
 static void hook_metric(void *ctx, const char *name, int64_t step, double value) {
     run_ctx *r = ctx;
+    /* An inet reducer reports no fraction (none is known before the normal form); a program run
+     * before needs the interactions it needed then, which makes the count so far a fraction. Short
+     * of 1 until it ends: the end says succeeded, not the count. */
+    if (r->expected_interactions > 0 && !strcmp(name, "interactions")) {
+        double f = value / (double)r->expected_interactions;
+        hook_progress(ctx, f < 0.99 ? f : 0.99);
+    }
     pgn_error err;
     if (pgd_store_metric_add(r->w->sched->store, r->job_id, name, step, value, &err) < 0)
         fprintf(stderr, "paragond: job %lld: metric %s step %lld not stored: %s\n",
@@ -340,6 +350,9 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
     if (rc == 0 && spec.kind == PGN_JOB_TRAIN)
         rc = make_job_dir(s->run_opts.data_dir, job_dir, &err);
     if (rc == 0 && spec.kind == PGN_JOB_INET) {
+        pgn_error e;
+        if (pgd_store_inet_expected(s->store, spec_json, &ctx.expected_interactions, &e) < 0)
+            fprintf(stderr, "paragond: job %lld: no progress from an earlier run: %s\n", (long long)id, e.message);
         rc = make_job_dir(s->run_opts.data_dir, NULL, &err);
         opts.inet_io = PGN_INET_IO_CONFINED;
         opts.io_dir = job_dir;

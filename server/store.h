@@ -111,6 +111,11 @@ int pgd_store_jobs_list(pgd_store *store, const pgd_job_filter *filter, pgd_job 
 int pgd_store_job_claim(pgd_store *store, const char *device, int64_t *id, json_t **spec,
                         pgn_error *err);
 
+/* The interactions the latest succeeded inet job with the same program and files as spec
+ * needed (a net's count does not depend on the reducer or the device), as *interactions; 0
+ * when no such job is stored. */
+int pgd_store_inet_expected(pgd_store *store, const json_t *spec, int64_t *interactions, pgn_error *err);
+
 /* Progress of a running job, clamped to [0, 1]. */
 int pgd_store_job_progress(pgd_store *store, int64_t id, double fraction, pgn_error *err);
 

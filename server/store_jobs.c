@@ -341,6 +341,39 @@ static int update_job(pgd_store *s, sqlite3_stmt *st, int64_t id, const char *wh
     return -1;
 }
 
+int pgd_store_inet_expected(pgd_store *s, const json_t *spec, int64_t *interactions, pgn_error *err) {
+    /* json_extract gives an object as minified text and a string as itself: the spec's program
+     * and files compared as the store keeps them (both written by the same dump). */
+    static const char sql[] =
+        "SELECT json_extract(result, '$.interactions') FROM jobs"
+        " WHERE kind = 'inet' AND state = 'succeeded' AND json_extract(spec, '$.program') = ?1"
+        " AND coalesce(json_extract(spec, '$.files'), '') = coalesce(json(?2), '')"
+        " ORDER BY id DESC LIMIT 1";
+    *interactions = 0;
+    const char *program = json_string_value(json_object_get(spec, "program"));
+    if (!program) return 0;
+    const json_t *files = json_object_get(spec, "files");
+    char *files_text = files ? pgn_json_dumps(files) : NULL; /* as the spec was stored */
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_text(st, 1, program, -1, SQLITE_STATIC);
+        store_bind_text_or_null(st, 2, files_text);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+            if (rc == SQLITE_ROW) *interactions = sqlite3_column_int64(st, 0);
+            ret = 0;
+        } else {
+            store_fail(s, err, "read the interactions of an earlier run");
+        }
+        store_stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    free(files_text);
+    return ret;
+}
+
 int pgd_store_job_progress(pgd_store *s, int64_t id, double fraction, pgn_error *err) {
     static const char sql[] =
         "UPDATE jobs SET progress = ?2 WHERE id = ?1 AND state = 'running'";

@@ -476,3 +476,36 @@ Test(jobs, the_checkpoint_downloads_as_a_safetensors_file) {
     assert_refusals(&s, cases, sizeof cases / sizeof *cases);
     stop_server(&s);
 }
+
+/* The highest progress a running job shows while polled until it ends (it must succeed). */
+static double progress_while_running(const server *s, int64_t id) {
+    double most = 0;
+    int64_t deadline = now_ms() + 120000;
+    for (;;) {
+        json_t *job = job_now(s, id);
+        const char *state = str(job, "state");
+        bool running = !strcmp(state, "running"), ended = !running && strcmp(state, "queued");
+        if (running && json_number_value(json_object_get(job, "progress")) > most)
+            most = json_number_value(json_object_get(job, "progress"));
+        if (ended) cr_assert_str_eq(state, "succeeded");
+        json_decref(job);
+        if (ended) return most;
+        cr_assert_lt(now_ms(), deadline, "job %lld did not end", (long long)id);
+        usleep(20000);
+    }
+}
+
+/* An inet job has no fraction done while it runs (its count is known only at its normal form),
+ * unless the same program ran before: then its count so far over that run's is the progress. */
+Test(jobs, an_inet_job_shows_progress_once_its_program_ran_before) {
+    server s = start_server();
+    json_t *spec = inet_spec_from("examples/inet/tree_sum20.hvm"); /* 2-3 s on host under ASan */
+    json_object_set_new(spec, "device", json_string("host"));
+    char *body = json_dumps(spec, JSON_COMPACT);
+    cr_assert_eq(progress_while_running(&s, submit(&s, body)), 0, "the first run shows no fraction");
+    double second = progress_while_running(&s, submit(&s, body));
+    cr_assert(second > 0 && second < 1, "the second run's progress while running: %g", second);
+    free(body);
+    json_decref(spec);
+    stop_server(&s);
+}

@@ -422,7 +422,7 @@ function drawDetail(d, force) {
     ['Run time', j.started_at ? fmtDur(jobDuration(j)) + (j.finished_at ? '' : ' so far') : '\u2014'],
   ];
   if (itrs) facts.push(['Interactions', fmtQty(itrs.interactions) + ' so far, ' + fmtNum(itrs.mips) + ' MIPS']);
-  else if (typeof j.progress === 'number' && active && j.state !== 'queued' && j.kind !== 'inet') {
+  if (typeof j.progress === 'number' && active && j.state !== 'queued' && (j.kind !== 'inet' || j.progress > 0)) {
     facts.push(['Progress', fmtPct(j.progress)]);
   }
   for (const [k, v] of facts) dl.append(el('dt', null, k), el('dd', null, v));

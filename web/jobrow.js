@@ -134,9 +134,11 @@ export function updateRow(r, j) {
   p = Math.min(1, Math.max(0, p));
   const pct = Math.round(p * 1000) / 10;
   c.fill.style.width = pct + '%';
-  c.bar.hidden = inetRunning;
+  // a fraction comes only from an earlier run of the same program (paragond knows its count)
+  const noFraction = inetRunning && !(j.progress > 0);
+  c.bar.hidden = noFraction;
   setAttr(c.bar, 'aria-valuenow', String(pct));
-  setText(c.pct, j.state === 'queued' || inetRunning ? '' : fmtPct(p));
+  setText(c.pct, j.state === 'queued' || noFraction ? '' : fmtPct(p));
   setText(c.dur, j.started_at ? fmtDur(jobDuration(j)) : '\u2014');
   let res = '', title = '', cls = 'col-result';
   if (j.state === 'failed' || (j.error && j.error.message)) {
