@@ -1,6 +1,7 @@
-/* http_client.h: a small blocking HTTP/1.1 client over TCP to 127.0.0.1, for the integration
- * tests and the benchmarks. Every call is bounded by a timeout. One-shot requests send
- * "Connection: close"; an http_conn keeps one connection alive across requests.
+/* http_client.h: a small blocking HTTP/1.1 client to 127.0.0.1 on libcurl, for the integration
+ * tests. Every call is bounded by a timeout. One-shot requests send "Connection: close"; an
+ * http_conn keeps one connection alive across requests. A request carries the caller's headers
+ * and Host, with libcurl's Accept, Expect and form Content-Type left out.
  * Calls return 0 on success, -1 on failure with the reason in http_last_error(). */
 #ifndef PGN_TEST_HTTP_CLIENT_H
 #define PGN_TEST_HTTP_CLIENT_H
