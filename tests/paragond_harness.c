@@ -622,7 +622,7 @@ static const char tiny_gpt_spec[] =
     "\"optimizer\":{\"type\":\"adamw\",\"lr\":0.01},\"batch_size\":4,\"steps\":20,\"log_every\":2,"
     "\"eval_every\":10,\"eval_windows\":4}";
 
-int64_t train_tiny_gpt(const server *s) {
+void write_tiny_text(const server *s) {
     char dir[400], path[420];
     snprintf(dir, sizeof dir, "%s/datasets", s->data);
     mkdir(dir, 0700);
@@ -631,6 +631,22 @@ int64_t train_tiny_gpt(const server *s) {
     cr_assert_not_null(f);
     for (int i = 0; i < 100; i++) fprintf(f, "the quick brown fox jumps over the lazy dog %d. ", i % 5);
     fclose(f);
+}
+
+http_response get_download(const server *s, int64_t id, const char *sub, const char *filename) {
+    char url[96], h[128], want[160];
+    http_response r = request(s, "GET", job_url(url, sizeof url, id, sub), NULL, NULL);
+    cr_assert_eq(r.status, 200, "GET %s: %d %s", url, r.status, r.body);
+    cr_assert_not_null(http_header(&r, "Content-Type", h, sizeof h));
+    cr_assert_str_eq(h, "application/octet-stream");
+    cr_assert_not_null(http_header(&r, "Content-Disposition", h, sizeof h));
+    snprintf(want, sizeof want, "attachment; filename=\"%s\"", filename);
+    cr_assert_str_eq(h, want);
+    return r;
+}
+
+int64_t train_tiny_gpt(const server *s) {
+    write_tiny_text(s);
     int64_t id = submit(s, tiny_gpt_spec);
     json_decref(wait_succeeded(s, id));
     return id;

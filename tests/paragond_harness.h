@@ -168,6 +168,11 @@ int run_cli(const server *s, const char *args, char **out, char **err);
 /* A tiny character GPT (1 layer, d_model 16, 20 steps) trained on s from a text it writes under
  * the datasets directory; returns the succeeded job's id. */
 int64_t train_tiny_gpt(const server *s);
+/* Writes <data>/datasets/tiny.txt, the text the tiny gpt specs train on (about 4.8 KB). */
+void write_tiny_text(const server *s);
+/* GET /api/v1/jobs/{id}{sub}: asserts a 200 download, application/octet-stream, named filename
+ * (Content-Disposition); returns the response. */
+http_response get_download(const server *s, int64_t id, const char *sub, const char *filename);
 
 /* ---- the dashboard ---- */
 

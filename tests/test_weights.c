@@ -92,15 +92,9 @@ static int load_weights(const server *s, const char *const *args, char **out) {
 
 /* GET /weights, 200, as the download of job-{id}-weights.safetensors; returns the response. */
 static http_response get_weights(const server *s, int64_t id) {
-    char url[96], h[128], want[96];
-    http_response r = request(s, "GET", job_url(url, sizeof url, id, "/weights"), NULL, NULL);
-    cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
-    cr_assert_not_null(http_header(&r, "Content-Type", h, sizeof h));
-    cr_assert_str_eq(h, "application/octet-stream");
-    cr_assert_not_null(http_header(&r, "Content-Disposition", h, sizeof h));
-    snprintf(want, sizeof want, "attachment; filename=\"job-%lld-weights.safetensors\"", (long long)id);
-    cr_assert_str_eq(h, want);
-    return r;
+    char name[64];
+    snprintf(name, sizeof name, "job-%lld-weights.safetensors", (long long)id);
+    return get_download(s, id, "/weights", name);
 }
 
 typedef struct {
@@ -200,14 +194,7 @@ static const char gpt_spec[] =
 
 Test(weights, a_gpt_downloads_under_gpt2_names_and_generates_the_same_text_in_pytorch) {
     server s = start_server();
-    char dir[400], path[420];
-    snprintf(dir, sizeof dir, "%s/datasets", s.data);
-    mkdir(dir, 0700);
-    snprintf(path, sizeof path, "%s/tiny.txt", dir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    for (int i = 0; i < 100; i++) fprintf(f, "the quick brown fox jumps over the lazy dog %d. ", i % 5);
-    fclose(f);
+    write_tiny_text(&s);
     int64_t id = submit(&s, gpt_spec);
     json_decref(wait_succeeded(&s, id));
 
