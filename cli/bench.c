@@ -145,6 +145,23 @@ static const char numpy_script[] =
     "    out[shape] = sorted(t)[len(t) // 2] * 1e3\n"
     "print(json.dumps(out))\n";
 
+/* A row's shape ("784→64→10", as Paragon-Py prints it) as the script takes it: "784-64-10", digits
+ * and '-' only, so that it passes the shell as it is. */
+static void ascii_shape(const char *shape, char *out, size_t size) {
+    static const char arrow[] = "\u2192";
+    size_t n = 0;
+    for (const char *c = shape; *c && n + 1 < size;) {
+        if (!strncmp(c, arrow, sizeof arrow - 1)) {
+            out[n++] = '-';
+            c += sizeof arrow - 1;
+        } else {
+            out[n++] = *c >= '0' && *c <= '9' ? *c : '-';
+            c++;
+        }
+    }
+    out[n] = 0;
+}
+
 /* Adds numpy_ms and gpu_vs_numpy to the mlp-forward rows when a python3 with numpy runs here
  * (Debian's /usr/bin/python3 first: a pyenv python3 on PATH may lack it); says so when not.
  * The script holds no single quote: the shell gets it as one single-quoted word. */
@@ -153,8 +170,10 @@ static void add_numpy(json_t *rows) {
     size_t i;
     json_t *row;
     json_array_foreach(rows, i, row) {
-        const char *shape = json_string_value(json_object_get(row, "shape"));
-        if (!shape || strcmp(json_string_value(json_object_get(row, "suite")), "mlp-forward")) continue;
+        const char *given = json_string_value(json_object_get(row, "shape"));
+        if (!given || strcmp(json_string_value(json_object_get(row, "suite")), "mlp-forward")) continue;
+        char shape[128];
+        ascii_shape(given, shape, sizeof shape);
         bool seen = false;
         for (size_t k = 0; k < json_array_size(shapes); k++)
             seen |= !strcmp(json_string_value(json_array_get(shapes, k)), shape);
@@ -180,7 +199,10 @@ static void add_numpy(json_t *rows) {
     if (!times && json_array_size(shapes))
         fprintf(stderr, "paragon bench: numpy is not installed (python3-numpy): no numpy_ms column\n");
     json_array_foreach(rows, i, row) {
-        double np_ms = json_number_value(json_object_get(times, json_string_value(json_object_get(row, "shape"))));
+        const char *given = json_string_value(json_object_get(row, "shape"));
+        char shape[128];
+        ascii_shape(given ? given : "", shape, sizeof shape);
+        double np_ms = json_number_value(json_object_get(times, shape));
         if (np_ms <= 0) continue;
         json_object_set_new(row, "numpy_ms", json_real(np_ms));
         json_object_set_new(row, "gpu_vs_numpy", json_real(json_number_value(json_object_get(row, "gpu_ms")) / np_ms));

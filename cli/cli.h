@@ -30,6 +30,8 @@ int cmd_metrics(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_datasets(int argc, char **argv);
+int cmd_upload(int argc, char **argv);
 /* `paragon generate --job ID`: fields is the generate body built from the flags (kind and name
  * are dropped); streams the text in as it comes. */
 int cli_generate_remote(const char *url, const char *token_file, long long job, json_t *fields, bool as_json);

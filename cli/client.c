@@ -1,5 +1,5 @@
 /* client.c: the commands that talk to a running paragond (submit, jobs, status, logs, metrics,
- * cancel, delete, export, and generate --job), through its REST API and event streams
+ * cancel, delete, export, datasets, upload, and generate --job), through its REST API and event streams
  * (http.c). Each prints for people by default and JSON with --json; exit statuses in cli.h. */
 #include <errno.h>
 #include <getopt.h>
@@ -185,6 +185,8 @@ static cli_stream_next on_job_event(void *ctx, const cli_event *ev) {
                             json_number_value(json_object_get(d, "value")));
     } else if (!strcmp(ev->name, "progress") && f->mode == FOLLOW_PROGRESS) {
         cli_progress_fraction(&f->bar, json_number_value(json_object_get(d, "progress")));
+    } else if (!strcmp(ev->name, "end")) {
+        f->ended = true; /* the server's last frame: the job has ended (its state came before) */
     }
     json_decref(d);
     return f->ended ? CLI_STREAM_DONE : CLI_STREAM_MORE;
@@ -390,11 +392,15 @@ int cmd_submit(int argc, char **argv) {
 
 static void jobs_usage(FILE *out) {
     fprintf(out,
-            "usage: paragon jobs [--state STATE] [--kind KIND] [--limit N] [--offset N] [--json]\n"
+            "usage: paragon jobs [--state STATE] [--kind KIND] [--tag KEY:VALUE]... [--limit N]\n"
+            "                    [--offset N | --cursor C] [--json]\n"
             "  --state  queued, running, succeeded, failed or cancelled\n"
             "  --kind   train, inet, bench or generate\n"
+            "  --tag    only jobs tagged KEY with VALUE; repeatable, all must match\n"
             "  --limit  how many, newest first [20]\n"
             "  --offset skip the newest N first [0]\n"
+            "  --cursor the page after the one that printed this cursor (it does not shift as jobs\n"
+            "           arrive)\n"
             "  --json   the server's answer as it is\n" CLI_SERVER_HELP
             "exit status: 0 listed, 1 refused, 2 bad arguments, 4 no answer from paragond\n");
 }
@@ -409,10 +415,15 @@ int cmd_jobs(int argc, char **argv) {
     static const struct option options[] = {
         {"state", required_argument, NULL, 's'}, {"kind", required_argument, NULL, 'k'},
         {"limit", required_argument, NULL, 'l'}, {"offset", required_argument, NULL, 'o'},
+        {"cursor", required_argument, NULL, 'c'}, {"tag", required_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},        {"help", no_argument, NULL, 'h'},
         CLI_SERVER_OPTIONS,                      {NULL, 0, NULL, 0}};
     client_opts o = {0};
-    const char *state = NULL, *kind = NULL, *limit = "20", *offset = NULL;
+    const char *state = NULL, *kind = NULL, *limit = "20", *offset = NULL, *cursor = NULL;
+    /* every --tag takes an argument of argv: argc bounds them; the server judges how many */
+    const char **tags = calloc((size_t)argc, sizeof *tags);
+    size_t n_tags = 0;
+    if (!tags) return usage_error("jobs", "%s", "out of memory");
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
@@ -422,20 +433,28 @@ int cmd_jobs(int argc, char **argv) {
         case 'k': kind = optarg; break;
         case 'l': limit = optarg; break;
         case 'o': offset = optarg; break;
+        case 'c': cursor = optarg; break;
+        case 't': tags[n_tags++] = optarg; break;
         case 'j': o.as_json = true; break;
-        case 'h': jobs_usage(stdout); return CLI_EXIT_OK;
-        default: jobs_usage(stderr); return CLI_EXIT_USAGE;
+        case 'h': free(tags); jobs_usage(stdout); return CLI_EXIT_OK;
+        default: free(tags); jobs_usage(stderr); return CLI_EXIT_USAGE;
         }
     }
-    if (optind < argc) return usage_error("jobs", "unexpected argument '%s'", argv[optind]);
     cli_server s;
-    int rc = cli_server_open(&s, "paragon jobs", o.url, o.token_file);
-    if (rc) return rc;
+    int rc = optind < argc ? usage_error("jobs", "unexpected argument '%s'", argv[optind])
+                           : cli_server_open(&s, "paragon jobs", o.url, o.token_file);
+    if (rc) {
+        free(tags);
+        return rc;
+    }
     /* the server checks every value and names the one that is wrong */
     pgn_text path = {0};
     pgn_text_puts(&path, "/api/v1/jobs");
     cli_query_add(&s, &path, "limit", limit);
     cli_query_add(&s, &path, "offset", offset);
+    cli_query_add(&s, &path, "cursor", cursor);
+    for (size_t i = 0; i < n_tags; i++) cli_query_add(&s, &path, "tag", tags[i]);
+    free(tags);
     cli_query_add(&s, &path, "state", state);
     cli_query_add(&s, &path, "kind", kind);
     char *url_path = pgn_text_take(&path);
@@ -452,19 +471,34 @@ int cmd_jobs(int argc, char **argv) {
     json_t *jobs = json_object_get(page, "jobs");
     size_t i;
     json_t *job;
-    printf("%6s  %-8s  %-9s  %5s  %-14s  %-14s  %s\n", "ID", "KIND", "STATE", "DONE", "DEVICE", "CREATED", "NAME");
+    printf("%6s  %-8s  %-9s  %5s  %-14s  %-14s  %-16s  %s\n", "ID", "KIND", "STATE", "DONE", "DEVICE", "CREATED",
+           "NAME", "SUMMARY");
     json_array_foreach(jobs, i, job) {
-        char created[32];
+        char created[32], summary[160] = "";
         short_time(str(job, "created_at"), created, sizeof created);
-        printf("%6lld  %-8s  %-9s  %4.0f%%  %-14.14s  %-14s  %s\n", (long long)json_integer_value(json_object_get(job, "id")),
-               str(job, "kind"), str(job, "state"), 100 * json_number_value(json_object_get(job, "progress")),
-               str(job, "device"), created, str(job, "name"));
+        /* the row's summary: its result's headline figures, "key value" each */
+        const char *key;
+        json_t *v;
+        json_object_foreach(json_object_get(job, "summary"), key, v) {
+            char text[96];
+            scalar_text(v, text, sizeof text);
+            size_t used = strlen(summary);
+            snprintf(summary + used, sizeof summary - used, "%s%s %s", used ? "  " : "", key, text);
+        }
+        for (char *c = summary; *c; c++) if (*c == '\n') *c = ' ';
+        printf("%6lld  %-8s  %-9s  %4.0f%%  %-14.14s  %-14s  %-16.16s  %s\n",
+               (long long)json_integer_value(json_object_get(job, "id")), str(job, "kind"), str(job, "state"),
+               100 * json_number_value(json_object_get(job, "progress")), str(job, "device"), created, str(job, "name"),
+               summary);
     }
     long long total = (long long)json_integer_value(json_object_get(page, "total"));
     long long off = (long long)json_integer_value(json_object_get(page, "offset"));
-    if (total > (long long)json_array_size(jobs))
-        printf("(%zu of %lld, from the %lldth newest; --limit and --offset show others)\n", json_array_size(jobs),
-               total, off + 1);
+    const char *next = json_string_value(json_object_get(page, "next_cursor"));
+    if (total > (long long)json_array_size(jobs) && !cursor) {
+        if (off) printf("(%zu of %lld, after the %lld newest)\n", json_array_size(jobs), total, off);
+        else printf("(the newest %zu of %lld)\n", json_array_size(jobs), total);
+    }
+    if (next) printf("next page: --cursor %s\n", next);
     json_decref(page);
     return CLI_EXIT_OK;
 }
@@ -732,10 +766,16 @@ int cmd_metrics(int argc, char **argv) {
 /* ---- export ----------------------------------------------------------------------------- */
 
 static void export_usage(FILE *out) {
-    fprintf(out, "usage: paragon export --bench [--suite SUITE] [--device DEV] [--format csv|json] [-o FILE]\n"
+    fprintf(out, "usage: paragon export --bench [--suite SUITE] [--device DEV] [--job ID] [--since TIME]\n"
+                 "                      [--until TIME] [--format csv|json] [-o FILE]\n"
                  "       paragon export --checkpoint ID -o FILE\n"
                  "       paragon export --weights ID -o FILE\n"
-                 "  --bench          benchmark rows as GET /api/v1/benchmarks gives them (csv needs a suite)\n"
+                 "  --bench          benchmark rows as GET /api/v1/benchmarks gives them (csv needs a suite;\n"
+                 "                   mlp-forward's csv is Paragon-Py's, as it writes it)\n"
+                 "  --job ID         the rows of one bench job\n"
+                 "  --since TIME, --until TIME\n"
+                 "                   the rows stored in [since, until): ISO 8601 in UTC, 2025-01-31 or\n"
+                 "                   2025-01-31T12:00:00Z (an offset such as +02:00 instead of Z)\n"
                  "  --checkpoint ID  job ID's checkpoint (safetensors: weights, optimizer state, position)\n"
                  "  --weights ID     job ID's weights alone, in PyTorch's layout and names (safetensors)\n"
                  "  -o FILE          where to write [standard output; a checkpoint or weights need a file]\n" CLI_SERVER_HELP
@@ -748,9 +788,12 @@ int cmd_export(int argc, char **argv) {
         {"device", required_argument, NULL, 'd'}, {"format", required_argument, NULL, 'f'},
         {"checkpoint", required_argument, NULL, 'c'}, {"weights", required_argument, NULL, 'w'},
         {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
-        CLI_SERVER_OPTIONS,                       {NULL, 0, NULL, 0}};
+        {"job", required_argument, NULL, 'j'},    {"since", required_argument, NULL, 'S'},
+        {"until", required_argument, NULL, 'U'},  CLI_SERVER_OPTIONS,
+        {NULL, 0, NULL, 0}};
     client_opts o = {0};
     const char *suite = NULL, *device = NULL, *format = NULL, *checkpoint = NULL, *weights = NULL, *to = "-";
+    const char *job = NULL, *since = NULL, *until = NULL;
     bool bench = false;
     int c;
     optind = 1;
@@ -764,6 +807,9 @@ int cmd_export(int argc, char **argv) {
         case 'c': checkpoint = optarg; break;
         case 'w': weights = optarg; break;
         case 'o': to = optarg; break;
+        case 'j': job = optarg; break;
+        case 'S': since = optarg; break;
+        case 'U': until = optarg; break;
         case 'h': export_usage(stdout); return CLI_EXIT_OK;
         default: export_usage(stderr); return CLI_EXIT_USAGE;
         }
@@ -771,8 +817,10 @@ int cmd_export(int argc, char **argv) {
     if (optind < argc) return usage_error("export", "unexpected argument '%s'", argv[optind]);
     if ((bench ? 1 : 0) + (checkpoint ? 1 : 0) + (weights ? 1 : 0) != 1)
         return usage_error("export", "%s", "one of --bench, --checkpoint ID or --weights ID");
-    if (!bench && (suite || device || format))
-        return usage_error("export", "%s", "--suite, --device and --format are for --bench");
+    if (!bench && (suite || device || format || job || since || until))
+        return usage_error("export", "%s", "--suite, --device, --job, --since, --until and --format are for --bench");
+    long long job_id = 0;
+    if (job && !cli_job_id("paragon export", job, &job_id)) return CLI_EXIT_USAGE;
     if (!bench && !strcmp(to, "-") && isatty(STDOUT_FILENO))
         return usage_error("export", "%s", "a safetensors file is binary: -o FILE says where it goes");
     long long id = 0;
@@ -785,6 +833,9 @@ int cmd_export(int argc, char **argv) {
         pgn_text_puts(&path, "/api/v1/benchmarks");
         cli_query_add(&s, &path, "suite", suite);
         cli_query_add(&s, &path, "device", device);
+        cli_query_add(&s, &path, "job", job);
+        cli_query_add(&s, &path, "since", since); /* the server judges the times, naming each */
+        cli_query_add(&s, &path, "until", until);
         cli_query_add(&s, &path, "format", format);
     } else {
         pgn_text_printf(&path, "/api/v1/jobs/%lld/%s", id, checkpoint ? "checkpoint" : "weights");
@@ -797,6 +848,198 @@ int cmd_export(int argc, char **argv) {
     cli_server_close(&s);
     if (rc) return cli_exit_for(status);
     if (strcmp(to, "-")) fprintf(stderr, "paragon export: wrote %s (%zu bytes)\n", to, bytes);
+    return CLI_EXIT_OK;
+}
+
+/* ---- datasets ----------------------------------------------------------------------------- */
+
+static void datasets_usage(FILE *out) {
+    fprintf(out, "usage: paragon datasets [--json]         the datasets in paragond's <data-dir>/datasets/\n"
+                 "       paragon datasets rm NAME          delete one (refused while a queued or running job names it)\n"
+                 "  --json   the server's answer as it is\n" CLI_SERVER_HELP
+                 "A spec names a dataset by its name: \"data\":{\"source\":\"idx\",\"train_images\":NAME,...}\n"
+                 "or {\"source\":\"text\",\"path\":NAME}. paragon upload FILE puts one there.\n"
+                 "exit status: 0 done, 1 refused, 2 bad arguments, 4 no answer from paragond\n");
+}
+
+/* "idx images 60000x28x28", "text 1234 chars": what a dataset holds, for the table. */
+static void dataset_shape(const json_t *d, char *out, size_t size) {
+    const json_t *dims = json_object_get(d, "dims");
+    if (json_is_false(json_object_get(d, "valid"))) {
+        snprintf(out, size, "not usable: %s", str(d, "problem") ? str(d, "problem") : "?");
+    } else if (dims) {
+        snprintf(out, size, "%s ", str(d, "kind") ? str(d, "kind") : "");
+        for (size_t i = 0; i < json_array_size(dims); i++)
+            snprintf(out + strlen(out), size - strlen(out), "%s%lld", i ? "x" : "",
+                     (long long)json_integer_value(json_array_get(dims, i)));
+    } else {
+        snprintf(out, size, "%lld chars", (long long)json_integer_value(json_object_get(d, "chars")));
+    }
+}
+
+static int datasets_rm(cli_server *s, const char *name) {
+    pgn_text path = {0};
+    pgn_text_puts(&path, "/api/v1/datasets/");
+    char *escaped = cli_path_escape(s, name);
+    pgn_text_puts(&path, escaped ? escaped : name);
+    free(escaped);
+    char *url_path = pgn_text_take(&path);
+    long status = 0;
+    json_t *r = url_path ? cli_call(s, "DELETE", url_path, NULL, &status) : NULL;
+    free(url_path);
+    if (!r) return cli_exit_for(status);
+    json_decref(r);
+    fprintf(stderr, "paragon datasets: deleted %s\n", name);
+    return CLI_EXIT_OK;
+}
+
+int cmd_datasets(int argc, char **argv) {
+    static const struct option options[] = {
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, CLI_SERVER_OPTIONS, {NULL, 0, NULL, 0}};
+    client_opts o = {0};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        if (server_option(c, &o)) continue;
+        switch (c) {
+        case 'j': o.as_json = true; break;
+        case 'h': datasets_usage(stdout); return CLI_EXIT_OK;
+        default: datasets_usage(stderr); return CLI_EXIT_USAGE;
+        }
+    }
+    bool rm = optind < argc && !strcmp(argv[optind], "rm");
+    if (rm && optind + 2 != argc) return usage_error("datasets", "%s", "rm takes one NAME");
+    if (!rm && optind < argc) return usage_error("datasets", "unexpected argument '%s'", argv[optind]);
+    cli_server s;
+    int rc = cli_server_open(&s, "paragon datasets", o.url, o.token_file);
+    if (rc) return rc;
+    if (rm) {
+        rc = datasets_rm(&s, argv[optind + 1]);
+        cli_server_close(&s);
+        return rc;
+    }
+    long status = 0;
+    json_t *v = cli_call(&s, "GET", "/api/v1/datasets", NULL, &status);
+    cli_server_close(&s);
+    if (!v) return cli_exit_for(status);
+    if (o.as_json) {
+        print_json(v);
+        json_decref(v);
+        return CLI_EXIT_OK;
+    }
+    json_t *list = json_object_get(v, "datasets");
+    if (!json_array_size(list)) printf("no datasets (paragon upload FILE puts one there)\n");
+    else printf("%-32s %12s %-7s %-16s %-12s %s\n", "NAME", "BYTES", "FORMAT", "MODIFIED", "SHA256", "HOLDS");
+    size_t i;
+    json_t *d;
+    json_array_foreach(list, i, d) {
+        char when[32], shape[256];
+        short_time(str(d, "modified_at") ? str(d, "modified_at") : "", when, sizeof when);
+        dataset_shape(d, shape, sizeof shape);
+        printf("%-32s %12lld %-7s %-16s %.12s %s\n", str(d, "name"),
+               (long long)json_integer_value(json_object_get(d, "bytes")), str(d, "format"), when,
+               str(d, "sha256") ? str(d, "sha256") : "", shape);
+    }
+    json_decref(v);
+    return CLI_EXIT_OK;
+}
+
+static void upload_usage(FILE *out) {
+    fprintf(out, "usage: paragon upload FILE [--name NAME] [--new] [--json]\n"
+                 "  --name NAME  the dataset's name [FILE's own]: A-Z a-z 0-9 . _ -, ending .idx or\n"
+                 "               -ubyte (idx), .idx.gz or -ubyte.gz (gzip'd idx), .txt (UTF-8 text)\n"
+                 "  --new        refuse to replace a dataset of that name (If-None-Match: *)\n"
+                 "  --json       the server's answer as it is\n" CLI_SERVER_HELP
+                 "The file's SHA-256 goes with it (Content-SHA256): paragond stores nothing that\n"
+                 "arrived otherwise. A spec then names it: \"train_images\":NAME, or \"path\":NAME.\n"
+                 "exit status: 0 stored, 1 refused (the message says why), 2 bad arguments,\n"
+                 "4 no answer from paragond\n");
+}
+
+/* The SHA-256 of an open file as hex, read to its end and rewound. */
+static int file_sha256(FILE *f, char hex[65]) {
+    pgn_sha256 s;
+    pgn_sha256_init(&s);
+    unsigned char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) pgn_sha256_update(&s, buf, n);
+    if (ferror(f)) return -1;
+    unsigned char digest[32];
+    pgn_sha256_final(&s, digest);
+    pgn_sha256_hex(digest, hex);
+    rewind(f);
+    return 0;
+}
+
+int cmd_upload(int argc, char **argv) {
+    static const struct option options[] = {
+        {"name", required_argument, NULL, 'n'}, {"new", no_argument, NULL, 'N'}, {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},       CLI_SERVER_OPTIONS,               {NULL, 0, NULL, 0}};
+    client_opts o = {0};
+    const char *name = NULL;
+    bool only_new = false;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        if (server_option(c, &o)) continue;
+        switch (c) {
+        case 'n': name = optarg; break;
+        case 'N': only_new = true; break;
+        case 'j': o.as_json = true; break;
+        case 'h': upload_usage(stdout); return CLI_EXIT_OK;
+        default: upload_usage(stderr); return CLI_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) return usage_error("upload", "%s", "missing the FILE to upload");
+    if (optind + 1 < argc) return usage_error("upload", "only one FILE, got '%s' too", argv[optind + 1]);
+    const char *file = argv[optind];
+    if (!name) {
+        const char *slash = strrchr(file, '/');
+        name = slash ? slash + 1 : file;
+    }
+    FILE *f = fopen(file, "rb");
+    if (!f) {
+        fprintf(stderr, "paragon upload: cannot read '%s': %s\n", file, strerror(errno));
+        return CLI_EXIT_USAGE;
+    }
+    char hex[65], header[128];
+    long long size = -1;
+    if (file_sha256(f, hex) == 0 && fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fprintf(stderr, "paragon upload: cannot read '%s': %s\n", file, strerror(errno));
+        fclose(f);
+        return CLI_EXIT_USAGE;
+    }
+    snprintf(header, sizeof header, "Content-SHA256: %s", hex);
+    cli_server s;
+    int rc = cli_server_open(&s, "paragon upload", o.url, o.token_file);
+    if (rc) {
+        fclose(f);
+        return rc;
+    }
+    pgn_text path = {0};
+    pgn_text_puts(&path, "/api/v1/datasets/");
+    char *escaped = cli_path_escape(&s, name);
+    pgn_text_puts(&path, escaped ? escaped : name);
+    free(escaped);
+    char *url_path = pgn_text_take(&path);
+    long status = 0;
+    const char *headers[] = {header, only_new ? "If-None-Match: *" : NULL, NULL};
+    json_t *v = url_path ? cli_upload(&s, url_path, f, size, headers, &status) : NULL;
+    free(url_path);
+    cli_server_close(&s);
+    fclose(f);
+    if (!v) return cli_exit_for(status);
+    if (o.as_json) {
+        print_json(v);
+    } else {
+        char shape[256];
+        dataset_shape(v, shape, sizeof shape);
+        printf("%s %s (%lld bytes, %s, %s; sha256 %s)\n", status == 201 ? "uploaded" : "replaced",
+               str(v, "name"), (long long)json_integer_value(json_object_get(v, "bytes")), str(v, "format"),
+               shape, str(v, "sha256"));
+    }
+    json_decref(v);
     return CLI_EXIT_OK;
 }
 

@@ -148,6 +148,9 @@ typedef struct transfer {
     cli_event_fn on_event; /* stream: each frame */
     void *ctx;
     bool done;           /* the reader said done: the transfer was cut on purpose */
+    FILE *upload;        /* upload: the body, read to its end */
+    long long upload_size;
+    const char *const *headers; /* more request headers ("Name: value"), NULL-ended; or NULL */
 } transfer;
 
 static bool ok_status(long status) { return status >= 200 && status < 300; }
@@ -251,6 +254,8 @@ static int perform(transfer *t, const char *method, const char *path, const json
         headers = curl_slist_append(headers, auth);
     }
     if (json) headers = curl_slist_append(headers, "Content-Type: application/json");
+    if (t->upload) headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
+    for (const char *const *h = t->headers; h && *h; h++) headers = curl_slist_append(headers, *h);
     if (stream) headers = curl_slist_append(headers, "Accept: text/event-stream");
     if (last_id && *last_id) {
         snprintf(last, sizeof last, "Last-Event-ID: %s", last_id);
@@ -274,7 +279,12 @@ static int perform(transfer *t, const char *method, const char *path, const json
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_xfer);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "paragon/" PGN_VERSION);
-    if (stream) {
+    if (t->upload) {
+        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(c, CURLOPT_READDATA, t->upload);
+        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)t->upload_size);
+    }
+    if (stream || t->upload) { /* as long as it takes, while bytes move */
         curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
         curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, STREAM_SILENCE_S);
     } else {
@@ -358,6 +368,31 @@ int cli_download(cli_server *s, const char *path, const char *to, long *status, 
     }
     if (rc) unlink(part);
     return rc ? -1 : 0;
+}
+
+json_t *cli_upload(cli_server *s, const char *path, FILE *from, long long size, const char *const *headers,
+                   long *status) {
+    transfer t = {.s = s, .upload = from, .upload_size = size, .headers = headers};
+    int rc = perform(&t, "PUT", path, NULL, NULL, false);
+    *status = t.status;
+    json_t *out = NULL;
+    if (rc == 0) {
+        json_error_t jerr;
+        out = json_loads(t.body.data ? t.body.data : "", 0, &jerr);
+        if (!out) {
+            fprintf(stderr, "%s: the answer to PUT %s is not JSON: %s\n", s->cmd, path, jerr.text);
+            *status = 0;
+        }
+    }
+    free(t.body.data);
+    return out;
+}
+
+char *cli_path_escape(cli_server *s, const char *segment) {
+    char *e = curl_easy_escape(s->curl, segment, 0);
+    char *out = e ? strdup(e) : NULL;
+    curl_free(e);
+    return out;
 }
 
 int cli_stream(cli_server *s, const char *method, const char *path, const json_t *body,

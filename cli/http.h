@@ -51,6 +51,13 @@ int cli_exit_for(long status);
 json_t *cli_call(cli_server *s, const char *method, const char *path, const json_t *body,
                  long *status);
 
+/* PUT path with the bytes of `from` (size of them, read to its end) as the body, and more headers
+ * ("Name: value" strings, NULL-ended; or NULL); the answer as cli_call's. */
+json_t *cli_upload(cli_server *s, const char *path, FILE *from, long long size, const char *const *headers,
+                   long *status);
+/* One path segment URL-escaped (a dataset's name): malloc'd, NULL when out of memory. */
+char *cli_path_escape(cli_server *s, const char *segment);
+
 /* GET path as text (logs, CSV): a malloc'd NUL-terminated body on 2xx, else NULL as cli_call. */
 char *cli_get_text(cli_server *s, const char *path, long *status);
 

@@ -39,6 +39,8 @@ static const command commands[] = {
     {"cancel", cmd_cancel, true, "cancel a job"},
     {"delete", cmd_delete, true, "delete an ended job and what it stored"},
     {"export", cmd_export, true, "benchmark rows, a checkpoint, or weights PyTorch loads"},
+    {"datasets", cmd_datasets, true, "the datasets paragond holds (rm NAME: delete one)"},
+    {"upload", cmd_upload, true, "upload a dataset file (idx, idx.gz, text) for specs to name"},
     {"version", cmd_version, false, "print the version"},
     {"help", cmd_help, false, "this overview, or a command's help (paragon help run)"},
 };
@@ -336,7 +338,17 @@ static int cmd_run(int argc, char **argv) {
         json_decref(j);
         if (rc && !j) pgn_error_set(&err, PGN_E_INVALID_PROGRAM, "", "the program is not valid UTF-8");
     } else {
-        rc = pgn_spec_parse_text(text, len, &spec, &err);
+        /* tags and submission_id belong to a submission to paragond (one spec file serves both
+         * `run` and `submit`): a run here has no use for them */
+        json_t *j = json_loadb(text, len, 0, NULL);
+        if (json_is_object(j) && (json_object_get(j, "tags") || json_object_get(j, "submission_id"))) {
+            json_object_del(j, "tags");
+            json_object_del(j, "submission_id");
+            rc = pgn_spec_parse(j, &spec, &err);
+        } else {
+            rc = pgn_spec_parse_text(text, len, &spec, &err); /* a malformed file's line and column */
+        }
+        json_decref(j);
     }
     free(text);
     if (rc) {

@@ -5,6 +5,7 @@
 
 #include "auth.h"
 #include "assets.h"
+#include "datasets.h"
 #include "events.h"
 #include "http.h"
 #include "lock.h"
@@ -56,6 +57,7 @@ struct pgd_api {
      * truth). Counting is a scan of the queue, so it runs only when the bound comes near the
      * limit or grows old. */
     int64_t queued_bound, queued_read_ns;
+    pgd_datasets *datasets; /* <data-dir>/datasets/ through the API (datasets.c) */
 };
 
 /* How old the queued-jobs bound may get before it is counted again. */
@@ -174,6 +176,17 @@ static enum MHD_Result get_devices(pgd_api *api, const pgd_request *req, int64_t
     return pgd_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "devices", devices), NULL);
 }
 
+static enum MHD_Result get_utilisation(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)id;
+    json_t *history = pgd_scheduler_utilisation_json(api->sched);
+    if (!history) {
+        pgn_error err;
+        pgn_error_set(&err, PGN_E_OUT_OF_MEMORY, "", "devices' utilisation: out of memory");
+        return internal_error(req, &err);
+    }
+    return pgd_reply_json(req, MHD_HTTP_OK, history, NULL);
+}
+
 /* Each new job's log starts with where it was placed and why (stored with the job); its
  * worker is woken only after that line and its queued state are published, so that "running"
  * follows them. */
@@ -199,7 +212,8 @@ static void announce_queued(pgd_api *api, const pgd_new_job *jobs, size_t n, con
  * For a spec that asked for "all", each stored spec names its own device, so that it re-runs
  * (`paragon run`, or a restart) as it ran, and device_requested keeps "all". */
 static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *targets,
-                       const json_t *estimate, size_t n, int64_t *ids, pgn_error *err) {
+                       const json_t *estimate, const pgd_submission *sub, const json_t *tags, size_t n,
+                       int64_t *ids, pgn_error *err) {
     char requested[sizeof spec->device];
     snprintf(requested, sizeof requested, "%s", spec->device[0] ? spec->device : "auto");
     bool all = strcmp(requested, "all") == 0;
@@ -233,10 +247,11 @@ static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *
                                    .spec = spec_json,
                                    .estimate = estimate,
                                    .log_line = logs[made].line,
-                                   .log_time = logs[made].time};
+                                   .log_time = logs[made].time,
+                                   .tags = tags};
         made++;
     }
-    if (rc == 0) rc = pgd_store_jobs_insert(api->store, jobs, n, ids, err);
+    if (rc == 0) rc = pgd_store_jobs_insert_keyed(api->store, jobs, n, sub, ids, err);
     if (rc == 0) announce_queued(api, jobs, n, ids);
     for (size_t i = 0; i < made; i++) json_decref((json_t *)jobs[i].spec);
     free(jobs);
@@ -309,10 +324,17 @@ static json_t *read_json_body(const pgd_request *req, enum MHD_Result *reply) {
     return root;
 }
 
+/* What a submission carries beside its spec (NULL: nothing): its idempotency key and tags. */
+typedef struct job_extras {
+    pgd_submission sub;
+    const json_t *tags;
+} job_extras;
+
 /* Places, admits and queues a parsed spec: one job, or one per OpenCL device for "all".
- * 0 with *ids (malloc'd, *n of them); -1 after replying why not (*reply). */
-static int queue_spec(pgd_api *api, const pgd_request *req, pgn_job_spec *spec, int64_t **ids_out, size_t *n_out,
-                      enum MHD_Result *reply) {
+ * 0 with *ids (malloc'd, *n of them); -1 after replying why not (*reply); -2 without a reply
+ * when extras' key was taken meanwhile (a concurrent request with it won): nothing queued. */
+static int queue_spec(pgd_api *api, const pgd_request *req, pgn_job_spec *spec, const job_extras *extras,
+                      int64_t **ids_out, size_t *n_out, enum MHD_Result *reply) {
     pgn_error err, lerr;
     pgn_error_clear(&err);
     json_t *extra;
@@ -342,7 +364,8 @@ static int queue_spec(pgd_api *api, const pgd_request *req, pgn_job_spec *spec, 
     bool full = rc == 1;
     if (rc == 0) {
         pgd_scheduler_admit_lock(api->sched);
-        rc = insert_jobs(api, spec, targets, estimate, n, ids, &err);
+        rc = insert_jobs(api, spec, targets, estimate, extras ? &extras->sub : NULL,
+                         extras ? extras->tags : NULL, n, ids, &err);
         pgd_scheduler_admit_unlock(api->sched);
     }
     if (rc == 0) api->queued_bound += (int64_t)n;
@@ -363,6 +386,10 @@ static int queue_spec(pgd_api *api, const pgd_request *req, pgn_job_spec *spec, 
         *reply = reply_limit(req, &lerr, extra, h);
         return -1;
     }
+    if (rc < 0 && err.code == PGN_E_CONFLICT && !strcmp(err.field, "submission_id")) {
+        free(ids);
+        return -2;
+    }
     if (rc < 0) {
         free(ids);
         *reply = internal_error(req, &err);
@@ -374,11 +401,233 @@ static int queue_spec(pgd_api *api, const pgd_request *req, pgn_job_spec *spec, 
     return 0;
 }
 
+/* ---- what a submission carries beside its spec: an idempotency key, tags -------------------- */
+
+/* Whether key can be an idempotency key: 1 to PGD_SUBMISSION_ID_MAX printable ASCII characters
+ * without spaces (what a header carries unchanged: it trims spaces and cannot hold the rest);
+ * otherwise why not, into why. */
+static bool key_valid(const char *key, size_t len, char *why, size_t size) {
+    if (len == 0) {
+        snprintf(why, size, "is empty");
+        return false;
+    }
+    if (len > PGD_SUBMISSION_ID_MAX) {
+        snprintf(why, size, "is %zu characters long; the most is %d", len, PGD_SUBMISSION_ID_MAX);
+        return false;
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)key[i];
+        if (c < 0x21 || c > 0x7e) {
+            char what[16];
+            if (c == ' ') snprintf(what, sizeof what, "a space");
+            else snprintf(what, sizeof what, "byte 0x%02X", c);
+            snprintf(why, size, "has %s at character %zu; a key is printable ASCII without spaces (0x21-0x7E)",
+                     what, i + 1);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The request's idempotency key (the Idempotency-Key header, or the body's submission_id; both
+ * must then agree) into x->sub: key and, as body_sha256, the fingerprint of the body without
+ * submission_id (its JSON with sorted keys, compact), so a retry with the same body is told from
+ * another request under the same key. submission_id leaves root: the engine never sees it.
+ * 0 (no key: x->sub.key NULL), or -1 after replying why the key cannot be one. */
+static int take_submission(const pgd_request *req, json_t *root, job_extras *x, char key[PGD_SUBMISSION_ID_MAX + 1],
+                           char sha[65], const char **field, enum MHD_Result *reply) {
+    x->sub = (pgd_submission){0};
+    const char *header = pgd_request_header(req, PGD_IDEMPOTENCY_HEADER);
+    json_t *body_key = json_is_object(root) ? json_object_get(root, "submission_id") : NULL;
+    char why[160];
+    if (header && !key_valid(header, strlen(header), why, sizeof why)) {
+        *reply = pgd_reply_error(req, PGN_E_INVALID_PARAMETER, PGD_IDEMPOTENCY_HEADER, "%s: the header %s",
+                                 PGD_IDEMPOTENCY_HEADER, why);
+        return -1;
+    }
+    if (body_key && !json_is_string(body_key)) {
+        *reply = pgd_reply_error(req, PGN_E_INVALID_SPEC, "submission_id",
+                                 "submission_id: must be a string (an idempotency key), not %s",
+                                 json_is_null(body_key) ? "null" : json_is_number(body_key) ? "a number"
+                                 : json_is_boolean(body_key) ? "a boolean" : json_is_array(body_key) ? "an array"
+                                 : "an object");
+        return -1;
+    }
+    const char *v = json_string_value(body_key);
+    if (v && !key_valid(v, json_string_length(body_key), why, sizeof why)) {
+        *reply = pgd_reply_error(req, PGN_E_INVALID_SPEC, "submission_id", "submission_id: %s", why);
+        return -1;
+    }
+    if (v && header && strcmp(v, header)) {
+        *reply = pgd_reply_error(req, PGN_E_INVALID_SPEC, "submission_id",
+                                 "submission_id: '%s' differs from the %s header '%s'; send one of them, or the "
+                                 "same key in both", v, PGD_IDEMPOTENCY_HEADER, header);
+        return -1;
+    }
+    if (!header && !v) return 0;
+    snprintf(key, PGD_SUBMISSION_ID_MAX + 1, "%s", header ? header : v);
+    *field = header ? PGD_IDEMPOTENCY_HEADER : "submission_id";
+    if (body_key) json_object_del(root, "submission_id");
+    char *canon = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
+    if (!canon) {
+        *reply = pgd_reply_error(req, PGN_E_OUT_OF_MEMORY, NULL, "out of memory");
+        return -1;
+    }
+    pgn_sha256 h;
+    unsigned char digest[32];
+    pgn_sha256_init(&h);
+    pgn_sha256_update(&h, canon, strlen(canon));
+    pgn_sha256_final(&h, digest);
+    pgn_sha256_hex(digest, sha);
+    free(canon);
+    x->sub = (pgd_submission){.key = key, .body_sha256 = sha};
+    return 0;
+}
+
+/* A tag key: what a filter (?tag=key:value) can name without quoting: no ':', nothing a JSON
+ * path would need escaped. */
+static bool tag_key_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.' || c == '/';
+}
+
+/* Whether k (len bytes) is a tag key; else why not, into why. */
+static bool tag_key_valid(const char *k, size_t len, char *why, size_t size) {
+    if (len == 0 || len > PGD_TAG_KEY_MAX) {
+        snprintf(why, size, "a key is 1 to %d characters; '%.*s' is %zu", PGD_TAG_KEY_MAX, 80, k, len);
+        return false;
+    }
+    for (size_t i = 0; i < len; i++)
+        if (!tag_key_char(k[i])) {
+            snprintf(why, size, "key '%.*s' has '%c' at character %zu; a key is letters, digits, '_', '-', '.' "
+                     "and '/'", 80, k, (unsigned char)k[i] >= 0x20 && (unsigned char)k[i] < 0x7f ? k[i] : '?', i + 1);
+            return false;
+        }
+    return true;
+}
+
+/* Whether v (len bytes of UTF-8, as jansson holds it) is a tag value; else why not. */
+static bool tag_value_valid(const char *v, size_t len, char *why, size_t size) {
+    if (len > PGD_TAG_VALUE_MAX) {
+        snprintf(why, size, "the value is %zu bytes; the most is %d", len, PGD_TAG_VALUE_MAX);
+        return false;
+    }
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f) {
+            snprintf(why, size, "the value has a control character (0x%02X) at byte %zu", (unsigned char)v[i], i + 1);
+            return false;
+        }
+    return true;
+}
+
+/* The body's "tags" (taken out of root: the engine never sees them) into *tags, a new object,
+ * or NULL when there are none; -1 after replying what is wrong with them. */
+static int take_tags(const pgd_request *req, json_t *root, json_t **tags, enum MHD_Result *reply) {
+    *tags = NULL;
+    json_t *t = json_is_object(root) ? json_object_get(root, "tags") : NULL;
+    if (!t) return 0;
+    char why[200];
+    if (!json_is_object(t)) {
+        *reply = pgd_reply_error(req, PGN_E_INVALID_SPEC, "tags",
+                                 "tags: must be an object of strings ({\"team\":\"vision\"}), not %s",
+                                 json_is_array(t) ? "an array" : json_is_string(t) ? "a string"
+                                 : json_is_null(t) ? "null" : "a number or boolean");
+        return -1;
+    }
+    if (json_object_size(t) > PGD_TAGS_MAX) {
+        *reply = pgd_reply_error(req, PGN_E_INVALID_SPEC, "tags", "tags: %zu tags; the most is %d",
+                                 json_object_size(t), PGD_TAGS_MAX);
+        return -1;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(t, k, v) {
+        if (!tag_key_valid(k, strlen(k), why, sizeof why)) {
+            *reply = pgd_reply_error(req, PGN_E_INVALID_SPEC, "tags", "tags: %s", why);
+            return -1;
+        }
+        char field[8 + PGD_TAG_KEY_MAX];
+        snprintf(field, sizeof field, "tags.%s", k);
+        if (!json_is_string(v)) {
+            *reply = pgd_reply_error(req, PGN_E_INVALID_SPEC, field, "%s: a tag's value must be a string", field);
+            return -1;
+        }
+        if (!tag_value_valid(json_string_value(v), json_string_length(v), why, sizeof why)) {
+            *reply = pgd_reply_error(req, PGN_E_INVALID_SPEC, field, "%s: %s", field, why);
+            return -1;
+        }
+    }
+    if (json_object_size(t) > 0) *tags = json_incref(t);
+    json_object_del(root, "tags");
+    return 0;
+}
+
+/* Answers a request whose key was used before: 200 with the job it made (and "ids" for "all")
+ * when the bodies agree, else 409 naming the key and that job. 1 once answered; 0 when the key
+ * was never used (nothing answered). */
+static int answer_submission(pgd_api *api, const pgd_request *req, const job_extras *x, const char *field,
+                             enum MHD_Result *reply) {
+    bool found;
+    char stored[65];
+    int64_t first, *ids;
+    size_t n;
+    pgn_error err;
+    pgn_error_clear(&err);
+    if (pgd_store_submission_get(api->store, x->sub.key, &found, stored, &first, &ids, &n, &err) < 0) {
+        *reply = internal_error(req, &err);
+        return 1;
+    }
+    if (!found) return 0;
+    pgd_job job = {0};
+    int rc = 0;
+    if (strcmp(stored, x->sub.body_sha256) != 0 || n == 0) {
+        pgn_error_set(&err, PGN_E_CONFLICT, field,
+                      n ? "%s: '%s' was used for job %" PRId64 " with another body; a retry sends the same body, "
+                          "another job needs another key"
+                        : "%s: '%s' was used for job %" PRId64 ", which has been deleted since; another job "
+                          "needs another key",
+                      field, x->sub.key, first);
+        json_t *extra = json_pack("{s:s, s:I}", "submission_id", x->sub.key, "job_id", (json_int_t)first);
+        *reply = reply_limit(req, &err, extra, NULL);
+    } else if ((rc = pgd_store_job_get(api->store, ids[0], true, &job, &err)) < 0) {
+        /* deleted in between: 404 */
+        *reply = err.code == PGN_E_NOT_FOUND ? pgd_reply_pgn_error(req, &err, NULL, NULL) : internal_error(req, &err);
+    } else {
+        json_t *obj = pgd_job_json(&job, true);
+        if (!strcmp(job.device_requested, "all")) {
+            json_t *list = json_array();
+            for (size_t i = 0; i < n; i++) json_array_append_new(list, json_integer(ids[i]));
+            json_object_set_new(obj, "ids", list);
+        }
+        char location[64];
+        snprintf(location, sizeof location, "/api/v1/jobs/%" PRId64, ids[0]);
+        const pgd_header h[] = {{MHD_HTTP_HEADER_LOCATION, location}, {NULL, NULL}};
+        *reply = pgd_reply_json(req, MHD_HTTP_OK, obj, h);
+    }
+    pgd_job_release(&job);
+    free(ids);
+    return 1;
+}
+
+/* POST /api/v1/jobs: 201 with the new job, or, for a key used before, 200 with the job it made
+ * (nothing is queued twice: the key is taken in the transaction that inserts the jobs). */
 static enum MHD_Result post_job(pgd_api *api, const pgd_request *req, int64_t id) {
     (void)id;
     enum MHD_Result reply;
     json_t *root = read_json_body(req, &reply);
     if (!root) return reply;
+    job_extras x = {0};
+    char key[PGD_SUBMISSION_ID_MAX + 1], sha[65];
+    const char *key_field = "submission_id";
+    json_t *tags = NULL;
+    if (take_submission(req, root, &x, key, sha, &key_field, &reply) < 0 ||
+        take_tags(req, root, &tags, &reply) < 0 ||
+        (x.sub.key && answer_submission(api, req, &x, key_field, &reply))) {
+        json_decref(root);
+        json_decref(tags);
+        return reply;
+    }
+    x.tags = tags;
     pgn_job_spec spec;
     pgn_error err;
     pgn_error_clear(&err);
@@ -391,14 +640,31 @@ static enum MHD_Result post_job(pgd_api *api, const pgd_request *req, int64_t id
         rc = -1;
     }
     if (rc < 0) {
+        json_decref(tags);
         if (err.code == PGN_E_NONE) err.code = PGN_E_INVALID_SPEC;
         return pgd_reply_pgn_error(req, &err, NULL, NULL);
     }
     int64_t *ids;
     size_t n;
     bool all = strcmp(spec.device, "all") == 0;
-    rc = queue_spec(api, req, &spec, &ids, &n, &reply);
+    /* The datasets a train spec names exist, and stay until its job is queued: a delete or a
+     * replace checks the queue under the same lock. Other specs do not wait for it. */
+    bool names_data = spec.kind == PGN_JOB_TRAIN &&
+                      (spec.train.data.source == PGN_DATA_IDX || spec.train.data.source == PGN_DATA_TEXT);
+    if (names_data) pgd_datasets_lock(api->datasets);
+    if (names_data && pgd_datasets_check_spec(api->datasets, &spec, &err) < 0) {
+        reply = pgd_reply_pgn_error(req, &err, NULL, NULL);
+        rc = -1;
+    } else {
+        rc = queue_spec(api, req, &spec, &x, &ids, &n, &reply);
+    }
+    if (names_data) pgd_datasets_unlock(api->datasets);
     pgn_spec_free(&spec);
+    json_decref(tags);
+    if (rc == -2 && !answer_submission(api, req, &x, key_field, &reply)) {
+        pgn_error_set(&err, PGN_E_INTERNAL, "", "%s '%s' was taken, then not found", key_field, key);
+        return internal_error(req, &err);
+    }
     if (rc < 0) return reply;
     pgd_job first;
     json_t *obj = NULL;
@@ -424,15 +690,96 @@ static enum MHD_Result bad_param(const pgd_request *req, const char *name, const
                            "%s: '%s' is not %s", name, value, want);
 }
 
+/* ---- the job list's cursor --------------------------------------------------------------
+ * A page's cursor is the id of its last job (the list is newest first, so the next page is the
+ * jobs below it: a keyset, which jobs arriving meanwhile do not shift), sent as the 11
+ * characters of its 8 bytes in base64url. Clients pass it back as it is; anything this does not
+ * decode to a job id is a 400. */
+
+#define CURSOR_CHARS 11
+
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static void cursor_make(int64_t id, char out[CURSOR_CHARS + 1]) {
+    uint64_t v = (uint64_t)id;
+    /* 64 bits in 11 six-bit digits: the last digit holds the low 4 bits, shifted left by 2 */
+    for (int i = 0; i < CURSOR_CHARS; i++) {
+        int shift = 58 - 6 * i;
+        unsigned digit = shift >= 0 ? (unsigned)(v >> shift) & 63u : (unsigned)(v << -shift) & 63u;
+        out[i] = b64url[digit];
+    }
+    out[CURSOR_CHARS] = 0;
+}
+
+static bool cursor_parse(const char *text, int64_t *id) {
+    if (strlen(text) != CURSOR_CHARS) return false;
+    uint64_t v = 0;
+    for (int i = 0; i < CURSOR_CHARS; i++) {
+        const char *at = strchr(b64url, text[i]);
+        if (!at || !text[i]) return false;
+        unsigned digit = (unsigned)(at - b64url);
+        int shift = 58 - 6 * i;
+        if (shift >= 0) v |= (uint64_t)digit << shift;
+        else if (digit & 3u) return false; /* not one this server made */
+        else v |= (uint64_t)digit >> -shift;
+    }
+    if (v == 0 || v > (uint64_t)INT64_MAX) return false;
+    *id = (int64_t)v;
+    return true;
+}
+
+/* The list's ?tag=key:value filters into *out ([[key, value], ...], a new array; NULL for
+ * none); -1 after replying which one is wrong. */
+static int tag_filters(const pgd_request *req, json_t **out, enum MHD_Result *reply) {
+    *out = NULL;
+    const char *values[PGD_TAGS_MAX];
+    size_t n = pgd_request_query_all(req, "tag", values, PGD_TAGS_MAX);
+    if (n > PGD_TAGS_MAX) {
+        *reply = pgd_reply_error(req, PGN_E_INVALID_PARAMETER, "tag", "tag: %zu filters; the most is %d (a job has "
+                                 "at most %d tags)", n, PGD_TAGS_MAX, PGD_TAGS_MAX);
+        return -1;
+    }
+    json_t *list = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!*values[i]) continue; /* "?tag=" as a form sends it: no filter */
+        const char *colon = strchr(values[i], ':');
+        char why[200];
+        bool ok = colon != NULL;
+        if (!ok) snprintf(why, sizeof why, "a tag filter is key:value");
+        else ok = tag_key_valid(values[i], (size_t)(colon - values[i]), why, sizeof why) &&
+                  tag_value_valid(colon + 1, strlen(colon + 1), why, sizeof why);
+        json_t *pair = ok ? json_pack("[s#, s]", values[i], (int)(colon - values[i]), colon + 1) : NULL;
+        if (ok && !pair) snprintf(why, sizeof why, "the value is not UTF-8"); /* jansson takes only that */
+        if (!pair) {
+            json_decref(list);
+            char *shown = pgn_text_visible(values[i]);
+            *reply = pgd_reply_error(req, PGN_E_INVALID_PARAMETER, "tag", "tag: '%s': %s", shown ? shown : "?", why);
+            free(shown);
+            return -1;
+        }
+        if (!list) list = json_array();
+        json_array_append_new(list, pair);
+    }
+    *out = list;
+    return 0;
+}
+
+/* GET /api/v1/jobs: a page of job rows (summaries, not results), newest first, by offset or by
+ * cursor, with the cursor of the next page (null at the end). */
 static enum MHD_Result list_jobs(pgd_api *api, const pgd_request *req, int64_t id) {
     (void)id;
     pgd_job_filter f = {.limit = LIST_LIMIT_DEFAULT, .offset = 0};
-    const char *v;
+    const char *v, *cursor = query(req, "cursor");
     if ((v = query(req, "limit")) && !parse_count(v, &f.limit))
         return bad_param(req, "limit", v, "a non-negative integer");
     if (f.limit > LIST_LIMIT_MAX) f.limit = LIST_LIMIT_MAX;
     if ((v = query(req, "offset")) && !parse_count(v, &f.offset))
         return bad_param(req, "offset", v, "a non-negative integer");
+    if (cursor && !cursor_parse(cursor, &f.before_id))
+        return bad_param(req, "cursor", cursor, "a cursor this server gave (a page's next_cursor, passed back as it is)");
+    if (cursor && f.offset)
+        return pgd_reply_error(req, PGN_E_INVALID_PARAMETER, "offset",
+                               "offset: a page after a cursor starts at the cursor; leave offset out");
     if ((v = query(req, "state"))) {
         if (pgd_job_state_parse(v, &f.state) < 0)
             return bad_param(req, "state", v,
@@ -444,20 +791,29 @@ static enum MHD_Result list_jobs(pgd_api *api, const pgd_request *req, int64_t i
             return bad_param(req, "kind", v, "a job kind (train, inet, bench)");
         f.by_kind = true;
     }
+    enum MHD_Result reply;
+    json_t *tags;
+    if (tag_filters(req, &tags, &reply) < 0) return reply;
+    f.tags = tags;
 
     pgd_job *jobs;
     size_t n;
-    int64_t total;
+    int64_t total, limit = f.limit;
+    f.limit = limit + 1; /* one more than shown says whether a next page exists */
     pgn_error err;
-    if (pgd_store_jobs_list(api->store, &f, &jobs, &n, &total, &err) < 0)
-        return internal_error(req, &err);
+    int rc = pgd_store_jobs_list(api->store, &f, &jobs, &n, &total, &err);
+    json_decref(tags);
+    if (rc < 0) return internal_error(req, &err);
+    bool more = n > (size_t)limit;
     json_t *list = json_array();
-    for (size_t i = 0; i < n; i++) json_array_append_new(list, pgd_job_json(&jobs[i], false));
+    for (size_t i = 0; i < n && i < (size_t)limit; i++) json_array_append_new(list, pgd_job_list_json(&jobs[i]));
+    char next[CURSOR_CHARS + 1];
+    if (more && limit > 0) cursor_make(jobs[limit - 1].id, next);
     pgd_jobs_free(jobs, n);
     return pgd_reply_json(req, MHD_HTTP_OK,
-                          json_pack("{s:o, s:I, s:I, s:I}", "jobs", list, "total",
-                                    (json_int_t)total, "limit", (json_int_t)f.limit, "offset",
-                                    (json_int_t)f.offset),
+                          json_pack("{s:o, s:I, s:I, s:I, s:s?}", "jobs", list, "total", (json_int_t)total,
+                                    "limit", (json_int_t)limit, "offset", (json_int_t)f.offset, "next_cursor",
+                                    more && limit > 0 ? next : NULL),
                           NULL);
 }
 
@@ -537,7 +893,7 @@ static enum MHD_Result delete_job(pgd_api *api, const pgd_request *req, int64_t 
                 (long long)id, dir, strerror(errno));
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     if (!resp) return MHD_NO;
-    enum MHD_Result r = MHD_queue_response(req->conn, MHD_HTTP_NO_CONTENT, resp);
+    enum MHD_Result r = pgd_queue_response(req, MHD_HTTP_NO_CONTENT, resp);
     MHD_destroy_response(resp);
     return r;
 }
@@ -641,7 +997,7 @@ static enum MHD_Result reply_download(const pgd_request *req, struct MHD_Respons
     snprintf(disposition, sizeof disposition, "attachment; filename=\"%s\"", filename);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disposition);
-    enum MHD_Result r = MHD_queue_response(req->conn, MHD_HTTP_OK, resp);
+    enum MHD_Result r = pgd_queue_response(req, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp);
     return r;
 }
@@ -756,7 +1112,7 @@ static enum MHD_Result post_generate(pgd_api *api, const pgd_request *req, int64
     uint64_t since = pgd_events_next(api->events);
     int64_t *ids;
     size_t n;
-    rc = queue_spec(api, req, &spec, &ids, &n, &reply);
+    rc = queue_spec(api, req, &spec, NULL, &ids, &n, &reply);
     pgn_spec_free(&spec);
     if (rc < 0) return reply;
     int64_t gen = ids[0];
@@ -770,15 +1126,97 @@ static void suite_names(char *out, size_t size) {
         snprintf(out + strlen(out), size - strlen(out), "%s%s", out[0] ? ", " : "", *s);
 }
 
-/* GET /api/v1/benchmarks?suite=&device=&format=json|csv&limit=: the newest `limit` rows,
- * oldest first. CSV is one suite's table (Paragon-Py's columns for mlp-forward), so it needs a
- * suite; JSON may mix suites. */
+/* Exactly n decimal digits at *p into *out, moving past them. */
+static bool take_digits(const char **p, int n, int *out) {
+    int v = 0;
+    for (int i = 0; i < n; i++, (*p)++) {
+        if (**p < '0' || **p > '9') return false;
+        v = v * 10 + (**p - '0');
+    }
+    *out = v;
+    return true;
+}
+
+/* An ISO 8601 time as the store writes created_at ("2025-01-31T12:00:00.000Z", UTC): a date
+ * alone is its midnight in UTC; a time needs its zone (Z or +hh:mm/-hh:mm), seconds and their
+ * fraction are optional (cut to milliseconds). NULL when it is one, else what is wrong. */
+static const char *iso_param(const char *text, char out[32]) {
+    static const char *const not_iso = "an ISO 8601 time (2025-01-31, 2025-01-31T12:00:00Z, "
+                                       "2025-01-31T14:00:00.250+02:00)";
+    struct tm tm = {0};
+    int year, mon, day, hour = 0, min = 0, sec = 0, ms = 0, off = 0;
+    const char *p = text;
+    if (!take_digits(&p, 4, &year) || *p++ != '-' || !take_digits(&p, 2, &mon) || *p++ != '-' ||
+        !take_digits(&p, 2, &day))
+        return not_iso;
+    if (*p) {
+        if (*p != 'T' && *p != 't') return not_iso;
+        p++;
+        if (!take_digits(&p, 2, &hour) || *p++ != ':' || !take_digits(&p, 2, &min)) return not_iso;
+        if (*p == ':' && (p++, !take_digits(&p, 2, &sec))) return not_iso;
+        if (*p == '.' || *p == ',') {
+            p++;
+            int digits = 0;
+            for (; *p >= '0' && *p <= '9'; p++, digits++)
+                if (digits < 3) ms = ms * 10 + (*p - '0');
+            if (!digits) return not_iso;
+            for (; digits < 3; digits++) ms *= 10;
+        }
+        if (!*p) return "an ISO 8601 time with its zone: end it with Z (UTC) or an offset such as +02:00";
+        if (*p == 'Z' || *p == 'z') {
+            p++;
+        } else if (*p == '+' || *p == '-') {
+            int sign = *p++ == '-' ? -1 : 1, oh, om;
+            if (!take_digits(&p, 2, &oh) || *p++ != ':' || !take_digits(&p, 2, &om) || oh > 23 || om > 59)
+                return not_iso;
+            off = sign * (oh * 60 + om) * 60;
+        }
+        if (*p) return not_iso;
+    }
+    if (hour > 23 || min > 59 || sec > 59) return "an ISO 8601 time: hours 00-23, minutes and seconds 00-59";
+    tm.tm_year = year - 1900;
+    tm.tm_mon = mon - 1;
+    tm.tm_mday = day;
+    tm.tm_hour = hour;
+    tm.tm_min = min;
+    tm.tm_sec = sec;
+    time_t t = timegm(&tm);
+    /* timegm normalises 2025-02-30 to March: a date that moved was not one. */
+    if (mon < 1 || mon > 12 || day < 1 || tm.tm_mon != mon - 1 || tm.tm_mday != day)
+        return "an ISO 8601 time: that day does not exist";
+    t -= off;
+    struct tm utc;
+    gmtime_r(&t, &utc);
+    char stamp[24];
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
+    snprintf(out, 32, "%.19s.%03uZ", stamp, (unsigned)ms % 1000u); /* ms is 0..999 already */
+    return NULL;
+}
+
+/* GET /api/v1/benchmarks?suite=&device=&job=&since=&until=&format=json|csv&limit=: the newest
+ * `limit` rows, oldest first, of one job and stored in [since, until) when those are given. CSV
+ * is one suite's table (Paragon-Py's columns, as it writes them, for mlp-forward), so it needs a
+ * suite; JSON may mix suites, and each row carries its job_id and created_at. */
 static enum MHD_Result get_benchmarks(pgd_api *api, const pgd_request *req, int64_t id) {
     (void)id;
     const char *suite = query(req, "suite");
     const char *device = query(req, "device");
     const char *format = query(req, "format");
-    const char *v;
+    const char *v, *why;
+    pgd_bench_filter f = {.suite = suite, .device = device};
+    char since[32], until[32];
+    if ((v = query(req, "job")) && (!parse_count(v, &f.job) || f.job == 0))
+        return bad_param(req, "job", v, "a job id (a positive integer)");
+    if ((v = query(req, "since")) && (why = iso_param(v, since)))
+        return bad_param(req, "since", v, why);
+    if (v) f.since = since;
+    if ((v = query(req, "until")) && (why = iso_param(v, until)))
+        return bad_param(req, "until", v, why);
+    if (v) f.until = until;
+    if (f.since && f.until && strcmp(f.until, f.since) <= 0)
+        return pgd_reply_error(req, PGN_E_INVALID_PARAMETER, "until",
+                               "until: %s is not after since (%s): the window [since, until) is empty",
+                               f.until, f.since);
     int64_t limit = BENCH_LIMIT_DEFAULT;
     if ((v = query(req, "limit")) && !parse_count(v, &limit))
         return bad_param(req, "limit", v, "a non-negative integer");
@@ -798,7 +1236,14 @@ static enum MHD_Result get_benchmarks(pgd_api *api, const pgd_request *req, int6
 
     json_t *rows;
     pgn_error err;
-    if (pgd_store_bench_list(api->store, suite, device, limit, &rows, &err) < 0)
+    pgd_job job;
+    if (f.job && pgd_store_job_get(api->store, f.job, false, &job, &err) < 0) {
+        if (err.code != PGN_E_NOT_FOUND) return internal_error(req, &err);
+        return pgd_reply_error(req, PGN_E_NOT_FOUND, "job", "job: job %" PRId64 " does not exist", f.job);
+    }
+    if (f.job) pgd_job_release(&job);
+    f.limit = limit;
+    if (pgd_store_bench_query(api->store, &f, &rows, &err) < 0)
         return internal_error(req, &err);
     if (!csv) return pgd_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "rows", rows), NULL);
 
@@ -877,6 +1322,15 @@ static enum MHD_Result delete_session(pgd_api *api, const pgd_request *req, int6
     return pgd_auth_reply_session(api->auth, req, false);
 }
 
+/* GET /api/v1/openapi.json: server/openapi.json as built in (tests/test_api_conventions.c holds
+ * it to the route table, both ways). Open: it says what the API is, nothing of its data. */
+static enum MHD_Result get_openapi(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)api, (void)id;
+    const pgn_embedded *doc = pgn_embedded_find(pgd_api_docs, PGD_OPENAPI_FILE);
+    if (!doc) return not_found(req); /* not reached: meson embeds it */
+    return pgd_reply_static(req, MHD_HTTP_OK, doc->data, doc->size, "application/json");
+}
+
 /* "/" is the dashboard; "/<name>" any other embedded web file. */
 static enum MHD_Result get_web_file(pgd_api *api, const pgd_request *req, int64_t id) {
     (void)api, (void)id;
@@ -886,12 +1340,36 @@ static enum MHD_Result get_web_file(pgd_api *api, const pgd_request *req, int64_
     return pgd_reply_static(req, MHD_HTTP_OK, file->data, file->size, content_type_for(name));
 }
 
+/* ---- datasets (datasets.c) -------------------------------------------------------------- */
+
+static enum MHD_Result list_datasets(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)id;
+    return pgd_datasets_list(api->datasets, req);
+}
+
+static enum MHD_Result put_dataset(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)id;
+    return pgd_datasets_put(api->datasets, req);
+}
+
+static enum MHD_Result get_dataset(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)id;
+    return pgd_datasets_get(api->datasets, req);
+}
+
+static enum MHD_Result delete_dataset(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)id;
+    return pgd_datasets_delete(api->datasets, req);
+}
+
 /* ---- the route table -------------------------------------------------------------------- */
 
 /* Matching order: the first route whose pattern matches a path decides which routes answer it
  * (by method: GET also answers HEAD; another method is a 405 listing them). Patterns' segments
  * are literal, or {id} (a non-empty segment; a job id, parsed after the method is known, so a
- * bad one is a 404 naming it) or {file} (an embedded web file). The README's API table lists
+ * bad one is a 404 naming it) or {file} (an embedded web file); a final {name} takes the rest of
+ * the path (a dataset's name, which its handler judges: "a/b" is a 400 naming the rule, not a
+ * 404). The README's API table lists
  * exactly these (tests/test_api_routes.c). */
 static const pgd_route routes[] = {
     {"GET", "/", get_web_file, PGD_ROUTE_OPEN},
@@ -899,7 +1377,9 @@ static const pgd_route routes[] = {
     {"GET", "/readyz", get_readyz, PGD_ROUTE_OPEN},
     {"GET", "/metrics", get_prometheus, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/version", get_version, PGD_ROUTE_TOKEN},
+    {"GET", "/api/v1/openapi.json", get_openapi, PGD_ROUTE_OPEN},
     {"GET", "/api/v1/devices", get_devices, PGD_ROUTE_TOKEN},
+    {"GET", "/api/v1/devices/utilisation", get_utilisation, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/jobs", list_jobs, PGD_ROUTE_TOKEN},
     {"POST", "/api/v1/jobs", post_job, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/jobs/{id}", get_job, PGD_ROUTE_TOKEN},
@@ -912,6 +1392,10 @@ static const pgd_route routes[] = {
     {"GET", "/api/v1/jobs/{id}/checkpoint", get_checkpoint, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/jobs/{id}/weights", get_weights, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/benchmarks", get_benchmarks, PGD_ROUTE_TOKEN},
+    {"GET", "/api/v1/datasets", list_datasets, PGD_ROUTE_TOKEN},
+    {"GET", "/api/v1/datasets/{name}", get_dataset, PGD_ROUTE_TOKEN},
+    {"PUT", "/api/v1/datasets/{name}", put_dataset, PGD_ROUTE_TOKEN},
+    {"DELETE", "/api/v1/datasets/{name}", delete_dataset, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/events", get_events, PGD_ROUTE_TOKEN},
     {"POST", "/api/v1/session", post_session, PGD_ROUTE_TOKEN},
     {"DELETE", "/api/v1/session", delete_session, PGD_ROUTE_TOKEN},
@@ -936,6 +1420,7 @@ static bool match(const char *pattern, const char *path, match_mode mode, const 
                   size_t *id_len) {
     const char *p = pattern, *s = path;
     while (*p) {
+        if (!strcmp(p, "{name}")) return *s != 0;
         if (*p == '{') {
             const char *close = strchr(p, '}');
             size_t len = strcspn(s, "/");
@@ -1003,6 +1488,22 @@ static enum MHD_Result not_allowed_on(const pgd_request *req, const char *patter
     return not_allowed(req, allow);
 }
 
+/* Uploads stream to a file (datasets.c); every other body is gathered by http.c. The token is
+ * asked for now, from the headers: a stranger's upload is answered 401 before a byte is kept. */
+pgd_sink *pgd_api_sink_open(void *ctx, const pgd_request *req) {
+    pgd_api *api = ctx;
+    const char *id_text = NULL;
+    size_t id_len = 0;
+    int found = find_route(req->path, MATCH_ROUTE, &id_text, &id_len);
+    const pgd_route *upload = NULL;
+    for (size_t i = 0; found >= 0 && i < N_ROUTES && !upload; i++)
+        if (!strcmp(routes[i].pattern, routes[found].pattern) && method_is(req, routes[i].method) &&
+            routes[i].handler == put_dataset)
+            upload = &routes[i];
+    if (!upload) return NULL;
+    return pgd_datasets_sink_open(api->datasets, req, pgd_auth_refusal(api->auth, req) != NULL);
+}
+
 enum MHD_Result pgd_api_handle(void *ctx, const pgd_request *req) {
     pgd_api *api = ctx;
     const char *id_text = NULL;
@@ -1052,6 +1553,13 @@ int pgd_api_create(const pgd_api_deps *deps, pgd_api **out, pgn_error *err) {
     api->max_queued = deps->max_queued > 0 ? deps->max_queued : PGD_DEFAULT_MAX_QUEUED;
     api->queued_bound = INT64_MAX / 2; /* unknown: the first submission counts */
     pthread_mutex_init(&api->submit_lock, NULL);
+    if (pgd_datasets_create(api->data_dir, api->store,
+                            deps->max_dataset_bytes > 0 ? deps->max_dataset_bytes
+                                                        : (int64_t)PGD_DEFAULT_MAX_DATASET_MB << 20,
+                            &api->datasets, err) < 0) {
+        pgd_api_destroy(api);
+        return -1;
+    }
     /* The request metrics label each request by its route's pattern. */
     const char *labels[N_ROUTES];
     size_t n = 0;
@@ -1067,6 +1575,7 @@ int pgd_api_create(const pgd_api_deps *deps, pgd_api **out, pgn_error *err) {
 
 void pgd_api_destroy(pgd_api *api) {
     if (!api) return;
+    pgd_datasets_destroy(api->datasets);
     pthread_mutex_destroy(&api->submit_lock);
     free(api);
 }

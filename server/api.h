@@ -17,6 +17,14 @@
 
 typedef struct pgd_api pgd_api;
 
+/* The header that carries a submission's idempotency key (the body's "submission_id" may carry
+ * it instead; its bounds are PGD_SUBMISSION_ID_MAX's, store.h). */
+#define PGD_IDEMPOTENCY_HEADER "Idempotency-Key"
+/* A job's tags: a few labels to find jobs by, not a document (the list filters on them). */
+#define PGD_TAGS_MAX 16
+#define PGD_TAG_KEY_MAX 64
+#define PGD_TAG_VALUE_MAX 256 /* bytes of UTF-8 */
+
 /* What the API answers from; every part outlives it. */
 typedef struct pgd_api_deps {
     pgd_store *store;
@@ -29,6 +37,7 @@ typedef struct pgd_api_deps {
     const char *version_json; /* GET /api/v1/version */
     const atomic_bool *ready; /* GET /readyz */
     int64_t max_queued;       /* submissions beyond this many queued jobs get 429 */
+    int64_t max_dataset_bytes; /* larger uploads get 413; 0: PGD_DEFAULT_MAX_DATASET_MB */
 } pgd_api_deps;
 
 int pgd_api_create(const pgd_api_deps *deps, pgd_api **out, pgn_error *err);
@@ -38,6 +47,9 @@ void pgd_api_destroy(pgd_api *api);
  * slot of a path (0 for a path no route's pattern matches). */
 enum MHD_Result pgd_api_handle(void *api, const pgd_request *req);
 unsigned pgd_api_route_slot(void *api, const char *path);
+/* The pgd_sink_open for http.c: a sink for the routes that stream their bodies (dataset
+ * uploads), else NULL. */
+pgd_sink *pgd_api_sink_open(void *api, const pgd_request *req);
 
 /* ---- the route table -------------------------------------------------------------------- */
 

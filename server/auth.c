@@ -344,7 +344,7 @@ enum MHD_Result pgd_auth_reply_session(const pgd_auth *a, const pgd_request *req
     if (!resp) return MHD_NO;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_SET_COOKIE, cookie);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    enum MHD_Result r = MHD_queue_response(req->conn, MHD_HTTP_NO_CONTENT, resp);
+    enum MHD_Result r = pgd_queue_response(req, MHD_HTTP_NO_CONTENT, resp);
     MHD_destroy_response(resp);
     return r;
 }

@@ -78,6 +78,8 @@ struct sse_stream {
     int last_state;  /* the job's state this client has (job streams); -1: none yet */
     uint64_t ping_epoch;
     bool ending; /* the final state is in `out`: close once it is sent */
+    bool ended;  /* the `end` frame after it is in `out` too */
+    uint64_t end_id; /* the id of the frame that carried the final state */
     bool collect; /* sends nothing but the job itself once it has ended (a waiting request) */
     bool parked;
     sse_stream *prev, *next;
@@ -303,6 +305,7 @@ static int out_frame(sse_stream *st, uint64_t id, const char *event, const char 
 static int out_frame_job(sse_stream *st, uint64_t id, const char *event, const pgd_job *job) {
     st->last_state = (int)job->state;
     st->ending = is_terminal(st->last_state);
+    st->end_id = id;
     char *text = job_data(job);
     int rc = out_frame(st, id, event, text);
     free(text);
@@ -378,6 +381,7 @@ static int refill(sse_stream *st) {
             if (e->state == st->last_state) continue; /* the snapshot had it already */
             st->last_state = e->state;
             st->ending = is_terminal(e->state);
+            st->end_id = e->seq;
         }
         if (out_append(st, e->frame, e->len) < 0) {
             rc = -1;
@@ -450,13 +454,25 @@ static int refill_collect(sse_stream *st) {
     return out_append(st, " ", 1) < 0 ? -1 : 1;
 }
 
+/* The last frame of a job stream, after its final state: `end`, with the job's id and that
+ * state, under the final state's id. EventSource reconnects whenever a stream closes, so a
+ * client needs an event that says this close is the end (and closes on it). */
+static int out_end(sse_stream *st) {
+    st->out_len = st->out_off = 0;
+    st->ended = true;
+    char data[96];
+    snprintf(data, sizeof data, "{\"id\":%" PRId64 ",\"state\":\"%s\"}", st->job_id,
+             pgd_job_state_name((pgd_job_state)st->last_state));
+    return out_frame(st, st->end_id, "end", data) < 0 ? -1 : 1;
+}
+
 /* MHD's content reader: runs on the connection's thread with nothing else of ours held. */
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     sse_stream *st = cls;
     if (st->out_off == st->out_len) {
-        if (st->ending) return MHD_CONTENT_READER_END_OF_STREAM;
-        int rc = st->collect ? refill_collect(st) : refill(st);
+        if (st->ending && (st->collect || st->ended)) return MHD_CONTENT_READER_END_OF_STREAM;
+        int rc = st->ending ? out_end(st) : st->collect ? refill_collect(st) : refill(st);
         if (rc < 0) return MHD_CONTENT_READER_END_OF_STREAM;
         if (rc == 0) return 0; /* parked: MHD calls again once the stream is resumed */
     }
@@ -591,7 +607,7 @@ static enum MHD_Result start_response(const pgd_request *req, sse_stream *st, co
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     /* Reverse proxies (nginx) buffer responses unless told not to. */
     MHD_add_response_header(resp, "X-Accel-Buffering", "no");
-    enum MHD_Result r = MHD_queue_response(req->conn, MHD_HTTP_OK, resp);
+    enum MHD_Result r = pgd_queue_response(req, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp); /* the connection holds it; stream_free runs when it is done */
     return r;
 }

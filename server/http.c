@@ -1,7 +1,7 @@
 /* http.c: owns the libmicrohttpd daemon: listening (host, port, thread pool), the connection
  * limits (total, per client address, a deadline for each request's headers), gathering each
- * request body up to PGD_MAX_BODY, and building responses. Routing and the API itself live
- * in api.c; this file knows nothing of jobs. */
+ * request body up to PGD_MAX_BODY (or streaming it to the API's sink: uploads), and building
+ * responses. Routing and the API itself live in api.c; this file knows nothing of jobs. */
 #include "http.h"
 #include "metrics.h" /* pgd_metrics_observe, pgd_metrics_refused */
 #include "views.h"   /* pgd_error_json */
@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -47,9 +48,11 @@ struct pgd_http {
     struct MHD_Daemon *daemon;
     pgd_handler handler;
     pgd_route_slot slot;
+    pgd_sink_open sink_open;
     void *ctx;
     uint16_t port;
     pgd_http_limits limits;
+    char **cors; /* the allowed origins, NULL-terminated (limits.cors_origins points here); NULL: none */
     /* Open connections, for the header deadline; the reaper thread walks them. */
     pthread_mutex_t conns_lock;
     pthread_cond_t reaper_wake;
@@ -67,6 +70,9 @@ typedef struct body_buf {
     char *data;
     size_t len, cap;
     bool too_large;
+    pgd_sink *sink;    /* a streamed body: chunks go there instead */
+    bool dropping;     /* the sink keeps no more: len counts the bytes dropped */
+    bool answered;     /* the sink's request was answered on its first call */
 } body_buf;
 
 /* Marks a request without a body in MHD's per-request pointer. */
@@ -77,6 +83,15 @@ static const char oom_json[] =
 
 /* ---- replies ---------------------------------------------------------------------------- */
 
+enum MHD_Result pgd_queue_response(const pgd_request *req, unsigned status, struct MHD_Response *resp) {
+    if (req->vary_origin) MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Origin");
+    if (req->allow_origin) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, req->allow_origin);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_EXPOSE_HEADERS, PGD_CORS_EXPOSE);
+    }
+    return MHD_queue_response(req->conn, status, resp);
+}
+
 static enum MHD_Result queue(const pgd_request *req, unsigned status,
                              struct MHD_Response *resp, const char *content_type,
                              const pgd_header *headers) {
@@ -84,7 +99,7 @@ static enum MHD_Result queue(const pgd_request *req, unsigned status,
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     for (const pgd_header *h = headers; h && h->name; h++)
         MHD_add_response_header(resp, h->name, h->value);
-    enum MHD_Result r = MHD_queue_response(req->conn, status, resp);
+    enum MHD_Result r = pgd_queue_response(req, status, resp);
     MHD_destroy_response(resp);
     return r;
 }
@@ -295,6 +310,27 @@ const char *pgd_request_header(const pgd_request *req, const char *name) {
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
+typedef struct query_values {
+    const char *name;
+    const char **out;
+    size_t max, n;
+} query_values;
+
+static enum MHD_Result collect_value(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind;
+    query_values *q = cls;
+    if (strcmp(key, q->name) != 0) return MHD_YES;
+    if (q->n < q->max) q->out[q->n] = value ? value : "";
+    q->n++;
+    return MHD_YES;
+}
+
+size_t pgd_request_query_all(const pgd_request *req, const char *name, const char **out, size_t max) {
+    query_values q = {.name = name, .out = out, .max = max};
+    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, collect_value, &q);
+    return q.n;
+}
+
 static enum MHD_Result reply_too_large(pgd_http *h, const pgd_request *req) {
     enum MHD_Result r = pgd_reply_error(req, PGN_E_TOO_LARGE, NULL,
                                         "request body is larger than %d bytes", PGD_MAX_BODY);
@@ -302,11 +338,35 @@ static enum MHD_Result reply_too_large(pgd_http *h, const pgd_request *req) {
     return r;
 }
 
+/* The request's Origin when --cors-origin allows it. */
+static const char *allowed_origin(const pgd_http *h, const pgd_request *req) {
+    const char *origin = h->cors ? pgd_request_header(req, "Origin") : NULL;
+    for (char **o = h->cors; origin && *o; o++)
+        if (strcasecmp(*o, origin) == 0) return *o;
+    return NULL;
+}
+
+/* A CORS preflight from an allowed origin: 204 saying what its page may send. Answered before
+ * the API sees it, for any path: a preflight carries no token, and the request it precedes gets
+ * the API's own answer (a 404, a 401) anyway. */
+static enum MHD_Result reply_preflight(const pgd_request *req) {
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_METHODS, PGD_CORS_METHODS);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_HEADERS, PGD_CORS_HEADERS);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_MAX_AGE, PGD_CORS_MAX_AGE_S);
+    enum MHD_Result r = pgd_queue_response(req, MHD_HTTP_NO_CONTENT, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
 /* Runs the handler and counts the request for /metrics: its route, method, the status it
  * queued and the time the handler took. */
 static enum MHD_Result dispatch(pgd_http *h, const pgd_request *req) {
     int64_t t0 = pgn_now_ns();
-    enum MHD_Result r = h->handler(h->ctx, req);
+    bool preflight = req->allow_origin && strcmp(req->method, MHD_HTTP_METHOD_OPTIONS) == 0 &&
+                     pgd_request_header(req, "Access-Control-Request-Method");
+    enum MHD_Result r = preflight ? reply_preflight(req) : h->handler(h->ctx, req);
     int64_t t1 = pgn_now_ns();
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_HTTP_STATUS);
@@ -334,13 +394,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   void **con_cls) {
     (void)version;
     pgd_http *h = cls;
-    pgd_request req = {.conn = conn, .method = method, .path = url, .body = "", .body_len = 0};
+    pgd_request req = {.conn = conn, .method = method, .path = url, .body = "", .body_len = 0,
+                       .vary_origin = h->cors != NULL};
+    req.allow_origin = allowed_origin(h, &req);
     body_buf *b = *con_cls;
 
     if (!b) {
         /* Its headers are here: no deadline while it is served. */
         conn_track *t = tracked(conn);
         if (t) atomic_store(&t->deadline_ns, 0);
+        pgd_sink *sink = h->sink_open ? h->sink_open(h->ctx, &req) : NULL;
+        if (sink) {
+            b = calloc(1, sizeof *b);
+            if (!b) {
+                sink->release(sink);
+                return MHD_NO;
+            }
+            b->sink = sink;
+            *con_cls = b;
+            if (!sink->answer_now) return MHD_YES;
+            /* A reply queued on this first call closes the connection: what is refused from its
+             * headers alone is not read. */
+            b->answered = true;
+            req.sink = sink;
+            return dispatch(h, &req);
+        }
         unsigned long long len = 0;
         bool has_len = content_length(conn, &len);
         bool chunked = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -373,6 +451,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
 
     if (b == &no_body) return dispatch(h, &req);
+
+    if (b->sink) {
+        req.sink = b->sink;
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (b->answered) return MHD_YES;
+        if (n && !b->dropping && b->sink->write(b->sink, upload_data, n)) return MHD_YES;
+        if (n) {
+            /* A sink that keeps no more (over its limit, a failed write): libmicrohttpd takes a
+             * reply only once the body has ended, so the rest is read and dropped, up to
+             * DRAIN_MAX; a client still sending past that is cut off. */
+            b->dropping = true;
+            b->len += n;
+            return b->len > DRAIN_MAX ? MHD_NO : MHD_YES;
+        }
+        b->answered = true;
+        return dispatch(h, &req);
+    }
 
     if (*upload_data_size) {
         size_t n = *upload_data_size;
@@ -417,6 +513,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (t) atomic_store(&t->deadline_ns, next_deadline(h));
     body_buf *b = *con_cls;
     if (!b || b == &no_body) return;
+    if (b->sink) b->sink->release(b->sink);
     free(b->data);
     free(b);
     *con_cls = NULL;
@@ -426,7 +523,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 int pgd_http_start(const char *host, uint16_t port, unsigned threads,
                    const pgd_http_limits *limits, pgd_handler handler, pgd_route_slot slot,
-                   void *ctx, pgd_http **out, pgn_error *err) {
+                   pgd_sink_open sink_open, void *ctx, pgd_http **out, pgn_error *err) {
     *out = NULL;
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
@@ -447,6 +544,7 @@ int pgd_http_start(const char *host, uint16_t port, unsigned threads,
     }
     h->handler = handler;
     h->slot = slot;
+    h->sink_open = sink_open;
     h->ctx = ctx;
     h->limits = *limits;
     h->limits.max_connections = fit_open_files(limits->max_connections);
@@ -454,6 +552,18 @@ int pgd_http_start(const char *host, uint16_t port, unsigned threads,
     pthread_mutex_init(&h->conns_lock, NULL);
     pthread_cond_init(&h->reaper_wake, NULL);
     for (int i = 0; i < PGD_REFUSED_REASONS; i++) atomic_init(&h->said[i], false);
+    size_t n_cors = 0;
+    while (limits->cors_origins && limits->cors_origins[n_cors]) n_cors++;
+    h->cors = n_cors ? calloc(n_cors + 1, sizeof *h->cors) : NULL;
+    bool cors_ok = !n_cors || h->cors;
+    for (size_t i = 0; h->cors && i < n_cors; i++) cors_ok &= (h->cors[i] = strdup(limits->cors_origins[i])) != NULL;
+    h->limits.cors_origins = (const char *const *)h->cors;
+    if (!cors_ok) {
+        freeaddrinfo(addrs);
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "http: out of memory");
+        pgd_http_stop(h);
+        return -1;
+    }
     int trc = pthread_create(&h->reaper, NULL, reaper_main, h);
     if (trc != 0) {
         freeaddrinfo(addrs);
@@ -509,5 +619,7 @@ void pgd_http_stop(pgd_http *h) {
     if (h->reaper_started) pthread_join(h->reaper, NULL);
     pthread_cond_destroy(&h->reaper_wake);
     pthread_mutex_destroy(&h->conns_lock);
+    for (char **o = h->cors; o && *o; o++) free(*o);
+    free(h->cors);
     free(h);
 }

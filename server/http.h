@@ -14,15 +14,37 @@
 /* Larger request bodies are answered 413 without being kept. */
 #define PGD_MAX_BODY (1024 * 1024)
 
+/* A request body that goes somewhere other than memory (a dataset upload streams to a file,
+ * hundreds of MB): made by the API when a request's headers arrive (pgd_sink_open), fed each
+ * chunk as it comes, handed to the handler as req->sink, released when the request ends,
+ * answered or not. PGD_MAX_BODY does not apply: a sink keeps its own limit. */
+typedef struct pgd_sink pgd_sink;
+struct pgd_sink {
+    /* Takes the next chunk; false: keep nothing more (the sink knows why); the rest of the
+     * body is read and dropped, then the handler answers. */
+    bool (*write)(pgd_sink *sink, const char *data, size_t len);
+    void (*release)(pgd_sink *sink);
+    /* Set by the opener: answer before reading the body (a refusal known from the headers). */
+    bool answer_now;
+};
+
 typedef struct pgd_request {
     struct MHD_Connection *conn;
     const char *method;
     const char *path; /* without the query string */
     const char *body; /* NUL-terminated; "" when there is none */
     size_t body_len;
+    pgd_sink *sink; /* a streamed body (then body is ""), else NULL */
+    /* CORS (--cors-origin): the request's Origin when it is one the server allows, else NULL;
+     * vary_origin when any is configured (every answer then depends on Origin). */
+    const char *allow_origin;
+    bool vary_origin;
 } pgd_request;
 
 typedef enum MHD_Result (*pgd_handler)(void *ctx, const pgd_request *req);
+/* Whether a request streams its body: a sink for it, or NULL to gather the body as usual. Called
+ * once its headers are in (req has no body yet). */
+typedef pgd_sink *(*pgd_sink_open)(void *ctx, const pgd_request *req);
 /* The request-metrics slot of a path (metrics.h): which route pattern it falls under. */
 typedef unsigned (*pgd_route_slot)(void *ctx, const char *path);
 
@@ -36,16 +58,20 @@ typedef struct pgd_http_limits {
     unsigned header_timeout_s;       /* a request's headers must arrive within it (counted from
                                         the connection's start or its previous request's end),
                                         or the connection is closed */
+    /* The browser origins ("https://app.example:8443") whose pages may call the API (CORS),
+     * NULL-terminated and copied; NULL: none, and no CORS header is ever sent. */
+    const char *const *cors_origins;
 } pgd_http_limits;
 
 /* Listens on host:port (port 0 picks a free one) with `threads` worker threads and calls
- * handler for each complete request, counting it in the request metrics under slot(path).
+ * handler for each complete request, counting it in the request metrics under slot(path);
+ * sink_open (may be NULL) says which requests stream their bodies.
  * host is a numeric IPv4/IPv6 address or a name. The
  * process's open-file limit is raised to fit max_connections where the hard limit allows;
  * where it does not, max_connections is lowered to fit, and that is said on stderr. */
 int pgd_http_start(const char *host, uint16_t port, unsigned threads,
                    const pgd_http_limits *limits, pgd_handler handler, pgd_route_slot slot,
-                   void *ctx, pgd_http **out, pgn_error *err);
+                   pgd_sink_open sink_open, void *ctx, pgd_http **out, pgn_error *err);
 /* The port actually bound. */
 uint16_t pgd_http_port(const pgd_http *http);
 /* Closes every connection and frees the daemon. */
@@ -54,6 +80,9 @@ void pgd_http_stop(pgd_http *http);
 /* Query-string argument or request header; NULL when absent. */
 const char *pgd_request_query(const pgd_request *req, const char *name);
 const char *pgd_request_header(const pgd_request *req, const char *name);
+/* Every value of a repeatable query argument ("?tag=a:1&tag=b:2"), in order, into out[0..max);
+ * returns how many the query has, which may be more than max. */
+size_t pgd_request_query_all(const pgd_request *req, const char *name, const char **out, size_t max);
 
 /* Extra response headers: pairs of name and value, ended by a NULL name. */
 typedef struct pgd_header {
@@ -78,5 +107,17 @@ enum MHD_Result pgd_reply_text(const pgd_request *req, unsigned status, char *te
                                const pgd_header *headers);
 enum MHD_Result pgd_reply_static(const pgd_request *req, unsigned status, const void *data,
                                  size_t len, const char *content_type);
+/* Queues resp (the caller still destroys its reference) with what every answer carries: the CORS
+ * headers for an allowed origin. Replies built outside the helpers above go through it. */
+enum MHD_Result pgd_queue_response(const pgd_request *req, unsigned status, struct MHD_Response *resp);
+
+/* CORS: what a preflight may ask for. The headers are those the API reads. */
+#define PGD_CORS_METHODS "GET, HEAD, POST, PUT, DELETE"
+#define PGD_CORS_HEADERS "Authorization, Content-Type, Idempotency-Key, Last-Event-ID, Content-SHA256, If-None-Match"
+#define PGD_CORS_EXPOSE "Location, Retry-After"
+/* How long a browser may keep a preflight's answer: ten minutes (Chromium keeps at most two
+ * hours, Firefox a day), so a changed --cors-origin takes hold soon. */
+#define PGD_CORS_MAX_AGE_S "600"
+#define PGD_CORS_ORIGINS_MAX 16
 
 #endif

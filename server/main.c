@@ -3,6 +3,8 @@
  * Exit status: 0 after a clean stop, 1 when the server cannot start, 2 for bad flags. */
 #include "server.h"
 #include "admission.h" /* PGD_DEFAULT_MAX_QUEUED */
+#include "datasets.h"  /* PGD_DEFAULT_MAX_DATASET_MB */
+#include "http.h"      /* PGD_CORS_ORIGINS_MAX */
 #include "lock.h"      /* PGD_LOCK_SUFFIX */
 
 #include <errno.h>
@@ -49,12 +51,47 @@ static void usage(FILE *out) {
             "                   seconds a connection has to send a request's headers, or to\n"
             "                   start its next one (default %d)\n"
             "  --max-streams N  event streams (SSE) open at once; more get 503 (default %d)\n"
+            "  --max-dataset-mb N\n"
+            "                   a dataset upload (PUT /api/v1/datasets/NAME) of more than N MiB\n"
+            "                   is refused with 413 (default %d)\n"
+            "  --cors-origin ORIGIN\n"
+            "                   let pages from ORIGIN (scheme://host[:port], as browsers send it)\n"
+            "                   call the API: preflights answered, Access-Control-Allow-Origin\n"
+            "                   on its answers; repeatable; other origins get no CORS headers\n"
+            "                   (default: none)\n"
             "  --no-calibration do not measure devices that have no benchmark rows at start\n"
             "  --help           show this help\n"
             "  --version        print the version\n",
             PGD_DEFAULT_PORT, PGD_DEFAULT_MAX_QUEUED, PGD_DEFAULT_MAX_ATTEMPTS,
             PGD_DEFAULT_MAX_CONNECTIONS, PGD_DEFAULT_MAX_CONNECTIONS_PER_IP,
-            PGD_DEFAULT_HEADER_TIMEOUT_S, PGD_DEFAULT_MAX_STREAMS);
+            PGD_DEFAULT_HEADER_TIMEOUT_S, PGD_DEFAULT_MAX_STREAMS, PGD_DEFAULT_MAX_DATASET_MB);
+}
+
+/* An origin as a browser's Origin header names one: http or https, a host (a name, an IPv4
+ * address or a bracketed IPv6 one), an optional port, nothing after. "*" is not taken: the
+ * API's callers send a token, and who may do so from a page is named one origin at a time. */
+static bool origin_valid(const char *o) {
+    const char *p = !strncmp(o, "http://", 7) ? o + 7 : !strncmp(o, "https://", 8) ? o + 8 : NULL;
+    if (!p || !*p) return false;
+    if (*p == '[') {
+        const char *close = strchr(p, ']');
+        if (!close || close == p + 1) return false;
+        for (const char *c = p + 1; c < close; c++)
+            if (!strchr("0123456789abcdefABCDEF:.", *c)) return false;
+        p = close + 1;
+    } else {
+        const char *start = p;
+        while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+               *p == '.')
+            p++;
+        if (p == start) return false;
+    }
+    if (*p == ':') {
+        const char *digits = ++p;
+        while (*p >= '0' && *p <= '9') p++;
+        if (p == digits || p - digits > 5) return false;
+    }
+    return *p == 0;
 }
 
 static int bad_flag(const char *fmt, const char *a, const char *b) {
@@ -82,6 +119,8 @@ int main(int argc, char **argv) {
                       .data_dir = PGD_DEFAULT_DATA_DIR,
                       .http_threads = PGD_DEFAULT_HTTP_THREADS};
     int64_t port = PGD_DEFAULT_PORT;
+    const char *cors[PGD_CORS_ORIGINS_MAX + 1] = {0};
+    size_t n_cors = 0;
     const count_flag counts[] = {
         {"--port", &port, 0, 65535, "a port number (0-65535)"},
         {"--max-queued", &cfg.max_queued, 1, PGD_MAX_QUEUED_LIMIT, "a count of jobs (1-1000000000)"},
@@ -94,6 +133,8 @@ int main(int argc, char **argv) {
          "a number of seconds (1-3600)"},
         {"--max-streams", &cfg.max_streams, 1, PGD_MAX_CONNECTIONS_LIMIT,
          "a count of streams (1-1000000)"},
+        {"--max-dataset-mb", &cfg.max_dataset_mb, 1, PGD_MAX_DATASET_MB_LIMIT,
+         "a size in MiB (1-1048576)"},
     };
 
     for (int i = 1; i < argc; i++) {
@@ -118,10 +159,12 @@ int main(int argc, char **argv) {
             return bad_flag("unexpected argument '%s'%s", arg, "");
         memcpy(name, arg, name_len);
         name[name_len] = 0;
+        bool is_cors = strcmp(name, "--cors-origin") == 0;
         const char **dest = strcmp(name, "--host") == 0         ? &cfg.host
                             : strcmp(name, "--db") == 0         ? &cfg.db_path
                             : strcmp(name, "--data-dir") == 0   ? &cfg.data_dir
                             : strcmp(name, "--token-file") == 0 ? &cfg.token_file
+                            : is_cors                           ? &cors[n_cors]
                                                                 : NULL;
         const count_flag *count = NULL;
         for (size_t k = 0; k < sizeof counts / sizeof counts[0] && !dest && !count; k++)
@@ -130,6 +173,15 @@ int main(int argc, char **argv) {
         const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
         if (!value) return bad_flag("%s needs a value%s", name, "");
         if (!*value) return bad_flag("%s: the value is empty%s", name, "");
+        if (is_cors && !origin_valid(value))
+            return bad_flag("--cors-origin: '%s' is not an origin%s", value,
+                            " (scheme://host[:port] with no path, as https://app.example.com:8443)");
+        if (is_cors && n_cors == PGD_CORS_ORIGINS_MAX) {
+            char most[16];
+            snprintf(most, sizeof most, "%d", PGD_CORS_ORIGINS_MAX);
+            return bad_flag("--cors-origin: more than %s origins ('%s' is one too many)", most, value);
+        }
+        if (is_cors) n_cors++;
         if (dest) {
             *dest = value;
         } else if (!parse_count(value, count->min, count->max, count->dest)) {
@@ -139,6 +191,7 @@ int main(int argc, char **argv) {
         }
     }
     cfg.port = (uint16_t)port;
+    cfg.cors_origins = n_cors ? cors : NULL;
 
     /* Every thread started from here inherits the blocked set; only sigwait below sees
      * SIGINT/SIGTERM, so no handler runs inside the server or the engine. */

@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #define PGD_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
-#define PGD_METRICS_MAX_ROUTES 32
+#define PGD_METRICS_MAX_ROUTES 64
 
 /* Registers the route patterns (borrowed: they live as long as the process) as slots 1..n;
  * slot 0 is "other", for paths no route knows. */

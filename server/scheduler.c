@@ -8,6 +8,7 @@
 
 #include "events.h"
 #include "launcher.h"
+#include "utilisation.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -47,6 +48,7 @@ typedef struct worker {
     /* Time spent running jobs, for /metrics: finished runs, and when the current one began
      * (0 when idle); both guarded by sched->lock so a reader sees them consistent. */
     int64_t busy_ns, run_started_ns;
+    pgd_busy_ring busy_ring; /* the same time by 5 s interval over the last hour (lock too) */
     /* The cost model's view of this device's queue (guarded by sched->lock): the store's sum
      * of the estimates queued or running here, read at queue_read_ns, plus the estimates of
      * the jobs placed here since. */
@@ -463,6 +465,7 @@ static void busy_mark(worker *w, bool running) {
         w->run_started_ns = now;
     } else {
         w->busy_ns += now - w->run_started_ns;
+        pgd_busy_ring_add(&w->busy_ring, w->run_started_ns, now);
         w->run_started_ns = 0;
     }
     pthread_mutex_unlock(&w->sched->lock);
@@ -784,8 +787,10 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
     }
     if (count) memcpy(s->devices, devices, count * sizeof *devices);
     pgn_device_info_host(&s->devices[count]);
+    int64_t origin = pgn_now_ns();
     for (size_t i = 0; i < s->n; i++) {
         worker *w = &s->workers[i];
+        pgd_busy_ring_init(&w->busy_ring, origin);
         w->sched = s;
         w->info = &s->devices[i];
         w->wake = true; /* look for jobs queued before we started */
@@ -914,4 +919,25 @@ json_t *pgd_scheduler_devices_json(pgd_scheduler *s, pgn_error *err) {
     }
     json_decref(counts);
     return arr;
+}
+
+json_t *pgd_scheduler_utilisation_json(pgd_scheduler *s) {
+    pgd_busy_history *h = malloc(sizeof *h); /* 6 KiB: not on a request thread's stack */
+    if (!h) return NULL;
+    int64_t now = pgn_now_ns(); /* one instant for every device: their intervals line up */
+    json_t *devices = json_array();
+    for (size_t i = 0; i < s->n; i++) {
+        worker *w = &s->workers[i];
+        pthread_mutex_lock(&s->lock);
+        pgd_busy_ring_read(&w->busy_ring, now, w->run_started_ns, h);
+        pthread_mutex_unlock(&s->lock);
+        json_t *busy = json_array();
+        for (size_t k = 0; k < h->n; k++) json_array_append_new(busy, json_real(h->busy_s[k]));
+        json_array_append_new(devices, json_pack("{s:s, s:o}", "id", s->devices[i].id,
+                                                 "busy_seconds", busy));
+    }
+    json_t *out = json_pack("{s:f, s:f, s:o}", "interval_seconds", PGD_UTIL_INTERVAL_NS * 1e-9,
+                            "last_interval_seconds", h->last_s, "devices", devices);
+    free(h);
+    return out;
 }

@@ -63,4 +63,10 @@ void pgd_scheduler_notify(pgd_scheduler *sched, const char *device_id);
  * start. New reference, or NULL with err set. */
 json_t *pgd_scheduler_devices_json(pgd_scheduler *sched, pgn_error *err);
 
+/* {"interval_seconds":5, "last_interval_seconds":S, "devices":[{"id", "busy_seconds":[...]}]}:
+ * each device's busy seconds per interval over the last hour (since start, if sooner), oldest
+ * first, the last one the interval in progress (S of it passed), a running job counted up to
+ * now; the devices in pgd_scheduler_devices_json's order. New reference, NULL out of memory. */
+json_t *pgd_scheduler_utilisation_json(pgd_scheduler *sched);
+
 #endif

@@ -141,7 +141,8 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
                          .data_dir = srv->data_dir,
                          .version_json = srv->version_json,
                          .ready = &srv->ready,
-                         .max_queued = cfg->max_queued};
+                         .max_queued = cfg->max_queued,
+                         .max_dataset_bytes = cfg->max_dataset_mb << 20};
     if (pgd_api_create(&deps, &srv->api, err) < 0) goto fail;
 
     pgd_http_limits limits = {
@@ -152,10 +153,12 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
                                                        : PGD_DEFAULT_MAX_CONNECTIONS_PER_IP),
         .header_timeout_s = (unsigned)(cfg->header_timeout_s > 0 ? cfg->header_timeout_s
                                                                  : PGD_DEFAULT_HEADER_TIMEOUT_S),
+        .cors_origins = cfg->cors_origins,
     };
     if (pgd_http_start(cfg->host ? cfg->host : PGD_DEFAULT_HOST, cfg->port,
                        cfg->http_threads ? cfg->http_threads : PGD_DEFAULT_HTTP_THREADS, &limits,
-                       pgd_api_handle, pgd_api_route_slot, srv->api, &srv->http, err) < 0)
+                       pgd_api_handle, pgd_api_route_slot, pgd_api_sink_open, srv->api, &srv->http,
+                       err) < 0)
         goto fail;
     atomic_store(&srv->ready, true);
     *out = srv;

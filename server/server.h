@@ -37,9 +37,12 @@ typedef struct pgd_config {
     bool no_calibration; /* do not measure devices without benchmark rows at start */
     const char *token_file; /* the API token; NULL: <data_dir>/token, created when missing */
     int64_t max_queued;     /* submissions beyond this many queued jobs get 429; 0: default */
+    int64_t max_dataset_mb; /* dataset uploads beyond this many MiB get 413; 0: default */
     int64_t max_attempts;   /* interrupted runs before a job fails as "crashed"; 0: default */
     /* Connection limits (0: the defaults above). */
     int64_t max_connections, max_connections_per_ip, header_timeout_s, max_streams;
+    /* Browser origins allowed to call the API (--cors-origin), NULL-terminated; NULL: none. */
+    const char *const *cors_origins;
 } pgd_config;
 
 typedef struct pgd_server pgd_server;

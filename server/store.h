@@ -44,6 +44,10 @@ const char *pgd_job_state_name(pgd_job_state state);
 /* Parses a state name; -1 when unknown. */
 int pgd_job_state_parse(const char *name, pgd_job_state *out);
 
+/* An idempotency key's longest length (Idempotency-Key, submission_id): room for a UUID or a
+ * client's own scheme with a prefix, short enough to index. */
+#define PGD_SUBMISSION_ID_MAX 128
+
 /* A job as the store keeps it. The JSON parts are documents in their own right (the validated
  * spec, the engine's result, the cost model's estimate): owned, NULL when absent. */
 typedef struct pgd_job {
@@ -63,6 +67,8 @@ typedef struct pgd_job {
     json_t *estimate; /* where and why it was placed */
     bool has_error;   /* a failed or cancelled job's error: */
     pgn_error error;
+    json_t *tags;     /* {"key":"value",...} as submitted; NULL when it had none */
+    char submission_id[PGD_SUBMISSION_ID_MAX + 1]; /* its idempotency key; "" when none */
 } pgd_job;
 
 /* Releases what a job owns; safe on a zeroed one. */
@@ -79,7 +85,14 @@ typedef struct pgd_new_job {
     const json_t *estimate;       /* the cost model's expectation (NULL: none) */
     const char *log_line;         /* the job's first log line (seq 1, "info"), stored with it; NULL: none */
     char *log_time;               /* receives that line's created_at (32 bytes) when given */
+    const json_t *tags;           /* the job's tags object (NULL: none) */
 } pgd_new_job;
+
+/* An idempotency key with the fingerprint of the request that used it (submissions table). */
+typedef struct pgd_submission {
+    const char *key;         /* NULL: the jobs are inserted without one */
+    const char *body_sha256; /* hex */
+} pgd_submission;
 
 /* The estimated seconds (estimate.seconds) of the jobs queued or running on device. */
 int pgd_store_queue_seconds(pgd_store *store, const char *device, double *seconds, pgn_error *err);
@@ -87,6 +100,17 @@ int pgd_store_queue_seconds(pgd_store *store, const char *device, double *second
 /* Inserts n queued jobs in one transaction (all or none); ids[i] receives jobs[i]'s id. */
 int pgd_store_jobs_insert(pgd_store *store, const pgd_new_job *jobs, size_t n, int64_t *ids,
                           pgn_error *err);
+/* The same under an idempotency key (sub->key NULL: as above), each job carrying the key. A key
+ * already taken inserts nothing and fails with code "conflict", field "submission_id": the
+ * caller reads what it made (pgd_store_submission_get) and answers from that. */
+int pgd_store_jobs_insert_keyed(pgd_store *store, const pgd_new_job *jobs, size_t n,
+                                const pgd_submission *sub, int64_t *ids, pgn_error *err);
+
+/* What key was used for: *found false when never; else the request's fingerprint (65 bytes),
+ * the first job it made (possibly deleted since) and the ids of its jobs still stored, oldest
+ * first (*ids malloc'd, *n of them; NULL when none). */
+int pgd_store_submission_get(pgd_store *store, const char *key, bool *found, char *body_sha256,
+                             int64_t *first_job, int64_t **ids, size_t *n, pgn_error *err);
 
 /* Job id into *out (the caller releases it); its spec only when with_spec. */
 int pgd_store_job_get(pgd_store *store, int64_t id, bool with_spec, pgd_job *out,
@@ -98,10 +122,12 @@ typedef struct pgd_job_filter {
     pgn_job_kind kind;
     int64_t limit;
     int64_t offset;
+    int64_t before_id;     /* > 0: only jobs with a smaller id (a page's cursor); 0: any */
+    const json_t *tags;    /* [[key, value], ...]: jobs carrying every one; NULL: any */
 } pgd_job_filter;
 
 /* Jobs without their spec, newest first: *jobs (malloc'd, *n of them; pgd_jobs_free) and *total,
- * every job the filter matches. */
+ * every job the filter matches, before_id aside (the size of the whole list a cursor walks). */
 int pgd_store_jobs_list(pgd_store *store, const pgd_job_filter *filter, pgd_job **jobs,
                         size_t *n, int64_t *total, pgn_error *err);
 
@@ -213,6 +239,17 @@ int pgd_store_bench_finish(pgd_store *store, int64_t job_id, const json_t *resul
  * row plus "id", "job_id" (null without a job) and "created_at". *rows is a new array. */
 int pgd_store_bench_list(pgd_store *store, const char *suite, const char *device, int64_t limit,
                          json_t **rows, pgn_error *err);
+
+/* The same, also by job and by the time the rows were stored. */
+typedef struct pgd_bench_filter {
+    const char *suite, *device; /* NULL: any */
+    int64_t job;                /* 0: any */
+    const char *since, *until;  /* created_at in [since, until), the store's ISO text
+                                   ("2025-01-31T12:00:00.000Z"); NULL: open */
+    int64_t limit;              /* the newest this many */
+} pgd_bench_filter;
+int pgd_store_bench_query(pgd_store *store, const pgd_bench_filter *filter, json_t **rows,
+                          pgn_error *err);
 
 /* The rows of the newest run (a job, or a batch stored without one) of suite on device, oldest
  * first, shaped as pgd_store_bench_list's; suite NULL: the newest run of every suite there (what

@@ -164,10 +164,11 @@ static json_t *bench_from_row(sqlite3_stmt *st) {
     return o;
 }
 
-/* Runs a read of benchmark rows (?1 suite, ?2 device: NULL when not given, ?3 limit) under the
- * lock; *out is a new array, or NULL on failure. */
+/* Runs a read of benchmark rows (?1 suite, ?2 device: NULL when not given, ?3 limit; f's job
+ * ?4, since ?5 and until ?6 when f is given) under the lock; *out is a new array, or NULL on
+ * failure. */
 static int bench_query(pgd_store *s, const char *sql, const char *suite, const char *device,
-                       int64_t limit, json_t **out, pgn_error *err) {
+                       int64_t limit, const pgd_bench_filter *f, json_t **out, pgn_error *err) {
     *out = NULL;
     json_t *arr = json_array();
     pthread_mutex_lock(&s->lock);
@@ -177,6 +178,9 @@ static int bench_query(pgd_store *s, const char *sql, const char *suite, const c
         if (suite) sqlite3_bind_text(st, 1, suite, -1, SQLITE_STATIC);
         if (device) sqlite3_bind_text(st, 2, device, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 3, limit);
+        if (f && f->job) sqlite3_bind_int64(st, 4, f->job);
+        if (f && f->since) sqlite3_bind_text(st, 5, f->since, -1, SQLITE_STATIC);
+        if (f && f->until) sqlite3_bind_text(st, 6, f->until, -1, SQLITE_STATIC);
         ret = store_collect_rows(s, st, bench_from_row, arr, err, "list benchmark rows");
     }
     pthread_mutex_unlock(&s->lock);
@@ -191,16 +195,31 @@ static int bench_query(pgd_store *s, const char *sql, const char *suite, const c
     "SELECT " BENCH_COLS " FROM (SELECT " BENCH_COLS " FROM benchmarks" where                  \
     " ORDER BY id DESC LIMIT ?3) ORDER BY id"
 
+/* The time window, [?5, ?6), each end open when NULL: created_at is ISO text of one width, so
+ * text order is time order. */
+#define BENCH_WINDOW " (?5 IS NULL OR created_at >= ?5) AND (?6 IS NULL OR created_at < ?6)"
+
+int pgd_store_bench_query(pgd_store *s, const pgd_bench_filter *f, json_t **rows, pgn_error *err) {
+    /* One statement per combination of suite, device and job, so each can use its index. */
+    static const char any[] = BENCH_NEWEST(" WHERE" BENCH_WINDOW);
+    static const char by_suite[] = BENCH_NEWEST(" WHERE suite = ?1 AND" BENCH_WINDOW);
+    static const char by_device[] = BENCH_NEWEST(" WHERE device = ?2 AND" BENCH_WINDOW);
+    static const char by_both[] = BENCH_NEWEST(" WHERE suite = ?1 AND device = ?2 AND" BENCH_WINDOW);
+    static const char by_job[] = BENCH_NEWEST(" WHERE job_id = ?4 AND" BENCH_WINDOW);
+    static const char by_job_suite[] = BENCH_NEWEST(" WHERE job_id = ?4 AND suite = ?1 AND" BENCH_WINDOW);
+    static const char by_job_device[] = BENCH_NEWEST(" WHERE job_id = ?4 AND device = ?2 AND" BENCH_WINDOW);
+    static const char by_job_both[] =
+        BENCH_NEWEST(" WHERE job_id = ?4 AND suite = ?1 AND device = ?2 AND" BENCH_WINDOW);
+    static const char *const sql[8] = {any,    by_suite,     by_device,     by_both,
+                                       by_job, by_job_suite, by_job_device, by_job_both};
+    return bench_query(s, sql[(f->suite ? 1 : 0) | (f->device ? 2 : 0) | (f->job ? 4 : 0)], f->suite,
+                       f->device, f->limit < 0 ? 0 : f->limit, f, rows, err);
+}
+
 int pgd_store_bench_list(pgd_store *s, const char *suite, const char *device, int64_t limit,
                          json_t **rows, pgn_error *err) {
-    /* One statement per filter combination, so each can use its index. */
-    static const char any[] = BENCH_NEWEST("");
-    static const char by_suite[] = BENCH_NEWEST(" WHERE suite = ?1");
-    static const char by_device[] = BENCH_NEWEST(" WHERE device = ?2");
-    static const char by_both[] = BENCH_NEWEST(" WHERE suite = ?1 AND device = ?2");
-    static const char *const sql[4] = {any, by_suite, by_device, by_both};
-    return bench_query(s, sql[(suite ? 1 : 0) | (device ? 2 : 0)], suite, device,
-                       limit < 0 ? 0 : limit, rows, err);
+    pgd_bench_filter f = {.suite = suite, .device = device, .limit = limit};
+    return pgd_store_bench_query(s, &f, rows, err);
 }
 
 int pgd_store_bench_latest(pgd_store *s, const char *device, const char *suite,
@@ -215,5 +234,5 @@ int pgd_store_bench_latest(pgd_store *s, const char *device, const char *suite,
         "   ON b.suite = n.suite AND b.job_id IS n.job_id"
         "  AND (n.job_id IS NOT NULL OR b.created_at = n.created_at)"
         " WHERE b.device = ?2 ORDER BY b.id LIMIT ?3";
-    return bench_query(s, sql, suite, device, -1, rows, err);
+    return bench_query(s, sql, suite, device, -1, NULL, rows, err);
 }

@@ -13,10 +13,11 @@
 
 /* ---- jobs ------------------------------------------------------------------------------- */
 
-/* Column order every job query shares; spec, when selected, comes last (index 16). */
+/* Column order every job query shares; spec, when selected, comes last (index 18). */
 #define JOB_COLS                                                                               \
     "id, kind, name, state, device_requested, device, progress, attempts, result, error, "     \
-    "created_at, started_at, finished_at, estimate, cancel_requested, interrupted"
+    "created_at, started_at, finished_at, estimate, cancel_requested, interrupted, tags, "     \
+    "submission_id"
 
 static void col_copy(sqlite3_stmt *st, int col, char *out, size_t size) {
     const unsigned char *t = sqlite3_column_text(st, col);
@@ -53,7 +54,9 @@ static void job_from_row(sqlite3_stmt *st, bool with_spec, pgd_job *job) {
     job->estimate = col_json_or_null(st, 13);
     job->cancel_requested = sqlite3_column_int(st, 14) != 0;
     job->interrupted = sqlite3_column_int64(st, 15);
-    if (with_spec) job->spec = col_json_or_null(st, 16);
+    job->tags = col_json_or_null(st, 16);
+    col_copy(st, 17, job->submission_id, sizeof job->submission_id);
+    if (with_spec) job->spec = col_json_or_null(st, 18);
 }
 
 void pgd_job_release(pgd_job *job) {
@@ -61,7 +64,8 @@ void pgd_job_release(pgd_job *job) {
     json_decref(job->spec);
     json_decref(job->result);
     json_decref(job->estimate);
-    job->spec = job->result = job->estimate = NULL;
+    json_decref(job->tags);
+    job->spec = job->result = job->estimate = job->tags = NULL;
 }
 
 void pgd_jobs_free(pgd_job *jobs, size_t n) {
@@ -95,6 +99,7 @@ static int collect_jobs(pgd_store *s, sqlite3_stmt *st, pgd_job **jobs, size_t *
 typedef struct insert_jobs {
     const pgd_new_job *jobs;
     size_t n;
+    const pgd_submission *sub; /* NULL or no key: none */
     int64_t *ids;
 } insert_jobs;
 
@@ -122,20 +127,54 @@ static int insert_first_log(pgd_store *s, int64_t id, const char *line, char *ti
     return rc == SQLITE_DONE ? 0 : store_fail(s, err, "insert log line");
 }
 
+/* Takes sub's key inside the inserting transaction, so that of two requests racing with one key
+ * exactly one inserts: the other finds the row here and inserts nothing ("conflict"). */
+static int take_submission_key(pgd_store *s, const pgd_submission *sub, pgn_error *err) {
+    static const char sql[] = "INSERT INTO submissions (key, body_sha256, job_id) VALUES (?1, ?2, 0)"
+                              " ON CONFLICT (key) DO NOTHING";
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, sub->key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, sub->body_sha256, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    store_stmt_done(st);
+    if (rc != SQLITE_DONE) return store_fail(s, err, "insert submission");
+    if (sqlite3_changes(s->db) > 0) return 0;
+    pgn_error_set(err, PGN_E_CONFLICT, "submission_id", "submission_id: '%s' is taken", sub->key);
+    return -1;
+}
+
+/* The key's row names the first job it made, known once that job is in. */
+static int note_submission_job(pgd_store *s, const pgd_submission *sub, int64_t id, pgn_error *err) {
+    static const char sql[] = "UPDATE submissions SET job_id = ?2 WHERE key = ?1";
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, sub->key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, id);
+    int rc = sqlite3_step(st);
+    store_stmt_done(st);
+    return rc == SQLITE_DONE ? 0 : store_fail(s, err, "record submission");
+}
+
 static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
     /* Ids only grow: above every job there is and every job deleted (job_id_floor). */
     static const char sql[] =
-        "INSERT INTO jobs (id, kind, name, state, device_requested, device, spec, estimate)"
+        "INSERT INTO jobs (id, kind, name, state, device_requested, device, spec, estimate, tags,"
+        " submission_id)"
         " VALUES ((SELECT max(coalesce(max(id), 0), (SELECT id FROM job_id_floor)) + 1"
-        "          FROM jobs), ?1, ?2, 'queued', ?3, ?4, ?5, ?6)";
+        "          FROM jobs), ?1, ?2, 'queued', ?3, ?4, ?5, ?6, ?7, ?8)";
     insert_jobs *a = ctx;
+    bool keyed = a->sub && a->sub->key;
+    if (keyed && take_submission_key(s, a->sub, err) < 0) return -1;
     for (size_t i = 0; i < a->n; i++) {
         const pgd_new_job *job = &a->jobs[i];
         char *spec = pgn_json_dumps(job->spec);
         char *estimate = job->estimate ? pgn_json_dumps(job->estimate) : NULL;
-        if (!spec || (job->estimate && !estimate)) {
+        char *tags = job->tags ? pgn_json_dumps(job->tags) : NULL;
+        if (!spec || (job->estimate && !estimate) || (job->tags && !tags)) {
             free(spec);
             free(estimate);
+            free(tags);
             pgn_error_set(err, PGN_E_INTERNAL, "spec", "store: job spec cannot be serialised");
             return -1;
         }
@@ -143,6 +182,7 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
         if (!st) {
             free(spec);
             free(estimate);
+            free(tags);
             return -1;
         }
         sqlite3_bind_text(st, 1, pgn_job_kind_name(job->kind), -1, SQLITE_STATIC);
@@ -152,12 +192,16 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
         sqlite3_bind_text(st, 5, spec, -1, SQLITE_STATIC);
         if (estimate) sqlite3_bind_text(st, 6, estimate, -1, SQLITE_STATIC);
         else sqlite3_bind_null(st, 6);
+        store_bind_text_or_null(st, 7, tags);
+        store_bind_text_or_null(st, 8, keyed ? a->sub->key : NULL);
         int rc = sqlite3_step(st);
         store_stmt_done(st);
         free(spec);
         free(estimate);
+        free(tags);
         if (rc != SQLITE_DONE) return store_fail(s, err, "insert job");
         a->ids[i] = sqlite3_last_insert_rowid(s->db);
+        if (i == 0 && keyed && note_submission_job(s, a->sub, a->ids[0], err) < 0) return -1;
         if (job->log_line && insert_first_log(s, a->ids[i], job->log_line, job->log_time, err) < 0) return -1;
     }
     return 0;
@@ -167,6 +211,75 @@ int pgd_store_jobs_insert(pgd_store *s, const pgd_new_job *jobs, size_t n, int64
                           pgn_error *err) {
     insert_jobs a = {.jobs = jobs, .n = n, .ids = ids};
     return store_write_tx(s, insert_jobs_tx, &a, err);
+}
+
+int pgd_store_jobs_insert_keyed(pgd_store *s, const pgd_new_job *jobs, size_t n,
+                                const pgd_submission *sub, int64_t *ids, pgn_error *err) {
+    insert_jobs a = {.jobs = jobs, .n = n, .sub = sub, .ids = ids};
+    return store_write_tx(s, insert_jobs_tx, &a, err);
+}
+
+int pgd_store_submission_get(pgd_store *s, const char *key, bool *found, char *body_sha256,
+                             int64_t *first_job, int64_t **ids, size_t *n, pgn_error *err) {
+    static const char sub_sql[] = "SELECT body_sha256, job_id FROM submissions WHERE key = ?1";
+    static const char jobs_sql[] = "SELECT id FROM jobs WHERE submission_id = ?1 ORDER BY id";
+    *found = false;
+    *ids = NULL;
+    *n = 0;
+    *first_job = 0;
+    body_sha256[0] = 0;
+    int ret = -1;
+    size_t cap = 0;
+    pthread_mutex_lock(&s->lock);
+    /* Both reads in one transaction: the key's row and its jobs agree. */
+    if (store_run(s, store_begin_sql, err, "begin") < 0) goto unlock;
+    sqlite3_stmt *st = store_stmt(s, sub_sql, err);
+    if (!st) goto rollback;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *found = true;
+        col_copy(st, 0, body_sha256, 65);
+        *first_job = sqlite3_column_int64(st, 1);
+    }
+    store_stmt_done(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        store_fail(s, err, "read submission");
+        goto rollback;
+    }
+    if (*found) {
+        if (!(st = store_stmt(s, jobs_sql, err))) goto rollback;
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            if (*n == cap) {
+                cap = cap ? cap * 2 : 4;
+                int64_t *more = realloc(*ids, cap * sizeof *more);
+                if (!more) {
+                    store_stmt_done(st);
+                    pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "store: out of memory");
+                    goto rollback;
+                }
+                *ids = more;
+            }
+            (*ids)[(*n)++] = sqlite3_column_int64(st, 0);
+        }
+        store_stmt_done(st);
+        if (rc != SQLITE_DONE) {
+            store_fail(s, err, "read submission jobs");
+            goto rollback;
+        }
+    }
+    if (store_run(s, store_commit_sql, err, "commit") < 0) goto rollback;
+    ret = 0;
+    goto unlock;
+rollback:
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    free(*ids);
+    *ids = NULL;
+    *n = 0;
+unlock:
+    pthread_mutex_unlock(&s->lock);
+    return ret;
 }
 
 int pgd_store_queue_seconds(pgd_store *s, const char *device, double *seconds, pgn_error *err) {
@@ -218,23 +331,34 @@ int pgd_store_job_get(pgd_store *s, int64_t id, bool with_spec, pgd_job *out, pg
 
 int pgd_store_jobs_list(pgd_store *s, const pgd_job_filter *f, pgd_job **jobs, size_t *n,
                         int64_t *total, pgn_error *err) {
-    /* One statement per filter combination, so each can use its index. */
-    static const char list_any[] =
-        "SELECT " JOB_COLS " FROM jobs ORDER BY id DESC LIMIT ?3 OFFSET ?4";
-    static const char list_state[] =
-        "SELECT " JOB_COLS " FROM jobs WHERE state = ?1 ORDER BY id DESC LIMIT ?3 OFFSET ?4";
-    static const char list_kind[] =
-        "SELECT " JOB_COLS " FROM jobs WHERE kind = ?2 ORDER BY id DESC LIMIT ?3 OFFSET ?4";
-    static const char list_both[] = "SELECT " JOB_COLS " FROM jobs WHERE state = ?1 AND kind = ?2"
-                                    " ORDER BY id DESC LIMIT ?3 OFFSET ?4";
-    static const char count_any[] = "SELECT count(*) FROM jobs";
-    static const char count_state[] = "SELECT count(*) FROM jobs WHERE state = ?1";
-    static const char count_kind[] = "SELECT count(*) FROM jobs WHERE kind = ?2";
-    static const char count_both[] = "SELECT count(*) FROM jobs WHERE state = ?1 AND kind = ?2";
+    /* One statement per filter combination, so each can use its index; the cursor (?6) is a
+     * range on the id the index ends with. Tags (?5, [[key, value], ...] or NULL) are matched
+     * on the rows the rest leaves: a job is kept when no wanted pair differs from its own.
+     * Keys are of [A-Za-z0-9_.-/] (api.c), so a quoted JSON path holds any of them. */
+#define TAGS_MATCH                                                                              \
+    " AND (?5 IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(?5) AS w WHERE json_extract(jobs.tags," \
+    " '$.\"' || json_extract(w.value, '$[0]') || '\"') IS NOT json_extract(w.value, '$[1]')))"
+#define PAGE " AND id < ?6 ORDER BY id DESC LIMIT ?3 OFFSET ?4"
+    static const char list_any[] = "SELECT " JOB_COLS " FROM jobs WHERE 1" TAGS_MATCH PAGE;
+    static const char list_state[] = "SELECT " JOB_COLS " FROM jobs WHERE state = ?1" TAGS_MATCH PAGE;
+    static const char list_kind[] = "SELECT " JOB_COLS " FROM jobs WHERE kind = ?2" TAGS_MATCH PAGE;
+    static const char list_both[] =
+        "SELECT " JOB_COLS " FROM jobs WHERE state = ?1 AND kind = ?2" TAGS_MATCH PAGE;
+    static const char count_any[] = "SELECT count(*) FROM jobs WHERE 1" TAGS_MATCH;
+    static const char count_state[] = "SELECT count(*) FROM jobs WHERE state = ?1" TAGS_MATCH;
+    static const char count_kind[] = "SELECT count(*) FROM jobs WHERE kind = ?2" TAGS_MATCH;
+    static const char count_both[] = "SELECT count(*) FROM jobs WHERE state = ?1 AND kind = ?2" TAGS_MATCH;
+#undef TAGS_MATCH
+#undef PAGE
     static const char *const list_sql[4] = {list_any, list_state, list_kind, list_both};
     static const char *const count_sql[4] = {count_any, count_state, count_kind, count_both};
     int which = (f->by_state ? 1 : 0) | (f->by_kind ? 2 : 0);
     const char *state = pgd_job_state_name(f->state), *kind = pgn_job_kind_name(f->kind);
+    char *tags = f->tags ? pgn_json_dumps(f->tags) : NULL;
+    if (f->tags && !tags) {
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "store: out of memory");
+        return -1;
+    }
 
     *jobs = NULL;
     *n = 0;
@@ -248,6 +372,7 @@ int pgd_store_jobs_list(pgd_store *s, const pgd_job_filter *f, pgd_job **jobs, s
     if (!st) goto rollback;
     if (f->by_state) sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
     if (f->by_kind) sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
+    store_bind_text_or_null(st, 5, tags);
     if (sqlite3_step(st) != SQLITE_ROW) {
         store_fail(s, err, "count jobs");
         store_stmt_done(st);
@@ -262,6 +387,8 @@ int pgd_store_jobs_list(pgd_store *s, const pgd_job_filter *f, pgd_job **jobs, s
     if (f->by_kind) sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, f->limit);
     sqlite3_bind_int64(st, 4, f->offset);
+    store_bind_text_or_null(st, 5, tags);
+    sqlite3_bind_int64(st, 6, f->before_id > 0 ? f->before_id : INT64_MAX);
     if (collect_jobs(s, st, &list, &count, err, "list jobs") < 0) goto rollback;
     if (store_run(s, store_commit_sql, err, "commit") < 0) goto rollback;
     ret = 0;
@@ -275,6 +402,7 @@ rollback:
 unlock:
     pthread_mutex_unlock(&s->lock);
     pgd_jobs_free(list, count);
+    free(tags);
     return ret;
 }
 

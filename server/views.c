@@ -70,6 +70,72 @@ static json_t *time_json(const char *t) { return t[0] ? json_string(t) : json_nu
 /* A JSON part the job owns (NULL: null), as a new reference. */
 static json_t *part_json(json_t *v) { return v ? json_incref(v) : json_null(); }
 
+/* ---- a result's headline figures ------------------------------------------------------ */
+
+/* Characters of a long text kept in a summary (an inet normal form, a generated text): a line
+ * of a table, not the text. */
+#define SUMMARY_TEXT_CHARS 64
+#define SUMMARY_COPY_MAX 6
+
+/* What a list row shows of each kind's result instead of the result itself (a bench job of
+ * every suite holds 15 KB of rows, and a page of 50 jobs was most of a megabyte): scalars
+ * copied as they are, one text cut to SUMMARY_TEXT_CHARS, one array as its length. */
+static const struct {
+    pgn_job_kind kind;
+    const char *copy[SUMMARY_COPY_MAX]; /* numbers and short strings; missing ones are left out */
+    const char *cut;                    /* a text that may be long */
+    const char *count;                  /* an array, given as its length */
+} summary_fields[] = {
+    {PGN_JOB_TRAIN, {"accuracy", "loss", "epochs", "steps", "tokens_per_second", "seconds"}, NULL, NULL},
+    {PGN_JOB_INET, {"interactions", "mips", "seconds"}, "normal_form", NULL},
+    {PGN_JOB_BENCH, {"suite"}, NULL, "rows"},
+    {PGN_JOB_GENERATE, {"tokens", "tokens_per_second", "seconds"}, "text", NULL},
+};
+
+/* text's first max characters (UTF-8 code points) and an ellipsis when there were more. */
+static json_t *cut_text(const char *text, size_t max) {
+    size_t i = 0, chars = 0;
+    while (text[i] && chars < max) {
+        i++;
+        while (((unsigned char)text[i] & 0xC0) == 0x80) i++; /* jansson holds valid UTF-8 */
+        chars++;
+    }
+    if (!text[i]) return json_string(text);
+    char *out = malloc(i + 4);
+    if (!out) return json_null();
+    memcpy(out, text, i);
+    memcpy(out + i, "\xE2\x80\xA6", 4); /* U+2026 and the NUL */
+    json_t *v = json_string(out);
+    free(out);
+    return v;
+}
+
+json_t *pgd_result_summary_json(pgn_job_kind kind, const json_t *result) {
+    if (!json_is_object(result)) return json_null();
+    json_t *o = json_object();
+    for (size_t k = 0; k < sizeof summary_fields / sizeof summary_fields[0]; k++) {
+        if (summary_fields[k].kind != kind) continue;
+        /* the text first, as a table shows it first */
+        const char *cut = summary_fields[k].cut, *count = summary_fields[k].count;
+        const char *text = cut ? json_string_value(json_object_get(result, cut)) : NULL;
+        if (text) json_object_set_new(o, cut, cut_text(text, SUMMARY_TEXT_CHARS));
+        for (size_t i = 0; i < SUMMARY_COPY_MAX && summary_fields[k].copy[i]; i++) {
+            json_t *v = json_object_get(result, summary_fields[k].copy[i]);
+            if (v && !json_is_object(v) && !json_is_array(v))
+                json_object_set(o, summary_fields[k].copy[i], v);
+        }
+        json_t *arr = count ? json_object_get(result, count) : NULL;
+        if (json_is_array(arr)) json_object_set_new(o, count, json_integer((json_int_t)json_array_size(arr)));
+    }
+    return o;
+}
+
+json_t *pgd_job_list_json(const pgd_job *job) {
+    json_t *o = pgd_job_json(job, false);
+    json_object_del(o, "result");
+    return o;
+}
+
 json_t *pgd_job_json(const pgd_job *job, bool with_spec) {
     json_t *o = json_object();
     json_object_set_new(o, "id", json_integer(job->id));
@@ -82,6 +148,7 @@ json_t *pgd_job_json(const pgd_job *job, bool with_spec) {
     json_object_set_new(o, "progress", json_real(job->progress));
     json_object_set_new(o, "attempts", json_integer(job->attempts));
     json_object_set_new(o, "result", part_json(job->result));
+    json_object_set_new(o, "summary", pgd_result_summary_json(job->kind, job->result));
     json_object_set_new(o, "error", job->has_error ? pgd_error_json(&job->error) : json_null());
     json_object_set_new(o, "created_at", time_json(job->created_at));
     json_object_set_new(o, "started_at", time_json(job->started_at));
@@ -89,5 +156,8 @@ json_t *pgd_job_json(const pgd_job *job, bool with_spec) {
     json_object_set_new(o, "estimate", part_json(job->estimate));
     json_object_set_new(o, "cancel_requested", json_boolean(job->cancel_requested));
     json_object_set_new(o, "interrupted", json_integer(job->interrupted));
+    json_object_set_new(o, "tags", job->tags ? json_incref(job->tags) : json_object());
+    json_object_set_new(o, "submission_id",
+                        job->submission_id[0] ? pgd_json_string_lossy(job->submission_id) : json_null());
     return o;
 }

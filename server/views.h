@@ -11,9 +11,15 @@
 #include <stdbool.h>
 
 /* {"id","kind","name","state","device_requested","device",["spec",]"progress","attempts",
- * "result","error","created_at","started_at","finished_at","estimate","cancel_requested",
- * "interrupted"}: a new reference. */
+ * "result","summary","error","created_at","started_at","finished_at","estimate",
+ * "cancel_requested","interrupted","tags","submission_id"}: a new reference. */
 json_t *pgd_job_json(const pgd_job *job, bool with_spec);
+/* A row of GET /api/v1/jobs: the same without spec and result ("summary" stands for it). */
+json_t *pgd_job_list_json(const pgd_job *job);
+/* A result's headline figures by kind (views.c's table), null without a result: a train job's
+ * accuracy, loss, epochs, steps; an inet job's normal form cut short, interactions, mips; a
+ * bench job's suite and count of rows; a generate job's text cut short, tokens, tokens/s. */
+json_t *pgd_result_summary_json(pgn_job_kind kind, const json_t *result);
 
 /* {"code","message","field"} of an error (field null when empty): what a failed job stores
  * in its error column and what an error reply carries. New reference. */

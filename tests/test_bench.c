@@ -54,22 +54,22 @@ static void assert_keys(const json_t *row, const char *const *keys) {
 }
 
 static const char *const common_keys[] = {"suite", "case", "device", "adapter", "version", NULL};
-static const char *const mlp_keys[] = {"shape", "est_mb", "cpu_ms", "gpu_ms", "speedup", "mae",
+static const char *const mlp_keys[] = {"shape", "est_mib", "cpu_ms", "gpu_ms", "speedup", "mae",
                                        "max", "gpu_init_ms", "batch", "cpu_batch_sps",
                                        "gpu_batch_sps", "identical", NULL};
 static const char *const micro_keys[] = {"elements", "host_ms", "device_ms", "speedup",
                                          "host_gbps", "device_gbps", "device_elems_per_s",
                                          "launch_us", "identical", NULL};
 
-/* Weights and biases of 784-h-10 in fp32, MB of 1e6 bytes. */
-static double est_mb(int h) { return (784.0 * h + h + h * 10.0 + 10) * 4 / 1e6; }
+/* Weights and biases of 784-h-10 in fp32, in MiB as Paragon-Py counts them (S1: 0.19). */
+static double est_mib(int h) { return (784.0 * h + h + h * 10.0 + 10) * 4 / 1048576.0; }
 
 Test(bench, mlp_forward_device_matches_host_bit_for_bit) {
     const char *cases[] = {"S1", "S2"};
     pgn_bench_ctx ctx = ctx_for(dev, cases, 2, 2);
     json_t *rows = run_ok(pgn_bench_mlp_forward, &ctx);
     cr_assert_eq(json_array_size(rows), 2);
-    const char *shapes[] = {"784-64-10", "784-128-10"};
+    const char *shapes[] = {"784\u219264\u219210", "784\u2192128\u219210"}; /* as Paragon-Py prints them */
     int widths[] = {64, 128};
     for (size_t i = 0; i < 2; i++) {
         const json_t *row = json_array_get(rows, i);
@@ -80,7 +80,7 @@ Test(bench, mlp_forward_device_matches_host_bit_for_bit) {
         cr_assert_str_eq(json_string_value(json_object_get(row, "device")),
                          pgn_device_get_info(dev)->id);
         cr_assert_str_eq(json_string_value(json_object_get(row, "shape")), shapes[i]);
-        cr_assert_float_eq(real_of(row, "est_mb"), est_mb(widths[i]), 1e-12);
+        cr_assert_float_eq(real_of(row, "est_mib"), est_mib(widths[i]), 1e-12);
         cr_assert_eq(json_integer_value(json_object_get(row, "batch")), 256);
         cr_assert_eq(real_of(row, "mae"), 0.0, "%s: mae %g", cases[i], real_of(row, "mae"));
         cr_assert_eq(real_of(row, "max"), 0.0, "%s: max %g", cases[i], real_of(row, "max"));
@@ -161,10 +161,17 @@ Test(bench, mlp_forward_csv_has_paragon_py_columns) {
         char f[64];
         field(line, 0, f, sizeof f);
         cr_assert_str_eq(f, cases[i]);
+        field(line, 1, f, sizeof f);
+        cr_assert_str_eq(f, i ? "\"784\u2192128\u219210\"" : "\"784\u219264\u219210\"", "shape of %s", cases[i]);
+        field(line, 2, f, sizeof f);
+        cr_assert_str_eq(f, i ? "0.39" : "0.19", "estMB of %s: MiB with two decimals", cases[i]);
         field(line, 6, f, sizeof f);
-        cr_assert_str_eq(f, "0", "mae field of %s", cases[i]);
+        cr_assert_str_eq(f, "0.00E+00", "mae field of %s", cases[i]);
         field(line, 7, f, sizeof f);
-        cr_assert_str_eq(f, "0", "max field of %s", cases[i]);
+        cr_assert_str_eq(f, "0.00E+00", "max field of %s", cases[i]);
+        field(line, 3, f, sizeof f);
+        const char *dot = strchr(f, '.');
+        cr_assert(dot && strlen(dot) == 3, "cpu_ms with two decimals: %s", f);
         line = strchr(line, '\n') + 1;
     }
     free(csv);

@@ -7,6 +7,8 @@
 
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <math.h>
+#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,28 +72,49 @@ Test(bench_jobs, a_bench_job_stores_its_rows_for_the_export) {
     stop_server(&s);
 }
 
+/* MiB of float32 weights and biases of an MLP of `n` layer widths, as Paragon-Py's estMB, to four
+ * decimals (a number the store keeps exactly as it is given). */
+static double est_mib(const int *widths, int n) {
+    double params = 0;
+    for (int i = 0; i + 1 < n; i++) params += (double)widths[i] * widths[i + 1] + widths[i + 1];
+    return round(params * 4 / 1048576.0 * 1e4) / 1e4;
+}
+
 /* mlp-forward rows as the engine's suite makes them (figures from Paragon-Py's README). */
-static json_t *mlp_row(const char *case_id, const char *device, const char *shape, double cpu_ms) {
+static json_t *mlp_row(const char *case_id, const char *device, const char *shape, double cpu_ms,
+                       double mib) {
     return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "suite",
                      "mlp-forward", "case", case_id, "device", device, "adapter",
-                     "0x7d55 (0x8086), integrated-gpu", "version", "0.1.0", "shape", shape,
-                     "est_mb", 0.19, "cpu_ms", cpu_ms, "gpu_ms", 0.95, "speedup", 5.04, "mae", 0.0,
+                     "0x7d55 (0x8086) integrated-gpu", "version", "0.1.0", "shape", shape,
+                     "est_mib", mib, "cpu_ms", cpu_ms, "gpu_ms", 0.954, "speedup", 5.04, "mae", 0.0,
                      "max", 0.0, "gpu_init_ms", 0.57);
 }
+
+static const int s1[] = {784, 64, 10}, m3[] = {784, 512, 512, 10};
 
 Test(bench_jobs, benchmark_export_in_csv_and_json) {
     server s = start_server();
     /* Rows reach the store the way a finished bench job's do, through a second connection. */
-    json_t *rows = json_pack("[o, o, o]", mlp_row("S1", "cpu-aaaa", "784→64→10", 4.81),
-                             mlp_row("M3", "cpu-aaaa", "784→512→512→10", 9.5),
-                             mlp_row("S1", "gpu-bbbb", "784→64→10", 4.5));
+    json_t *rows = json_pack("[o, o, o]", mlp_row("S1", "cpu-aaaa", "784→64→10", 4.809, est_mib(s1, 3)),
+                             mlp_row("M3", "cpu-aaaa", "784→512→512→10", 9.5, est_mib(m3, 4)),
+                             mlp_row("S1", "gpu-bbbb", "784→64→10", 4.5, est_mib(s1, 3)));
+    /* A row stored before the export followed Paragon-Py: decimal MB, '-' between layers, an
+     * error of 1.5e-8. It is written as Paragon-Py writes it all the same. */
+    json_t *old = mlp_row("S1", "cpu-old", "784-64-10", 4.809, 0);
+    json_object_del(old, "est_mib");
+    json_object_set_new(old, "est_mb", json_real(est_mib(s1, 3) * 1048576.0 / 1e6));
+    json_object_set_new(old, "mae", json_real(1.5e-8));
     pgd_store *store;
     pgn_error err;
     cr_assert_eq(pgd_store_open(s.db, &store, &err), 0, "%s", err.message);
     cr_assert_eq(pgd_store_bench_add(store, 0, rows, &err), 0, "%s", err.message);
+    json_t *olds = json_pack("[o]", old);
+    cr_assert_eq(pgd_store_bench_add(store, 0, olds, &err), 0, "%s", err.message);
+    json_decref(olds);
     pgd_store_close(store);
 
-    /* CSV: Paragon-Py's header exactly, a download named for the suite. */
+    /* CSV: Paragon-Py's header exactly, a download named for the suite; S1's line is the line of
+     * Paragon-Py's README, byte for byte. */
     http_response r =
         request(&s, "GET", "/api/v1/benchmarks?suite=mlp-forward&format=csv", NULL, NULL);
     cr_assert_eq(r.status, 200, "%s", r.body);
@@ -100,16 +123,17 @@ Test(bench_jobs, benchmark_export_in_csv_and_json) {
     cr_assert_str_eq(h, "text/csv; charset=utf-8");
     cr_assert_not_null(http_header(&r, "Content-Disposition", h, sizeof h));
     cr_assert_str_eq(h, "attachment; filename=\"mlp-forward.csv\"");
-#define ADAPTER_CSV "\"0x7d55 (0x8086), integrated-gpu\"" /* quoted: it holds a comma */
+#define ADAPTER_CSV "\"0x7d55 (0x8086) integrated-gpu\"" /* quoted, as Paragon-Py quotes it */
     cr_assert_str_eq(r.body, "id,shape,estMB,cpu_ms,gpu_ms,speedup,mae,max,gpu_init_ms,adapter\n"
-                             "S1,784→64→10,0.19,4.81,0.95,5.04,0,0,0.57," ADAPTER_CSV "\n"
-                             "M3,784→512→512→10,0.19,9.5,0.95,5.04,0,0,0.57," ADAPTER_CSV "\n"
-                             "S1,784→64→10,0.19,4.5,0.95,5.04,0,0,0.57," ADAPTER_CSV "\n");
+                             "S1,\"784→64→10\",0.19,4.81,0.95,5.04,0.00E+00,0.00E+00,0.57," ADAPTER_CSV "\n"
+                             "M3,\"784→512→512→10\",2.55,9.50,0.95,5.04,0.00E+00,0.00E+00,0.57," ADAPTER_CSV "\n"
+                             "S1,\"784→64→10\",0.19,4.50,0.95,5.04,0.00E+00,0.00E+00,0.57," ADAPTER_CSV "\n"
+                             "S1,\"784→64→10\",0.19,4.81,0.95,5.04,1.50E-08,0.00E+00,0.57," ADAPTER_CSV "\n");
     http_response_free(&r);
     r = request(&s, "GET", "/api/v1/benchmarks?suite=mlp-forward&format=csv&device=gpu-bbbb", NULL,
                 NULL);
     cr_assert_str_eq(r.body, "id,shape,estMB,cpu_ms,gpu_ms,speedup,mae,max,gpu_init_ms,adapter\n"
-                             "S1,784→64→10,0.19,4.5,0.95,5.04,0,0,0.57," ADAPTER_CSV "\n");
+                             "S1,\"784→64→10\",0.19,4.50,0.95,5.04,0.00E+00,0.00E+00,0.57," ADAPTER_CSV "\n");
     http_response_free(&r);
     r = request(&s, "GET", "/api/v1/benchmarks?suite=gemm&format=csv", NULL, NULL);
     cr_assert_eq(r.status, 200);
@@ -121,7 +145,7 @@ Test(bench_jobs, benchmark_export_in_csv_and_json) {
     /* JSON (the default): every stored field, plus id, job_id and created_at. */
     json_t *v = get_json(&s, "/api/v1/benchmarks?suite=mlp-forward", 200);
     json_t *got = json_object_get(v, "rows");
-    cr_assert_eq(json_array_size(got), 3);
+    cr_assert_eq(json_array_size(got), 4);
     for (size_t i = 0; i < 3; i++) {
         json_t *want = json_deep_copy(json_array_get(rows, i));
         json_t *row = json_array_get(got, i);
@@ -139,7 +163,7 @@ Test(bench_jobs, benchmark_export_in_csv_and_json) {
     v = get_json(&s, "/api/v1/benchmarks?limit=1", 200);
     got = json_object_get(v, "rows");
     cr_assert_eq(json_array_size(got), 1);
-    cr_assert_str_eq(str(json_array_get(got, 0), "device"), "gpu-bbbb", "limit keeps the newest");
+    cr_assert_str_eq(str(json_array_get(got, 0), "device"), "cpu-old", "limit keeps the newest");
     json_decref(v);
     v = get_json(&s, "/api/v1/benchmarks?device=nowhere", 200);
     cr_assert_eq(json_array_size(json_object_get(v, "rows")), 0);
@@ -159,11 +183,116 @@ Test(bench_jobs, benchmark_export_in_csv_and_json) {
         {"GET", "/api/v1/benchmarks?suite=all", NULL, NULL, 400, "invalid_parameter",
          .field = "suite", .says = suites},
         {"GET", "/api/v1/benchmarks?limit=-1", NULL, NULL, 400, "invalid_parameter", .field = "limit"},
+        {"GET", "/api/v1/benchmarks?job=0", NULL, NULL, 400, "invalid_parameter", .field = "job"},
+        {"GET", "/api/v1/benchmarks?job=first", NULL, NULL, 400, "invalid_parameter", .field = "job"},
+        {"GET", "/api/v1/benchmarks?job=4242", NULL, NULL, 404, "not_found", .field = "job",
+         .says = "job 4242 does not exist"},
+        {"GET", "/api/v1/benchmarks?since=yesterday", NULL, NULL, 400, "invalid_parameter",
+         .field = "since", .says = "ISO 8601"},
+        {"GET", "/api/v1/benchmarks?since=2025-13-01", NULL, NULL, 400, "invalid_parameter",
+         .field = "since", .says = "does not exist"},
+        {"GET", "/api/v1/benchmarks?until=2025-02-30", NULL, NULL, 400, "invalid_parameter",
+         .field = "until", .says = "does not exist"},
+        {"GET", "/api/v1/benchmarks?since=2025-01-31T12:00", NULL, NULL, 400, "invalid_parameter",
+         .field = "since", .says = "zone"},
+        {"GET", "/api/v1/benchmarks?until=2025-01-31T24:00Z", NULL, NULL, 400, "invalid_parameter",
+         .field = "until", .says = "hours 00-23"},
+        {"GET", "/api/v1/benchmarks?since=2025-02-01&until=2025-01-01", NULL, NULL, 400,
+         "invalid_parameter", .field = "until", .says = "not after since"},
         {"POST", "/api/v1/benchmarks", json_headers, "{}", 405, "method_not_allowed",
          .allow = "GET, HEAD"},
     };
     assert_refusals(&s, cases, sizeof cases / sizeof *cases);
     json_decref(rows);
+    stop_server(&s);
+}
+
+/* Stamps benchmark row id with a stored time of our choosing, as if it had been stored then. */
+static void set_created_at(const server *s, int64_t row, const char *when) {
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(s->db, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db, "UPDATE benchmarks SET created_at = ?2 WHERE id = ?1", -1, &st, NULL),
+                 SQLITE_OK, "%s", sqlite3_errmsg(db));
+    sqlite3_bind_int64(st, 1, row);
+    sqlite3_bind_text(st, 2, when, -1, SQLITE_STATIC);
+    cr_assert_eq(sqlite3_step(st), SQLITE_DONE, "%s", sqlite3_errmsg(db));
+    cr_assert_eq(sqlite3_changes(db), 1);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+/* The cases of the rows of GET path, joined with ' '. */
+static void cases_of(const server *s, const char *path, char *out, size_t size) {
+    json_t *v = get_json(s, path, 200);
+    out[0] = 0;
+    size_t i;
+    json_t *row;
+    json_array_foreach(json_object_get(v, "rows"), i, row)
+        snprintf(out + strlen(out), size - strlen(out), "%s%s", i ? " " : "", str(row, "case"));
+    json_decref(v);
+}
+
+Test(bench_jobs, the_export_filters_by_job_and_by_time) {
+    server s = start_server();
+    int64_t id = submit(&s, gemm_bench_spec);
+    json_decref(wait_bench(&s, id));
+    /* Three rows of no job, stored (as we say) on three days of 2025. */
+    json_t *rows = json_pack("[o, o, o]", mlp_row("S1", "cpu-aaaa", "784→64→10", 4.809, est_mib(s1, 3)),
+                             mlp_row("S2", "cpu-aaaa", "784→128→10", 5.5, 0.39),
+                             mlp_row("M3", "cpu-aaaa", "784→512→512→10", 9.5, est_mib(m3, 4)));
+    pgd_store *store;
+    pgn_error err;
+    cr_assert_eq(pgd_store_open(s.db, &store, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(store, 0, rows, &err), 0, "%s", err.message);
+    pgd_store_close(store);
+    json_decref(rows);
+    json_t *v = get_json(&s, "/api/v1/benchmarks?suite=mlp-forward", 200);
+    int64_t first = json_integer_value(json_object_get(json_array_get(json_object_get(v, "rows"), 0), "id"));
+    json_decref(v);
+    set_created_at(&s, first, "2025-01-01T00:00:00.000Z");
+    set_created_at(&s, first + 1, "2025-03-01T12:00:00.000Z");
+    set_created_at(&s, first + 2, "2025-06-01T00:00:00.000Z");
+
+    /* By job: the gemm job's rows alone, each saying whose they are and when. */
+    char path[256], got[256];
+    snprintf(path, sizeof path, "/api/v1/benchmarks?job=%lld", (long long)id);
+    v = get_json(&s, path, 200);
+    json_t *list = json_object_get(v, "rows");
+    cr_assert_geq(json_array_size(list), 1);
+    size_t i;
+    json_t *row;
+    json_array_foreach(list, i, row) {
+        cr_assert_eq(json_integer_value(json_object_get(row, "job_id")), id);
+        cr_assert_str_eq(str(row, "suite"), "gemm");
+        cr_assert_not_null(str(row, "created_at"));
+    }
+    json_decref(v);
+    snprintf(path, sizeof path, "/api/v1/benchmarks?job=%lld&suite=mlp-forward", (long long)id);
+    cases_of(&s, path, got, sizeof got);
+    cr_assert_str_eq(got, "", "the job has no mlp-forward rows");
+
+    /* By time: [since, until), dates at midnight UTC, offsets converted. */
+    cases_of(&s, "/api/v1/benchmarks?since=2025-02-01&until=2025-06-01", got, sizeof got);
+    cr_assert_str_eq(got, "S2", "until is not included");
+    cases_of(&s, "/api/v1/benchmarks?suite=mlp-forward&since=2025-03-01T14:00:00%2B02:00", got, sizeof got);
+    cr_assert_str_eq(got, "S2 M3", "since is included, +02:00 is 12:00Z");
+    cases_of(&s, "/api/v1/benchmarks?until=2025-03-01T12:00:00.000Z", got, sizeof got);
+    cr_assert_str_eq(got, "S1");
+    cases_of(&s, "/api/v1/benchmarks?since=2025-03-01T11:59:59.9999Z&until=2025-03-01T12:00:00.001Z", got,
+             sizeof got);
+    cr_assert_str_eq(got, "S2", "fractions to the millisecond");
+    cases_of(&s, "/api/v1/benchmarks?since=2026-01-01", got, sizeof got);
+    cr_assert(strstr(got, "N=128") && !strstr(got, "S1"), "only what was stored since: %s", got);
+
+    /* The CSV takes the same filters and keeps Paragon-Py's columns. */
+    http_response r =
+        request(&s, "GET", "/api/v1/benchmarks?suite=mlp-forward&format=csv&since=2025-06-01", NULL, NULL);
+    cr_assert_str_eq(r.body, "id,shape,estMB,cpu_ms,gpu_ms,speedup,mae,max,gpu_init_ms,adapter\n"
+                             "M3,\"784→512→512→10\",2.55,9.50,0.95,5.04,0.00E+00,0.00E+00,0.57,"
+                             "\"0x7d55 (0x8086) integrated-gpu\"\n");
+    http_response_free(&r);
     stop_server(&s);
 }
 

@@ -111,6 +111,31 @@ Test(cli, a_checkpoint_dir_is_created_when_missing) {
     remove_tree(dir);
 }
 
+/* One spec file serves `submit` and `run`: the submission's tags and submission_id mean nothing
+ * to a run here and are passed over; a field the engine does not know is still an error. */
+Test(cli, a_run_passes_over_a_submissions_tags) {
+    char dir[64], path[120], args[200], *out;
+    scratch(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/tagged.json", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("{\"kind\":\"train\",\"name\":\"xor\",\"tags\":{\"team\":\"a\"},\"submission_id\":\"k1\","
+          "\"model\":{\"type\":\"mlp\",\"layers\":[2,4,2]},\"data\":{\"source\":\"xor\"},\"epochs\":2}", f);
+    fclose(f);
+    snprintf(args, sizeof args, "run '%s' --device host --json", path);
+    cr_assert_eq(paragon(args, &out), 0, "%s", out);
+    cr_assert(strstr(out, "\"epochs\": 2") || strstr(out, "\"epochs\":2"), "%s", out);
+    free(out);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("{\"kind\":\"train\",\"tags\":{},\"label\":\"x\",\"data\":{\"source\":\"xor\"}}", f);
+    fclose(f);
+    cr_assert_eq(paragon(args, &out), 1, "%s", out);
+    cr_assert(strstr(out, "label: unknown field"), "%s", out);
+    free(out);
+    remove_tree(dir);
+}
+
 /* Starts `paragon run` in cwd with args (NULL-ended, after "run"), stdout and stderr into one
  * pipe; waits for a line containing `until`, sends Ctrl-C (SIGINT), and returns the exit status
  * with everything it wrote in *out. */

@@ -146,6 +146,19 @@ Test(client, export_writes_the_checkpoint_and_benchmark_rows) {
     cr_assert_eq(paragon(&s, "export --bench --suite gemm --format csv", &out, &err), 0, "%s", err);
     cr_assert(!strncmp(out, "case,", 5) && strstr(out, "\nN=128,"), "%s", out);
     free(out), free(err);
+    /* by job and by time: the bench job's rows, the train job's none, nothing stored in 2999 */
+    snprintf(args, sizeof args, "export --bench --suite gemm --format csv --job %lld --since 2025-01-01", (long long)bench);
+    cr_assert_eq(paragon(&s, args, &out, &err), 0, "%s", err);
+    cr_assert(strstr(out, "\nN=128,"), "%s", out);
+    free(out), free(err);
+    snprintf(args, sizeof args, "export --bench --job %lld", (long long)id);
+    cr_assert_eq(paragon(&s, args, &out, &err), 0, "%s", err);
+    cr_assert(strstr(out, "\"rows\":[]"), "%s", out);
+    free(out), free(err);
+    cr_assert_eq(paragon(&s, "export --bench --suite gemm --format csv --since 2999-01-01T00:00:00Z", &out, &err), 0,
+                 "%s", err);
+    cr_assert(!strchr(strchr(out, '\n') + 1, '\n'), "the header alone: %s", out);
+    free(out), free(err);
     /* a refusal is the server's message, and nothing is left behind */
     snprintf(args, sizeof args, "export --checkpoint 99 -o '%s/none.safetensors'", tmpdir);
     cr_assert_eq(paragon(&s, args, &out, &err), 1, "%s", err);
@@ -172,7 +185,13 @@ Test(client, errors_name_what_is_wrong_with_their_exit_status) {
         {"jobs --bogus", 2, "unrecognized option '--bogus'"},
         {"metrics 1 --csv --json", 2, "--csv or --json, not both"},
         {"export", 2, "one of --bench, --checkpoint ID or --weights ID"},
-        {"export --checkpoint 1 --suite gemm", 2, "--suite, --device and --format are for --bench"},
+        {"export --checkpoint 1 --suite gemm", 2, "--suite, --device, --job, --since, --until and --format are for --bench"},
+        {"export --bench --job x", 2, "'x' is not a job id"},
+        {"export --bench --since yesterday", 1, "since: 'yesterday' is not an ISO 8601 time"},
+        {"export --bench --job 99", 1, "job: job 99 does not exist (not_found, HTTP 404)"},
+        {"upload", 2, "missing the FILE to upload"},
+        {"upload /nonexistent.idx", 2, "cannot read '/nonexistent.idx'"},
+        {"datasets rm", 2, "rm takes one NAME"},
         {"submit", 2, "missing the job spec"},
         {"submit /nonexistent.json", 1, "cannot read '/nonexistent.json'"},
         {"submit examples/jobs/xor.json --wait --follow", 2, "--wait or --follow, not both"},
@@ -207,7 +226,7 @@ Test(client, errors_name_what_is_wrong_with_their_exit_status) {
 
 Test(client, every_command_answers_help) {
     static const char *const commands[] = {"devices", "run", "bench", "generate", "submit", "jobs", "status",
-                                           "logs", "metrics", "cancel", "delete", "export"};
+                                           "logs", "metrics", "cancel", "delete", "export", "datasets", "upload"};
     char *out, *err, args[64], want[64];
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
         snprintf(args, sizeof args, "%s --help", commands[i]);

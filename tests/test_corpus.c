@@ -182,3 +182,31 @@ Test(corpus, vocabulary_encodes_prompts_and_round_trips_through_json) {
     json_decref(j);
     pgn_corpus_free(&c);
 }
+
+/* pgn_text_inspect reads in 1 MiB chunks: a character cut by a chunk's end is whole in the next,
+ * and the offset of a bad byte is the file's, past the first chunk too. */
+Test(corpus, text_inspect_counts_characters_across_chunks_and_names_bad_offsets) {
+    size_t len = (1u << 20) + 7;
+    char *text = malloc(len);
+    text[0] = 'a'; /* then "é" (2 bytes) throughout: one straddles byte 1 MiB */
+    for (size_t i = 1; i + 1 < len; i += 2) text[i] = (char)0xc3, text[i + 1] = (char)0xa9;
+    write_text("long.txt", text, len);
+    char path[160];
+    snprintf(path, sizeof path, "%s/long.txt", dir);
+    uint64_t chars;
+    pgn_error err;
+    cr_assert_eq(pgn_text_inspect(path, "long.txt", &chars, &err), 0, "%s", err.message);
+    cr_assert_eq(chars, 1 + (len - 1) / 2);
+
+    text[(1u << 20) + 3] = (char)0xff; /* a lead byte's place, past the first chunk */
+    write_text("bad.txt", text, len);
+    snprintf(path, sizeof path, "%s/bad.txt", dir);
+    cr_assert_eq(pgn_text_inspect(path, "bad.txt", &chars, &err), -1);
+    cr_assert(strstr(err.message, "bad.txt: not valid UTF-8: the bytes at offset 1048579"), "%s", err.message);
+
+    write_text("empty.txt", "", 0);
+    snprintf(path, sizeof path, "%s/empty.txt", dir);
+    cr_assert_eq(pgn_text_inspect(path, "empty.txt", &chars, &err), -1);
+    cr_assert(strstr(err.message, "empty"), "%s", err.message);
+    free(text);
+}

@@ -736,3 +736,36 @@ Test(data, fashion_mnist_prefers_the_data_dir) {
     cr_assert(strstr(err.message, "train-images-idx3-ubyte.gz: images have 756 pixels (expected "
                                   "28x28)"), "%s", err.message);
 }
+
+/* pgn_idx_inspect, which paragond's uploads use: what a file declares, read without loading it,
+ * plain or gzip'd; errors name the file as the caller calls it, never by its path. */
+Test(data, idx_inspect_reports_dims_and_refuses_what_a_job_could_not_read) {
+    blob img = images_blob(3, 2, 2, pixels, 4), lab = labels_blob(3, labels3);
+    write_blob("i", &img, false);
+    write_blob("l.gz", &lab, true);
+    char path[256];
+    pgn_idx_info info;
+    pgn_error err;
+    snprintf(path, sizeof path, "%s/i", tmpdir);
+    cr_assert_eq(pgn_idx_inspect(path, "images.idx", &info, &err), 0, "%s", err.message);
+    cr_assert_eq(info.ndims, 3);
+    cr_assert(info.dims[0] == 3 && info.dims[1] == 2 && info.dims[2] == 2 && !info.gzip);
+    snprintf(path, sizeof path, "%s/l.gz", tmpdir);
+    cr_assert_eq(pgn_idx_inspect(path, "labels.idx.gz", &info, &err), 0, "%s", err.message);
+    cr_assert(info.ndims == 1 && info.dims[0] == 3 && info.gzip);
+
+    blob longer = labels_blob(3, labels3);
+    put8(&longer, labels3, 2);
+    write_blob("long.gz", &longer, true);
+    snprintf(path, sizeof path, "%s/long.gz", tmpdir);
+    cr_assert_eq(pgn_idx_inspect(path, "long.idx.gz", &info, &err), -1);
+    cr_assert_str_eq(err.message, "long.idx.gz: more than 3 bytes of labels after the 8-byte header: the header "
+                                  "declares 3");
+    cr_assert_eq(err.code, PGN_E_DATA);
+    write_file("text", "not idx at all", 14, false);
+    snprintf(path, sizeof path, "%s/text", tmpdir);
+    cr_assert_eq(pgn_idx_inspect(path, "x.idx", &info, &err), -1);
+    cr_assert(strstr(err.message, "x.idx: not an idx file a train job reads") && !strstr(err.message, tmpdir) &&
+                  !strstr(err.message, "not idx"),
+              "names the file as asked, quotes none of it: %s", err.message);
+}

@@ -90,10 +90,12 @@ static void free_events(sse_event *evs, size_t n) {
     for (size_t i = 0; i < n; i++) json_decref(evs[i].data);
 }
 
-/* The job id an event is about: state and reset events carry the job object ("id"). */
+/* The job id an event is about: state and reset events carry the job object ("id"), and end
+ * the job's id and final state. */
 static int64_t event_job(const sse_event *e) {
-    const char *key = strcmp(e->type, "state") == 0 || strcmp(e->type, "reset") == 0 ? "id"
-                                                                                       : "job_id";
+    const char *key = strcmp(e->type, "state") == 0 || strcmp(e->type, "reset") == 0 || strcmp(e->type, "end") == 0
+                          ? "id"
+                          : "job_id";
     return json_integer_value(json_object_get(e->data, key));
 }
 
@@ -108,7 +110,8 @@ static int state_rank(const char *state) {
 /* The events of one job, as a stream about it delivers them: state changes only forward
  * (queued, running, succeeded, each at most once), ids increasing after the first (a snapshot
  * carries the id before the events that follow it), metrics and logs of this job only, and
- * the final state last. Returns how many states and metrics it saw. */
+ * the final state last, or, on the job's own stream, right before `end`. Returns how many states
+ * and metrics it saw. */
 static void check_job_events(const sse_event *evs, size_t n, int64_t id, size_t *states,
                              size_t *metrics) {
     cr_assert_gt(n, 0, "the stream sent events");
@@ -118,7 +121,7 @@ static void check_job_events(const sse_event *evs, size_t n, int64_t id, size_t 
         const sse_event *e = &evs[i];
         cr_assert_eq(event_job(e), id, "event %zu (%s) is about job %lld", i, e->type,
                      (long long)id);
-        if (i > 0) cr_assert_gt(e->id, evs[i - 1].id, "ids increase");
+        if (i > 0 && strcmp(e->type, "end")) cr_assert_gt(e->id, evs[i - 1].id, "ids increase");
         if (strcmp(e->type, "state") == 0) {
             int r = state_rank(str(e->data, "state"));
             cr_assert_gt(r, rank, "states move forward: %s after rank %d", str(e->data, "state"),
@@ -133,14 +136,19 @@ static void check_job_events(const sse_event *evs, size_t n, int64_t id, size_t 
         } else if (strcmp(e->type, "log") == 0) {
             cr_assert(str(e->data, "line") && str(e->data, "level") && str(e->data, "time"));
             cr_assert_gt(json_integer_value(json_object_get(e->data, "seq")), 0);
+        } else if (strcmp(e->type, "end") == 0) {
+            cr_assert(i > 0 && i == n - 1, "end closes the stream, after the final state");
+            cr_assert_eq(e->id, evs[i - 1].id, "end carries the final state's id");
+            cr_assert_str_eq(str(e->data, "state"), str(evs[i - 1].data, "state"));
         } else {
             cr_assert_str_eq(e->type, "progress", "unexpected event type");
             double p = json_number_value(json_object_get(e->data, "progress"));
             cr_assert(p >= 0 && p <= 1, "progress %g", p);
         }
     }
-    cr_assert_str_eq(evs[n - 1].type, "state", "the last event is the final state");
-    cr_assert_str_eq(str(evs[n - 1].data, "state"), "succeeded");
+    size_t last = n - 1 - (strcmp(evs[n - 1].type, "end") == 0);
+    cr_assert_str_eq(evs[last].type, "state", "the last event is the final state");
+    cr_assert_str_eq(str(evs[last].data, "state"), "succeeded");
 }
 
 /* Index of the first log event from `from` on whose line starts with prefix; n when none. */
@@ -190,6 +198,7 @@ Test(events, a_job_event_stream_follows_xor_training_to_its_end) {
     http_stream_close(replay);
     size_t states, metrics;
     check_job_events(evs, n, id, &states, &metrics);
+    cr_assert_str_eq(evs[n - 1].type, "end", "a job's stream ends with end");
     cr_assert_eq(states, 3, "queued, running, succeeded");
     cr_assert_eq(metrics, XOR_METRICS_PER_EPOCH * SHORT_EPOCHS, "an epoch's figures and its step's, every epoch");
     cr_assert_eq(evs[0].id, placed_id, "the replay starts right after Last-Event-ID");
@@ -203,7 +212,7 @@ Test(events, a_job_event_stream_follows_xor_training_to_its_end) {
     at = find_log(evs, n, at, "done: ");
     cr_assert_lt(at, n, "the engine's last line");
     at = find_log(evs, n, at, "succeeded (attempt 1)");
-    cr_assert_eq(at, n - 2, "the scheduler's last line comes right before the final state");
+    cr_assert_eq(at, n - 3, "the scheduler's last line comes right before the final state");
     free_events(evs, n);
 
     /* The live client saw a suffix of the same: a current state first, the final state last. */
@@ -211,6 +220,7 @@ Test(events, a_job_event_stream_follows_xor_training_to_its_end) {
     http_stream_close(live);
     check_job_events(evs, n, id, &states, &metrics);
     cr_assert_str_eq(evs[0].type, "state", "a stream starts with the job's current state");
+    cr_assert_str_eq(evs[n - 1].type, "end");
     free_events(evs, n);
     free(evs);
     stop_server(&s);
@@ -300,12 +310,15 @@ Test(events, a_job_log_is_text_and_a_finished_jobs_stream_is_its_final_state) {
     };
     assert_refusals(&s, cases, sizeof cases / sizeof *cases);
 
-    /* A finished job's stream is its final state, and ends. */
+    /* A finished job's stream is its final state, then end. */
     sse_event evs[4];
     http_stream *st = open_events(&s, path, NULL);
     size_t got = read_to_end(st, evs, 4);
     http_stream_close(st);
-    cr_assert_eq(got, 1, "one event");
+    cr_assert_eq(got, 2, "two events");
+    cr_assert_str_eq(evs[1].type, "end");
+    cr_assert_str_eq(str(evs[1].data, "state"), "succeeded");
+    cr_assert_eq(event_job(&evs[1]), id);
     cr_assert_str_eq(evs[0].type, "state");
     cr_assert_str_eq(str(evs[0].data, "state"), "succeeded");
     cr_assert_eq(event_job(&evs[0]), id);
@@ -315,8 +328,9 @@ Test(events, a_job_log_is_text_and_a_finished_jobs_stream_is_its_final_state) {
     st = open_events(&s, path, "Last-Event-ID: 1");
     got = read_to_end(st, evs, 4);
     http_stream_close(st);
-    cr_assert_eq(got, 1);
+    cr_assert_eq(got, 2);
     cr_assert_str_eq(evs[0].type, "reset");
+    cr_assert_str_eq(evs[1].type, "end");
     cr_assert_str_eq(str(evs[0].data, "state"), "succeeded");
     free_events(evs, got);
     stop_server(&s);

@@ -343,7 +343,17 @@ Test(hardening, values_the_engine_cannot_use_and_misplaced_fields_are_400s_that_
 Test(hardening, control_characters_reach_the_log_and_stderr_escaped) {
     int err_fd;
     server s = start_server_with(NULL, "127.0.0.1", &err_fd);
-    /* A dataset path is only opened at run time: its failure quotes it into the log. */
+    /* A dataset file is only read at run time: its failure quotes its path into the log. The
+     * files must be there (a spec naming missing ones is refused at submission). */
+    const char *names[] = {"red\x1b[31m.idx", "l", "ti", "tl"};
+    for (size_t i = 0; i < 4; i++) {
+        char path[400];
+        snprintf(path, sizeof path, "%s/datasets/%s", s.data, names[i]);
+        FILE *f = fopen(path, "w");
+        cr_assert_not_null(f, "%s", path);
+        fputs("not an idx file", f);
+        fclose(f);
+    }
     int64_t id = submit(&s, "{\"kind\":\"train\",\"device\":\"host\",\"model\":{\"type\":\"mlp\","
                             "\"layers\":[784,10]},\"data\":{\"source\":\"idx\",\"train_images\":"
                             "\"red\\u001b[31m.idx\",\"train_labels\":\"l\",\"test_images\":\"ti\","
@@ -367,18 +377,19 @@ Test(hardening, dataset_paths_cannot_reach_the_token) {
                     "{\"source\":\"idx\",\"train_images\":\"../token\",\"train_labels\":\"l\","
                     "\"test_images\":\"ti\",\"test_labels\":\"tl\"}}",
                 400, "invalid_spec", "data.train_images");
-    int64_t id = submit(&s, "{\"kind\":\"train\",\"device\":\"host\",\"model\":{\"type\":\"mlp\","
-                            "\"layers\":[784,10]},\"data\":{\"source\":\"idx\",\"train_images\":"
-                            "\"token\",\"train_labels\":\"token\",\"test_images\":\"token\","
-                            "\"test_labels\":\"token\"},\"epochs\":1}");
-    json_t *job = wait_state(&s, id, "failed", JOB_TIMEOUT_MS);
-    char *text = json_dumps(job, 0);
-    cr_assert(strstr(text, "datasets"), "the file is looked for in datasets/: %s", text);
+    /* "token" is looked for in datasets/, where there is none: refused at submission. */
+    static const char named_token[] =
+        "{\"kind\":\"train\",\"device\":\"host\",\"model\":{\"type\":\"mlp\","
+        "\"layers\":[784,10]},\"data\":{\"source\":\"idx\",\"train_images\":"
+        "\"token\",\"train_labels\":\"token\",\"test_images\":\"token\","
+        "\"test_labels\":\"token\"},\"epochs\":1}";
+    post_expect(&s, named_token, 400, "invalid_spec", "data.train_images");
+    http_response r = request(&s, "POST", "/api/v1/jobs", json_headers, named_token);
+    cr_assert(strstr(r.body, "datasets/"), "the file is looked for in datasets/: %s", r.body);
     char part[9];
     snprintf(part, sizeof part, "%.8s", token);
-    cr_assert_null(strstr(text, part), "no piece of the token: %s", text);
-    free(text);
-    json_decref(job);
+    cr_assert_null(strstr(r.body, part), "no piece of the token: %s", r.body);
+    http_response_free(&r);
     free(stop_server_with(&s, err_fd));
 
     /* A token file placed where specs can read is refused at start. */

@@ -190,15 +190,23 @@ static int64_t claim(pgd_store *s, const char *device) {
 
 /* ---- migrations ------------------------------------------------------------------------- */
 
+/* The newest version paragond knows: its migrations are numbered 1 to N without gaps, so N is
+ * how many it embeds (a new migration changes no test). */
+static int64_t newest_migration(void) {
+    int64_t n = 0;
+    while (pgd_schema_sources[n].name) n++;
+    return n;
+}
+
 Test(store, fresh_database_records_every_version_and_creates_tables) {
     pgd_store *s = open_store();
     int64_t version = 0;
     pgn_error err;
     cr_assert_eq(pgd_store_schema_version(s, &version, &err), 0);
-    cr_assert_eq(version, 7);
+    cr_assert_eq(version, newest_migration());
 
     sqlite3 *db = raw_db();
-    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 7);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), newest_migration());
     char *name = raw_text(db, "SELECT name FROM schema_migrations WHERE version = 1");
     cr_assert_str_eq(name, "001_init.sql");
     free(name);
@@ -244,7 +252,7 @@ Test(store, reopening_applies_nothing_again) {
     s = open_store();
 
     db = raw_db();
-    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), 7);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM schema_migrations"), newest_migration());
     char *again = raw_text(db, "SELECT group_concat(applied_at) FROM schema_migrations");
     cr_assert_str_eq(again, first);
     cr_assert_eq(raw_int(db, "SELECT count(*) FROM jobs"), 1, "data survives a restart");
@@ -323,13 +331,13 @@ Test(store, badly_named_or_newer_schemas_are_refused) {
 
     pgd_store_close(open_store());
     sqlite3 *db = raw_db();
-    cr_assert_eq(sqlite3_exec(db, "INSERT INTO schema_migrations VALUES (9, '009_future.sql',"
+    cr_assert_eq(sqlite3_exec(db, "INSERT INTO schema_migrations VALUES (999, '999_future.sql',"
                                   " '2030-01-01T00:00:00.000Z')",
                               NULL, NULL, NULL),
                  SQLITE_OK);
     sqlite3_close(db);
     cr_assert_eq(pgd_store_open(dbpath, &s, &err), -1);
-    cr_assert(strstr(err.message, "schema version 9 is newer"), "%s", err.message);
+    cr_assert(strstr(err.message, "schema version 999 is newer"), "%s", err.message);
 }
 
 /* ---- jobs ------------------------------------------------------------------------------- */
@@ -363,7 +371,10 @@ Test(store, insert_then_get_returns_every_field) {
     cr_assert(json_is_null(json_object_get(o, "estimate")));
     cr_assert(json_is_false(json_object_get(o, "cancel_requested")));
     cr_assert_eq(json_integer_value(json_object_get(o, "interrupted")), 0);
-    cr_assert_eq(json_object_size(o), 17);
+    cr_assert(json_is_null(json_object_get(o, "summary")), "no result, no summary");
+    cr_assert(json_is_object(json_object_get(o, "tags")) && json_object_size(json_object_get(o, "tags")) == 0);
+    cr_assert(json_is_null(json_object_get(o, "submission_id")));
+    cr_assert_eq(json_object_size(o), 20);
     json_decref(o);
 
     cr_assert_eq(job_get_json(s, id, false, &o, &err), 0);
@@ -618,7 +629,7 @@ Test(store, a_version_1_database_gains_the_benchmarks_table) {
     s = open_store(); /* every embedded migration */
     int64_t version = 0;
     cr_assert_eq(pgd_store_schema_version(s, &version, &err), 0);
-    cr_assert_eq(version, 7);
+    cr_assert_eq(version, newest_migration());
     json_t *job = get(s, id);
     cr_assert_str_eq(str(job, "name"), "old", "jobs survive the upgrade");
     json_decref(job);
@@ -1336,5 +1347,75 @@ Test(store, log_lines_count_from_one_per_job_and_go_with_their_job) {
     sqlite3 *db = raw_db();
     cr_assert_eq(raw_int(db, "SELECT count(*) FROM logs"), 1, "job b's line stays");
     sqlite3_close(db);
+    pgd_store_close(s);
+}
+
+/* A list row's summary (views.c): the headline figures of each kind's result, a long text cut at
+ * a character boundary with an ellipsis, an array as its length, nothing without a result. */
+Test(store, a_result_summary_keeps_the_headline_figures) {
+    char text[200] = "";
+    for (int i = 0; i < 70; i++) strcat(text, "\xc3\xa9"); /* 70 two-byte characters */
+    json_t *result = json_pack("{s:s, s:i, s:f, s:s, s:s}", "text", text, "tokens", 70, "tokens_per_second", 12.5,
+                               "prompt", "p", "completion", text);
+    json_t *sum = pgd_result_summary_json(PGN_JOB_GENERATE, result);
+    const char *cut = json_string_value(json_object_get(sum, "text"));
+    cr_assert_not_null(cut, "valid UTF-8, or jansson would not hold it");
+    cr_assert_eq(strlen(cut), 64 * 2 + 3, "64 characters and an ellipsis: %s", cut);
+    cr_assert_str_eq(cut + 128, "\xe2\x80\xa6");
+    cr_assert_eq(json_integer_value(json_object_get(sum, "tokens")), 70);
+    cr_assert_null(json_object_get(sum, "completion"), "only the headline figures");
+    cr_assert_eq(json_object_size(sum), 3);
+    json_decref(sum);
+    json_decref(result);
+
+    result = json_pack("{s:s, s:s, s:[{},{},{}]}", "suite", "gemm", "device", "d", "rows");
+    sum = pgd_result_summary_json(PGN_JOB_BENCH, result);
+    cr_assert_str_eq(json_string_value(json_object_get(sum, "suite")), "gemm");
+    cr_assert_eq(json_integer_value(json_object_get(sum, "rows")), 3);
+    json_decref(sum);
+    json_decref(result);
+
+    result = json_pack("{s:s}", "normal_form", "17711");
+    sum = pgd_result_summary_json(PGN_JOB_INET, result);
+    cr_assert_str_eq(json_string_value(json_object_get(sum, "normal_form")), "17711", "a short text is kept whole");
+    json_decref(sum);
+    json_decref(result);
+    sum = pgd_result_summary_json(PGN_JOB_TRAIN, NULL);
+    cr_assert(json_is_null(sum));
+    json_decref(sum);
+}
+
+/* An idempotency key taken by one insert refuses the next, which inserts nothing; the key reads
+ * back with its fingerprint and jobs. */
+Test(store, a_submission_key_is_taken_once) {
+    pgd_store *s = open_store();
+    json_t *spec = json_pack("{s:s}", "kind", "inet");
+    pgd_new_job jobs[2] = {
+        {.kind = PGN_JOB_BENCH, .name = "a", .device_requested = "all", .device = "d1", .spec = spec},
+        {.kind = PGN_JOB_BENCH, .name = "a", .device_requested = "all", .device = "d2", .spec = spec},
+    };
+    const pgd_submission sub = {.key = "k-1", .body_sha256 = "ab"};
+    int64_t ids[2];
+    pgn_error err;
+    cr_assert_eq(pgd_store_jobs_insert_keyed(s, jobs, 2, &sub, ids, &err), 0, "%s", err.message);
+    int64_t again[2] = {0, 0};
+    cr_assert_eq(pgd_store_jobs_insert_keyed(s, jobs, 1, &sub, again, &err), -1);
+    cr_assert_eq(err.code, PGN_E_CONFLICT);
+    cr_assert_str_eq(err.field, "submission_id");
+    bool found;
+    char sha[65];
+    int64_t first, *got;
+    size_t n;
+    cr_assert_eq(pgd_store_submission_get(s, "k-1", &found, sha, &first, &got, &n, &err), 0, "%s", err.message);
+    cr_assert(found);
+    cr_assert_str_eq(sha, "ab");
+    cr_assert_eq(first, ids[0]);
+    cr_assert_eq(n, 2, "both jobs of the submission, and nothing of the refused one");
+    cr_assert_eq(got[0], ids[0]);
+    cr_assert_eq(got[1], ids[1]);
+    free(got);
+    cr_assert_eq(pgd_store_submission_get(s, "k-2", &found, sha, &first, &got, &n, &err), 0);
+    cr_assert(!found && n == 0 && got == NULL);
+    json_decref(spec);
     pgd_store_close(s);
 }

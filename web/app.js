@@ -1,11 +1,12 @@
 // app.js: the dashboard's entry module: the refresh loop (every 1 s while jobs are queued or
 // running, every 5 s otherwise, never while the tab is hidden) that feeds each panel, the banner
-// that says when the server cannot be reached, the version line, and the page's wiring.
+// that says when the server cannot be reached, the version line, the job an address names
+// (#/jobs/ID, once the first page is drawn and whenever it changes), and the page's wiring.
 // Each panel is a module of its own; their imports say who uses what.
 
 import {API, HttpError, TERMINAL, getJSON} from './api.js';
 import {benchAfterJobs, setBenchSuite} from './bench.js';
-import {closeDetail, refreshDetail} from './detail.js';
+import {closeDetail, openFromHash, refreshDetail} from './detail.js';
 import {renderDevices} from './devices.js';
 import {$, setText} from './dom.js';
 import {initForm} from './form.js';
@@ -20,6 +21,7 @@ const RETRY_MS = 2000;      // poll period while the server cannot be reached
 const loop = {timer: 0, inflight: false, again: false};
 let downSince = 0;          // when the server stopped answering; 0 while it answers
 let versionShown = false;
+let routed = false;         // the address's job (#/jobs/ID) was opened, once the first page was drawn
 
 function schedule(ms) {
   clearTimeout(loop.timer);
@@ -42,6 +44,7 @@ async function refresh() {
     if (!showPage(want, list, total)) {
       loop.again = true;            // paged or filtered meanwhile, or the page vanished
     } else {
+      if (!routed) { routed = true; openFromHash(); }
       await refreshDetail();
       benchAfterJobs(list);         // not awaited: its own pace, its own errors
     }
@@ -103,6 +106,7 @@ function init() {
   initToken();
   $('b-suite').addEventListener('change', (e) => setBenchSuite(e.target.value));
   document.addEventListener('keydown', (e) => { if (e.key === 'Escape') closeDetail(); });
+  window.addEventListener('hashchange', () => { if (routed) openFromHash(true); });
   document.addEventListener('visibilitychange', () => {
     if (document.hidden) { clearTimeout(loop.timer); loop.timer = 0; } else refresh();
   });

@@ -26,7 +26,7 @@ const DEVICE_COLORS = ['#1d4ed8', '#15803d', '#b45309', '#7c3aed', '#be185d', '#
 const BENCH = {
   'mlp-forward': {
     order: ['S1', 'S2', 'S3', 'M1', 'M2', 'M3', 'L1', 'L2', 'XL1', 'XL2'],
-    cols: [['shape', 'shape', String], ['est_mb', 'est. MB'], ['cpu_ms', 'host ms'],
+    cols: [['shape', 'shape', String], ['est_mib', 'est. MiB'], ['cpu_ms', 'host ms'],
       ['gpu_ms', 'device ms'], ['speedup', 'speedup', fmtX], ['mae', 'MAE'], ['max', 'max err'],
       ['gpu_init_ms', 'init ms'], ['batch', 'batch'], ['cpu_batch_sps', 'host samples/s', fmtQty],
       ['gpu_batch_sps', 'device samples/s', fmtQty]],

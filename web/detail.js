@@ -5,11 +5,11 @@
 // refresh loop.
 
 import {API, HttpError, TERMINAL, api, errText, getJSON} from './api.js';
-import {lineChart} from './chart.js';
-import {el, setText} from './dom.js';
+import {makeChart} from './chart.js';
+import {$, el, setText} from './dom.js';
 import {fmtDur, fmtNum, fmtPct, fmtQty, fmtTime, num} from './format.js';
 import {generatePanel, generateStats, generatedText} from './generate.js';
-import {inetLive, jobDuration, rows, updateRow} from './jobrow.js';
+import {inetLive, jobDuration, makeRow, rows, updateRow} from './jobrow.js';
 import {rankMetrics, ranksPanel} from './ranks.js';
 import {refresh} from './refresh.js';
 import {flagToken} from './session.js';
@@ -24,21 +24,26 @@ const LOG_TAIL = 20;        // log lines the detail shows
 
 // What the detail charts for a train job, by model: a chart each for loss and accuracy, the
 // figures on the data trained on beside those on the data held out (an MLP's test split every
-// epoch, a gpt's validation windows every eval_every steps), in one colour each throughout.
-// An MLP's loss is charted by optimizer step once its step_loss points come (a run in one
-// process records them every log_every steps, so the chart moves inside the first epoch): the
-// step losses, then each epoch's losses at the step it ended (its "epoch" mark says which), the
-// epochs marked; a job without them (distributed, or older) charts its loss by epoch.
+// epoch, a gpt's validation windows every eval_every steps), in one colour each throughout, named
+// as the result names them ("test", "validation").
+// An MLP is charted by optimizer step once its epochs' "epoch" marks come (a run in one process
+// records them, with step_loss every log_every steps, so the loss moves inside the first epoch):
+// the step losses, then each epoch's figures at the step it ended, the epochs marked; a job
+// without them (distributed, or older) is charted by epoch. A gpt trains by steps and has no
+// epochs (its windows are drawn at random): nothing to mark.
 const TRAIN = '#1d4ed8', HELD_OUT = '#c2410c', STEPS = '#93b4ec';
 const MLP_LOSS_BY_STEP = {title: 'Loss', unit: false, x: 'step', marks: 'epoch', series: [
-  {name: 'step_loss', label: 'step', color: STEPS, width: 1},
-  {name: 'loss', label: 'epoch', color: TRAIN, byEpoch: true},
+  {name: 'step_loss', label: 'training', color: STEPS, width: 1},
+  {name: 'loss', label: 'training (epoch)', color: TRAIN, byEpoch: true},
   {name: 'test_loss', label: 'test', color: HELD_OUT, byEpoch: true}]};
+const MLP_ACCURACY_BY_STEP = {title: 'Accuracy', unit: true, x: 'step', marks: 'epoch', series: [
+  {name: 'accuracy', label: 'training', color: TRAIN, byEpoch: true},
+  {name: 'test_accuracy', label: 'test', color: HELD_OUT, byEpoch: true}]};
 const MLP_CHARTS = [
   {title: 'Loss', unit: false, x: 'epoch', series: [{name: 'loss', label: 'training', color: TRAIN},
     {name: 'test_loss', label: 'test', color: HELD_OUT}], bySteps: MLP_LOSS_BY_STEP},
   {title: 'Accuracy', unit: true, x: 'epoch', series: [{name: 'accuracy', label: 'training', color: TRAIN},
-    {name: 'test_accuracy', label: 'test', color: HELD_OUT}]},
+    {name: 'test_accuracy', label: 'test', color: HELD_OUT}], bySteps: MLP_ACCURACY_BY_STEP},
 ];
 const GPT_CHARTS = [
   {title: 'Loss', unit: false, x: 'step', series: [{name: 'loss', label: 'training', color: TRAIN},
@@ -58,25 +63,101 @@ function chartsFor(job) {
 const seriesOf = (charts) => [...new Set(charts.flatMap((c) => [c, c.bySteps].filter(Boolean)
   .flatMap((v) => [...v.series.map((s) => s.name), ...(v.marks ? [v.marks] : [])])))];
 
-// A chart by its steps (c.x), or by optimizer step where it has that view and the view's first
-// series has points: the others' points by epoch go to the step their epoch ended at.
-function drawChart(c, series) {
+// What a chart shows: by its steps (c.x), or by optimizer step where it has that view and the
+// job has recorded where its epochs ended: the points by epoch go to the step their epoch ended at.
+function chartView(c, series) {
   const v = c.bySteps;
-  if (!v || !(series[v.series[0].name] || []).length) return lineChart(c, series);
-  const ends = series[v.marks] || [];
+  const ends = v ? series[v.marks] || [] : [];
+  if (!ends.length) return {view: c, data: series, marks: []};
   const at = new Map(ends.map((p) => [p.value, p.step]));   // epoch -> the step it ended at
   const data = {};
   for (const s of v.series) {
     const pts = series[s.name] || [];
     data[s.name] = s.byEpoch ? pts.filter((p) => at.has(p.step)).map((p) => ({...p, step: at.get(p.step)})) : pts;
   }
-  return lineChart(v, data, ends.map((p) => ({step: p.step, label: String(p.value),
-    title: v.marks + ' ' + p.value + ' ends at step ' + p.step})));
+  return {view: v, data, marks: ends.map((p) => ({step: p.step, label: String(p.value),
+    title: v.marks + ' ' + p.value + ' ends at step ' + p.step}))};
+}
+
+// The detail's charts, kept between redraws (a zoom or a hover survives new points): one per
+// layout chart, made again when its view changes (by epoch, then by step). Charts over the same
+// steps share their x axis, so that a step is at the same place in each (a loss logged from step
+// 10, an accuracy from the first epoch's end), and a zoom applies to all of them.
+function drawLayout(d) {
+  const views = d.layout.map((c) => chartView(c, d.series));
+  const extent = {};                      // x unit -> {from, to} over every chart's points
+  for (const {view, data} of views) {
+    const e = extent[view.x] || (extent[view.x] = {from: Infinity, to: -Infinity});
+    for (const s of view.series) {
+      const pts = data[s.name] || [];
+      if (!pts.length) continue;
+      e.from = Math.min(e.from, pts[0].step);
+      e.to = Math.max(e.to, pts[pts.length - 1].step);
+    }
+  }
+  return views.map((v, i) => drawChart(d, i, v, extent[v.view.x]));
+}
+
+function drawChart(d, i, {view, data, marks}, extent) {
+  const k = d.chartObjs[i];
+  if (k && k.view === view) {
+    k.chart.update(data, marks, extent);
+    return k.chart.root;
+  }
+  const chart = makeChart(view, (range) => {
+    d.zoom = range && {x: view.x, range};
+    for (const o of d.chartObjs) if (o && o.chart !== chart && o.view.x === view.x) o.chart.setZoom(range);
+  });
+  chart.update(data, marks, extent);
+  if (d.zoom && d.zoom.x === view.x) chart.setZoom(d.zoom.range);
+  d.chartObjs[i] = {view, chart};
+  return chart.root;
 }
 
 // The expanded job's detail record, or null. Read by the job table (jobs.js), which keeps the
 // detail's table row after the job's own.
 export let shown = null;
+
+// A job's address: #/jobs/ID opens its detail, on load and when the address changes, whether or
+// not the job is on the page of the list shown (a job elsewhere is fetched and shown above the
+// list, "pinned", until the list shows it). The open detail's address stays in the location bar,
+// so that it can be copied and shared.
+const HASH = /^#\/jobs\/(\d+)$/;
+export const jobHash = (id) => '#/jobs/' + id;
+
+// The row's link to its job; a click on it goes to the address (hashchange opens the detail),
+// not to the row, whose own click toggles the detail.
+export function jobLink(id) {
+  const a = el('a', 'permalink', 'link');
+  a.href = jobHash(id);
+  a.title = 'This job\'s address: opens its detail (copy it to share)';
+  a.setAttribute('aria-label', 'Link to job ' + id);
+  a.addEventListener('click', (ev) => ev.stopPropagation());
+  return a;
+}
+
+// The job the address names, opened unless it is open already. navigated: the address changed
+// (hashchange), so that going back to the page's bare address closes the detail.
+export function openFromHash(navigated = false) {
+  const m = HASH.exec(location.hash);
+  if (!m) {
+    if (navigated && location.hash === '') closeDetail();
+    return;
+  }
+  const id = Number(m[1]);
+  if (shown && shown.id === id) return;
+  closeDetail();
+  openDetail(id, true);
+  shown.tr.scrollIntoView({block: 'nearest'});
+}
+
+function setHash(h) {
+  if (location.hash === h) return;
+  history.replaceState(null, '', location.pathname + location.search + h);
+}
+
+// The open job's row: its row in the list, else its pinned row.
+const rowOf = (d) => rows.get(d.id) || d.pin;
 
 export function toggleDetail(id) {
   const same = shown && shown.id === id;
@@ -91,10 +172,38 @@ export function closeDetail() {
   stopStream(shown);
   if (shown.gen) shown.gen.close();
   shown.tr.remove();
+  unpin(shown);
+  if (location.hash === jobHash(shown.id)) setHash('');
   shown = null;
 }
 
-export function openDetail(id) {
+// A job the list does not show: its own row and detail above the list's rows.
+function pin(d) {
+  const body = $('pinned-body');
+  d.pin = makeRow(d.id, closeDetail);
+  d.pin.tr.classList.add('pinned');
+  d.pin.c.btn.after(jobLink(d.id));
+  d.pin.c.btn.setAttribute('aria-expanded', 'true');
+  const note = el('tr', 'pin-note');
+  const td = el('td', 'small muted', 'Job #' + d.id + ', opened from its address: not on this page of the list.');
+  td.colSpan = 8;
+  note.append(td);
+  body.replaceChildren(note, d.pin.tr, d.tr);
+  body.hidden = false;
+  if (d.job) updateRow(d.pin, d.job);
+}
+
+function unpin(d) {
+  if (!d.pin) return;
+  const body = $('pinned-body');
+  d.pin = null;
+  body.replaceChildren();
+  body.hidden = true;
+}
+
+// pinned: shown above the list when the list does not have it (openFromHash); otherwise a job not
+// listed yet (one just submitted) shows when the list has it.
+export function openDetail(id, pinned = false) {
   const tr = el('tr', 'detail');
   tr.id = 'detail-' + id;
   const td = el('td');
@@ -133,10 +242,13 @@ export function openDetail(id) {
     id, tr, main, charts, info, cancel, ckpt, actMsg, spec, logPre, logHead,
     job: r ? r.job : null, specValue: undefined, done: false, fetched: false, error: '',
     listed: !!r,
+    pin: null,              // its pinned row (pin) while the list does not show it
     layout: null,           // the charts, once the spec says which (chartsFor)
     gen: null,              // a gpt's prompt box (generate.js)
     ranks: undefined,       // a distributed job's ranks (ranks.js), once the spec is read; else null
     series: {},             // metric name -> points in step order, whatever the stream brings
+    chartObjs: [],          // the layout's charts as drawn (drawChart), kept between redraws
+    zoom: null,             // {x, range}: the steps the user zoomed the charts to, or null
     polled: {},             // metric name -> the /metrics cursor
     es: null, live: false,
     logs: new Map(), logN: 0, logsFetched: false, logsKey: '',
@@ -145,9 +257,13 @@ export function openDetail(id) {
   cancel.addEventListener('click', (ev) => { ev.stopPropagation(); cancelJob(d); });
   tr.addEventListener('click', (ev) => ev.stopPropagation());
   shown = d;
+  setHash(jobHash(id));
   if (r) {
     r.c.btn.setAttribute('aria-expanded', 'true');
     r.tr.after(tr);
+    drawDetail(d);
+  } else if (pinned) {
+    pin(d);
     drawDetail(d);
   }
   startStream(d);
@@ -183,6 +299,8 @@ function startStream(d) {
       refresh();
     }
   });
+  // the server's last word on a job's stream: without it EventSource would reconnect forever
+  es.addEventListener('end', () => { if (d.es === es) { stopStream(d); refresh(); } });
   es.addEventListener('metric', (ev) => {
     const p = parse(ev);
     if (p && shown === d && addPoint(d, p)) drawSoon(d);
@@ -191,7 +309,7 @@ function startStream(d) {
     const p = parse(ev);
     if (!p || shown !== d || !d.job || typeof p.progress !== 'number') return;
     d.job = {...d.job, progress: p.progress};
-    const r = rows.get(d.id);
+    const r = rowOf(d);
     if (r) updateRow(r, d.job);
     drawSoon(d);
   });
@@ -226,7 +344,7 @@ function stopStream(d) {
 // The job object from a stream event or an action: the detail, and its row when shown.
 function setJob(d, j) {
   d.job = j;
-  const r = rows.get(d.id);
+  const r = rowOf(d);
   if (r) updateRow(r, j);
   drawDetail(d);
 }
@@ -308,14 +426,22 @@ async function cancelJob(d) {
 // while no stream carries them, new points (after_step) until the job has finished.
 export async function refreshDetail() {
   const d = shown;
-  if (!d || !d.job) return;
+  if (!d) return;
   try {
-    if (d.specValue === undefined) {
+    // the whole job: once for the spec (and all of the job, for one opened from its address), and
+    // again for the result when it ended without one here (list rows carry only its summary; a
+    // state event too big for a frame drops it)
+    if (d.specValue === undefined || (d.job && d.job.state === 'succeeded' && !d.job.result)) {
       const full = await getJSON(API + '/jobs/' + d.id);
       d.specValue = full.spec || null;
       d.layout = chartsFor(full);
-      if (shown === d && full.id === d.id) { d.job = {...d.job, ...full}; }
+      if (shown === d && full.id === d.id) {
+        d.job = {...d.job, ...full};
+        if (d.error) { d.error = ''; d.done = false; }   // refused before: fetch its metrics now
+        if (d.pin) updateRow(d.pin, d.job);
+      }
     }
+    if (!d.job) return;
     if (!d.done && (!d.live || !d.fetched)) {
       const finished = TERMINAL.has(d.job.state);
       for (const name of [...seriesOf(d.layout), ...rankMetrics(d.specValue)]) {
@@ -353,10 +479,16 @@ function drawCharts(d) {
   if (key === d.drawn) return;
   d.drawn = key;
   const c = d.charts;
+  if (d.layout && d.layout.length && !(d.error && n === 0)) {
+    const want = drawLayout(d);
+    if (want.some((e, i) => c.children[i] !== e) || c.children.length !== want.length) c.replaceChildren(...want);
+    return;
+  }
   c.textContent = '';
-  if (d.error && n === 0) c.append(el('p', 'err', 'Metrics unavailable: ' + d.error));
+  if (d.error && n === 0) {
+    c.append(el('p', 'err', (j ? 'Metrics unavailable: ' : 'Job #' + d.id + ' cannot be shown: ') + d.error));
+  }
   else if (!d.layout) c.append(el('p', 'muted', 'Loading metrics\u2026'));
-  else if (d.layout.length) for (const chart of d.layout) c.append(drawChart(chart, d.series));
   else c.append(...noCharts(j));
 }
 
@@ -375,6 +507,7 @@ function noCharts(j) {
 }
 
 function drawDetail(d, force) {
+  if (d.pin && d.listed) unpin(d);        // the list shows it now, its detail under its row
   drawCharts(d);
   const j = d.job;
   if (!j) return;

@@ -1,63 +1,98 @@
 // devices.js: the Devices panel: a card per device with its figures, and its utilisation over
-// the last minutes as a sparkline sampled from the busy_seconds counters at each refresh.
-// Redrawn only when what it shows has changed.
+// the last hour (since paragond started, if sooner) as bars, from the history paragond keeps
+// (GET /api/v1/devices/utilisation: busy seconds per 5 s interval), so that a fresh tab shows it
+// at once. Redrawn only when what it shows has changed.
 
+import {API, getJSON} from './api.js';
 import {$, el, svg} from './dom.js';
 import {fmtBytes, fmtClock, fmtPct} from './format.js';
 
 let drawnKey = '';          // the last devices drawn, to skip identical redraws
+let lastDevices = [];       // the devices last drawn, drawn again when the history comes
 
-// Utilisation over the last minutes, from the devices' busy_seconds counters: each refresh adds
-// a sample per device; a window's utilisation is the busy time gained over the time passed.
-const UTIL_WINDOW_MS = 5 * 60 * 1000;
-const util = new Map();   // device id -> [{t, busy}] oldest first
+// The history as last fetched: asked again at a refresh once an interval has passed, or when a
+// device's busy_seconds (in every /devices answer) has grown since, so that a job shows at once.
+const BARS = 60;            // at most this many bars: an hour of 5 s intervals is 1 min a bar
+const hist = {at: 0, busy: false, interval: 5, last: 0, devices: new Map(),   // id -> busy seconds[]
+  counters: ''};            // the devices' busy_seconds when it was asked for
 
-function sampleUtil(devices) {
-  const now = Date.now();
-  for (const d of devices) {
-    if (typeof d.busy_seconds !== 'number') continue;
-    const s = util.get(d.id) || [];
-    s.push({t: now, busy: d.busy_seconds});
-    while (s.length > 2 && now - s[1].t > UTIL_WINDOW_MS) s.shift();
-    util.set(d.id, s);
-  }
+function fetchHistory(devices) {
+  const counters = devices.map((d) => d.busy_seconds).join();
+  if (hist.busy || (counters === hist.counters && Date.now() - hist.at < hist.interval * 1000)) return;
+  hist.busy = true;
+  hist.counters = counters;
+  getJSON(API + '/devices/utilisation').then((u) => {
+    hist.at = Date.now();
+    if (u.interval_seconds > 0) hist.interval = u.interval_seconds;
+    hist.last = typeof u.last_interval_seconds === 'number' ? u.last_interval_seconds : 0;
+    hist.devices = new Map((Array.isArray(u.devices) ? u.devices : [])
+      .filter((d) => Array.isArray(d.busy_seconds)).map((d) => [d.id, d.busy_seconds]));
+    drawDevices(lastDevices);
+  }).catch(() => { /* the refresh loop's banner tells of an unreachable server; asked again next time */ })
+    .finally(() => { hist.busy = false; });
 }
 
-// Busy fraction per interval between samples, and over the whole window.
+// Bars of busy fractions, oldest first, each the time-weighted share of up to a minute's
+// intervals, with the seconds it covers and when it ends (seconds before the fetch); the last
+// interval counts for the part of it passed.
 function utilOf(id) {
-  const s = util.get(id) || [];
-  const parts = [];
-  for (let i = 1; i < s.length; i++) {
-    const dt = (s[i].t - s[i - 1].t) / 1000;
-    if (dt > 0) parts.push(Math.max(0, Math.min(1, (s[i].busy - s[i - 1].busy) / dt)));
+  const busy = hist.devices.get(id);
+  if (!busy || !busy.length) return null;
+  const n = busy.length, iv = hist.interval;
+  const len = (k) => k === n - 1 ? hist.last : iv;
+  const span = iv * (n - 1) + hist.last;
+  if (!(span > 0)) return null;
+  const per = Math.ceil(n / BARS);
+  const bars = [];
+  for (let end = n; end > 0; end -= per) {           // from now back: the first bar may be short
+    let b = 0, t = 0;
+    for (let k = Math.max(0, end - per); k < end; k++) { b += busy[k]; t += len(k); }
+    const ago = end === n ? 0 : hist.last + (n - 1 - end) * iv;   // its end, in seconds before now
+    if (t > 0) bars.unshift({v: Math.min(1, Math.max(0, b / t)), ago, t});
   }
-  const span = s.length > 1 ? (s[s.length - 1].t - s[0].t) / 1000 : 0;
-  const total = span > 0 ? Math.max(0, Math.min(1, (s[s.length - 1].busy - s[0].busy) / span)) : null;
-  return {parts, total, span};
+  const total = Math.min(1, Math.max(0, busy.reduce((s, b) => s + b, 0) / span));
+  return {bars, total, span, per};
 }
 
-function utilSparkline(id) {
-  const {parts, total, span} = utilOf(id);
-  const W = 120, H = 22;
-  const label = total == null ? 'utilisation: measuring' :
-    'utilisation ' + fmtPct(total) + ' over the last ' + Math.max(1, Math.round(span / 60)) + ' min';
-  const root = svg('svg', {viewBox: '0 0 ' + W + ' ' + H, class: 'util', role: 'img', 'aria-label': label,
-    width: W, height: H});
-  root.append(svg('title', {}, label));
-  const n = parts.length;
-  parts.forEach((v, i) => {
-    const w = W / Math.max(n, 1);
-    const h = Math.max(1, v * H);
-    root.append(svg('rect', {x: (i * w).toFixed(1), y: (H - h).toFixed(1), width: Math.max(1, w - 0.5).toFixed(1),
-      height: h.toFixed(1), class: 'util-bar'}));
-  });
-  return {root, text: total == null ? '\u2014' : fmtPct(total) + ' (' + Math.max(1, Math.round(span / 60)) + ' min)'};
+const spanText = (s) => s < 90 ? Math.max(1, Math.round(s)) + ' s' : Math.round(s / 60) + ' min';
+
+// The bars over the time they cover (now at the right), and under them how far back they go.
+function utilChart(id) {
+  const u = utilOf(id);
+  const W = 240, H = 26;
+  const label = u ? 'utilisation ' + fmtPct(u.total) + ' over the last ' + spanText(u.span)
+    : 'utilisation: loading';
+  const root = el('div', 'util-box');
+  const chart = svg('svg', {viewBox: '0 0 ' + W + ' ' + H, class: 'util', role: 'img', 'aria-label': label,
+    preserveAspectRatio: 'none', 'data-intervals': u ? hist.devices.get(id).length : 0});
+  chart.append(svg('title', {}, label));
+  root.append(chart);
+  if (u) {
+    let x = 0;
+    for (const b of u.bars) {
+      const w = b.t / u.span * W, h = b.v > 0 ? Math.max(1, b.v * H) : 0;
+      const bar = svg('rect', {x: x.toFixed(2), y: (H - h).toFixed(2), width: Math.max(0.3, w - 0.4).toFixed(2),
+        height: h.toFixed(2), class: 'util-bar'});
+      x += w;
+      bar.append(svg('title', {}, fmtPct(b.v) + ' busy in the ' + spanText(b.t) + ' to ' +
+        new Date(hist.at - b.ago * 1000).toLocaleTimeString()));
+      chart.append(bar);
+    }
+    const axis = el('div', 'util-axis small muted');
+    axis.append(el('span', null, spanText(u.span) + ' ago'), el('span', null, 'now'));
+    root.append(axis);
+  }
+  return {root, text: u ? fmtPct(u.total) + ', last ' + spanText(u.span) : 'loading\u2026'};
 }
 
 export function renderDevices(devices) {
-  sampleUtil(devices);
-  const key = JSON.stringify(devices.map((d) => ({...d, busy_seconds: undefined}))) +
-    JSON.stringify([...util.keys()].map((k) => utilOf(k).parts.length));
+  fetchHistory(devices);
+  drawDevices(devices);
+}
+
+function drawDevices(devices) {
+  lastDevices = devices;
+  const key = JSON.stringify(devices.map((d) => ({...d, busy_seconds: undefined}))) + hist.at;
   if (key === drawnKey) return;
   drawnKey = key;
   const box = $('devices');
@@ -65,6 +100,7 @@ export function renderDevices(devices) {
   if (!devices.length) { box.append(el('p', 'muted', 'No devices reported.')); return; }
   for (const d of devices) {
     const card = el('article', 'device');
+    card.dataset.id = d.id || '';
     const h = el('h3', null, d.name || d.id || '?');
     h.title = d.name || '';
     card.append(h);
@@ -85,17 +121,12 @@ export function renderDevices(devices) {
       const dd = el('dd', k === 'Running' && d.running_job != null ? 'busy' : null, v);
       dl.append(el('dt', null, k), dd);
     }
-    if (typeof d.busy_seconds === 'number') {
-      const u = utilSparkline(d.id);
-      const dd = el('dd', 'util-cell', u.text + ' ');
-      dd.append(u.root);
-      dl.append(el('dt', null, 'Utilisation'), dd);
-    }
-    card.append(dl);
+    const u = utilChart(d.id);
+    dl.append(el('dt', null, 'Utilisation'), el('dd', 'util-cell', u.text));
+    card.append(dl, u.root);
     const extra = [d.vendor, d.platform, d.opencl_c_version,
       d.driver_version ? 'driver ' + d.driver_version : ''].filter(Boolean).join(' \u00b7 ');
     if (extra) card.append(el('p', 'device-extra', extra));
     box.append(card);
   }
 }
-

@@ -53,24 +53,22 @@ export function jobDuration(j) {
   return Math.max(0, b - a);
 }
 
-// One line for the Result column: loss and accuracy for training, the normal form with its
-// interaction count and MIPS for inet, the start of the text and its speed for generate, else
-// the first few fields.
-function resultSummary(r) {
-  if (!r || typeof r !== 'object') return '';
+// One line for the Result column, from the job's `summary` (the result's headline figures, which
+// list rows carry instead of the result): loss and accuracy for training, the normal form (cut
+// short by the server) with its interaction count and MIPS for inet, the start of the text and
+// its speed for generate, the suite and its row count for bench, else the first few fields.
+function resultSummary(s) {
+  if (!s || typeof s !== 'object') return '';
   const parts = [];
-  if (typeof r.normal_form === 'string') {
-    const nf = r.normal_form.length > 40 ? r.normal_form.slice(0, 40) + '\u2026' : r.normal_form;
-    return nf + ' \u00b7 ' + fmtNum(r.interactions) + ' itrs \u00b7 ' + fmtNum(r.mips) + ' MIPS';
+  if (typeof s.normal_form === 'string') {
+    return s.normal_form + ' \u00b7 ' + fmtNum(s.interactions) + ' itrs \u00b7 ' + fmtNum(s.mips) + ' MIPS';
   }
-  if (typeof r.completion === 'string') {
-    return JSON.stringify(r.text.length > 60 ? r.text.slice(0, 60) + '\u2026' : r.text) + ' \u00b7 ' +
-      fmtNum(r.tokens_per_second) + ' tokens/s';
-  }
-  if ('loss' in r) parts.push('loss ' + fmtNum(r.loss));
-  if (typeof r.accuracy === 'number') parts.push('acc ' + fmtPct(r.accuracy));
+  if (typeof s.text === 'string') return JSON.stringify(s.text) + ' \u00b7 ' + fmtNum(s.tokens_per_second) + ' tokens/s';
+  if (typeof s.suite === 'string' && typeof s.rows === 'number') return s.suite + ' \u00b7 ' + s.rows + ' rows';
+  if ('loss' in s) parts.push('loss ' + fmtNum(s.loss));
+  if (typeof s.accuracy === 'number') parts.push('acc ' + fmtPct(s.accuracy));
   if (parts.length) return parts.join(' \u00b7 ');
-  for (const [k, v] of Object.entries(r)) {
+  for (const [k, v] of Object.entries(s)) {
     if (parts.length === 3) break;
     if (v === null || typeof v !== 'object') parts.push(k + ' ' + (typeof v === 'number' ? fmtNum(v) : String(v)));
   }
@@ -146,8 +144,8 @@ export function updateRow(r, j) {
     title = j.error ? [j.error.code, j.error.message, j.error.field && 'field ' + j.error.field]
       .filter(Boolean).join(' \u2014 ') : res;
     cls += ' err';
-  } else if (j.result) {
-    res = title = resultSummary(j.result);
+  } else if (j.summary) {
+    res = title = resultSummary(j.summary);
   } else if (inetRunning) {
     followInet(r, j.id);
     res = title = liveSummary(j.id);

@@ -3,7 +3,7 @@
 // Only what changed moves in the table, so that a focused row keeps its focus.
 
 import {API} from './api.js';
-import {closeDetail, openDetail, shown, toggleDetail} from './detail.js';
+import {closeDetail, jobLink, openDetail, shown, toggleDetail} from './detail.js';
 import {$, setAttr, setText} from './dom.js';
 import {makeRow, rows, updateRow} from './jobrow.js';
 import {refresh} from './refresh.js';
@@ -39,7 +39,11 @@ function renderJobs(list, total) {
   const seen = new Set();
   for (const j of list) {
     let r = rows.get(j.id);
-    if (!r) { r = makeRow(j.id, () => toggleDetail(j.id)); rows.set(j.id, r); }
+    if (!r) {
+      r = makeRow(j.id, () => toggleDetail(j.id));
+      r.c.btn.after(jobLink(j.id));
+      rows.set(j.id, r);
+    }
     updateRow(r, j);
     setAttr(r.c.btn, 'aria-expanded', String(!!shown && shown.id === j.id));
     seen.add(j.id);

@@ -22,42 +22,54 @@ bool pgn_bench_suite_known(const char *name) {
 
 /* ---- columns ------------------------------------------------------------------------------ */
 
+/* A column written in shortest form, and one with its own format. */
+#define COL(h, k) {.header = (h), .key = (k)}
+#define FMT(h, k, f) {.header = (h), .key = (k), .format = (f)}
+
+/* Paragon-Py's CSV, column for column and format for format. */
 static const pgn_bench_column mlp_csv[] = {
-    {"id", "case"},         {"shape", "shape"}, {"estMB", "est_mb"}, {"cpu_ms", "cpu_ms"},
-    {"gpu_ms", "gpu_ms"},   {"speedup", "speedup"}, {"mae", "mae"},  {"max", "max"},
-    {"gpu_init_ms", "gpu_init_ms"}, {"adapter", "adapter"},
+    COL("id", "case"),
+    FMT("shape", "shape", PGN_CSV_SHAPE),
+    FMT("estMB", "est_mib", PGN_CSV_FIXED2),
+    FMT("cpu_ms", "cpu_ms", PGN_CSV_FIXED2),
+    FMT("gpu_ms", "gpu_ms", PGN_CSV_FIXED2),
+    FMT("speedup", "speedup", PGN_CSV_FIXED2),
+    FMT("mae", "mae", PGN_CSV_SCI2),
+    FMT("max", "max", PGN_CSV_SCI2),
+    FMT("gpu_init_ms", "gpu_init_ms", PGN_CSV_FIXED2),
+    FMT("adapter", "adapter", PGN_CSV_QUOTED),
 };
 static const pgn_bench_column mlp_table[] = {
-    {"id", "case"},         {"shape", "shape"}, {"estMB", "est_mb"}, {"cpu_ms", "cpu_ms"},
-    {"gpu_ms", "gpu_ms"},   {"speedup", "speedup"}, {"mae", "mae"},  {"max", "max"},
-    {"gpu_init_ms", "gpu_init_ms"}, {"cpu_b256/s", "cpu_batch_sps"}, {"gpu_b256/s", "gpu_batch_sps"},
-    {"numpy_ms", "numpy_ms"}, {"gpu/numpy", "gpu_vs_numpy"}, {"device", "device"},
+    COL("id", "case"),         COL("shape", "shape"), COL("estMB", "est_mib"), COL("cpu_ms", "cpu_ms"),
+    COL("gpu_ms", "gpu_ms"),   COL("speedup", "speedup"), COL("mae", "mae"),  COL("max", "max"),
+    COL("gpu_init_ms", "gpu_init_ms"), COL("cpu_b256/s", "cpu_batch_sps"), COL("gpu_b256/s", "gpu_batch_sps"),
+    COL("numpy_ms", "numpy_ms"), COL("gpu/numpy", "gpu_vs_numpy"), COL("device", "device"),
 };
 static const pgn_bench_column micro_cols[] = {
-    {"case", "case"},           {"elements", "elements"},     {"host_ms", "host_ms"},
-    {"device_ms", "device_ms"}, {"speedup", "speedup"},       {"host_GB/s", "host_gbps"},
-    {"device_GB/s", "device_gbps"}, {"device_elem/s", "device_elems_per_s"},
-    {"launch_us", "launch_us"}, {"device", "device"},
+    COL("case", "case"),           COL("elements", "elements"),     COL("host_ms", "host_ms"),
+    COL("device_ms", "device_ms"), COL("speedup", "speedup"),       COL("host_GB/s", "host_gbps"),
+    COL("device_GB/s", "device_gbps"), COL("device_elem/s", "device_elems_per_s"),
+    COL("launch_us", "launch_us"), COL("device", "device"),
 };
 static const pgn_bench_column gemm_cols[] = {
-    {"case", "case"}, {"m", "m"}, {"n", "n"}, {"k", "k"}, {"device_ms", "device_ms"},
-    {"GFLOP/s", "gflops"}, {"host_GFLOP/s", "host_gflops"}, {"identical", "bit_identical"},
-    {"chosen", "chosen"}, {"device", "device"},
+    COL("case", "case"), COL("m", "m"), COL("n", "n"), COL("k", "k"), COL("device_ms", "device_ms"),
+    COL("GFLOP/s", "gflops"), COL("host_GFLOP/s", "host_gflops"), COL("identical", "bit_identical"),
+    COL("chosen", "chosen"), COL("device", "device"),
 };
 static const pgn_bench_column inet_cols[] = {
-    {"case", "case"}, {"work_items", "work_items"}, {"interactions", "interactions"},
-    {"seconds", "seconds"}, {"MIPS", "mips"}, {"peak_nodes", "peak_nodes"}, {"result", "result"},
-    {"device", "device"},
+    COL("case", "case"), COL("work_items", "work_items"), COL("interactions", "interactions"),
+    COL("seconds", "seconds"), COL("MIPS", "mips"), COL("peak_nodes", "peak_nodes"), COL("result", "result"),
+    COL("device", "device"),
 };
 static const pgn_bench_column train_cols[] = {
-    {"case", "case"}, {"epochs", "epochs"}, {"s/epoch", "seconds_per_epoch"},
-    {"samples/s", "samples_per_second"}, {"GFLOP/s", "gflops"}, {"test_acc", "test_accuracy"},
-    {"device", "device"},
+    COL("case", "case"), COL("epochs", "epochs"), COL("s/epoch", "seconds_per_epoch"),
+    COL("samples/s", "samples_per_second"), COL("GFLOP/s", "gflops"), COL("test_acc", "test_accuracy"),
+    COL("device", "device"),
 };
 static const pgn_bench_column gpt_cols[] = {
-    {"case", "case"}, {"steps", "steps"}, {"ms/step", "ms_per_step"}, {"tokens/s", "tokens_per_second"},
-    {"GFLOP/s", "gflops"}, {"val_loss", "val_loss"}, {"params", "params"}, {"chars", "characters"},
-    {"chars/s", "characters_per_second"}, {"device", "device"},
+    COL("case", "case"), COL("steps", "steps"), COL("ms/step", "ms_per_step"), COL("tokens/s", "tokens_per_second"),
+    COL("GFLOP/s", "gflops"), COL("val_loss", "val_loss"), COL("params", "params"), COL("chars", "characters"),
+    COL("chars/s", "characters_per_second"), COL("device", "device"),
 };
 
 #define N(a) (sizeof a / sizeof *a)
@@ -100,11 +112,26 @@ static void shortest(double x, char *out, size_t size) {
     }
 }
 
-/* One CSV field: numbers as the shortest text that reads back the same double, strings
- * quoted (quotes doubled) when they need it, booleans true/false, a missing value empty. */
-static void put_field(pgn_text *b, const json_t *v) {
+/* A string in quotes, quotes doubled; with arrows, '-' between layers written as Paragon-Py's '→'. */
+static void put_quoted(pgn_text *b, const char *s, bool arrows) {
+    pgn_text_put(b, "\"", 1);
+    for (const char *c = s; *c; c++) {
+        if (*c == '"') pgn_text_put(b, "\"\"", 2);
+        else if (arrows && *c == '-') pgn_text_puts(b, "\u2192");
+        else pgn_text_put(b, c, 1);
+    }
+    pgn_text_put(b, "\"", 1);
+}
+
+/* One CSV field in its column's format (pgn_csv_format): numbers in shortest round-trip form
+ * unless the format fixes them, strings quoted when they need it or the format says so,
+ * booleans true/false, a missing value empty. */
+static void put_field(pgn_text *b, const json_t *v, pgn_csv_format format) {
     char num[64];
-    if (json_is_integer(v)) {
+    if (json_is_number(v) && (format == PGN_CSV_FIXED2 || format == PGN_CSV_SCI2)) {
+        snprintf(num, sizeof num, format == PGN_CSV_FIXED2 ? "%.2f" : "%.2E", json_number_value(v));
+        pgn_text_puts(b, num);
+    } else if (json_is_integer(v)) {
         snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
         pgn_text_puts(b, num);
     } else if (json_is_real(v)) {
@@ -114,17 +141,30 @@ static void put_field(pgn_text *b, const json_t *v) {
         pgn_text_puts(b, json_is_true(v) ? "true" : "false");
     } else if (json_is_string(v)) {
         const char *s = json_string_value(v);
-        if (!strpbrk(s, ",\"\r\n")) {
+        if (format == PGN_CSV_QUOTED || format == PGN_CSV_SHAPE || strpbrk(s, ",\"\r\n"))
+            put_quoted(b, s, format == PGN_CSV_SHAPE);
+        else
             pgn_text_puts(b, s);
-            return;
-        }
-        pgn_text_put(b, "\"", 1);
-        for (const char *c = s; *c; c++) {
-            if (*c == '"') pgn_text_put(b, "\"\"", 2);
-            else pgn_text_put(b, c, 1);
-        }
-        pgn_text_put(b, "\"", 1);
     }
+}
+
+/* Keys that were renamed, for rows stored before: the old key and the factor from its unit to
+ * the new one. est_mb was decimal MB of the same bytes est_mib counts in MiB. */
+static const struct {
+    const char *key, *old_key;
+    double factor;
+} renamed[] = {{"est_mib", "est_mb", 1e6 / 1048576.0}};
+
+/* row's value for key, or made from the key it was stored under before (a new reference). */
+static json_t *row_value(const json_t *row, const char *key) {
+    json_t *v = json_object_get(row, key);
+    if (v) return json_incref(v);
+    for (size_t i = 0; i < sizeof renamed / sizeof *renamed; i++) {
+        const json_t *old = json_object_get(row, renamed[i].old_key);
+        if (!strcmp(renamed[i].key, key) && json_is_number(old))
+            return json_real(json_number_value(old) * renamed[i].factor);
+    }
+    return NULL;
 }
 
 char *pgn_bench_csv(const char *suite, const json_t *rows) {
@@ -142,7 +182,9 @@ char *pgn_bench_csv(const char *suite, const json_t *rows) {
     json_array_foreach(rows, i, row) {
         for (size_t c = 0; c < n; c++) {
             if (c) pgn_text_put(&b, ",", 1);
-            put_field(&b, json_object_get(row, cols[c].key));
+            json_t *v = row_value(row, cols[c].key);
+            put_field(&b, v, cols[c].format);
+            json_decref(v);
         }
         pgn_text_put(&b, "\n", 1);
     }

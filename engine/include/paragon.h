@@ -33,6 +33,7 @@
     X(CONFLICT, "conflict", 409)              /* the job's state does not allow it */         \
     X(CANCELLED, "cancelled", 409)            /* stopped by a cancel or a shutdown */         \
     X(LOCKED, "locked", 409)                  /* the database has its paragond already */     \
+    X(PRECONDITION_FAILED, "precondition_failed", 412) /* If-None-Match: * on what exists */  \
     X(TOO_LARGE, "too_large", 413)                                                            \
     X(UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", 415)                                  \
     X(QUEUE_FULL, "queue_full", 429)                                                          \
@@ -442,6 +443,27 @@ typedef struct pgn_run_options {
 #define PGN_DATASETS_SUBDIR "datasets"
 #define PGN_DEFAULT_DATA_DIR "data"
 
+/* ---- checking a dataset file before a job reads it (paragond's uploads) ------------------- */
+
+/* What an idx file declares: unsigned-byte labels [n] (ndims 1) or images [n][rows][cols]
+ * (ndims 3), the two kinds a train job's "idx" source reads. */
+typedef struct pgn_idx_info {
+    int ndims;
+    uint32_t dims[3];
+    bool gzip;
+} pgn_idx_info;
+
+/* Checks the idx file at path (plain or gzip) as a train job would read it: the label or image
+ * magic, dimensions within the reader's limits, and exactly the payload the header declares (a
+ * gzip file is inflated to its end, never past what its header allows). Errors are code "data"
+ * and name the file as `name` (not path: a temporary file's name means nothing to a client). */
+int pgn_idx_inspect(const char *path, const char *name, pgn_idx_info *info, pgn_error *err);
+
+/* Checks a text a gpt job's "text" source can train on: not empty, within the text reader's
+ * size limit, valid UTF-8 (every character whole). *chars: its characters. Errors are code
+ * "data", naming the file as `name` and the byte offset of the first bad sequence. */
+int pgn_text_inspect(const char *path, const char *name, uint64_t *chars, pgn_error *err);
+
 /* ---- the cost model (cost.c) -------------------------------------------------------------
  * What "auto" placement compares: a job's estimated time on each device, from the device's
  * measured rates. */
@@ -541,20 +563,35 @@ bool pgn_bench_suite_known(const char *name);
 json_t *pgn_bench_cases(const char *suite);
 
 /* A column of a suite's table and CSV: its header and the row key it shows. */
+/* How the CSV writes a column's values. Paragon-Py's bench_paragon.py writes its columns with
+ * fixed formats (`S1,"784→64→10",0.19,4.81,0.95,5.04,0.00E+00,0.00E+00,0.57,"<adapter>"`); our
+ * own columns keep every digit. */
+typedef enum {
+    PGN_CSV_SHORTEST, /* numbers as the shortest text that reads back the same double */
+    PGN_CSV_FIXED2,   /* "%.2f": Paragon-Py's estMB (MiB), milliseconds and speedup */
+    PGN_CSV_SCI2,     /* "%.2E": Paragon-Py's mae and max ("0.00E+00") */
+    PGN_CSV_QUOTED,   /* a string always quoted: Paragon-Py's adapter */
+    PGN_CSV_SHAPE,    /* quoted, layers joined by '→' as Paragon-Py prints a shape ("784→64→10";
+                         rows stored with '-' between layers are written so too) */
+} pgn_csv_format;
+
 typedef struct pgn_bench_column {
     const char *header, *key;
+    pgn_csv_format format;
 } pgn_bench_column;
 
 /* The suite's columns in order (*n of them); NULL for an unknown suite. mlp-forward's are
- * Paragon-Py's CSV columns exactly: id,shape,estMB,cpu_ms,gpu_ms,speedup,mae,max,gpu_init_ms,
- * adapter (cpu = the host reference, gpu = the device). */
+ * Paragon-Py's CSV columns exactly, in its order and formats: id,shape,estMB,cpu_ms,gpu_ms,
+ * speedup,mae,max,gpu_init_ms,adapter (cpu = the host reference, gpu = the device; estMB is the
+ * parameters' float32 bytes in MiB, as Paragon-Py computes it). */
 const pgn_bench_column *pgn_bench_columns(const char *suite, size_t *n);
 /* The columns `paragon bench` prints: the CSV's, plus mlp-forward's batch-256 throughputs and the
  * device. */
 const pgn_bench_column *pgn_bench_table_columns(const char *suite, size_t *n);
 
-/* rows (of one suite) as CSV: the header line, then one line per row; numbers in shortest
- * round-trip form, strings quoted when they hold a comma, quote or newline. malloc'd. */
+/* rows (of one suite) as CSV: the header line, then one line per row; each column in its
+ * format (numbers otherwise in shortest round-trip form), strings quoted when they hold a comma,
+ * quote or newline or their format says so; a missing value empty. malloc'd. */
 char *pgn_bench_csv(const char *suite, const json_t *rows);
 
 /* Runs one suite (or "all") on dev (NULL: the host pseudo-device) and appends its rows to

@@ -371,3 +371,68 @@ void pgn_corpus_free(pgn_corpus *c) {
     c->tokens = NULL;
     c->n = c->n_train = 0;
 }
+
+/* ---- checking a text file without loading it ------------------------------------------------ */
+
+/* Bytes read per chunk; a character cut at a chunk's end is carried to the next. */
+#define TEXT_INSPECT_CHUNK (1u << 20)
+#define UTF8_MAX_BYTES 4
+
+int pgn_text_inspect(const char *path, const char *name, uint64_t *chars, pgn_error *err) {
+    *chars = 0;
+    /* O_NONBLOCK: a FIFO must not hang the caller; regular files ignore it. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    const char *why = fd < 0 || fstat(fd, &st) ? strerror(errno) : !S_ISREG(st.st_mode) ? "not a regular file" : NULL;
+    if (why) {
+        pgn_error_set(err, PGN_E_DATA, "", "%s: cannot read it: %s", name, why);
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    if (st.st_size == 0 || (uint64_t)st.st_size > PGN_TEXT_MAX_BYTES) {
+        pgn_error_set(err, PGN_E_DATA, "", "%s: %s (%lld bytes; a text source holds 1 to %zu)", name,
+                      st.st_size ? "too large" : "empty", (long long)st.st_size, PGN_TEXT_MAX_BYTES);
+        close(fd);
+        return -1;
+    }
+    unsigned char *buf = malloc(TEXT_INSPECT_CHUNK + UTF8_MAX_BYTES);
+    if (!buf) {
+        close(fd);
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory checking %s", name);
+        return -1;
+    }
+    int rc = 0;
+    size_t carry = 0;   /* bytes of a character cut at the previous chunk's end */
+    uint64_t offset = 0; /* of buf[0] in the file */
+    for (;;) {
+        ssize_t got = read(fd, buf + carry, TEXT_INSPECT_CHUNK);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            pgn_error_set(err, PGN_E_DATA, "", "%s: read error: %s", name, strerror(errno));
+            rc = -1;
+            break;
+        }
+        size_t len = carry + (size_t)got, i = 0;
+        bool last = got == 0;
+        uint32_t cp;
+        /* Whole characters only, unless the file has ended: then a cut one is an error. */
+        while (i < len && (last || len - i >= UTF8_MAX_BYTES)) {
+            size_t at = i;
+            if (!utf8_next(buf, len, &i, &cp)) {
+                pgn_error_set(err, PGN_E_DATA, "", "%s: not valid UTF-8: the bytes at offset %llu do not "
+                              "begin a character (a text source is UTF-8)", name,
+                              (unsigned long long)(offset + at));
+                rc = -1;
+                break;
+            }
+            (*chars)++;
+        }
+        if (rc || last) break;
+        carry = len - i;
+        memmove(buf, buf + i, carry);
+        offset += i;
+    }
+    free(buf);
+    close(fd);
+    return rc;
+}

@@ -178,6 +178,25 @@ static int idx_check_end(idx_file *f, const char *what, int header, unsigned lon
     return 0;
 }
 
+/* The header's dimensions against the reader's limits, for images (d: n, rows, cols) or labels
+ * (d: n, 1, 1), and the payload they declare against the file's size: *values is that payload
+ * in bytes. Shared by the readers and pgn_idx_inspect, so an upload is refused for exactly what
+ * a train job would refuse. */
+static int idx_check_dims(idx_file *f, bool images, const uint32_t d[3], unsigned long long *values) {
+    const char *what = images ? "images" : "labels";
+    if (d[0] == 0) return idx_fail(f, "has no %s (the header's count is 0)", what);
+    if (d[0] > PGN_IDX_MAX_ITEMS)
+        return idx_fail(f, "declares %u %s, more than the %d allowed", d[0], what, PGN_IDX_MAX_ITEMS);
+    if (images && (d[1] == 0 || d[2] == 0 || d[1] > PGN_IDX_MAX_DIM || d[2] > PGN_IDX_MAX_DIM))
+        return idx_fail(f, "declares images of %ux%u pixels (rows and cols must be 1..%d)", d[1], d[2],
+                        PGN_IDX_MAX_DIM);
+    *values = (unsigned long long)d[0] * d[1] * d[2];
+    if (*values > (unsigned long long)PGN_IDX_MAX_VALUES)
+        return idx_fail(f, "declares %u images of %ux%u pixels: %llu pixels, more than the %lld allowed",
+                        d[0], d[1], d[2], *values, (long long)PGN_IDX_MAX_VALUES);
+    return idx_payload_fits(f, what, images ? IDX_IMAGES_HEADER : IDX_LABELS_HEADER, *values);
+}
+
 int pgn_idx_read_images(const char *path, const char *field, float **x, int *n, int *rows,
                         int *cols, pgn_error *err) {
     *x = NULL;
@@ -188,27 +207,8 @@ int pgn_idx_read_images(const char *path, const char *field, float **x, int *n, 
     float *out = NULL;
     unsigned char *chunk = NULL;
     uint32_t d[3];
-    if (idx_header(&f, IDX_MAGIC_IMAGES, d, 3)) goto done;
-    if (d[0] == 0) {
-        idx_fail(&f, "has no images (the header's count is 0)");
-        goto done;
-    }
-    if (d[0] > PGN_IDX_MAX_ITEMS) {
-        idx_fail(&f, "declares %u images, more than the %d allowed", d[0], PGN_IDX_MAX_ITEMS);
-        goto done;
-    }
-    if (d[1] == 0 || d[2] == 0 || d[1] > PGN_IDX_MAX_DIM || d[2] > PGN_IDX_MAX_DIM) {
-        idx_fail(&f, "declares images of %ux%u pixels (rows and cols must be 1..%d)", d[1], d[2],
-                 PGN_IDX_MAX_DIM);
-        goto done;
-    }
-    unsigned long long values = (unsigned long long)d[0] * d[1] * d[2];
-    if (values > (unsigned long long)PGN_IDX_MAX_VALUES) {
-        idx_fail(&f, "declares %u images of %ux%u pixels: %llu pixels, more than the %lld allowed",
-                 d[0], d[1], d[2], values, (long long)PGN_IDX_MAX_VALUES);
-        goto done;
-    }
-    if (idx_payload_fits(&f, "images", IDX_IMAGES_HEADER, values)) goto done;
+    unsigned long long values;
+    if (idx_header(&f, IDX_MAGIC_IMAGES, d, 3) || idx_check_dims(&f, true, d, &values)) goto done;
     out = malloc((size_t)values * sizeof *out);
     chunk = malloc(IDX_CHUNK);
     if (!out || !chunk) {
@@ -253,17 +253,10 @@ int pgn_idx_read_labels(const char *path, const char *field, int32_t **y, int *n
     int rc = -1;
     int32_t *out = NULL;
     unsigned char *bytes = NULL;
-    uint32_t count = 0;
-    if (idx_header(&f, IDX_MAGIC_LABELS, &count, 1)) goto done;
-    if (count == 0) {
-        idx_fail(&f, "has no labels (the header's count is 0)");
-        goto done;
-    }
-    if (count > PGN_IDX_MAX_ITEMS) {
-        idx_fail(&f, "declares %u labels, more than the %d allowed", count, PGN_IDX_MAX_ITEMS);
-        goto done;
-    }
-    if (idx_payload_fits(&f, "labels", IDX_LABELS_HEADER, count)) goto done;
+    uint32_t d[3] = {0, 1, 1};
+    unsigned long long values;
+    if (idx_header(&f, IDX_MAGIC_LABELS, d, 1) || idx_check_dims(&f, false, d, &values)) goto done;
+    uint32_t count = d[0];
     out = malloc((size_t)count * sizeof *out);
     bytes = malloc(count);
     if (!out || !bytes) {
@@ -290,6 +283,72 @@ int pgn_idx_read_labels(const char *path, const char *field, int32_t **y, int *n
 done:
     free(out);
     free(bytes);
+    gzclose(f.gz);
+    return rc;
+}
+
+/* ---- inspecting a file without loading it --------------------------------------------------- */
+
+/* Decodes the rest of the file to count its bytes, stopping once there are more than limit: a
+ * gzip bomb is found after limit + 1 bytes, not inflated to its end. */
+static long long idx_count_upto(idx_file *f, unsigned long long limit) {
+    unsigned char *buf = malloc(IDX_CHUNK);
+    if (!buf) return idx_fail(f, "cannot allocate %u bytes", IDX_CHUNK);
+    long long total = 0, got = 0;
+    while ((unsigned long long)total <= limit && (got = idx_read(f, buf, IDX_CHUNK)) > 0) total += got;
+    free(buf);
+    return got < 0 ? -1 : total;
+}
+
+int pgn_idx_inspect(const char *path, const char *name, pgn_idx_info *info, pgn_error *err) {
+    memset(info, 0, sizeof *info);
+    idx_file f = {.path = path, .field = "", .err = err};
+    if (idx_open(&f)) return -1;
+    f.path = name; /* from here, messages name the file as the caller knows it */
+    int rc = -1;
+    unsigned char h[IDX_MAX_HEADER];
+    long long got = idx_read(&f, h, 4);
+    if (got < 0) goto done;
+    uint32_t magic = got == 4 ? be32(h) : 0;
+    if (magic != IDX_MAGIC_IMAGES && magic != IDX_MAGIC_LABELS) {
+        /* As in idx_header: nothing of a file that is not idx is quoted. */
+        idx_fail(&f, "not an idx file a train job reads: it does not begin with the magic "
+                     "0x%08x (unsigned-byte images [n][rows][cols]) or 0x%08x (unsigned-byte "
+                     "labels [n])", IDX_MAGIC_IMAGES, IDX_MAGIC_LABELS);
+        goto done;
+    }
+    bool images = magic == IDX_MAGIC_IMAGES;
+    int ndims = images ? 3 : 1, header = images ? IDX_IMAGES_HEADER : IDX_LABELS_HEADER;
+    got = idx_read(&f, h + 4, 4 * (size_t)ndims);
+    if (got < 0) goto done;
+    if (got < 4 * ndims) {
+        idx_fail(&f, "truncated header: expected %d bytes, got %lld%s", header, 4 + got,
+                 idx_short_reason(&f));
+        goto done;
+    }
+    uint32_t d[3] = {0, 1, 1};
+    for (int i = 0; i < ndims; i++) d[i] = be32(h + 4 + 4 * i);
+    const char *what = images ? "images" : "labels";
+    unsigned long long values;
+    if (idx_check_dims(&f, images, d, &values)) goto done;
+    if (!gzdirect(f.gz)) { /* a plain file's size was exact; a gzip file's payload is counted */
+        long long payload = idx_count_upto(&f, values);
+        if (payload < 0) goto done;
+        if ((unsigned long long)payload < values) {
+            idx_truncated(&f, what, header, values, (unsigned long long)payload);
+            goto done;
+        }
+        if ((unsigned long long)payload > values) {
+            idx_fail(&f, "more than %llu bytes of %s after the %d-byte header: the header declares "
+                     "%llu", values, what, header, values);
+            goto done;
+        }
+    }
+    info->ndims = ndims;
+    for (int i = 0; i < ndims; i++) info->dims[i] = d[i];
+    info->gzip = !gzdirect(f.gz);
+    rc = 0;
+done:
     gzclose(f.gz);
     return rc;
 }

@@ -5,10 +5,13 @@
 // scenarios: on loopback with the token already saved (as run.sh's #token= link leaves it), and
 // with --host 0.0.0.0 and no token, where the page must ask for it, take it from the token box,
 // and open the session whose cookie lets the event stream and the checkpoint link in. In both,
-// the page loads every module of web/ and nothing else, each as JavaScript. On loopback a tiny
-// character GPT follows through the form: its training and validation curves, refusals beside
-// the field they name, and text streamed from its checkpoint; and, where paragon-rank is built
-// beside paragond, a DiLoCo job on two ranks shows its ranks table. Saves screenshots to
+// the page loads every module of web/ and nothing else, each as JavaScript. On loopback XOR's
+// charts are pointed at (training and test curves by step, hover values, drag to zoom and
+// double-click back); a tiny character GPT follows through the form: its training and validation
+// curves, refusals beside the field they name, and text streamed from its checkpoint; where
+// paragon-rank is built beside paragond, a DiLoCo job on two ranks shows its ranks table; and a
+// fresh page opened at a job's address (#/jobs/ID, off the list's first page) shows its detail
+// and the devices' utilisation paragond kept. Saves screenshots to
 // tests/browser/screenshots/. Run by `meson test` (browser_dashboard); needs `npm ci` in
 // tests/browser (scripts/install-deps.sh --test does it).
 import {spawn} from 'node:child_process';
@@ -91,6 +94,84 @@ async function waitForCurves(page, want) {
   for (const [n, [points, segments]] of Object.entries(await drawn())) {
     if (segments !== points) throw new Error(`the ${n} curve has ${segments} segments for ${points} points`);
   }
+}
+
+// The XOR job's charts, by optimizer step with its epochs marked: training and test curves with a
+// legend that names them, a hover that shows a guide and each curve's value at the nearest step,
+// a drag that zooms both charts to the same steps, and a double-click that shows them all again.
+// Returns what it saw.
+async function chartInteractions(page) {
+  const charts = await page.$$eval('tr.detail .chart-box', (boxes) => boxes.map((b) => ({
+    title: b.querySelector('.chart-title').textContent,
+    x: b.querySelector('.c-xname')?.textContent,
+    legend: [...b.querySelectorAll('.chart-key')].map((k) => [k.dataset.series, k.textContent]),
+    curves: [...b.querySelectorAll('path[data-series]')].map((p) => p.dataset.series),
+    marks: b.querySelectorAll('[data-mark]').length,
+  })));
+  const want = {Loss: ['step_loss', 'loss', 'test_loss'], Accuracy: ['accuracy', 'test_accuracy']};
+  if (charts.length !== 2 || charts.some((c) => c.x !== 'step' || !(c.marks > 0) ||
+      c.curves.join() !== want[c.title].join() || c.legend.map(([n]) => n).join() !== want[c.title].join() ||
+      !c.legend.some(([, t]) => /^training/.test(t)) || !c.legend.some(([n, t]) => /^test_/.test(n) && /^test \S/.test(t))))
+    throw new Error('charts: ' + JSON.stringify(charts));
+
+  // The form's "Submitted job #N" goes away after a few seconds, moving the list up: pointing at a
+  // chart waits for it, so that the chart stays under the pointer.
+  await page.waitForSelector('#submit-msg', {state: 'hidden', timeout: STEP_MS});
+  const box = page.locator('tr.detail .chart-box').first();
+  const chart = box.locator('svg.chart');
+  // The plot area's edges in the chart's own pixels, from its viewBox and grid lines (its top,
+  // middle and bottom values); `at(fx)` a point across it, fx from 0 (left) to 1 (right), halfway
+  // down. The locator's hover and dblclick place the pointer on the chart as it is laid out then,
+  // whatever has moved the page meanwhile (a message above the list going away).
+  const p = await chart.evaluate((s) => {
+    const b = s.getBoundingClientRect(), vb = s.viewBox.baseVal;
+    const grid = [...s.querySelectorAll('.c-grid')].map((l) => [l.x1.baseVal.value, l.x2.baseVal.value,
+      l.y1.baseVal.value]);
+    const sx = b.width / vb.width, sy = b.height / vb.height, ys = grid.map((g) => g[2]);
+    return {left: grid[0][0] * sx, right: grid[0][1] * sx, top: Math.min(...ys) * sy, bottom: Math.max(...ys) * sy};
+  });
+  const at = (fx) => ({position: {x: p.left + (p.right - p.left) * fx, y: (p.top + p.bottom) / 2}});
+  const range = () => page.$$eval('tr.detail svg.chart', (ss) => ss.map((s) => [Number(s.dataset.x0),
+    Number(s.dataset.x1), s.dataset.zoomed]));
+  await chart.hover(at(0.5));
+  await box.locator('.chart-tip:not([hidden])').waitFor({timeout: STEP_MS});
+  const tip = await box.locator('.chart-tip').evaluate((t) => ({step: t.dataset.step,
+    rows: [...t.querySelectorAll('.tip-row')].map((r) => [r.dataset.series, r.querySelector('b').textContent])}));
+  const guide = await box.locator('.c-hover').getAttribute('display');
+  if (guide !== 'inline' || !(Number(tip.step) > 0) || tip.rows.map(([n]) => n).join() !== want.Loss.join() ||
+      tip.rows.some(([, v]) => !/^\d/.test(v)))
+    throw new Error('hover: guide ' + guide + ', tooltip ' + JSON.stringify(tip));
+  mkdirSync(join(here, 'screenshots'), {recursive: true});
+  await page.locator('tr.detail .charts').screenshot({path: join(here, 'screenshots', 'dashboard-chart-hover.png')});
+
+  const before = await range();
+  await chart.hover(at(0.2));
+  await page.mouse.down();
+  await chart.hover(at(0.35));
+  await chart.hover(at(0.5));
+  await page.mouse.up();
+  await page.waitForFunction(() => [...document.querySelectorAll('tr.detail svg.chart')]
+    .every((s) => s.dataset.zoomed === 'true'), null, {timeout: STEP_MS}).catch(async () => {
+    throw new Error('no zoom after a drag: ' + JSON.stringify(await range()));
+  });
+  const zoomed = await range();
+  const [[a0, a1], [b0, b1]] = [before[0], zoomed[0]];
+  if (!(b0 > a0 && b1 < a1 && b1 - b0 < (a1 - a0) * 0.45) || zoomed[1][0] !== b0 || zoomed[1][1] !== b1)
+    throw new Error('zoom: from ' + JSON.stringify(before) + ' to ' + JSON.stringify(zoomed));
+  if (await box.locator('.chart-reset').isHidden()) throw new Error('no reset button while zoomed');
+  await chart.hover(at(0.3));
+  await page.locator('tr.detail .charts').screenshot({path: join(here, 'screenshots', 'dashboard-chart-zoomed.png')});
+  await chart.dblclick(at(0.3));
+  await page.waitForFunction(() => [...document.querySelectorAll('tr.detail svg.chart')]
+    .every((s) => s.dataset.zoomed === 'false'), null, {timeout: STEP_MS});
+  const after = await range();
+  if (JSON.stringify(after) !== JSON.stringify(before))
+    throw new Error('reset: ' + JSON.stringify(after) + ', before the zoom ' + JSON.stringify(before));
+  if (await box.locator('.chart-reset').isVisible()) throw new Error('the reset button stays after a reset');
+  await page.mouse.move(0, 0);
+  return `charts ${charts.map((c) => c.title + ' (' + c.legend.map(([, t]) => t).join(', ') + ')').join(' and ')} ` +
+    `by step; hover at step ${tip.step}: ${tip.rows.map((r) => r.join(' ')).join(', ')}; ` +
+    `zoomed steps ${a0}-${a1} to ${b0.toFixed(1)}-${b1.toFixed(1)} on both charts, double-click restored them`;
 }
 
 // A tiny character GPT (examples/jobs/char-gpt.json, scaled down) on a text written into the
@@ -212,6 +293,89 @@ async function distributedFromTheForm(page) {
   return `DiLoCo on 2 ranks from the form: "${summary}", ${seen.length} rows (${seen.map((r) => r.join(' ')).join('; ')})`;
 }
 
+// A job's address on a fresh page: every row links to its job; with more jobs than a page lists,
+// #/jobs/ID of the first one (on page 2) opens its detail anyway, above the list, and a change of
+// address opens another. The fresh page's Devices panel shows the utilisation paragond kept: the
+// device that trained XOR was busy in some interval, though this page never saw it run.
+const PAGE = 50;
+async function addressesAndHistory(page, server, token, context) {
+  const links = await page.$$eval('#jobs-body tr.job', (trs) => trs.map((tr) =>
+    [tr.dataset.id, tr.querySelector('a.permalink')?.getAttribute('href')]));
+  if (!links.length || links.some(([id, href]) => href !== '#/jobs/' + id))
+    throw new Error('row links: ' + JSON.stringify(links));
+  const ids = links.map(([id]) => Number(id));
+  const first = Math.min(...ids);
+  const api = (path, init = {}) => fetch(`http://127.0.0.1:${server.port}/api/v1${path}`,
+    {...init, headers: {Authorization: 'Bearer ' + token, 'Content-Type': 'application/json'}});
+  const xor = await (await api('/jobs/' + first)).json();
+  let last = 0;
+  for (let i = 0; i < PAGE; i++) {             // tiny inet jobs on the host push it off page 1
+    const r = await api('/jobs', {method: 'POST', body: JSON.stringify({kind: 'inet', name: 'one-' + i,
+      device: 'host', program: '@main = 1'})});
+    if (r.status !== 201) throw new Error('inet job refused: ' + r.status + ' ' + await r.text());
+    last = (await r.json()).id;
+  }
+
+  const fresh = await context.newPage();
+  const errors = [];
+  fresh.on('pageerror', (e) => errors.push(String(e)));
+  await fresh.goto(`http://127.0.0.1:${server.port}/#/jobs/${first}`);
+  // The utilisation from paragond's history, before anything else can have sampled it.
+  await fresh.waitForFunction((dev) => {
+    const card = document.querySelector(`#devices .device[data-id="${dev}"]`);
+    const u = card?.querySelector('svg.util');
+    return u && Number(u.dataset.intervals) > 0 && [...u.querySelectorAll('.util-bar')].some((b) =>
+      Number(b.getAttribute('height')) > 0);
+  }, xor.device, {timeout: STEP_MS}).catch(async () => {
+    throw new Error('no utilisation history for ' + xor.device + ': ' + JSON.stringify(await fresh.$$eval(
+      '#devices .device', (cs) => cs.map((c) => [c.dataset.id, c.querySelector('svg.util')?.getAttribute('aria-label')]))));
+  });
+  const util = await fresh.$$eval('#devices .device', (cs) => cs.map((c) =>
+    c.dataset.id + ': ' + c.querySelector('svg.util').getAttribute('aria-label')));
+  if (util.some((u) => !/utilisation \d[\d.]*% over the last \d+ (s|min)$/.test(u)))
+    throw new Error('utilisation: ' + JSON.stringify(util));
+  mkdirSync(join(here, 'screenshots'), {recursive: true});
+  await fresh.locator('#devices').screenshot({path: join(here, 'screenshots', 'dashboard-devices.png')});
+
+  await fresh.waitForFunction((id) => document.querySelector(`#pinned-body #detail-${id}`) &&
+    /succeeded/.test(document.querySelector('#job-state')?.textContent || '') &&
+    Number(document.querySelector('.chart path[data-series="test_loss"]')?.dataset.points) > 0,
+  first, {timeout: STEP_MS}).catch(async () => {
+    throw new Error('#/jobs/' + first + ' on a fresh page: ' + await fresh.evaluate(() =>
+      document.querySelector('#pinned-body')?.textContent.slice(0, 300)));
+  });
+  if (await fresh.$(`#jobs-body tr.job[data-id="${first}"]`)) throw new Error(`job ${first} is on page 1 after ${PAGE} more`);
+  const listed = await fresh.$$eval('#jobs-body tr.job', (trs) => trs.length);
+  await fresh.locator('#pinned-body').screenshot({path: join(here, 'screenshots', 'dashboard-permalink.png')});
+
+  await fresh.evaluate((id) => { location.hash = '#/jobs/' + id; }, last);
+  await fresh.waitForFunction((id) => document.querySelector(`#jobs-body #detail-${id}`) &&
+    document.querySelector('#pinned-body').hidden && location.hash === '#/jobs/' + id, last, {timeout: STEP_MS});
+  // A row's link, clicked: its job opens (the row's own toggle does not close it again).
+  await fresh.click(`#jobs-body tr.job[data-id="${last - 1}"] a.permalink`);
+  await fresh.waitForFunction((id) => document.querySelector(`#jobs-body #detail-${id}`) &&
+    location.hash === '#/jobs/' + id, last - 1, {timeout: STEP_MS});
+  // Back: the address before, and its job's detail.
+  await fresh.goBack();
+  await fresh.waitForFunction((id) => document.querySelector(`#jobs-body #detail-${id}`) &&
+    location.hash === '#/jobs/' + id, last, {timeout: STEP_MS});
+  // A job that does not exist: said where its detail would be.
+  await fresh.evaluate(() => { location.hash = '#/jobs/999999'; });
+  await fresh.waitForFunction(() => /Job #999999 cannot be shown: .*999999/.test(
+    document.querySelector('#pinned-body #detail-999999')?.textContent || ''), null, {timeout: STEP_MS})
+    .catch(async () => {
+      throw new Error('#/jobs/999999: ' + await fresh.$eval('#pinned-body', (b) => b.textContent.slice(0, 300)));
+    });
+  await fresh.keyboard.press('Escape');
+  await fresh.waitForFunction(() => !document.querySelector('tr.detail') && location.hash === '', null, {timeout: STEP_MS});
+  await fresh.close();
+  if (errors.length) throw new Error('page errors on the fresh page: ' + errors.join('; '));
+  return `every row links to its job; #/jobs/${first} opened on a fresh page (not among its ${listed} ` +
+    `listed jobs), #/jobs/${last} after it, #/jobs/${last - 1} from its row's link and #/jobs/${last} ` +
+    `again on going back, a missing job ` +
+    `said so; the fresh page's utilisation: ${util.join('; ')}`;
+}
+
 // One paragond and one browser page for a scenario; run(page, server, token) does the rest.
 async function scenario(browser, host, name, run) {
   const dir = mkdtempSync(join(tmpdir(), 'paragon-browser-'));
@@ -265,10 +429,12 @@ async function onLoopback(page, server, token, context) {
   if (!(await context.cookies()).some((c) => c.name === 'paragon_session'))
     throw new Error('the #token= link opened no session');
   if (await page.$('#ranks')) throw new Error('a job on one process shows ranks');
+  const charts = await chartInteractions(page);
   const gpt = await gptFromTheForm(page, server);
   const ranks = await distributedFromTheForm(page);
+  const addresses = await addressesAndHistory(page, server, token, context);
   return `token from the #token= link, XOR submitted from the form, ${points} chart points, state succeeded; ` +
-    `${gpt}; ${ranks}`;
+    `${charts}; ${gpt}; ${ranks}; ${addresses}`;
 }
 
 // Off loopback, no token saved: the page loads, says it needs the token, takes it from the
