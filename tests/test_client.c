@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 TestSuite(client, .init = harness_setup, .fini = harness_teardown);
@@ -276,5 +277,63 @@ Test(client, generate_job_streams_the_text_the_server_generates) {
     cr_assert_eq(paragon(&s, args, &out, &err), 1, "%s", err);
     cr_assert(strstr(err, "is not a gpt train job"), "%s", err);
     free(out), free(err);
+    stop_server(&s);
+}
+
+/* ---- the scripts: run.sh's dashboard link, the curl examples ---------------------------- */
+
+/* A script of the source tree (scripts/..., examples/curl/...) run by bash with env (NAME=value
+ * words, shell-quoted by the caller) and args; its stdout and stderr into *out (malloc'd).
+ * Returns its exit status. */
+static int run_script(const char *rel, const char *args, const char *env, char **out) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd '%s' && env %s /bin/bash '%s' %s 2>&1 </dev/null", getenv("PARAGON_SOURCE_ROOT"),
+             env ? env : "", rel, args ? args : "");
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t cap = 1 << 16, len = 0, got;
+    *out = malloc(cap);
+    cr_assert_not_null(*out);
+    while ((got = fread(*out + len, 1, cap - len - 1, p)) > 0) len += got;
+    (*out)[len] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* run.sh prints its link through dashboard-link.sh, from the arguments paragond gets: with
+ * --port and --data-dir, the link is to that port and carries that data dir's token. */
+Test(client, the_dashboard_link_follows_paragonds_port_and_data_dir) {
+    server s = start_server();
+    char args[512], *out, want[512];
+    snprintf(args, sizeof args, "--port %u --data-dir '%s'", (unsigned)s.port, s.data);
+    cr_assert_eq(run_script("scripts/dashboard-link.sh", args, NULL, &out), 0, "%s", out);
+    char *token = read_token(&s);
+    token[strcspn(token, "\n")] = 0;
+    snprintf(want, sizeof want, "Dashboard: http://127.0.0.1:%u/#token=%s\n", (unsigned)s.port, token);
+    cr_assert(strstr(out, want), "%s", out);
+    snprintf(want, sizeof want, "export PARAGON_URL=http://127.0.0.1:%u PARAGON_TOKEN_FILE=%s/token", (unsigned)s.port,
+             s.data);
+    cr_assert(strstr(out, want), "%s", out);
+    free(out), free(token);
+    stop_server(&s);
+}
+
+/* The curl examples go to $PARAGON_URL with $PARAGON_TOKEN, as the paragon command does (the
+ * token file named does not exist: submitting needs the token). */
+Test(client, the_curl_example_talks_to_paragon_url_with_paragon_token) {
+    server s = start_server();
+    char url[64], env[400], want[128], *out;
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)s.port);
+    char *token = read_token(&s);
+    token[strcspn(token, "\n")] = 0;
+    snprintf(env, sizeof env, "PARAGON_URL=%s PARAGON_TOKEN=%s PARAGON_TOKEN_FILE=/nonexistent", url, token);
+    cr_assert_eq(run_script("examples/curl/xor.sh", NULL, env, &out), 0, "%s", out);
+    snprintf(want, sizeof want, "submitted job 1 (%s/api/v1/jobs/1)", url);
+    cr_assert(strstr(out, want), "%s", out);
+    cr_assert(strstr(out, "result:\n  accuracy: 1"), "%s", out);
+    free(out), free(token);
+    json_t *job = job_now(&s, 1);
+    cr_assert_str_eq(str(job, "state"), "succeeded");
+    json_decref(job);
     stop_server(&s);
 }

@@ -6,7 +6,7 @@
 #   PROMPT              the text to continue (default "The ")
 #   MAX_TOKENS          characters to generate (default 300)
 #   TIMEOUT             seconds to wait for the training (default 1800)
-#   PARAGON_TOKEN_FILE  paragond's API token (default: data/token of this checkout)
+#   PARAGON_TOKEN, else PARAGON_TOKEN_FILE  paragond's API token (default: data/token of this checkout)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -5,7 +5,7 @@
 # (docs/distributed.md). Exits 1 if the job fails.
 #   PARAGON_URL         server address (default http://127.0.0.1:8080)
 #   TIMEOUT             seconds to wait for the training (default 1800)
-#   PARAGON_TOKEN_FILE  paragond's API token (default: data/token of this checkout)
+#   PARAGON_TOKEN, else PARAGON_TOKEN_FILE  paragond's API token (default: data/token of this checkout)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

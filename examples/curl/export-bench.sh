@@ -4,7 +4,7 @@
 # gpu_init_ms,adapter) and mlp-forward.json ({"rows":[...]} with every recorded field).
 # Run a bench job first, e.g. {"kind":"bench","suite":"mlp-forward","device":"all"}.
 #   PARAGON_URL  server address (default http://127.0.0.1:8080)
-#   PARAGON_TOKEN_FILE  paragond's API token, sent when readable (reads need it only when
+#   PARAGON_TOKEN, else PARAGON_TOKEN_FILE  paragond's API token, sent when readable (reads need it only when
 #                       paragond listens off loopback; default: data/token of this checkout)
 set -euo pipefail
 

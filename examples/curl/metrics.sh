@@ -3,7 +3,7 @@
 # as a table: name, step, value.
 #   usage: metrics.sh ID [NAME]     NAME keeps one series, e.g. loss
 #   PARAGON_URL  server address (default http://127.0.0.1:8080)
-#   PARAGON_TOKEN_FILE  paragond's API token, sent when readable (reads need it only when
+#   PARAGON_TOKEN, else PARAGON_TOKEN_FILE  paragond's API token, sent when readable (reads need it only when
 #                       paragond listens off loopback; default: data/token of this checkout)
 set -euo pipefail
 

@@ -3,7 +3,7 @@
 # $1) to paragond and prints the new job's id on stdout. On a rejected spec it prints the
 # server's error body on stderr and exits 1.
 #   PARAGON_URL         server address (default http://127.0.0.1:8080)
-#   PARAGON_TOKEN_FILE  paragond's API token (default: data/token of this checkout, where
+#   PARAGON_TOKEN, else PARAGON_TOKEN_FILE  paragond's API token (default: data/token of this checkout, where
 #                       scripts/run.sh's paragond keeps it)
 set -euo pipefail
 
@@ -19,7 +19,7 @@ fi
 . "$(dirname "$0")/auth.sh"
 if [[ ${#auth[@]} -eq 0 ]]; then
     echo "submit-xor: cannot read the API token in $token_file (paragond prints where it is" \
-         "when it starts; set PARAGON_TOKEN_FILE)" >&2
+         "when it starts; set PARAGON_TOKEN or PARAGON_TOKEN_FILE)" >&2
     exit 1
 fi
 

@@ -5,7 +5,7 @@
 #   usage: wait.sh ID
 #   PARAGON_URL  server address (default http://127.0.0.1:8080)
 #   TIMEOUT      seconds to wait at most (default 300)
-#   PARAGON_TOKEN_FILE  paragond's API token, sent when readable (reads need it only when
+#   PARAGON_TOKEN, else PARAGON_TOKEN_FILE  paragond's API token, sent when readable (reads need it only when
 #                       paragond listens off loopback; default: data/token of this checkout)
 set -euo pipefail
 

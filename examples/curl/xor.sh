@@ -3,7 +3,7 @@
 # per-epoch metrics, then its final result. Exits 1 if the job does not succeed.
 #   PARAGON_URL  server address (default http://127.0.0.1:8080)
 #   TIMEOUT      seconds to wait for the job (default 300)
-#   PARAGON_TOKEN_FILE  paragond's API token (default: data/token of this checkout)
+#   PARAGON_TOKEN, else PARAGON_TOKEN_FILE  paragond's API token (default: data/token of this checkout)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,10 +28,8 @@ fi
 # The result object of a job is flat: {"accuracy":1.0,"loss":0.0123,...}; one key per line.
 echo
 echo "result:"
-token_file=${PARAGON_TOKEN_FILE:-$here/../../data/token}
-curl -sS --max-time 30 -H 'Accept: application/json' \
-    -H @<(printf 'Authorization: Bearer %s\n' "$(tr -d '[:space:]' < "$token_file")") \
-    "$url/api/v1/jobs/$id" |
+. "$here/auth.sh"
+curl -sS --max-time 30 -H 'Accept: application/json' "${auth[@]}" "$url/api/v1/jobs/$id" |
     tr -d '\n' |
     grep -o '"result"[[:space:]]*:[[:space:]]*{[^}]*}' |
     sed 's/^"result"[[:space:]]*:[[:space:]]*{//; s/}$//' |
