@@ -259,6 +259,10 @@ static int launch_tile(pgn_device *dev, int M, int N, int K, const tile_operand 
         return PGN_LAUNCH(dev, gemm_vec, args, 1, global, local, err);
     }
     int t = a->ps ? 0 : dev->gemm_tile; /* packed A: the default tile, whose rows its panels hold */
+    /* One panel of B (N <= GEMM_NR: a classifier's 10 columns): a tile of two panels would compute
+     * it twice, the copy never stored, so the one-panel default takes it (the same in-order sums:
+     * the same bits whatever the tile). */
+    if (tiles[t].np > 1 && N <= GEMM_NR) t = 0;
     int a_ps = a->ps ? a->ps : tiles[t].mr * a->rs;
     pgn_karg args[] = {KARG(M),     KARG(N),     KARG(K),     KARG(a->mem), KARG(a->off),   KARG(a_ps),
                        KARG(a->rs), KARG(a->cs), KARG(b->mem), KARG(b->ps), KARG(b->rs),    KARG(b->len),
