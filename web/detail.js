@@ -240,7 +240,7 @@ export function openDetail(id, pinned = false) {
   const r = rows.get(id);
   const d = {
     id, tr, main, charts, info, cancel, ckpt, actMsg, spec, logPre, logHead,
-    job: r ? r.job : null, specValue: undefined, done: false, fetched: false, error: '',
+    job: r ? r.job : null, specValue: undefined, done: false, fetched: false, error: '', tokens: [], tokenBase: null,
     listed: !!r,
     pin: null,              // its pinned row (pin) while the list does not show it
     layout: null,           // the charts, once the spec says which (chartsFor)
@@ -301,6 +301,16 @@ function startStream(d) {
   });
   // the server's last word on a job's stream: without it EventSource would reconnect forever
   es.addEventListener('end', () => { if (d.es === es) { stopStream(d); refresh(); } });
+  // a generate job's characters as its decoder makes them (the text is the result's at the end);
+  // a detail opened mid-text starts at the first it hears (tokenBase: those before it are missed)
+  es.addEventListener('token', (ev) => {
+    const t = parse(ev);
+    if (!t || shown !== d || typeof t.text !== 'string' || typeof t.index !== 'number') return;
+    if (d.tokenBase === null) d.tokenBase = t.index;
+    if (t.index !== d.tokenBase + d.tokens.length) return;
+    d.tokens.push(t.text);
+    drawSoon(d);
+  });
   es.addEventListener('metric', (ev) => {
     const p = parse(ev);
     if (p && shown === d && addPoint(d, p)) drawSoon(d);
@@ -475,7 +485,7 @@ function drawCharts(d) {
   const j = d.job;
   const n = (d.layout ? seriesOf(d.layout) : []).reduce((a, name) => a + (d.series[name] || []).length, 0);
   const text = j && j.result && j.result.text;
-  const key = [n, d.fetched, d.done, d.error, d.layout && d.layout.length, j && j.state, text].join(' ');
+  const key = [n, d.fetched, d.done, d.error, d.layout && d.layout.length, j && j.state, text, d.tokens.length].join(' ');
   if (key === d.drawn) return;
   d.drawn = key;
   const c = d.charts;
@@ -489,11 +499,12 @@ function drawCharts(d) {
     c.append(el('p', 'err', (j ? 'Metrics unavailable: ' : 'Job #' + d.id + ' cannot be shown: ') + d.error));
   }
   else if (!d.layout) c.append(el('p', 'muted', 'Loading metrics\u2026'));
-  else c.append(...noCharts(j));
+  else c.append(...noCharts(j, d));
 }
 
-// A job without charts: a generate job's text, else a line that says why.
-function noCharts(j) {
+// A job without charts: a generate job's text (while it runs, the characters streamed so far),
+// else a line that says why.
+function noCharts(j, d) {
   const r = j.result;
   if (j.kind !== 'generate') {
     return [el('p', 'muted', 'No charts: a' + (/^[aeiou]/.test(j.kind) ? 'n ' : ' ') + j.kind +
@@ -502,8 +513,14 @@ function noCharts(j) {
   if (r && typeof r.text === 'string') {
     return [generatedText(r.prompt, r.completion), el('p', 'gen-stats small', generateStats(r))];
   }
+  if (!TERMINAL.has(j.state) && d.tokens.length) {
+    const text = generatedText((d.specValue && d.specValue.prompt) || '', (d.tokenBase ? '\u2026' : '') + d.tokens.join(''));
+    text.dataset.state = 'streaming';
+    return [text, el('p', 'gen-stats small', fmtQty(d.tokenBase + d.tokens.length) + ' characters so far' +
+      (d.tokenBase ? ' (the first ' + fmtQty(d.tokenBase) + ' came before this view opened)' : '') + '\u2026')];
+  }
   return [el('p', 'muted', TERMINAL.has(j.state) ? 'No text: the job ' + j.state + '.'
-    : 'The text shows here when the job ends.')];
+    : 'The text shows here as the job writes it.')];
 }
 
 function drawDetail(d, force) {

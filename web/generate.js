@@ -59,6 +59,12 @@ export function generatePanel(id) {
   knobs.append(numberInput(FIELDS.max_tokens, 'Max tokens', '200', {min: 1, step: 1}),
     numberInput(FIELDS.temperature, 'Temperature', '0.8', {min: 0, step: 0.1}),
     numberInput(FIELDS.seed, 'Seed', '0', {min: 0, step: 1}), go);
+  // While a text streams: cancels its generate job, which keeps what it wrote so far here.
+  const stop = el('button', 'cancel', 'Stop');
+  stop.type = 'button';
+  stop.id = 'gen-stop';
+  stop.hidden = true;
+  knobs.append(stop);
   form.append(pl, knobs);
   const note = el('p', 'gen-note small muted');
   note.id = 'gen-note';
@@ -72,8 +78,9 @@ export function generatePanel(id) {
   stats.id = 'gen-stats';
   root.append(el('h4', null, 'Generate'), form, note, error, out, stats);
 
-  const p = {id, root, prompt, go, note, error, out, stats, job: null, spec: null,
-    checkpoint: null, probing: false, probedAt: 0, probedState: '', streaming: null};
+  const p = {id, root, prompt, go, stop, note, error, out, stats, job: null, spec: null,
+    checkpoint: null, probing: false, probedAt: 0, probedState: '', streaming: null, genJob: null};
+  stop.addEventListener('click', () => stopGenerating(p));
   form.addEventListener('submit', (ev) => { ev.preventDefault(); generate(p); });
   prompt.addEventListener('keydown', (ev) => {
     if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); generate(p); }
@@ -115,6 +122,7 @@ function draw(p) {
   const active = j && !TERMINAL.has(j.state);
   p.go.disabled = !p.checkpoint || !!p.streaming;
   setText(p.go, p.streaming ? 'Generating\u2026' : 'Generate');
+  p.stop.hidden = !p.streaming;
   const every = p.spec && p.spec.checkpoint_every;
   let why;
   if (p.checkpoint) {
@@ -186,6 +194,7 @@ async function generate(p) {
     } else if (type === 'state' && data.id != null) {
       if (!s.job) refresh();              // the generate job joins the list
       s.job = data;
+      p.genJob = data.id;
       setText(p.stats, 'Job #' + data.id + ' ' + data.state + (data.device ? ' on ' + data.device : '') + '\u2026');
     }
   };
@@ -208,8 +217,32 @@ async function generate(p) {
       : e instanceof HttpError ? e.message : 'server unreachable'));
   } finally {
     if (p.streaming === ctl) p.streaming = null;
+    p.genJob = null;
     draw(p);
     refresh();
+  }
+}
+
+// Stop: cancels the generate job (its stream then ends with the job cancelled, the text so far
+// kept); before the job is known, the request itself is dropped.
+async function stopGenerating(p) {
+  const ctl = p.streaming;
+  if (!ctl) return;
+  p.stop.disabled = true;
+  try {
+    if (p.genJob == null) {
+      p.streaming = null;
+      ctl.abort();
+      return;
+    }
+    const r = await api(API + '/jobs/' + p.genJob + '/cancel', {method: 'POST'});
+    if (!r.ok && r.status === 401) flagToken();
+    if (!r.ok && r.status !== 409) showError(p, 'Not stopped (HTTP ' + r.status + ').');   // 409: it had ended
+  } catch (_) {
+    showError(p, 'Not stopped: server unreachable.');
+  } finally {
+    p.stop.disabled = false;
+    draw(p);
   }
 }
 
@@ -224,6 +257,10 @@ async function ended(p, text, s) {
   // An event leaves out a result too big for it; the job has it.
   if (j.state === 'succeeded' && !j.result) j = await getJSON(API + '/jobs/' + j.id);
   text.dataset.state = j.state;
+  if (j.state === 'cancelled') {            // Stop: what it wrote stays
+    setText(p.stats, 'Stopped after ' + fmtQty(s.n) + ' characters (job #' + j.id + ').');
+    return;
+  }
   if (j.state !== 'succeeded') {
     setText(p.stats, '');
     showError(p, 'Job #' + j.id + ' ' + j.state + (j.error ? ': ' + (j.error.code || '') + ' ' +

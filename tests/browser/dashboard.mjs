@@ -248,8 +248,35 @@ async function gptFromTheForm(page, server) {
     });
   mkdirSync(join(here, 'screenshots'), {recursive: true});
   await page.locator('tr.detail').screenshot({path: join(here, 'screenshots', 'dashboard-gpt.png')});
+
+  // Stop: a long text stopped after a few characters keeps them and says so.
+  await page.fill('#gen-max-tokens', '100000');
+  await page.click('#generate');
+  await page.waitForFunction(() => Number(document.querySelector('.generate .gen-text')?.dataset.tokens) >= 5,
+    null, {timeout: STEP_MS});
+  await page.click('#gen-stop');
+  await page.waitForSelector('.generate .gen-text[data-state="cancelled"]', {timeout: STEP_MS});
+  const stopped = await page.$eval('#gen-stats', (e) => e.textContent);
+  if (!/^Stopped after \d+ characters/.test(stopped)) throw new Error('after Stop: ' + stopped);
+  if (!(await page.$eval('#gen-stop', (e) => e.hidden))) throw new Error('Stop still shown after stopping');
+
+  // A generate job's own detail follows its text while it runs (token events), then cancels it.
+  await page.click('#generate');
+  await page.waitForFunction(() => Number(document.querySelector('.generate .gen-text')?.dataset.tokens) >= 1,
+    null, {timeout: STEP_MS});
+  const genRow = page.locator('#jobs-body tr.job', {hasText: 'running'}).filter({hasText: 'generate'});
+  await genRow.locator('button.expander').click({timeout: STEP_MS});
+  await page.waitForFunction(() => /characters so far/.test(document.querySelector('tr.detail .gen-stats')?.textContent || ''),
+    null, {timeout: STEP_MS});
+  const live1 = await page.$eval('tr.detail .gen-text', (e) => e.textContent.length);
+  await page.waitForFunction((n) => (document.querySelector('tr.detail .gen-text')?.textContent.length || 0) > n + 5,
+    live1, {timeout: STEP_MS});
+  await page.click('#cancel-job');
+  await page.waitForFunction(() => /cancelled/.test(document.querySelector('#job-state')?.textContent || ''),
+    null, {timeout: STEP_MS});
   return `GPT refused beside #steps, trained from the form with both curves drawn, "${text}" ` +
-    `streamed a character at a time (in ${batches} batches: ${stats})`;
+    `streamed a character at a time (in ${batches} batches: ${stats}); Stop kept "${stopped}"; a generate ` +
+    `job's detail followed its text live from ${live1} characters, then was cancelled`;
 }
 
 // A small DiLoCo job on two ranks (docs/distributed.md): a few hundred milliseconds of training
