@@ -21,10 +21,11 @@ export function saveToken(t) {
   try { localStorage.setItem(TOKEN_KEY, t.trim()); } catch (_) { /* private mode: this page only */ }
 }
 
-// opts.token: send this token instead of the stored one.
+// opts.token: send this token instead of the stored one; opts.timeoutMs: a longer wait than
+// TIMEOUT_MS (an upload).
 export async function api(path, opts = {}) {
   const ctl = new AbortController();
-  const t = setTimeout(() => ctl.abort(), TIMEOUT_MS);
+  const t = setTimeout(() => ctl.abort(), opts.timeoutMs || TIMEOUT_MS);
   try {
     return await answer(await fetch(path, request(opts, ctl.signal, 'application/json')));
   } finally {

@@ -6,6 +6,7 @@
 
 import {API, HttpError, TERMINAL, getJSON} from './api.js';
 import {benchAfterJobs, setBenchSuite} from './bench.js';
+import {initDatasets} from './datasets.js';
 import {closeDetail, openFromHash, refreshDetail} from './detail.js';
 import {renderDevices} from './devices.js';
 import {$, setText} from './dom.js';
@@ -104,6 +105,7 @@ function init() {
   initJobs();
   initForm();
   initToken();
+  initDatasets();
   $('b-suite').addEventListener('change', (e) => setBenchSuite(e.target.value));
   document.addEventListener('keydown', (e) => { if (e.key === 'Escape') closeDetail(); });
   window.addEventListener('hashchange', () => { if (routed) openFromHash(true); });

@@ -279,6 +279,36 @@ async function gptFromTheForm(page, server) {
     `job's detail followed its text live from ${live1} characters, then was cancelled`;
 }
 
+// The Datasets panel: a text uploaded from the page is listed with what it holds (beside the
+// tiny.txt the GPT step copied in by hand), a file that is not what its name says is refused
+// with the server's reason, and Delete removes a file.
+async function datasetsPanel(page) {
+  await page.setInputFiles('#ds-file', {name: 'poem.txt', mimeType: 'text/plain',
+    buffer: Buffer.from('the lazy dog sleeps. the quick fox jumps.\n')});
+  await page.click('#ds-upload');
+  await page.waitForSelector('#ds-body tr[data-name="poem.txt"]', {timeout: STEP_MS});
+  const said = await page.$eval('#ds-msg', (e) => e.textContent);
+  if (!/^Uploaded poem\.txt: text, 42 characters/.test(said)) throw new Error('after the upload: ' + said);
+  const names = await page.$$eval('#ds-body tr', (trs) => trs.map((tr) => tr.dataset.name));
+  if (!names.includes('tiny.txt')) throw new Error('the hand-copied tiny.txt is not listed: ' + names);
+  await page.locator('section[aria-labelledby="ds-h"]').screenshot({path: join(here, 'screenshots', 'dashboard-datasets.png')});
+
+  await page.setInputFiles('#ds-file', {name: 'bad.idx', mimeType: 'application/octet-stream',
+    buffer: Buffer.from('not an idx file at all')});
+  await page.click('#ds-upload');
+  await page.waitForFunction(() => {
+    const m = document.querySelector('#ds-msg');
+    return m.classList.contains('err') && /Not uploaded: .*not an idx file/.test(m.textContent);
+  }, null, {timeout: STEP_MS});
+  if (await page.$('#ds-body tr[data-name="bad.idx"]')) throw new Error('a refused upload is listed');
+
+  await page.click('#ds-body tr[data-name="poem.txt"] button');
+  await page.waitForFunction(() => !document.querySelector('#ds-body tr[data-name="poem.txt"]'), null,
+    {timeout: STEP_MS});
+  return `datasets: poem.txt uploaded and listed beside tiny.txt, bad.idx refused ("${
+    await page.$eval('#ds-msg', (e) => e.textContent)}" after the delete)`;
+}
+
 // A small DiLoCo job on two ranks (docs/distributed.md): a few hundred milliseconds of training
 // after mpirun has started them.
 const TINY_DILOCO = {
@@ -458,10 +488,11 @@ async function onLoopback(page, server, token, context) {
   if (await page.$('#ranks')) throw new Error('a job on one process shows ranks');
   const charts = await chartInteractions(page);
   const gpt = await gptFromTheForm(page, server);
+  const datasets = await datasetsPanel(page);
   const ranks = await distributedFromTheForm(page);
   const addresses = await addressesAndHistory(page, server, token, context);
   return `token from the #token= link, XOR submitted from the form, ${points} chart points, state succeeded; ` +
-    `${charts}; ${gpt}; ${ranks}; ${addresses}`;
+    `${charts}; ${gpt}; ${datasets}; ${ranks}; ${addresses}`;
 }
 
 // Off loopback, no token saved: the page loads, says it needs the token, takes it from the
