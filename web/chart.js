@@ -115,13 +115,6 @@ export function makeChart(c, onZoom) {
   };
 }
 
-// A chart drawn once, for a panel that keeps no chart between redraws.
-export function lineChart(c, data, marks = []) {
-  const chart = makeChart(c);
-  chart.update(data, marks);
-  return chart.root;
-}
-
 function render(ch) {
   const {c, lines, marks} = ch;
   const fmt = (v) => c.unit ? fmtPct(v) : fmtNum(v);

@@ -5,7 +5,7 @@
 // result.distributed once it has one.
 
 import {TERMINAL} from './api.js';
-import {lineChart} from './chart.js';
+import {makeChart} from './chart.js';
 import {el, setAttr, setText} from './dom.js';
 import {fmtBytes, fmtDur, fmtNum, fmtPct, fmtQty, num} from './format.js';
 import {jobDuration} from './jobrow.js';
@@ -184,7 +184,8 @@ function summaryLine(dist, f) {
   return s + (figures.length ? ': ' + figures.join('; ') : '') + '.';
 }
 
-// Each rank's loss per epoch, the first COLORS.length ranks; redrawn when a point arrives.
+// Each rank's loss per epoch, the first COLORS.length ranks; one chart kept for the detail's
+// life and updated when a point arrives, so a zoom or a hover survives new points.
 function drawChart(p, series) {
   const shown = Math.min(p.dist.ranks, COLORS.length);
   const lines = Array.from({length: shown}, (_, r) => ({name: metric(r, 'loss'), label: 'rank ' + r,
@@ -194,5 +195,9 @@ function drawChart(p, series) {
   p.drawn = key;
   const title = 'Loss per rank' + (shown < p.dist.ranks ? ' (ranks 0\u2013' + (shown - 1) + ' of ' +
     p.dist.ranks + ')' : '');
-  p.chart.replaceChildren(lineChart({title, unit: false, x: 'epoch', legend: false, series: lines}, series));
+  if (!p.lossChart || p.lossChart.title !== title) {
+    p.lossChart = {title, chart: makeChart({title, unit: false, x: 'epoch', legend: false, series: lines})};
+    p.chart.replaceChildren(p.lossChart.chart.root);
+  }
+  p.lossChart.chart.update(series);
 }
