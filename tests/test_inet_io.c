@@ -264,4 +264,14 @@ Test(inet_io, a_job_finds_its_spec_files_and_keeps_its_output) {
     pgn_spec_free(&spec);
     json_decref(j);
     free(program);
+    /* a program that writes nothing has no output to show, IO allowed or not */
+    j = json_pack("{s:s, s:s}", "kind", "inet", "program", "@main = 42");
+    cr_assert_eq(pgn_spec_parse(j, &spec, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_job_run(&spec, NULL, &opts, NULL, &result, &err), 0, "%s", err.message);
+    cr_assert_eq(json_integer_value(json_object_get(result, "io_calls")), 0);
+    cr_assert_null(json_object_get(result, "output"));
+    cr_assert_null(json_object_get(result, "output_truncated"));
+    json_decref(result);
+    pgn_spec_free(&spec);
+    json_decref(j);
 }
