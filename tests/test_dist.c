@@ -9,6 +9,7 @@
 #include <float.h>
 #include <math.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,7 +175,9 @@ typedef struct {
     int n;
 } weights;
 
-static void read_weights(const char *dir, weights *w) {
+/* A checkpoint's parameters whose names start with prefix: every one (there must be at most
+ * 16), or with some_of, the first 16 (a GPT has more; the first ones stand for all). */
+static void read_params(const char *dir, const char *prefix, bool some_of, weights *w) {
     char path[512];
     snprintf(path, sizeof path, "%s/" PGN_CHECKPOINT_FILE, dir);
     size_t len;
@@ -186,19 +189,20 @@ static void read_weights(const char *dir, weights *w) {
     json_t *t;
     w->n = 0;
     json_object_foreach(h, name, t) {
-        if (!strncmp(name, "layers.", 7)) {
-            cr_assert_lt(w->n, 16);
-            param *p = &w->p[w->n++];
-            snprintf(p->name, sizeof p->name, "%s", name);
-            size_t b = (size_t)json_integer_value(json_array_get(json_object_get(t, "data_offsets"), 0));
-            size_t e = (size_t)json_integer_value(json_array_get(json_object_get(t, "data_offsets"), 1));
-            p->v = (const float *)(w->bytes + start + b);
-            p->n = (e - b) / 4;
-        }
+        if (strncmp(name, prefix, strlen(prefix)) || (some_of && w->n == 16)) continue;
+        cr_assert_lt(w->n, 16, "more than 16 parameters named %s*", prefix);
+        param *p = &w->p[w->n++];
+        snprintf(p->name, sizeof p->name, "%s", name);
+        json_t *off = json_object_get(t, "data_offsets");
+        size_t b = (size_t)json_integer_value(json_array_get(off, 0)), e = (size_t)json_integer_value(json_array_get(off, 1));
+        p->v = (const float *)(w->bytes + start + b);
+        p->n = (e - b) / 4;
     }
     json_decref(h);
     cr_assert_gt(w->n, 0);
 }
+
+static void read_weights(const char *dir, weights *w) { read_params(dir, "layers.", false, w); }
 
 static const param *find(const weights *w, const char *name) {
     for (int i = 0; i < w->n; i++)
@@ -426,30 +430,8 @@ static char *gpt_text(int batch, int steps, const char *dist) {
     return s;
 }
 
-/* The GPT's checkpoint's parameters, all of them (the names are GPT-2's). */
-static void read_gpt_weights(const char *dir, weights *w) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/" PGN_CHECKPOINT_FILE, dir);
-    size_t len;
-    w->bytes = pgn_read_file(path, &len);
-    cr_assert_not_null(w->bytes, "%s: %s", path, strerror(errno));
-    size_t start;
-    json_t *h = test_safetensors_header(w->bytes, len, &start);
-    const char *name;
-    json_t *t;
-    w->n = 0;
-    json_object_foreach(h, name, t) {
-        if (strncmp(name, "transformer.", 12) || w->n == 16) continue;
-        param *p = &w->p[w->n++];
-        snprintf(p->name, sizeof p->name, "%s", name);
-        json_t *off = json_object_get(t, "data_offsets");
-        size_t b = (size_t)json_integer_value(json_array_get(off, 0)), e = (size_t)json_integer_value(json_array_get(off, 1));
-        p->v = (const float *)(w->bytes + start + b);
-        p->n = (e - b) / 4;
-    }
-    json_decref(h);
-    cr_assert_gt(w->n, 0);
-}
+/* The GPT's checkpoint's first 16 parameters (the names are GPT-2's). */
+static void read_gpt_weights(const char *dir, weights *w) { read_params(dir, "transformer.", true, w); }
 
 /* ddp of the GPT over 2 ranks at 4 windows each is one process at 8: rank r takes windows
  * (2 s + r) 4 .. of step s, the single process windows 8 s ..: the same ones. */
