@@ -11,7 +11,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,16 +78,6 @@ typedef struct {
     int n_said;
 } run_state;
 
-static void log_line(run_state *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void log_line(run_state *st, const char *fmt, ...) {
-    if (!st->hooks || !st->hooks->on_log) return;
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    st->hooks->on_log(st->hooks->ctx, line);
-}
 
 /* One event line from a rank. */
 static void on_event(run_state *st, json_t *ev) {
@@ -98,7 +87,7 @@ static void on_event(run_state *st, json_t *ev) {
     if (!kind) return;
     if (!strcmp(kind, "log") && rank == 0) {
         const char *line = json_string_value(json_object_get(ev, "line"));
-        if (line) log_line(st, "%s", line);
+        if (line) pgn_hooks_log(st->hooks, "%s", line);
     } else if (!strcmp(kind, "metric") && rank == 0 && h && h->on_metric) {
         const char *name = json_string_value(json_object_get(ev, "name"));
         if (name)
@@ -134,7 +123,7 @@ static void on_line(run_state *st, char *line, bool is_stderr) {
     }
     json_t *ev = json_loads(line, 0, NULL);
     if (ev) on_event(st, ev);
-    else log_line(st, "mpirun: %s", line);
+    else pgn_hooks_log(st->hooks, "mpirun: %s", line);
     json_decref(ev);
 }
 
@@ -142,7 +131,7 @@ static void on_line(run_state *st, char *line, bool is_stderr) {
 static void take(run_state *st, line_buf *b, const char *data, size_t n, bool is_stderr) {
     for (size_t i = 0; i < n; i++) {
         if (data[i] == '\n') {
-            if (b->dropping) log_line(st, "a line of the ranks' output over %u bytes was dropped", LINE_LIMIT);
+            if (b->dropping) pgn_hooks_log(st->hooks, "a line of the ranks' output over %u bytes was dropped", LINE_LIMIT);
             else if (b->len) {
                 b->p[b->len] = '\0';
                 on_line(st, b->p, is_stderr);
@@ -279,7 +268,7 @@ int pgd_launch_run(const pgn_job_spec *spec, const json_t *spec_json, const pgn_
         close(in[1]), close(out[0]), close(errp[0]);
         return -1;
     }
-    log_line(&(run_state){.hooks = hooks}, "started %d ranks: mpirun -np %d%s%s paragon-rank (pid %d)", d->ranks,
+    pgn_hooks_log(hooks, "started %d ranks: mpirun -np %d%s%s paragon-rank (pid %d)", d->ranks,
              d->ranks, d->n_hosts ? " --hostfile " : "", d->n_hosts ? hosts_path : "", (int)pid);
 
     run_state st = {.hooks = hooks};
@@ -290,8 +279,8 @@ int pgd_launch_run(const pgn_job_spec *spec, const json_t *spec_json, const pgn_
     while (open_fds > 0) {
         if (!asked && hooks && hooks->should_stop && hooks->should_stop(hooks->ctx)) {
             asked = true;
-            if (write(in[1], "stop\n", 5) != 5) log_line(&st, "could not ask the ranks to stop: %s", strerror(errno));
-            else log_line(&st, "asked the ranks to stop at their next meeting");
+            if (write(in[1], "stop\n", 5) != 5) pgn_hooks_log(st.hooks, "could not ask the ranks to stop: %s", strerror(errno));
+            else pgn_hooks_log(st.hooks, "asked the ranks to stop at their next meeting");
         }
         int ready = poll(fds, 2, STOP_POLL_MS);
         if (ready < 0 && errno != EINTR) break;
@@ -328,7 +317,7 @@ int pgd_launch_run(const pgn_job_spec *spec, const json_t *spec_json, const pgn_
         *err = st.error;
         return -1;
     }
-    for (int i = 0; i < st.n_said; i++) log_line(&st, "mpirun: %s", st.said[i]);
+    for (int i = 0; i < st.n_said; i++) pgn_hooks_log(st.hooks, "mpirun: %s", st.said[i]);
     *interrupted = true;
     pgn_error_set(err, PGN_E_COMM, "", "the ranks ended without finishing: mpirun %s %d%s%s",
                   exited ? "exited" : "was killed by signal", code, st.n_said ? ": " : "",

@@ -2,7 +2,6 @@
  * table, the CSV export and the dashboard), the CSV writer, row helpers, timing, and the dispatch
  * behind `paragon bench` and the bench job kind. Each suite has its own file (bench.h). */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,15 +338,6 @@ int pgn_bench_calibrate_calls(pgn_bench_run_fn run, void *arg, int *calls, pgn_e
     return 0;
 }
 
-void pgn_bench_log(const pgn_bench_ctx *ctx, const char *fmt, ...) {
-    if (!ctx->hooks || !ctx->hooks->on_log) return;
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    ctx->hooks->on_log(ctx->hooks->ctx, line);
-}
 
 int pgn_bench_oom(pgn_error *err) {
     pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "bench: out of memory");

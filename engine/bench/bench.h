@@ -56,8 +56,6 @@ int pgn_bench_time_calls(pgn_bench_run_fn run, void *arg, int calls, int reps, d
                          pgn_error *err);
 /* The number of calls that makes a run last about 5 ms (a micro-benchmark). */
 int pgn_bench_calibrate_calls(pgn_bench_run_fn run, void *arg, int *calls, pgn_error *err);
-/* A progress line through hooks->on_log. */
-void pgn_bench_log(const pgn_bench_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "bench: out of memory"; returns -1. */
 int pgn_bench_oom(pgn_error *err);
 /* Fails with "cancelled" when hooks->should_stop says so; 0 otherwise. */

@@ -98,12 +98,8 @@ static int gemm_case_run(const pgn_bench_ctx *ctx, const pgn_gemm_shape *c, json
         json_object_set_new(row, "host_gflops", json_real(host_s > 0 ? flop / host_s / 1e9 : 0));
         json_object_set_new(row, "bit_identical", json_boolean(!memcmp(host, dev, nc * sizeof *dev)));
         json_array_append_new(rows, row);
-        if (ctx->hooks && ctx->hooks->on_log) {
-            char line[160];
-            snprintf(line, sizeof line, "gemm %s on %s: %.1f GFLOP/s", c->name, ctx->info->id,
-                     dev_s > 0 ? flop / dev_s / 1e9 : 0);
-            ctx->hooks->on_log(ctx->hooks->ctx, line);
-        }
+        pgn_hooks_log(ctx->hooks, "gemm %s on %s: %.1f GFLOP/s", c->name, ctx->info->id,
+                      dev_s > 0 ? flop / dev_s / 1e9 : 0);
     }
     free(a);
     free(b);
@@ -162,7 +158,7 @@ static int gemm_tiles(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
         json_object_set_new(row, "chosen", json_boolean(t == best));
         json_array_append_new(rows, row);
     }
-    pgn_bench_log(ctx, "gemm tile on %s: %s (%.1f GFLOP/s at N=1024; the default %s %.1f)", ctx->info->id,
+    pgn_hooks_log(ctx->hooks, "gemm tile on %s: %s (%.1f GFLOP/s at N=1024; the default %s %.1f)", ctx->info->id,
                   pgn_gemm_tile_name(best), gflops[best][0], pgn_gemm_tile_name(0), gflops[0][0]);
     return pgn_gemm_tile_set(ctx->dev, best, err);
 }

@@ -107,7 +107,7 @@ int pgn_bench_gpt(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
     json_t *trained, *generated;
     if (pgn_bench_gpt_run(&cfg, ctx->dev, ctx->data_dir, ctx->hooks, &trained, &generated, err)) {
         if (err->code != PGN_E_DATA || strcmp(err->field, "data.source")) return -1;
-        pgn_bench_log(ctx, "gpt: skipped on %s: %s", ctx->info->id, err->message);
+        pgn_hooks_log(ctx->hooks, "gpt: skipped on %s: %s", ctx->info->id, err->message);
         pgn_error_clear(err);
         return 0;
     }

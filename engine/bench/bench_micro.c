@@ -136,7 +136,7 @@ static int micro_case_run(const pgn_bench_ctx *ctx, const micro_case *c, double 
     json_object_set_new(row, "host_ms", json_real(host_s * 1e3));
     json_object_set_new(row, "host_gbps", json_real(bytes / host_s * 1e-9));
     if (!ctx->dev) {
-        pgn_bench_log(ctx, "tensor-micro %s: host %.4f ms", c->id, host_s * 1e3);
+        pgn_hooks_log(ctx->hooks, "tensor-micro %s: host %.4f ms", c->id, host_s * 1e3);
         rc = 0;
         goto done;
     }
@@ -151,7 +151,7 @@ static int micro_case_run(const pgn_bench_ctx *ctx, const micro_case *c, double 
     json_object_set_new(row, "device_elems_per_s", json_real(elements / dev_s));
     json_object_set_new(row, "launch_us", json_real(launch_s * 1e6));
     json_object_set_new(row, "identical", json_boolean(same));
-    pgn_bench_log(ctx, "tensor-micro %s: host %.4f ms, %s %.4f ms (x%.2f)%s", c->id, host_s * 1e3,
+    pgn_hooks_log(ctx->hooks, "tensor-micro %s: host %.4f ms, %s %.4f ms (x%.2f)%s", c->id, host_s * 1e3,
              ctx->info->id, dev_s * 1e3, host_s / dev_s, same ? "" : ", NOT bit-identical");
     rc = 0;
 done:

@@ -241,7 +241,7 @@ static int mlp_case_run(const pgn_bench_ctx *ctx, const mlp_case *c, json_t *row
     json_object_set_new(row, "cpu_ms", json_real(cpu_s * 1e3));
     json_object_set_new(row, "cpu_batch_sps", json_real(MLP_BATCH / cpu_batch_s));
     if (!ctx->dev) { /* the host pseudo-device: the reference is all there is */
-        pgn_bench_log(ctx, "mlp-forward %s (%s): cpu %.3f ms, batch %.0f samples/s", c->id, shape,
+        pgn_hooks_log(ctx->hooks, "mlp-forward %s (%s): cpu %.3f ms, batch %.0f samples/s", c->id, shape,
                  cpu_s * 1e3, MLP_BATCH / cpu_batch_s);
         rc = 0;
         goto done;
@@ -265,7 +265,7 @@ static int mlp_case_run(const pgn_bench_ctx *ctx, const mlp_case *c, json_t *row
     json_object_set_new(row, "gpu_init_ms", json_real(init_s * 1e3));
     json_object_set_new(row, "gpu_batch_sps", json_real(MLP_BATCH / gpu_batch_s));
     json_object_set_new(row, "identical", json_boolean(same));
-    pgn_bench_log(ctx, "mlp-forward %s (%s): cpu %.3f ms, %s %.3f ms (x%.2f), max |diff| %g%s", c->id,
+    pgn_hooks_log(ctx->hooks, "mlp-forward %s (%s): cpu %.3f ms, %s %.3f ms (x%.2f), max |diff| %g%s", c->id,
              shape, cpu_s * 1e3, ctx->info->id, gpu_s * 1e3, cpu_s / gpu_s, max,
              same ? "" : ", NOT bit-identical");
     rc = 0;

@@ -394,6 +394,9 @@ typedef struct pgn_run_hooks {
     void (*on_text)(void *ctx, int64_t index, const char *text, size_t len);
 } pgn_run_hooks;
 
+/* A log line through h->on_log, formatted (at most 1023 bytes); nothing when h or on_log is NULL. */
+void pgn_hooks_log(const pgn_run_hooks *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* The ranks of a distributed train job, as the engine sees them: the rank program binds the
  * calls to MPI (rank/), a test may bind them to anything. A failing call fails the run; the
  * other ranks are then stuck in their next call, so the binding must end them (MPI_Abort). */

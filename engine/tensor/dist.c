@@ -244,7 +244,7 @@ int pgn_dist_introduce(pgn_dist *d, const pgn_run_hooks *h, const char *device, 
     if (gather(d, mine, sizeof mine, ids, err) || pgn_dist_gather(d, &n, 1, all, err)) return -1;
     for (int r = 0; r < d->comm->size && d->comm->rank == 0; r++) {
         ids[r][63] = '\0';
-        pgn_train_log(h, "rank %d of %d (%s) on %s: %.0f training samples", r, d->comm->size,
+        pgn_hooks_log(h, "rank %d of %d (%s) on %s: %.0f training samples", r, d->comm->size,
                       d->spec->algorithm == PGN_DIST_DDP ? "ddp: a share of each global batch" : "diloco: its shard",
                       ids[r], all[r]);
     }

@@ -251,7 +251,7 @@ static int train_steps(lm *m, int from, double *train_loss, double *val_loss, do
             if (evaluate(m, val_loss, val_acc, err)) return -1;
             pgn_train_emit(hooks, "val_loss", done, *val_loss);
             pgn_train_emit(hooks, "val_accuracy", done, *val_acc);
-            pgn_train_log(hooks, "step %d/%d: loss %.4f val_loss %.4f val_accuracy %.4f (%.1f ms/step)", done,
+            pgn_hooks_log(hooks, "step %d/%d: loss %.4f val_loss %.4f val_accuracy %.4f (%.1f ms/step)", done,
                           t->steps, *train_loss, *val_loss, *val_acc, m->n_windows ? m->window_ms[m->n_windows - 1] : 0.0);
             t_window = pgn_now_s(); /* evaluation is not a training step's time */
             window_start = done;
@@ -287,12 +287,12 @@ int pgn_lm_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options 
     if (epochs_done) start = t->steps;
     const char *dev_id = dev ? dev->info.id : "host";
     uint64_t params = pgn_gpt_param_count(&t->gpt, m.corpus.vocab.size);
-    pgn_train_log(hooks, "training gpt %s on %s: %llu parameters, %d characters of vocabulary, %s of %lld "
+    pgn_hooks_log(hooks, "training gpt %s on %s: %llu parameters, %d characters of vocabulary, %s of %lld "
                   "characters, batch %d x %d tokens, %d steps, seed %llu%s", spec->name, dev_id,
                   (unsigned long long)params, m.corpus.vocab.size, m.corpus.what, (long long)m.corpus.n, m.B,
                   m.T, t->steps, (unsigned long long)spec->seed, start ? " (resumed)" : "");
     if (m.comm && pgn_dist_introduce(&m.dist, hooks, dev_id, t->steps * m.B, err)) goto fail;
-    if (start) pgn_train_log(hooks, "resumed from %s at step %d", opts->checkpoint_dir, start);
+    if (start) pgn_hooks_log(hooks, "resumed from %s at step %d", opts->checkpoint_dir, start);
     double train_loss = 0, val_loss = 0, val_acc = 0;
     double t_train = pgn_now_s();
     if (start < t->steps) {
@@ -326,7 +326,7 @@ int pgn_lm_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options 
     }
     if (dist) json_object_set_new(*result, "distributed", dist);
     if (opts->profile) json_object_set_new(*result, "profile", pgn_graph_profile_json(&m.graph));
-    pgn_train_log(hooks, "done: val_loss %.4f val_accuracy %.4f weights sha256 %s", val_loss, val_acc, sha);
+    pgn_hooks_log(hooks, "done: val_loss %.4f val_accuracy %.4f weights sha256 %s", val_loss, val_acc, sha);
     lm_free(&m);
     return 0;
 fail:

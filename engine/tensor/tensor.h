@@ -311,7 +311,6 @@ int pgn_lm_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options 
                const pgn_run_hooks *hooks, json_t **result, pgn_error *err);
 /* The hooks' metric and log line (either hook may be missing). */
 void pgn_train_emit(const pgn_run_hooks *h, const char *name, int64_t step, double value);
-void pgn_train_log(const pgn_run_hooks *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Steps queued before waiting for the device: bounds the queue and keeps progress honest. */
 #define PGN_SYNC_EVERY_STEPS 32
 

@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,15 +45,6 @@ void pgn_train_emit(const pgn_run_hooks *h, const char *name, int64_t step, doub
     if (h && h->on_metric) h->on_metric(h->ctx, name, step, value);
 }
 
-void pgn_train_log(const pgn_run_hooks *h, const char *fmt, ...) {
-    if (!h || !h->on_log) return;
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    h->on_log(h->ctx, line);
-}
 
 /* The per-step figures of a run in one process: every log_every steps of an epoch and at its
  * last, metric step_loss (the mean training loss of its steps since the previous point) and
@@ -472,12 +462,12 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
     if (tr.comm)
         snprintf(who, sizeof who, " as rank %d of %d (%s)", tr.comm->rank, tr.comm->size,
                  is_ddp(&tr) ? "ddp" : "diloco");
-    pgn_train_log(hooks, "training %s on %s%s: %d samples, batch %d, %d epochs, seed %llu%s", spec->name,
+    pgn_hooks_log(hooks, "training %s on %s%s: %d samples, batch %d, %d epochs, seed %llu%s", spec->name,
              dev_id, who, is_diloco(&tr) ? tr.shard_n : tr.train.n, tr.batch, t->epochs,
              (unsigned long long)spec->seed, resumed_step ? " (resumed)" : "");
     if (tr.comm && pgn_dist_introduce(&tr.dist, hooks, dev_id, (int)rank_samples(&tr), err)) goto fail;
     if (resumed_step)
-        pgn_train_log(hooks, "resumed from %s after epoch %d and %d steps of the next (step %lld)",
+        pgn_hooks_log(hooks, "resumed from %s after epoch %d and %d steps of the next (step %lld)",
                  opts->checkpoint_dir, start_epoch, start_step, (long long)tr.optim.t);
 
     double test_loss = 0, test_acc = 0, train_loss = 0, train_acc = 0;
@@ -519,7 +509,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
         pgn_train_emit(hooks, "test_accuracy", epoch + 1, test_acc);
         int log_every = t->epochs > 20 ? t->epochs / 20 : 1; /* about 20 lines per job */
         if ((epoch + 1) % log_every == 0 || epoch == start_epoch || epoch + 1 == t->epochs)
-            pgn_train_log(hooks,
+            pgn_hooks_log(hooks,
                      "epoch %d/%d: loss %.6f accuracy %.4f test_loss %.6f test_accuracy %.4f "
                      "(%.3f s)",
                      epoch + 1, t->epochs, train_loss, train_acc, test_loss, test_acc,
@@ -572,7 +562,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
     }
     if (dist) json_object_set_new(*result, "distributed", dist);
     if (opts->profile) json_object_set_new(*result, "profile", pgn_graph_profile_json(&tr.graph));
-    pgn_train_log(hooks, "done: test_accuracy %.4f test_loss %.6f weights sha256 %s", test_acc,
+    pgn_hooks_log(hooks, "done: test_accuracy %.4f test_loss %.6f weights sha256 %s", test_acc,
              test_loss, sha);
     trainer_free(&tr);
     return 0;
