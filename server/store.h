@@ -139,7 +139,8 @@ int pgd_store_job_claim(pgd_store *store, const char *device, int64_t *id, json_
 
 /* The interactions the latest succeeded inet job with the same program and files as spec
  * needed (a net's count does not depend on the reducer or the device), as *interactions; 0
- * when no such job is stored. */
+ * when no such job is stored. One indexed lookup: jobs keep the SHA-256 of their program and
+ * files (work_key, schema/010_job_work_key.sql). */
 int pgd_store_inet_expected(pgd_store *store, const json_t *spec, int64_t *interactions, pgn_error *err);
 
 /* Progress of a running job, clamped to [0, 1]. */

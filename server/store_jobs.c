@@ -156,13 +156,33 @@ static int note_submission_job(pgd_store *s, const pgd_submission *sub, int64_t 
     return rc == SQLITE_DONE ? 0 : store_fail(s, err, "record submission");
 }
 
+/* An inet spec's work key (schema/010_job_work_key.sql): the SHA-256 of its program and files as
+ * one compact JSON object, into key; false for a spec without a program (another kind). */
+static bool work_key_of(const json_t *spec, char key[65]) {
+    const json_t *program = json_object_get(spec, "program");
+    if (!json_is_string(program)) return false;
+    json_t *what = json_pack("{s:O, s:O}", "program", program, "files",
+                             json_object_get(spec, "files") ? json_object_get(spec, "files") : json_null());
+    char *text = what ? pgn_json_dumps(what) : NULL;
+    json_decref(what);
+    if (!text) return false;
+    pgn_sha256 h;
+    unsigned char digest[32];
+    pgn_sha256_init(&h);
+    pgn_sha256_update(&h, text, strlen(text));
+    pgn_sha256_final(&h, digest);
+    pgn_sha256_hex(digest, key);
+    free(text);
+    return true;
+}
+
 static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
     /* Ids only grow: above every job there is and every job deleted (job_id_floor). */
     static const char sql[] =
         "INSERT INTO jobs (id, kind, name, state, device_requested, device, spec, estimate, tags,"
-        " submission_id)"
+        " submission_id, work_key)"
         " VALUES ((SELECT max(coalesce(max(id), 0), (SELECT id FROM job_id_floor)) + 1"
-        "          FROM jobs), ?1, ?2, 'queued', ?3, ?4, ?5, ?6, ?7, ?8)";
+        "          FROM jobs), ?1, ?2, 'queued', ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
     insert_jobs *a = ctx;
     bool keyed = a->sub && a->sub->key;
     if (keyed && take_submission_key(s, a->sub, err) < 0) return -1;
@@ -194,6 +214,8 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
         else sqlite3_bind_null(st, 6);
         store_bind_text_or_null(st, 7, tags);
         store_bind_text_or_null(st, 8, keyed ? a->sub->key : NULL);
+        char work_key[65];
+        store_bind_text_or_null(st, 9, job->kind == PGN_JOB_INET && work_key_of(job->spec, work_key) ? work_key : NULL);
         int rc = sqlite3_step(st);
         store_stmt_done(st);
         free(spec);
@@ -470,24 +492,16 @@ static int update_job(pgd_store *s, sqlite3_stmt *st, int64_t id, const char *wh
 }
 
 int pgd_store_inet_expected(pgd_store *s, const json_t *spec, int64_t *interactions, pgn_error *err) {
-    /* json_extract gives an object as minified text and a string as itself: the spec's program
-     * and files compared as the store keeps them (both written by the same dump). */
-    static const char sql[] =
-        "SELECT json_extract(result, '$.interactions') FROM jobs"
-        " WHERE kind = 'inet' AND state = 'succeeded' AND json_extract(spec, '$.program') = ?1"
-        " AND coalesce(json_extract(spec, '$.files'), '') = coalesce(json(?2), '')"
-        " ORDER BY id DESC LIMIT 1";
+    static const char sql[] = "SELECT json_extract(result, '$.interactions') FROM jobs"
+                              " WHERE work_key = ?1 AND state = 'succeeded' ORDER BY id DESC LIMIT 1";
     *interactions = 0;
-    const char *program = json_string_value(json_object_get(spec, "program"));
-    if (!program) return 0;
-    const json_t *files = json_object_get(spec, "files");
-    char *files_text = files ? pgn_json_dumps(files) : NULL; /* as the spec was stored */
+    char key[65];
+    if (!work_key_of(spec, key)) return 0;
     pthread_mutex_lock(&s->lock);
     int ret = -1;
     sqlite3_stmt *st = store_stmt(s, sql, err);
     if (st) {
-        sqlite3_bind_text(st, 1, program, -1, SQLITE_STATIC);
-        store_bind_text_or_null(st, 2, files_text);
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
             if (rc == SQLITE_ROW) *interactions = sqlite3_column_int64(st, 0);
@@ -498,7 +512,6 @@ int pgd_store_inet_expected(pgd_store *s, const json_t *spec, int64_t *interacti
         store_stmt_done(st);
     }
     pthread_mutex_unlock(&s->lock);
-    free(files_text);
     return ret;
 }
 
