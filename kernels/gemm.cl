@@ -13,11 +13,17 @@ PGN_INLINE int gemm_ceil_div(int a, int b) { return (a + b - 1) / b; }
  * bit d clear) exchange, lane by lane, r[i][j+d] and r[i+d][j] (j with bit d clear). Constant
  * shuffles only: gathers and scatters are slow on this CPU. An element-by-element transposing
  * pack of a 256 x 256 B took about 50 µs; this one, launch included, under 7 µs. */
-#if defined(__clang__) && !defined(PGN_OCLGRIND)
-#define GEMM_SHUF(x, y, ...) __builtin_shufflevector((x), (y), __VA_ARGS__)
-#else /* Oclgrind 21.10 takes lane index 11 of a shufflevector for an undefined lane and reports
-       * the result as uninitialised; its shuffle2 is exact (engine/device.c: PGN_OCLGRIND) */
-#define GEMM_SHUF(x, y, ...) shuffle2((x), (y), (uint16)(__VA_ARGS__))
+/* No variadic macros (OpenCL C forbids them; NVIDIA's compiler refuses them): a stage names its
+ * masks by suffix, GEMM_SHUF takes one by name, and the lane list expands inside it. */
+#if defined(__clang__) && defined(__has_builtin) && !defined(PGN_OCLGRIND)
+#if __has_builtin(__builtin_shufflevector)
+#define GEMM_SHUF(x, y, mask) __builtin_shufflevector((x), (y), mask)
+#endif
+#endif
+#ifndef GEMM_SHUF /* Oclgrind 21.10 takes lane index 11 of a shufflevector for an undefined lane and
+                   * reports the result as uninitialised; its shuffle2 is exact (engine/device.c:
+                   * PGN_OCLGRIND) */
+#define GEMM_SHUF(x, y, mask) shuffle2((x), (y), (uint16)(mask))
 #endif
 #define GEMM_T1_LO 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30
 #define GEMM_T1_HI 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31
@@ -27,19 +33,19 @@ PGN_INLINE int gemm_ceil_div(int a, int b) { return (a + b - 1) / b; }
 #define GEMM_T4_HI 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31
 #define GEMM_T8_LO 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23
 #define GEMM_T8_HI 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31
-#define GEMM_TSTAGE(d, LO, HI)                                                                  \
+#define GEMM_TSTAGE(d, T)                                                                       \
     _Pragma("unroll") for (int i = 0; i < 16; i++) {                                            \
         if (i & (d)) continue;                                                                  \
         float16 x = r[i], y = r[i + (d)];                                                       \
-        r[i] = GEMM_SHUF(x, y, LO);                                                             \
-        r[i + (d)] = GEMM_SHUF(x, y, HI);                                                       \
+        r[i] = GEMM_SHUF(x, y, GEMM_##T##_LO);                                                  \
+        r[i + (d)] = GEMM_SHUF(x, y, GEMM_##T##_HI);                                            \
     }
 
 PGN_INLINE void gemm_transpose16(float16 *r) {
-    GEMM_TSTAGE(1, GEMM_T1_LO, GEMM_T1_HI)
-    GEMM_TSTAGE(2, GEMM_T2_LO, GEMM_T2_HI)
-    GEMM_TSTAGE(4, GEMM_T4_LO, GEMM_T4_HI)
-    GEMM_TSTAGE(8, GEMM_T8_LO, GEMM_T8_HI)
+    GEMM_TSTAGE(1, T1)
+    GEMM_TSTAGE(2, T2)
+    GEMM_TSTAGE(4, T4)
+    GEMM_TSTAGE(8, T8)
 }
 
 /* One k-chunk [k0, k1) of panel p of op(B) (K,N) into dst (K, GEMM_NR), columns past N zero.
