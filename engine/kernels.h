@@ -32,7 +32,7 @@
     X(gather_rows, 6)                                                                           \
     X(windows, 11)                                                                              \
     X(loss_stats, 6)                                                                            \
-    X(sumsq_chunks, 5)                                                                          \
+    X(sumsq_ranges, 4)                                                                          \
     X(clip_scale, 4)                                                                            \
     X(sgd_update, 9)                                                                            \
     X(adam_update, 14)                                                                          \

@@ -9,9 +9,10 @@
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 
 /* Ordering between workers. On a CPU device (pocl on x86) an atomic is a full barrier, stores are
- * not reordered and caches are coherent, so nothing more is needed. Elsewhere (GPUs; not yet run
- * on one) a fence goes before a port or a list of slots is published and after one is taken, and
- * heap reads go through volatile pointers so a reused slot is not read from a stale cache. */
+ * not reordered and caches are coherent, so nothing more is needed. Elsewhere (GPUs: Oclgrind, and
+ * an NVIDIA H200 in docs/architecture.md) a fence goes before a port or a list of slots is
+ * published and after one is taken, and heap reads go through volatile pointers so a reused slot
+ * is not read from a stale cache. */
 #ifdef PGN_DEVICE_CPU
 #define INET_RELEASE()
 #define INET_ACQUIRE()

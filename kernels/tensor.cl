@@ -185,14 +185,11 @@ __kernel void loss_stats(int rows, __global const float *loss, __global const in
     stats[2 * slot + 1] = (float)correct;
 }
 
-/* partials[offset + c] = sum of squares of chunk c of x; global: chunks. */
-__kernel void sumsq_chunks(int n, int chunk, __global const float *x, __global float *partials,
-                           int offset) {
+/* partials[c] = sum of squares of x[ranges[2c] .. + ranges[2c + 1]) in order; global: n. */
+__kernel void sumsq_ranges(int n, __global const int *ranges, __global const float *x,
+                           __global float *partials) {
     int c = get_global_id(0);
-    int start = c * chunk;
-    if (start >= n) return;
-    int len = n - start < chunk ? n - start : chunk;
-    partials[offset + c] = pgn_sumsq(len, x + start);
+    if (c < n) partials[c] = pgn_sumsq(ranges[2 * c + 1], x + ranges[2 * c]);
 }
 
 /* Global-norm clipping: norm = sqrt(sum of partials in order); out[0] = norm,

@@ -15,7 +15,7 @@
  *   add                out = a + b                  (gradient accumulation)
  *   gather_rows        batch rows from a dataset    -
  *   loss_stats         per-step loss sum, correct   -
- *   sumsq_chunks, clip_scale, sgd_update, adam_update: the optimizer (optim.c)
+ *   sumsq_ranges, clip_scale, sgd_update, adam_update: the optimizer (optim.c)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,21 +350,26 @@ int pgn_op_loss_stats(int rows, const pgn_tensor *loss, const pgn_tensor *pred,
 
 /* ---- optimizer pieces ------------------------------------------------------------------- */
 
-int pgn_op_sumsq_chunks(const pgn_tensor *x, int chunk, pgn_tensor *partials, int offset,
+int pgn_op_sumsq_ranges(const pgn_tensor *x, int n, const pgn_tensor *ranges, pgn_tensor *partials,
                         pgn_error *err) {
-    int n = (int)pgn_tensor_count(x), chunks = (n + chunk - 1) / chunk;
-    if (check(same_dev(x, partials), "sumsq", "tensors on different devices", err) ||
-        check(pgn_tensor_count(partials) >= (size_t)(offset + chunks), "sumsq", "shape", err))
+    if (check(same_dev(x, partials) && same_dev(x, ranges), "sumsq", "tensors on different devices", err) ||
+        check(n >= 0 && pgn_tensor_count(partials) >= (size_t)n && pgn_tensor_count(ranges) >= (size_t)n * 2,
+              "sumsq", "shape", err))
         return -1;
     if (!x->dev) {
-        for (int c = 0; c < chunks; c++) {
-            int len = n - c * chunk < chunk ? n - c * chunk : chunk;
-            F32(partials)[offset + c] = pgn_sumsq(len, F32(x) + (size_t)c * chunk);
+        const int *r = I32(ranges);
+        for (int c = 0; c < n; c++) {
+            if (check(r[2 * c] >= 0 && r[2 * c + 1] >= 0 &&
+                          (size_t)r[2 * c] + (size_t)r[2 * c + 1] <= pgn_tensor_count(x),
+                      "sumsq", "a range past the tensor's end", err))
+                return -1;
+            F32(partials)[c] = pgn_sumsq(r[2 * c + 1], F32(x) + r[2 * c]);
         }
         return 0;
     }
-    pgn_karg args[] = {KARG(n), KARG(chunk), KARG(x->mem), KARG(partials->mem), KARG(offset)};
-    return PGN_LAUNCH(x->dev, sumsq_chunks, args, 1, GLOBAL1(chunks), NULL, err);
+    if (!n) return 0;
+    pgn_karg args[] = {KARG(n), KARG(ranges->mem), KARG(x->mem), KARG(partials->mem)};
+    return PGN_LAUNCH(x->dev, sumsq_ranges, args, 1, GLOBAL1(n), NULL, err);
 }
 
 int pgn_op_clip_scale(int n_partials, const pgn_tensor *partials, float max_norm,

@@ -8,6 +8,34 @@
 
 static bool uses_adam(const pgn_optimizer *o) { return o->spec.type != PGN_OPT_SGD; }
 
+/* The global norm's chunks (optim.h: PGN_NORM_CHUNK) as (offset in the store, length) pairs in
+ * o->ranges, parameter by parameter. */
+static int norm_ranges(pgn_optimizer *o, const pgn_graph *g, pgn_error *err) {
+    int n = 0;
+    for (int p = 0; p < g->n_params; p++) {
+        int count = (int)pgn_tensor_count(&g->nodes[g->params[p]].value);
+        n += (count + PGN_NORM_CHUNK - 1) / PGN_NORM_CHUNK;
+    }
+    int *r = malloc((size_t)(n ? n : 1) * 2 * sizeof *r);
+    if (!r) {
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory for the optimizer's state");
+        return -1;
+    }
+    int c = 0;
+    for (int p = 0; p < g->n_params; p++) {
+        int count = (int)pgn_tensor_count(&g->nodes[g->params[p]].value);
+        for (int at = 0; at < count; at += PGN_NORM_CHUNK, c++) {
+            r[2 * c] = (int)g->param_offset[p] + at;
+            r[2 * c + 1] = count - at < PGN_NORM_CHUNK ? count - at : PGN_NORM_CHUNK;
+        }
+    }
+    o->n_partials = n;
+    int rc = n ? pgn_tensor_init(&o->ranges, g->dev, n, 2, err) || pgn_tensor_write(&o->ranges, r, (size_t)n * 2, err)
+               : 0;
+    free(r);
+    return rc ? -1 : 0;
+}
+
 int pgn_optim_init(pgn_optimizer *o, pgn_graph *g, const pgn_optimizer_spec *spec,
                    int64_t total_steps, pgn_error *err) {
     memset(o, 0, sizeof *o);
@@ -42,7 +70,7 @@ int pgn_optim_init(pgn_optimizer *o, pgn_graph *g, const pgn_optimizer_spec *spe
             (uses_adam(o) && pgn_tensor_view(&o->group_v[k], &o->v_store, off, 1, (int)n, err)))
             goto fail;
     }
-    o->n_partials = (total + PGN_NORM_CHUNK - 1) / PGN_NORM_CHUNK;
+    if (norm_ranges(o, g, err)) goto fail;
     const float no_clip[2] = {0.0f, 1.0f};
     if (pgn_tensor_init(&o->partials, g->dev, o->n_partials, 1, err) ||
         pgn_tensor_init(&o->clip, g->dev, 1, 2, err) || pgn_tensor_write(&o->clip, no_clip, 2, err))
@@ -69,6 +97,7 @@ void pgn_optim_release(pgn_optimizer *o) {
     o->m = o->v = NULL;
     pgn_tensor_release(&o->m_store); /* after the views into them */
     pgn_tensor_release(&o->v_store);
+    pgn_tensor_release(&o->ranges);
     pgn_tensor_release(&o->partials);
     pgn_tensor_release(&o->clip);
 }
@@ -86,10 +115,9 @@ float pgn_optim_lr(const pgn_optimizer *o, int64_t t) {
     return (float)lr;
 }
 
-/* clip[1] = min(1, clip_norm / global norm) from the gradient store (its padding is zero),
- * all on the device. */
+/* clip[1] = min(1, clip_norm / global norm) from the parameters' gradients, all on the device. */
 static int clip_gradients(pgn_optimizer *o, pgn_graph *g, pgn_error *err) {
-    return pgn_op_sumsq_chunks(&g->grad_store, PGN_NORM_CHUNK, &o->partials, 0, err) ||
+    return pgn_op_sumsq_ranges(&g->grad_store, o->n_partials, &o->ranges, &o->partials, err) ||
            pgn_op_clip_scale(o->n_partials, &o->partials, o->spec.clip_norm, &o->clip, err);
 }
 

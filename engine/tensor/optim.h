@@ -5,8 +5,11 @@
 
 #include "tensor/graph.h"
 
-/* The global norm is summed in fixed chunks (then the chunk sums in order), so its bits do not
- * depend on the device. */
+/* The global norm is summed in chunks of at most this many elements, each within one parameter
+ * and starting at its first element or a multiple of this past it (then the chunk sums in
+ * order), so its bits depend neither on the device nor on the padding between parameters in the
+ * store, which follows the device's buffer alignment (16 floats on the host, 32 on pocl here,
+ * another on NVIDIA). */
 #define PGN_NORM_CHUNK 4096
 
 typedef struct pgn_optimizer {
@@ -21,6 +24,7 @@ typedef struct pgn_optimizer {
      * not: updated by separate launches when weight decay is on and both groups exist. */
     pgn_tensor group_w[2], group_g[2], group_m[2], group_v[2];
     bool split;
+    pgn_tensor ranges;                  /* (n_partials, 2) int32: each chunk's offset and length */
     pgn_tensor partials;                /* chunk sums of squares of the gradient store */
     pgn_tensor clip;                    /* [global norm, gradient scale] */
     int n_partials;

@@ -110,8 +110,9 @@ int pgn_op_windows(int B, int T, const pgn_tensor *tokens, const pgn_window_plan
 /* stats[2 slot] = sum of loss[0..rows) in order; stats[2 slot + 1] = count of pred == label. */
 int pgn_op_loss_stats(int rows, const pgn_tensor *loss, const pgn_tensor *pred,
                       const pgn_tensor *labels, pgn_tensor *stats, int slot, pgn_error *err);
-/* partials[offset + c] = sum of squares of chunk c (chunk elements) of x. */
-int pgn_op_sumsq_chunks(const pgn_tensor *x, int chunk, pgn_tensor *partials, int offset,
+/* partials[c] = sum of squares, in order, of the ranges[2c + 1] elements of x from ranges[2c]
+ * (ranges: int32 pairs), for c < n. */
+int pgn_op_sumsq_ranges(const pgn_tensor *x, int n, const pgn_tensor *ranges, pgn_tensor *partials,
                         pgn_error *err);
 /* out[0] = sqrt(sum of partials in order); out[1] = min(1, max_norm / (norm + 1e-6)), or 1
  * when max_norm <= 0. */
