@@ -162,7 +162,7 @@ static void ascii_shape(const char *shape, char *out, size_t size) {
     out[n] = 0;
 }
 
-/* Adds numpy_ms and gpu_vs_numpy to the mlp-forward rows when a python3 with numpy runs here
+/* Adds numpy_ms, cpu_vs_numpy and gpu_vs_numpy to the mlp-forward rows when a python3 with numpy runs here
  * (Debian's /usr/bin/python3 first: a pyenv python3 on PATH may lack it); says so when not.
  * The script holds no single quote: the shell gets it as one single-quoted word. */
 static void add_numpy(json_t *rows) {
@@ -205,6 +205,7 @@ static void add_numpy(json_t *rows) {
         double np_ms = json_number_value(json_object_get(times, shape));
         if (np_ms <= 0) continue;
         json_object_set_new(row, "numpy_ms", json_real(np_ms));
+        json_object_set_new(row, "cpu_vs_numpy", json_real(json_number_value(json_object_get(row, "cpu_ms")) / np_ms));
         json_object_set_new(row, "gpu_vs_numpy", json_real(json_number_value(json_object_get(row, "gpu_ms")) / np_ms));
     }
     json_decref(times);

@@ -191,6 +191,12 @@ Test(gemm, zeros_and_non_finite_values_follow_the_chain) {
     assert_bits(got, want, M, N, "host", K, false, false);
     run_gemm(dev, M, N, K, a, false, b, false, got);
     assert_bits(got, want, M, N, "device", K, false, false);
+    for (int i = 0; i < M; i++) { /* each row alone: the one-row paths */
+        run_gemm(NULL, 1, N, K, a + i * K, false, b, false, got);
+        assert_bits(got, want + i * N, 1, N, "host row", K, false, false);
+        run_gemm(dev, 1, N, K, a + i * K, false, b, false, got);
+        assert_bits(got, want + i * N, 1, N, "device row", K, false, false);
+    }
     int nans = 0, infs = 0;
     for (int i = 0; i < M * N; i++) nans += isnan(want[i]) != 0, infs += isinf(want[i]) != 0;
     cr_assert(nans > 0 && infs > 0, "the data should exercise both (%d nan, %d inf)", nans, infs);

@@ -42,7 +42,7 @@ static const pgn_bench_column mlp_table[] = {
     COL("id", "case"),         COL("shape", "shape"), COL("estMB", "est_mib"), COL("cpu_ms", "cpu_ms"),
     COL("gpu_ms", "gpu_ms"),   COL("speedup", "speedup"), COL("mae", "mae"),  COL("max", "max"),
     COL("gpu_init_ms", "gpu_init_ms"), COL("cpu_b256/s", "cpu_batch_sps"), COL("gpu_b256/s", "gpu_batch_sps"),
-    COL("numpy_ms", "numpy_ms"), COL("gpu/numpy", "gpu_vs_numpy"), COL("device", "device"),
+    COL("numpy_ms", "numpy_ms"), COL("cpu/numpy", "cpu_vs_numpy"), COL("gpu/numpy", "gpu_vs_numpy"), COL("device", "device"),
 };
 static const pgn_bench_column micro_cols[] = {
     COL("case", "case"),           COL("elements", "elements"),     COL("host_ms", "host_ms"),

@@ -79,6 +79,8 @@ typedef float hvec;
 #define hv_fma(a, b, c) pgn_fma((a), (b), (c))
 #endif
 #define HOST_NR (HOST_VL * HOST_NV)
+/* Rows of B a one-row product takes per pass over its output (gemm_host_row). */
+#define HOST_ROW_KU 4
 /* 256 rows x 32 columns = 32 KiB of packed B: stays in L1 (48 KiB) while every row tile of A
  * streams past it, and small enough for any thread's stack. */
 #define HOST_KC 256
@@ -126,8 +128,48 @@ static void host_tile(int kc, const float *const *ar, int a_cs, const float *bp,
         for (int v = 0; v < HOST_NV; v++) hv_store(c + (size_t)r * ldc + v * HOST_VL, acc[r][v]);
 }
 
+/* One row of C (M = 1: a batch-1 forward, a decoder's step) from op(B) in place, rows b_rs
+ * apart with unit column stride: c starts at zero and, for k in order, c[j] = fma(a_k, b[k][j],
+ * c[j]) over the whole row, so B streams once, front to back, while c (N floats) stays in L1.
+ * The same fma chain per element as the tiles; they computed the one row HOST_MR times (their
+ * rows past M repeat it) after packing B. S1 (784 -> 64 -> 10) took 21 us by the tiles. */
+static void gemm_host_row(int N, int K, const float *a, int a_cs, const float *b, int b_rs, float *c) {
+    memset(c, 0, (size_t)N * sizeof *c);
+    int k = 0;
+    for (; k + HOST_ROW_KU <= K; k += HOST_ROW_KU) { /* HOST_ROW_KU rows of B per pass over c */
+        float ak[HOST_ROW_KU];
+        hvec av[HOST_ROW_KU];
+        const float *row[HOST_ROW_KU];
+#pragma GCC unroll 8
+        for (int u = 0; u < HOST_ROW_KU; u++) {
+            ak[u] = a[(size_t)(k + u) * a_cs];
+            av[u] = hv_set1(ak[u]);
+            row[u] = b + (size_t)(k + u) * b_rs;
+        }
+        int j = 0;
+        for (; j + HOST_VL <= N; j += HOST_VL) {
+            hvec acc = hv_load(c + j);
+#pragma GCC unroll 8
+            for (int u = 0; u < HOST_ROW_KU; u++) acc = hv_fma(av[u], hv_load(row[u] + j), acc);
+            hv_store(c + j, acc);
+        }
+        for (; j < N; j++)
+#pragma GCC unroll 8
+            for (int u = 0; u < HOST_ROW_KU; u++) c[j] = pgn_fma(ak[u], row[u][j], c[j]);
+    }
+    for (; k < K; k++) {
+        float ak = a[(size_t)k * a_cs];
+        const float *row = b + (size_t)k * b_rs;
+        for (int j = 0; j < N; j++) c[j] = pgn_fma(ak, row[j], c[j]);
+    }
+}
+
 static void gemm_host(int M, int N, int K, const float *a, gemm_strides s, const float *b,
                       float *c) {
+    if (M == 1 && s.b_cs == 1) {
+        gemm_host_row(N, K, a, s.a_cs, b, s.b_rs, c);
+        return;
+    }
     _Alignas(64) float bp[HOST_KC * HOST_NR];
     _Alignas(64) float edge[HOST_MR * HOST_NR];
     for (int j0 = 0; j0 < N; j0 += HOST_NR) {
