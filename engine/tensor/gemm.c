@@ -1,9 +1,13 @@
-/* gemm.c: SGEMM, C (M,N) = op(A) op(B): the host reference (register-tiled, single thread), the
- * launchers of kernels/gemm.cl, and the per-device scratch that packed panels live in.
+/* gemm.c: SGEMM, C (M,N) = op(A) op(B): the host reference (register-tiled, one thread; a large
+ * one-row product takes a helper thread for half its columns), the launchers of kernels/gemm.cl,
+ * and the per-device scratch that packed panels live in.
  * Every output element is one in-order fma chain over k from 0, on every path, so all devices
  * and the host agree bit for bit. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "tensor/tensor.h"
 #include "pgn_gemm.h"
@@ -164,10 +168,106 @@ static void gemm_host_row(int N, int K, const float *a, int a_cs, const float *b
     }
 }
 
+/* A one-row product over at least this many elements of B (1 MiB) splits its columns with a
+ * helper thread: batch-1 forwards of the larger MLPs stream their weights from L3 or memory,
+ * where one core reads about half of what two do (M3 784-512-512-10 took 68 us alone, numpy
+ * with two threads 53). Each column is still one fma chain, computed by one thread: the bits do
+ * not depend on the split. */
+#define HOST_ROW_SPLIT (256 * 1024)
+/* After a product the helper polls for the next this long before it sleeps: back-to-back
+ * forwards find it awake, and an idle process does not keep a core busy. */
+#define HOST_ROW_SPIN_NS 200000
+
+typedef struct {
+    int N, K, a_cs, b_rs;
+    const float *a, *b;
+    float *c;
+} row_part;
+
+/* One helper for the process, started on first use. posted and done count products: the helper
+ * runs `part` when posted passes what it has done. Only one caller uses it at a time (busy); a
+ * second caller meanwhile computes its whole row alone. */
+static struct {
+    pthread_once_t once;
+    bool ok;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_flag busy;
+    atomic_uint posted, done;
+    atomic_bool sleeping;
+    row_part part;
+} row_helper = {.once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
+                .busy = ATOMIC_FLAG_INIT};
+
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void *row_helper_main(void *arg) {
+    (void)arg;
+    unsigned seen = 0;
+    for (;;) {
+        uint64_t since = now_ns();
+        unsigned spins = 0;
+        while (atomic_load_explicit(&row_helper.posted, memory_order_acquire) == seen) {
+            if (++spins % 256 == 0 && now_ns() - since > HOST_ROW_SPIN_NS) {
+                pthread_mutex_lock(&row_helper.mu);
+                atomic_store(&row_helper.sleeping, true);
+                while (atomic_load(&row_helper.posted) == seen) pthread_cond_wait(&row_helper.cv, &row_helper.mu);
+                atomic_store(&row_helper.sleeping, false);
+                pthread_mutex_unlock(&row_helper.mu);
+            }
+        }
+        seen++;
+        const row_part *p = &row_helper.part;
+        gemm_host_row(p->N, p->K, p->a, p->a_cs, p->b, p->b_rs, p->c);
+        atomic_store_explicit(&row_helper.done, seen, memory_order_release);
+    }
+    return NULL;
+}
+
+static void row_helper_start(void) {
+    pthread_t t;
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr)) return;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    row_helper.ok = pthread_create(&t, &attr, row_helper_main, NULL) == 0;
+    pthread_attr_destroy(&attr);
+}
+
+/* gemm_host_row with the right part of the columns (a multiple of HOST_VL from the left) on the
+ * helper when B is large and the helper is free; alone otherwise. */
+static void gemm_host_row_split(int N, int K, const float *a, int a_cs, const float *b, int b_rs, float *c) {
+    int left = (N / 2 + HOST_VL - 1) / HOST_VL * HOST_VL;
+    if ((size_t)N * (size_t)K < HOST_ROW_SPLIT || left >= N || atomic_flag_test_and_set(&row_helper.busy)) {
+        gemm_host_row(N, K, a, a_cs, b, b_rs, c);
+        return;
+    }
+    pthread_once(&row_helper.once, row_helper_start);
+    if (!row_helper.ok) {
+        atomic_flag_clear(&row_helper.busy);
+        gemm_host_row(N, K, a, a_cs, b, b_rs, c);
+        return;
+    }
+    row_helper.part = (row_part){N - left, K, a_cs, b_rs, a, b + left, c + left};
+    unsigned ticket = atomic_fetch_add_explicit(&row_helper.posted, 1, memory_order_release) + 1;
+    if (atomic_load(&row_helper.sleeping)) {
+        pthread_mutex_lock(&row_helper.mu);
+        pthread_cond_signal(&row_helper.cv);
+        pthread_mutex_unlock(&row_helper.mu);
+    }
+    gemm_host_row(left, K, a, a_cs, b, b_rs, c);
+    while (atomic_load_explicit(&row_helper.done, memory_order_acquire) != ticket) {
+    }
+    atomic_flag_clear(&row_helper.busy);
+}
+
 static void gemm_host(int M, int N, int K, const float *a, gemm_strides s, const float *b,
                       float *c) {
     if (M == 1 && s.b_cs == 1) {
-        gemm_host_row(N, K, a, s.a_cs, b, s.b_rs, c);
+        gemm_host_row_split(N, K, a, s.a_cs, b, s.b_rs, c);
         return;
     }
     _Alignas(64) float bp[HOST_KC * HOST_NR];
