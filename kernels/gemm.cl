@@ -252,8 +252,12 @@ PGN_INLINE void gemm_tile_body(int mr, int np, int M, int N, int K, __global con
     __kernel void name(int M, int N, int K, __global const float *a, long a_off, int a_ps, int a_rs, int a_cs,     \
                        __global const float *b, int b_ps, int b_rs, long b_len, __global float *c, int ldc,        \
                        int epilogue, __global const float *bias, int act, __global float *y) {                     \
-        gemm_tile_body(mr, np, M, N, K, a, a_off, a_ps, a_rs, a_cs, b, b_ps, b_rs, b_len, c, ldc, epilogue, bias,  \
-                       act, y);                                                                      \
+        if (a_cs == 1 && b_rs == GEMM_NR) /* A in place, B packed: constant strides */                     \
+            gemm_tile_body(mr, np, M, N, K, a, a_off, a_ps, a_rs, 1, b, b_ps, GEMM_NR, b_len, c, ldc, epilogue,     \
+                           bias, act, y);                                                            \
+        else                                                                                         \
+            gemm_tile_body(mr, np, M, N, K, a, a_off, a_ps, a_rs, a_cs, b, b_ps, b_rs, b_len, c, ldc, epilogue,    \
+                           bias, act, y);                                                            \
     }
 GEMM_TILE_KERNEL(gemm_tile, GEMM_MR, 1)
 GEMM_TILE_KERNEL(gemm_tile_4x64, 4, 2)
