@@ -150,13 +150,18 @@ __kernel void fused_loss(int mse, int rows, int n, __global const float *x,
                   : pgn_softmax_xent_row(n, x + r * n, labels[r], scale, dx + r * n, pred + r);
 }
 
-/* dst row r = src row idx[offset + r] (4-byte elements, floats or ints); global: rows*cols. */
-__kernel void gather_rows(int n, int cols, __global const uint *src, __global const int *idx,
+/* dst row r = src row idx[offset + r] (4-byte elements, floats or ints), a row per work-item in
+ * 16-element vectors: one work-item per element, with a division and a remainder each, took
+ * 119 us for a Fashion-MNIST batch's 128 x 784 on pocl. global: rows. */
+__kernel void gather_rows(int rows, int cols, __global const uint *src, __global const int *idx,
                           int offset, __global uint *dst) {
-    int i = get_global_id(0);
-    if (i >= n) return;
-    int r = i / cols;
-    dst[i] = src[(long)idx[offset + r] * cols + i % cols];
+    int r = get_global_id(0);
+    if (r >= rows) return;
+    __global const uint *s = src + (long)idx[offset + r] * cols;
+    __global uint *d = dst + (long)r * cols;
+    int j = 0;
+    for (; j + 16 <= cols; j += 16) vstore16(vload16(0, s + j), 0, d + j);
+    for (; j < cols; j++) d[j] = s[j];
 }
 
 /* B windows of T tokens: x[b T + t] = tokens[start_b + t], y the next token (the label);

@@ -19,6 +19,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tensor/tensor.h"
 #include "pgn_math.h"
@@ -312,19 +313,20 @@ int pgn_op_windows(int B, int T, const pgn_tensor *tokens, const pgn_window_plan
 
 int pgn_op_gather_rows(int rows, const pgn_tensor *src, const pgn_tensor *idx, int offset,
                        pgn_tensor *dst, pgn_error *err) {
-    int cols = src->cols, n = rows * cols;
+    int cols = src->cols;
     if (check(same_dev(src, idx) && same_dev(src, dst), "gather_rows",
               "tensors on different devices", err) ||
         check(fits(dst, rows, cols) && offset >= 0 && pgn_tensor_count(idx) >= (size_t)(offset + rows),
               "gather_rows", "shape", err))
         return -1;
     if (!src->dev) {
-        for (int i = 0; i < n; i++)
-            U32(dst)[i] = U32(src)[(size_t)I32(idx)[offset + i / cols] * cols + i % cols];
+        for (int r = 0; r < rows; r++)
+            memcpy(U32(dst) + (size_t)r * cols, U32(src) + (size_t)I32(idx)[offset + r] * cols,
+                   (size_t)cols * sizeof(uint32_t));
         return 0;
     }
-    pgn_karg args[] = {KARG(n), KARG(cols), KARG(src->mem), KARG(idx->mem), KARG(offset), KARG(dst->mem)};
-    return PGN_LAUNCH(src->dev, gather_rows, args, 1, GLOBAL1(n), NULL, err);
+    pgn_karg args[] = {KARG(rows), KARG(cols), KARG(src->mem), KARG(idx->mem), KARG(offset), KARG(dst->mem)};
+    return PGN_LAUNCH(src->dev, gather_rows, args, 1, GLOBAL1(rows), NULL, err);
 }
 
 int pgn_op_loss_stats(int rows, const pgn_tensor *loss, const pgn_tensor *pred,
