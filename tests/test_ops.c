@@ -211,6 +211,38 @@ Test(math, tanh_and_sigmoid_accuracy) {
     cr_assert_eq(pgn_sigmoidf(-200.0f), 0.0f);
 }
 
+/* Wider than one work-item's column group (PGN_COL_GROUP blocks) and not a whole number of
+ * blocks, over two row chunks: every activation's backward and the column sums, host == device. */
+Test(ops, bias_act_backward_and_colsum_span_column_groups) {
+    enum { R = 70, C = PGN_COL_BLOCK * PGN_COL_GROUP + 37 };
+    const int acts[] = {PGN_ACT_CODE_NONE, PGN_ACT_CODE_RELU, PGN_ACT_CODE_GELU, PGN_ACT_CODE_TANH};
+    for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
+        pair z, y, dy, dz, db, sums;
+        pgn_error err = {0};
+        pair_random(&z, dev, R, C, 91 + a, 4.0f);
+        pair_random(&y, dev, R, C, 93 + a, 1.0f);
+        pair_random(&dy, dev, R, C, 95 + a, 1.0f);
+        pair_init(&dz, dev, R, C, NULL);
+        pair_init(&db, dev, 1, C, NULL);
+        pair_init(&sums, dev, 1, C, NULL);
+        for (int side = 0; side < 2; side++) {
+            cr_assert_eq(pgn_op_bias_act_backward(R, side ? &z.d : &z.h, side ? &y.d : &y.h, side ? &dy.d : &dy.h,
+                                                  acts[a], side ? &dz.d : &dz.h, side ? &db.d : &db.h, &err),
+                         0, "%s", err.message);
+            cr_assert_eq(pgn_op_colsum(R, side ? &dy.d : &dy.h, side ? &sums.d : &sums.h, &err), 0, "%s",
+                         err.message);
+        }
+        char what[48];
+        snprintf(what, sizeof what, "act %d dz", acts[a]);
+        free(assert_identical(&dz, (size_t)R * C, what));
+        snprintf(what, sizeof what, "act %d db", acts[a]);
+        free(assert_identical(&db, C, what));
+        free(assert_identical(&sums, C, "colsum"));
+        pair *all[] = {&z, &y, &dy, &dz, &db, &sums};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_release(all[i]);
+    }
+}
+
 Test(ops, colsum_sums_chunks_of_rows_in_order) {
     pgn_error err = {0};
     pair x, out;

@@ -111,7 +111,8 @@ int pgn_op_bias_act_backward(int rows, const pgn_tensor *z, const pgn_tensor *y,
     if (reserve_partials(dev, chunks, cols, err)) return -1;
     pgn_karg args[] = {KARG(rows),  KARG(cols),   KARG(act),    KARG(z->mem),
                        KARG(y->mem), KARG(dy->mem), KARG(dz->mem), KARG(dev->reduce_ws)};
-    size_t global[2] = {(size_t)(cols + PGN_COL_BLOCK - 1) / PGN_COL_BLOCK, (size_t)chunks};
+    int group = PGN_COL_BLOCK * PGN_COL_GROUP;
+    size_t global[2] = {(size_t)(cols + group - 1) / group, (size_t)chunks};
     return PGN_LAUNCH(dev, bias_act_backward, args, 2, global, NULL, err) ||
            finish_partials(dev, chunks, cols, db, err);
 }
@@ -227,7 +228,8 @@ int pgn_op_colsum(int rows, const pgn_tensor *x, pgn_tensor *out, pgn_error *err
     pgn_device *dev = x->dev;
     if (reserve_partials(dev, chunks, cols, err)) return -1;
     pgn_karg args[] = {KARG(rows), KARG(cols), KARG(x->mem), KARG(dev->reduce_ws)};
-    size_t global[2] = {(size_t)(cols + PGN_COL_BLOCK - 1) / PGN_COL_BLOCK, (size_t)chunks};
+    int group = PGN_COL_BLOCK * PGN_COL_GROUP;
+    size_t global[2] = {(size_t)(cols + group - 1) / group, (size_t)chunks};
     return PGN_LAUNCH(dev, colsum_partial, args, 2, global, NULL, err) ||
            finish_partials(dev, chunks, cols, out, err);
 }
