@@ -184,17 +184,19 @@ typedef struct {
     float *c;
 } row_part;
 
-/* One helper for the process, started on first use. posted and done count products: the helper
- * runs `part` when posted passes what it has done. Only one caller uses it at a time (busy); a
- * second caller meanwhile computes its whole row alone. */
+/* One helper for the process, started on first use and stopped at exit (a thread still running
+ * then crashed LeakSanitizer's exit scan). posted and done count products: the helper runs `part`
+ * when posted passes what it has done. Only one caller uses it at a time (busy); a second caller
+ * meanwhile computes its whole row alone. */
 static struct {
     pthread_once_t once;
     bool ok;
+    pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     atomic_flag busy;
     atomic_uint posted, done;
-    atomic_bool sleeping;
+    atomic_bool sleeping, quit;
     row_part part;
 } row_helper = {.once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
                 .busy = ATOMIC_FLAG_INIT};
@@ -212,10 +214,12 @@ static void *row_helper_main(void *arg) {
         uint64_t since = now_ns();
         unsigned spins = 0;
         while (atomic_load_explicit(&row_helper.posted, memory_order_acquire) == seen) {
+            if (atomic_load(&row_helper.quit)) return NULL;
             if (++spins % 256 == 0 && now_ns() - since > HOST_ROW_SPIN_NS) {
                 pthread_mutex_lock(&row_helper.mu);
                 atomic_store(&row_helper.sleeping, true);
-                while (atomic_load(&row_helper.posted) == seen) pthread_cond_wait(&row_helper.cv, &row_helper.mu);
+                while (atomic_load(&row_helper.posted) == seen && !atomic_load(&row_helper.quit))
+                    pthread_cond_wait(&row_helper.cv, &row_helper.mu);
                 atomic_store(&row_helper.sleeping, false);
                 pthread_mutex_unlock(&row_helper.mu);
             }
@@ -228,13 +232,24 @@ static void *row_helper_main(void *arg) {
     return NULL;
 }
 
+/* Waits for a product in flight, keeps `busy` (later products go alone), ends the helper. */
+static void row_helper_stop(void) {
+    while (atomic_flag_test_and_set(&row_helper.busy)) {
+    }
+    pthread_mutex_lock(&row_helper.mu);
+    atomic_store(&row_helper.quit, true);
+    pthread_cond_signal(&row_helper.cv);
+    pthread_mutex_unlock(&row_helper.mu);
+    pthread_join(row_helper.thread, NULL);
+}
+
 static void row_helper_start(void) {
-    pthread_t t;
-    pthread_attr_t attr;
-    if (pthread_attr_init(&attr)) return;
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    row_helper.ok = pthread_create(&t, &attr, row_helper_main, NULL) == 0;
-    pthread_attr_destroy(&attr);
+    row_helper.ok = pthread_create(&row_helper.thread, NULL, row_helper_main, NULL) == 0;
+    if (row_helper.ok && atexit(row_helper_stop)) { /* unstoppable at exit: end it now */
+        atomic_flag_clear(&row_helper.busy);
+        row_helper_stop();
+        row_helper.ok = false;
+    }
 }
 
 /* gemm_host_row with the right part of the columns (a multiple of HOST_VL from the left) on the
