@@ -17,6 +17,7 @@ static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
 static int cmd_devices(int argc, char **argv);
 static int cmd_run(int argc, char **argv);
+static int cmd_compile(int argc, char **argv);
 
 /* Every command: dispatch, the overview below and `paragon help CMD` come from this table. */
 typedef struct command {
@@ -28,7 +29,8 @@ typedef struct command {
 
 static const command commands[] = {
     {"devices", cmd_devices, false, "list OpenCL devices and the host reference"},
-    {"run", cmd_run, false, "run a job spec (JSON) or an HVM2 program (.hvm) here"},
+    {"run", cmd_run, false, "run a job spec (JSON), an HVM2 (.hvm) or pgl (.pgl) program here"},
+    {"compile", cmd_compile, false, "compile a pgl program (.pgl) to HVM2 text"},
     {"bench", cmd_bench, false, "run benchmark suites on this machine's devices"},
     {"generate", cmd_generate, false, "continue a text with a gpt checkpoint (--job: on paragond)"},
     {"submit", cmd_submit, true, "submit a job (--wait, --follow: its log and progress)"},
@@ -105,6 +107,37 @@ static void devices_usage(FILE *out) {
                  "  the host reference\n"
                  "  --json  as a JSON array\n"
                  "exit status: 0 listed, 1 no OpenCL device (the host reference alone), 2 bad arguments\n");
+}
+
+static int cmd_compile(int argc, char **argv) {
+    const char *usage_text = "usage: paragon compile PROGRAM.pgl\n"
+                             "  prints the HVM2 net of a pgl program (docs/language.md), which paragon run\n"
+                             "  and HVM2 itself run; a compile error names its line and column\n"
+                             "exit status: 0 compiled, 1 a compile error or an unreadable file, 2 bad arguments\n";
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (argc != 2 || argv[1][0] == '-') {
+        fputs(usage_text, stderr);
+        return 2;
+    }
+    size_t len = 0;
+    char *text = pgn_read_file(argv[1], &len);
+    if (!text) {
+        fprintf(stderr, "paragon compile: cannot read '%s': %s\n", argv[1], strerror(errno));
+        return 1;
+    }
+    pgn_error err = {0};
+    char *net = pgn_pgl_compile(text, len, &err);
+    free(text);
+    if (!net) {
+        fprintf(stderr, "paragon compile: %s: %s\n", argv[1], err.message);
+        return 1;
+    }
+    fputs(net, stdout);
+    free(net);
+    return 0;
 }
 
 static int cmd_devices(int argc, char **argv) {
@@ -250,9 +283,10 @@ static void run_usage(FILE *out) {
     fprintf(out,
             "usage: paragon run SPEC.json [--device DEV] [--data-dir DIR] [--checkpoint-dir DIR [--resume]]\n"
             "                  [--profile] [--gemm-tile auto|NAME] [--json]\n"
-            "       paragon run PROGRAM.hvm [-s] [--device DEV] [--work-items N]\n"
+            "       paragon run PROGRAM.hvm|PROGRAM.pgl [-s] [--device DEV] [--work-items N]\n"
             "                  [--max-interactions N] [--max-nodes N] [--timeout SECONDS] [--json]\n"
-            "  runs a job spec, or reduces an HVM2 program and prints its normal form as hvm run-c does,\n"
+            "  runs a job spec, or reduces an HVM2 program (a pgl one compiled first: docs/language.md)\n"
+            "  and prints its normal form as hvm run-c does,\n"
             "  on this machine; a progress line on a terminal (plain lines otherwise), the result at the end\n"
             "  --device DEV          auto, cpu, gpu, host or a device id [the spec's; auto]\n"
             "  --data-dir DIR        where datasets are read from [" PGN_DEFAULT_DATA_DIR "]\n"
@@ -328,12 +362,15 @@ static int cmd_run(int argc, char **argv) {
     }
     pgn_error err = {0};
     pgn_job_spec spec;
-    /* FILE.hvm is a program in HVM2's text format: an inet job, as `hvm run FILE.hvm` */
+    /* FILE.hvm is a program in HVM2's text format: an inet job, as `hvm run FILE.hvm`; FILE.pgl
+     * the same in pgl, compiled first (docs/language.md) */
     size_t flen = strlen(file);
-    bool hvm = flen > 4 && !strcmp(file + flen - 4, ".hvm");
+    bool pgl = flen > 4 && !strcmp(file + flen - 4, ".pgl");
+    bool hvm = pgl || (flen > 4 && !strcmp(file + flen - 4, ".hvm"));
     int rc;
     if (hvm) {
-        json_t *j = json_pack("{s:s, s:s%, s:s}", "kind", "inet", "program", text, len, "name", file);
+        json_t *j = json_pack("{s:s, s:s%, s:s, s:s}", "kind", "inet", "program", text, len, "name", file, "language",
+                              pgl ? "pgl" : "hvm");
         rc = j ? pgn_spec_parse(j, &spec, &err) : -1;
         json_decref(j);
         if (rc && !j) pgn_error_set(&err, PGN_E_INVALID_PROGRAM, "", "the program is not valid UTF-8");

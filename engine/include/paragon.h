@@ -313,7 +313,8 @@ typedef struct pgn_train_spec {
 
 /* An inet job: an HVM2-format program and the limits that stop a runaway one. */
 typedef struct pgn_inet_spec {
-    char *program; /* owned: pgn_spec_free releases it */
+    char *program; /* owned: pgn_spec_free releases it; HVM2 text (a pgl source's compiled net) */
+    char *source;  /* owned: the pgl source ("language": "pgl"), NULL for an HVM2 program */
     /* files the program finds in its directory when it runs (spec "files": name -> text);
      * names and contents owned */
     int n_files;
@@ -371,6 +372,11 @@ void pgn_spec_free(pgn_job_spec *spec);
 
 /* Parses JSON text then validates it; a syntax error names line and column. */
 int pgn_spec_parse_text(const char *text, size_t len, pgn_job_spec *out, pgn_error *err);
+
+/* The HVM2 text of a pgl program (docs/language.md; engine/lang/), the caller's to free: its
+ * definitions and the switch branches lifted from them, one per line, the same text for the same
+ * source; NULL with err (PGN_E_INVALID_PROGRAM, "line L, column C: ...") on a compile error. */
+char *pgn_pgl_compile(const char *src, size_t len, pgn_error *err);
 
 /* The spec with defaults filled in, as stored with a job. New reference. */
 json_t *pgn_spec_to_json(const pgn_job_spec *spec);

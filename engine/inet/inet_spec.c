@@ -6,6 +6,7 @@
 
 #include "core.h"
 #include "inet/inet.h"
+#include "lang/lang.h"
 
 #define PGN_MAX_PROGRAM_BYTES (4u << 20)
 #define PGN_INET_MAX_FILE_BYTES (1u << 20) /* all of a spec's files together */
@@ -58,7 +59,8 @@ static int parse_files(const json_t *root, pgn_inet_spec *s, pgn_error *err) {
 
 /* An inet spec; the program is parsed here too, so a bad program is a 400 naming its line. */
 int pgn_inet_spec_parse(const json_t *root, pgn_inet_spec *s, pgn_error *err) {
-    static const char *const keys[] = {"kind", "name", "device", "program", "limits", "work_items", "files", NULL};
+    static const char *const keys[] = {"kind",       "name",  "device",   "program", "language",
+                                       "limits",     "work_items", "files", NULL};
     if (pgn_spec_only_keys(root, "", keys, err)) return -1;
     s->max_interactions = PGN_INET_DEFAULT_MAX_INTERACTIONS;
     s->max_nodes = PGN_INET_DEFAULT_MAX_NODES;
@@ -69,18 +71,35 @@ int pgn_inet_spec_parse(const json_t *root, pgn_inet_spec *s, pgn_error *err) {
     size_t len = json_string_length(prog);
     if (len > PGN_MAX_PROGRAM_BYTES)
         return pgn_spec_fail(err, "program", "must be at most %u bytes", PGN_MAX_PROGRAM_BYTES);
-    pgn_inet_book *book = NULL;
-    if (pgn_inet_parse(json_string_value(prog), len, &book, err)) {
-        char msg[sizeof err->message];
-        snprintf(msg, sizeof msg, "%s", err->message);
-        return pgn_spec_fail(err, "program", "%s", msg);
-    }
-    pgn_inet_book_free(book);
-    s->program = strndup(json_string_value(prog), len);
-    if (!s->program) {
+    const json_t *lang = json_object_get(root, "language");
+    if (lang && (!json_is_string(lang) || (strcmp(json_string_value(lang), "hvm") && strcmp(json_string_value(lang), "pgl"))))
+        return pgn_spec_fail(err, "language", "must be \"hvm\" (HVM2 text, the default) or \"pgl\" (docs/language.md)");
+    bool pgl = lang && !strcmp(json_string_value(lang), "pgl");
+    char msg[sizeof err->message];
+    if (pgl) { /* compiled here, so a compile error is a 400 naming its line and column */
+        s->source = strndup(json_string_value(prog), len);
+        if (!s->source) {
+            pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
+            return -1;
+        }
+        if (!(s->program = pgn_pgl_compile(s->source, len, err))) {
+            if (err->code == PGN_E_OUT_OF_MEMORY) return -1;
+            snprintf(msg, sizeof msg, "%s", err->message);
+            return pgn_spec_fail(err, "program", "%s", msg);
+        }
+        len = strlen(s->program);
+    } else if (!(s->program = strndup(json_string_value(prog), len))) {
         pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
         return -1;
     }
+    pgn_inet_book *book = NULL;
+    if (pgn_inet_parse(s->program, len, &book, err)) {
+        snprintf(msg, sizeof msg, "%s", err->message);
+        if (pgl) /* the compiler's fault, not the program's */
+            return pgn_spec_fail(err, "program", "the compiled net does not parse (a compiler bug): %s", msg);
+        return pgn_spec_fail(err, "program", "%s", msg);
+    }
+    pgn_inet_book_free(book);
     if (parse_files(root, s, err)) return -1;
     long long wi = 0;
     if (pgn_spec_int(root, "work_items", "work_items", 0, 1 << 20, &wi, err)) return -1;
@@ -103,9 +122,10 @@ int pgn_inet_spec_parse(const json_t *root, pgn_inet_spec *s, pgn_error *err) {
 }
 
 json_t *pgn_inet_spec_to_json(const pgn_inet_spec *s) {
-    json_t *j = json_pack("{s:s, s:i, s:{s:I, s:I, s:f}}", "program", s->program, "work_items",
+    json_t *j = json_pack("{s:s, s:i, s:{s:I, s:I, s:f}}", "program", s->source ? s->source : s->program, "work_items",
                           s->work_items, "limits", "max_interactions", (json_int_t)s->max_interactions,
                           "max_nodes", (json_int_t)s->max_nodes, "timeout_s", s->timeout_s);
+    if (s->source) json_object_set_new(j, "language", json_string("pgl"));
     if (s->n_files) {
         json_t *files = json_object();
         for (int i = 0; i < s->n_files; i++) json_object_set_new(files, s->file_names[i], json_string(s->file_texts[i]));

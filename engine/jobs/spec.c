@@ -14,6 +14,8 @@ void pgn_spec_free(pgn_job_spec *spec) {
     if (!spec) return;
     free(spec->inet.program);
     spec->inet.program = NULL;
+    free(spec->inet.source);
+    spec->inet.source = NULL;
     for (int i = 0; i < spec->inet.n_files; i++) {
         free(spec->inet.file_names[i]);
         free(spec->inet.file_texts[i]);

@@ -1,0 +1,47 @@
+/* lang.h: pgl, paragon's small functional language, compiled to HVM2 nets (docs/language.md):
+ * the syntax tree (lang_parse.c reads it, naming line and column in every error) and the
+ * compiler (lang_compile.c), whose output is HVM2 text that the inet parser reads as any .hvm. */
+#ifndef PGN_LANG_H
+#define PGN_LANG_H
+
+#include <stddef.h>
+
+#include "core.h"
+
+typedef enum {
+    PGL_NUM,    /* a number literal: text as written (u24 42, i24 +42 / -42, f24 1.5) */
+    PGL_VAR,    /* a local variable or a definition: name */
+    PGL_LAM,    /* \name. a */
+    PGL_APP,    /* a(b) */
+    PGL_OP,     /* a op b: op is HVM2's operator text (+ - * / % = ! < > & | ^ << >>) */
+    PGL_LET,    /* let name = a; b */
+    PGL_SWITCH, /* switch a { 0: b; _ name: c }: b the zero case, c the rest with name = a - 1 */
+} pgl_kind;
+
+typedef struct pgl_expr {
+    pgl_kind kind;
+    int line, col;         /* where it starts, for errors */
+    char *name;            /* NUM: the literal; VAR, LAM, LET: the name; SWITCH: the predecessor's (or NULL) */
+    char op[3];            /* OP */
+    struct pgl_expr *a, *b, *c;
+} pgl_expr;
+
+typedef struct {
+    char *name;
+    int line, col;
+    pgl_expr *body; /* parameters are lambdas around it */
+} pgl_def;
+
+typedef struct {
+    pgl_def *defs;
+    int n_defs, cap_defs;
+    void **owned; /* every allocation of the tree, freed together */
+    size_t n_owned, cap_owned;
+} pgl_program;
+
+/* Parses src (len bytes) into prog; 0, or -1 with err ("line L, column C: ..."). */
+int pgl_parse(const char *src, size_t len, pgl_program *prog, pgn_error *err);
+void pgl_program_free(pgl_program *prog);
+/* pgn_pgl_compile (paragon.h) turns a parsed program into HVM2 text. */
+
+#endif

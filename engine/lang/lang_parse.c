@@ -1,0 +1,405 @@
+/* lang_parse.c: pgl's reader: source text to the syntax tree of lang.h, by recursive descent,
+ * every error naming its line and column and what was expected there (docs/language.md has the
+ * grammar). Nothing here knows about nets. */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lang/lang.h"
+
+/* Expressions nested deeper than this are refused (the parser and compiler recurse). */
+#define PGL_MAX_DEPTH 512
+
+typedef struct {
+    const char *src;
+    size_t len, pos;
+    pgl_program *prog;
+    pgn_error *err;
+    int depth;
+    bool failed;
+} reader;
+
+static void line_col(const reader *r, size_t pos, int *line, int *col) {
+    *line = 1, *col = 1;
+    for (size_t i = 0; i < pos && i < r->len; i++) {
+        if (r->src[i] == '\n') (*line)++, *col = 1;
+        else if (((unsigned char)r->src[i] & 0xC0) != 0x80) (*col)++; /* columns count characters */
+    }
+}
+
+static int fail_at(reader *r, size_t pos, const char *fmt, ...) {
+    if (r->failed) return -1;
+    r->failed = true;
+    int line, col;
+    line_col(r, pos, &line, &col);
+    char msg[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    pgn_error_set(r->err, PGN_E_INVALID_PROGRAM, "program", "line %d, column %d: %s", line, col, msg);
+    return -1;
+}
+
+static void *own(reader *r, size_t size) {
+    pgl_program *p = r->prog;
+    if (p->n_owned == p->cap_owned) {
+        size_t cap = p->cap_owned ? 2 * p->cap_owned : 64;
+        void **grown = realloc(p->owned, cap * sizeof *grown);
+        if (!grown) return NULL;
+        p->owned = grown, p->cap_owned = cap;
+    }
+    void *m = calloc(1, size);
+    if (m) p->owned[p->n_owned++] = m;
+    return m;
+}
+
+static char *own_text(reader *r, const char *s, size_t n) {
+    char *t = own(r, n + 1);
+    if (t) memcpy(t, s, n);
+    return t;
+}
+
+/* ---- tokens ------------------------------------------------------------------------------- */
+
+static void skip_trivia(reader *r) {
+    while (r->pos < r->len) {
+        char c = r->src[r->pos];
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') r->pos++;
+        else if (c == '/' && r->pos + 1 < r->len && r->src[r->pos + 1] == '/')
+            while (r->pos < r->len && r->src[r->pos] != '\n') r->pos++;
+        else break;
+    }
+}
+
+static bool name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+static bool name_char(char c) { return name_start(c) || (c >= '0' && c <= '9'); }
+static bool digit(char c) { return c >= '0' && c <= '9'; }
+
+static char peek(reader *r) {
+    skip_trivia(r);
+    return r->pos < r->len ? r->src[r->pos] : '\0';
+}
+
+/* Whether the next token is the text t (a keyword only when no name character follows). */
+static bool at(reader *r, const char *t) {
+    skip_trivia(r);
+    size_t n = strlen(t);
+    if (r->len - r->pos < n || memcmp(r->src + r->pos, t, n)) return false;
+    return !(name_start(t[0]) && r->pos + n < r->len && name_char(r->src[r->pos + n]));
+}
+
+static bool accept(reader *r, const char *t) {
+    if (!at(r, t)) return false;
+    r->pos += strlen(t);
+    return true;
+}
+
+/* What the reader is looking at, for "expected X, found Y". */
+static void found(reader *r, char *out, size_t size) {
+    skip_trivia(r);
+    if (r->pos >= r->len) {
+        snprintf(out, size, "the end of the program");
+        return;
+    }
+    size_t n = 1;
+    if (name_char(r->src[r->pos]))
+        while (r->pos + n < r->len && name_char(r->src[r->pos + n]) && n < 24) n++;
+    snprintf(out, size, "'%.*s'", (int)n, r->src + r->pos);
+}
+
+static int expect(reader *r, const char *t, const char *what) {
+    if (accept(r, t)) return 0;
+    char f[40];
+    found(r, f, sizeof f);
+    return fail_at(r, r->pos, "expected %s, found %s", what, f);
+}
+
+static const char *const KEYWORDS[] = {"let", "switch", NULL};
+
+static bool keyword(const char *s, size_t n) {
+    for (int i = 0; KEYWORDS[i]; i++)
+        if (strlen(KEYWORDS[i]) == n && !memcmp(KEYWORDS[i], s, n)) return true;
+    return false;
+}
+
+/* A name (not a keyword, not "_" alone): its text, or NULL with the error. */
+static char *take_name(reader *r, const char *what) {
+    skip_trivia(r);
+    size_t start = r->pos;
+    if (r->pos < r->len && name_start(r->src[r->pos]))
+        while (r->pos < r->len && name_char(r->src[r->pos])) r->pos++;
+    size_t n = r->pos - start;
+    if (!n || keyword(r->src + start, n) || (n == 1 && r->src[start] == '_')) {
+        r->pos = start;
+        char f[40];
+        found(r, f, sizeof f);
+        fail_at(r, start, "expected %s, found %s", what, f);
+        return NULL;
+    }
+    return own_text(r, r->src + start, n);
+}
+
+/* ---- expressions -------------------------------------------------------------------------- */
+
+static pgl_expr *node(reader *r, pgl_kind kind, size_t pos) {
+    pgl_expr *e = own(r, sizeof *e);
+    if (!e) {
+        fail_at(r, pos, "out of memory");
+        return NULL;
+    }
+    e->kind = kind;
+    line_col(r, pos, &e->line, &e->col);
+    return e;
+}
+
+static pgl_expr *expr(reader *r);
+
+/* A number: digits with an optional fraction (f24), signed (i24, or f24 with a fraction). */
+static pgl_expr *number(reader *r, size_t start) {
+    size_t p = r->pos;
+    if (r->src[p] == '+' || r->src[p] == '-') p++;
+    while (p < r->len && digit(r->src[p])) p++;
+    if (p < r->len && r->src[p] == '.' && p + 1 < r->len && digit(r->src[p + 1])) {
+        p++;
+        while (p < r->len && digit(r->src[p])) p++;
+    }
+    if (p < r->len && name_char(r->src[p])) {
+        fail_at(r, p, "a number ends at '%c' (write an operator between a number and a name)", r->src[p]);
+        return NULL;
+    }
+    pgl_expr *e = node(r, PGL_NUM, start);
+    if (e && !(e->name = own_text(r, r->src + r->pos, p - r->pos))) return NULL;
+    r->pos = p;
+    return e;
+}
+
+/* The cases of switch e { 0: a  1: b  _ k: c }, from after its '{': nested two-way switches,
+ * case i in the zero branch of the i-th, the next in its other branch on the value less one
+ * (a name no source can spell), and the default case last with k the value less the cases. */
+static pgl_expr *switch_cases(reader *r, pgl_expr *scrutinee, size_t at_pos) {
+    enum { MAX_CASES = 256 };
+    pgl_expr *cases[MAX_CASES], *dflt = NULL;
+    char *pred = NULL;
+    int n = 0;
+    for (;;) {
+        skip_trivia(r);
+        size_t pos = r->pos;
+        if (accept(r, "_")) {
+            if (n == 0) {
+                fail_at(r, pos, "a switch's numbered cases come first, from 0: expected '0:', found '_'");
+                return NULL;
+            }
+            if (peek(r) != ':' && !(pred = take_name(r, "a name for the value less the cases, or ':'"))) return NULL;
+            if (expect(r, ":", "':' after the default case") || !(dflt = expr(r))) return NULL;
+            accept(r, ";");
+            if (expect(r, "}", "'}' after the default case '_' (it is the last)")) return NULL;
+            break;
+        }
+        long value = r->pos < r->len && digit(r->src[r->pos]) ? strtol(r->src + r->pos, NULL, 10) : -1;
+        if (value != n) {
+            char f[40];
+            found(r, f, sizeof f);
+            if (n == 0) fail_at(r, pos, "expected the case '0:', found %s", f);
+            else fail_at(r, pos, "expected the case '%d:' or the default case '_:', found %s", n, f);
+            return NULL;
+        }
+        if (n == MAX_CASES) {
+            fail_at(r, pos, "more than %d numbered cases", MAX_CASES);
+            return NULL;
+        }
+        while (r->pos < r->len && digit(r->src[r->pos])) r->pos++;
+        if (expect(r, ":", "':' after the case's number") || !(cases[n] = expr(r))) return NULL;
+        n++;
+        accept(r, ";");
+        if (at(r, "}")) {
+            fail_at(r, r->pos, "a switch ends with its default case '_:' (HVM2's switch has two branches)");
+            return NULL;
+        }
+    }
+    pgl_expr *top = NULL, **hole = &top;
+    for (int i = 0; i < n; i++) {
+        pgl_expr *sw = node(r, PGL_SWITCH, at_pos);
+        if (!sw) return NULL;
+        sw->a = scrutinee, sw->b = cases[i];
+        *hole = sw;
+        if (i == n - 1) {
+            sw->name = pred, sw->c = dflt;
+            break;
+        }
+        char tmp[24];
+        snprintf(tmp, sizeof tmp, "%%less%d", i + 1); /* '%' starts no name: it cannot clash */
+        pgl_expr *v = node(r, PGL_VAR, at_pos);
+        if (!v || !(sw->name = own_text(r, tmp, strlen(tmp)))) return NULL;
+        v->name = sw->name;
+        scrutinee = v, hole = &sw->c;
+    }
+    return top;
+}
+
+static pgl_expr *primary(reader *r) {
+    char c = peek(r);
+    size_t pos = r->pos;
+    pgl_expr *e = NULL;
+    if (digit(c) || ((c == '+' || c == '-') && pos + 1 < r->len && digit(r->src[pos + 1]))) {
+        e = number(r, pos);
+    } else if (accept(r, "(")) {
+        e = expr(r);
+        if (e && expect(r, ")", "')'")) return NULL;
+    } else if (accept(r, "\\") || accept(r, "\xce\xbb")) { /* \x y. body or λx y. body */
+        pgl_expr *top = NULL, **hole = &top;
+        do {
+            pgl_expr *lam = node(r, PGL_LAM, r->pos);
+            if (!lam || !(lam->name = take_name(r, "a parameter name after the lambda"))) return NULL;
+            *hole = lam, hole = &lam->a;
+        } while (peek(r) != '.' && r->pos < r->len);
+        if (expect(r, ".", "'.' after the lambda's parameters")) return NULL;
+        if (!(*hole = expr(r))) return NULL;
+        return top;
+    } else if (accept(r, "let")) {
+        e = node(r, PGL_LET, pos);
+        if (!e || !(e->name = take_name(r, "a name after 'let'"))) return NULL;
+        if (expect(r, "=", "'=' after the let's name")) return NULL;
+        if (!(e->a = expr(r)) || expect(r, ";", "';' after the let's value")) return NULL;
+        if (!(e->b = expr(r))) return NULL;
+        return e;
+    } else if (accept(r, "switch")) {
+        pgl_expr *scrutinee = expr(r);
+        if (!scrutinee || expect(r, "{", "'{' after the switch's value")) return NULL;
+        return switch_cases(r, scrutinee, pos);
+    } else if (name_start(c)) {
+        e = node(r, PGL_VAR, pos);
+        if (e && !(e->name = take_name(r, "a name"))) return NULL;
+    } else {
+        char f[40];
+        found(r, f, sizeof f);
+        fail_at(r, pos, "expected an expression (a number, a name, '(', a lambda, let or switch), found %s", f);
+        return NULL;
+    }
+    while (e && at(r, "(")) { /* calls: f(a, b) is f(a)(b) */
+        size_t cpos = r->pos;
+        accept(r, "(");
+        do {
+            pgl_expr *app = node(r, PGL_APP, cpos);
+            if (!app) return NULL;
+            app->a = e;
+            if (!(app->b = expr(r))) return NULL;
+            e = app;
+        } while (accept(r, ","));
+        if (expect(r, ")", "',' or ')' in the call")) return NULL;
+    }
+    return e;
+}
+
+/* Binary operators, loosest first (C's order); each with HVM2's name for it. */
+static const struct {
+    const char *text, *hvm;
+} LEVELS[][3] = {
+    {{"|", "|"}},
+    {{"^", "^"}},
+    {{"&", "&"}},
+    {{"==", "="}, {"!=", "!"}},
+    {{"<", "<"}, {">", ">"}},
+    {{"<<", "<<"}, {">>", ">>"}},
+    {{"+", "+"}, {"-", "-"}},
+    {{"*", "*"}, {"/", "/"}, {"%", "%"}},
+};
+#define N_LEVELS ((int)(sizeof LEVELS / sizeof *LEVELS))
+
+static pgl_expr *binary(reader *r, int level) {
+    if (level == N_LEVELS) return primary(r);
+    pgl_expr *left = binary(r, level + 1);
+    while (left) {
+        int k = -1;
+        for (int i = 0; i < 3 && LEVELS[level][i].text; i++)
+            if (at(r, LEVELS[level][i].text)) k = i;
+        if (k >= 0 && !LEVELS[level][k].text[1] && (at(r, "<<") || at(r, ">>"))) k = -1; /* '<' of '<<' */
+        if (k < 0) break;
+        size_t pos = r->pos;
+        r->pos += strlen(LEVELS[level][k].text);
+        pgl_expr *e = node(r, PGL_OP, pos);
+        if (!e) return NULL;
+        memcpy(e->op, LEVELS[level][k].hvm, strlen(LEVELS[level][k].hvm) + 1);
+        e->a = left;
+        if (!(e->b = binary(r, level + 1))) return NULL;
+        left = e;
+    }
+    return left;
+}
+
+static pgl_expr *expr(reader *r) {
+    if (++r->depth > PGL_MAX_DEPTH) {
+        fail_at(r, r->pos, "the expression nests deeper than %d", PGL_MAX_DEPTH);
+        return NULL;
+    }
+    pgl_expr *e = binary(r, 0);
+    r->depth--;
+    return e;
+}
+
+/* ---- definitions -------------------------------------------------------------------------- */
+
+static int definition(reader *r) {
+    skip_trivia(r);
+    size_t pos = r->pos;
+    char *name = take_name(r, "a definition (name = expression)");
+    if (!name) return -1;
+    for (int i = 0; i < r->prog->n_defs; i++)
+        if (!strcmp(r->prog->defs[i].name, name))
+            return fail_at(r, pos, "'%s' is defined twice (first on line %d)", name, r->prog->defs[i].line);
+    pgl_expr *top = NULL, **hole = &top;
+    if (accept(r, "(")) { /* name(a, b) = body is name = \a b. body */
+        do {
+            pgl_expr *lam = node(r, PGL_LAM, r->pos);
+            if (!lam || !(lam->name = take_name(r, "a parameter name"))) return -1;
+            *hole = lam, hole = &lam->a;
+        } while (accept(r, ","));
+        if (expect(r, ")", "',' or ')' after a parameter")) return -1;
+    }
+    if (expect(r, "=", "'=' after the definition's name")) return -1;
+    if (!(*hole = expr(r))) return -1;
+    pgl_program *p = r->prog;
+    if (p->n_defs == p->cap_defs) {
+        int cap = p->cap_defs ? 2 * p->cap_defs : 16;
+        pgl_def *grown = realloc(p->defs, (size_t)cap * sizeof *grown);
+        if (!grown) return fail_at(r, pos, "out of memory");
+        p->defs = grown, p->cap_defs = cap;
+    }
+    pgl_def *d = &p->defs[p->n_defs++];
+    d->name = name, d->body = top;
+    line_col(r, pos, &d->line, &d->col);
+    return 0;
+}
+
+int pgl_parse(const char *src, size_t len, pgl_program *prog, pgn_error *err) {
+    memset(prog, 0, sizeof *prog);
+    reader r = {.src = src, .len = len, .prog = prog, .err = err};
+    for (size_t i = 0; i < len; i++)
+        if (!src[i]) {
+            fail_at(&r, i, "a NUL byte in the program");
+            pgl_program_free(prog);
+            return -1;
+        }
+    while (peek(&r) != '\0')
+        if (definition(&r)) {
+            pgl_program_free(prog);
+            return -1;
+        }
+    bool has_main = false;
+    for (int i = 0; i < prog->n_defs; i++) has_main |= !strcmp(prog->defs[i].name, "main");
+    if (!has_main) {
+        fail_at(&r, len, "no 'main' definition (main = expression: what the program computes)");
+        pgl_program_free(prog);
+        return -1;
+    }
+    return 0;
+}
+
+void pgl_program_free(pgl_program *prog) {
+    for (size_t i = 0; i < prog->n_owned; i++) free(prog->owned[i]);
+    free(prog->owned);
+    free(prog->defs);
+    memset(prog, 0, sizeof *prog);
+}

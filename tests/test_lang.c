@@ -1,0 +1,211 @@
+/* test_lang.c: pgl, the language compiled to interaction nets (engine/lang/): every construct
+ * gives its value on the host reducer and on OpenCL with the same count; the examples give their
+ * expected results; every compile error names its line, column and what was wrong; the same
+ * source compiles to the same net; inet specs take "language": "pgl". */
+#include <stdio.h>
+#include <string.h>
+
+#include "engine_helpers.h"
+#include "inet/inet.h"
+
+/* The normal form of src's main and its interaction count, on dev (NULL: the host reducer). */
+static char *run_on(pgn_device *dev, const char *src, uint64_t *itrs) {
+    pgn_error err = {0};
+    char *net = pgn_pgl_compile(src, strlen(src), &err);
+    cr_assert_not_null(net, "%s\n%s", err.message, src);
+    pgn_inet_book *book = NULL;
+    cr_assert_eq(pgn_inet_parse(net, strlen(net), &book, &err), 0, "the net does not parse: %s\n%s", err.message, net);
+    pgn_inet_result r;
+    pgn_inet_limits lim = {.max_interactions = 100000000};
+    int rc = dev ? pgn_inet_run_cl(dev, book, &lim, NULL, 2, NULL, &r, &err) : pgn_inet_run_host(book, &lim, NULL, NULL, &r, &err);
+    cr_assert_eq(rc, 0, "%s\n%s", err.message, net);
+    char *nf = strdup(r.normal_form);
+    *itrs = r.interactions;
+    pgn_inet_result_free(&r);
+    pgn_inet_book_free(book);
+    free(net);
+    return nf;
+}
+
+static pgn_device *dev;
+static void setup(void) { dev = test_open_cl_device(); }
+static void teardown(void) { pgn_device_close(dev); }
+TestSuite(lang, .init = setup, .fini = teardown);
+
+/* Asserts src's main is want, on the host and on OpenCL with the same count. */
+static void check(const char *src, const char *want) {
+    uint64_t h_itrs, d_itrs;
+    char *h = run_on(NULL, src, &h_itrs), *d = run_on(dev, src, &d_itrs);
+    cr_assert_str_eq(h, want, "host, for:\n%s", src);
+    cr_assert_str_eq(d, want, "OpenCL, for:\n%s", src);
+    cr_assert_eq(h_itrs, d_itrs, "interactions: host %llu, OpenCL %llu, for:\n%s", (unsigned long long)h_itrs,
+                 (unsigned long long)d_itrs, src);
+    free(h);
+    free(d);
+}
+
+Test(lang, numbers_and_every_operator) {
+    check("main = 42", "42");
+    check("main = +42", "+42");
+    check("main = -7", "-7");
+    check("main = 1.5", "1.5");
+    check("main = 2 + 3 * 4", "14");                 /* * binds tighter */
+    check("main = (2 + 3) * 4", "20");
+    check("main = 10 - 3 - 2", "5");                 /* left to right */
+    check("main = 100 / 7 % 3", "2");                /* (100 / 7) % 3 = 14 % 3 */
+    check("main = 1 << 2 + 1", "8");                 /* + binds tighter than << */
+    check("main = 1 < 2 == 1", "1");                 /* < binds tighter than == */
+    check("main = 6 & 3 | 8 ^ 1", "11");             /* & then ^ then |: 2 | 9 */
+    check("main = 0 - 1", "16777215");               /* u24 wraps */
+    check("main = -7 + +2", "-5");
+    check("main = 1.5 * 2.0 - 0.25", "2.75");
+    check("main = 7 != 7", "0");
+    check("main = 3 > 2", "1");
+    check("main = 20 >> 2", "5");
+    /* a number on either side of a non-commutative operator (the swapped partial forms) */
+    check("f(x) = x - 1\ng(x) = 100 - x\nh(x) = x / 4\nk(x) = 100 / x\nmain = f(10) * 1000000 + g(1) * 1000 + h(20) * 10 + k(50)",
+          "9099052");
+    check("lt(x) = x < 5\ngt(x) = 5 < x\nmain = lt(3) * 10 + gt(3)", "10");
+    check("s(x) = 1 << x\nr(x) = x >> 1\nm(x) = x % 3\nmain = s(4) * 100 + r(9) * 10 + m(8)", "1642");
+}
+
+Test(lang, lambdas_application_and_let) {
+    check("main = (\\x. x + 1)(41)", "42");
+    check("main = (\\x y. x - y)(10, 3)", "7");
+    check("main = (λx. x * x)(9)", "81");
+    check("twice(f, x) = f(f(x))\nmain = twice(\\z. z * 3, 2)", "18");
+    check("add(a) = \\b. a + b\nmain = add(40)(2)", "42"); /* a closure */
+    check("main = let x = 5; let f = \\y. y * x + x; f(3) + f(4)", "45");
+    check("main = let unused = 99; 1", "1");               /* erased */
+    check("main = let x = 2; x * x * x * x", "16");       /* four uses: three DUP nodes */
+    check("main = let x = 1; let x = x + 10; x", "11");    /* shadowing */
+    check("k(a, b) = a\nmain = k(3, 4)", "3");
+}
+
+Test(lang, switches_and_recursion) {
+    check("f(n) = switch n { 0: 10; _: 20 }\nmain = f(0) + f(5)", "30");
+    check("pred(n) = switch n { 0: 0; _ p: p }\nmain = pred(9)", "8");
+    check("f(n) = switch n { 0: 100; 1: 101; 2: 102; _ k: k }\nmain = f(0) + f(2) + f(10)", "209"); /* 10 - 3 */
+    /* free variables in both branches, and the scrutinee used inside a branch */
+    check("f(n, a, b) = switch n { 0: a; _ p: a + b * n + p }\nmain = f(0, 1, 2) * 1000 + f(3, 1, 2)", "1009");
+    check("sum(n) = switch n { 0: 0; _ p: n + sum(p) }\nmain = sum(100)", "5050");
+    check("even(n) = switch n { 0: 1; _ p: odd(p) }\nodd(n) = switch n { 0: 0; _ p: even(p) }\nmain = even(10) * 10 + odd(7)",
+          "11");
+    check("c = 3\nd = c * 2\nmain = d + c", "9"); /* value definitions are inlined */
+}
+
+/* The examples/lang programs against their .expected (result and count, as `paragon run -s`
+ * prints them), on the host and on OpenCL. */
+Test(lang, examples_give_their_expected_results) {
+    static const char *const examples[] = {"fib", "tree_sum", "ackermann", "numbers"};
+    for (size_t i = 0; i < sizeof examples / sizeof *examples; i++) {
+        char path[512], *src, *expected;
+        size_t len;
+        snprintf(path, sizeof path, "%s/examples/lang/%s.pgl", getenv("PARAGON_SOURCE_ROOT"), examples[i]);
+        cr_assert_not_null(src = pgn_read_file(path, &len), "%s", path);
+        snprintf(path, sizeof path, "%s/examples/lang/%s.expected", getenv("PARAGON_SOURCE_ROOT"), examples[i]);
+        cr_assert_not_null(expected = pgn_read_file(path, &len), "%s", path);
+        for (int side = 0; side < 2; side++) {
+            uint64_t itrs;
+            char *nf = run_on(side ? dev : NULL, src, &itrs), got[256];
+            snprintf(got, sizeof got, "Result: %s\n- ITRS: %llu\n", nf, (unsigned long long)itrs);
+            cr_assert_str_eq(got, expected, "%s on %s", examples[i], side ? "OpenCL" : "the host");
+            free(nf);
+        }
+        free(src);
+        free(expected);
+    }
+}
+
+/* fib as pgl costs what the hand-written HVM2 fib costs: the compiler adds no interaction. */
+Test(lang, fib_costs_what_the_hand_written_net_costs) {
+    char path[512], *text;
+    size_t len;
+    snprintf(path, sizeof path, "%s/examples/inet/fib.expected", getenv("PARAGON_SOURCE_ROOT"));
+    cr_assert_not_null(text = pgn_read_file(path, &len));
+    snprintf(path, sizeof path, "%s/examples/lang/fib.expected", getenv("PARAGON_SOURCE_ROOT"));
+    char *mine = pgn_read_file(path, &len);
+    cr_assert_not_null(mine);
+    cr_assert_str_eq(mine, text);
+    free(text);
+    free(mine);
+}
+
+Test(lang, the_same_source_compiles_to_the_same_net) {
+    char path[512], *src;
+    size_t len;
+    snprintf(path, sizeof path, "%s/examples/lang/tree_sum.pgl", getenv("PARAGON_SOURCE_ROOT"));
+    cr_assert_not_null(src = pgn_read_file(path, &len));
+    pgn_error err = {0};
+    char *a = pgn_pgl_compile(src, len, &err), *b = pgn_pgl_compile(src, len, &err);
+    cr_assert(a && b, "%s", err.message);
+    cr_assert_str_eq(a, b);
+    cr_assert(strstr(a, "@sum__c0 = "), "sum's \\l r. lambda is a definition of its own:\n%s", a);
+    free(a);
+    free(b);
+    free(src);
+}
+
+Test(lang, every_error_names_its_line_column_and_what_was_wrong) {
+    static const struct {
+        const char *src, *says;
+    } cases[] = {
+        {"main = foo(1)", "line 1, column 8: unknown name 'foo'"},
+        {"main = (1 + 2", "line 1, column 14: expected ')', found the end of the program"},
+        {"main = 1 +\n", "line 2, column 1: expected an expression"},
+        {"f(x) = x\n", "no 'main' definition"},
+        {"main = 1\nmain = 2", "line 2, column 1: 'main' is defined twice (first on line 1)"},
+        {"main = switch 1 { 1: 2; _: 3 }", "line 1, column 19: expected the case '0:', found '1'"},
+        {"main = switch 1 { 0: 2; 2: 3; _: 4 }", "line 1, column 25: expected the case '1:' or the default case '_:', found '2'"},
+        {"main = switch 1 { 0: 2 }", "line 1, column 24: a switch ends with its default case '_:'"},
+        {"main = switch 1 { _: 2 }", "line 1, column 19: a switch's numbered cases come first"},
+        {"main = switch 1 { 0: 2; _: 3; 4 }", "line 1, column 31: expected '}' after the default case"},
+        {"main = \\. 1", "line 1, column 9: expected a parameter name after the lambda, found '.'"},
+        {"main = \\x 1", "line 1, column 11: expected a parameter name after the lambda, found '1'"},
+        {"main = let = 1; 2", "line 1, column 12: expected a name after 'let', found '='"},
+        {"main = let x = 1 2", "line 1, column 18: expected ';' after the let's value, found '2'"},
+        {"main = 12abc", "line 1, column 10: a number ends at 'a'"},
+        {"main = 99999999", "line 1, column 8: invalid number '99999999'"},
+        {"f(x = 1\nmain = 1", "line 1, column 5: expected ',' or ')' after a parameter, found '='"},
+        {"main = f(1, )\nf(a, b) = a", "line 1, column 13: expected an expression"},
+        {"x = y\ny = x\nmain = x", "is defined by itself (only functions may be recursive)"},
+        {"let = 1", "line 1, column 1: expected a definition (name = expression), found 'let'"},
+        {"main = 1 $ 2", "line 1, column 10: expected a definition (name = expression), found '$'"},
+        {"\n\n  main = λ", "line 3, column 11: expected a parameter name after the lambda, found the end"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        pgn_error err = {0};
+        char *net = pgn_pgl_compile(cases[i].src, strlen(cases[i].src), &err);
+        cr_assert_null(net, "compiled:\n%s\nto\n%s", cases[i].src, net);
+        cr_assert_eq(err.code, PGN_E_INVALID_PROGRAM, "%s", cases[i].src);
+        cr_assert(strstr(err.message, cases[i].says), "for:\n%s\nsaid: %s\nnot:  %s", cases[i].src, err.message,
+                  cases[i].says);
+    }
+}
+
+/* An inet job spec with "language": "pgl" compiles its program (a compile error is the spec's
+ * error, on the field "program") and keeps the source as written. */
+Test(lang, inet_specs_take_pgl_programs) {
+    const char *good = "{\"kind\":\"inet\",\"language\":\"pgl\",\"program\":\"main = 6 * 7\"}";
+    pgn_job_spec spec;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_spec_parse_text(good, strlen(good), &spec, &err), 0, "%s", err.message);
+    cr_assert(strstr(spec.inet.program, "@main = "), "%s", spec.inet.program);
+    cr_assert_str_eq(spec.inet.source, "main = 6 * 7");
+    json_t *j = pgn_spec_to_json(&spec);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "program")), "main = 6 * 7");
+    cr_assert_str_eq(json_string_value(json_object_get(j, "language")), "pgl");
+    json_decref(j);
+    pgn_spec_free(&spec);
+
+    const char *bad = "{\"kind\":\"inet\",\"language\":\"pgl\",\"program\":\"main = 1 +\"}";
+    cr_assert_neq(pgn_spec_parse_text(bad, strlen(bad), &spec, &err), 0);
+    cr_assert_str_eq(err.field, "program");
+    cr_assert(strstr(err.message, "line 1, column 11: expected an expression"), "%s", err.message);
+    pgn_spec_free(&spec);
+
+    const char *unknown = "{\"kind\":\"inet\",\"language\":\"bend\",\"program\":\"main = 1\"}";
+    cr_assert_neq(pgn_spec_parse_text(unknown, strlen(unknown), &spec, &err), 0);
+    cr_assert_str_eq(err.field, "language");
+    pgn_spec_free(&spec);
+}
