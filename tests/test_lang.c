@@ -183,6 +183,22 @@ Test(lang, every_error_names_its_line_column_and_what_was_wrong) {
     }
 }
 
+/* The source is len bytes, not a C string: a program cut anywhere is read within its bytes
+ * (the fuzzer found a case number read past the end; ASan checks this test). */
+Test(lang, a_program_cut_anywhere_is_read_within_its_bytes) {
+    const char *whole = "f(n) = switch n { 0: 1; 12: 2; _ k: k }\nmain = f(3) + 1.25";
+    for (size_t len = 0; len <= strlen(whole); len++) {
+        char *cut = malloc(len ? len : 1);
+        cr_assert_not_null(cut);
+        memcpy(cut, whole, len);
+        pgn_error err = {0};
+        char *net = pgn_pgl_compile(cut, len, &err);
+        cr_assert(net || err.message[0], "cut at %zu: neither a net nor an error", len);
+        free(net);
+        free(cut);
+    }
+}
+
 /* An inet job spec with "language": "pgl" compiles its program (a compile error is the spec's
  * error, on the field "program") and keeps the source as written. */
 Test(lang, inet_specs_take_pgl_programs) {

@@ -198,7 +198,9 @@ static pgl_expr *switch_cases(reader *r, pgl_expr *scrutinee, size_t at_pos) {
             if (expect(r, "}", "'}' after the default case '_' (it is the last)")) return NULL;
             break;
         }
-        long value = r->pos < r->len && digit(r->src[r->pos]) ? strtol(r->src + r->pos, NULL, 10) : -1;
+        long value = -1; /* the case's number (the source is not NUL-terminated: no strtol) */
+        for (size_t p = r->pos; p < r->len && digit(r->src[p]); p++)
+            value = value < 0 ? r->src[p] - '0' : value < 1000000 ? value * 10 + (r->src[p] - '0') : value;
         if (value != n) {
             char f[40];
             found(r, f, sizeof f);

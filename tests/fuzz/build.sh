@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds tests/fuzz/fuzz_spec with clang's libFuzzer, ASan and UBSan against the engine sources
+# Builds tests/fuzz/fuzz_spec and fuzz_pgl with clang's libFuzzer, ASan and UBSan against the engine sources
 # (and server/admission.c), into ${1:-build-fuzz}. Needs clang and the build dependencies of
 # paragon (OpenCL, jansson, zlib headers and libraries).
 set -euo pipefail
@@ -19,3 +19,9 @@ ${CC:-clang} -std=c17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-r
     "$out/embedded_kernels.c" "$out/embedded_inet_examples.c" \
     -lOpenCL -ljansson -lz -lm -lpthread -o "$out/fuzz_spec"
 echo "built $out/fuzz_spec"
+# pgl's reader and compiler (engine/lang/) with the HVM2 parser its nets must pass
+${CC:-clang} -std=c17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -ffp-contract=off -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 -Iengine -Iengine/include -Ikernels \
+    tests/fuzz/fuzz_pgl.c engine/lang/*.c engine/inet/inet_parse.c engine/inet/inet_num.c engine/error.c \
+    engine/text.c -ljansson -lm -o "$out/fuzz_pgl"
+echo "built $out/fuzz_pgl"
