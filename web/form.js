@@ -17,8 +17,8 @@ const XOR_SPEC = {
   batch_size: 4, epochs: 100,
 };
 
-// The "New job" panel: a template fills the JSON spec (examples/jobs/*.json and
-// examples/inet/fib.hvm, copied: only web/ is embedded), the inputs beside it patch their field
+// The "New job" panel: a template fills the JSON spec (examples/jobs/*.json,
+// examples/inet/fib.hvm and examples/lang/fib.pgl, copied: only web/ is embedded), the inputs beside it patch their field
 // of that spec, and the spec as edited is what is sent. A 400 names the field (a JSON path); the
 // message goes next to the input that owns that field, else under the spec with the path
 // highlighted.
@@ -37,6 +37,19 @@ const FIB_HVM = `// fib(n), the doubly recursive way: fib(0) = 0, fib(1) = 1, fi
 
 @main = r & @fib ~ (22 r)
 `;
+
+const FIB_PGL = `// fib(n), the doubly recursive way, in pgl (docs/language.md). A switch takes its numbered
+// cases first; \`_ k\` names the value less the cases (here n - 2). The two calls are
+// independent: parallel work.
+fib(n) = switch n {
+  0: 0
+  1: 1
+  _ k: fib(k) + fib(k + 1)
+}
+
+main = fib(22)
+`;
+const EXAMPLES = {hvm: FIB_HVM, pgl: FIB_PGL};
 
 const TEMPLATES = {
   xor: {group: 'train', spec: () => XOR_SPEC},
@@ -58,7 +71,7 @@ const TEMPLATES = {
     checkpoint_every: 200,
   })},
   inet: {group: 'inet', spec: () => ({kind: 'inet', name: 'fib', device: 'auto',
-    program: $('program').value})},
+    language: $('language').value, program: $('program').value})},
   bench: {group: 'bench', spec: () => ({kind: 'bench', suite: $('suite').value, device: 'all'})},
 };
 
@@ -233,6 +246,11 @@ export function initForm() {
     });
   }
   $('program').addEventListener('input', (e) => patchSpec('program', e.target.value));
+  $('language').addEventListener('change', (e) => {   // the other language's example, unless edited
+    if (Object.values(EXAMPLES).includes($('program').value)) $('program').value = EXAMPLES[e.target.value];
+    patchSpec('language', e.target.value);
+    patchSpec('program', $('program').value);
+  });
   $('suite').addEventListener('change', (e) => patchSpec('suite', e.target.value));
   $('program-file').addEventListener('change', async (e) => {
     const f = e.target.files && e.target.files[0];
@@ -240,13 +258,17 @@ export function initForm() {
     try {
       $('program').value = await f.text();
       const v = readSpec() || {};
+      if (/\.(pgl|hvm)$/.test(f.name)) {
+        $('language').value = f.name.endsWith('.pgl') ? 'pgl' : 'hvm';
+        patchSpec('language', $('language').value);
+      }
       patchSpec('program', $('program').value);
-      if (!v.name || v.name === 'fib') patchSpec('name', f.name.replace(/\.hvm$/, ''));
+      if (!v.name || v.name === 'fib') patchSpec('name', f.name.replace(/\.(hvm|pgl)$/, ''));
     } catch (err) {
       formError(['Could not read ' + f.name + ': ' + err.message]);
     }
   });
   $('spec').addEventListener('input', () => $('spec').classList.remove('invalid'));
-  if (!$('program').value) $('program').value = FIB_HVM;
+  if (!$('program').value) $('program').value = EXAMPLES[$('language').value];
   applyTemplate($('template').value);   // the browser may restore the last template chosen
 }

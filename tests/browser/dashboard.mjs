@@ -187,6 +187,30 @@ const TINY_GPT = {
 };
 const PROMPT = 'the lazy', MAX_TOKENS = 40;
 
+// The inet template in pgl: choosing the language swaps in pgl's fib, a compile error comes back
+// beside the program naming its line and column, and fib runs to 17711. Returns what it saw.
+async function pglFromTheForm(page) {
+  await page.selectOption('#template', 'inet');
+  await page.selectOption('#language', 'pgl');
+  const fib = await page.inputValue('#program');
+  if (!/fib\(n\) = switch n/.test(fib)) throw new Error('choosing pgl left the program: ' + fib.slice(0, 80));
+  if (!/"language": "pgl"/.test(await page.inputValue('#spec'))) throw new Error('the spec does not say pgl');
+  await page.fill('#program', 'main = fib(');
+  await page.click('#submit-job');
+  await page.waitForFunction(() => {
+    const e = document.querySelector('#program-error');
+    return e && !e.hidden && /line 1, column 12/.test(e.textContent);
+  }, null, {timeout: STEP_MS}).catch(async () => {
+    throw new Error('no compile error beside the program: ' + await page.textContent('#submit-msg'));
+  });
+  const said = (await page.textContent('#program-error')).trim();
+  await page.fill('#program', fib);
+  await page.click('#submit-job');
+  await page.waitForFunction(() => /succeeded/.test(document.querySelector('#job-state')?.textContent || '') &&
+    /17711/.test(document.querySelector('tr.detail')?.textContent || ''), null, {timeout: STEP_MS});
+  return `pgl from the form: the error "${said}", then fib(22) = 17711`;
+}
+
 // The GPT template refused beside its steps input, then the tiny GPT submitted from the form
 // and trained: both curves drawn. Then text: a prompt the model cannot read is refused beside
 // the prompt box; one it can streams in a character at a time. Returns what it saw.
@@ -487,12 +511,13 @@ async function onLoopback(page, server, token, context) {
     throw new Error('the #token= link opened no session');
   if (await page.$('#ranks')) throw new Error('a job on one process shows ranks');
   const charts = await chartInteractions(page);
+  const pgl = await pglFromTheForm(page);
   const gpt = await gptFromTheForm(page, server);
   const datasets = await datasetsPanel(page);
   const ranks = await distributedFromTheForm(page);
   const addresses = await addressesAndHistory(page, server, token, context);
   return `token from the #token= link, XOR submitted from the form, ${points} chart points, state succeeded; ` +
-    `${charts}; ${gpt}; ${datasets}; ${ranks}; ${addresses}`;
+    `${charts}; ${pgl}; ${gpt}; ${datasets}; ${ranks}; ${addresses}`;
 }
 
 // Off loopback, no token saved: the page loads, says it needs the token, takes it from the
