@@ -482,8 +482,11 @@ static int cmd_run(int argc, char **argv) {
         return 1;
     }
     pgn_spec_free(&spec);
-    if (hvm && !as_json) { /* HVM2's own output format */
-        printf("Result: %s\n", json_string_value(json_object_get(result, "normal_form")));
+    if (hvm && !as_json) { /* HVM2's own output format; a pgl program's value in pgl, its net after */
+        const char *nf = json_string_value(json_object_get(result, "normal_form"));
+        const char *value = json_string_value(json_object_get(result, "value"));
+        printf("Result: %s\n", value ? value : nf);
+        if (value && stats && strcmp(value, nf)) printf("- NET: %s\n", nf);
         if (stats)
             printf("- ITRS: %lld\n- TIME: %.2fs\n- MIPS: %.2f\n",
                    (long long)json_integer_value(json_object_get(result, "interactions")),

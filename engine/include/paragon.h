@@ -377,6 +377,10 @@ int pgn_spec_parse_text(const char *text, size_t len, pgn_job_spec *out, pgn_err
  * definitions and the switch branches lifted from them, one per line, the same text for the same
  * source; NULL with err (PGN_E_INVALID_PROGRAM, "line L, column C: ...") on a compile error. */
 char *pgn_pgl_compile(const char *src, size_t len, pgn_error *err);
+/* A pgl program's normal form (HVM2 text, as the reducers print it) in pgl's syntax: a number,
+ * [a, b] for a List, (a, b) for a tuple, Name(a, b) for a constructor of the program's types
+ * (caller frees); NULL when it is none of those (a function, say) or src does not compile. */
+char *pgn_pgl_readback(const char *src, size_t len, const char *normal_form);
 
 /* The spec with defaults filled in, as stored with a job. New reference. */
 json_t *pgn_spec_to_json(const pgn_job_spec *spec);

@@ -4,6 +4,7 @@
 #ifndef PGN_LANG_H
 #define PGN_LANG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core.h"
@@ -16,7 +17,19 @@ typedef enum {
     PGL_OP,     /* a op b: op is HVM2's operator text (+ - * / % = ! < > & | ^ << >>) */
     PGL_LET,    /* let name = a; b */
     PGL_SWITCH, /* switch a { 0: b; _ name: c }: b the zero case, c the rest with name = a - 1 */
+    PGL_MATCH,  /* match a { C(x, y): b ... }, and let (x, y) = a; b: cases in constructor order */
 } pgl_kind;
+
+struct pgl_expr;
+
+/* A case of a match: the constructor (as written; the reader puts cases in the type's order),
+ * the names its fields bind, its body. */
+typedef struct {
+    char *ctor;
+    char **names;
+    int n_names, line, col;
+    struct pgl_expr *body;
+} pgl_case;
 
 typedef struct pgl_expr {
     pgl_kind kind;
@@ -24,7 +37,23 @@ typedef struct pgl_expr {
     char *name;            /* NUM: the literal; VAR, LAM, LET: the name; SWITCH: the predecessor's (or NULL) */
     char op[3];            /* OP */
     struct pgl_expr *a, *b, *c;
+    pgl_case *cases;       /* MATCH */
+    int n_cases;
 } pgl_expr;
+
+/* A data type: its constructors, each a function of its fields to a Scott-encoded value
+ * (constructor i of n is \f1 .. fk. \c1 .. cn. ci(f1, .., fk)). Tuples are the one-constructor
+ * case, without a declaration; List (Nil | Cons(head, tail)) comes with [a, b] literals. */
+typedef struct {
+    char *name;
+    int n_fields, line, col;
+} pgl_ctor;
+
+typedef struct {
+    char *name;
+    pgl_ctor *ctors;
+    int n_ctors, line;
+} pgl_type;
 
 typedef struct {
     char *name;
@@ -35,6 +64,9 @@ typedef struct {
 typedef struct {
     pgl_def *defs;
     int n_defs, cap_defs;
+    pgl_type *types;
+    int n_types, cap_types;
+    bool uses_list; /* a [..] literal: List (Nil | Cons) is declared unless the program did */
     void **owned; /* every allocation of the tree, freed together */
     size_t n_owned, cap_owned;
 } pgl_program;

@@ -220,6 +220,18 @@ static void free_vars(const pgl_expr *e, const bound *inner, binder *scope, name
         free_vars(e->c, &b, scope, out);
         return;
     }
+    case PGL_MATCH:
+        free_vars(e->a, inner, scope, out);
+        for (int k = 0; k < e->n_cases; k++) {
+            bound b[64];
+            const bound *in = inner;
+            for (int i = 0; i < e->cases[k].n_names && i < 64; i++) {
+                b[i] = (bound){e->cases[k].names[i], in};
+                in = &b[i];
+            }
+            free_vars(e->cases[k].body, in, scope, out);
+        }
+        return;
     case PGL_APP:
     case PGL_OP:
         free_vars(e->a, inner, scope, out);
@@ -272,38 +284,62 @@ static char *closed_lambdas(compiler *c, const pgl_expr *e, char **redexes) {
     return closed(c, params, n, e, redexes);
 }
 
-/* A lambda with no free variable: inline when it holds no redex; otherwise a definition of its
- * own, so that the calls in its body wait until it is applied (sum's \l r. sum(l) + sum(r),
- * built inline, would unfold sum forever). */
+/* A lambda with no free variable: inline when it holds no redex and no DUP node; otherwise a
+ * definition of its own, so that the calls in its body wait until it is applied (sum's
+ * \l r. sum(l) + sum(r), built inline, would unfold sum forever), and so that a copy of a lambda
+ * that copies its argument is HVM2's clear error ("attempt to clone a non-affine global
+ * reference") where, inline, HVM2's one DUP label gave a wrong result (twice(\x. x * x, 3)
+ * read back a free variable). */
 static char *lambda_ref(compiler *c, const pgl_expr *e) {
     char *redexes = NULL, *tree = closed_lambdas(c, e, &redexes);
-    if (!tree || !*redexes) {
+    if (!tree || (!*redexes && !strchr(tree, '{'))) {
         free(redexes);
         return tree;
     }
     return lift(c, tree, redexes);
 }
 
-static char *switch_expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
+/* The branches of a switch (two: zero, and the rest taking the value less one) or a match (one
+ * per constructor, taking its fields), each closed over the enclosing variables it uses and
+ * applied to their values at the site: `value ~ ?((B0 B1) chain)` for a switch, `value ~ (B0 (B1
+ * .. chain))` for a match, chain = (fv1 (fv2 .. r)) and r the result. */
+typedef struct {
+    const char *const *names; /* what the branch binds first (NULL entries: unused) */
+    int n_names;
+    const pgl_expr *body;
+} arm;
+
+static char *branches(compiler *c, unit *u, binder *scope, const pgl_expr *e, const arm *arms, int n, bool is_switch) {
     char *value = expr(c, u, scope, e->a);
     if (!value) return NULL;
     name_list fv = {0};
-    free_vars(e->b, NULL, scope, &fv);
-    bound pred = {e->name, NULL};
-    free_vars(e->c, &pred, scope, &fv);
-    const char **params = fv.oom ? NULL : calloc((size_t)fv.n + 1, sizeof *params);
-    char *zero = NULL, *succ = NULL, *result = NULL;
+    int most = 0;
+    for (int k = 0; k < n; k++) {
+        bound b[64];
+        const bound *inner = NULL;
+        for (int i = 0; i < arms[k].n_names && i < 64; i++) {
+            b[i] = (bound){arms[k].names[i], inner};
+            inner = &b[i];
+        }
+        free_vars(arms[k].body, inner, scope, &fv);
+        if (arms[k].n_names > most) most = arms[k].n_names;
+    }
+    const char **params = fv.oom ? NULL : calloc((size_t)(most + fv.n) + 1, sizeof *params);
+    char **trees = calloc((size_t)n + 1, sizeof *trees), *result = NULL;
     pgn_text site = {0};
-    if (!params) {
+    if (!params || !trees) {
         fail(c, e, "out of memory");
         goto done;
     }
-    for (int i = 0; i < fv.n; i++) params[i + 1] = fv.names[i];
-    params[0] = e->name; /* the default branch takes the value less one first */
-    if (!(zero = branch(c, params + 1, fv.n, e->b)) || !(succ = branch(c, params, fv.n + 1, e->c))) goto done;
-    /* value ~ ?((zero succ) chain), the chosen branch applied to the free variables' values */
+    for (int k = 0; k < n; k++) {
+        for (int i = 0; i < arms[k].n_names; i++) params[i] = arms[k].names[i];
+        for (int i = 0; i < fv.n; i++) params[arms[k].n_names + i] = fv.names[i];
+        if (!(trees[k] = branch(c, params, arms[k].n_names + fv.n, arms[k].body))) goto done;
+    }
     if (!(result = fresh_wire(c))) goto done;
-    pgn_text_printf(&site, "?((%s %s) ", zero, succ);
+    if (is_switch) pgn_text_printf(&site, "?((%s %s) ", trees[0], trees[1]);
+    else
+        for (int k = 0; k < n; k++) pgn_text_printf(&site, "(%s ", trees[k]);
     for (int i = 0; i < fv.n; i++) {
         char *w = use(c, lookup(scope, fv.names[i]));
         if (!w) goto done;
@@ -311,8 +347,7 @@ static char *switch_expr(compiler *c, unit *u, binder *scope, const pgl_expr *e)
         free(w);
     }
     pgn_text_puts(&site, result);
-    for (int i = 0; i < fv.n; i++) pgn_text_puts(&site, ")");
-    pgn_text_puts(&site, ")");
+    for (int i = 0; i < fv.n + (is_switch ? 1 : n); i++) pgn_text_puts(&site, ")");
     char *tree = text_of(c, &site);
     if (!tree) goto done;
     push_redex(c, u, value, "%s", tree);
@@ -320,8 +355,8 @@ static char *switch_expr(compiler *c, unit *u, binder *scope, const pgl_expr *e)
 done:
     free(pgn_text_take(&site));
     free(value);
-    free(zero);
-    free(succ);
+    for (int k = 0; trees && k < n; k++) free(trees[k]);
+    free(trees);
     free(params);
     free(fv.names);
     if (c->failed) {
@@ -329,6 +364,22 @@ done:
         return NULL;
     }
     return result;
+}
+
+static char *switch_expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
+    const char *pred[1] = {e->name}; /* the default branch takes the value less one first */
+    const arm arms[2] = {{NULL, 0, e->b}, {pred, 1, e->c}};
+    return branches(c, u, scope, e, arms, 2, true);
+}
+
+static char *match_expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
+    arm *arms = calloc((size_t)e->n_cases + 1, sizeof *arms);
+    if (!arms) return fail(c, e, "out of memory");
+    for (int k = 0; k < e->n_cases; k++)
+        arms[k] = (arm){(const char *const *)e->cases[k].names, e->cases[k].n_names, e->cases[k].body};
+    char *r = branches(c, u, scope, e, arms, e->n_cases, false);
+    free(arms);
+    return r;
 }
 
 /* a op n (or n op a) with a number n: one operator node holding n, `a ~ $([op' n] r)`. HVM2's
@@ -439,6 +490,7 @@ static char *expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
         return r;
     }
     case PGL_SWITCH: return switch_expr(c, u, scope, e);
+    case PGL_MATCH: return match_expr(c, u, scope, e);
     }
     return fail(c, e, "unknown expression");
 }

@@ -117,7 +117,7 @@ static int expect(reader *r, const char *t, const char *what) {
     return fail_at(r, r->pos, "expected %s, found %s", what, f);
 }
 
-static const char *const KEYWORDS[] = {"let", "switch", NULL};
+static const char *const KEYWORDS[] = {"let", "switch", "match", "type", NULL};
 
 static bool keyword(const char *s, size_t n) {
     for (int i = 0; KEYWORDS[i]; i++)
@@ -156,6 +156,38 @@ static pgl_expr *node(reader *r, pgl_kind kind, size_t pos) {
 }
 
 static pgl_expr *expr(reader *r);
+
+static pgl_expr *var_at(reader *r, const char *name, size_t pos) {
+    pgl_expr *v = node(r, PGL_VAR, pos);
+    if (v && !(v->name = own_text(r, name, strlen(name)))) return NULL;
+    return v;
+}
+
+static pgl_expr *app_at(reader *r, pgl_expr *f, pgl_expr *x, size_t pos) {
+    pgl_expr *a = f && x ? node(r, PGL_APP, pos) : NULL;
+    if (a) a->a = f, a->b = x;
+    return a;
+}
+
+/* (a, b, ..): \%t. %t(a, b, ..), a value the one-case match takes apart ('%' starts no name). */
+static pgl_expr *tuple_of(reader *r, pgl_expr **items, int n, size_t pos) {
+    pgl_expr *lam = node(r, PGL_LAM, pos), *body = var_at(r, "%t", pos);
+    if (!lam || !(lam->name = own_text(r, "%t", 2))) return NULL;
+    for (int i = 0; i < n; i++) body = app_at(r, body, items[i], pos);
+    lam->a = body;
+    return body ? lam : NULL;
+}
+
+/* At "let": whether a tuple follows (let (x, y) = ...); consumes "let" and "(" when it does. */
+static bool let_tuple_ahead(reader *r) {
+    size_t at_let = r->pos;
+    r->pos += 3;
+    if (peek(r) == '(') return accept(r, "(");
+    r->pos = at_let;
+    return false;
+}
+
+static pgl_case *new_cases(reader *r, int n) { return own(r, (size_t)(n ? n : 1) * sizeof(pgl_case)); }
 
 /* A number: digits with an optional fraction (f24), signed (i24, or f24 with a fraction). */
 static pgl_expr *number(reader *r, size_t start) {
@@ -247,9 +279,85 @@ static pgl_expr *primary(reader *r) {
     pgl_expr *e = NULL;
     if (digit(c) || ((c == '+' || c == '-') && pos + 1 < r->len && digit(r->src[pos + 1]))) {
         e = number(r, pos);
-    } else if (accept(r, "(")) {
-        e = expr(r);
-        if (e && expect(r, ")", "')'")) return NULL;
+    } else if (accept(r, "(")) { /* (e), or a tuple (a, b, ..) */
+        enum { MAX_ITEMS = 64 };
+        pgl_expr *items[MAX_ITEMS];
+        int n = 0;
+        do {
+            if (n == MAX_ITEMS) {
+                fail_at(r, r->pos, "a tuple of more than %d values", MAX_ITEMS);
+                return NULL;
+            }
+            if (!(items[n++] = expr(r))) return NULL;
+        } while (accept(r, ","));
+        if (expect(r, ")", "',' or ')'")) return NULL;
+        e = n == 1 ? items[0] : tuple_of(r, items, n, pos);
+    } else if (accept(r, "[")) { /* [a, b]: Cons(a, Cons(b, Nil)) */
+        r->prog->uses_list = true;
+        enum { MAX_ITEMS = 4096 };
+        pgl_expr **items = own(r, MAX_ITEMS * sizeof *items);
+        int n = 0;
+        if (!items) return NULL;
+        if (!at(r, "]")) do {
+                if (n == MAX_ITEMS) {
+                    fail_at(r, r->pos, "a list literal of more than %d values", MAX_ITEMS);
+                    return NULL;
+                }
+                if (!(items[n++] = expr(r))) return NULL;
+            } while (accept(r, ","));
+        if (expect(r, "]", "',' or ']'")) return NULL;
+        e = var_at(r, "Nil", pos);
+        for (int i = n - 1; i >= 0 && e; i--) e = app_at(r, app_at(r, var_at(r, "Cons", pos), items[i], pos), e, pos);
+        if (!e) return NULL;
+    } else if (accept(r, "match")) {
+        e = node(r, PGL_MATCH, pos);
+        if (!e || !(e->a = expr(r)) || expect(r, "{", "'{' after the match's value")) return NULL;
+        enum { MAX_CASES = 256 };
+        if (!(e->cases = new_cases(r, MAX_CASES))) return NULL;
+        while (!accept(r, "}")) {
+            if (e->n_cases == MAX_CASES) {
+                fail_at(r, r->pos, "more than %d cases", MAX_CASES);
+                return NULL;
+            }
+            pgl_case *k = &e->cases[e->n_cases++];
+            skip_trivia(r);
+            line_col(r, r->pos, &k->line, &k->col);
+            if (!(k->ctor = take_name(r, "a constructor's case (Name: or Name(fields):) or '}'"))) return NULL;
+            if (accept(r, "(")) {
+                if (!(k->names = own(r, 64 * sizeof *k->names))) return NULL;
+                do {
+                    if (k->n_names == 64) {
+                        fail_at(r, r->pos, "more than 64 fields");
+                        return NULL;
+                    }
+                    if (!(k->names[k->n_names++] = take_name(r, "a name for the field"))) return NULL;
+                } while (accept(r, ","));
+                if (expect(r, ")", "',' or ')' after a field's name")) return NULL;
+            }
+            if (expect(r, ":", "':' after the case's constructor") || !(k->body = expr(r))) return NULL;
+            accept(r, ";");
+        }
+        if (!e->n_cases) {
+            fail_at(r, pos, "a match needs its cases");
+            return NULL;
+        }
+    } else if (at(r, "let") && let_tuple_ahead(r)) { /* let (x, y) = a; b */
+        e = node(r, PGL_MATCH, pos);
+        if (!e || !(e->cases = new_cases(r, 1))) return NULL;
+        pgl_case *k = &e->cases[0];
+        e->n_cases = 1;
+        k->line = e->line, k->col = e->col;
+        if (!(k->ctor = own_text(r, "%tuple", 6)) || !(k->names = own(r, 64 * sizeof *k->names))) return NULL;
+        do {
+            if (k->n_names == 64) {
+                fail_at(r, r->pos, "more than 64 names");
+                return NULL;
+            }
+            if (!(k->names[k->n_names++] = take_name(r, "a name in the let's tuple"))) return NULL;
+        } while (accept(r, ","));
+        if (expect(r, ")", "',' or ')' in the let's tuple") || expect(r, "=", "'=' after the let's tuple")) return NULL;
+        if (!(e->a = expr(r)) || expect(r, ";", "';' after the let's value") || !(k->body = expr(r))) return NULL;
+        return e;
     } else if (accept(r, "\\") || accept(r, "\xce\xbb")) { /* \x y. body or λx y. body */
         pgl_expr *top = NULL, **hole = &top;
         do {
@@ -343,14 +451,113 @@ static pgl_expr *expr(reader *r) {
 
 /* ---- definitions -------------------------------------------------------------------------- */
 
+static int add_def(reader *r, char *name, pgl_expr *body, size_t pos) {
+    pgl_program *p = r->prog;
+    for (int i = 0; i < p->n_defs; i++)
+        if (!strcmp(p->defs[i].name, name))
+            return fail_at(r, pos, "'%s' is defined twice (first on line %d)", name, p->defs[i].line);
+    if (p->n_defs == p->cap_defs) {
+        int cap = p->cap_defs ? 2 * p->cap_defs : 16;
+        pgl_def *grown = realloc(p->defs, (size_t)cap * sizeof *grown);
+        if (!grown) return fail_at(r, pos, "out of memory");
+        p->defs = grown, p->cap_defs = cap;
+    }
+    pgl_def *d = &p->defs[p->n_defs++];
+    d->name = name, d->body = body;
+    line_col(r, pos, &d->line, &d->col);
+    return 0;
+}
+
+/* Constructor k of t: \%f1 .. %fn. \%c1 .. %cm. %ck(%f1, .., %fn) ('%' starts no name). */
+static int add_ctor_def(reader *r, const pgl_type *t, int k, size_t pos) {
+    const pgl_ctor *c = &t->ctors[k];
+    char name[16];
+    snprintf(name, sizeof name, "%%c%d", k);
+    pgl_expr *body = var_at(r, name, pos), *top = NULL, **hole = &top;
+    for (int f = 0; f < c->n_fields && body; f++) {
+        snprintf(name, sizeof name, "%%f%d", f);
+        body = app_at(r, body, var_at(r, name, pos), pos);
+    }
+    for (int i = 0; i < c->n_fields + t->n_ctors && body; i++) {
+        pgl_expr *lam = node(r, PGL_LAM, pos);
+        if (i < c->n_fields) snprintf(name, sizeof name, "%%f%d", i);
+        else snprintf(name, sizeof name, "%%c%d", i - c->n_fields);
+        if (!lam || !(lam->name = own_text(r, name, strlen(name)))) return -1;
+        *hole = lam, hole = &lam->a;
+    }
+    if (!body) return -1;
+    *hole = body;
+    return add_def(r, c->name, top, pos);
+}
+
+static pgl_type *new_type(reader *r, char *name, int n_ctors, size_t pos) {
+    pgl_program *p = r->prog;
+    for (int i = 0; i < p->n_types; i++)
+        if (!strcmp(p->types[i].name, name)) {
+            fail_at(r, pos, "the type '%s' is declared twice (first on line %d)", name, p->types[i].line);
+            return NULL;
+        }
+    if (p->n_types == p->cap_types) {
+        int cap = p->cap_types ? 2 * p->cap_types : 8;
+        pgl_type *grown = realloc(p->types, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            fail_at(r, pos, "out of memory");
+            return NULL;
+        }
+        p->types = grown, p->cap_types = cap;
+    }
+    pgl_type *t = &p->types[p->n_types++];
+    memset(t, 0, sizeof *t);
+    t->name = name;
+    int col;
+    line_col(r, pos, &t->line, &col);
+    if (!(t->ctors = own(r, (size_t)n_ctors * sizeof *t->ctors))) {
+        fail_at(r, pos, "out of memory");
+        return NULL;
+    }
+    return t;
+}
+
+/* type Name = A | B(x, y) | ..: the type and a definition per constructor. */
+static int type_decl(reader *r, size_t pos) {
+    enum { MAX_CTORS = 64 };
+    char *name = take_name(r, "the type's name"), *ctor[MAX_CTORS];
+    int fields[MAX_CTORS], n = 0;
+    size_t at[MAX_CTORS];
+    if (!name || expect(r, "=", "'=' after the type's name")) return -1;
+    do {
+        if (n == MAX_CTORS) return fail_at(r, r->pos, "more than %d constructors", MAX_CTORS);
+        skip_trivia(r);
+        at[n] = r->pos;
+        if (!(ctor[n] = take_name(r, "a constructor's name"))) return -1;
+        fields[n] = 0;
+        if (accept(r, "(")) {
+            do {
+                if (!take_name(r, "a field's name")) return -1;
+                fields[n]++;
+            } while (accept(r, ","));
+            if (expect(r, ")", "',' or ')' after a field's name")) return -1;
+        }
+        n++;
+    } while (accept(r, "|"));
+    pgl_type *t = new_type(r, name, n, pos);
+    if (!t) return -1;
+    for (int k = 0; k < n; k++) {
+        t->ctors[k] = (pgl_ctor){.name = ctor[k], .n_fields = fields[k]};
+        line_col(r, at[k], &t->ctors[k].line, &t->ctors[k].col);
+    }
+    t->n_ctors = n;
+    for (int k = 0; k < n; k++)
+        if (add_ctor_def(r, t, k, at[k])) return -1;
+    return 0;
+}
+
 static int definition(reader *r) {
     skip_trivia(r);
     size_t pos = r->pos;
-    char *name = take_name(r, "a definition (name = expression)");
+    if (accept(r, "type")) return type_decl(r, pos);
+    char *name = take_name(r, "a definition (name = expression) or a type");
     if (!name) return -1;
-    for (int i = 0; i < r->prog->n_defs; i++)
-        if (!strcmp(r->prog->defs[i].name, name))
-            return fail_at(r, pos, "'%s' is defined twice (first on line %d)", name, r->prog->defs[i].line);
     pgl_expr *top = NULL, **hole = &top;
     if (accept(r, "(")) { /* name(a, b) = body is name = \a b. body */
         do {
@@ -362,16 +569,77 @@ static int definition(reader *r) {
     }
     if (expect(r, "=", "'=' after the definition's name")) return -1;
     if (!(*hole = expr(r))) return -1;
-    pgl_program *p = r->prog;
-    if (p->n_defs == p->cap_defs) {
-        int cap = p->cap_defs ? 2 * p->cap_defs : 16;
-        pgl_def *grown = realloc(p->defs, (size_t)cap * sizeof *grown);
-        if (!grown) return fail_at(r, pos, "out of memory");
-        p->defs = grown, p->cap_defs = cap;
+    return add_def(r, name, top, pos);
+}
+
+/* ---- matches: their cases put in constructor order, once the types are all known ------------ */
+
+static int fail_lc(reader *r, int line, int col, const char *fmt, const char *a, const char *b) {
+    if (r->failed) return -1;
+    r->failed = true;
+    char msg[200];
+    snprintf(msg, sizeof msg, fmt, a, b);
+    pgn_error_set(r->err, PGN_E_INVALID_PROGRAM, "program", "line %d, column %d: %s", line, col, msg);
+    return -1;
+}
+
+static const pgl_type *type_of_ctor(const pgl_program *p, const char *ctor, int *index) {
+    for (int t = 0; t < p->n_types; t++)
+        for (int k = 0; k < p->types[t].n_ctors; k++)
+            if (!strcmp(p->types[t].ctors[k].name, ctor)) {
+                *index = k;
+                return &p->types[t];
+            }
+    return NULL;
+}
+
+static int resolve(reader *r, pgl_expr *e) {
+    if (!e) return 0;
+    if (e->kind == PGL_MATCH && strcmp(e->cases[0].ctor, "%tuple")) {
+        int k0;
+        const pgl_type *t = type_of_ctor(r->prog, e->cases[0].ctor, &k0);
+        if (!t)
+            return fail_lc(r, e->cases[0].line, e->cases[0].col, "'%s' is not a constructor (declare it: type T = %s | ..)",
+                           e->cases[0].ctor, e->cases[0].ctor);
+        pgl_case *ordered = new_cases(r, t->n_ctors);
+        if (!ordered) return -1;
+        for (int i = 0; i < e->n_cases; i++) {
+            pgl_case *c = &e->cases[i];
+            int k;
+            if (type_of_ctor(r->prog, c->ctor, &k) != t)
+                return fail_lc(r, c->line, c->col, "'%s' is not a constructor of %s", c->ctor, t->name);
+            if (ordered[k].ctor) return fail_lc(r, c->line, c->col, "a second case for '%s'%s", c->ctor, "");
+            if (c->n_names != t->ctors[k].n_fields) {
+                char msg[96];
+                snprintf(msg, sizeof msg, "has %d field%s, the case names %d", t->ctors[k].n_fields,
+                         t->ctors[k].n_fields == 1 ? "" : "s", c->n_names);
+                return fail_lc(r, c->line, c->col, "'%s' %s", c->ctor, msg);
+            }
+            ordered[k] = *c;
+        }
+        for (int k = 0; k < t->n_ctors; k++)
+            if (!ordered[k].ctor) return fail_lc(r, e->line, e->col, "the match has no case for '%s' (of %s)", t->ctors[k].name, t->name);
+        e->cases = ordered, e->n_cases = t->n_ctors;
     }
-    pgl_def *d = &p->defs[p->n_defs++];
-    d->name = name, d->body = top;
-    line_col(r, pos, &d->line, &d->col);
+    for (int i = 0; e->kind == PGL_MATCH && i < e->n_cases; i++)
+        if (resolve(r, e->cases[i].body)) return -1;
+    return resolve(r, e->a) || resolve(r, e->b) || resolve(r, e->c) ? -1 : 0;
+}
+
+/* [..] literals without a declared List: type List = Nil | Cons(head, tail). */
+static int declare_list(reader *r) {
+    for (int t = 0; t < r->prog->n_types; t++)
+        if (!strcmp(r->prog->types[t].name, "List")) return 0;
+    char *name = own_text(r, "List", 4);
+    pgl_type *t = name ? new_type(r, name, 2, 0) : NULL;
+    if (!t) return -1;
+    t->ctors[0] = (pgl_ctor){.name = own_text(r, "Nil", 3)};
+    t->ctors[1] = (pgl_ctor){.name = own_text(r, "Cons", 4), .n_fields = 2};
+    t->n_ctors = 2;
+    t->line = 0;
+    if (!t->ctors[0].name || !t->ctors[1].name) return -1;
+    for (int k = 0; k < 2; k++)
+        if (add_ctor_def(r, t, k, 0)) return -1;
     return 0;
 }
 
@@ -389,6 +657,15 @@ int pgl_parse(const char *src, size_t len, pgl_program *prog, pgn_error *err) {
             pgl_program_free(prog);
             return -1;
         }
+    if (prog->uses_list && declare_list(&r)) {
+        pgl_program_free(prog);
+        return -1;
+    }
+    for (int i = 0; i < prog->n_defs; i++)
+        if (resolve(&r, prog->defs[i].body)) {
+            pgl_program_free(prog);
+            return -1;
+        }
     bool has_main = false;
     for (int i = 0; i < prog->n_defs; i++) has_main |= !strcmp(prog->defs[i].name, "main");
     if (!has_main) {
@@ -403,5 +680,6 @@ void pgl_program_free(pgl_program *prog) {
     for (size_t i = 0; i < prog->n_owned; i++) free(prog->owned[i]);
     free(prog->owned);
     free(prog->defs);
+    free(prog->types);
     memset(prog, 0, sizeof *prog);
 }

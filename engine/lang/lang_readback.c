@@ -1,0 +1,188 @@
+/* lang_readback.c: a pgl program's normal form in pgl's own syntax: numbers as they are, lists
+ * as [a, b], tuples as (a, b), other constructors as Name(a, b), read from the Scott encodings
+ * the compiler gives them (docs/language.md). What is none of those (a function, a free
+ * variable) has no pgl form, and the raw net stands. */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lang/lang.h"
+
+/* A tree of the normal form's HVM2 text: leaves keep their text; binary nodes their kind. */
+typedef struct tree {
+    char kind; /* '(' CON, '{' DUP, '$' OPE, '?' SWI, '*' eraser, '@' reference, 'v' variable, '#' number */
+    const char *text;
+    size_t len;
+    struct tree *l, *r;
+} tree;
+
+typedef struct {
+    const char *s;
+    size_t pos, len;
+    tree *nodes;
+    size_t n, cap;
+} tparser;
+
+static void blank(tparser *p) {
+    while (p->pos < p->len && (p->s[p->pos] == ' ' || p->s[p->pos] == '\n' || p->s[p->pos] == '\t')) p->pos++;
+}
+
+static tree *tnode(tparser *p) { return p->n < p->cap ? &p->nodes[p->n++] : NULL; }
+
+static tree *parse_tree(tparser *p, int depth) {
+    blank(p);
+    if (p->pos >= p->len || depth > 10000) return NULL;
+    char c = p->s[p->pos];
+    tree *t = tnode(p);
+    if (!t) return NULL;
+    if (c == '(' || c == '{' || ((c == '$' || c == '?') && p->pos + 1 < p->len && p->s[p->pos + 1] == '(')) {
+        t->kind = c;
+        p->pos += c == '$' || c == '?' ? 2 : 1;
+        char close = c == '{' ? '}' : ')';
+        if (!(t->l = parse_tree(p, depth + 1)) || !(t->r = parse_tree(p, depth + 1))) return NULL;
+        blank(p);
+        if (p->pos >= p->len || p->s[p->pos] != close) return NULL;
+        p->pos++;
+        return t;
+    }
+    size_t start = p->pos;
+    if (c == '*') {
+        p->pos++;
+        t->kind = '*';
+    } else {
+        while (p->pos < p->len && !strchr(" \n\t(){}", p->s[p->pos])) {
+            if (p->s[p->pos] == '[') { /* an operator or partial application: [+], [+0x01] */
+                while (p->pos < p->len && p->s[p->pos] != ']') p->pos++;
+            }
+            p->pos++;
+        }
+        if (p->pos == start) return NULL;
+        t->kind = c == '@' ? '@' : (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '[' ? '#' : 'v';
+    }
+    t->text = p->s + start;
+    t->len = p->pos - start;
+    return t;
+}
+
+static bool same_var(const tree *a, const tree *b) {
+    return a && b && a->kind == 'v' && b->kind == 'v' && a->len == b->len && !memcmp(a->text, b->text, a->len);
+}
+
+/* Whether t is (x1 (x2 .. (xk end))) with the variable `end` last: the fields into *fields. */
+static bool applied(const tree *t, int k, const tree *end, const tree **fields) {
+    for (int i = 0; i < k; i++) {
+        if (t->kind != '(') return false;
+        fields[i] = t->l;
+        t = t->r;
+    }
+    return same_var(t, end);
+}
+
+static bool show(const pgl_program *prog, const tree *t, pgn_text *out, int depth);
+
+static bool show_fields(const pgl_program *prog, const tree *const *fields, int k, pgn_text *out, int depth) {
+    for (int i = 0; i < k; i++) {
+        if (i) pgn_text_puts(out, ", ");
+        if (!show(prog, fields[i], out, depth + 1)) return false;
+    }
+    return true;
+}
+
+/* t as constructor k of type ty (\c1 .. cn. ck(f1 .. fm)): its fields, or false. A nullary
+ * constructor nothing applied is still its reference (@Nil). */
+static bool as_ctor(const pgl_type *ty, int k, const tree *t, const tree **fields) {
+    const tree *ports[64], *end;
+    if (t->kind == '@')
+        return ty->ctors[k].n_fields == 0 && t->len == strlen(ty->ctors[k].name) + 1 &&
+               !memcmp(t->text + 1, ty->ctors[k].name, t->len - 1);
+    int n = ty->n_ctors;
+    if (n > 64) return false;
+    for (int i = 0; i < n; i++) {
+        if (t->kind != '(') return false;
+        ports[i] = t->l;
+        t = t->r;
+    }
+    end = t;
+    if (end->kind != 'v') return false;
+    for (int i = 0; i < n; i++)
+        if (i != k && ports[i]->kind != '*') return false;
+    int m = ty->ctors[k].n_fields;
+    if (m > 64) return false;
+    return m == 0 ? same_var(ports[k], end) : applied(ports[k], m, end, fields);
+}
+
+static bool show(const pgl_program *prog, const tree *t, pgn_text *out, int depth) {
+    if (depth > 2000) return false;
+    if (t->kind == '#') {
+        pgn_text_put(out, t->text, t->len);
+        return true;
+    }
+    if (t->kind != '(' && t->kind != '@') return false;
+    const tree *fields[64];
+    for (int ty = 0; ty < prog->n_types; ty++) {
+        const pgl_type *T = &prog->types[ty];
+        for (int k = 0; k < T->n_ctors; k++) {
+            if (!as_ctor(T, k, t, fields)) continue;
+            if (!strcmp(T->name, "List") && !strcmp(T->ctors[k].name, "Cons") && T->n_ctors == 2) {
+                /* [a, b, ..] while the tail is a Cons; Nil ends it */
+                pgn_text_puts(out, "[");
+                for (int i = 0;; i++) {
+                    if (i) pgn_text_puts(out, ", ");
+                    if (!show(prog, fields[0], out, depth + 1)) return false;
+                    const tree *tail = fields[1], *next[2];
+                    if (as_ctor(T, 0, tail, next)) break;
+                    if (!as_ctor(T, 1, tail, next)) return false;
+                    fields[0] = next[0], fields[1] = next[1];
+                    if (i > 100000) return false;
+                }
+                pgn_text_puts(out, "]");
+                return true;
+            }
+            if (!strcmp(T->name, "List") && !strcmp(T->ctors[k].name, "Nil")) {
+                pgn_text_puts(out, "[]");
+                return true;
+            }
+            pgn_text_puts(out, T->ctors[k].name);
+            if (!T->ctors[k].n_fields) return true;
+            pgn_text_puts(out, "(");
+            if (!show_fields(prog, fields, T->ctors[k].n_fields, out, depth)) return false;
+            pgn_text_puts(out, ")");
+            return true;
+        }
+    }
+    if (t->kind != '(') return false;
+    /* a tuple: \f. f(a, b, ..) is ((a (b .. r)) r) */
+    const tree *r = t->r;
+    if (r->kind == 'v' && t->l->kind == '(') {
+        int k = 0;
+        const tree *u = t->l;
+        while (u->kind == '(' && k < 64) fields[k++] = u->l, u = u->r;
+        if (k >= 2 && same_var(u, r)) {
+            pgn_text_puts(out, "(");
+            if (!show_fields(prog, fields, k, out, depth)) return false;
+            pgn_text_puts(out, ")");
+            return true;
+        }
+    }
+    return false;
+}
+
+char *pgn_pgl_readback(const char *src, size_t len, const char *normal_form) {
+    pgl_program prog;
+    pgn_error err = {0};
+    if (pgl_parse(src, len, &prog, &err)) return NULL;
+    size_t nl = strlen(normal_form);
+    tparser p = {.s = normal_form, .len = nl, .cap = nl + 1};
+    p.nodes = calloc(p.cap, sizeof *p.nodes);
+    char *shown = NULL;
+    tree *t = p.nodes ? parse_tree(&p, 0) : NULL;
+    if (t) {
+        blank(&p);
+        pgn_text out = {0};
+        if (p.pos == p.len && show(&prog, t, &out, 0)) shown = pgn_text_take(&out);
+        else free(pgn_text_take(&out));
+    }
+    free(p.nodes);
+    pgl_program_free(&prog);
+    return shown;
+}
