@@ -5,9 +5,11 @@
  * example's .expected file. Timed: the reduction alone, from the first CALL of @main to the
  * normal form, including on a device every launch and any heap growth between launches; parsing,
  * the first allocation of the heaps, kernel compilation and the readback are not.
- *   build/bench/bench-inet [--repeats N] [--min-seconds S] [--device host|ID|all] [FILE.hvm ...]
+ *   build/bench/bench-inet [--repeats N] [--min-seconds S] [--device host|ID|all] [FILE.hvm|FILE.pgl ...]
  * Without files it runs every example in $PARAGON_SOURCE_ROOT/examples/inet (default: ./) but the
- * IO ones (io_*.hvm), which this runs without their IO. */
+ * IO ones (io_*.hvm), which this runs without their IO. A .pgl file is compiled first (not timed)
+ * and checked against its .expected in pgl's syntax: examples/lang/X.pgl beside examples/inet/X.hvm
+ * puts the compiler's count and MIPS next to the hand-written net's. */
 #include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,8 +34,9 @@ static int cmp_double(const void *a, const void *b) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* "ok" when the run printed what NAME.expected holds, "DIFFERS" when not, "-" without one. */
-static const char *check(const char *path, const pgn_inet_result *r) {
+/* "ok" when the run printed what NAME.expected holds (a pgl program's result read back from its
+ * source src, else the net), "DIFFERS" when not, "-" without one. */
+static const char *check(const char *path, const char *src, const pgn_inet_result *r) {
     char exp_path[4096];
     size_t n = strlen(path);
     if (n < 4 || n + 16 > sizeof exp_path) return "-";
@@ -41,9 +44,12 @@ static const char *check(const char *path, const pgn_inet_result *r) {
     size_t len;
     char *expected = pgn_read_file(exp_path, &len);
     if (!expected) return "-";
-    size_t glen = strlen(r->normal_form) + 64;
+    char *value = src ? pgn_pgl_readback(src, strlen(src), r->normal_form) : NULL;
+    const char *shown = value ? value : r->normal_form;
+    size_t glen = strlen(shown) + 64;
     char *got = malloc(glen);
-    snprintf(got, glen, "Result: %s\n- ITRS: %llu\n", r->normal_form, (unsigned long long)r->interactions);
+    if (got) snprintf(got, glen, "Result: %s\n- ITRS: %llu\n", shown, (unsigned long long)r->interactions);
+    free(value);
     bool same = got && !strcmp(got, expected);
     free(got);
     free(expected);
@@ -68,9 +74,21 @@ static int bench_file(const char *path, const target *t, int repeats, double min
     }
     pgn_inet_book *book;
     pgn_error err = {0};
+    char *src = NULL; /* a pgl program's source, for its readback */
+    size_t plen = strlen(path);
+    if (plen > 4 && !strcmp(path + plen - 4, ".pgl")) {
+        src = text;
+        if (!(text = pgn_pgl_compile(src, len, &err))) {
+            fprintf(stderr, "%s: %s\n", path, err.message);
+            free(src);
+            return 1;
+        }
+        len = strlen(text);
+    }
     if (pgn_inet_parse(text, len, &book, &err)) {
         fprintf(stderr, "%s: %s\n", path, err.message);
         free(text);
+        free(src);
         return 1;
     }
     free(text);
@@ -86,11 +104,12 @@ static int bench_file(const char *path, const target *t, int repeats, double min
         if (run(t, book, &r, &err)) {
             fprintf(stderr, "%s: %s: %s\n", path, pgn_error_code_name(err.code), err.message);
             pgn_inet_book_free(book);
+            free(src);
             return 1;
         }
         times[runs++] = r.seconds;
         total += r.seconds;
-        if (runs == 1) verdict = check(path, &r);
+        if (runs == 1) verdict = check(path, src, &r);
         pgn_inet_result_free(&last);
         last = r;
     }
@@ -103,6 +122,7 @@ static int bench_file(const char *path, const target *t, int repeats, double min
            *mips, (unsigned long long)last.peak_nodes, runs, verdict);
     pgn_inet_result_free(&last);
     pgn_inet_book_free(book);
+    free(src);
     return strcmp(verdict, "DIFFERS") == 0;
 }
 
@@ -163,7 +183,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--device") && i + 1 < argc)
             device = argv[++i];
         else if (argv[i][0] == '-') {
-            fprintf(stderr, "usage: %s [--repeats N] [--min-seconds S] [--device host|ID|all] [FILE.hvm ...]\n",
+            fprintf(stderr, "usage: %s [--repeats N] [--min-seconds S] [--device host|ID|all] [FILE.hvm|FILE.pgl ...]\n",
                     argv[0]);
             return 2;
         } else

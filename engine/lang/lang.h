@@ -18,6 +18,7 @@ typedef enum {
     PGL_LET,    /* let name = a; b */
     PGL_SWITCH, /* switch a { 0: b; _ name: c }: b the zero case, c the rest with name = a - 1 */
     PGL_MATCH,  /* match a { C(x, y): b ... }, and let (x, y) = a; b: cases in constructor order */
+    PGL_PAIR,   /* (a, b): HVM2's pair, a CON node; (a, b, c) is (a, (b, c)) */
 } pgl_kind;
 
 struct pgl_expr;

@@ -27,6 +27,7 @@ typedef struct {
     pgn_text out;         /* the finished definitions */
     const char *top;      /* the source definition being compiled (lifted ones are named after it) */
     bool *expanding;      /* per definition: a value definition being inlined now (a cycle check) */
+    bool *inlining;       /* per definition: a call of it being inlined now (no recursion) */
     int fresh, lifted;    /* counters for wire names and lifted definitions, per source definition */
     bool failed;
 } compiler;
@@ -234,6 +235,7 @@ static void free_vars(const pgl_expr *e, const bound *inner, binder *scope, name
         return;
     case PGL_APP:
     case PGL_OP:
+    case PGL_PAIR:
         free_vars(e->a, inner, scope, out);
         free_vars(e->b, inner, scope, out);
         return;
@@ -372,7 +374,40 @@ static char *switch_expr(compiler *c, unit *u, binder *scope, const pgl_expr *e)
     return branches(c, u, scope, e, arms, 2, true);
 }
 
+/* let (x, y, z) = t; body: `T ~ (X (Y Z))`, the pairs taken apart where they meet (one
+ * annihilation each), the names bound in body. */
+static char *unpair_expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
+    const pgl_case *k = &e->cases[0];
+    char *value = expr(c, u, scope, e->a);
+    binder *bs = value ? calloc((size_t)k->n_names, sizeof *bs) : NULL;
+    if (!bs) {
+        free(value);
+        return c->failed ? NULL : fail(c, e, "out of memory");
+    }
+    binder *in = scope;
+    for (int i = 0; i < k->n_names; i++) bs[i] = (binder){.name = k->names[i], .up = in}, in = &bs[i];
+    char *body = expr(c, u, in, k->body);
+    pgn_text t = {0};
+    for (int i = 0; i < k->n_names; i++) {
+        char *bt = binder_tree(c, &bs[i]);
+        if (bt) pgn_text_printf(&t, i + 1 < k->n_names ? "(%s " : "%s", bt);
+        free(bt);
+    }
+    for (int i = 0; i + 1 < k->n_names; i++) pgn_text_puts(&t, ")");
+    char *pattern = text_of(c, &t);
+    if (body && pattern) push_redex(c, u, value, "%s", pattern);
+    free(pattern);
+    free(value);
+    free(bs);
+    if (c->failed) {
+        free(body);
+        return NULL;
+    }
+    return body;
+}
+
 static char *match_expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
+    if (!strcmp(e->cases[0].ctor, "%tuple")) return unpair_expr(c, u, scope, e);
     arm *arms = calloc((size_t)e->n_cases + 1, sizeof *arms);
     if (!arms) return fail(c, e, "out of memory");
     for (int k = 0; k < e->n_cases; k++)
@@ -401,6 +436,69 @@ static char *op_with_number(compiler *c, unit *u, binder *scope, const pgl_expr 
     free(lit);
     free(x);
     return r;
+}
+
+/* ---- small functions written out where they are called ------------------------------------
+ * A call f(a1, .., an) of a definition f = \p1 .. pn. body (body perhaps more lambdas) whose body is small, with no switch
+ * or match (nothing to lift) and not calling f itself, is compiled as let p1 = a1; .. body with
+ * body's names resolved in f's own scope: the CALL that would expand f and the n lambda-
+ * application annihilations are gone. tree_sum's leaf(1) and node(l, r) (and every constructor)
+ * are such calls: 9,699,306 interactions before, 8,388,589 after (the hand-written net: 8,388,590). */
+#define INLINE_MAX_NODES 24
+
+static int tree_size(const pgl_expr *e, bool *lifts) {
+    if (!e) return 0;
+    if (e->kind == PGL_SWITCH || (e->kind == PGL_MATCH && strcmp(e->cases[0].ctor, "%tuple"))) *lifts = true;
+    int n = 1 + tree_size(e->a, lifts) + tree_size(e->b, lifts) + tree_size(e->c, lifts);
+    for (int k = 0; e->kind == PGL_MATCH && k < e->n_cases; k++) n += tree_size(e->cases[k].body, lifts);
+    return n;
+}
+
+static bool calls(const pgl_expr *e, const char *name) {
+    if (!e) return false;
+    if (e->kind == PGL_VAR && !strcmp(e->name, name)) return true;
+    for (int k = 0; e->kind == PGL_MATCH && k < e->n_cases; k++)
+        if (calls(e->cases[k].body, name)) return true;
+    return calls(e->a, name) || calls(e->b, name) || calls(e->c, name);
+}
+
+/* True when e, a call, was compiled inline (its value in *out, NULL on an error). */
+static bool try_inline(compiler *c, unit *u, binder *scope, const pgl_expr *e, char **out) {
+    const pgl_expr *args[64], *head = e;
+    int n_args = 0;
+    for (; head->kind == PGL_APP && n_args < 64; head = head->a) args[n_args++] = head->b;
+    if (head->kind != PGL_VAR || lookup(scope, head->name)) return false;
+    int d = def_index(c, head->name);
+    if (d < 0 || c->inlining[d]) return false;
+    const pgl_expr *body = c->prog->defs[d].body;
+    const char *params[64];
+    int n = 0;
+    while (body->kind == PGL_LAM && n < n_args) params[n++] = body->name, body = body->a;
+    bool lifts = false; /* (body may still be a lambda: leaf(v) = \n f. f(v) called with v) */
+    if (!n || n != n_args || tree_size(body, &lifts) > INLINE_MAX_NODES || lifts || calls(body, head->name))
+        return false;
+    /* the arguments, in the caller's scope (args[] holds them last first) */
+    char *vals[64];
+    for (int i = 0; i < n; i++) vals[i] = NULL;
+    for (int i = 0; i < n && !c->failed; i++) vals[i] = expr(c, u, scope, args[n - 1 - i]);
+    binder bs[64];
+    binder *in = NULL; /* the body sees its parameters and the definitions, nothing of the caller's */
+    for (int i = 0; i < n; i++) bs[i] = (binder){.name = params[i], .up = in}, in = &bs[i];
+    c->inlining[d] = true;
+    char *v = c->failed ? NULL : expr(c, u, in, body);
+    c->inlining[d] = false;
+    for (int i = 0; i < n; i++) {
+        char *bt = binder_tree(c, &bs[i]);
+        if (bt && vals[i] && v) push_redex(c, u, vals[i], "%s", bt);
+        free(bt);
+        free(vals[i]);
+    }
+    if (c->failed) {
+        free(v);
+        v = NULL;
+    }
+    *out = v;
+    return true;
 }
 
 static char *expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
@@ -478,6 +576,8 @@ static char *expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
         if (e->b->kind == PGL_NUM || e->a->kind == PGL_NUM) return op_with_number(c, u, scope, e);
         /* fall through */
     case PGL_APP: {
+        char *inlined = NULL;
+        if (try_inline(c, u, scope, e, &inlined)) return inlined;
         char *f = expr(c, u, scope, e->a);
         char *x = f ? expr(c, u, scope, e->b) : NULL;
         char *r = x ? fresh_wire(c) : NULL;
@@ -491,6 +591,18 @@ static char *expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
     }
     case PGL_SWITCH: return switch_expr(c, u, scope, e);
     case PGL_MATCH: return match_expr(c, u, scope, e);
+    case PGL_PAIR: {
+        char *l = expr(c, u, scope, e->a), *r = l ? expr(c, u, scope, e->b) : NULL;
+        pgn_text t = {0};
+        if (r) pgn_text_printf(&t, "(%s %s)", l, r);
+        free(l);
+        free(r);
+        if (c->failed) {
+            free(pgn_text_take(&t));
+            return NULL;
+        }
+        return text_of(c, &t);
+    }
     }
     return fail(c, e, "unknown expression");
 }
@@ -610,8 +722,9 @@ static char *closed(compiler *c, const char *const *params, int n, const pgl_exp
 char *pgn_pgl_compile(const char *src, size_t len, pgn_error *err) {
     pgl_program prog;
     if (pgl_parse(src, len, &prog, err)) return NULL;
-    compiler c = {.prog = &prog, .err = err, .expanding = calloc((size_t)prog.n_defs + 1, sizeof(bool))};
-    if (!c.expanding) text_of(&c, &(pgn_text){.oom = true});
+    compiler c = {.prog = &prog, .err = err, .expanding = calloc((size_t)prog.n_defs + 1, sizeof(bool)),
+                  .inlining = calloc((size_t)prog.n_defs + 1, sizeof(bool))};
+    if (!c.expanding || !c.inlining) text_of(&c, &(pgn_text){.oom = true});
     for (int i = 0; i < prog.n_defs && !c.failed; i++) {
         const pgl_def *d = &prog.defs[i];
         c.top = d->name, c.fresh = 0, c.lifted = 0;
@@ -622,6 +735,7 @@ char *pgn_pgl_compile(const char *src, size_t len, pgn_error *err) {
     }
     pgl_program_free(&prog);
     free(c.expanding);
+    free(c.inlining);
     char *out = c.failed ? NULL : text_of(&c, &c.out);
     if (c.failed) free(pgn_text_take(&c.out));
     return out;

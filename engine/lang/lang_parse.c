@@ -169,13 +169,15 @@ static pgl_expr *app_at(reader *r, pgl_expr *f, pgl_expr *x, size_t pos) {
     return a;
 }
 
-/* (a, b, ..): \%t. %t(a, b, ..), a value the one-case match takes apart ('%' starts no name). */
+/* (a, b, c): the pairs (a, (b, c)), as HVM2 and Bend nest them. */
 static pgl_expr *tuple_of(reader *r, pgl_expr **items, int n, size_t pos) {
-    pgl_expr *lam = node(r, PGL_LAM, pos), *body = var_at(r, "%t", pos);
-    if (!lam || !(lam->name = own_text(r, "%t", 2))) return NULL;
-    for (int i = 0; i < n; i++) body = app_at(r, body, items[i], pos);
-    lam->a = body;
-    return body ? lam : NULL;
+    pgl_expr *t = items[n - 1];
+    for (int i = n - 2; i >= 0 && t; i--) {
+        pgl_expr *p = node(r, PGL_PAIR, pos);
+        if (p) p->a = items[i], p->b = t;
+        t = p;
+    }
+    return t;
 }
 
 /* At "let": whether a tuple follows (let (x, y) = ...); consumes "let" and "(" when it does. */

@@ -111,6 +111,15 @@ static bool as_ctor(const pgl_type *ty, int k, const tree *t, const tree **field
     return m == 0 ? same_var(ports[k], end) : applied(ports[k], m, end, fields);
 }
 
+/* Whether t is a value of one of the program's types (not a plain pair). */
+static bool ctor_value(const pgl_program *prog, const tree *t) {
+    const tree *fields[64];
+    for (int ty = 0; ty < prog->n_types; ty++)
+        for (int k = 0; k < prog->types[ty].n_ctors; k++)
+            if (as_ctor(&prog->types[ty], k, t, fields)) return true;
+    return false;
+}
+
 static bool show(const pgl_program *prog, const tree *t, pgn_text *out, int depth) {
     if (depth > 2000) return false;
     if (t->kind == '#') {
@@ -151,20 +160,21 @@ static bool show(const pgl_program *prog, const tree *t, pgn_text *out, int dept
         }
     }
     if (t->kind != '(') return false;
-    /* a tuple: \f. f(a, b, ..) is ((a (b .. r)) r) */
-    const tree *r = t->r;
-    if (r->kind == 'v' && t->l->kind == '(') {
-        int k = 0;
-        const tree *u = t->l;
-        while (u->kind == '(' && k < 64) fields[k++] = u->l, u = u->r;
-        if (k >= 2 && same_var(u, r)) {
-            pgn_text_puts(out, "(");
-            if (!show_fields(prog, fields, k, out, depth)) return false;
-            pgn_text_puts(out, ")");
-            return true;
+    /* a tuple: pairs (a (b c)), written (a, b, c) as the source nests them; a pair whose parts
+     * have no pgl form (a lambda's binder and body) is no tuple */
+    pgn_text_puts(out, "(");
+    for (int i = 0;; i++) {
+        if (i > 100000 || !show(prog, t->l, out, depth + 1)) return false;
+        pgn_text_puts(out, ", ");
+        if (t->r->kind == '(' && !ctor_value(prog, t->r)) { /* (a, (b, c)) is (a, b, c) */
+            t = t->r;
+            continue;
         }
+        if (!show(prog, t->r, out, depth + 1)) return false;
+        break;
     }
-    return false;
+    pgn_text_puts(out, ")");
+    return true;
 }
 
 char *pgn_pgl_readback(const char *src, size_t len, const char *normal_form) {
