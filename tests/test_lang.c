@@ -124,6 +124,8 @@ Test(lang, types_matches_tuples_and_lists) {
     snprintf(src, sizeof src, "%smain = fold(\\a b. a + b, 0, map(\\x. x + 1, [1, 2, 3, 4]))", lists);
     check(src, "14");
     check_value("main = []", "[]");
+    /* the same shape as Cons(h, t): a list is read back as a list */
+    check_value("type Shape = Circle(r) | Rect(w, h)\nmain = ([1, 2], Circle(5))", "([1, 2], Circle(5))");
     /* the free variables of a match's cases travel with it: n is used in both */
     check("f(xs, n) = match xs { Nil: n; Cons(h, t): h * n + f(t, n) }\nmain = f([1, 2, 3], 10)", "70");
     check_value("main = \\x. x", "(x0 x0)"); /* a function has no pgl form: the net stands */

@@ -128,7 +128,15 @@ static bool show(const pgl_program *prog, const tree *t, pgn_text *out, int dept
     }
     if (t->kind != '(' && t->kind != '@') return false;
     const tree *fields[64];
-    for (int ty = 0; ty < prog->n_types; ty++) {
+    /* Scott encodings say nothing of their type: Cons(h, t) has Rect(w, h)'s shape when both are
+     * the second of two constructors with two fields. List is tried first, then the types in the
+     * order declared (docs/language.md) */
+    int list = -1;
+    for (int ty = 0; ty < prog->n_types; ty++)
+        if (!strcmp(prog->types[ty].name, "List")) list = ty;
+    for (int o = -1; o < prog->n_types; o++) {
+        int ty = o < 0 ? list : o;
+        if (ty < 0 || (o >= 0 && o == list)) continue;
         const pgl_type *T = &prog->types[ty];
         for (int k = 0; k < T->n_ctors; k++) {
             if (!as_ctor(T, k, t, fields)) continue;
