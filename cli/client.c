@@ -253,7 +253,8 @@ static json_t *follow_job(cli_server *s, long long id, follow_mode mode, const j
 static void submit_usage(FILE *out) {
     fprintf(out,
             "usage: paragon submit SPEC [--device DEV] [--name NAME] [--wait | --follow] [--json | -q]\n"
-            "  SPEC          a job spec (JSON), an HVM2 program (FILE.hvm: an inet job) or - (standard input)\n"
+            "  SPEC          a job spec (JSON), an HVM2 or pgl program (FILE.hvm, FILE.pgl: an inet job)\n"
+            "                or - (standard input)\n"
             "  --device DEV  where it runs: auto, cpu, gpu, host, all (bench) or a device id [the spec's]\n"
             "  --name NAME   the job's name [the spec's]\n"
             "  --wait        wait for the job to end: the exit status says how it ended\n"
@@ -265,8 +266,8 @@ static void submit_usage(FILE *out) {
             "             2 bad arguments, 3 cancelled, 4 no answer from paragond, 130 Ctrl-C\n");
 }
 
-/* The spec to submit: the file's JSON, or an .hvm program wrapped as an inet job. NULL after
- * saying what is wrong. */
+/* The spec to submit: the file's JSON, or an .hvm or .pgl program wrapped as an inet job. NULL
+ * after saying what is wrong. */
 static json_t *read_spec(const char *file) {
     size_t len = 0;
     char *text = NULL;
@@ -286,9 +287,11 @@ static json_t *read_spec(const char *file) {
     }
     size_t flen = strlen(file);
     json_t *spec;
-    if (flen > 4 && !strcmp(file + flen - 4, ".hvm")) {
+    bool pgl = flen > 4 && !strcmp(file + flen - 4, ".pgl");
+    if (pgl || (flen > 4 && !strcmp(file + flen - 4, ".hvm"))) {
         const char *base = strrchr(file, '/');
-        spec = json_pack("{s:s, s:s%, s:s}", "kind", "inet", "program", text, len, "name", base ? base + 1 : file);
+        spec = json_pack("{s:s, s:s%, s:s, s:s}", "kind", "inet", "program", text, len, "name", base ? base + 1 : file,
+                         "language", pgl ? "pgl" : "hvm");
         if (!spec) fprintf(stderr, "paragon submit: %s: the program is not valid UTF-8\n", file);
     } else {
         json_error_t jerr;

@@ -170,6 +170,24 @@ Test(client, export_writes_the_checkpoint_and_benchmark_rows) {
     stop_server(&s);
 }
 
+/* A .pgl file is submitted as an inet job in pgl: its result carries the value in pgl's syntax;
+ * a compile error is the server's 400, naming line and column, and exit status 1. */
+Test(client, submit_takes_a_pgl_program) {
+    server s = start_server();
+    char *out, *err, args[600];
+    snprintf(args, sizeof args, "submit '%s' --wait",
+             spec_file("pairs.pgl", "f(n) = switch n { 0: []; _ k: Cons(n, f(k)) }\nmain = (f(3), 2.5)\n"));
+    cr_assert_eq(paragon(&s, args, &out, &err), 0, "%s%s", out, err);
+    cr_assert(strstr(out, "job 1 succeeded\n"), "%s", out);
+    cr_assert(strstr(out, "  value         ([3, 2, 1], 2.5)\n"), "%s", out);
+    free(out), free(err);
+    snprintf(args, sizeof args, "submit '%s'", spec_file("bad.pgl", "main = (1,\n"));
+    cr_assert_eq(paragon(&s, args, &out, &err), 1, "%s%s", out, err);
+    cr_assert(strstr(err, "program: line 2, column 1: expected an expression"), "%s", err);
+    free(out), free(err);
+    stop_server(&s);
+}
+
 Test(client, errors_name_what_is_wrong_with_their_exit_status) {
     server s = start_server();
     char *out, *err, args[600];
