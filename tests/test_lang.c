@@ -27,6 +27,16 @@ static char *run_on(pgn_device *dev, const char *src, uint64_t *itrs) {
     return nf;
 }
 
+/* The text of $PARAGON_SOURCE_ROOT/examples/DIR/NAME.EXT (caller frees). */
+static char *example(const char *dir, const char *name, const char *ext) {
+    char path[512];
+    size_t len;
+    snprintf(path, sizeof path, "%s/examples/%s/%s.%s", getenv("PARAGON_SOURCE_ROOT"), dir, name, ext);
+    char *text = pgn_read_file(path, &len);
+    cr_assert_not_null(text, "%s", path);
+    return text;
+}
+
 static pgn_device *dev;
 static void setup(void) { dev = test_open_cl_device(); }
 static void teardown(void) { pgn_device_close(dev); }
@@ -157,12 +167,7 @@ Test(lang, examples_give_their_expected_results) {
     static const char *const examples[] = {"fib",   "tree_sum", "ackermann",    "numbers",
                                            "ops",   "lists",    "sort_bitonic", "sort_radix"};
     for (size_t i = 0; i < sizeof examples / sizeof *examples; i++) {
-        char path[512], *src, *expected;
-        size_t len;
-        snprintf(path, sizeof path, "%s/examples/lang/%s.pgl", getenv("PARAGON_SOURCE_ROOT"), examples[i]);
-        cr_assert_not_null(src = pgn_read_file(path, &len), "%s", path);
-        snprintf(path, sizeof path, "%s/examples/lang/%s.expected", getenv("PARAGON_SOURCE_ROOT"), examples[i]);
-        cr_assert_not_null(expected = pgn_read_file(path, &len), "%s", path);
+        char *src = example("lang", examples[i], "pgl"), *expected = example("lang", examples[i], "expected");
         for (int side = strncmp(examples[i], "sort_", 5) ? 0 : 1; side < 2; side++) {
             uint64_t itrs;
             char *nf = run_on(side ? dev : NULL, src, &itrs), got[256];
@@ -179,23 +184,15 @@ Test(lang, examples_give_their_expected_results) {
 
 /* fib as pgl costs what the hand-written HVM2 fib costs: the compiler adds no interaction. */
 Test(lang, fib_costs_what_the_hand_written_net_costs) {
-    char path[512], *text;
-    size_t len;
-    snprintf(path, sizeof path, "%s/examples/inet/fib.expected", getenv("PARAGON_SOURCE_ROOT"));
-    cr_assert_not_null(text = pgn_read_file(path, &len));
-    snprintf(path, sizeof path, "%s/examples/lang/fib.expected", getenv("PARAGON_SOURCE_ROOT"));
-    char *mine = pgn_read_file(path, &len);
-    cr_assert_not_null(mine);
+    char *text = example("inet", "fib", "expected"), *mine = example("lang", "fib", "expected");
     cr_assert_str_eq(mine, text);
     free(text);
     free(mine);
 }
 
 Test(lang, the_same_source_compiles_to_the_same_net) {
-    char path[512], *src;
-    size_t len;
-    snprintf(path, sizeof path, "%s/examples/lang/tree_sum.pgl", getenv("PARAGON_SOURCE_ROOT"));
-    cr_assert_not_null(src = pgn_read_file(path, &len));
+    char *src = example("lang", "tree_sum", "pgl");
+    size_t len = strlen(src);
     pgn_error err = {0};
     char *a = pgn_pgl_compile(src, len, &err), *b = pgn_pgl_compile(src, len, &err);
     cr_assert(a && b, "%s", err.message);

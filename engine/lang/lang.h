@@ -4,6 +4,7 @@
 #ifndef PGN_LANG_H
 #define PGN_LANG_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -71,6 +72,10 @@ typedef struct {
     void **owned; /* every allocation of the tree, freed together */
     size_t n_owned, cap_owned;
 } pgl_program;
+
+/* Sets err to invalid_program on the field "program": "line L, column C: <fmt ...>" (the one
+ * form of every pgl error, from the reader and the compiler alike). */
+void pgl_error_at(pgn_error *err, int line, int col, const char *fmt, va_list ap);
 
 /* Parses src (len bytes) into prog; 0, or -1 with err ("line L, column C: ..."). */
 int pgl_parse(const char *src, size_t len, pgl_program *prog, pgn_error *err);

@@ -38,15 +38,13 @@ typedef struct {
     int n, cap;
 } unit;
 
-static char *fail(compiler *c, const pgl_expr *e, const char *fmt, ...) {
+__attribute__((format(printf, 3, 4))) static char *fail(compiler *c, const pgl_expr *e, const char *fmt, ...) {
     if (c->failed) return NULL;
     c->failed = true;
-    char msg[200];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    pgl_error_at(c->err, e->line, e->col, fmt, ap);
     va_end(ap);
-    pgn_error_set(c->err, PGN_E_INVALID_PROGRAM, "program", "line %d, column %d: %s", e->line, e->col, msg);
     return NULL;
 }
 

@@ -29,17 +29,33 @@ static void line_col(const reader *r, size_t pos, int *line, int *col) {
     }
 }
 
-static int fail_at(reader *r, size_t pos, const char *fmt, ...) {
+void pgl_error_at(pgn_error *err, int line, int col, const char *fmt, va_list ap) {
+    char msg[200];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    pgn_error_set(err, PGN_E_INVALID_PROGRAM, "program", "line %d, column %d: %s", line, col, msg);
+}
+
+/* The first error at line and column; later ones (while the reader unwinds) are dropped. */
+__attribute__((format(printf, 4, 5))) static int fail_lc(reader *r, int line, int col, const char *fmt, ...) {
+    if (r->failed) return -1;
+    r->failed = true;
+    va_list ap;
+    va_start(ap, fmt);
+    pgl_error_at(r->err, line, col, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* The same at a byte position of the source. */
+__attribute__((format(printf, 3, 4))) static int fail_at(reader *r, size_t pos, const char *fmt, ...) {
     if (r->failed) return -1;
     r->failed = true;
     int line, col;
     line_col(r, pos, &line, &col);
-    char msg[200];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    pgl_error_at(r->err, line, col, fmt, ap);
     va_end(ap);
-    pgn_error_set(r->err, PGN_E_INVALID_PROGRAM, "program", "line %d, column %d: %s", line, col, msg);
     return -1;
 }
 
@@ -576,15 +592,6 @@ static int definition(reader *r) {
 
 /* ---- matches: their cases put in constructor order, once the types are all known ------------ */
 
-static int fail_lc(reader *r, int line, int col, const char *fmt, const char *a, const char *b) {
-    if (r->failed) return -1;
-    r->failed = true;
-    char msg[200];
-    snprintf(msg, sizeof msg, fmt, a, b);
-    pgn_error_set(r->err, PGN_E_INVALID_PROGRAM, "program", "line %d, column %d: %s", line, col, msg);
-    return -1;
-}
-
 static const pgl_type *type_of_ctor(const pgl_program *p, const char *ctor, int *index) {
     for (int t = 0; t < p->n_types; t++)
         for (int k = 0; k < p->types[t].n_ctors; k++)
@@ -610,12 +617,10 @@ static int resolve(reader *r, pgl_expr *e) {
             int k;
             if (type_of_ctor(r->prog, c->ctor, &k) != t)
                 return fail_lc(r, c->line, c->col, "'%s' is not a constructor of %s", c->ctor, t->name);
-            if (ordered[k].ctor) return fail_lc(r, c->line, c->col, "a second case for '%s'%s", c->ctor, "");
+            if (ordered[k].ctor) return fail_lc(r, c->line, c->col, "a second case for '%s'", c->ctor);
             if (c->n_names != t->ctors[k].n_fields) {
-                char msg[96];
-                snprintf(msg, sizeof msg, "has %d field%s, the case names %d", t->ctors[k].n_fields,
-                         t->ctors[k].n_fields == 1 ? "" : "s", c->n_names);
-                return fail_lc(r, c->line, c->col, "'%s' %s", c->ctor, msg);
+                return fail_lc(r, c->line, c->col, "'%s' has %d field%s, the case names %d", c->ctor,
+                               t->ctors[k].n_fields, t->ctors[k].n_fields == 1 ? "" : "s", c->n_names);
             }
             ordered[k] = *c;
         }
