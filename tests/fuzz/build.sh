@@ -14,8 +14,8 @@ python3 scripts/embed.py pgn_inet_examples "$out/embedded_inet_examples.c" \
     $(ls examples/inet/*.hvm examples/inet/*.expected)
 ${CC:-clang} -std=c17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -ffp-contract=off -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 \
-    -Iengine -Ikernels -Iserver \
-    tests/fuzz/fuzz_spec.c server/admission.c engine/*.c \
+    -Iengine -Iengine/include -Ikernels -Iserver \
+    tests/fuzz/fuzz_spec.c server/admission.c engine/*.c engine/*/*.c \
     "$out/embedded_kernels.c" "$out/embedded_inet_examples.c" \
     -lOpenCL -ljansson -lz -lm -lpthread -o "$out/fuzz_spec"
 echo "built $out/fuzz_spec"

@@ -56,9 +56,16 @@ static void check_limits(const char *text, size_t size) {
             fail("refused for length a document without so long an array", err.message);
         json_decref(root);
     }
-    if (refused && (!err.message[0] || strcmp(err.code, "limit_exceeded") != 0))
-        fail("a refusal without code or message", err.code);
+    if (refused && (!err.message[0] || err.code != PGN_E_LIMIT_EXCEEDED))
+        fail("a refusal without code or message", pgn_error_code_name(err.code));
     json_decref(extra);
+}
+
+/* admission.c asks the launcher (server/launcher.c, not linked here) whether mpirun is there for a
+ * distributed spec: the fuzzer checks shapes, so it is. */
+int pgd_launch_available(pgn_error *err) {
+    (void)err;
+    return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -69,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     pgn_error err;
     pgn_error_clear(&err);
     if (pgn_spec_parse_text(text, size, &spec, &err) < 0) {
-        if (!err.code[0] || !err.message[0]) fail("an error without code or message", err.message);
+        if (err.code == PGN_E_NONE || !err.message[0]) fail("an error without code or message", err.message);
         return 0;
     }
     json_t *first = pgn_spec_to_json(&spec);
