@@ -346,6 +346,14 @@ Test(lang, xor_trained_by_interaction_nets_matches_the_tensor_engine) {
     cr_assert_float_eq(loss, engine_loss, 1e-3 * engine_loss, "nets %g, tensor engine %g", loss, engine_loss);
     free(value);
     free(nf);
+    /* the dashboard's template (web/form.js) carries this very program */
+    char path[512];
+    size_t len;
+    snprintf(path, sizeof path, "%s/web/form.js", getenv("PARAGON_SOURCE_ROOT"));
+    char *form = pgn_read_file(path, &len);
+    cr_assert_not_null(form, "%s", path);
+    cr_assert(strstr(form, src), "web/form.js's TRAIN_XOR_PGL is not examples/lang/train_xor.pgl as it is");
+    free(form);
     free(src);
     free(spec_text);
 }

@@ -51,6 +51,91 @@ main = fib(22)
 `;
 const EXAMPLES = {hvm: FIB_HVM, pgl: FIB_PGL};
 
+// examples/lang/train_xor.pgl as it is (test_lang checks that this is its text): XOR's network
+// trained by interaction nets.
+const TRAIN_XOR_PGL = `// XOR, a 2-8-2 network trained by interaction nets: ReLU, softmax cross-entropy, full-batch SGD
+// with momentum (lr 0.1, momentum 0.9) for 100 steps, as examples/jobs/xor.json trains it with
+// the tensor engine, from the same initial weights (that spec's seed 1: tests/test_lang.c checks
+// them against the engine's), in f24 arithmetic. Each step is one net: the four samples'
+// gradients summed as a tree, then the update. main is (the last step's loss, samples right);
+// the tensor engine's run gives 0.0066207736 and 4 (test_lang compares them).
+
+// ---- vectors (lists of numbers) and matrices (lists of rows) ----
+add(a, b) = match a { Nil: []; Cons(x, at): match b { Nil: []; Cons(y, bt): Cons(x + y, add(at, bt)) } }
+scale(s, v) = match v { Nil: []; Cons(x, t): Cons(s * x, scale(s, t)) }
+dot(a, b) = match a { Nil: 0.0; Cons(x, at): match b { Nil: 0.0; Cons(y, bt): x * y + dot(at, bt) } }
+madd(a, b) = match a { Nil: []; Cons(r, at): match b { Nil: []; Cons(s, bt): Cons(add(r, s), madd(at, bt)) } }
+relu(v) = match v { Nil: []; Cons(x, t): Cons(switch x > 0.0 { 0: 0.0; _: x }, relu(t)) }
+// the rows of w weighted by v and summed: v w
+vecmat(v, w) = match v { Nil: [0.0, 0.0]; Cons(x, vt): match w { Nil: [0.0, 0.0]; Cons(r, wt): add(scale(x, r), vecmat(vt, wt)) } }
+// each row of w dotted with d: w d
+matvec(w, d) = match w { Nil: []; Cons(r, wt): Cons(dot(r, d), matvec(wt, d)) }
+// the rows h_j d: h^T d
+outer(h, d) = match h { Nil: []; Cons(x, t): Cons(scale(x, d), outer(t, d)) }
+// dh masked by z > 0
+mask(dh, z) = match dh { Nil: []; Cons(g, gt): match z { Nil: []; Cons(x, zt): Cons(switch x > 0.0 { 0: 0.0; _: g }, mask(gt, zt)) } }
+
+e = 2.7182817
+// softmax of two logits, less the one-hot label, over the batch of 4; and the sample's loss
+dlogits(l, y) = let (l0, l1) = l; let m = (e ^ (l1 - l0)); let p0 = 1.0 / (1.0 + m); let p1 = m / (1.0 + m);
+  switch y { 0: ([(p0 - 1.0) / 4.0, p1 / 4.0], 0.0 - (e | p0)); _: ([p0 / 4.0, (p1 - 1.0) / 4.0], 0.0 - (e | p1)) }
+pair(v) = match v { Nil: (0.0, 0.0); Cons(a, t): match t { Nil: (a, 0.0); Cons(b, r): (a, b) } }
+
+// one sample's gradients (dw1, db1, dw2, db2), its loss and whether it was right
+grad(p, x0, x1, y) =
+  let (w1, b1, w2, b2) = p;
+  let (r0, r1) = pair2(w1);
+  let z1 = add(b1, add(scale(x0, r0), scale(x1, r1)));
+  let h = relu(z1);
+  let l = add(b2, vecmat(h, w2));
+  let (d, loss) = dlogits(pair(l), y);
+  let (l0, l1) = pair(l);
+  let right = switch y { 0: l0 > l1; _: l1 > l0 };
+  let dz1 = mask(matvec(w2, d), z1);
+  ((Cons(scale(x0, dz1), Cons(scale(x1, dz1), Nil)), dz1, outer(h, d), d), loss, right)
+pair2(w) = match w { Nil: ([], []); Cons(a, t): match t { Nil: (a, []); Cons(b, r): (a, b) } }
+
+gsum(a, b) = let (aw1, ab1, aw2, ab2) = a; let (bw1, bb1, bw2, bb2) = b;
+  (madd(aw1, bw1), add(ab1, bb1), madd(aw2, bw2), add(ab2, bb2))
+// the four samples' gradients summed as a tree, their loss and correct answers
+batch(p) =
+  let (p0, p1) = dup2(p); let (p2, p3) = dup2(p1); let (p4, p5) = dup2(p3);
+  let (g0, l0, c0) = grad(p0, 0.0, 0.0, 0); let (g1, l1, c1) = grad(p2, 0.0, 1.0, 1);
+  let (g2, l2, c2) = grad(p4, 1.0, 0.0, 1); let (g3, l3, c3) = grad(p5, 1.0, 1.0, 0);
+  (gsum(gsum(g0, g1), gsum(g2, g3)), (l0 + l1 + l2 + l3) / 4.0, c0 + c1 + c2 + c3)
+dup2(p) = (p, p)
+
+// momentum: v = 0.9 v + g, w = w - 0.1 v
+vmom(v, g) = match v { Nil: []; Cons(a, at): match g { Nil: []; Cons(b, bt): Cons(0.9 * a + b, vmom(at, bt)) } }
+vstep(w, v) = match w { Nil: []; Cons(a, at): match v { Nil: []; Cons(b, bt): Cons(a - 0.1 * b, vstep(at, bt)) } }
+mmom(v, g) = match v { Nil: []; Cons(a, at): match g { Nil: []; Cons(b, bt): Cons(vmom(a, b), mmom(at, bt)) } }
+mstep(w, v) = match w { Nil: []; Cons(a, at): match v { Nil: []; Cons(b, bt): Cons(vstep(a, b), mstep(at, bt)) } }
+
+step(p, v) =
+  let (g, loss, right) = batch(p);
+  let (gw1, gb1, gw2, gb2) = g; let (vw1, vb1, vw2, vb2) = v; let (w1, b1, w2, b2) = p;
+  let nw1 = mmom(vw1, gw1); let nb1 = vmom(vb1, gb1); let nw2 = mmom(vw2, gw2); let nb2 = vmom(vb2, gb2);
+  let (nw1a, nw1b) = (nw1, nw1); let (nb1a, nb1b) = (nb1, nb1); let (nw2a, nw2b) = (nw2, nw2); let (nb2a, nb2b) = (nb2, nb2);
+  ((mstep(w1, nw1a), vstep(b1, nb1a), mstep(w2, nw2a), vstep(b2, nb2a)), (nw1b, nb1b, nw2b, nb2b), loss, right)
+
+train(n, p, v, loss, right) = switch n {
+  0: (loss, right)
+  _ k: let (np, nv, l, r) = step(p, v); train(k, np, nv, l, r)
+}
+
+zeros8 = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+zeros2 = [0.0, 0.0]
+init = ([[0.619524002, -0.484464198, 0.320580989, 0.260993093, 0.397798896, -0.0761204138, 0.241555139, 0.272762418],
+         [0.328624368, -0.127004981, -0.383280218, 0.365368068, -0.464316905, -0.481162757, 0.269205064, 0.0601824969]],
+        [-0.203674227, 0.234115034, -0.434907347, -0.278454542, -0.600203812, 0.312314212, -0.168909475, 0.597170353],
+        [[0.0367335081, 0.228269264], [-0.146769568, 0.300867558], [-0.120708615, -0.247422606], [-0.301708847, -0.0699021518],
+         [0.324355572, 0.157516927], [0.290338725, -0.111513689], [0.326842904, 0.170377955], [-0.347508639, -0.0229001939]],
+        [-0.153732181, 0.0733551979])
+velocity = ([zeros8, zeros8], zeros8, [zeros2, zeros2, zeros2, zeros2, zeros2, zeros2, zeros2, zeros2], zeros2)
+
+main = train(100, init, velocity, 0.0, 0)
+`;
+
 const TEMPLATES = {
   xor: {group: 'train', spec: () => XOR_SPEC},
   'fashion-mlp': {group: 'train', spec: () => ({
@@ -72,6 +157,11 @@ const TEMPLATES = {
   })},
   inet: {group: 'inet', spec: () => ({kind: 'inet', name: 'fib', device: 'auto',
     language: $('language').value, program: $('program').value})},
+  // one work-item: with more the OpenCL reducer crashes on this program at times (README,
+  // "Known problems")
+  'xor-inet': {group: 'inet', program: {language: 'pgl', text: TRAIN_XOR_PGL},
+    spec: () => ({kind: 'inet', name: 'train-xor', device: 'auto', language: $('language').value,
+      program: $('program').value, work_items: 1})},
   bench: {group: 'bench', spec: () => ({kind: 'bench', suite: $('suite').value, device: 'all'})},
 };
 
@@ -127,6 +217,12 @@ function writeSpec(v) {
 function applyTemplate(name) {
   const t = TEMPLATES[name] || TEMPLATES.xor;
   for (const e of document.querySelectorAll('.tpl')) e.hidden = !e.classList.contains('tpl-' + t.group);
+  if (t.program) {                    // a template with its own program
+    $('language').value = t.program.language;
+    $('program').value = t.program.text;
+  } else if (t.group === 'inet' && $('program').value === TRAIN_XOR_PGL) {
+    $('program').value = EXAMPLES[$('language').value];
+  }
   const spec = JSON.parse(JSON.stringify(t.spec()));
   const len = LENGTH_INPUTS[t.group];
   if (len) $(len).value = String(spec[len]);

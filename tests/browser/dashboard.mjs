@@ -208,7 +208,13 @@ async function pglFromTheForm(page) {
   await page.click('#submit-job');
   await page.waitForFunction(() => /succeeded/.test(document.querySelector('#job-state')?.textContent || '') &&
     /17711/.test(document.querySelector('tr.detail')?.textContent || ''), null, {timeout: STEP_MS});
-  return `pgl from the form: the error "${said}", then fib(22) = 17711`;
+  // the template that trains XOR by interaction nets: (its last loss, samples right)
+  await page.selectOption('#template', 'xor-inet');
+  if (!/train\(100, init/.test(await page.inputValue('#program'))) throw new Error('no XOR program in the form');
+  await page.click('#submit-job');
+  await page.waitForFunction(() => /succeeded/.test(document.querySelector('#job-state')?.textContent || '') &&
+    /\(0\.006620407, 4\)/.test(document.querySelector('tr.detail')?.textContent || ''), null, {timeout: STEP_MS});
+  return `pgl from the form: the error "${said}", then fib(22) = 17711, then XOR trained by nets: (0.006620407, 4)`;
 }
 
 // The GPT template refused beside its steps input, then the tiny GPT submitted from the form
