@@ -98,3 +98,12 @@ void pgn_sha256_final(pgn_sha256 *s, unsigned char out[32]) {
 void pgn_sha256_hex(const unsigned char digest[32], char out[65]) {
     for (int i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", digest[i]);
 }
+
+void pgn_sha256_hex_of(const void *data, size_t len, char out[65]) {
+    pgn_sha256 s;
+    unsigned char digest[32];
+    pgn_sha256_init(&s);
+    pgn_sha256_update(&s, data, len);
+    pgn_sha256_final(&s, digest);
+    pgn_sha256_hex(digest, out);
+}

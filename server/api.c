@@ -473,12 +473,7 @@ static int take_submission(const pgd_request *req, json_t *root, job_extras *x, 
         *reply = pgd_reply_error(req, PGN_E_OUT_OF_MEMORY, NULL, "out of memory");
         return -1;
     }
-    pgn_sha256 h;
-    unsigned char digest[32];
-    pgn_sha256_init(&h);
-    pgn_sha256_update(&h, canon, strlen(canon));
-    pgn_sha256_final(&h, digest);
-    pgn_sha256_hex(digest, sha);
+    pgn_sha256_hex_of(canon, strlen(canon), sha);
     free(canon);
     x->sub = (pgd_submission){.key = key, .body_sha256 = sha};
     return 0;

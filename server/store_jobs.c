@@ -166,12 +166,7 @@ static bool work_key_of(const json_t *spec, char key[65]) {
     char *text = what ? pgn_json_dumps(what) : NULL;
     json_decref(what);
     if (!text) return false;
-    pgn_sha256 h;
-    unsigned char digest[32];
-    pgn_sha256_init(&h);
-    pgn_sha256_update(&h, text, strlen(text));
-    pgn_sha256_final(&h, digest);
-    pgn_sha256_hex(digest, key);
+    pgn_sha256_hex_of(text, strlen(text), key);
     free(text);
     return true;
 }

@@ -142,13 +142,8 @@ static void set_offsets(parts *p, const char *tensor, json_int_t begin, json_int
 
 /* The digest a consistent forger would write: what the engine computes over the data. */
 static void redigest(parts *p) {
-    pgn_sha256 s;
-    pgn_sha256_init(&s);
-    pgn_sha256_update(&s, p->data, p->data_len);
-    unsigned char d[32];
     char hex[65];
-    pgn_sha256_final(&s, d);
-    pgn_sha256_hex(d, hex);
+    pgn_sha256_hex_of(p->data, p->data_len, hex);
     set_meta(p, "data_sha256", hex);
 }
 

@@ -81,14 +81,7 @@ static blob text_blob(const char *s) {
     return b;
 }
 
-static void sha256_of(const blob *b, char hex[65]) {
-    pgn_sha256 s;
-    unsigned char d[32];
-    pgn_sha256_init(&s);
-    pgn_sha256_update(&s, b->data, b->len);
-    pgn_sha256_final(&s, d);
-    pgn_sha256_hex(d, hex);
-}
+static void sha256_of(const blob *b, char hex[65]) { pgn_sha256_hex_of(b->data, b->len, hex); }
 
 /* ---- requests ------------------------------------------------------------------------------- */
 

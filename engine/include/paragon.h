@@ -135,6 +135,8 @@ void pgn_sha256_init(pgn_sha256 *s);
 void pgn_sha256_update(pgn_sha256 *s, const void *data, size_t len);
 void pgn_sha256_final(pgn_sha256 *s, unsigned char out[32]);
 void pgn_sha256_hex(const unsigned char digest[32], char out[65]);
+/* The SHA-256 of len bytes at data, as 64 hex digits: the one-shot digest. */
+void pgn_sha256_hex_of(const void *data, size_t len, char out[65]);
 
 /* ---- embedded files (scripts/embed.py) ---------------------------------------------------
  * Files compiled into a binary: a table of them ends with an entry whose name is NULL; data is
