@@ -79,17 +79,18 @@ static json_t *part_json(json_t *v) { return v ? json_incref(v) : json_null(); }
 
 /* What a list row shows of each kind's result instead of the result itself (a bench job of
  * every suite holds 15 KB of rows, and a page of 50 jobs was most of a megabyte): scalars
- * copied as they are, one text cut to SUMMARY_TEXT_CHARS, one array as its length. */
+ * copied as they are, texts cut to SUMMARY_TEXT_CHARS, one array as its length. */
 static const struct {
     pgn_job_kind kind;
     const char *copy[SUMMARY_COPY_MAX]; /* numbers and short strings; missing ones are left out */
-    const char *cut;                    /* a text that may be long */
+    const char *cut[2];                 /* texts that may be long (missing ones are left out) */
     const char *count;                  /* an array, given as its length */
 } summary_fields[] = {
-    {PGN_JOB_TRAIN, {"accuracy", "loss", "epochs", "steps", "tokens_per_second", "seconds"}, NULL, NULL},
-    {PGN_JOB_INET, {"interactions", "mips", "seconds"}, "normal_form", NULL},
-    {PGN_JOB_BENCH, {"suite"}, NULL, "rows"},
-    {PGN_JOB_GENERATE, {"tokens", "tokens_per_second", "seconds"}, "text", NULL},
+    {PGN_JOB_TRAIN, {"accuracy", "loss", "epochs", "steps", "tokens_per_second", "seconds"}, {NULL}, NULL},
+    /* a pgl program's value (in pgl's syntax) beside the net */
+    {PGN_JOB_INET, {"interactions", "mips", "seconds"}, {"normal_form", "value"}, NULL},
+    {PGN_JOB_BENCH, {"suite"}, {NULL}, "rows"},
+    {PGN_JOB_GENERATE, {"tokens", "tokens_per_second", "seconds"}, {"text"}, NULL},
 };
 
 /* text's first max characters (UTF-8 code points) and an ellipsis when there were more. */
@@ -115,10 +116,12 @@ json_t *pgd_result_summary_json(pgn_job_kind kind, const json_t *result) {
     json_t *o = json_object();
     for (size_t k = 0; k < sizeof summary_fields / sizeof summary_fields[0]; k++) {
         if (summary_fields[k].kind != kind) continue;
-        /* the text first, as a table shows it first */
-        const char *cut = summary_fields[k].cut, *count = summary_fields[k].count;
-        const char *text = cut ? json_string_value(json_object_get(result, cut)) : NULL;
-        if (text) json_object_set_new(o, cut, cut_text(text, SUMMARY_TEXT_CHARS));
+        /* the texts first, as a table shows them first */
+        const char *count = summary_fields[k].count;
+        for (int t = 0; t < 2 && summary_fields[k].cut[t]; t++) {
+            const char *cut = summary_fields[k].cut[t], *text = json_string_value(json_object_get(result, cut));
+            if (text) json_object_set_new(o, cut, cut_text(text, SUMMARY_TEXT_CHARS));
+        }
         for (size_t i = 0; i < SUMMARY_COPY_MAX && summary_fields[k].copy[i]; i++) {
             json_t *v = json_object_get(result, summary_fields[k].copy[i]);
             if (v && !json_is_object(v) && !json_is_array(v))

@@ -181,6 +181,14 @@ Test(client, submit_takes_a_pgl_program) {
     cr_assert(strstr(out, "job 1 succeeded\n"), "%s", out);
     cr_assert(strstr(out, "  value         ([3, 2, 1], 2.5)\n"), "%s", out);
     free(out), free(err);
+    /* the job list's summary carries the value beside the net */
+    cr_assert_eq(paragon(&s, "jobs --json", &out, &err), 0, "%s", err);
+    json_t *list = json_loads(out, 0, NULL), *jobs = json_is_array(list) ? list : json_object_get(list, "jobs");
+    json_t *sum = json_object_get(json_array_get(jobs, 0), "summary");
+    cr_assert_str_eq(json_string_value(json_object_get(sum, "value")), "([3, 2, 1], 2.5)", "%s", out);
+    cr_assert_not_null(json_string_value(json_object_get(sum, "normal_form")), "%s", out);
+    json_decref(list);
+    free(out), free(err);
     snprintf(args, sizeof args, "submit '%s'", spec_file("bad.pgl", "main = (1,\n"));
     cr_assert_eq(paragon(&s, args, &out, &err), 1, "%s%s", out, err);
     cr_assert(strstr(err, "program: line 2, column 1: expected an expression"), "%s", err);

@@ -60,8 +60,8 @@ export function jobDuration(j) {
 function resultSummary(s) {
   if (!s || typeof s !== 'object') return '';
   const parts = [];
-  if (typeof s.normal_form === 'string') {
-    return s.normal_form + ' \u00b7 ' + fmtNum(s.interactions) + ' itrs \u00b7 ' + fmtNum(s.mips) + ' MIPS';
+  if (typeof s.normal_form === 'string') {   // a pgl program's value where it has one
+    return (typeof s.value === 'string' ? s.value : s.normal_form) + ' \u00b7 ' + fmtNum(s.interactions) + ' itrs \u00b7 ' + fmtNum(s.mips) + ' MIPS';
   }
   if (typeof s.text === 'string') return JSON.stringify(s.text) + ' \u00b7 ' + fmtNum(s.tokens_per_second) + ' tokens/s';
   if (typeof s.suite === 'string' && typeof s.rows === 'number') return s.suite + ' \u00b7 ' + s.rows + ' rows';
