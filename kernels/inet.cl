@@ -83,8 +83,7 @@ INET_HOT void inet_slot_set_next(inet_w *w, int h, pgn_u32 i, pgn_u32 next) {
     else w->vars[i] = next;
 }
 
-/* Own free list, then the chunk's rest, then foreign slots (inet_reserve_heap made sure there
- * are enough). */
+/* Own free list, then the chunk's rest (inet_reserve_heap made sure there are enough). */
 INET_HOT pgn_u32 inet_alloc(inet_w *w, int h) {
     pgn_inet_alloc *a = &w->s.heap[h];
     pgn_u32 i = a->free;
@@ -93,16 +92,16 @@ INET_HOT pgn_u32 inet_alloc(inet_w *w, int h) {
         a->nfree--;
         return i;
     }
-    if (a->next < a->end) return a->next++;
-    i = a->foreign;
-    a->foreign = inet_slot_next(w, h, i);
-    a->nforeign--;
-    return i;
+    return a->next++;
 }
 
 /* Hands the foreign slots back to the owner of the first: one exchange for the whole batch. With
  * more than two workers a batch may hold slots of several owners; they then stay with the one
- * that gets them, which costs only speed. */
+ * that gets them, which costs only speed. This may happen in the middle of a rule, so inet_alloc
+ * never takes a foreign slot: inet_reserve_heap moves them to the free list when they are needed.
+ * (When inet_alloc took them, a free that filled the batch could take away slots the reservation
+ * had counted on, and the rule's next allocation found none: slot 0, then garbage, and
+ * train_xor.pgl crashed so on 2-4 work-items.) */
 INET_COLD void inet_give_back(inet_w *w, int h) {
     pgn_inet_alloc *a = &w->s.heap[h];
     pgn_u32 owner = w->owner[h][a->foreign / PGN_INET_CHUNK];
@@ -134,14 +133,21 @@ INET_HOT void inet_free(inet_w *w, int h, pgn_u32 i) {
     if (++a->nforeign == PGN_INET_FOREIGN_BATCH) inet_give_back(w, h);
 }
 
-/* Makes `need` slots of heap h available without failing: the free list, the chunk's rest and the
- * foreign slots, then what other workers gave back, then new chunks from the shared bump pointer.
- * False when the heap has no chunk left; a chunk that ends past the heap's size is kept, valid
- * once the host has grown the heap. */
+/* Makes `need` slots of heap h available without failing: the free list and the chunk's rest,
+ * then the foreign slots, then what other workers gave back, then new chunks from the shared bump
+ * pointer. False when the heap has no chunk left; a chunk that ends past the heap's size is kept,
+ * valid once the host has grown the heap, and until then only the free list counts. */
 INET_HOT bool inet_reserve_heap(inet_w *w, int h, pgn_u32 need) {
     pgn_inet_alloc *a = &w->s.heap[h];
-    while (a->nfree + (a->end - a->next) + a->nforeign < need) {
+    while (a->nfree + (a->end - a->next) < need) {
         volatile __global pgn_u64 *remote = &w->mail[PGN_INET_REMOTE(w->me, h)];
+        if (a->nforeign) { /* foreign slots serve when own run out: they join the free list */
+            inet_slot_set_next(w, h, a->foreign_tail, a->free);
+            a->free = a->foreign;
+            a->nfree += a->nforeign;
+            a->foreign = a->foreign_tail = a->nforeign = 0;
+            continue;
+        }
         if (a->nfree == 0 && INET_READ64(remote)) {
             pgn_u64 back = atom_xchg(remote, (pgn_u64)0);
             INET_ACQUIRE();
@@ -160,7 +166,7 @@ INET_HOT bool inet_reserve_heap(inet_w *w, int h, pgn_u32 need) {
         a->end = a->next + PGN_INET_CHUNK;
         w->owner[h][a->next / PGN_INET_CHUNK] = w->me;
     }
-    return a->end <= w->cap[h] || a->nfree + a->nforeign >= need;
+    return a->end <= w->cap[h] || a->nfree >= need;
 }
 
 INET_HOT pgn_u32 inet_node_alloc(inet_w *w) { return inet_alloc(w, PGN_INET_HEAP_NODES); }

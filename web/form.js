@@ -157,11 +157,9 @@ const TEMPLATES = {
   })},
   inet: {group: 'inet', spec: () => ({kind: 'inet', name: 'fib', device: 'auto',
     language: $('language').value, program: $('program').value})},
-  // one work-item: with more the OpenCL reducer crashes on this program at times (README,
-  // "Known problems")
   'xor-inet': {group: 'inet', program: {language: 'pgl', text: TRAIN_XOR_PGL},
     spec: () => ({kind: 'inet', name: 'train-xor', device: 'auto', language: $('language').value,
-      program: $('program').value, work_items: 1})},
+      program: $('program').value})},
   bench: {group: 'bench', spec: () => ({kind: 'bench', suite: $('suite').value, device: 'all'})},
 };
 
