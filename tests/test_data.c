@@ -531,6 +531,10 @@ Test(data, spec_errors_name_their_field) {
         {"{\"source\":\"spiral\",\"train_labels\":\"a\"}", "data.train_labels",
          "does not apply to source \"spiral\""},
         {"{\"source\":\"idx\",\"classes\":3}", "data.classes", "does not apply"},
+        {"{\"source\":\"xor\",\"train_samples\":3}", "data.train_samples", "does not apply to source \"xor\""},
+        {"{\"source\":\"fashion-mnist\",\"train_samples\":0}", "data.train_samples",
+         "data.train_samples: must be between 1 and 10000000"},
+        {"{\"source\":\"fashion-mnist\",\"test_samples\":\"all\"}", "data.test_samples", "must be an integer"},
         {"{\"source\":\"spiral\",\"samples\":0}", "data.samples",
          "data.samples: must be between 1 and 100000"},
         {"{\"source\":\"spiral\",\"samples\":100001}", "data.samples", "must be between 1 and 100000"},
@@ -580,6 +584,8 @@ Test(data, spec_normalises_with_defaults) {
         {"{\"classes\":5,\"source\":\"spiral\"}",
          "{\"source\":\"spiral\",\"samples\":100,\"classes\":5}"},
         {"{\"source\":\"fashion-mnist\"}", "{\"source\":\"fashion-mnist\"}"},
+        {"{\"test_samples\":8,\"source\":\"fashion-mnist\",\"train_samples\":32}",
+         "{\"source\":\"fashion-mnist\",\"train_samples\":32,\"test_samples\":8}"},
         {IDX_JSON("\"a\"", "\"b\"", "\"c/d\"", "\"e\""),
          "{\"source\":\"idx\",\"train_images\":\"a\",\"train_labels\":\"b\","
          "\"test_images\":\"c/d\",\"test_labels\":\"e\"}"},
@@ -699,6 +705,32 @@ Test(data, fashion_mnist_loads_from_the_debian_package) {
     }
     pgn_dataset_free(&train);
     pgn_dataset_free(&test);
+}
+
+/* train_samples and test_samples keep the first N of each set, as the files order them; more
+ * than a set has is an error naming the field. */
+Test(data, fashion_mnist_subsets_are_the_first_samples) {
+    pgn_data_spec all = {.source = PGN_DATA_FASHION_MNIST};
+    pgn_data_spec some = {.source = PGN_DATA_FASHION_MNIST, .train_samples = 32, .test_samples = 5};
+    pgn_dataset train, test, sub_train, sub_test;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_dataset_load(&all, tmpdir, &train, &test, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_dataset_load(&some, tmpdir, &sub_train, &sub_test, &err), 0, "%s", err.message);
+    cr_assert_eq(sub_train.n, 32);
+    cr_assert_eq(sub_test.n, 5);
+    cr_assert_eq(sub_train.classes, 10);
+    cr_assert_eq(memcmp(sub_train.x, train.x, 32 * 784 * sizeof(float)), 0);
+    cr_assert_eq(memcmp(sub_train.y, train.y, 32 * sizeof(int32_t)), 0);
+    cr_assert_eq(memcmp(sub_test.x, test.x, 5 * 784 * sizeof(float)), 0);
+    cr_assert_eq(memcmp(sub_test.y, test.y, 5 * sizeof(int32_t)), 0);
+    pgn_dataset_free(&sub_train);
+    pgn_dataset_free(&sub_test);
+    pgn_dataset_free(&train);
+    pgn_dataset_free(&test);
+    pgn_data_spec too_many = {.source = PGN_DATA_FASHION_MNIST, .test_samples = 10001};
+    cr_assert_neq(pgn_dataset_load(&too_many, tmpdir, &train, &test, &err), 0);
+    cr_assert_str_eq(err.field, "data.test_samples");
+    cr_assert(strstr(err.message, "10001 samples asked for, the set has 10000"), "%s", err.message);
 }
 
 /* A copy under <data_dir>/fashion-mnist/ wins over the package, and is checked like any other. */

@@ -100,7 +100,7 @@ Test(spec, errors_name_their_field) {
         {"{\"kind\":\"train\",\"optimizer\":{\"warmup_steps\":-3}," XOR_BODY "}", "optimizer.warmup_steps", "between 0 and"},
         {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2],\"dropout\":1.0},\"data\":{\"source\":\"xor\"}}", "model.dropout", "<= 0.95"},
         {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2],\"loss\":\"hinge\"},\"data\":{\"source\":\"xor\"}}", "model.loss", "unknown value 'hinge'"},
-        {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2],\"init\":\"zeros\"},\"data\":{\"source\":\"xor\"}}", "model.init", "unknown value 'zeros'"},
+        {"{\"kind\":\"train\",\"model\":{\"type\":\"mlp\",\"layers\":[2,8,2],\"init\":\"ones\"},\"data\":{\"source\":\"xor\"}}", "model.init", "unknown value 'ones'"},
         {"{\"kind\":\"train\",\"checkpoint_every\":-1," XOR_BODY "}", "checkpoint_every", "between 0 and"},
         {"{\"kind\":\"train\",\"optimizer\":[]," XOR_BODY "}", "optimizer", "must be an object"},
         {"{\"kind\":\"train\",\"batch_size\":0," XOR_BODY "}", "batch_size", "between 1 and"},

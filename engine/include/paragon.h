@@ -218,7 +218,7 @@ typedef enum {
     PGN_ACT_SIGMOID = 4
 } pgn_activation;
 typedef enum { PGN_LOSS_CROSS_ENTROPY, PGN_LOSS_MSE } pgn_loss;
-typedef enum { PGN_INIT_PYTORCH, PGN_INIT_KAIMING, PGN_INIT_XAVIER } pgn_init;
+typedef enum { PGN_INIT_PYTORCH, PGN_INIT_KAIMING, PGN_INIT_XAVIER, PGN_INIT_ZEROS } pgn_init;
 typedef enum { PGN_SCHEDULE_CONSTANT, PGN_SCHEDULE_COSINE } pgn_schedule;
 typedef enum {
     PGN_DATA_XOR,
@@ -242,6 +242,7 @@ typedef struct pgn_data_spec {
     int samples; /* spiral: points per class */
     int classes; /* spiral: classes (arms) */
     char path[PGN_PATH_MAX]; /* text: relative to the datasets directory, like idx paths */
+    int train_samples, test_samples; /* fashion-mnist, idx: the first N of each set (0: all) */
 } pgn_data_spec;
 typedef enum { PGN_OPT_SGD, PGN_OPT_ADAM, PGN_OPT_ADAMW } pgn_optimizer_type;
 

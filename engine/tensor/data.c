@@ -52,8 +52,9 @@ static const char *const fashion_files[FASHION_FILES] = {
 
 static const char *const only_source[] = {"source", NULL};
 static const char *const spiral_fields[] = {"source", "samples", "classes", NULL};
+static const char *const fashion_fields[] = {"source", "train_samples", "test_samples", NULL};
 static const char *const idx_fields[] = {"source", "train_images", "train_labels", "test_images",
-                                         "test_labels", NULL};
+                                         "test_labels", "train_samples", "test_samples", NULL};
 static const char *const text_fields[] = {"source", "path", NULL};
 
 static const struct {
@@ -63,7 +64,7 @@ static const struct {
 } sources[] = {
     {"xor", PGN_DATA_XOR, only_source},
     {"spiral", PGN_DATA_SPIRAL, spiral_fields},
-    {"fashion-mnist", PGN_DATA_FASHION_MNIST, only_source},
+    {"fashion-mnist", PGN_DATA_FASHION_MNIST, fashion_fields},
     {"idx", PGN_DATA_IDX, idx_fields},
     {"text", PGN_DATA_TEXT, text_fields},
     {"fortunes", PGN_DATA_FORTUNES, only_source},
@@ -203,12 +204,16 @@ int pgn_data_spec_parse(const json_t *data, pgn_data_spec *out, pgn_error *err) 
     case PGN_DATA_IDX:
         for (size_t i = 0; i < N_IDX_PATHS; i++)
             if (get_path(data, i, out, err)) return -1;
+        /* fall through - the subset fields */
+    case PGN_DATA_FASHION_MNIST:
+        if (get_int(data, "train_samples", 1, PGN_IDX_MAX_ITEMS, &out->train_samples, err) ||
+            get_int(data, "test_samples", 1, PGN_IDX_MAX_ITEMS, &out->test_samples, err))
+            return -1;
         break;
     case PGN_DATA_TEXT:
         if (get_path_field(data, "path", "data.path", "text", out->path, err)) return -1;
         break;
     case PGN_DATA_XOR:
-    case PGN_DATA_FASHION_MNIST:
     case PGN_DATA_FORTUNES: break;
     }
     return 0;
@@ -226,10 +231,13 @@ json_t *pgn_data_spec_to_json(const pgn_data_spec *data) {
         for (size_t i = 0; i < N_IDX_PATHS; i++)
             json_object_set_new(o, idx_paths[i].key,
                                 json_string((const char *)data + idx_paths[i].offset));
+        /* fall through - the subset fields */
+    case PGN_DATA_FASHION_MNIST:
+        if (data->train_samples) json_object_set_new(o, "train_samples", json_integer(data->train_samples));
+        if (data->test_samples) json_object_set_new(o, "test_samples", json_integer(data->test_samples));
         break;
     case PGN_DATA_TEXT: json_object_set_new(o, "path", json_string(data->path)); break;
     case PGN_DATA_XOR:
-    case PGN_DATA_FASHION_MNIST:
     case PGN_DATA_FORTUNES: break;
     }
     return o;
@@ -480,6 +488,17 @@ fail:
 
 /* ---- loading -------------------------------------------------------------------------------- */
 
+/* Keeps the first n samples of d (n 0: all of them). */
+static int take_first(pgn_dataset *d, int n, const char *field, pgn_error *err) {
+    if (!n || n == d->n) return 0;
+    if (n > d->n) {
+        pgn_error_set(err, PGN_E_DATA, field, "%s: %d samples asked for, the set has %d", field, n, d->n);
+        return -1;
+    }
+    d->n = n;
+    return 0;
+}
+
 int pgn_dataset_load(const pgn_data_spec *spec, const char *data_dir, pgn_dataset *train,
                      pgn_dataset *test, pgn_error *err) {
     memset(train, 0, sizeof *train);
@@ -504,8 +523,18 @@ int pgn_dataset_load(const pgn_data_spec *spec, const char *data_dir, pgn_datase
             return -1;
         }
         return 0;
-    case PGN_DATA_FASHION_MNIST: return load_fashion(data_dir, train, test, err);
-    case PGN_DATA_IDX: return load_idx_source(spec, data_dir, train, test, err);
+    case PGN_DATA_FASHION_MNIST:
+    case PGN_DATA_IDX:
+        if (spec->source == PGN_DATA_FASHION_MNIST ? load_fashion(data_dir, train, test, err)
+                                                   : load_idx_source(spec, data_dir, train, test, err))
+            return -1;
+        if (take_first(train, spec->train_samples, "data.train_samples", err) ||
+            take_first(test, spec->test_samples, "data.test_samples", err)) {
+            pgn_dataset_free(train);
+            pgn_dataset_free(test);
+            return -1;
+        }
+        return 0;
     case PGN_DATA_TEXT:
     case PGN_DATA_FORTUNES: break; /* text is a corpus (corpus.c), not a set of samples */
     }

@@ -674,7 +674,9 @@ int pgn_graph_init_params(pgn_graph *g, pgn_init kind, pgn_error *err) {
         float bound = n->init == PGN_PARAM_INIT_SPEC ? spec_bound(g, p, kind) : 0.0f;
         for (size_t i = 0; i < count; i++) {
             switch (n->init) {
-            case PGN_PARAM_INIT_SPEC: v[i] = (pgn_rand_unit(g->seed, stream, i) * 2.0f - 1.0f) * bound; break;
+            case PGN_PARAM_INIT_SPEC:
+                v[i] = kind == PGN_INIT_ZEROS ? 0.0f : (pgn_rand_unit(g->seed, stream, i) * 2.0f - 1.0f) * bound;
+                break;
             case PGN_PARAM_INIT_NORMAL: v[i] = normal_draw(g->seed, stream, &counter) * n->init_value; break;
             case PGN_PARAM_INIT_CONST: v[i] = n->init_value; break;
             }

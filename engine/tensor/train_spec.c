@@ -23,7 +23,7 @@
 /* Names of the enums in paragon.h, in value order. */
 static const char *const ACTIVATIONS[] = {"none", "relu", "gelu", "tanh", "sigmoid", NULL};
 static const char *const LOSSES[] = {"cross_entropy", "mse", NULL};
-static const char *const INITS[] = {"pytorch", "kaiming", "xavier", NULL};
+static const char *const INITS[] = {"pytorch", "kaiming", "xavier", "zeros", NULL};
 static const char *const OPTIMIZERS[] = {"sgd", "adam", "adamw", NULL};
 static const char *const SCHEDULES[] = {"constant", "cosine", NULL};
 static const char *const MODEL_TYPES[] = {"mlp", "gpt", NULL};
