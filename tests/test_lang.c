@@ -2,6 +2,8 @@
  * gives its value on the host reducer and on OpenCL with the same count; the examples give their
  * expected results; every compile error names its line, column and what was wrong; the same
  * source compiles to the same net; inet specs take "language": "pgl". */
+#include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -82,6 +84,34 @@ Test(lang, numbers_and_every_operator) {
           "9099052");
     check("lt(x) = x < 5\ngt(x) = 5 < x\nmain = lt(3) * 10 + gt(3)", "10");
     check("s(x) = 1 << x\nr(x) = x >> 1\nm(x) = x % 3\nmain = s(4) * 100 + r(9) * 10 + m(8)", "1642");
+    /* casts, as HVM2's [u24] [i24] [f24]: f24 -> integers truncate toward zero */
+    check("main = f24(3) / 2.0", "1.5");
+    check("main = u24(2.7)", "2");
+    check("main = i24(-1.5)", "-1");
+    check("main = i24(16777215)", "-1"); /* u24 <-> i24 keep the 24 bits */
+    check("byte(b) = f24(b) / 255.0\nmain = byte(51)", "0.20000076"); /* 0.2 to f24 precision */
+    check("main = f24(u24(7) * 2)", "14.0");
+}
+
+/* A value definition larger than a data table's threshold is a reference, built where it is
+ * consumed, and used twice it is built twice: the same value as written out in place. */
+Test(lang, large_values_are_references_built_where_used) {
+    pgn_text src = {0}, sum = {0};
+    pgn_text_puts(&src, "table = [");
+    for (int i = 0; i < 300; i++) pgn_text_printf(&src, "%s%d", i ? ", " : "", i);
+    pgn_text_puts(&src, "]\ntotal(l) = match l { Nil: 0; Cons(x, t): x + total(t) }\n"
+                        "main = total(table) + total(table)\n");
+    char *text = pgn_text_take(&src);
+    pgn_error err = {0};
+    char *net = pgn_pgl_compile(text, strlen(text), &err);
+    cr_assert_not_null(net, "%s", err.message);
+    cr_assert(strstr(net, "\n@main = ") && strstr(strstr(net, "\n@main = "), "@table"), "%s", net);
+    free(net);
+    pgn_text_printf(&sum, "%d", 2 * (299 * 300 / 2));
+    char *want = pgn_text_take(&sum);
+    check(text, want);
+    free(want);
+    free(text);
 }
 
 Test(lang, lambdas_application_and_let) {
@@ -164,22 +194,28 @@ Test(lang, copying_a_lambda_that_copies_its_argument_is_an_error_not_a_wrong_val
     check("twice(f, x) = f(f(x))\nmain = twice(\\x. x * 10, 3)", "300"); /* one use: fine */
 }
 
-/* The examples/lang programs against their .expected (the value read back, else the net, and
- * the count, as `paragon run -s` prints them less the net's line), on the host and on OpenCL. */
+/* The pgl examples against their .expected (the value read back, else the net, and the count, as
+ * `paragon run -s` prints them less the net's line), on the host and on OpenCL. */
 Test(lang, examples_give_their_expected_results) {
     /* the sorts of 2^16 numbers (252 and 67 million interactions) on OpenCL only: the host reducer
-     * under ASan takes minutes; tests/test_inet.c holds the two reducers to the same counts */
-    static const char *const examples[] = {"fib",   "tree_sum", "ackermann",    "numbers",   "ops",
-                                           "lists", "train_xor", "sort_bitonic", "sort_radix"};
+     * under ASan takes minutes; tests/test_inet.c holds the two reducers to the same counts
+     * (train_fashion.pgl has a test of its own below) */
+    static const struct {
+        const char *dir, *name;
+        bool opencl_only;
+    } examples[] = {{"lang", "fib", false},      {"lang", "tree_sum", false},    {"lang", "ackermann", false},
+                    {"lang", "numbers", false},  {"lang", "ops", false},         {"lang", "lists", false},
+                    {"inet", "train_xor", false}, {"lang", "sort_bitonic", true}, {"lang", "sort_radix", true}};
     for (size_t i = 0; i < sizeof examples / sizeof *examples; i++) {
-        char *src = example("lang", examples[i], "pgl"), *expected = example("lang", examples[i], "expected");
-        for (int side = strncmp(examples[i], "sort_", 5) ? 0 : 1; side < 2; side++) {
+        char *src = example(examples[i].dir, examples[i].name, "pgl");
+        char *expected = example(examples[i].dir, examples[i].name, "expected");
+        for (int side = examples[i].opencl_only; side < 2; side++) {
             uint64_t itrs;
             char *nf = run_on(side ? dev : NULL, src, &itrs), got[256];
             char *value = pgn_pgl_readback(src, strlen(src), nf);
             snprintf(got, sizeof got, "Result: %s\n- ITRS: %llu\n", value ? value : nf, (unsigned long long)itrs);
             free(value);
-            cr_assert_str_eq(got, expected, "%s on %s", examples[i], side ? "OpenCL" : "the host");
+            cr_assert_str_eq(got, expected, "%s on %s", examples[i].name, side ? "OpenCL" : "the host");
             free(nf);
         }
         free(src);
@@ -191,7 +227,7 @@ Test(lang, examples_give_their_expected_results) {
  * between workers all the time: this once crashed the OpenCL reducer in 11-14 runs of 20 on four
  * work-items (a hand-back of freed slots in the middle of a rule, kernels/inet.cl). */
 Test(lang, train_xor_on_four_work_items_again_and_again) {
-    char *src = example("lang", "train_xor", "pgl"), *expected = example("lang", "train_xor", "expected");
+    char *src = example("inet", "train_xor", "pgl"), *expected = example("inet", "train_xor", "expected");
     for (int run = 0; run < 8; run++) {
         uint64_t itrs;
         char *nf = run_with(dev, 4, src, &itrs), got[256];
@@ -261,6 +297,10 @@ Test(lang, every_error_names_its_line_column_and_what_was_wrong) {
         {"type T = A\nA = 1\nmain = 1", "line 2, column 1: 'A' is defined twice (first on line 1)"},
         {"main = let (a, b = 1; 2", "line 1, column 18: expected ',' or ')' in the let's tuple, found '='"},
         {"main = [1, 2", "line 1, column 13: expected ',' or ']', found the end"},
+        {"main = f24 3", "line 1, column 12: expected '(' after a cast's type, as in f24(x), found '3'"},
+        {"main = u24(1, 2)", "line 1, column 13: expected ')' after the cast's value, found ','"},
+        {"f24(x) = x\nmain = 1", "line 1, column 1: expected a definition (name = expression) or a type, found 'f24'"},
+        {"main = let i24 = 1; i24", "line 1, column 12: expected a name after 'let', found 'i24'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         pgn_error err = {0};
@@ -319,7 +359,7 @@ Test(lang, inet_specs_take_pgl_programs) {
  * are the engine's for that spec (written out to 9 digits), and after the same 100 steps its
  * loss is the tensor engine's to f24's precision, every sample right on both. */
 Test(lang, xor_trained_by_interaction_nets_matches_the_tensor_engine) {
-    char *src = example("lang", "train_xor", "pgl"), *spec_text = example("jobs", "xor", "json");
+    char *src = example("inet", "train_xor", "pgl"), *spec_text = example("jobs", "xor", "json");
     pgn_job_spec spec;
     pgn_error err = {0};
     cr_assert_eq(pgn_spec_parse_text(spec_text, strlen(spec_text), &spec, &err), 0, "%s", err.message);
@@ -368,8 +408,93 @@ Test(lang, xor_trained_by_interaction_nets_matches_the_tensor_engine) {
     snprintf(path, sizeof path, "%s/web/form.js", getenv("PARAGON_SOURCE_ROOT"));
     char *form = pgn_read_file(path, &len);
     cr_assert_not_null(form, "%s", path);
-    cr_assert(strstr(form, src), "web/form.js's TRAIN_XOR_PGL is not examples/lang/train_xor.pgl as it is");
+    cr_assert(strstr(form, src), "web/form.js's TRAIN_XOR_PGL is not examples/inet/train_xor.pgl as it is");
     free(form);
     free(src);
+    free(spec_text);
+}
+
+/* The bytes of the pgl definition `name = [b0, b1, ..]` in src: n of them, each compared with the
+ * dataset's pixel (byte / 255). */
+static void assert_image_bytes(const char *src, const char *name, const float *x, int n) {
+    char head[64];
+    snprintf(head, sizeof head, "\n%s = [", name);
+    const char *at = strstr(src, head);
+    cr_assert_not_null(at, "no %s in train_fashion.pgl", name);
+    at += strlen(head);
+    for (int i = 0; i < n; i++) {
+        char *end;
+        long b = strtol(at, &end, 10);
+        cr_assert(end != at, "%s has fewer than %d bytes", name, n);
+        cr_assert_eq((float)b / 255.0f, x[i], "%s[%d] = %ld is not the dataset's pixel", name, i, b);
+        at = end + strspn(end, ", \n");
+    }
+    cr_assert_eq(*at, ']', "%s has more than %d bytes", name, n);
+}
+
+/* train_fashion.pgl trains examples/jobs/fashion-linear.json's model by interaction nets: the same
+ * images (its bytes and labels are the dataset's first 32 of each set), zero initial weights on
+ * both sides and the same 20 full-batch steps. The loss agrees to f24's precision; the training
+ * and test images classified right are the same. */
+Test(lang, fashion_mnist_trained_by_interaction_nets_matches_the_tensor_engine) {
+    char *src = example("inet", "train_fashion", "pgl"), *expected = example("inet", "train_fashion", "expected");
+    char *spec_text = example("jobs", "fashion-linear", "json");
+    pgn_job_spec spec;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_spec_parse_text(spec_text, strlen(spec_text), &spec, &err), 0, "%s", err.message);
+    /* the same images and labels */
+    pgn_dataset train, test;
+    cr_assert_eq(pgn_dataset_load(&spec.train.data, "/nonexistent", &train, &test, &err), 0, "%s", err.message);
+    const pgn_dataset *sets[2] = {&train, &test};
+    for (int s = 0; s < 2; s++) {
+        cr_assert_eq(sets[s]->n, 32);
+        for (int i = 0; i < sets[s]->n; i++) {
+            char name[32], leaf[64];
+            snprintf(name, sizeof name, "%s_image%d", s ? "test" : "train", i);
+            assert_image_bytes(src, name, sets[s]->x + (size_t)i * 784, 784);
+            snprintf(leaf, sizeof leaf, "Leaf(%d, %s)", (int)sets[s]->y[i], name);
+            cr_assert_not_null(strstr(src, leaf), "%s's label is not %d", name, (int)sets[s]->y[i]);
+        }
+    }
+    pgn_dataset_free(&train);
+    pgn_dataset_free(&test);
+    /* the engine starts from zeros, as the program does */
+    pgn_graph g;
+    pgn_graph_init(&g, NULL, 32, spec.seed);
+    cr_assert_eq(pgn_graph_build_mlp(&g, &spec.train, &err), 0, "%s", err.message);
+    for (int p = 0; p < g.n_params; p++) {
+        const pgn_node *n = &g.nodes[g.params[p]];
+        size_t count = (size_t)n->rows * n->cols;
+        float *v = malloc(count * sizeof *v);
+        cr_assert_eq(pgn_tensor_read(&n->value, v, count, &err), 0, "%s", err.message);
+        for (size_t i = 0; i < count; i++) cr_assert_eq(v[i], 0.0f, "%s[%zu] = %g", n->name, i, (double)v[i]);
+        free(v);
+    }
+    pgn_graph_release(&g);
+    /* the tensor engine's run, on the host */
+    json_t *result = NULL;
+    pgn_run_options opts = {0};
+    cr_assert_eq(pgn_job_run(&spec, NULL, &opts, NULL, &result, &err), 0, "%s", err.message);
+    double engine_loss = json_real_value(json_object_get(result, "train_loss"));
+    double engine_train = json_real_value(json_object_get(result, "train_accuracy"));
+    double engine_test = json_real_value(json_object_get(result, "test_accuracy"));
+    json_decref(result);
+    pgn_spec_free(&spec);
+    /* the nets' run, on OpenCL: (loss, training images right, test images right) */
+    uint64_t itrs;
+    char *nf = run_on(dev, src, &itrs), *value = pgn_pgl_readback(src, strlen(src), nf), got[256];
+    cr_assert_not_null(value, "%s", nf);
+    double loss = 0;
+    int right = 0, test_right = 0;
+    cr_assert_eq(sscanf(value, "(%lf, %d, %d)", &loss, &right, &test_right), 3, "%s", value);
+    cr_assert_float_eq(loss, engine_loss, 1e-3 * engine_loss, "nets %g, tensor engine %g", loss, engine_loss);
+    cr_assert_eq(right, (int)lround(engine_train * 32), "nets %d of 32, tensor engine %g", right, engine_train);
+    cr_assert_eq(test_right, (int)lround(engine_test * 32), "nets %d of 32, tensor engine %g", test_right, engine_test);
+    snprintf(got, sizeof got, "Result: %s\n- ITRS: %llu\n", value, (unsigned long long)itrs);
+    cr_assert_str_eq(got, expected);
+    free(value);
+    free(nf);
+    free(src);
+    free(expected);
     free(spec_text);
 }

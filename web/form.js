@@ -51,7 +51,7 @@ main = fib(22)
 `;
 const EXAMPLES = {hvm: FIB_HVM, pgl: FIB_PGL};
 
-// examples/lang/train_xor.pgl as it is (test_lang checks that this is its text): XOR's network
+// examples/inet/train_xor.pgl as it is (test_lang checks that this is its text): XOR's network
 // trained by interaction nets.
 const TRAIN_XOR_PGL = `// XOR, a 2-8-2 network trained by interaction nets: ReLU, softmax cross-entropy, full-batch SGD
 // with momentum (lr 0.1, momentum 0.9) for 100 steps, as examples/jobs/xor.json trains it with

@@ -15,7 +15,8 @@ typedef enum {
     PGL_VAR,    /* a local variable or a definition: name */
     PGL_LAM,    /* \name. a */
     PGL_APP,    /* a(b) */
-    PGL_OP,     /* a op b: op is HVM2's operator text (+ - * / % = ! < > & | ^ << >>) */
+    PGL_OP,     /* a op b: op is HVM2's operator text (+ - * / % = ! < > & | ^ << >>);
+                   or a cast u24(a), i24(a), f24(a): op is the type, b NULL */
     PGL_LET,    /* let name = a; b */
     PGL_SWITCH, /* switch a { 0: b; _ name: c }: b the zero case, c the rest with name = a - 1 */
     PGL_MATCH,  /* match a { C(x, y): b ... }, and let (x, y) = a; b: cases in constructor order */
@@ -37,7 +38,7 @@ typedef struct pgl_expr {
     pgl_kind kind;
     int line, col;         /* where it starts, for errors */
     char *name;            /* NUM: the literal; VAR, LAM, LET: the name; SWITCH: the predecessor's (or NULL) */
-    char op[3];            /* OP */
+    char op[4];            /* OP */
     struct pgl_expr *a, *b, *c;
     pgl_case *cases;       /* MATCH */
     int n_cases;

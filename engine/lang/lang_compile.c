@@ -443,6 +443,11 @@ static char *op_with_number(compiler *c, unit *u, binder *scope, const pgl_expr 
  * application annihilations are gone. tree_sum's leaf(1) and node(l, r) (and every constructor)
  * are such calls: 9,699,306 interactions before, 8,388,589 after (the hand-written net: 8,388,590). */
 #define INLINE_MAX_NODES 24
+/* A value definition (no parameters) is written out where it is used, unless it is larger than
+ * this (a data table: an image of 784 numbers is 3,137): then it is a reference like a
+ * function's, expanded by one CALL where it is consumed, and the book's largest definition (what
+ * each OpenCL worker's scratch holds) stays that table, not every definition using it. */
+#define VALUE_INLINE_MAX_NODES 1024
 
 static int tree_size(const pgl_expr *e, bool *lifts) {
     if (!e) return 0;
@@ -521,7 +526,9 @@ static char *expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
         binder *b = lookup(scope, e->name);
         if (b) return use(c, b);
         int d = def_index(c, e->name);
-        if (d >= 0 && c->prog->defs[d].body->kind != PGL_LAM) {
+        bool lifts = false;
+        if (d >= 0 && c->prog->defs[d].body->kind != PGL_LAM &&
+            tree_size(c->prog->defs[d].body, &lifts) <= VALUE_INLINE_MAX_NODES) {
             /* a value, not a function: its net here (a reference alone would stay one, unexpanded,
              * as nothing applies it) */
             if (c->expanding[d])
@@ -571,6 +578,12 @@ static char *expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
         return body;
     }
     case PGL_OP:
+        if (!e->b) { /* a cast: the value meets an operator node holding the type's symbol */
+            char *x = expr(c, u, scope, e->a), *r = x ? fresh_wire(c) : NULL;
+            if (r) push_redex(c, u, x, "$([%s] %s)", e->op, r);
+            free(x);
+            return r;
+        }
         if (e->b->kind == PGL_NUM || e->a->kind == PGL_NUM) return op_with_number(c, u, scope, e);
         /* fall through */
     case PGL_APP: {

@@ -19,14 +19,21 @@ typedef struct {
     pgn_error *err;
     int depth;
     bool failed;
+    size_t mark; /* a position whose line and column are known, so that line_col goes on from it */
+    int mark_line, mark_col;
 } reader;
 
-static void line_col(const reader *r, size_t pos, int *line, int *col) {
-    *line = 1, *col = 1;
-    for (size_t i = 0; i < pos && i < r->len; i++) {
+/* The line and column of a byte position: counted on from the last one asked for when it lies
+ * before pos (the reader moves forward), else from the start. */
+static void line_col(reader *r, size_t pos, int *line, int *col) {
+    if (pos < r->mark) r->mark = 0, r->mark_line = 1, r->mark_col = 1;
+    *line = r->mark_line, *col = r->mark_col;
+    for (size_t i = r->mark; i < pos && i < r->len; i++) {
         if (r->src[i] == '\n') (*line)++, *col = 1;
         else if (((unsigned char)r->src[i] & 0xC0) != 0x80) (*col)++; /* columns count characters */
     }
+    r->mark = pos < r->len ? pos : r->len;
+    r->mark_line = *line, r->mark_col = *col;
 }
 
 void pgl_error_at(pgn_error *err, int line, int col, const char *fmt, va_list ap) {
@@ -133,7 +140,7 @@ static int expect(reader *r, const char *t, const char *what) {
     return fail_at(r, r->pos, "expected %s, found %s", what, f);
 }
 
-static const char *const KEYWORDS[] = {"let", "switch", "match", "type", NULL};
+static const char *const KEYWORDS[] = {"let", "switch", "match", "type", "u24", "i24", "f24", NULL};
 
 static bool keyword(const char *s, size_t n) {
     for (int i = 0; KEYWORDS[i]; i++)
@@ -397,6 +404,14 @@ static pgl_expr *primary(reader *r) {
         pgl_expr *scrutinee = expr(r);
         if (!scrutinee || expect(r, "{", "'{' after the switch's value")) return NULL;
         return switch_cases(r, scrutinee, pos);
+    } else if (at(r, "u24") || at(r, "i24") || at(r, "f24")) { /* a cast: f24(x) */
+        e = node(r, PGL_OP, pos);
+        if (!e) return NULL;
+        memcpy(e->op, r->src + r->pos, 3);
+        r->pos += 3;
+        if (expect(r, "(", "'(' after a cast's type, as in f24(x)") || !(e->a = expr(r)) ||
+            expect(r, ")", "')' after the cast's value"))
+            return NULL;
     } else if (name_start(c)) {
         e = node(r, PGL_VAR, pos);
         if (e && !(e->name = take_name(r, "a name"))) return NULL;
@@ -652,7 +667,7 @@ static int declare_list(reader *r) {
 
 int pgl_parse(const char *src, size_t len, pgl_program *prog, pgn_error *err) {
     memset(prog, 0, sizeof *prog);
-    reader r = {.src = src, .len = len, .prog = prog, .err = err};
+    reader r = {.src = src, .len = len, .prog = prog, .err = err, .mark_line = 1, .mark_col = 1};
     for (size_t i = 0; i < len; i++)
         if (!src[i]) {
             fail_at(&r, i, "a NUL byte in the program");
