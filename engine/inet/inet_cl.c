@@ -27,6 +27,10 @@
 #define SLICE_S 0.1
 #define BUDGET_MIN (1u << 12)
 #define BUDGET_FIRST (1u << 22)
+/* A GPU's worker is one thread chasing pointers through global memory, a hundred times slower
+ * than a CPU core (0.5 MIPS on an H200): its first launch of BUDGET_FIRST took 8 s, past a
+ * 1.2 s timeout. It starts small, and each launch grows at most 4x toward SLICE_S. */
+#define BUDGET_FIRST_GPU (1u << 14)
 #define BUDGET_MAX (1ull << 32)
 /* Work-items per compute unit on a GPU; a CPU device runs one per compute unit (docs/architecture.md). */
 #define GPU_WORKERS_PER_CU 64u
@@ -448,7 +452,7 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
         return -1;
     }
     double t0 = pgn_now_s(), next_report = t0 + PGN_INET_REPORT_EVERY_S;
-    uint64_t budget = BUDGET_FIRST, itrs = 0;
+    uint64_t budget = dev->info.type == PGN_DEVICE_CPU ? BUDGET_FIRST : BUDGET_FIRST_GPU, itrs = 0;
     int state;
     for (;;) {
         uint64_t b = budget;
@@ -472,6 +476,10 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
         }
         if (state) break;
         double now = pgn_now_s();
+        if (hooks && now >= next_report) { /* before the limits: a run they end has said how far it got */
+            next_report = now + PGN_INET_REPORT_EVERY_S;
+            pgn_inet_report(hooks, itrs, now - t0);
+        }
         if (L.max_interactions && itrs == L.max_interactions) {
             state = pgn_inet_fail_limit(err, "max_interactions", "%llu interactions reached",
                                         (unsigned long long)L.max_interactions);
@@ -486,10 +494,6 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
             pgn_error_set(err, PGN_E_CANCELLED, "", "cancelled after %llu interactions", (unsigned long long)itrs);
             state = -1;
             break;
-        }
-        if (hooks && now >= next_report) {
-            next_report = now + PGN_INET_REPORT_EVERY_S;
-            pgn_inet_report(hooks, itrs, now - t0);
         }
         /* Size the next launch to take about SLICE_S. */
         double scale = slice > 0 ? SLICE_S / slice : 4;
