@@ -733,6 +733,10 @@ static char *closed(compiler *c, const char *const *params, int n, const pgl_exp
 char *pgn_pgl_compile(const char *src, size_t len, pgn_error *err) {
     pgl_program prog;
     if (pgl_parse(src, len, &prog, err)) return NULL;
+    if (pgl_check_copies(&prog, err)) {
+        pgl_program_free(&prog);
+        return NULL;
+    }
     compiler c = {.prog = &prog, .err = err, .expanding = calloc((size_t)prog.n_defs + 1, sizeof(bool)),
                   .inlining = calloc((size_t)prog.n_defs + 1, sizeof(bool))};
     if (!c.expanding || !c.inlining) text_of(&c, &(pgn_text){.oom = true});

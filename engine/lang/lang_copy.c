@@ -1,0 +1,244 @@
+/* lang_copy.c: the compile-time check for copies HVM2 cannot make (docs/language.md, "Copies
+ * of functions that copy"). Every DUP node HVM2 makes has one label, so a DUP that copies a
+ * function holding a DUP of its own meets that DUP and annihilates with it instead of copying it:
+ * through a reference the runtime refuses it ("attempt to clone a non-affine global reference"),
+ * but a closure built inline gives a wrong value without a word. This pass, on the syntax tree
+ * before anything is compiled, finds the cases it can see:
+ *   - a function value (a lambda, or a definition's name) that holds a DUP of its own, passed as
+ *     an argument a function copies (its parameter used more than once, in a branch too, or
+ *     passed on to another function's copied parameter: a fixed point over the definitions);
+ *   - such a value bound by let to a name used more than once.
+ * Uses are counted as the compiler makes them: a switch or match hands the variables a branch
+ * uses to the branch taken, once, and copies inside a branch are the branch's own. */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lang/lang.h"
+
+typedef struct {
+    const pgl_program *prog;
+    int *first;          /* per definition: its first entry in copied */
+    bool *copied;        /* per definition and parameter: the function copies that parameter */
+    int *n_params;       /* per definition: its leading lambdas */
+} copies;
+
+/* A name bound around the expression being walked (shadows a definition of that name). */
+typedef struct scope {
+    const char *name;
+    const struct scope *up;
+} scope;
+
+static bool in_scope(const scope *s, const char *name) {
+    for (; s; s = s->up)
+        if (!strcmp(s->name, name)) return true;
+    return false;
+}
+
+static int def_named(const pgl_program *p, const char *name) {
+    for (int i = 0; i < p->n_defs; i++)
+        if (!strcmp(p->defs[i].name, name)) return i;
+    return -1;
+}
+
+#define MAX_ARGS 64
+
+/* A call's head and its arguments: f(a)(b) is f with a, b; NULL past MAX_ARGS arguments. */
+static const pgl_expr *call_parts(const pgl_expr *e, const pgl_expr **args, int *n) {
+    int k = 0;
+    const pgl_expr *head = e;
+    for (; head->kind == PGL_APP; head = head->a) k++;
+    if (k > MAX_ARGS) return NULL;
+    *n = k;
+    for (const pgl_expr *a = e; a->kind == PGL_APP; a = a->a) args[--k] = a->b;
+    return head;
+}
+
+/* The uses of name, free in e, at e's own level; *copied is set when e copies it deeper (inside
+ * a branch, or by passing it to a copied parameter). */
+static int uses(const copies *cp, const pgl_expr *e, const char *name, bool *copied) {
+    if (!e) return 0;
+    switch (e->kind) {
+    case PGL_NUM: return 0;
+    case PGL_VAR: return !strcmp(e->name, name);
+    case PGL_LAM: return strcmp(e->name, name) ? uses(cp, e->a, name, copied) : 0;
+    case PGL_LET: return uses(cp, e->a, name, copied) + (strcmp(e->name, name) ? uses(cp, e->b, name, copied) : 0);
+    case PGL_OP:
+    case PGL_PAIR: return uses(cp, e->a, name, copied) + uses(cp, e->b, name, copied);
+    case PGL_APP: {
+        const pgl_expr *args[MAX_ARGS];
+        int n = 0;
+        const pgl_expr *head = call_parts(e, args, &n);
+        if (!head) return uses(cp, e->a, name, copied) + uses(cp, e->b, name, copied);
+        int d = head->kind == PGL_VAR ? def_named(cp->prog, head->name) : -1;
+        int total = uses(cp, head, name, copied);
+        for (int i = 0; i < n; i++) {
+            total += uses(cp, args[i], name, copied);
+            if (d >= 0 && i < cp->n_params[d] && cp->copied[cp->first[d] + i] && args[i]->kind == PGL_VAR &&
+                !strcmp(args[i]->name, name))
+                *copied = true;
+        }
+        return total;
+    }
+    case PGL_SWITCH:
+    case PGL_MATCH: {
+        int total = uses(cp, e->a, name, copied);
+        bool tuple = e->kind == PGL_MATCH && !strcmp(e->cases[0].ctor, "%tuple");
+        bool any = false;
+        int n_arms = e->kind == PGL_SWITCH ? 2 : e->n_cases;
+        for (int k = 0; k < n_arms; k++) {
+            const pgl_expr *body = e->kind == PGL_SWITCH ? (k ? e->c : e->b) : e->cases[k].body;
+            bool shadowed = e->kind == PGL_SWITCH ? k && e->name && !strcmp(e->name, name) : false;
+            for (int f = 0; e->kind == PGL_MATCH && f < e->cases[k].n_names; f++)
+                if (!strcmp(e->cases[k].names[f], name)) shadowed = true;
+            if (shadowed) continue;
+            int in = uses(cp, body, name, copied);
+            if (tuple) return total + in; /* let (a, b) = v; body: the body is written in place */
+            if (in > 1) *copied = true;   /* copied inside the branch */
+            any |= in > 0;
+        }
+        return total + any;
+    }
+    }
+    return 0;
+}
+
+static bool copies_var(const copies *cp, const pgl_expr *e, const char *name) {
+    bool deeper = false;
+    return uses(cp, e, name, &deeper) > 1 || deeper;
+}
+
+/* The first variable a function value's own net copies (a DUP node in it), or NULL: its
+ * parameters and lets used more than once, nested lambdas included, branches not (they are
+ * definitions of their own). */
+static const char *holds_dup(const copies *cp, const pgl_expr *e) {
+    if (!e) return NULL;
+    const char *found = NULL;
+    bool deeper = false;
+    switch (e->kind) {
+    case PGL_LAM:
+        if (uses(cp, e->a, e->name, &deeper) > 1) return e->name;
+        return holds_dup(cp, e->a);
+    case PGL_LET:
+        if (uses(cp, e->b, e->name, &deeper) > 1) return e->name;
+        return (found = holds_dup(cp, e->a)) ? found : holds_dup(cp, e->b);
+    case PGL_MATCH:
+        if (!strcmp(e->cases[0].ctor, "%tuple")) {
+            for (int f = 0; f < e->cases[0].n_names; f++)
+                if (uses(cp, e->cases[0].body, e->cases[0].names[f], &deeper) > 1) return e->cases[0].names[f];
+            return (found = holds_dup(cp, e->a)) ? found : holds_dup(cp, e->cases[0].body);
+        }
+        return holds_dup(cp, e->a);
+    case PGL_SWITCH: return holds_dup(cp, e->a);
+    default: return (found = holds_dup(cp, e->a)) ? found : holds_dup(cp, e->b);
+    }
+}
+
+/* What a value that would be copied holds: a lambda's own DUP, or a function definition's. */
+static const char *copying_value(const copies *cp, const pgl_expr *v, const scope *s) {
+    if (v->kind == PGL_LAM) return holds_dup(cp, v);
+    if (v->kind != PGL_VAR || in_scope(s, v->name)) return NULL;
+    int d = def_named(cp->prog, v->name);
+    return d >= 0 && cp->n_params[d] ? holds_dup(cp, cp->prog->defs[d].body) : NULL;
+}
+
+__attribute__((format(printf, 4, 5))) static int fail(pgn_error *err, const pgl_expr *at, bool *failed,
+                                                      const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    pgl_error_at(err, at->line, at->col, fmt, ap);
+    va_end(ap);
+    *failed = true;
+    return -1;
+}
+
+static int check(const copies *cp, const pgl_expr *e, const scope *s, pgn_error *err);
+
+static int check_bound(const copies *cp, const pgl_expr *e, const char *name, const scope *s, pgn_error *err) {
+    scope inner = {name, s};
+    return check(cp, e, name ? &inner : s, err);
+}
+
+static int check(const copies *cp, const pgl_expr *e, const scope *s, pgn_error *err) {
+    if (!e) return 0;
+    bool failed = false;
+    switch (e->kind) {
+    case PGL_NUM:
+    case PGL_VAR: return 0;
+    case PGL_LAM: return check_bound(cp, e->a, e->name, s, err);
+    case PGL_LET: {
+        const char *dup = copies_var(cp, e->b, e->name) ? copying_value(cp, e->a, s) : NULL;
+        if (dup)
+            return fail(err, e->a, &failed,
+                        "'%s' is used more than once, and this function copies its own '%s': HVM2's one "
+                        "duplicator label cannot copy it (write it out at each use)",
+                        e->name, dup);
+        return check(cp, e->a, s, err) || check_bound(cp, e->b, e->name, s, err) ? -1 : 0;
+    }
+    case PGL_APP: {
+        const pgl_expr *args[MAX_ARGS];
+        int n = 0;
+        const pgl_expr *head = call_parts(e, args, &n);
+        int d = head && head->kind == PGL_VAR && !in_scope(s, head->name) ? def_named(cp->prog, head->name) : -1;
+        for (int i = 0; d >= 0 && i < n && i < cp->n_params[d]; i++) {
+            const char *dup = cp->copied[cp->first[d] + i] ? copying_value(cp, args[i], s) : NULL;
+            if (!dup) continue;
+            const pgl_expr *p = cp->prog->defs[d].body;
+            for (int k = 0; k < i; k++) p = p->a;
+            return fail(err, args[i], &failed,
+                        "'%s' copies its parameter '%s', and this function copies its own '%s': HVM2's "
+                        "one duplicator label cannot copy it (pass a function that uses each variable once)",
+                        head->name, p->name, dup);
+        }
+        return check(cp, e->a, s, err) || check(cp, e->b, s, err) ? -1 : 0;
+    }
+    case PGL_OP:
+    case PGL_PAIR: return check(cp, e->a, s, err) || check(cp, e->b, s, err) ? -1 : 0;
+    case PGL_SWITCH:
+        return check(cp, e->a, s, err) || check(cp, e->b, s, err) || check_bound(cp, e->c, e->name, s, err) ? -1 : 0;
+    case PGL_MATCH:
+        if (check(cp, e->a, s, err)) return -1;
+        for (int k = 0; k < e->n_cases; k++) {
+            scope fields[64];
+            const scope *in = s;
+            for (int f = 0; f < e->cases[k].n_names && f < 64; f++) fields[f] = (scope){e->cases[k].names[f], in}, in = &fields[f];
+            if (check(cp, e->cases[k].body, in, err)) return -1;
+        }
+        return 0;
+    }
+    return 0;
+}
+
+int pgl_check_copies(const pgl_program *p, pgn_error *err) {
+    copies cp = {.prog = p, .first = calloc((size_t)p->n_defs + 1, sizeof(int)),
+                 .n_params = calloc((size_t)p->n_defs + 1, sizeof(int))};
+    int total = 0;
+    for (int d = 0; cp.first && cp.n_params && d < p->n_defs; d++) {
+        cp.first[d] = total;
+        for (const pgl_expr *b = p->defs[d].body; b->kind == PGL_LAM; b = b->a) cp.n_params[d]++;
+        total += cp.n_params[d];
+    }
+    cp.copied = calloc((size_t)total + 1, sizeof(bool));
+    if (!cp.first || !cp.n_params || !cp.copied) {
+        free(cp.first), free(cp.n_params), free(cp.copied);
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory checking the program");
+        return -1;
+    }
+    /* which parameters each function copies: more become known as they are found (a parameter
+     * passed on to a copied one), so until nothing changes */
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int d = 0; d < p->n_defs; d++) {
+            const pgl_expr *lam = p->defs[d].body;
+            for (int i = 0; i < cp.n_params[d]; i++, lam = lam->a) {
+                bool *c = &cp.copied[cp.first[d] + i];
+                if (!*c && copies_var(&cp, lam->a, lam->name)) *c = changed = true;
+            }
+        }
+    }
+    int rc = 0;
+    for (int d = 0; d < p->n_defs && !rc; d++) rc = check(&cp, p->defs[d].body, NULL, err);
+    free(cp.first), free(cp.n_params), free(cp.copied);
+    return rc;
+}
