@@ -196,6 +196,11 @@ Test(lang, copying_a_function_that_copies_is_a_compile_error_not_a_wrong_value) 
          "line 3, column 11: 'g' copies its parameter 'h', and this function copies its own 'y'"},
         {"main = let f = \\x. x * x; (f(1), f(2))",
          "line 1, column 17: 'f' is used more than once, and this function copies its own 'x'"},
+        /* in data: a closure in a list, the list copied, read back (9, 9) for (7, 12) */
+        {"hd(l) = match l { Nil: \\x. x; Cons(h, t): h }\nmain = let k = 3; let l = [\\y. y * y + k]; (hd(l)(2), hd(l)(3))",
+         "line 2, column 27: 'l' is used more than once, and a function in this value copies its own 'y'"},
+        {"dup(p) = (p, p)\nmain = dup((1, \\y. y * y))",
+         "line 2, column 12: 'dup' copies its parameter 'p', and a function in this value copies its own 'y'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         pgn_error err = {0};
@@ -209,6 +214,7 @@ Test(lang, copying_a_function_that_copies_is_a_compile_error_not_a_wrong_value) 
     check("twice(f, x) = f(f(x))\nmain = twice(\\x. x * 10, 3)", "300");
     check("sq(x) = x * x\npick(n, f) = switch n { 0: f(2); _: f(3) }\nmain = pick(1, sq)", "9");
     check("sq(x) = x * x\napply(f, x) = f(x)\nmain = apply(sq, 5) + apply(\\y. y * y, 2)", "29");
+    check("apply(f, x) = f(x)\nmain = let r = apply(\\x. x * x, 3); r + r", "18"); /* r is a number */
 }
 
 /* The pgl examples against their .expected (the value read back, else the net, and the count, as

@@ -7,7 +7,8 @@
  *   - a function value (a lambda, or a definition's name) that holds a DUP of its own, passed as
  *     an argument a function copies (its parameter used more than once, in a branch too, or
  *     passed on to another function's copied parameter: a fixed point over the definitions);
- *   - such a value bound by let to a name used more than once.
+ *   - such a value bound by let to a name used more than once;
+ *   - either of those with the function inside a tuple, a constructor's fields or a list.
  * Uses are counted as the compiler makes them: a switch or match hands the variables a branch
  * uses to the branch taken, once, and copies inside a branch are the branch's own. */
 #include <stdarg.h>
@@ -135,9 +136,35 @@ static const char *holds_dup(const copies *cp, const pgl_expr *e) {
     }
 }
 
-/* What a value that would be copied holds: a lambda's own DUP, or a function definition's. */
-static const char *copying_value(const copies *cp, const pgl_expr *v, const scope *s) {
+static bool is_ctor(const pgl_program *p, const char *name) {
+    for (int t = 0; t < p->n_types; t++)
+        for (int k = 0; k < p->types[t].n_ctors; k++)
+            if (!strcmp(p->types[t].ctors[k].name, name)) return true;
+    return false;
+}
+
+/* The variable that a function in a value that would be copied copies, or NULL: a lambda's own
+ * DUP, a function definition's, or one of those in a tuple, a constructor's fields or a list
+ * (*in_data then says so: a closure in a list, the list copied, read back a wrong value). */
+static const char *copying_value(const copies *cp, const pgl_expr *v, const scope *s, bool *in_data) {
     if (v->kind == PGL_LAM) return holds_dup(cp, v);
+    if (v->kind == PGL_PAIR) {
+        const char *dup = copying_value(cp, v->a, s, in_data);
+        if (!dup) dup = copying_value(cp, v->b, s, in_data);
+        *in_data |= dup != NULL;
+        return dup;
+    }
+    if (v->kind == PGL_APP) {
+        const pgl_expr *args[MAX_ARGS];
+        int n = 0;
+        const pgl_expr *head = call_parts(v, args, &n);
+        if (!head || head->kind != PGL_VAR || in_scope(s, head->name) || !is_ctor(cp->prog, head->name)) return NULL;
+        for (int i = 0; i < n; i++) {
+            const char *dup = copying_value(cp, args[i], s, in_data);
+            if (dup) return *in_data = true, dup;
+        }
+        return NULL;
+    }
     if (v->kind != PGL_VAR || in_scope(s, v->name)) return NULL;
     int d = def_named(cp->prog, v->name);
     return d >= 0 && cp->n_params[d] ? holds_dup(cp, cp->prog->defs[d].body) : NULL;
@@ -168,12 +195,13 @@ static int check(const copies *cp, const pgl_expr *e, const scope *s, pgn_error 
     case PGL_VAR: return 0;
     case PGL_LAM: return check_bound(cp, e->a, e->name, s, err);
     case PGL_LET: {
-        const char *dup = copies_var(cp, e->b, e->name) ? copying_value(cp, e->a, s) : NULL;
+        bool in_data = false;
+        const char *dup = copies_var(cp, e->b, e->name) ? copying_value(cp, e->a, s, &in_data) : NULL;
         if (dup)
             return fail(err, e->a, &failed,
-                        "'%s' is used more than once, and this function copies its own '%s': HVM2's one "
-                        "duplicator label cannot copy it (write it out at each use)",
-                        e->name, dup);
+                        "'%s' is used more than once, and %s copies its own '%s': HVM2's one duplicator "
+                        "label cannot copy it (write it out at each use)",
+                        e->name, in_data ? "a function in this value" : "this function", dup);
         return check(cp, e->a, s, err) || check_bound(cp, e->b, e->name, s, err) ? -1 : 0;
     }
     case PGL_APP: {
@@ -182,14 +210,15 @@ static int check(const copies *cp, const pgl_expr *e, const scope *s, pgn_error 
         const pgl_expr *head = call_parts(e, args, &n);
         int d = head && head->kind == PGL_VAR && !in_scope(s, head->name) ? def_named(cp->prog, head->name) : -1;
         for (int i = 0; d >= 0 && i < n && i < cp->n_params[d]; i++) {
-            const char *dup = cp->copied[cp->first[d] + i] ? copying_value(cp, args[i], s) : NULL;
+            bool in_data = false;
+            const char *dup = cp->copied[cp->first[d] + i] ? copying_value(cp, args[i], s, &in_data) : NULL;
             if (!dup) continue;
             const pgl_expr *p = cp->prog->defs[d].body;
             for (int k = 0; k < i; k++) p = p->a;
             return fail(err, args[i], &failed,
-                        "'%s' copies its parameter '%s', and this function copies its own '%s': HVM2's "
-                        "one duplicator label cannot copy it (pass a function that uses each variable once)",
-                        head->name, p->name, dup);
+                        "'%s' copies its parameter '%s', and %s copies its own '%s': HVM2's one "
+                        "duplicator label cannot copy it (pass a function that uses each variable once)",
+                        head->name, p->name, in_data ? "a function in this value" : "this function", dup);
         }
         return check(cp, e->a, s, err) || check(cp, e->b, s, err) ? -1 : 0;
     }
