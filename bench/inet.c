@@ -5,7 +5,10 @@
  * example's .expected file. Timed: the reduction alone, from the first CALL of @main to the
  * normal form, including on a device every launch and any heap growth between launches; parsing,
  * the first allocation of the heaps, kernel compilation and the readback are not.
- *   build/bench/bench-inet [--repeats N] [--min-seconds S] [--device host|ID|all] [FILE.hvm|FILE.pgl ...]
+ *   build/bench/bench-inet [--repeats N] [--min-seconds S] [--device host|ID|all] [--steps N]
+ *                          [FILE.hvm|FILE.pgl ...]
+ * --steps N: the programs train for N steps (examples/inet/train_xor.pgl 100, train_fashion.pgl 20):
+ * a line after each gives the interactions a step and each reducer's milliseconds a step.
  * Without files it runs every example in $PARAGON_SOURCE_ROOT/examples/inet (default: ./) but the
  * IO ones (io_*.hvm), which this runs without their IO. A .pgl file is compiled first (not timed)
  * and checked against its .expected in pgl's syntax: examples/lang/X.pgl beside examples/inet/X.hvm
@@ -61,11 +64,12 @@ static int run(const target *t, const pgn_inet_book *book, pgn_inet_result *r, p
                   : pgn_inet_run_host(book, NULL, NULL, NULL, r, err);
 }
 
-/* One program on one target: its row; *mips and *peak get the figures (0 when it failed). */
+/* One program on one target: its row; *mips, *peak and *itrs get the figures (0 when it failed). */
 static int bench_file(const char *path, const target *t, int repeats, double min_seconds, double *mips,
-                      uint64_t *peak) {
+                      uint64_t *peak, uint64_t *itrs) {
     *mips = 0;
     *peak = 0;
+    *itrs = 0;
     size_t len;
     char *text = pgn_read_file(path, &len);
     if (!text) {
@@ -118,6 +122,7 @@ static int bench_file(const char *path, const target *t, int repeats, double min
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     *mips = median > 0 ? (double)last.interactions / median / 1e6 : 0.0;
     *peak = last.peak_nodes;
+    *itrs = last.interactions;
     printf("%-16s %-22s %12llu %10.4f %9.1f %10llu %5d  %s\n", name, t->label, (unsigned long long)last.interactions, median,
            *mips, (unsigned long long)last.peak_nodes, runs, verdict);
     pgn_inet_result_free(&last);
@@ -170,7 +175,7 @@ static int targets_for(const char *want, target **out, pgn_device ***opened, siz
 }
 
 int main(int argc, char **argv) {
-    int repeats = 5;
+    int repeats = 5, steps = 0;
     double min_seconds = 0.5;
     const char *device = "all";
     char **files = calloc((size_t)argc + 1, sizeof *files);
@@ -182,8 +187,11 @@ int main(int argc, char **argv) {
             min_seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "--device") && i + 1 < argc)
             device = argv[++i];
+        else if (!strcmp(argv[i], "--steps") && i + 1 < argc && atoi(argv[i + 1]) > 0)
+            steps = atoi(argv[++i]);
         else if (argv[i][0] == '-') {
-            fprintf(stderr, "usage: %s [--repeats N] [--min-seconds S] [--device host|ID|all] [FILE.hvm|FILE.pgl ...]\n",
+            fprintf(stderr, "usage: %s [--repeats N] [--min-seconds S] [--device host|ID|all] [--steps N] "
+                            "[FILE.hvm|FILE.pgl ...]\n",
                     argv[0]);
             return 2;
         } else
@@ -228,9 +236,9 @@ int main(int argc, char **argv) {
     int bad = 0;
     for (int i = 0; i < n_files; i++) {
         double mips[64] = {0};
-        uint64_t peak[64] = {0};
+        uint64_t peak[64] = {0}, itrs[64] = {0};
         for (int t = 0; t < n_targets && t < 64; t++)
-            bad += bench_file(files[i], &targets[t], repeats, min_seconds, &mips[t], &peak[t]);
+            bad += bench_file(files[i], &targets[t], repeats, min_seconds, &mips[t], &peak[t], &itrs[t]);
         /* per device: the speed-up from one work-item to its default, and its peak against the host's */
         for (int t = 1; t < n_targets && t < 64; t++) {
             if (!targets[t].dev || targets[t].workers == 1) continue;
@@ -238,6 +246,13 @@ int main(int argc, char **argv) {
             printf("%-16s %-22s   scaling x1 -> x%u: %.2fx%s", "", targets[t].label, targets[t].workers,
                    mips[t - 1] > 0 ? mips[t] / mips[t - 1] : 0.0, host ? "; peak nodes against the host's: " : "\n");
             if (host) printf("%.2fx\n", (double)peak[t] / (double)peak[0]);
+        }
+        if (steps && itrs[0]) { /* a training: what one step takes */
+            double per = (double)itrs[0] / steps;
+            printf("%-16s %-22s   %.0f interactions a step (%d steps):", "", "", per, steps);
+            for (int t = 0; t < n_targets && t < 64; t++)
+                if (mips[t] > 0) printf(" %s %.2f ms%s", targets[t].label, per / mips[t] / 1e3, t + 1 < n_targets ? "," : "");
+            printf("\n");
         }
         free(files[i]);
     }
