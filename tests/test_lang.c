@@ -201,6 +201,9 @@ Test(lang, copying_a_function_that_copies_is_a_compile_error_not_a_wrong_value) 
          "line 2, column 27: 'l' is used more than once, and a function in this value copies its own 'y'"},
         {"dup(p) = (p, p)\nmain = dup((1, \\y. y * y))",
          "line 2, column 12: 'dup' copies its parameter 'p', and a function in this value copies its own 'y'"},
+        /* made by a call: mk(3) read back (5, 5) for (4, 7) */
+        {"mk(k) = \\y. y * y + k\nmain = let f = mk(3); (f(1), f(2))",
+         "line 2, column 18: 'f' is used more than once, and this function copies its own 'y'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         pgn_error err = {0};
@@ -215,6 +218,7 @@ Test(lang, copying_a_function_that_copies_is_a_compile_error_not_a_wrong_value) 
     check("sq(x) = x * x\npick(n, f) = switch n { 0: f(2); _: f(3) }\nmain = pick(1, sq)", "9");
     check("sq(x) = x * x\napply(f, x) = f(x)\nmain = apply(sq, 5) + apply(\\y. y * y, 2)", "29");
     check("apply(f, x) = f(x)\nmain = let r = apply(\\x. x * x, 3); r + r", "18"); /* r is a number */
+    check("sq(a, b) = a * a + b\nmain = let f = sq(3); f(1) * 100 + f(2)", "1011"); /* a copied before */
 }
 
 /* The pgl examples against their .expected (the value read back, else the net, and the count, as

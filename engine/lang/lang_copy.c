@@ -8,7 +8,8 @@
  *     an argument a function copies (its parameter used more than once, in a branch too, or
  *     passed on to another function's copied parameter: a fixed point over the definitions);
  *   - such a value bound by let to a name used more than once;
- *   - either of those with the function inside a tuple, a constructor's fields or a list.
+ *   - either of those with the function inside a tuple, a constructor's fields or a list, or
+ *     made by a call whose definition returns a lambda (mk(k) = \y. y * y + k; mk(3)).
  * Uses are counted as the compiler makes them: a switch or match hands the variables a branch
  * uses to the branch taken, once, and copies inside a branch are the branch's own. */
 #include <stdarg.h>
@@ -158,7 +159,17 @@ static const char *copying_value(const copies *cp, const pgl_expr *v, const scop
         const pgl_expr *args[MAX_ARGS];
         int n = 0;
         const pgl_expr *head = call_parts(v, args, &n);
-        if (!head || head->kind != PGL_VAR || in_scope(s, head->name) || !is_ctor(cp->prog, head->name)) return NULL;
+        if (!head || head->kind != PGL_VAR || in_scope(s, head->name)) return NULL;
+        int d = def_named(cp->prog, head->name);
+        if (d >= 0 && !is_ctor(cp->prog, head->name)) {
+            /* a call whose definition makes a lambda of what is left after its n arguments (a
+             * function returning a closure, or a partial application) */
+            if (n > cp->n_params[d] || (n == cp->n_params[d] && !n)) return NULL;
+            const pgl_expr *rest = cp->prog->defs[d].body;
+            for (int i = 0; i < n; i++) rest = rest->a;
+            return rest->kind == PGL_LAM ? holds_dup(cp, rest) : NULL;
+        }
+        if (d < 0) return NULL;
         for (int i = 0; i < n; i++) {
             const char *dup = copying_value(cp, args[i], s, in_data);
             if (dup) return *in_data = true, dup;
