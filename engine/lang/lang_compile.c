@@ -29,6 +29,7 @@ typedef struct {
     bool *expanding;      /* per definition: a value definition being inlined now (a cycle check) */
     bool *inlining;       /* per definition: a call of it being inlined now (no recursion) */
     int fresh, lifted;    /* counters for wire names and lifted definitions, per source definition */
+    int inline_left;      /* syntax nodes calls may still be written out with, per source definition */
     bool failed;
 } compiler;
 
@@ -443,6 +444,13 @@ static char *op_with_number(compiler *c, unit *u, binder *scope, const pgl_expr 
  * application annihilations are gone. tree_sum's leaf(1) and node(l, r) (and every constructor)
  * are such calls: 9,699,306 interactions before, 8,388,589 after (the hand-written net: 8,388,590). */
 #define INLINE_MAX_NODES 24
+/* What one source definition may take in written-out calls and values, in syntax nodes. Calls
+ * inside a written-out body are written out too (and values inside values), so f1(x) =
+ * id(id(id(id(x)))), f2(x) = f1(f1(f1(f1(x)))), .. f11 grew as 4^11 (58 s and 2.2 GB to compile
+ * 12 lines), and a1 = (a0, a0) .. a25 as 2^25. Past this, calls stay calls and a value is a
+ * reference, as a large one is (a list literal of 4,096 items, the most the reader takes, writes
+ * out about 25,000). */
+#define INLINE_BUDGET 65536
 /* A value definition (no parameters) is written out where it is used, unless it is larger than
  * this (a data table: an image of 784 numbers is 3,137): then it is a reference like a
  * function's, expanded by one CALL where it is consumed, and the book's largest definition (what
@@ -478,8 +486,10 @@ static bool try_inline(compiler *c, unit *u, binder *scope, const pgl_expr *e, c
     int n = 0;
     while (body->kind == PGL_LAM && n < n_args) params[n++] = body->name, body = body->a;
     bool lifts = false; /* (body may still be a lambda: leaf(v) = \n f. f(v) called with v) */
-    if (!n || n != n_args || tree_size(body, &lifts) > INLINE_MAX_NODES || lifts || calls(body, head->name))
+    int size = tree_size(body, &lifts);
+    if (!n || n != n_args || size > INLINE_MAX_NODES || lifts || calls(body, head->name) || size > c->inline_left)
         return false;
+    c->inline_left -= size;
     /* the arguments, in the caller's scope (args[] holds them last first) */
     char *vals[64];
     for (int i = 0; i < n; i++) vals[i] = NULL;
@@ -527,8 +537,10 @@ static char *expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
         if (b) return use(c, b);
         int d = def_index(c, e->name);
         bool lifts = false;
-        if (d >= 0 && c->prog->defs[d].body->kind != PGL_LAM &&
-            tree_size(c->prog->defs[d].body, &lifts) <= VALUE_INLINE_MAX_NODES) {
+        int size = d >= 0 && c->prog->defs[d].body->kind != PGL_LAM ? tree_size(c->prog->defs[d].body, &lifts) : 0;
+        if (d >= 0 && c->prog->defs[d].body->kind != PGL_LAM && size <= VALUE_INLINE_MAX_NODES &&
+            size <= c->inline_left) {
+            c->inline_left -= size;
             /* a value, not a function: its net here (a reference alone would stay one, unexpanded,
              * as nothing applies it) */
             if (c->expanding[d])
@@ -742,7 +754,7 @@ char *pgn_pgl_compile(const char *src, size_t len, pgn_error *err) {
     if (!c.expanding || !c.inlining) text_of(&c, &(pgn_text){.oom = true});
     for (int i = 0; i < prog.n_defs && !c.failed; i++) {
         const pgl_def *d = &prog.defs[i];
-        c.top = d->name, c.fresh = 0, c.lifted = 0;
+        c.top = d->name, c.fresh = 0, c.lifted = 0, c.inline_left = INLINE_BUDGET;
         char *redexes = NULL, *tree = closed_lambdas(&c, d->body, &redexes);
         if (tree) pgn_text_printf(&c.out, "@%s = %s%s\n", d->name, tree, redexes);
         free(tree);

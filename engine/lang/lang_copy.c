@@ -8,8 +8,10 @@
  *     an argument a function copies (its parameter used more than once, in a branch too, or
  *     passed on to another function's copied parameter: a fixed point over the definitions);
  *   - such a value bound by let to a name used more than once;
- *   - either of those with the function inside a tuple, a constructor's fields or a list, or
- *     made by a call whose definition returns a lambda (mk(k) = \y. y * y + k; mk(3)).
+ *   - a match's field so used, when the value matched carries such a function;
+ *   - in each case, the function directly or anywhere the value may carry it: inside a tuple, a
+ *     constructor's fields or a list, made by a call (followed into the definition), chosen by
+ *     a switch or a match, or taken out of data (carried, below).
  * Uses are counted as the compiler makes them: a switch or match hands the variables a branch
  * uses to the branch taken, once, and copies inside a branch are the branch's own. */
 #include <stdarg.h>
@@ -24,18 +26,20 @@ typedef struct {
     int *first;          /* per definition: its first entry in copied */
     bool *copied;        /* per definition and parameter: the function copies that parameter */
     int *n_params;       /* per definition: its leading lambdas */
+    long *steps;         /* what carried may still look at for the copy being checked */
 } copies;
 
-/* A name bound around the expression being walked (shadows a definition of that name). */
+/* A name bound around the expression being walked (shadows a definition of that name), and what
+ * its value carries: the variable a function in it copies (see carried), or NULL. */
 typedef struct scope {
-    const char *name;
+    const char *name, *dup;
     const struct scope *up;
 } scope;
 
-static bool in_scope(const scope *s, const char *name) {
+static const scope *find(const scope *s, const char *name) {
     for (; s; s = s->up)
-        if (!strcmp(s->name, name)) return true;
-    return false;
+        if (!strcmp(s->name, name)) return s;
+    return NULL;
 }
 
 static int def_named(const pgl_program *p, const char *name) {
@@ -144,41 +148,127 @@ static bool is_ctor(const pgl_program *p, const char *name) {
     return false;
 }
 
-/* The variable that a function in a value that would be copied copies, or NULL: a lambda's own
- * DUP, a function definition's, or one of those in a tuple, a constructor's fields or a list
- * (*in_data then says so: a closure in a list, the list copied, read back a wrong value). */
-static const char *copying_value(const copies *cp, const pgl_expr *v, const scope *s, bool *in_data) {
-    if (v->kind == PGL_LAM) return holds_dup(cp, v);
-    if (v->kind == PGL_PAIR) {
-        const char *dup = copying_value(cp, v->a, s, in_data);
-        if (!dup) dup = copying_value(cp, v->b, s, in_data);
-        *in_data |= dup != NULL;
-        return dup;
+/* How deep carried follows calls into definitions (recursion ends there: a recursive function's
+ * base case is met on the way down), and how many expressions it looks at for one copy (calls
+ * in arguments are followed too, so a contrived program could take exponential time): past
+ * either, a value is taken to carry nothing, and the run-time check is what is left. */
+#define MAX_CALL_DEPTH 8
+#define MAX_STEPS 200000L
+
+static const char *carried(const copies *cp, const pgl_expr *e, const scope *s, int depth);
+static const char *field_carried(const copies *cp, const pgl_expr *v, int f, int n, const char *whole,
+                                 const scope *s, int depth);
+
+/* A variable a lambda captures whose value carries a copying function (copying the lambda copies
+ * what it captured), or NULL. */
+static const char *captured(const copies *cp, const pgl_expr *e, const scope *s) {
+    if (!e) return NULL;
+    const char *found = NULL;
+    switch (e->kind) {
+    case PGL_VAR: {
+        const scope *b = find(s, e->name);
+        return b ? b->dup : NULL;
     }
-    if (v->kind == PGL_APP) {
+    case PGL_LAM:
+    case PGL_LET: {
+        if (e->kind == PGL_LET && (found = captured(cp, e->a, s))) return found;
+        scope inner = {e->name, NULL, s};
+        return captured(cp, e->kind == PGL_LAM ? e->a : e->b, &inner);
+    }
+    case PGL_SWITCH: {
+        scope pred = {e->name ? e->name : "", NULL, s};
+        return (found = captured(cp, e->a, s)) || (found = captured(cp, e->b, s)) ? found : captured(cp, e->c, &pred);
+    }
+    case PGL_MATCH:
+        if ((found = captured(cp, e->a, s))) return found;
+        for (int k = 0; k < e->n_cases && !found; k++) {
+            scope fields[64];
+            const scope *in = s;
+            for (int f = 0; f < e->cases[k].n_names && f < 64; f++)
+                fields[f] = (scope){e->cases[k].names[f], NULL, in}, in = &fields[f];
+            found = captured(cp, e->cases[k].body, in);
+        }
+        return found;
+    default: return (found = captured(cp, e->a, s)) ? found : captured(cp, e->b, s);
+    }
+}
+
+/* Whether e's value may carry a function that holds a DUP of its own (a lambda, a definition's
+ * name, such a thing in a tuple, constructor or list, made by a call, chosen by a switch or a
+ * match, or taken out of data): the variable that function copies, or NULL. Calls are followed
+ * into the definition, its parameters bound to what the arguments carry; an unknown function's
+ * result is taken to carry nothing. */
+static const char *carried(const copies *cp, const pgl_expr *e, const scope *s, int depth) {
+    if (!e || --*cp->steps < 0) return NULL;
+    const char *found = NULL;
+    switch (e->kind) {
+    case PGL_NUM:
+    case PGL_OP: return NULL;
+    case PGL_VAR: {
+        const scope *b = find(s, e->name);
+        if (b) return b->dup;
+        int d = def_named(cp->prog, e->name);
+        if (d < 0) return NULL;
+        if (cp->n_params[d]) return holds_dup(cp, cp->prog->defs[d].body);
+        return depth < MAX_CALL_DEPTH ? carried(cp, cp->prog->defs[d].body, NULL, depth + 1) : NULL;
+    }
+    case PGL_LAM: return (found = holds_dup(cp, e)) ? found : captured(cp, e, s);
+    case PGL_LET: {
+        scope inner = {e->name, carried(cp, e->a, s, depth), s};
+        return carried(cp, e->b, &inner, depth);
+    }
+    case PGL_PAIR: return (found = carried(cp, e->a, s, depth)) ? found : carried(cp, e->b, s, depth);
+    case PGL_SWITCH: {
+        scope pred = {e->name ? e->name : "", NULL, s};
+        return (found = carried(cp, e->b, s, depth)) ? found : carried(cp, e->c, &pred, depth);
+    }
+    case PGL_MATCH: {
+        const char *whole = carried(cp, e->a, s, depth); /* fields carry what the value did */
+        bool tuple = !strcmp(e->cases[0].ctor, "%tuple");
+        for (int k = 0; k < e->n_cases && !found; k++) {
+            scope fields[64];
+            const scope *in = s;
+            int n = e->cases[k].n_names;
+            for (int f = 0; f < n && f < 64; f++) {
+                const char *dup = tuple ? field_carried(cp, e->a, f, n, whole, s, depth) : whole;
+                fields[f] = (scope){e->cases[k].names[f], dup, in}, in = &fields[f];
+            }
+            found = carried(cp, e->cases[k].body, in, depth);
+        }
+        return found;
+    }
+    case PGL_APP: {
         const pgl_expr *args[MAX_ARGS];
         int n = 0;
-        const pgl_expr *head = call_parts(v, args, &n);
-        if (!head || head->kind != PGL_VAR || in_scope(s, head->name)) return NULL;
+        const pgl_expr *head = call_parts(e, args, &n);
+        if (!head || head->kind != PGL_VAR || find(s, head->name)) return NULL;
         int d = def_named(cp->prog, head->name);
-        if (d >= 0 && !is_ctor(cp->prog, head->name)) {
-            /* a call whose definition makes a lambda of what is left after its n arguments (a
-             * function returning a closure, or a partial application) */
-            if (n > cp->n_params[d] || (n == cp->n_params[d] && !n)) return NULL;
-            const pgl_expr *rest = cp->prog->defs[d].body;
-            for (int i = 0; i < n; i++) rest = rest->a;
-            return rest->kind == PGL_LAM ? holds_dup(cp, rest) : NULL;
+        if (d < 0 || n > cp->n_params[d]) return NULL;
+        if (is_ctor(cp->prog, head->name)) {
+            for (int i = 0; i < n && !found; i++) found = carried(cp, args[i], s, depth);
+            return found;
         }
-        if (d < 0) return NULL;
-        for (int i = 0; i < n; i++) {
-            const char *dup = copying_value(cp, args[i], s, in_data);
-            if (dup) return *in_data = true, dup;
-        }
-        return NULL;
+        if (depth >= MAX_CALL_DEPTH) return NULL;
+        /* the definition's body (or, applied to fewer arguments, the lambda left) with its
+         * parameters bound to what the arguments carry */
+        scope params[MAX_ARGS];
+        const scope *in = NULL;
+        const pgl_expr *rest = cp->prog->defs[d].body;
+        for (int i = 0; i < n; i++, rest = rest->a)
+            params[i] = (scope){rest->name, carried(cp, args[i], s, depth), in}, in = &params[i];
+        return carried(cp, rest, in, depth + 1);
     }
-    if (v->kind != PGL_VAR || in_scope(s, v->name)) return NULL;
-    int d = def_named(cp->prog, v->name);
-    return d >= 0 && cp->n_params[d] ? holds_dup(cp, cp->prog->defs[d].body) : NULL;
+    }
+    return NULL;
+}
+
+/* What field f of n of a match on v carries: a tuple written out, (a, (b, c)), gives each field
+ * its own part; otherwise each field may carry what the whole value does. */
+static const char *field_carried(const copies *cp, const pgl_expr *v, int f, int n, const char *whole,
+                                 const scope *s, int depth) {
+    for (int i = 0; i < f && v->kind == PGL_PAIR; i++) v = v->b;
+    if (v->kind != PGL_PAIR) return whole;
+    return carried(cp, f + 1 < n ? v->a : v, s, depth);
 }
 
 __attribute__((format(printf, 4, 5))) static int fail(pgn_error *err, const pgl_expr *at, bool *failed,
@@ -191,11 +281,23 @@ __attribute__((format(printf, 4, 5))) static int fail(pgn_error *err, const pgl_
     return -1;
 }
 
+/* carried, for one copy the check looks at: with a fresh budget of steps. */
+static const char *carried_at(const copies *cp, const pgl_expr *e, const scope *s) {
+    *cp->steps = MAX_STEPS;
+    return carried(cp, e, s, 0);
+}
+
+/* What copying such a value copies, for the message: the function itself, or one inside it. */
+static const char *what(const pgl_expr *v) {
+    return v->kind == PGL_LAM || v->kind == PGL_VAR ? "this function" : "a function in this value";
+}
+
 static int check(const copies *cp, const pgl_expr *e, const scope *s, pgn_error *err);
 
-static int check_bound(const copies *cp, const pgl_expr *e, const char *name, const scope *s, pgn_error *err) {
-    scope inner = {name, s};
-    return check(cp, e, name ? &inner : s, err);
+static int check_bound(const copies *cp, const pgl_expr *e, const char *name, const char *dup, const scope *s,
+                       pgn_error *err) {
+    scope inner = {name ? name : "", dup, s};
+    return check(cp, e, &inner, err);
 }
 
 static int check(const copies *cp, const pgl_expr *e, const scope *s, pgn_error *err) {
@@ -204,54 +306,68 @@ static int check(const copies *cp, const pgl_expr *e, const scope *s, pgn_error 
     switch (e->kind) {
     case PGL_NUM:
     case PGL_VAR: return 0;
-    case PGL_LAM: return check_bound(cp, e->a, e->name, s, err);
+    case PGL_LAM: return check_bound(cp, e->a, e->name, NULL, s, err);
     case PGL_LET: {
-        bool in_data = false;
-        const char *dup = copies_var(cp, e->b, e->name) ? copying_value(cp, e->a, s, &in_data) : NULL;
-        if (dup)
+        const char *dup = carried_at(cp, e->a, s);
+        if (dup && copies_var(cp, e->b, e->name))
             return fail(err, e->a, &failed,
                         "'%s' is used more than once, and %s copies its own '%s': HVM2's one duplicator "
                         "label cannot copy it (write it out at each use)",
-                        e->name, in_data ? "a function in this value" : "this function", dup);
-        return check(cp, e->a, s, err) || check_bound(cp, e->b, e->name, s, err) ? -1 : 0;
+                        e->name, what(e->a), dup);
+        return check(cp, e->a, s, err) || check_bound(cp, e->b, e->name, dup, s, err) ? -1 : 0;
     }
     case PGL_APP: {
         const pgl_expr *args[MAX_ARGS];
         int n = 0;
         const pgl_expr *head = call_parts(e, args, &n);
-        int d = head && head->kind == PGL_VAR && !in_scope(s, head->name) ? def_named(cp->prog, head->name) : -1;
+        int d = head && head->kind == PGL_VAR && !find(s, head->name) ? def_named(cp->prog, head->name) : -1;
         for (int i = 0; d >= 0 && i < n && i < cp->n_params[d]; i++) {
-            bool in_data = false;
-            const char *dup = cp->copied[cp->first[d] + i] ? copying_value(cp, args[i], s, &in_data) : NULL;
+            const char *dup = cp->copied[cp->first[d] + i] ? carried_at(cp, args[i], s) : NULL;
             if (!dup) continue;
             const pgl_expr *p = cp->prog->defs[d].body;
             for (int k = 0; k < i; k++) p = p->a;
             return fail(err, args[i], &failed,
                         "'%s' copies its parameter '%s', and %s copies its own '%s': HVM2's one "
                         "duplicator label cannot copy it (pass a function that uses each variable once)",
-                        head->name, p->name, in_data ? "a function in this value" : "this function", dup);
+                        head->name, p->name, what(args[i]), dup);
         }
         return check(cp, e->a, s, err) || check(cp, e->b, s, err) ? -1 : 0;
     }
     case PGL_OP:
     case PGL_PAIR: return check(cp, e->a, s, err) || check(cp, e->b, s, err) ? -1 : 0;
     case PGL_SWITCH:
-        return check(cp, e->a, s, err) || check(cp, e->b, s, err) || check_bound(cp, e->c, e->name, s, err) ? -1 : 0;
-    case PGL_MATCH:
+        return check(cp, e->a, s, err) || check(cp, e->b, s, err) || check_bound(cp, e->c, e->name, NULL, s, err)
+                   ? -1
+                   : 0;
+    case PGL_MATCH: {
         if (check(cp, e->a, s, err)) return -1;
+        const char *whole = carried_at(cp, e->a, s);
+        bool tuple = !strcmp(e->cases[0].ctor, "%tuple");
         for (int k = 0; k < e->n_cases; k++) {
+            const pgl_case *c = &e->cases[k];
             scope fields[64];
             const scope *in = s;
-            for (int f = 0; f < e->cases[k].n_names && f < 64; f++) fields[f] = (scope){e->cases[k].names[f], in}, in = &fields[f];
-            if (check(cp, e->cases[k].body, in, err)) return -1;
+            for (int f = 0; f < c->n_names && f < 64; f++) {
+                *cp->steps = MAX_STEPS;
+                const char *dup = tuple ? field_carried(cp, e->a, f, c->n_names, whole, s, 0) : whole;
+                if (dup && copies_var(cp, c->body, c->names[f]))
+                    return fail(err, e->a, &failed,
+                                "'%s' is used more than once, and a function in this value copies its own "
+                                "'%s': HVM2's one duplicator label cannot copy it (write it out at each use)",
+                                c->names[f], dup);
+                fields[f] = (scope){c->names[f], dup, in}, in = &fields[f];
+            }
+            if (check(cp, c->body, in, err)) return -1;
         }
         return 0;
+    }
     }
     return 0;
 }
 
 int pgl_check_copies(const pgl_program *p, pgn_error *err) {
-    copies cp = {.prog = p, .first = calloc((size_t)p->n_defs + 1, sizeof(int)),
+    long steps = 0;
+    copies cp = {.prog = p, .steps = &steps, .first = calloc((size_t)p->n_defs + 1, sizeof(int)),
                  .n_params = calloc((size_t)p->n_defs + 1, sizeof(int))};
     int total = 0;
     for (int d = 0; cp.first && cp.n_params && d < p->n_defs; d++) {
