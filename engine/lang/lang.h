@@ -81,6 +81,11 @@ void pgl_error_at(pgn_error *err, int line, int col, const char *fmt, va_list ap
 /* Parses src (len bytes) into prog; 0, or -1 with err ("line L, column C: ..."). */
 int pgl_parse(const char *src, size_t len, pgl_program *prog, pgn_error *err);
 void pgl_program_free(pgl_program *prog);
+/* The index of the definition named name in prog, or -1. */
+int pgl_def_index(const pgl_program *prog, const char *name);
+/* The type declaring the constructor ctor (and its index there, when index is not NULL), or NULL. */
+const pgl_type *pgl_ctor_type(const pgl_program *prog, const char *ctor, int *index);
+
 /* 0 when no function that copies a variable of its own is copied where the compiler can see it
  * (lang_copy.c); else -1 with err naming the line and column of the value. */
 int pgl_check_copies(const pgl_program *prog, pgn_error *err);

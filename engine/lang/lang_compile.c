@@ -108,12 +108,6 @@ static void push_redex(compiler *c, unit *u, const char *left, const char *fmt, 
     u->left[u->n] = lcopy, u->right[u->n] = right, u->n++;
 }
 
-static int def_index(const compiler *c, const char *name) {
-    for (int i = 0; i < c->prog->n_defs; i++)
-        if (!strcmp(c->prog->defs[i].name, name)) return i;
-    return -1;
-}
-
 static binder *lookup(binder *scope, const char *name) {
     for (; scope; scope = scope->up)
         if (!strcmp(scope->name, name)) return scope;
@@ -479,7 +473,7 @@ static bool try_inline(compiler *c, unit *u, binder *scope, const pgl_expr *e, c
     int n_args = 0;
     for (; head->kind == PGL_APP && n_args < 64; head = head->a) args[n_args++] = head->b;
     if (head->kind != PGL_VAR || lookup(scope, head->name)) return false;
-    int d = def_index(c, head->name);
+    int d = pgl_def_index(c->prog, head->name);
     if (d < 0 || c->inlining[d]) return false;
     const pgl_expr *body = c->prog->defs[d].body;
     const char *params[64];
@@ -535,7 +529,7 @@ static char *expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
     case PGL_VAR: {
         binder *b = lookup(scope, e->name);
         if (b) return use(c, b);
-        int d = def_index(c, e->name);
+        int d = pgl_def_index(c->prog, e->name);
         bool lifts = false;
         int size = d >= 0 && c->prog->defs[d].body->kind != PGL_LAM ? tree_size(c->prog->defs[d].body, &lifts) : 0;
         if (d >= 0 && c->prog->defs[d].body->kind != PGL_LAM && size <= VALUE_INLINE_MAX_NODES &&

@@ -42,12 +42,6 @@ static const scope *find(const scope *s, const char *name) {
     return NULL;
 }
 
-static int def_named(const pgl_program *p, const char *name) {
-    for (int i = 0; i < p->n_defs; i++)
-        if (!strcmp(p->defs[i].name, name)) return i;
-    return -1;
-}
-
 #define MAX_ARGS 64
 
 /* A call's head and its arguments: f(a)(b) is f with a, b; NULL past MAX_ARGS arguments. */
@@ -77,7 +71,7 @@ static int uses(const copies *cp, const pgl_expr *e, const char *name, bool *cop
         int n = 0;
         const pgl_expr *head = call_parts(e, args, &n);
         if (!head) return uses(cp, e->a, name, copied) + uses(cp, e->b, name, copied);
-        int d = head->kind == PGL_VAR ? def_named(cp->prog, head->name) : -1;
+        int d = head->kind == PGL_VAR ? pgl_def_index(cp->prog, head->name) : -1;
         int total = uses(cp, head, name, copied);
         for (int i = 0; i < n; i++) {
             total += uses(cp, args[i], name, copied);
@@ -141,13 +135,6 @@ static const char *holds_dup(const copies *cp, const pgl_expr *e) {
     }
 }
 
-static bool is_ctor(const pgl_program *p, const char *name) {
-    for (int t = 0; t < p->n_types; t++)
-        for (int k = 0; k < p->types[t].n_ctors; k++)
-            if (!strcmp(p->types[t].ctors[k].name, name)) return true;
-    return false;
-}
-
 /* How deep carried follows calls into definitions (recursion ends there: a recursive function's
  * base case is met on the way down), and how many expressions it looks at for one copy (calls
  * in arguments are followed too, so a contrived program could take exponential time): past
@@ -207,7 +194,7 @@ static const char *carried(const copies *cp, const pgl_expr *e, const scope *s, 
     case PGL_VAR: {
         const scope *b = find(s, e->name);
         if (b) return b->dup;
-        int d = def_named(cp->prog, e->name);
+        int d = pgl_def_index(cp->prog, e->name);
         if (d < 0) return NULL;
         if (cp->n_params[d]) return holds_dup(cp, cp->prog->defs[d].body);
         return depth < MAX_CALL_DEPTH ? carried(cp, cp->prog->defs[d].body, NULL, depth + 1) : NULL;
@@ -242,9 +229,9 @@ static const char *carried(const copies *cp, const pgl_expr *e, const scope *s, 
         int n = 0;
         const pgl_expr *head = call_parts(e, args, &n);
         if (!head || head->kind != PGL_VAR || find(s, head->name)) return NULL;
-        int d = def_named(cp->prog, head->name);
+        int d = pgl_def_index(cp->prog, head->name);
         if (d < 0 || n > cp->n_params[d]) return NULL;
-        if (is_ctor(cp->prog, head->name)) {
+        if (pgl_ctor_type(cp->prog, head->name, NULL)) {
             for (int i = 0; i < n && !found; i++) found = carried(cp, args[i], s, depth);
             return found;
         }
@@ -320,7 +307,7 @@ static int check(const copies *cp, const pgl_expr *e, const scope *s, pgn_error 
         const pgl_expr *args[MAX_ARGS];
         int n = 0;
         const pgl_expr *head = call_parts(e, args, &n);
-        int d = head && head->kind == PGL_VAR && !find(s, head->name) ? def_named(cp->prog, head->name) : -1;
+        int d = head && head->kind == PGL_VAR && !find(s, head->name) ? pgl_def_index(cp->prog, head->name) : -1;
         for (int i = 0; d >= 0 && i < n && i < cp->n_params[d]; i++) {
             const char *dup = cp->copied[cp->first[d] + i] ? carried_at(cp, args[i], s) : NULL;
             if (!dup) continue;

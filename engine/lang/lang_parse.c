@@ -484,11 +484,16 @@ static pgl_expr *expr(reader *r) {
 
 /* ---- definitions -------------------------------------------------------------------------- */
 
+int pgl_def_index(const pgl_program *prog, const char *name) {
+    for (int i = 0; i < prog->n_defs; i++)
+        if (!strcmp(prog->defs[i].name, name)) return i;
+    return -1;
+}
+
 static int add_def(reader *r, char *name, pgl_expr *body, size_t pos) {
     pgl_program *p = r->prog;
-    for (int i = 0; i < p->n_defs; i++)
-        if (!strcmp(p->defs[i].name, name))
-            return fail_at(r, pos, "'%s' is defined twice (first on line %d)", name, p->defs[i].line);
+    int twin = pgl_def_index(p, name);
+    if (twin >= 0) return fail_at(r, pos, "'%s' is defined twice (first on line %d)", name, p->defs[twin].line);
     if (p->n_defs == p->cap_defs) {
         int cap = p->cap_defs ? 2 * p->cap_defs : 16;
         pgl_def *grown = realloc(p->defs, (size_t)cap * sizeof *grown);
@@ -607,11 +612,11 @@ static int definition(reader *r) {
 
 /* ---- matches: their cases put in constructor order, once the types are all known ------------ */
 
-static const pgl_type *type_of_ctor(const pgl_program *p, const char *ctor, int *index) {
+const pgl_type *pgl_ctor_type(const pgl_program *p, const char *ctor, int *index) {
     for (int t = 0; t < p->n_types; t++)
         for (int k = 0; k < p->types[t].n_ctors; k++)
             if (!strcmp(p->types[t].ctors[k].name, ctor)) {
-                *index = k;
+                if (index) *index = k;
                 return &p->types[t];
             }
     return NULL;
@@ -621,7 +626,7 @@ static int resolve(reader *r, pgl_expr *e) {
     if (!e) return 0;
     if (e->kind == PGL_MATCH && strcmp(e->cases[0].ctor, "%tuple")) {
         int k0;
-        const pgl_type *t = type_of_ctor(r->prog, e->cases[0].ctor, &k0);
+        const pgl_type *t = pgl_ctor_type(r->prog, e->cases[0].ctor, &k0);
         if (!t)
             return fail_lc(r, e->cases[0].line, e->cases[0].col, "'%s' is not a constructor (declare it: type T = %s | ..)",
                            e->cases[0].ctor, e->cases[0].ctor);
@@ -630,7 +635,7 @@ static int resolve(reader *r, pgl_expr *e) {
         for (int i = 0; i < e->n_cases; i++) {
             pgl_case *c = &e->cases[i];
             int k;
-            if (type_of_ctor(r->prog, c->ctor, &k) != t)
+            if (pgl_ctor_type(r->prog, c->ctor, &k) != t)
                 return fail_lc(r, c->line, c->col, "'%s' is not a constructor of %s", c->ctor, t->name);
             if (ordered[k].ctor) return fail_lc(r, c->line, c->col, "a second case for '%s'", c->ctor);
             if (c->n_names != t->ctors[k].n_fields) {
@@ -688,9 +693,7 @@ int pgl_parse(const char *src, size_t len, pgl_program *prog, pgn_error *err) {
             pgl_program_free(prog);
             return -1;
         }
-    bool has_main = false;
-    for (int i = 0; i < prog->n_defs; i++) has_main |= !strcmp(prog->defs[i].name, "main");
-    if (!has_main) {
+    if (pgl_def_index(prog, "main") < 0) {
         fail_at(&r, len, "no 'main' definition (main = expression: what the program computes)");
         pgl_program_free(prog);
         return -1;
