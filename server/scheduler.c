@@ -345,7 +345,7 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
     opts.checkpoint_on_stop = true; /* a shutdown loses no step; a cancel keeps what it learnt */
 
     atomic_store(&w->running_job, id);
-    int rc = pgn_spec_parse(spec_json, &spec, &err);
+    int rc = pgn_spec_parse_stored(spec_json, &spec, &err);
     /* Train jobs write files (checkpoints); an inet program's IO stays in its directory, which
      * only its files or its first OPEN make (a directory per job would cost an inode each for
      * nothing), and its output goes to the log and the result. */

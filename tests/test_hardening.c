@@ -548,3 +548,105 @@ Test(hardening, an_inet_job_that_cannot_fit_is_refused_and_one_that_outgrows_its
     }
     stop_server(&s);
 }
+
+/* ---- pgl programs at submission ----------------------------------------------------------- */
+
+/* POSTs a pgl inet job of program on the host; the response (caller frees). */
+static http_response post_pgl(const server *s, const char *program) {
+    json_t *spec = json_pack("{s:s, s:s, s:s, s:s}", "kind", "inet", "language", "pgl", "device", "host", "program", program);
+    char *body = json_dumps(spec, JSON_COMPACT);
+    http_response r = request(s, "POST", "/api/v1/jobs", json_headers, body);
+    free(body);
+    json_decref(spec);
+    return r;
+}
+
+/* What t holds (the caller's), and t open again, empty. */
+static char *take_text(FILE **t, char **text, size_t *len) {
+    cr_assert_eq(fclose(*t), 0);
+    char *whole = *text;
+    *t = open_memstream(text, len);
+    cr_assert_not_null(*t);
+    return whole;
+}
+
+/* The id of a 201's Location. */
+static int64_t created_id(const http_response *r) {
+    cr_assert_eq(r->status, 201, "%s", r->body);
+    json_t *v = parse_body(r);
+    int64_t id = json_integer_value(json_object_get(v, "id"));
+    json_decref(v);
+    return id;
+}
+
+/* Programs that nested deeper than the request thread's stack (a 5,000-term chain, a 3,000-deep
+ * call) crashed paragond, and each crash counted against whatever ran (three failed a training
+ * job as crashed); one of 527 definitions each writing out 65,536 nodes held a core for a
+ * minute. Now: 400s naming the limit, a 1,500-item list and that program run, the training job
+ * runs on untouched, and the server serves throughout. */
+Test(hardening, pgl_programs_that_nest_deep_or_write_out_much_never_take_paragond_down) {
+    server s = start_server();
+    char *spec = long_job();
+    int64_t train = submit(&s, spec);
+    free(spec);
+    json_decref(wait_state(&s, train, "running", JOB_TIMEOUT_MS));
+
+    char *text;
+    size_t text_len;
+    FILE *t = open_memstream(&text, &text_len);
+    fputs("main = 1", t);
+    for (int i = 1; i < 5000; i++) fputs("+1", t);
+    char *chain = take_text(&t, &text, &text_len);
+    fputs("f(x) = x\nmain = ", t);
+    for (int i = 0; i < 3000; i++) fputs("f(", t);
+    fputs("1", t);
+    for (int i = 0; i < 3000; i++) fputs(")", t);
+    char *calls = take_text(&t, &text, &text_len);
+    const char *deep[] = {chain, calls};
+    const char *says[] = {"the expression nests deeper than 2048 levels", "the expression nests deeper than 512"};
+    for (int i = 0; i < 2; i++) {
+        http_response r = post_pgl(&s, deep[i]);
+        assert_error(&r, 400, "invalid_spec", "program");
+        cr_assert(strstr(r.body, says[i]) && strstr(r.body, "line "), "%s", r.body);
+        http_response_free(&r);
+        json_decref(get_json(&s, "/healthz", 200));
+    }
+    free(chain);
+    free(calls);
+
+    fputs("main = [0", t);
+    for (int i = 1; i < 1500; i++) fprintf(t, ", %d", i);
+    fputs("]", t);
+    char *list = take_text(&t, &text, &text_len);
+    fputs("id(x) = x\nf1(x) = id(id(id(id(x))))\n", t);
+    for (int i = 2; i <= 11; i++) fprintf(t, "f%d(x) = f%d(f%d(f%d(f%d(x))))\n", i, i - 1, i - 1, i - 1, i - 1);
+    for (int i = 0; i < 527; i++) fprintf(t, "g%d(x) = f11(x) + f11(x + 1)\n", i);
+    fputs("main = g0(1)\n", t);
+    char *bomb = take_text(&t, &text, &text_len);
+    cr_assert_gt(strlen(bomb), (size_t)16000);
+    http_response r = post_pgl(&s, list);
+    int64_t list_id = created_id(&r);
+    http_response_free(&r);
+    r = post_pgl(&s, bomb);
+    int64_t bomb_id = created_id(&r);
+    http_response_free(&r);
+    json_t *job = wait_succeeded(&s, list_id);
+    const char *value = str(json_object_get(job, "result"), "value");
+    cr_assert(!strncmp(value, "[0, 1, 2, ", 10) && strstr(value, ", 1498, 1499]"), "%.60s", value);
+    json_decref(job);
+    job = wait_succeeded(&s, bomb_id);
+    cr_assert_str_eq(str(json_object_get(job, "result"), "value"), "3");
+    json_decref(job);
+    free(list);
+    free(bomb);
+    fclose(t);
+    free(text);
+
+    job = job_now(&s, train);
+    cr_assert_str_eq(str(job, "state"), "running", "the training job runs on");
+    cr_assert_eq(json_integer_value(json_object_get(job, "interrupted")), 0);
+    json_decref(job);
+    cr_assert_eq(status_of(&s, "POST", train, "/cancel"), 202);
+    json_decref(wait_state(&s, train, "cancelled", JOB_TIMEOUT_MS));
+    stop_server(&s);
+}

@@ -9,6 +9,7 @@
 
 #include "engine_helpers.h"
 #include "inet/inet.h"
+#include "lang/lang.h"
 #include "tensor/graph.h"
 
 /* The normal form of src's main and its interaction count, on dev (NULL: the host reducer) with
@@ -258,6 +259,195 @@ Test(lang, writing_calls_out_is_bounded) {
     free(net);
     check(text, "8388608"); /* 2^23 (u24 wraps at 2^24) */
     free(text);
+    /* the budget is the program's, not each definition's: 527 definitions each using f11 wrote
+     * out 34 million nodes (176 MB of net, 57 s); now what the one budget allows */
+    pgn_text_puts(&src, "id(x) = x\nf1(x) = id(id(id(id(x))))\n");
+    for (int i = 2; i <= 11; i++) pgn_text_printf(&src, "f%d(x) = f%d(f%d(f%d(f%d(x))))\n", i, i - 1, i - 1, i - 1, i - 1);
+    for (int i = 0; i < 527; i++) pgn_text_printf(&src, "g%d(x) = f11(x) + f11(x + 1)\n", i);
+    pgn_text_puts(&src, "main = g526(1)\n");
+    text = pgn_text_take(&src);
+    net = pgn_pgl_compile(text, strlen(text), &err);
+    cr_assert_not_null(net, "%s", err.message);
+    cr_assert_lt(strlen(net), (size_t)4 << 20, "%zu bytes of net", strlen(net));
+    free(net);
+    check(text, "3");
+    free(text);
+}
+
+/* A program giving a function still takes more arguments than its definition names, and a
+ * name bound locally is not the definition: neither is the arity error. */
+Test(lang, calls_past_a_definitions_parameters_apply_the_function_it_gives) {
+    check("add(a, b) = a + b\nadder(k) = add(k)\nmain = adder(1, 2)", "3");
+    check("mk(k) = \\y. y * k\nmain = mk(3, 4)", "12");
+    check("double(x) = x + x\nmain = let double = \\a b. a - b; double(7, 4)", "3");
+}
+
+/* Each shape of deep tree the reader takes, at PGL_MAX_TREE_DEPTH: every pass recurses, on the
+ * compiler's stack (pgl_on_stack), which these fit under ASan too (this test's build). One level
+ * past it is refused naming where; a list literal of 4,096 items (the reader's most) is one
+ * level, whatever its length. */
+Test(lang, the_deepest_programs_compile_and_one_level_more_is_refused) {
+    const int D = PGL_MAX_TREE_DEPTH;
+    pgn_text t = {0};
+    /* an operator chain: 1 + 1 + .. is D - 1 operators deep under main */
+    pgn_text_puts(&t, "main = 1");
+    for (int i = 1; i < D - 1; i++) pgn_text_puts(&t, "+1");
+    char *chain = pgn_text_take(&t), want[32];
+    snprintf(want, sizeof want, "%d", D - 1);
+    check(chain, want);
+    /* one more: refused, naming the line and column and the limit */
+    size_t n = strlen(chain);
+    char *over = malloc(n + 5);
+    snprintf(over, n + 5, "%s+1+1", chain);
+    pgn_error err = {0};
+    char *net = pgn_pgl_compile(over, strlen(over), &err);
+    cr_assert_null(net);
+    char says[96];
+    snprintf(says, sizeof says, "the expression nests deeper than %d levels", D);
+    cr_assert(strstr(err.message, says) && !strncmp(err.message, "line 1, column ", 15), "%s", err.message);
+    free(over);
+    free(chain);
+    /* a parameter used D - 2 times (a DUP tree as deep), a function of D - 4 parameters called
+     * with as many arguments, and a lambda's body as deep */
+    pgn_text_puts(&t, "f(x) = x");
+    for (int i = 1; i < D - 2; i++) pgn_text_puts(&t, "+x");
+    pgn_text_puts(&t, "\nmain = f(1)\n");
+    char *dups = pgn_text_take(&t);
+    snprintf(want, sizeof want, "%d", D - 2);
+    check(dups, want);
+    free(dups);
+    pgn_text_puts(&t, "f = \\");
+    for (int i = 0; i < D - 4; i++) pgn_text_printf(&t, "a%d ", i);
+    pgn_text_puts(&t, ". a1\nmain = f(0");
+    for (int i = 1; i < D - 4; i++) pgn_text_printf(&t, ", %d", i % 100);
+    pgn_text_puts(&t, ")\n");
+    char *args = pgn_text_take(&t);
+    check(args, "1");
+    free(args);
+    /* the copy check following calls 9 definitions deep, each body an operator chain */
+    pgn_text_puts(&t, "g0(f) = f\n");
+    for (int i = 1; i < 10; i++) {
+        pgn_text_printf(&t, "g%d(f) = g%d(1", i, i - 1);
+        for (int k = 1; k < D - 16; k++) pgn_text_puts(&t, "+1");
+        pgn_text_printf(&t, " + 0 * g%d(f))\n", i - 1);
+    }
+    pgn_text_puts(&t, "main = let h = g9(\\y. y); h(1) + h(2)\n");
+    char *calls = pgn_text_take(&t);
+    net = pgn_pgl_compile(calls, strlen(calls), &err);
+    cr_assert_not_null(net, "%s", err.message);
+    free(net);
+    free(calls);
+    /* a chain of 6,000 values, each the one before plus one: written out as deep as the
+     * compiler allows, references past that, and the right sum */
+    pgn_text_puts(&t, "a0 = 0\n");
+    for (int i = 1; i < 6000; i++) pgn_text_printf(&t, "a%d = a%d + 1\n", i, i - 1);
+    pgn_text_puts(&t, "main = a5999 + 0\n");
+    char *values = pgn_text_take(&t);
+    check(values, "5999");
+    free(values);
+    /* lists: 4,096 items (the most a literal takes), and lists nested 400 deep */
+    pgn_text_puts(&t, "main = [0");
+    for (int i = 1; i < 4096; i++) pgn_text_printf(&t, ", %d", i);
+    pgn_text_puts(&t, "]\n");
+    char *list = pgn_text_take(&t);
+    uint64_t itrs;
+    char *nf = run_on(NULL, list, &itrs), *v = pgn_pgl_readback(list, strlen(list), nf);
+    cr_assert_not_null(v, "the list reads back");
+    cr_assert(!strncmp(v, "[0, 1, 2, ", 10) && strstr(v, ", 4094, 4095]"), "%.40s .. %s", v, v + strlen(v) - 20);
+    free(v);
+    free(nf);
+    free(list);
+    pgn_text_puts(&t, "main = ");
+    for (int i = 0; i < 400; i++) pgn_text_puts(&t, "[");
+    pgn_text_puts(&t, "7");
+    for (int i = 0; i < 400; i++) pgn_text_puts(&t, ", 2]");
+    char *nested = pgn_text_take(&t);
+    nf = run_on(NULL, nested, &itrs);
+    v = pgn_pgl_readback(nested, strlen(nested), nf);
+    cr_assert(v && !strncmp(v, "[[[[", 4) && strstr(v, "[[[7, 2], 2], 2], 2]") && !strcmp(v + strlen(v) - 4, ", 2]"),
+              "%s", v ? v : nf);
+    free(v);
+    free(nf);
+    free(nested);
+}
+
+/* main's value is written out whatever its size (a reference at the root is never expanded:
+ * main = big printed "@big"). */
+Test(lang, mains_value_is_computed_however_large) {
+    pgn_text t = {0};
+    pgn_text_puts(&t, "big = [0");
+    for (int i = 1; i < 500; i++) pgn_text_printf(&t, ", %d", i);
+    pgn_text_puts(&t, "]\nalso = big\nmain = also\n");
+    char *src = pgn_text_take(&t);
+    uint64_t itrs;
+    char *nf = run_on(NULL, src, &itrs), *v = pgn_pgl_readback(src, strlen(src), nf);
+    cr_assert(v && !strncmp(v, "[0, 1, 2, ", 10) && strstr(v, ", 498, 499]"), "%s", v ? v : nf);
+    free(v);
+    free(nf);
+    free(src);
+}
+
+static bool stop_now(void *ctx) {
+    (*(int *)ctx)++;
+    return true;
+}
+
+/* A compile asked to stop ends cancelled, and one past its deadline ends at the time limit: a
+ * job's compile runs inside its time limit and stops when cancelled. */
+Test(lang, a_compile_stops_when_asked_and_at_its_deadline) {
+    pgn_text t = {0};
+    pgn_text_puts(&t, "main = [0");
+    for (int i = 1; i < 4096; i++) pgn_text_printf(&t, ", %d * 2", i);
+    pgn_text_puts(&t, "]\n");
+    char *src = pgn_text_take(&t);
+    int asked = 0;
+    pgn_pgl_stop stop = {.should_stop = stop_now, .ctx = &asked};
+    pgn_error err = {0};
+    char *net = pgn_pgl_compile_until(src, strlen(src), &stop, &err);
+    cr_assert_null(net);
+    cr_assert_eq(err.code, PGN_E_CANCELLED, "%s", err.message);
+    cr_assert_eq(asked, 1, "it stopped the first time it asked");
+    pgn_pgl_stop late = {.deadline_s = pgn_now_s() - 1};
+    net = pgn_pgl_compile_until(src, strlen(src), &late, &err);
+    cr_assert_null(net);
+    cr_assert_eq(err.code, PGN_E_LIMIT_EXCEEDED, "%s", err.message);
+    cr_assert_str_eq(err.field, "limits.timeout_s");
+    pgn_pgl_stop never = {.deadline_s = pgn_now_s() + 3600};
+    net = pgn_pgl_compile_until(src, strlen(src), &never, &err);
+    cr_assert_not_null(net, "%s", err.message);
+    free(net);
+    free(src);
+}
+
+/* paragond's stored spec keeps a pgl program as source, compiled by the run: inside the run's
+ * stop (a cancel during the compile ends it cancelled) and its time limit. */
+Test(lang, a_stored_pgl_spec_compiles_in_its_run_and_stops_with_it) {
+    json_t *root = json_pack("{s:s, s:s, s:s}", "kind", "inet", "language", "pgl", "program", "main = [6 * 7, 1]");
+    pgn_job_spec spec;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_spec_parse_stored(root, &spec, &err), 0, "%s", err.message);
+    cr_assert_null(spec.inet.program, "not compiled when parsed");
+    cr_assert_str_eq(spec.inet.source, "main = [6 * 7, 1]");
+    json_t *result = NULL;
+    cr_assert_eq(pgn_inet_job_run(&spec, NULL, NULL, NULL, &result, &err), 0, "%s", err.message);
+    cr_assert_str_eq(json_string_value(json_object_get(result, "value")), "[42, 1]");
+    json_decref(result);
+    int asked = 0;
+    pgn_run_hooks stop = {.ctx = &asked, .should_stop = stop_now};
+    result = NULL;
+    /* a program long enough to be asked (the compiler asks every few thousand expressions) */
+    pgn_text t = {0};
+    pgn_text_puts(&t, "main = [0");
+    for (int i = 1; i < 4096; i++) pgn_text_printf(&t, ", %d * 2", i);
+    pgn_text_puts(&t, "]\n");
+    char *src = pgn_text_take(&t);
+    free(spec.inet.source);
+    spec.inet.source = src;
+    cr_assert_eq(pgn_inet_job_run(&spec, NULL, NULL, &stop, &result, &err), -1);
+    cr_assert_eq(err.code, PGN_E_CANCELLED, "%s", err.message);
+    cr_assert_null(result);
+    pgn_spec_free(&spec);
+    json_decref(root);
 }
 
 /* The pgl examples against their .expected (the value read back, else the net, and the count, as
@@ -367,6 +557,9 @@ Test(lang, every_error_names_its_line_column_and_what_was_wrong) {
         {"main = u24(1, 2)", "line 1, column 13: expected ')' after the cast's value, found ','"},
         {"f24(x) = x\nmain = 1", "line 1, column 1: expected a definition (name = expression) or a type, found 'f24'"},
         {"main = let i24 = 1; i24", "line 1, column 12: expected a name after 'let', found 'i24'"},
+        {"double(x) = x + x\nmain = double(3, 4)", "line 2, column 8: 'double' takes 1 argument, and this call passes 2"},
+        {"main = (\\x y. (x, y))(1, 2, 3)", "line 1, column 10: this function takes 2 arguments, and this call passes 3"},
+        {"f(n) = switch n { 0: 1; _: 2 }\nmain = 1 + f(1, 2)", "line 2, column 12: 'f' takes 1 argument"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         pgn_error err = {0};

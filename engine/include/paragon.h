@@ -369,6 +369,10 @@ int pgn_data_shape(const pgn_data_spec *data, int *features, int *classes);
 /* Validates a spec. Unknown fields, wrong types and impossible shapes are errors with code
  * "invalid_spec" and field set to the JSON path. Defaults fill what the spec leaves out. */
 int pgn_spec_parse(const json_t *root, pgn_job_spec *out, pgn_error *err);
+/* The same for a spec validated when it was submitted (paragond's stored specs): a pgl program
+ * is kept as source (inet.program NULL) and compiled by the run, inside its time limit and
+ * stopped by should_stop (pgn_inet_job_run). */
+int pgn_spec_parse_stored(const json_t *root, pgn_job_spec *out, pgn_error *err);
 
 /* Releases what a parsed spec owns (an inet program); safe on a spec that failed to parse. */
 void pgn_spec_free(pgn_job_spec *spec);
@@ -380,6 +384,15 @@ int pgn_spec_parse_text(const char *text, size_t len, pgn_job_spec *out, pgn_err
  * definitions and the switch branches lifted from them, one per line, the same text for the same
  * source; NULL with err (PGN_E_INVALID_PROGRAM, "line L, column C: ...") on a compile error. */
 char *pgn_pgl_compile(const char *src, size_t len, pgn_error *err);
+/* What may end a compile early: should_stop(ctx) (NULL: nothing), asked as it goes, ends it with
+ * PGN_E_CANCELLED; a deadline on pgn_now_s's clock (0: none) with PGN_E_LIMIT_EXCEEDED on the
+ * field limits.timeout_s (a job's compile counts toward its time limit). */
+typedef struct {
+    bool (*should_stop)(void *ctx);
+    void *ctx;
+    double deadline_s;
+} pgn_pgl_stop;
+char *pgn_pgl_compile_until(const char *src, size_t len, const pgn_pgl_stop *stop, pgn_error *err);
 /* A pgl program's normal form (HVM2 text, as the reducers print it) in pgl's syntax: a number,
  * [a, b] for a List, (a, b) for a tuple, Name(a, b) for a constructor of the program's types
  * (caller frees); NULL when it is none of those (a function, say) or src does not compile. */

@@ -189,8 +189,9 @@ int pgn_inet_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_op
                      const pgn_run_hooks *hooks, json_t **result, pgn_error *err);
 
 /* The inet part of a job spec (program, work_items, limits) from its root object (inet_spec.c);
- * s->program is then owned (pgn_spec_free). And back, as a new object. */
-int pgn_inet_spec_parse(const json_t *root, pgn_inet_spec *s, pgn_error *err);
+ * s->program is then owned (pgn_spec_free). A pgl program is compiled when compile is true, else
+ * only kept as source (s->program NULL: the run compiles it). And back, as a new object. */
+int pgn_inet_spec_parse(const json_t *root, pgn_inet_spec *s, bool compile, pgn_error *err);
 json_t *pgn_inet_spec_to_json(const pgn_inet_spec *s);
 
 #endif

@@ -50,9 +50,26 @@ int pgn_inet_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_op
         use = &io;
         if (s->n_files && write_files(s, opts->io_dir, err)) return -1;
     }
+    /* A stored pgl spec (pgn_spec_parse_stored) is compiled here: the compile counts toward the
+     * time limit and stops when the run is asked to. */
+    double t0 = pgn_now_s();
+    char *compiled = NULL;
+    if (!s->program && s->source) {
+        pgn_pgl_stop stop = {hooks ? hooks->should_stop : NULL, hooks ? hooks->ctx : NULL,
+                             s->timeout_s > 0 ? t0 + s->timeout_s : 0};
+        if (!(compiled = pgn_pgl_compile_until(s->source, strlen(s->source), &stop, err))) return -1;
+    }
+    const char *program = compiled ? compiled : s->program;
     pgn_inet_book *book = NULL;
-    if (pgn_inet_parse(s->program, strlen(s->program), &book, err)) return -1;
+    int parsed = program ? pgn_inet_parse(program, strlen(program), &book, err) : -1;
+    if (!program) pgn_error_set(err, PGN_E_INTERNAL, "", "an inet spec without its program");
+    free(compiled);
+    if (parsed) return -1;
     pgn_inet_limits lim = {s->max_interactions, s->max_nodes, s->timeout_s};
+    if (lim.timeout_s > 0) { /* what the compile left of it, and never none: the reducer's 0 is no limit */
+        lim.timeout_s -= pgn_now_s() - t0;
+        if (lim.timeout_s < 1e-3) lim.timeout_s = 1e-3;
+    }
     pgn_inet_result r = {0};
     int rc = dev ? pgn_inet_run_cl(dev, book, &lim, use, (unsigned)s->work_items, hooks, &r, err)
                  : pgn_inet_run_host(book, &lim, use, hooks, &r, err);

@@ -57,8 +57,10 @@ static int parse_files(const json_t *root, pgn_inet_spec *s, pgn_error *err) {
     return 0;
 }
 
+static int parse_rest(const json_t *root, pgn_inet_spec *s, pgn_error *err);
+
 /* An inet spec; the program is parsed here too, so a bad program is a 400 naming its line. */
-int pgn_inet_spec_parse(const json_t *root, pgn_inet_spec *s, pgn_error *err) {
+int pgn_inet_spec_parse(const json_t *root, pgn_inet_spec *s, bool compile, pgn_error *err) {
     static const char *const keys[] = {"kind",       "name",  "device",   "program", "language",
                                        "limits",     "work_items", "files", NULL};
     if (pgn_spec_only_keys(root, "", keys, err)) return -1;
@@ -82,6 +84,7 @@ int pgn_inet_spec_parse(const json_t *root, pgn_inet_spec *s, pgn_error *err) {
             pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
             return -1;
         }
+        if (!compile) return parse_rest(root, s, err);
         if (!(s->program = pgn_pgl_compile(s->source, len, err))) {
             if (err->code == PGN_E_OUT_OF_MEMORY) return -1;
             snprintf(msg, sizeof msg, "%s", err->message);
@@ -100,6 +103,11 @@ int pgn_inet_spec_parse(const json_t *root, pgn_inet_spec *s, pgn_error *err) {
         return pgn_spec_fail(err, "program", "%s", msg);
     }
     pgn_inet_book_free(book);
+    return parse_rest(root, s, err);
+}
+
+/* What follows the program: files, work-items and limits. */
+static int parse_rest(const json_t *root, pgn_inet_spec *s, pgn_error *err) {
     if (parse_files(root, s, err)) return -1;
     long long wi = 0;
     if (pgn_spec_int(root, "work_items", "work_items", 0, 1 << 20, &wi, err)) return -1;

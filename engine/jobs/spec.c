@@ -25,7 +25,7 @@ void pgn_spec_free(pgn_job_spec *spec) {
     spec->generate.prompt = NULL;
 }
 
-int pgn_spec_parse(const json_t *root, pgn_job_spec *out, pgn_error *err) {
+static int parse(const json_t *root, pgn_job_spec *out, bool compile, pgn_error *err) {
     memset(out, 0, sizeof *out);
     if (!json_is_object(root)) return pgn_spec_fail(err, "(root)", "a job spec must be a JSON object");
     char kind[32] = "";
@@ -45,7 +45,7 @@ int pgn_spec_parse(const json_t *root, pgn_job_spec *out, pgn_error *err) {
     if (!strcmp(out->device, "all") && out->kind != PGN_JOB_BENCH)
         return pgn_spec_fail(err, "device", "\"all\" is only for bench jobs");
     if (out->kind == PGN_JOB_INET) {
-        if (pgn_inet_spec_parse(root, &out->inet, err) == 0) return 0;
+        if (pgn_inet_spec_parse(root, &out->inet, compile, err) == 0) return 0;
         pgn_spec_free(out);
         return -1;
     }
@@ -60,6 +60,10 @@ int pgn_spec_parse(const json_t *root, pgn_job_spec *out, pgn_error *err) {
     out->seed = (uint64_t)seed;
     return pgn_train_spec_parse(root, &out->train, err);
 }
+
+int pgn_spec_parse(const json_t *root, pgn_job_spec *out, pgn_error *err) { return parse(root, out, true, err); }
+
+int pgn_spec_parse_stored(const json_t *root, pgn_job_spec *out, pgn_error *err) { return parse(root, out, false, err); }
 
 int pgn_spec_parse_text(const char *text, size_t len, pgn_job_spec *out, pgn_error *err) {
     json_error_t jerr;

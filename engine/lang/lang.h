@@ -21,6 +21,9 @@ typedef enum {
     PGL_SWITCH, /* switch a { 0: b; _ name: c }: b the zero case, c the rest with name = a - 1 */
     PGL_MATCH,  /* match a { C(x, y): b ... }, and let (x, y) = a; b: cases in constructor order */
     PGL_PAIR,   /* (a, b): HVM2's pair, a CON node; (a, b, c) is (a, (b, c)) */
+    PGL_LIST,   /* [a, b, ..]: Cons(a, Cons(b, .. Nil)), its items side by side (items, n_items), so
+                   that no pass recurses down a long literal */
+    PGL_TEXT,   /* the compiler's own: a value already compiled, its net's text in name */
 } pgl_kind;
 
 struct pgl_expr;
@@ -42,6 +45,8 @@ typedef struct pgl_expr {
     struct pgl_expr *a, *b, *c;
     pgl_case *cases;       /* MATCH */
     int n_cases;
+    struct pgl_expr **items; /* LIST */
+    int n_items;
 } pgl_expr;
 
 /* A data type: its constructors, each a function of its fields to a Scott-encoded value
@@ -78,7 +83,20 @@ typedef struct {
  * form of every pgl error, from the reader and the compiler alike). */
 void pgl_error_at(pgn_error *err, int line, int col, const char *fmt, va_list ap);
 
-/* Parses src (len bytes) into prog; 0, or -1 with err ("line L, column C: ..."). */
+/* How deep a definition's syntax tree may nest: each operator of a chain, each argument of a
+ * call, each lambda parameter and each nested expression is a level (a list literal's items are
+ * one level below it, side by side). Every pass over the tree recurses (lang_copy.c,
+ * lang_compile.c), on a stack of PGL_STACK_BYTES (pgl_on_stack), which the deepest trees fit
+ * (test_lang's deepest_programs_compile_on_their_stack). */
+#define PGL_MAX_TREE_DEPTH 2048
+#define PGL_STACK_BYTES ((size_t)64 << 20)
+
+/* Runs fn(arg) on a thread of its own with a stack of PGL_STACK_BYTES and waits for it: 0, or
+ * -1 when no such thread could be made. */
+int pgl_on_stack(void (*fn)(void *), void *arg);
+
+/* Parses src (len bytes) into prog; 0, or -1 with err ("line L, column C: ..."), a tree nesting
+ * deeper than PGL_MAX_TREE_DEPTH among them. */
 int pgl_parse(const char *src, size_t len, pgl_program *prog, pgn_error *err);
 void pgl_program_free(pgl_program *prog);
 /* The index of the definition named name in prog, or -1. */

@@ -4,6 +4,8 @@
  * hold redexes become definitions of their own, closed over their free variables, so a
  * recursive branch unfolds only when the switch takes it. Output order and names depend on the
  * source alone: the same program gives the same text, byte for byte. */
+#include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,7 +31,12 @@ typedef struct {
     bool *expanding;      /* per definition: a value definition being inlined now (a cycle check) */
     bool *inlining;       /* per definition: a call of it being inlined now (no recursion) */
     int fresh, lifted;    /* counters for wire names and lifted definitions, per source definition */
-    int inline_left;      /* syntax nodes calls may still be written out with, per source definition */
+    int inline_left;      /* syntax nodes calls and values may still be written out with, per program */
+    int depth;            /* expressions being compiled inside each other now (written-out ones too) */
+    unsigned polls;       /* expressions compiled since stop was last asked */
+    const pgn_pgl_stop *stop;
+    int *value_size;      /* per definition: a value's syntax nodes (-1: not counted yet) */
+    const pgl_expr *root; /* main's body while main compiles: what the program's value is */
     bool failed;
 } compiler;
 
@@ -232,6 +239,10 @@ static void free_vars(const pgl_expr *e, const bound *inner, binder *scope, name
         free_vars(e->a, inner, scope, out);
         free_vars(e->b, inner, scope, out);
         return;
+    case PGL_LIST:
+        for (int i = 0; i < e->n_items; i++) free_vars(e->items[i], inner, scope, out);
+        return;
+    case PGL_TEXT: return;
     }
 }
 
@@ -431,6 +442,30 @@ static char *op_with_number(compiler *c, unit *u, binder *scope, const pgl_expr 
     return r;
 }
 
+/* [a, b, ..]: compiled as Cons(a, Cons(b, .. Nil)) would be, in the same order (the items, then
+ * Nil, then each Cons from the last), but in a loop: each Cons(item, rest) is a call whose
+ * arguments are the texts already compiled, so a long literal costs no stack. */
+static char *list_expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
+    char **vals = calloc((size_t)e->n_items + 1, sizeof *vals), *rest = NULL;
+    if (!vals) return fail(c, e, "out of memory");
+    for (int i = 0; i < e->n_items && !c->failed; i++) vals[i] = expr(c, u, scope, e->items[i]);
+    pgl_expr nil = {.kind = PGL_VAR, .line = e->line, .col = e->col, .name = "Nil"};
+    if (!c->failed) rest = expr(c, u, scope, &nil);
+    for (int i = e->n_items - 1; i >= 0 && rest; i--) {
+        pgl_expr head = {.kind = PGL_VAR, .line = e->line, .col = e->col, .name = "Cons"};
+        pgl_expr item = {.kind = PGL_TEXT, .line = e->line, .col = e->col, .name = vals[i]};
+        pgl_expr tail = {.kind = PGL_TEXT, .line = e->line, .col = e->col, .name = rest};
+        pgl_expr partial = {.kind = PGL_APP, .line = e->line, .col = e->col, .a = &head, .b = &item};
+        pgl_expr call = {.kind = PGL_APP, .line = e->line, .col = e->col, .a = &partial, .b = &tail};
+        char *next = expr(c, u, scope, &call);
+        free(rest);
+        rest = next;
+    }
+    for (int i = 0; i < e->n_items; i++) free(vals[i]);
+    free(vals);
+    return rest;
+}
+
 /* ---- small functions written out where they are called ------------------------------------
  * A call f(a1, .., an) of a definition f = \p1 .. pn. body (body perhaps more lambdas) whose body is small, with no switch
  * or match (nothing to lift) and not calling f itself, is compiled as let p1 = a1; .. body with
@@ -438,13 +473,20 @@ static char *op_with_number(compiler *c, unit *u, binder *scope, const pgl_expr 
  * application annihilations are gone. tree_sum's leaf(1) and node(l, r) (and every constructor)
  * are such calls: 9,699,306 interactions before, 8,388,589 after (the hand-written net: 8,388,590). */
 #define INLINE_MAX_NODES 24
-/* What one source definition may take in written-out calls and values, in syntax nodes. Calls
- * inside a written-out body are written out too (and values inside values), so f1(x) =
- * id(id(id(id(x)))), f2(x) = f1(f1(f1(f1(x)))), .. f11 grew as 4^11 (58 s and 2.2 GB to compile
- * 12 lines), and a1 = (a0, a0) .. a25 as 2^25. Past this, calls stay calls and a value is a
- * reference, as a large one is (a list literal of 4,096 items, the most the reader takes, writes
- * out about 25,000). */
-#define INLINE_BUDGET 65536
+/* What a whole program may take in written-out calls and values, in syntax nodes: a base and so
+ * many per byte of source. Calls inside a written-out body are written out too (and values
+ * inside values), so f1(x) = id(id(id(id(x)))), f2(x) = f1(f1(f1(f1(x)))), .. f11 grew as 4^11
+ * (58 s and 2.2 GB to compile 12 lines), and a1 = (a0, a0) .. a25 as 2^25; with a budget per
+ * definition, 527 definitions each using f11 (16 KB) wrote out 34 million nodes in 57 s. Past
+ * the budget, calls stay calls and a value is a reference, as a large one is. What the examples
+ * use: train_fashion.pgl 354,129 (203 KB of source: 1.7 a byte), train_xor.pgl 2,307, the others
+ * at most 105; a list literal of 4,096 items, the most the reader takes, about 25,000. */
+#define INLINE_BUDGET_BASE 65536
+#define INLINE_BUDGET_PER_BYTE 2
+/* Nor is anything written out deeper than this inside the expressions being compiled (a chain
+ * of values a1 = a0 + 1 .. would otherwise nest the compiler as deep as the budget): with the
+ * tree's own depth, this bounds the compiler's stack. */
+#define INLINE_MAX_DEPTH PGL_MAX_TREE_DEPTH
 /* A value definition (no parameters) is written out where it is used, unless it is larger than
  * this (a data table: an image of 784 numbers is 3,137): then it is a reference like a
  * function's, expanded by one CALL where it is consumed, and the book's largest definition (what
@@ -456,6 +498,7 @@ static int tree_size(const pgl_expr *e, bool *lifts) {
     if (e->kind == PGL_SWITCH || (e->kind == PGL_MATCH && strcmp(e->cases[0].ctor, "%tuple"))) *lifts = true;
     int n = 1 + tree_size(e->a, lifts) + tree_size(e->b, lifts) + tree_size(e->c, lifts);
     for (int k = 0; e->kind == PGL_MATCH && k < e->n_cases; k++) n += tree_size(e->cases[k].body, lifts);
+    for (int i = 0; i < e->n_items; i++) n += 3 + tree_size(e->items[i], lifts); /* Cons(item, ..) */
     return n;
 }
 
@@ -464,7 +507,52 @@ static bool calls(const pgl_expr *e, const char *name) {
     if (e->kind == PGL_VAR && !strcmp(e->name, name)) return true;
     for (int k = 0; e->kind == PGL_MATCH && k < e->n_cases; k++)
         if (calls(e->cases[k].body, name)) return true;
+    for (int i = 0; i < e->n_items; i++)
+        if (calls(e->items[i], name)) return true;
+    if (e->kind == PGL_LIST && (!strcmp(name, "Cons") || !strcmp(name, "Nil"))) return true;
     return calls(e->a, name) || calls(e->b, name) || calls(e->c, name);
+}
+
+/* Whether e's value is certainly no function: a number, an operator's result, a tuple, a list
+ * (what a call's extra arguments would be applied to). */
+static bool no_function(const pgl_expr *e) {
+    switch (e->kind) {
+    case PGL_NUM:
+    case PGL_OP:
+    case PGL_PAIR:
+    case PGL_LIST: return true;
+    case PGL_LET: return no_function(e->b);
+    case PGL_SWITCH: return no_function(e->b) && no_function(e->c);
+    case PGL_MATCH:
+        for (int k = 0; k < e->n_cases; k++)
+            if (!no_function(e->cases[k].body)) return false;
+        return true;
+    default: return false;
+    }
+}
+
+/* A call of a definition or a lambda with more arguments than it takes, when what it gives is
+ * no function: the error (double(3, 4) with double(x) = x + x ran, and gave 6). */
+static bool too_many_args(compiler *c, binder *scope, const pgl_expr *e) {
+    int n_args = 0;
+    const pgl_expr *head = e;
+    for (; head->kind == PGL_APP; head = head->a) n_args++;
+    const pgl_expr *body = head;
+    if (head->kind == PGL_VAR) {
+        int d = lookup(scope, head->name) ? -1 : pgl_def_index(c->prog, head->name);
+        if (d < 0) return false;
+        body = c->prog->defs[d].body;
+    } else if (head->kind != PGL_LAM) {
+        return false;
+    }
+    int takes = 0;
+    while (body->kind == PGL_LAM && takes < n_args) body = body->a, takes++;
+    if (takes == n_args || !no_function(body)) return false;
+    char what[80];
+    if (head->kind == PGL_VAR) snprintf(what, sizeof what, "'%.60s'", head->name);
+    else snprintf(what, sizeof what, "this function");
+    fail(c, head, "%s takes %d argument%s, and this call passes %d", what, takes, takes == 1 ? "" : "s", n_args);
+    return true;
 }
 
 /* True when e, a call, was compiled inline (its value in *out, NULL on an error). */
@@ -481,7 +569,8 @@ static bool try_inline(compiler *c, unit *u, binder *scope, const pgl_expr *e, c
     while (body->kind == PGL_LAM && n < n_args) params[n++] = body->name, body = body->a;
     bool lifts = false; /* (body may still be a lambda: leaf(v) = \n f. f(v) called with v) */
     int size = tree_size(body, &lifts);
-    if (!n || n != n_args || size > INLINE_MAX_NODES || lifts || calls(body, head->name) || size > c->inline_left)
+    if (!n || n != n_args || size > INLINE_MAX_NODES || lifts || calls(body, head->name) || size > c->inline_left ||
+        c->depth > INLINE_MAX_DEPTH)
         return false;
     c->inline_left -= size;
     /* the arguments, in the caller's scope (args[] holds them last first) */
@@ -508,8 +597,33 @@ static bool try_inline(compiler *c, unit *u, binder *scope, const pgl_expr *e, c
     return true;
 }
 
+/* Whether the caller's stop asks the compile to end (looked at every POLL_EVERY expressions):
+ * then c has failed with PGN_E_CANCELLED or PGN_E_LIMIT_EXCEEDED. */
+#define POLL_EVERY 4096u
+static bool stopped(compiler *c) {
+    if (!c->stop || ++c->polls < POLL_EVERY) return false;
+    c->polls = 0;
+    if (c->stop->should_stop && c->stop->should_stop(c->stop->ctx)) {
+        c->failed = true;
+        pgn_error_set(c->err, PGN_E_CANCELLED, "", "stopped while compiling the program");
+    } else if (c->stop->deadline_s > 0 && pgn_now_s() >= c->stop->deadline_s) {
+        c->failed = true;
+        pgn_error_set(c->err, PGN_E_LIMIT_EXCEEDED, "limits.timeout_s", "timeout_s: reached while compiling the program");
+    }
+    return c->failed;
+}
+
+static char *expr_at(compiler *c, unit *u, binder *scope, const pgl_expr *e);
+
 static char *expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
-    if (c->failed) return NULL;
+    if (c->failed || stopped(c)) return NULL;
+    c->depth++;
+    char *v = expr_at(c, u, scope, e);
+    c->depth--;
+    return v;
+}
+
+static char *expr_at(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
     switch (e->kind) {
     case PGL_NUM: {
         uint32_t value;
@@ -530,16 +644,24 @@ static char *expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
         binder *b = lookup(scope, e->name);
         if (b) return use(c, b);
         int d = pgl_def_index(c->prog, e->name);
-        bool lifts = false;
-        int size = d >= 0 && c->prog->defs[d].body->kind != PGL_LAM ? tree_size(c->prog->defs[d].body, &lifts) : 0;
-        if (d >= 0 && c->prog->defs[d].body->kind != PGL_LAM && size <= VALUE_INLINE_MAX_NODES &&
-            size <= c->inline_left) {
-            c->inline_left -= size;
+        bool value = d >= 0 && c->prog->defs[d].body->kind != PGL_LAM;
+        if (value && c->value_size[d] < 0) {
+            bool lifts = false;
+            c->value_size[d] = tree_size(c->prog->defs[d].body, &lifts);
+        }
+        /* main's own value (main = big, big = [..]) is written out whatever its size and the
+         * budget (not past the depth that bounds the stack): it is used once (each definition at
+         * most once on the way down), and a reference left at the root would never be expanded */
+        bool at_root = e == c->root;
+        if (value && c->depth <= INLINE_MAX_DEPTH &&
+            (at_root || (c->value_size[d] <= VALUE_INLINE_MAX_NODES && c->value_size[d] <= c->inline_left))) {
+            c->inline_left -= c->value_size[d];
             /* a value, not a function: its net here (a reference alone would stay one, unexpanded,
              * as nothing applies it) */
             if (c->expanding[d])
                 return fail(c, e, "'%s' is defined by itself (only functions may be recursive)", e->name);
             c->expanding[d] = true;
+            if (at_root) c->root = c->prog->defs[d].body;
             char *v = expr(c, u, NULL, c->prog->defs[d].body);
             c->expanding[d] = false;
             return v;
@@ -594,6 +716,7 @@ static char *expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
         /* fall through */
     case PGL_APP: {
         char *inlined = NULL;
+        if (e->kind == PGL_APP && too_many_args(c, scope, e)) return NULL;
         if (try_inline(c, u, scope, e, &inlined)) return inlined;
         char *f = expr(c, u, scope, e->a);
         char *x = f ? expr(c, u, scope, e->b) : NULL;
@@ -608,6 +731,11 @@ static char *expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
     }
     case PGL_SWITCH: return switch_expr(c, u, scope, e);
     case PGL_MATCH: return match_expr(c, u, scope, e);
+    case PGL_LIST: return list_expr(c, u, scope, e);
+    case PGL_TEXT: {
+        char *s = strdup(e->name);
+        return s ? s : fail(c, e, "out of memory");
+    }
     case PGL_PAIR: {
         char *l = expr(c, u, scope, e->a), *r = l ? expr(c, u, scope, e->b) : NULL;
         pgn_text t = {0};
@@ -736,19 +864,57 @@ static char *closed(compiler *c, const char *const *params, int n, const pgl_exp
     return whole;
 }
 
-char *pgn_pgl_compile(const char *src, size_t len, pgn_error *err) {
+/* ---- the whole program, on a stack of its own ---------------------------------------------- */
+
+typedef struct {
+    void (*fn)(void *);
+    void *arg;
+} on_stack_call;
+
+static void *on_stack_thread(void *p) {
+    const on_stack_call *call = p;
+    call->fn(call->arg);
+    return NULL;
+}
+
+int pgl_on_stack(void (*fn)(void *), void *arg) {
+    on_stack_call call = {fn, arg};
+    pthread_attr_t attr;
+    pthread_t t;
+    if (pthread_attr_init(&attr)) return -1;
+    int rc = pthread_attr_setstacksize(&attr, PGL_STACK_BYTES) || pthread_create(&t, &attr, on_stack_thread, &call);
+    pthread_attr_destroy(&attr);
+    if (rc) return -1;
+    return pthread_join(t, NULL) ? -1 : 0;
+}
+
+typedef struct {
+    const char *src;
+    size_t len;
+    const pgn_pgl_stop *stop;
+    pgn_error *err;
+    char *out;
+} compile_call;
+
+static void compile_program(void *arg) {
+    compile_call *call = arg;
+    pgn_error *err = call->err;
     pgl_program prog;
-    if (pgl_parse(src, len, &prog, err)) return NULL;
+    if (pgl_parse(call->src, call->len, &prog, err)) return;
     if (pgl_check_copies(&prog, err)) {
         pgl_program_free(&prog);
-        return NULL;
+        return;
     }
     compiler c = {.prog = &prog, .err = err, .expanding = calloc((size_t)prog.n_defs + 1, sizeof(bool)),
-                  .inlining = calloc((size_t)prog.n_defs + 1, sizeof(bool))};
-    if (!c.expanding || !c.inlining) text_of(&c, &(pgn_text){.oom = true});
+                  .inlining = calloc((size_t)prog.n_defs + 1, sizeof(bool)), .inline_left = INLINE_BUDGET_BASE + (int)(call->len > INT_MAX / 4 ? INT_MAX / 4 : call->len) * INLINE_BUDGET_PER_BYTE,
+                  .stop = call->stop};
+    c.value_size = malloc(((size_t)prog.n_defs + 1) * sizeof *c.value_size);
+    if (!c.expanding || !c.inlining || !c.value_size) text_of(&c, &(pgn_text){.oom = true});
+    for (int i = 0; c.value_size && i < prog.n_defs; i++) c.value_size[i] = -1;
     for (int i = 0; i < prog.n_defs && !c.failed; i++) {
         const pgl_def *d = &prog.defs[i];
-        c.top = d->name, c.fresh = 0, c.lifted = 0, c.inline_left = INLINE_BUDGET;
+        c.top = d->name, c.fresh = 0, c.lifted = 0;
+        c.root = strcmp(d->name, "main") ? NULL : d->body;
         char *redexes = NULL, *tree = closed_lambdas(&c, d->body, &redexes);
         if (tree) pgn_text_printf(&c.out, "@%s = %s%s\n", d->name, tree, redexes);
         free(tree);
@@ -757,7 +923,18 @@ char *pgn_pgl_compile(const char *src, size_t len, pgn_error *err) {
     pgl_program_free(&prog);
     free(c.expanding);
     free(c.inlining);
-    char *out = c.failed ? NULL : text_of(&c, &c.out);
+    free(c.value_size);
+    call->out = c.failed ? NULL : text_of(&c, &c.out);
     if (c.failed) free(pgn_text_take(&c.out));
-    return out;
 }
+
+char *pgn_pgl_compile_until(const char *src, size_t len, const pgn_pgl_stop *stop, pgn_error *err) {
+    compile_call call = {src, len, stop, err, NULL};
+    if (pgl_on_stack(compile_program, &call)) {
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "no thread to compile the program on");
+        return NULL;
+    }
+    return call.out;
+}
+
+char *pgn_pgl_compile(const char *src, size_t len, pgn_error *err) { return pgn_pgl_compile_until(src, len, NULL, err); }

@@ -66,6 +66,12 @@ static int uses(const copies *cp, const pgl_expr *e, const char *name, bool *cop
     case PGL_LET: return uses(cp, e->a, name, copied) + (strcmp(e->name, name) ? uses(cp, e->b, name, copied) : 0);
     case PGL_OP:
     case PGL_PAIR: return uses(cp, e->a, name, copied) + uses(cp, e->b, name, copied);
+    case PGL_LIST: {
+        int total = 0;
+        for (int i = 0; i < e->n_items; i++) total += uses(cp, e->items[i], name, copied);
+        return total;
+    }
+    case PGL_TEXT: return 0;
     case PGL_APP: {
         const pgl_expr *args[MAX_ARGS];
         int n = 0;
@@ -131,6 +137,9 @@ static const char *holds_dup(const copies *cp, const pgl_expr *e) {
         }
         return holds_dup(cp, e->a);
     case PGL_SWITCH: return holds_dup(cp, e->a);
+    case PGL_LIST:
+        for (int i = 0; i < e->n_items && !found; i++) found = holds_dup(cp, e->items[i]);
+        return found;
     default: return (found = holds_dup(cp, e->a)) ? found : holds_dup(cp, e->b);
     }
 }
@@ -176,6 +185,9 @@ static const char *captured(const copies *cp, const pgl_expr *e, const scope *s)
             found = captured(cp, e->cases[k].body, in);
         }
         return found;
+    case PGL_LIST:
+        for (int i = 0; i < e->n_items && !found; i++) found = captured(cp, e->items[i], s);
+        return found;
     default: return (found = captured(cp, e->a, s)) ? found : captured(cp, e->b, s);
     }
 }
@@ -190,7 +202,11 @@ static const char *carried(const copies *cp, const pgl_expr *e, const scope *s, 
     const char *found = NULL;
     switch (e->kind) {
     case PGL_NUM:
-    case PGL_OP: return NULL;
+    case PGL_OP:
+    case PGL_TEXT: return NULL;
+    case PGL_LIST: /* as the constructors it is made of: what any item carries */
+        for (int i = 0; i < e->n_items && !found; i++) found = carried(cp, e->items[i], s, depth);
+        return found;
     case PGL_VAR: {
         const scope *b = find(s, e->name);
         if (b) return b->dup;
@@ -322,6 +338,11 @@ static int check(const copies *cp, const pgl_expr *e, const scope *s, pgn_error 
     }
     case PGL_OP:
     case PGL_PAIR: return check(cp, e->a, s, err) || check(cp, e->b, s, err) ? -1 : 0;
+    case PGL_LIST:
+        for (int i = 0; i < e->n_items; i++)
+            if (check(cp, e->items[i], s, err)) return -1;
+        return 0;
+    case PGL_TEXT: return 0;
     case PGL_SWITCH:
         return check(cp, e->a, s, err) || check(cp, e->b, s, err) || check_bound(cp, e->c, e->name, NULL, s, err)
                    ? -1

@@ -9,7 +9,8 @@
 
 #include "lang/lang.h"
 
-/* Expressions nested deeper than this are refused (the parser and compiler recurse). */
+/* Expressions written inside each other deeper than this are refused (the reader recurses; the
+ * tree it builds is bounded by PGL_MAX_TREE_DEPTH, checked once it is read). */
 #define PGL_MAX_DEPTH 512
 
 typedef struct {
@@ -19,21 +20,42 @@ typedef struct {
     pgn_error *err;
     int depth;
     bool failed;
-    size_t mark; /* a position whose line and column are known, so that line_col goes on from it */
+    size_t mark; /* the furthest position whose line and column are known: line_col goes on from it */
     int mark_line, mark_col;
+    size_t back; /* the last position behind mark asked for (back_line 0: none yet) */
+    int back_line, back_col;
 } reader;
 
-/* The line and column of a byte position: counted on from the last one asked for when it lies
- * before pos (the reader moves forward), else from the start. */
-static void line_col(reader *r, size_t pos, int *line, int *col) {
-    if (pos < r->mark) r->mark = 0, r->mark_line = 1, r->mark_col = 1;
-    *line = r->mark_line, *col = r->mark_col;
-    for (size_t i = r->mark; i < pos && i < r->len; i++) {
+/* Counts lines and columns from the position `from` (at line, col) on to pos. */
+static void count_on(const reader *r, size_t from, size_t pos, int *line, int *col) {
+    for (size_t i = from; i < pos && i < r->len; i++) {
         if (r->src[i] == '\n') (*line)++, *col = 1;
         else if (((unsigned char)r->src[i] & 0xC0) != 0x80) (*col)++; /* columns count characters */
     }
-    r->mark = pos < r->len ? pos : r->len;
-    r->mark_line = *line, r->mark_col = *col;
+}
+
+/* The line and column of a byte position: counted on from the furthest one asked for when pos
+ * lies past it (the reader moves forward). A position behind it (a call's '(' for each of its
+ * arguments, a tuple's for each pair) is counted from the last such one, or from the start, and
+ * remembered: asked again, it costs nothing (counting from the start each time made a call of
+ * 5,600 arguments take seconds). */
+static void line_col(reader *r, size_t pos, int *line, int *col) {
+    if (pos >= r->mark) {
+        *line = r->mark_line, *col = r->mark_col;
+        count_on(r, r->mark, pos, line, col);
+        r->mark = pos < r->len ? pos : r->len;
+        r->mark_line = *line, r->mark_col = *col;
+        return;
+    }
+    if (r->back_line && pos == r->back) {
+        *line = r->back_line, *col = r->back_col;
+        return;
+    }
+    size_t from = 0;
+    *line = 1, *col = 1;
+    if (r->back_line && r->back < pos) from = r->back, *line = r->back_line, *col = r->back_col;
+    count_on(r, from, pos, line, col);
+    r->back = pos, r->back_line = *line, r->back_col = *col;
 }
 
 void pgl_error_at(pgn_error *err, int line, int col, const char *fmt, va_list ap) {
@@ -320,20 +342,15 @@ static pgl_expr *primary(reader *r) {
     } else if (accept(r, "[")) { /* [a, b]: Cons(a, Cons(b, Nil)) */
         r->prog->uses_list = true;
         enum { MAX_ITEMS = 4096 };
-        pgl_expr **items = own(r, MAX_ITEMS * sizeof *items);
-        int n = 0;
-        if (!items) return NULL;
+        if (!(e = node(r, PGL_LIST, pos)) || !(e->items = own(r, MAX_ITEMS * sizeof *e->items))) return NULL;
         if (!at(r, "]")) do {
-                if (n == MAX_ITEMS) {
+                if (e->n_items == MAX_ITEMS) {
                     fail_at(r, r->pos, "a list literal of more than %d values", MAX_ITEMS);
                     return NULL;
                 }
-                if (!(items[n++] = expr(r))) return NULL;
+                if (!(e->items[e->n_items++] = expr(r))) return NULL;
             } while (accept(r, ","));
         if (expect(r, "]", "',' or ']'")) return NULL;
-        e = var_at(r, "Nil", pos);
-        for (int i = n - 1; i >= 0 && e; i--) e = app_at(r, app_at(r, var_at(r, "Cons", pos), items[i], pos), e, pos);
-        if (!e) return NULL;
     } else if (accept(r, "match")) {
         e = node(r, PGL_MATCH, pos);
         if (!e || !(e->a = expr(r)) || expect(r, "{", "'{' after the match's value")) return NULL;
@@ -650,7 +667,50 @@ static int resolve(reader *r, pgl_expr *e) {
     }
     for (int i = 0; e->kind == PGL_MATCH && i < e->n_cases; i++)
         if (resolve(r, e->cases[i].body)) return -1;
+    for (int i = 0; i < e->n_items; i++)
+        if (resolve(r, e->items[i])) return -1;
     return resolve(r, e->a) || resolve(r, e->b) || resolve(r, e->c) ? -1 : 0;
+}
+
+/* Refuses a definition whose tree nests deeper than PGL_MAX_TREE_DEPTH, naming the first node
+ * past it; walked with a stack of its own, as nothing else may recurse before this holds. */
+static int check_depth(reader *r, const pgl_expr *body) {
+    typedef struct {
+        const pgl_expr *e;
+        int depth;
+    } visit;
+    size_t n = 0, cap = 256;
+    visit *todo = malloc(cap * sizeof *todo);
+    if (!todo) return fail_at(r, 0, "out of memory");
+    todo[n++] = (visit){body, 1};
+    int rc = 0;
+    while (n && !rc) {
+        visit v = todo[--n];
+        if (v.depth > PGL_MAX_TREE_DEPTH) {
+            rc = fail_lc(r, v.e->line, v.e->col,
+                         "the expression nests deeper than %d levels (each operator of a chain, each argument "
+                         "of a call and each parameter is a level: name parts with let or a definition)",
+                         PGL_MAX_TREE_DEPTH);
+            break;
+        }
+        size_t more = 3 + (size_t)v.e->n_cases + (size_t)v.e->n_items;
+        if (n + more > cap) {
+            while (n + more > cap) cap *= 2;
+            visit *grown = realloc(todo, cap * sizeof *todo);
+            if (!grown) {
+                rc = fail_at(r, 0, "out of memory");
+                break;
+            }
+            todo = grown;
+        }
+        const pgl_expr *kids[3] = {v.e->a, v.e->b, v.e->c};
+        for (int i = 0; i < 3; i++)
+            if (kids[i]) todo[n++] = (visit){kids[i], v.depth + 1};
+        for (int i = 0; v.e->kind == PGL_MATCH && i < v.e->n_cases; i++) todo[n++] = (visit){v.e->cases[i].body, v.depth + 1};
+        for (int i = 0; i < v.e->n_items; i++) todo[n++] = (visit){v.e->items[i], v.depth + 1};
+    }
+    free(todo);
+    return rc;
 }
 
 /* [..] literals without a declared List: type List = Nil | Cons(head, tail). */
@@ -689,7 +749,7 @@ int pgl_parse(const char *src, size_t len, pgl_program *prog, pgn_error *err) {
         return -1;
     }
     for (int i = 0; i < prog->n_defs; i++)
-        if (resolve(&r, prog->defs[i].body)) {
+        if (check_depth(&r, prog->defs[i].body) || resolve(&r, prog->defs[i].body)) {
             pgl_program_free(prog);
             return -1;
         }

@@ -29,39 +29,73 @@ static void blank(tparser *p) {
 
 static tree *tnode(tparser *p) { return p->n < p->cap ? &p->nodes[p->n++] : NULL; }
 
-static tree *parse_tree(tparser *p, int depth) {
-    blank(p);
-    if (p->pos >= p->len || depth > 10000) return NULL;
-    char c = p->s[p->pos];
-    tree *t = tnode(p);
-    if (!t) return NULL;
-    if (c == '(' || c == '{' || ((c == '$' || c == '?') && p->pos + 1 < p->len && p->s[p->pos + 1] == '(')) {
-        t->kind = c;
-        p->pos += c == '$' || c == '?' ? 2 : 1;
-        char close = c == '{' ? '}' : ')';
-        if (!(t->l = parse_tree(p, depth + 1)) || !(t->r = parse_tree(p, depth + 1))) return NULL;
+/* The normal form's text as a tree, with a stack of its own: a long list nests as deep as it is
+ * long. NULL when the text is not one tree. */
+static tree *parse_tree(tparser *p) {
+    typedef struct {
+        tree *t;
+        bool left_done;
+        char close;
+    } open_node;
+    open_node *stack = NULL;
+    size_t n = 0, cap = 0;
+    tree *root = NULL;
+    for (;;) {
         blank(p);
-        if (p->pos >= p->len || p->s[p->pos] != close) return NULL;
-        p->pos++;
-        return t;
-    }
-    size_t start = p->pos;
-    if (c == '*') {
-        p->pos++;
-        t->kind = '*';
-    } else {
-        while (p->pos < p->len && !strchr(" \n\t(){}", p->s[p->pos])) {
-            if (p->s[p->pos] == '[') { /* an operator or partial application: [+], [+0x01] */
-                while (p->pos < p->len && p->s[p->pos] != ']') p->pos++;
+        if (p->pos >= p->len) break;
+        char c = p->s[p->pos];
+        tree *t = tnode(p);
+        if (!t) break;
+        if (c == '(' || c == '{' || ((c == '$' || c == '?') && p->pos + 1 < p->len && p->s[p->pos + 1] == '(')) {
+            t->kind = c;
+            p->pos += c == '$' || c == '?' ? 2 : 1;
+            if (n == cap) {
+                size_t grown_cap = cap ? 2 * cap : 64;
+                open_node *grown = realloc(stack, grown_cap * sizeof *grown);
+                if (!grown) break;
+                stack = grown, cap = grown_cap;
+            }
+            stack[n++] = (open_node){t, false, c == '{' ? '}' : ')'};
+            continue;
+        }
+        size_t start = p->pos;
+        if (c == '*') {
+            p->pos++;
+            t->kind = '*';
+        } else {
+            while (p->pos < p->len && !strchr(" \n\t(){}", p->s[p->pos])) {
+                if (p->s[p->pos] == '[') { /* an operator or partial application: [+], [+0x01] */
+                    while (p->pos < p->len && p->s[p->pos] != ']') p->pos++;
+                }
+                p->pos++;
+            }
+            if (p->pos == start) break;
+            t->kind = c == '@' ? '@' : (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '[' ? '#' : 'v';
+        }
+        t->text = p->s + start;
+        t->len = p->pos - start;
+        /* t is whole: it fills the innermost open node, closing every node it completes */
+        bool bad = false;
+        while (n && stack[n - 1].left_done) {
+            open_node *o = &stack[--n];
+            o->t->r = t;
+            blank(p);
+            if (p->pos >= p->len || p->s[p->pos] != o->close) {
+                bad = true;
+                break;
             }
             p->pos++;
+            t = o->t;
         }
-        if (p->pos == start) return NULL;
-        t->kind = c == '@' ? '@' : (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '[' ? '#' : 'v';
+        if (bad) break;
+        if (!n) {
+            root = t;
+            break;
+        }
+        stack[n - 1].t->l = t, stack[n - 1].left_done = true;
     }
-    t->text = p->s + start;
-    t->len = p->pos - start;
-    return t;
+    free(stack);
+    return root;
 }
 
 static bool same_var(const tree *a, const tree *b) {
@@ -185,15 +219,25 @@ static bool show(const pgl_program *prog, const tree *t, pgn_text *out, int dept
     return true;
 }
 
-char *pgn_pgl_readback(const char *src, size_t len, const char *normal_form) {
+typedef struct {
+    const char *src, *normal_form;
+    size_t len;
+    char *shown;
+} readback_call;
+
+/* The reader recurses as deep as the program nests, and show and parse_tree as deep as the
+ * normal form (to their bounds): on the compiler's stack (pgl_on_stack). */
+static void readback(void *arg) {
+    readback_call *call = arg;
+    const char *normal_form = call->normal_form;
     pgl_program prog;
     pgn_error err = {0};
-    if (pgl_parse(src, len, &prog, &err)) return NULL;
+    if (pgl_parse(call->src, call->len, &prog, &err)) return;
     size_t nl = strlen(normal_form);
     tparser p = {.s = normal_form, .len = nl, .cap = nl + 1};
     p.nodes = calloc(p.cap, sizeof *p.nodes);
     char *shown = NULL;
-    tree *t = p.nodes ? parse_tree(&p, 0) : NULL;
+    tree *t = p.nodes ? parse_tree(&p) : NULL;
     if (t) {
         blank(&p);
         pgn_text out = {0};
@@ -202,5 +246,10 @@ char *pgn_pgl_readback(const char *src, size_t len, const char *normal_form) {
     }
     free(p.nodes);
     pgl_program_free(&prog);
-    return shown;
+    call->shown = shown;
+}
+
+char *pgn_pgl_readback(const char *src, size_t len, const char *normal_form) {
+    readback_call call = {src, normal_form, len, NULL};
+    return pgl_on_stack(readback, &call) ? NULL : call.shown;
 }

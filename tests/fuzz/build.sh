@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds tests/fuzz/fuzz_spec and fuzz_pgl with clang's libFuzzer, ASan and UBSan against the engine sources
+# Builds tests/fuzz/fuzz_spec, fuzz_pgl and fuzz_submit with clang's libFuzzer, ASan and UBSan against the engine sources
 # (and server/admission.c), into ${1:-build-fuzz}. Needs clang and the build dependencies of
 # paragon (OpenCL, jansson, zlib headers and libraries).
 set -euo pipefail
@@ -23,5 +23,11 @@ echo "built $out/fuzz_spec"
 ${CC:-clang} -std=c17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -ffp-contract=off -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 -Iengine -Iengine/include -Ikernels \
     tests/fuzz/fuzz_pgl.c engine/lang/*.c engine/inet/inet_parse.c engine/inet/inet_num.c engine/error.c \
-    engine/text.c -ljansson -lm -o "$out/fuzz_pgl"
+    engine/text.c engine/clock.c -ljansson -lm -lpthread -o "$out/fuzz_pgl"
 echo "built $out/fuzz_pgl"
+# paragond's submission path with generated pgl programs (a live paragond: $PARAGOND when it runs)
+${CC:-clang} -std=c17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -ffp-contract=off -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 -Iengine -Iengine/include -Ikernels -Itests \
+    tests/fuzz/fuzz_submit.c tests/http_client.c engine/lang/*.c engine/inet/inet_parse.c engine/inet/inet_num.c \
+    engine/error.c engine/text.c engine/clock.c -ljansson -lcurl -lm -lpthread -o "$out/fuzz_submit"
+echo "built $out/fuzz_submit"
