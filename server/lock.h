@@ -10,8 +10,10 @@
 
 typedef struct pgd_lock pgd_lock;
 
-/* Takes an exclusive lock on <db_path>.lock (created when missing) and writes our pid into it.
- * Held by another process: code "locked", the message naming that process's pid. */
+/* Takes an exclusive lock on <db>.lock (created when missing), <db> being db_path's real file
+ * (symbolic links resolved), and writes our pid into it. Held by another process: code
+ * "locked", the message naming that process's pid; a database with a second hard link: code
+ * "store", naming the links. */
 int pgd_lock_take(const char *db_path, pgd_lock **out, pgn_error *err);
 /* Empties the file and releases the lock. NULL is ignored. */
 void pgd_lock_release(pgd_lock *lock);

@@ -549,6 +549,52 @@ Test(hardening, an_inet_job_that_cannot_fit_is_refused_and_one_that_outgrows_its
     stop_server(&s);
 }
 
+/* The lock was taken on the path's text + ".lock": a symbolic link to the database started a
+ * second server on it. Now every link resolves to the one file's lock, and a second hard link
+ * (a name the lock cannot see) is refused. */
+Test(hardening, a_link_to_the_database_does_not_start_a_second_paragond) {
+    int err_fd;
+    server a = start_server_with(NULL, "127.0.0.1", &err_fd);
+    char dir_link[320], db_link[320], hard[320], data2[320];
+    snprintf(dir_link, sizeof dir_link, "%s/dir-link", tmpdir);
+    snprintf(db_link, sizeof db_link, "%s/link.db", tmpdir);
+    snprintf(hard, sizeof hard, "%s/hard.db", tmpdir);
+    snprintf(data2, sizeof data2, "%s/data2", tmpdir);
+    cr_assert_eq(symlink(a.db, db_link), 0, "%s", strerror(errno));
+    cr_assert_eq(symlink(tmpdir, dir_link), 0, "%s", strerror(errno));
+    const char *base = strrchr(a.db, '/') + 1;
+    char through_dir[400];
+    snprintf(through_dir, sizeof through_dir, "%s/%s", dir_link, base);
+    const char *links[] = {db_link, through_dir};
+    for (int i = 0; i < 2; i++) {
+        const char *args[] = {"--port", "0", "--db", links[i], "--data-dir", data2, "--no-calibration", NULL};
+        child b = spawn(args, NULL, true);
+        cr_assert_eq(wait_exit(b.pid, STOP_TIMEOUT_MS), 1, "a paragond on %s exits 1", links[i]);
+        char *out = read_all(b.out_fd, HTTP_TIMEOUT_MS), *err = read_all(b.err_fd, HTTP_TIMEOUT_MS);
+        close(b.out_fd);
+        close(b.err_fd);
+        cr_assert_str_eq(out, "", "it never listened: %s", out);
+        cr_assert(strstr(err, "in use by another paragond"), "%s", err);
+        free(out);
+        free(err);
+    }
+    cr_assert_eq(link(a.db, hard), 0, "%s", strerror(errno));
+    const char *args[] = {"--port", "0", "--db", hard, "--data-dir", data2, "--no-calibration", NULL};
+    child b = spawn(args, NULL, true);
+    cr_assert_eq(wait_exit(b.pid, STOP_TIMEOUT_MS), 1);
+    char *out = read_all(b.out_fd, HTTP_TIMEOUT_MS), *err = read_all(b.err_fd, HTTP_TIMEOUT_MS);
+    close(b.out_fd);
+    close(b.err_fd);
+    cr_assert_str_eq(out, "");
+    cr_assert(strstr(err, "has 2 hard links"), "%s", err);
+    free(out);
+    free(err);
+    cr_assert_eq(unlink(hard), 0);
+    json_decref(get_json(&a, "/healthz", 200));
+    stop_server(&a);
+    close(err_fd);
+}
+
 /* ---- pgl programs at submission ----------------------------------------------------------- */
 
 /* POSTs a pgl inet job of program on the host; the response (caller frees). */
