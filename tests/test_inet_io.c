@@ -221,6 +221,34 @@ Test(inet_io, a_sleep_counts_against_the_timeout) {
     free(text);
 }
 
+static bool always(void *ctx) {
+    (void)ctx;
+    return true;
+}
+
+/* One nanosleep of the whole made a SLEEP deaf to a cancel and to paragond's shutdown: now it
+ * sleeps in slices and asks between them. */
+Test(inet_io, a_sleep_ends_when_the_run_is_asked_to_stop) {
+    pgn_text t = {0};
+    pgn_text_puts(&t, PRELUDE);
+    put_string(&t, "sleep", "SLEEP");
+    pgn_text_puts(&t, "@main = r0 & @IO/Call ~ (@IO/MAGIC (@sleep ((600 0) ((* r1) r0)))) & @IO/Done ~ (@IO/MAGIC (1 r1))\n");
+    char *text = pgn_text_take(&t), dir[512];
+    fresh_dir("sleep_stop", dir, sizeof dir);
+    pgn_inet_book *book = parse(text);
+    pgn_inet_io io = {.dir = dir, .output_max = 1 << 16};
+    pgn_inet_limits lim = {0}; /* no timeout: only the stop ends the 10 s sleep */
+    pgn_run_hooks hooks = {.should_stop = always};
+    pgn_inet_result r;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_inet_run_host(book, &lim, &io, &hooks, &r, &err), -1);
+    cr_assert_eq(err.code, PGN_E_CANCELLED, "%s", err.message);
+    cr_assert(strstr(err.message, "during a SLEEP"), "%s", err.message);
+    pgn_inet_result_free(&r);
+    pgn_inet_book_free(book);
+    free(text);
+}
+
 Test(inet_io, a_job_finds_its_spec_files_and_keeps_its_output) {
     char dir[512];
     fresh_dir("job", dir, sizeof dir);

@@ -414,8 +414,12 @@ static uint32_t io_get_time(io_state *s, uint32_t argm) {
     return ok(s, con(pgn_inet_net_node(s->net, u24((uint32_t)(ns >> 24)), u24((uint32_t)ns))));
 }
 
+/* A SLEEP sleeps in slices this long, asking between them whether the run must stop (a cancel,
+ * paragond's shutdown): one nanosleep of the whole made a 10-minute SLEEP deaf to both. */
+#define SLEEP_SLICE_NS 20000000ull
+
 /* Sleeps (hi lo) nanoseconds (hi the bits from 24 up), no longer than the run's timeout has left:
- * a sleep past it ends the run with timeout_s. */
+ * a sleep past it ends the run with timeout_s; a stop asked meanwhile ends it cancelled. */
 static uint32_t io_sleep(io_state *s, uint32_t argm) {
     tup t = readback_tup(s, argm, 2);
     if (t.n != 2) return err_type(s);
@@ -424,8 +428,18 @@ static uint32_t io_sleep(io_state *s, uint32_t argm) {
     double left = pgn_inet_net_time_left(s->net);
     bool past = left >= 0 && (double)ns * 1e-9 > left;
     if (past) ns = left > 0 ? (uint64_t)(left * 1e9) : 0;
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u)};
-    while (nanosleep(&ts, &ts) && errno == EINTR) {
+    int64_t until = pgn_now_ns() + (int64_t)ns;
+    for (int64_t now = pgn_now_ns(); now < until; now = pgn_now_ns()) {
+        if (s->hooks && s->hooks->should_stop && s->hooks->should_stop(s->hooks->ctx)) {
+            if (!s->failed)
+                pgn_error_set(s->err, PGN_E_CANCELLED, "", "cancelled during a SLEEP (after %llu interactions)",
+                              (unsigned long long)pgn_inet_net_interactions(s->net));
+            s->failed = true;
+            return ok(s, era());
+        }
+        uint64_t slice = (uint64_t)(until - now) < SLEEP_SLICE_NS ? (uint64_t)(until - now) : SLEEP_SLICE_NS;
+        struct timespec ts = {.tv_sec = (time_t)(slice / 1000000000u), .tv_nsec = (long)(slice % 1000000000u)};
+        nanosleep(&ts, NULL); /* an EINTR only wakes it early: the loop sleeps the rest */
     }
     if (past && !s->failed) {
         pgn_inet_fail_limit(s->err, "timeout_s", "a SLEEP past the timeout (after %llu interactions)",
