@@ -75,9 +75,17 @@ static const char *str(const json_t *o, const char *key) {
     return v ? v : "";
 }
 
+/* s as the terminal may show it: control characters (an escape sequence a program printed, a
+ * newline) written \xNN, so a job's output or message cannot drive the user's terminal. */
+static void visible_text(const char *s, char *out, size_t size) {
+    char *shown = pgn_text_visible(s);
+    snprintf(out, size, "%s", shown ? shown : "");
+    free(shown);
+}
+
 /* A JSON scalar as one short cell ("-" for null, objects and arrays as their size). */
 static void scalar_text(const json_t *v, char *out, size_t size) {
-    if (json_is_string(v)) snprintf(out, size, "%s", json_string_value(v));
+    if (json_is_string(v)) visible_text(json_string_value(v), out, size);
     else if (json_is_integer(v)) snprintf(out, size, "%lld", (long long)json_integer_value(v));
     else if (json_is_real(v)) snprintf(out, size, "%.6g", json_real_value(v));
     else if (json_is_boolean(v)) snprintf(out, size, "%s", json_is_true(v) ? "true" : "false");
@@ -96,7 +104,6 @@ static void print_result(const json_t *result, int indent) {
         char text[96];
         scalar_text(v, text, sizeof text);
         if (strlen(text) == sizeof text - 1) memcpy(text + sizeof text - 4, "...", 3);
-        for (char *c = text; *c; c++) if (*c == '\n') *c = ' ';
         printf("%*s%-*s  %s\n", indent, "", (int)width, key, text);
     }
 }
@@ -106,7 +113,9 @@ static void print_ending(const json_t *job) {
     long long id = (long long)json_integer_value(json_object_get(job, "id"));
     const json_t *error = json_object_get(job, "error");
     printf("job %lld %s", id, str(job, "state"));
-    if (json_is_object(error)) printf(": %s", str(error, "message"));
+    char message[1024];
+    visible_text(str(error, "message"), message, sizeof message);
+    if (json_is_object(error)) printf(": %s", message);
     printf("\n");
     const json_t *result = json_object_get(job, "result");
     if (json_is_object(result)) print_result(result, 2);
@@ -130,7 +139,9 @@ typedef struct follower {
 static void print_log_text(follower *f, const char *text) {
     for (const char *line = text; *line;) {
         size_t n = strcspn(line, "\n");
-        char *copy = strndup(line, n);
+        char *raw = strndup(line, n), *copy = raw ? pgn_text_visible(raw) : NULL;
+        free(raw);
+        if (!copy) break;
         if (f->mode == FOLLOW_LOG) {
             printf("%s\n", copy);
         } else if (f->mode == FOLLOW_PROGRESS) {
@@ -173,10 +184,12 @@ static cli_stream_next on_job_event(void *ctx, const cli_event *ev) {
         if (seq > f->log_seq + 1) {
             catch_up_log(f); /* includes this line */
         } else if (seq == f->log_seq + 1) {
+            char line[2048];
+            visible_text(str(d, "line"), line, sizeof line);
             if (f->mode == FOLLOW_LOG)
-                printf("%s %-5s %s\n", str(d, "time"), str(d, "level"), str(d, "line"));
+                printf("%s %-5s %s\n", str(d, "time"), str(d, "level"), line);
             else
-                cli_progress_log(&f->bar, str(d, "line"));
+                cli_progress_log(&f->bar, line);
             f->log_seq = seq;
             fflush(stdout);
         }
@@ -488,7 +501,6 @@ int cmd_jobs(int argc, char **argv) {
             size_t used = strlen(summary);
             snprintf(summary + used, sizeof summary - used, "%s%s %s", used ? "  " : "", key, text);
         }
-        for (char *c = summary; *c; c++) if (*c == '\n') *c = ' ';
         printf("%6lld  %-8s  %-9s  %4.0f%%  %-14.14s  %-14s  %-16.16s  %s\n",
                (long long)json_integer_value(json_object_get(job, "id")), str(job, "kind"), str(job, "state"),
                100 * json_number_value(json_object_get(job, "progress")), str(job, "device"), created, str(job, "name"),
@@ -550,7 +562,9 @@ static void print_status(const json_t *job) {
     for (int i = 0; i < 3; i++)
         if (*str(job, times[i][0])) printf("  %-9s  %s\n", times[i][1], str(job, times[i][0]));
     const json_t *error = json_object_get(job, "error");
-    if (json_is_object(error)) printf("  error      %s (%s)\n", str(error, "message"), str(error, "code"));
+    char message[1024];
+    visible_text(str(error, "message"), message, sizeof message);
+    if (json_is_object(error)) printf("  error      %s (%s)\n", message, str(error, "code"));
     const json_t *result = json_object_get(job, "result");
     if (json_is_object(result)) {
         printf("  result\n");

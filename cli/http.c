@@ -224,14 +224,16 @@ static void print_error(const transfer *t) {
     json_t *e = json_object_get(root, "error");
     const char *message = json_string_value(json_object_get(e, "message"));
     const char *code = json_string_value(json_object_get(e, "code"));
+    char *shown = message ? pgn_text_visible(message) : NULL; /* it may quote what was sent */
     if (message)
-        fprintf(stderr, "%s: %s (%s, HTTP %ld)\n", t->s->cmd, message, code ? code : "error", t->status);
+        fprintf(stderr, "%s: %s (%s, HTTP %ld)\n", t->s->cmd, shown ? shown : "", code ? code : "error", t->status);
     else if (t->status == 401)
         fprintf(stderr, "%s: HTTP 401: the server asks for the API token (--token-file FILE or "
                         "PARAGON_TOKEN; paragond writes it to <data-dir>/token)\n", t->s->cmd);
     else
         fprintf(stderr, "%s: HTTP %ld%s%.200s\n", t->s->cmd, t->status, t->body.len ? ": " : "",
                 t->body.data ? t->body.data : "");
+    free(shown);
     json_decref(root);
 }
 

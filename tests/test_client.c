@@ -196,6 +196,38 @@ Test(client, submit_takes_a_pgl_program) {
     stop_server(&s);
 }
 
+/* A program's output is the user's terminal's only as text: an escape sequence it writes reaches
+ * status and submit --wait as \x1b, not as a command to the terminal. */
+Test(client, a_jobs_output_reaches_the_terminal_escaped) {
+    server s = start_server();
+    size_t len;
+    char *hello = source_file("examples/inet/io_hello.hvm", &len);
+    /* @s_hello becomes ESC [ 3 1 m X, newline */
+    char *from = strstr(hello, "@s_hello = s0"), *to = strstr(hello, "\n\n@main");
+    cr_assert(from && to);
+    char program[8192];
+    snprintf(program, sizeof program,
+             "%.*s@s_hello = s0\n  & @String/Cons ~ (27 (s1 s0))\n  & @String/Cons ~ (91 (s2 s1))\n"
+             "  & @String/Cons ~ (51 (s3 s2))\n  & @String/Cons ~ (49 (s4 s3))\n  & @String/Cons ~ (109 (s5 s4))\n"
+             "  & @String/Cons ~ (88 (s6 s5))\n  & @String/Cons ~ (10 (@String/Nil s6))%s",
+             (int)(from - hello), hello, to);
+    free(hello);
+    char *out, *err, args[600];
+    snprintf(args, sizeof args, "submit '%s' --wait", spec_file("red.hvm", program));
+    cr_assert_eq(paragon(&s, args, &out, &err), 0, "%s%s", out, err);
+    cr_assert(strstr(out, "\\x1b[31mX\\x0a"), "%s", out);
+    cr_assert_null(strchr(out, 0x1b), "no raw escape: %s", out);
+    free(out), free(err);
+    cr_assert_eq(paragon(&s, "status 1", &out, &err), 0, "%s", err);
+    cr_assert(strstr(out, "\\x1b[31mX"), "%s", out);
+    cr_assert_null(strchr(out, 0x1b), "no raw escape: %s", out);
+    free(out), free(err);
+    cr_assert_eq(paragon(&s, "jobs", &out, &err), 0, "%s", err);
+    cr_assert_null(strchr(out, 0x1b), "no raw escape: %s", out);
+    free(out), free(err);
+    stop_server(&s);
+}
+
 Test(client, errors_name_what_is_wrong_with_their_exit_status) {
     server s = start_server();
     char *out, *err, args[600];
