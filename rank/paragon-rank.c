@@ -6,7 +6,8 @@
  *
  * Each rank opens its own device (DEV, else the spec's; "host" is the host reference) and runs
  * the engine's training loop with the MPI communicator bound to pgn_comm. Rank 0 writes the
- * run's events to standard output as JSON lines, each with its "rank": {"event":"log","line"},
+ * run's events to standard output as JSON lines, each with its "rank": {"event":"started"} once
+ * MPI is up, {"event":"log","line"},
  * {"event":"metric","name","step","value"} (every rank's own figures among them, as
  * "rankR.loss" ...), {"event":"progress","fraction"}, and at the end {"event":"result","result"};
  * any rank that fails writes {"event":"error","code","message"}. A line "stop" on
@@ -236,6 +237,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "paragon-rank: MPI_Init failed\n");
         return 1;
     }
+    /* the ranks are up: paragond tells a run that never started (mpirun could not launch it)
+     * from one interrupted */
+    if (rank_of_world() == 0) emit(json_pack("{s:s}", "event", "started"));
     int status = run(argc, argv);
     if (status == 1) MPI_Abort(MPI_COMM_WORLD, 1); /* the other ranks wait in a collective */
     MPI_Finalize();

@@ -70,6 +70,7 @@ typedef struct {
 typedef struct {
     const pgn_run_hooks *hooks;
     json_t *result;
+    bool started;     /* rank 0 said it is up: mpirun launched the ranks */
     bool failed;      /* a rank said why it ended: first */
     pgn_error error;
     /* mpirun's last words on standard error, told only when the ranks did not say why they
@@ -85,7 +86,9 @@ static void on_event(run_state *st, json_t *ev) {
     const char *kind = json_string_value(json_object_get(ev, "event"));
     json_int_t rank = json_integer_value(json_object_get(ev, "rank"));
     if (!kind) return;
-    if (!strcmp(kind, "log") && rank == 0) {
+    if (!strcmp(kind, "started")) {
+        st->started = true;
+    } else if (!strcmp(kind, "log") && rank == 0) {
         const char *line = json_string_value(json_object_get(ev, "line"));
         if (line) pgn_hooks_log(st->hooks, "%s", line);
     } else if (!strcmp(kind, "metric") && rank == 0 && h && h->on_metric) {
@@ -318,6 +321,13 @@ int pgd_launch_run(const pgn_job_spec *spec, const json_t *spec_json, const pgn_
         return -1;
     }
     for (int i = 0; i < st.n_said; i++) pgn_hooks_log(st.hooks, "mpirun: %s", st.said[i]);
+    if (!st.started) { /* mpirun never launched them (too few slots, a host it cannot reach): the job's
+                        * fault or its machines', which running it again would only repeat */
+        pgn_error_set(err, PGN_E_COMM, "distributed", "mpirun could not start the ranks (it %s %d)%s%s",
+                      exited ? "exited" : "was killed by signal", code, st.n_said ? ": " : "",
+                      st.n_said ? st.said[st.n_said - 1] : "");
+        return -1;
+    }
     *interrupted = true;
     pgn_error_set(err, PGN_E_COMM, "", "the ranks ended without finishing: mpirun %s %d%s%s",
                   exited ? "exited" : "was killed by signal", code, st.n_said ? ": " : "",

@@ -172,3 +172,32 @@ Test(distributed_jobs, ranks_that_die_meet_the_crash_loop_cap) {
     free(spec);
     free(stop_server_with(&s, err_fd));
 }
+
+/* A launch mpirun refuses (more ranks than the hosts' slots, which a host without ':slots' leaves
+ * to mpirun to count) is the job's failure, at once: it counted as an interruption and ran again
+ * until --max-attempts, then failed as "crashed". */
+Test(distributed_jobs, a_launch_mpirun_refuses_fails_the_job_once_not_as_a_crash) {
+    need_ranks();
+    server s = start_server();
+    char *spec = diloco_spec(2), *more = NULL;
+    cr_assert(asprintf(&more, "%.*s,\"hosts\":[\"localhost\"]}}", (int)(strlen(spec) - 2), spec) > 0);
+    char *two = strstr(more, "\"ranks\":2"), *many = NULL;
+    cr_assert_not_null(two);
+    /* more ranks than this machine has cores (mpirun counts cores, nproc hyperthreads) */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long ranks = 2 * cores + 1 < 256 ? 2 * cores + 1 : 256;
+    cr_assert(asprintf(&many, "%.*s\"ranks\":%ld%s", (int)(two - more), more, ranks, two + 9) > 0);
+    int64_t id = submit(&s, many);
+    free(many);
+    json_t *job = wait_state(&s, id, "failed succeeded cancelled", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "failed");
+    json_t *error = json_object_get(job, "error");
+    cr_assert_str_eq(str(error, "code"), "comm", "%s", str(error, "message"));
+    cr_assert(strstr(str(error, "message"), "mpirun could not start the ranks"), "%s", str(error, "message"));
+    cr_assert_eq(json_integer_value(json_object_get(job, "attempts")), 1);
+    cr_assert_eq(json_integer_value(json_object_get(job, "interrupted")), 0);
+    json_decref(job);
+    free(more);
+    free(spec);
+    stop_server(&s);
+}

@@ -369,6 +369,10 @@ Test(spec, distributed_errors_name_their_field) {
         {DIST("{\"ranks\":2,\"algorithm\":\"ddp\",\"hosts\":[\"a:0\"]}"), "distributed.hosts[0]", "slots"},
         {DIST("{\"ranks\":2,\"algorithm\":\"ddp\",\"hosts\":[\"a:x\"]}"), "distributed.hosts[0]", "slots"},
         {DIST("{\"ranks\":2,\"algorithm\":\"ddp\",\"hosts\":[\"a;rm -rf\"]}"), "distributed.hosts[0]", NULL},
+        {DIST("{\"ranks\":5,\"algorithm\":\"ddp\",\"hosts\":[\"a:2\",\"b:2\"]}"), "distributed.ranks",
+         "5 ranks, but the hosts offer 4 slots"},
+        {DIST("{\"ranks\":2,\"algorithm\":\"ddp\",\"hosts\":[\"localhost:1\"]}"), "distributed.ranks",
+         "the hosts offer 1 slot "},
         {DIST("7"), "distributed", NULL},
         {"{\"kind\":\"train\",\"model\":{\"type\":\"gpt\"},\"data\":{\"source\":\"fortunes\"},"
          "\"distributed\":{\"ranks\":2,\"algorithm\":\"ddp\",\"outer_lr\":1}}", "distributed.outer_lr", NULL},

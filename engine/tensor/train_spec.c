@@ -2,6 +2,7 @@
  * validated field by field (an error names the JSON path) with defaults filled in, and written
  * back as the stored spec. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tensor/tensor.h"
@@ -269,6 +270,19 @@ static int parse_dist(const json_t *root, pgn_train_spec *t, pgn_error *err) {
         if (parse_host(json_array_get(hosts, i), path, d->hosts[i], err)) return -1;
     }
     d->n_hosts = (int)json_array_size(hosts);
+    /* When every host says its slots, mpirun (which is not allowed to oversubscribe them) can
+     * start no more ranks than they add up to: refused now, not a launch that fails at run time.
+     * A host without slots has as many as mpirun finds cores there, known only then. */
+    long slots = 0;
+    for (int i = 0; i < d->n_hosts && slots >= 0; i++) {
+        const char *colon = strchr(d->hosts[i], ':');
+        slots = colon ? slots + atol(colon + 1) : -1;
+    }
+    if (slots >= 0 && d->ranks > slots)
+        return pgn_spec_fail(err, "distributed.ranks",
+                             "%d ranks, but the hosts offer %ld slot%s (each host's ':slots' added up): ask "
+                             "for at most %ld ranks, or give the hosts more slots",
+                             d->ranks, slots, slots == 1 ? "" : "s", slots);
     return 0;
 }
 
