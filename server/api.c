@@ -997,12 +997,32 @@ static enum MHD_Result reply_download(const pgd_request *req, struct MHD_Respons
     return r;
 }
 
-/* GET /api/v1/jobs/{id}/checkpoint: the job's checkpoint.safetensors as it is. */
+/* A checkpoint that fails the engine's checks: its error, told to the log and answered. */
+static enum MHD_Result refuse_checkpoint(const pgd_request *req, int64_t id, const pgn_error *err) {
+    fprintf(stderr, "paragond: job %lld: its checkpoint fails its checks: %s\n", (long long)id, err->message);
+    return pgd_reply_pgn_error(req, err, NULL, NULL);
+}
+
+/* The checkpoint's name in messages: its place in the data dir. */
+static void checkpoint_name(int64_t id, char *out, size_t size) {
+    snprintf(out, size, "jobs/%lld/%s", (long long)id, PGN_CHECKPOINT_FILE);
+}
+
+/* GET /api/v1/jobs/{id}/checkpoint: the job's checkpoint.safetensors as it is, once it passes the
+ * checks /weights makes (a corrupt file was served here while /weights refused it). */
 static enum MHD_Result get_checkpoint(pgd_api *api, const pgd_request *req, int64_t id) {
     struct stat st;
     enum MHD_Result reply;
     int fd = open_checkpoint(api, req, id, &st, &reply);
     if (fd < 0) return reply;
+    char name[64];
+    checkpoint_name(id, name, sizeof name);
+    pgn_error err;
+    pgn_error_clear(&err);
+    if (pgn_checkpoint_verify(name, fd, &err) < 0) {
+        close(fd);
+        return refuse_checkpoint(req, id, &err);
+    }
     struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
     if (!resp) {
         close(fd);
@@ -1022,18 +1042,14 @@ static enum MHD_Result get_weights(pgd_api *api, const pgd_request *req, int64_t
     int fd = open_checkpoint(api, req, id, &st, &reply);
     if (fd < 0) return reply;
     char name[64];
-    snprintf(name, sizeof name, "jobs/%lld/%s", (long long)id, PGN_CHECKPOINT_FILE);
+    checkpoint_name(id, name, sizeof name);
     unsigned char *bytes;
     size_t len;
     pgn_error err;
     pgn_error_clear(&err);
     int rc = pgn_weights_export(name, fd, &bytes, &len, &err);
     close(fd);
-    if (rc < 0) {
-        fprintf(stderr, "paragond: job %lld: its weights cannot be exported: %s\n", (long long)id,
-                err.message);
-        return pgd_reply_pgn_error(req, &err, NULL, NULL);
-    }
+    if (rc < 0) return refuse_checkpoint(req, id, &err);
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, bytes, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(bytes);

@@ -477,6 +477,43 @@ Test(hardening, the_checkpoint_download_serves_only_the_jobs_own_plain_file) {
     stop_server(&s);
 }
 
+/* The raw download served a checkpoint whose bytes /weights refused as corrupt: now both answer
+ * the same error, and a sound one is served whole. */
+Test(hardening, a_corrupt_checkpoint_is_refused_by_the_download_as_by_weights) {
+    server s = start_server();
+    int64_t id = submit(&s, xor_spec);
+    json_decref(wait_state(&s, id, "succeeded", JOB_TIMEOUT_MS));
+    size_t len;
+    char *sound = data_file(&s, id, &len);
+    cr_assert_not_null(sound);
+    char url[96];
+    http_response r = request(&s, "GET", job_url(url, sizeof url, id, "/checkpoint"), NULL, NULL);
+    cr_assert_eq(r.status, 200);
+    cr_assert(r.body_len == len && !memcmp(r.body, sound, len), "served whole");
+    http_response_free(&r);
+    /* one byte of the last tensor's data flipped, in place */
+    char path[700];
+    snprintf(path, sizeof path, "%s/jobs/%lld/checkpoint.safetensors", s.data, (long long)id);
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f);
+    cr_assert_eq(fseek(f, (long)len - 3, SEEK_SET), 0);
+    fputc(sound[len - 3] ^ 0x40, f);
+    cr_assert_eq(fclose(f), 0);
+    free(sound);
+    const char *subs[] = {"/checkpoint", "/weights"};
+    char *bodies[2];
+    for (int i = 0; i < 2; i++) {
+        r = request(&s, "GET", job_url(url, sizeof url, id, subs[i]), NULL, NULL);
+        assert_error(&r, 500, "checkpoint", NULL);
+        bodies[i] = strdup(r.body);
+        http_response_free(&r);
+    }
+    cr_assert_str_eq(bodies[0], bodies[1], "the same words");
+    free(bodies[0]);
+    free(bodies[1]);
+    stop_server(&s);
+}
+
 Test(hardening, metrics_counters_only_grow_and_say_build_outcomes_and_memory) {
     server s = start_server();
     int64_t id = submit(&s, "{\"kind\":\"inet\",\"device\":\"host\",\"program\":\"@main = (1 2)\"}");

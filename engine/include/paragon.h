@@ -682,6 +682,9 @@ int pgn_generate_check(const pgn_generate_spec *g, const char *checkpoint, pgn_g
 int pgn_weights_export(const char *checkpoint, int fd, unsigned char **out, size_t *len, pgn_error *err);
 /* The same written to path atomically (a temporary name, synced, renamed). */
 int pgn_weights_export_file(const char *checkpoint, const char *path, pgn_error *err);
+/* The checks pgn_weights_export makes, alone: 0 for a checkpoint it would export, else its error
+ * (fd as there). What serves a checkpoint as it is serves only one that passes them. */
+int pgn_checkpoint_verify(const char *checkpoint, int fd, pgn_error *err);
 
 /* Runs a validated job on an opened device (or the host pseudo-device when dev is NULL).
  * On success *result is a new JSON object; for train jobs it has at least accuracy, loss,

@@ -331,6 +331,14 @@ int pgn_weights_export(const char *checkpoint, int fd, unsigned char **out, size
     return 0;
 }
 
+int pgn_checkpoint_verify(const char *checkpoint, int fd, pgn_error *err) {
+    export_parts p;
+    if (export_parts_of(checkpoint, fd, &p, err)) return -1;
+    free(p.head);
+    free(p.data);
+    return 0;
+}
+
 int pgn_weights_export_file(const char *checkpoint, const char *path, pgn_error *err) {
     export_parts p;
     if (export_parts_of(checkpoint, -1, &p, err)) return -1;
