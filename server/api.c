@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -429,6 +430,28 @@ static bool key_valid(const char *key, size_t len, char *why, size_t size) {
     return true;
 }
 
+/* x as an integer when it is a real holding a whole number (5.0, 5e0), else NULL. */
+static json_t *as_integer(const json_t *x) {
+    double d = json_is_real(x) ? json_real_value(x) : 0.5;
+    return d == floor(d) && fabs(d) < 9007199254740992.0 ? json_integer((json_int_t)d) : NULL;
+}
+
+/* v with every whole number written as an integer, in place, so that a body's fingerprint follows
+ * its values, not how they were spelt: a retry sending 5.0 for 5 was told from its first try.
+ * Depth is bounded by the admission check (PGD_JSON_MAX_DEPTH). */
+static json_t *same_numbers(json_t *v) {
+    json_t *n;
+    for (void *it = json_object_iter(v); it; it = json_object_iter_next(v, it)) {
+        if ((n = as_integer(json_object_iter_value(it)))) json_object_iter_set_new(v, it, n);
+        else same_numbers(json_object_iter_value(it));
+    }
+    for (size_t i = 0; json_is_array(v) && i < json_array_size(v); i++) {
+        if ((n = as_integer(json_array_get(v, i)))) json_array_set_new(v, i, n);
+        else same_numbers(json_array_get(v, i));
+    }
+    return v;
+}
+
 /* The request's idempotency key (the Idempotency-Key header, or the body's submission_id; both
  * must then agree) into x->sub: key and, as body_sha256, the fingerprint of the body without
  * submission_id (its JSON with sorted keys, compact), so a retry with the same body is told from
@@ -468,7 +491,9 @@ static int take_submission(const pgd_request *req, json_t *root, job_extras *x, 
     snprintf(key, PGD_SUBMISSION_ID_MAX + 1, "%s", header ? header : v);
     *field = header ? PGD_IDEMPOTENCY_HEADER : "submission_id";
     if (body_key) json_object_del(root, "submission_id");
-    char *canon = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
+    json_t *same = json_deep_copy(root);
+    char *canon = same ? json_dumps(same_numbers(same), JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(same);
     if (!canon) {
         *reply = pgd_reply_error(req, PGN_E_OUT_OF_MEMORY, NULL, "out of memory");
         return -1;

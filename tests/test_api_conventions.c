@@ -52,6 +52,17 @@ Test(api_conventions, a_resubmission_with_the_same_key_answers_the_job_it_made) 
     cr_assert_eq(post_job(&s, json_headers,
                           "{\"kind\":\"inet\",\"program\":\"@main = 7\",\"submission_id\":\"run-2026-11-26/a\"}", 200),
                  id);
+    /* Numbers by their values: 5 and 5.0 (and 5e0) are the same body. */
+    const char *const key_n[] = {"Content-Type: application/json", "Idempotency-Key: numbers", NULL};
+    int64_t limited = post_job(&s, key_n, "{\"kind\":\"inet\",\"program\":\"@main = 7\",\"limits\":{\"timeout_s\":5}}", 201);
+    cr_assert_eq(post_job(&s, key_n, "{\"kind\":\"inet\",\"program\":\"@main = 7\",\"limits\":{\"timeout_s\":5.0}}", 200),
+                 limited);
+    cr_assert_eq(post_job(&s, key_n, "{\"kind\":\"inet\",\"program\":\"@main = 7\",\"limits\":{\"timeout_s\":5e0}}", 200),
+                 limited);
+    http_response other_value = request(&s, "POST", "/api/v1/jobs", key_n,
+                                        "{\"kind\":\"inet\",\"program\":\"@main = 7\",\"limits\":{\"timeout_s\":5.5}}");
+    assert_error(&other_value, 409, "conflict", "Idempotency-Key");
+    http_response_free(&other_value);
     /* Both ways at once, agreeing. */
     cr_assert_eq(post_job(&s, key_a, "{\"submission_id\":\"run-2026-11-26/a\",\"kind\":\"inet\",\"program\":\"@main = 7\"}",
                           200),
@@ -84,8 +95,8 @@ Test(api_conventions, a_resubmission_with_the_same_key_answers_the_job_it_made) 
     post_expect(&s, "{\"kind\":\"inet\",\"program\":\"@main = 8\",\"submission_id\":\"run-2026-11-26/a\"}", 409,
                 "conflict", "submission_id");
 
-    /* One job, one key in the database. */
-    cr_assert_eq(job_total(&s), 1);
+    /* One job, one key in the database (beside the numbers' one). */
+    cr_assert_eq(job_total(&s), 2);
     cr_assert_eq(count_rows(&s, "SELECT count(*) FROM submissions WHERE job_id = ?1", id), 1);
     cr_assert_eq(count_rows(&s, "SELECT count(*) FROM jobs WHERE submission_id = 'run-2026-11-26/a' AND id = ?1", id),
                  1);
