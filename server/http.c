@@ -519,6 +519,31 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
+
+static int hex_digit(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* The URL's (and each query argument's) %XX escapes decoded in place, as libmicrohttpd's own
+ * unescaper does, except %00: a NUL there ended the C string every handler reads, so
+ * "/datasets/a.idx%00.txt" reached the upload as "a.idx". Kept as the three characters, it is a
+ * '%' the name checks refuse. */
+static size_t keep_nul(void *cls, struct MHD_Connection *c, char *s) {
+    (void)cls, (void)c;
+    char *out = s;
+    for (const char *in = s; *in;) {
+        int hi = in[0] == '%' ? hex_digit(in[1]) : -1, lo = hi >= 0 ? hex_digit(in[2]) : -1;
+        if (lo >= 0 && (hi | lo)) {
+            *out++ = (char)(hi * 16 + lo);
+            in += 3;
+        } else {
+            *out++ = *in++;
+        }
+    }
+    *out = '\0';
+    return (size_t)(out - s);
+}
+
 /* ---- daemon ----------------------------------------------------------------------------- */
 
 int pgd_http_start(const char *host, uint16_t port, unsigned threads,
@@ -592,7 +617,7 @@ int pgd_http_start(const char *host, uint16_t port, unsigned threads,
         on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
         MHD_OPTION_CONNECTION_TIMEOUT, CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
         h->limits.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        h->limits.max_connections_per_ip, MHD_OPTION_END);
+        h->limits.max_connections_per_ip, MHD_OPTION_UNESCAPE_CALLBACK, keep_nul, NULL, MHD_OPTION_END);
     int saved = errno;
     freeaddrinfo(addrs);
     if (!h->daemon) {

@@ -277,6 +277,9 @@ Test(datasets, bad_names_are_refused_naming_the_rule) {
         {"two%20words.idx", "holds ' '"},
         {"semi%3Bcolon.txt", "holds ';'"},
         {"ctl%01.txt", "0x01"},
+        /* %00 ended the C string: the upload was stored as "cut.idx" */
+        {"cut.idx%00.txt", "holds '%'"},
+        {"cut%00.idx", "holds '%'"},
         {"table.csv", "no dataset extension"},
         {"archive.txt.gz", "no dataset extension"},
         {long_name, "at most 128"},
