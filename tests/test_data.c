@@ -246,6 +246,42 @@ Test(data, corrupt_idx_files_name_file_and_problem) {
     cr_assert(strstr(err.message, "train-images has 3 images"), "%s", err.message);
 }
 
+/* zlib's gzread ends a file quietly at bytes after its last member that are no member: such a
+ * file was read (and uploaded) whole. Now it is refused by the readers and by inspection alike;
+ * several members (gzip allows them) still read as one. */
+Test(data, bytes_after_a_gzip_files_members_are_refused_and_members_after_members_read) {
+    write_valid_set();
+    char path[512];
+    snprintf(path, sizeof path, "%s/test-images.gz", tmpdir);
+    FILE *f = fopen(path, "ab");
+    cr_assert_not_null(f);
+    fputs("appended", f);
+    fclose(f);
+    pgn_data_spec spec = valid_idx_spec();
+    pgn_error err = load_err(&spec);
+    cr_assert(strstr(err.message, "8 bytes after the end of its gzip data"), "%s", err.message);
+    cr_assert_str_eq(err.field, "data.test_images");
+    pgn_idx_info info;
+    cr_assert_eq(pgn_idx_inspect(path, "test-images.gz", &info, &err), -1);
+    cr_assert(strstr(err.message, "test-images.gz: 8 bytes after the end of its gzip data"), "%s", err.message);
+
+    /* the header in one member, the pixels in a second */
+    blob img = images_blob(3, 2, 2, pixels, 4);
+    for (int part = 0; part < 2; part++) {
+        gzFile g = gzopen(path, part ? "ab" : "wb");
+        cr_assert_not_null(g);
+        size_t from = part ? 16 : 0, len = part ? img.len - 16 : 16;
+        cr_assert_eq(gzwrite(g, img.bytes + from, (unsigned)len), (int)len);
+        cr_assert_eq(gzclose(g), Z_OK);
+    }
+    cr_assert_eq(pgn_idx_inspect(path, "test-images.gz", &info, &err), 0, "%s", err.message);
+    pgn_dataset train, test;
+    cr_assert_eq(pgn_dataset_load(&spec, tmpdir, &train, &test, &err), 0, "%s", err.message);
+    cr_assert_eq(test.n, 3);
+    pgn_dataset_free(&train);
+    pgn_dataset_free(&test);
+}
+
 /* A path pointed at a file that is not an idx file (a token, a key) must not make the error
  * message a way to read it: the message says what is wrong and quotes none of its bytes, neither
  * as text nor as the number its first four bytes would make. */

@@ -4,6 +4,7 @@
  * Errors quote no bytes of a file before its magic has matched: past it, the numbers they give
  * are the sizes an idx file declares, never text from a file that is not one. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,9 +22,9 @@
 #define IDX_LABELS_HEADER 8          /* magic, count */
 #define IDX_MAX_HEADER IDX_IMAGES_HEADER
 #define IDX_PIXEL_MAX 255.0f
-/* Bytes decoded per gzread: large enough that zlib inflates straight into our buffer. */
+/* Bytes read or inflated per call: large enough that zlib inflates straight into our buffer. */
 #define IDX_CHUNK (1u << 20)
-/* zlib's input buffer; its 8 KiB default costs one read() per 8 KiB. */
+/* The compressed input read per read() of a gzip file. */
 #define IDX_GZ_BUFFER (1u << 17)
 /* Deflate expands at most about 1032:1, so a .gz of S bytes cannot hold more than S times this:
  * a header that claims more is a truncated (or lying) file, found without allocating for it. */
@@ -32,7 +33,13 @@
 typedef struct {
     const char *path;
     const char *field; /* spec field to blame, or "" */
-    gzFile gz;
+    int fd;
+    bool gzip;         /* the file begins with gzip's magic: read through inflate */
+    z_stream z;        /* gzip: the member being inflated */
+    unsigned char *in; /* gzip: input read from fd, IDX_GZ_BUFFER bytes */
+    bool in_eof;       /* gzip: fd has no more bytes */
+    bool ended;        /* gzip: the last member ended where the file does */
+    bool cut;          /* gzip: the file ended inside a member */
     unsigned long long file_bytes;
     pgn_error *err;
 } idx_file;
@@ -52,7 +59,30 @@ static int idx_fail(const idx_file *f, const char *fmt, ...) {
     return -1;
 }
 
+static void idx_close(idx_file *f) {
+    if (f->gzip) inflateEnd(&f->z);
+    free(f->in);
+    if (f->fd >= 0) close(f->fd);
+    f->fd = -1;
+}
+
+/* Refills the input buffer from fd: bytes added, 0 at the end, -1 (reported) on an error. */
+static int idx_fill(idx_file *f) {
+    if (f->in_eof) return 0;
+    ssize_t n;
+    do n = read(f->fd, f->in, IDX_GZ_BUFFER);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) return idx_fail(f, "read error: %s", strerror(errno));
+    if (n == 0) f->in_eof = true;
+    f->z.next_in = f->in, f->z.avail_in = (uInt)n;
+    return n > 0;
+}
+
+/* Opens the file: plain, or gzip (one member or several, as gzip(1) writes and reads them), told
+ * by its first two bytes. zlib's own gz* reader is not used: past the last member it takes any
+ * bytes that are no member as the end of the file, and says nothing. */
 static int idx_open(idx_file *f) {
+    f->fd = -1;
     /* O_NONBLOCK: opening a FIFO must not hang a job; regular files ignore the flag. */
     int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return idx_fail(f, "cannot open: %s", strerror(errno));
@@ -66,41 +96,86 @@ static int idx_open(idx_file *f) {
         close(fd);
         return idx_fail(f, "not a regular file");
     }
+    f->fd = fd;
     f->file_bytes = (unsigned long long)st.st_size;
-    f->gz = gzdopen(fd, "rb"); /* owns fd from here: gzclose closes it */
-    if (!f->gz) {
-        close(fd);
+    unsigned char magic[2];
+    f->gzip = pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (!f->gzip) return 0;
+    f->in = malloc(IDX_GZ_BUFFER);
+    if (!f->in || inflateInit2(&f->z, 15 + 16) != Z_OK) {
+        f->gzip = false; /* nothing for inflateEnd */
+        idx_close(f);
         return idx_fail(f, "cannot allocate zlib's state");
     }
-    gzbuffer(f->gz, IDX_GZ_BUFFER);
     return 0;
+}
+
+/* At a member's end: another member follows, the file ends (f->ended), or something else does
+ * (an error naming how many bytes). 0, or -1 reported. */
+static int idx_member_end(idx_file *f) {
+    if (f->z.avail_in < 2 && !f->in_eof) { /* the next member's magic may straddle the buffer */
+        unsigned char keep = f->z.avail_in ? f->z.next_in[0] : 0;
+        uInt had = f->z.avail_in;
+        if (had) f->in[0] = keep;
+        ssize_t n;
+        do n = read(f->fd, f->in + had, IDX_GZ_BUFFER - had);
+        while (n < 0 && errno == EINTR);
+        if (n < 0) return idx_fail(f, "read error: %s", strerror(errno));
+        if (n == 0) f->in_eof = true;
+        f->z.next_in = f->in, f->z.avail_in = had + (uInt)n;
+    }
+    if (f->z.avail_in == 0 && f->in_eof) {
+        f->ended = true;
+        return 0;
+    }
+    if (f->z.avail_in >= 2 && f->z.next_in[0] == 0x1f && f->z.next_in[1] == 0x8b) {
+        inflateReset(&f->z);
+        return 0;
+    }
+    off_t at = lseek(f->fd, 0, SEEK_CUR);
+    unsigned long long left = at < 0 ? f->z.avail_in : f->file_bytes - ((unsigned long long)at - f->z.avail_in);
+    return idx_fail(f, "%llu bytes after the end of its gzip data: a gzip file holds gzip members and "
+                    "nothing else", left);
 }
 
 /* Reads up to len bytes; fewer means the file ended. -1 (reported) on a read or gzip error. */
 static long long idx_read(idx_file *f, void *buf, size_t len) {
     size_t got = 0;
-    while (got < len) {
-        unsigned want = len - got > IDX_CHUNK ? IDX_CHUNK : (unsigned)(len - got);
-        int r = gzread(f->gz, (unsigned char *)buf + got, want);
-        if (r < 0) {
-            int code;
-            const char *msg = gzerror(f->gz, &code);
-            if (code == Z_ERRNO) return idx_fail(f, "read error: %s", strerror(errno));
-            /* zlib prefixes "<fd:N>: " (we opened by descriptor); the message names the file. */
-            const char *sep = msg[0] == '<' ? strstr(msg, ": ") : NULL;
-            return idx_fail(f, "corrupt gzip data: %s", sep ? sep + 2 : msg);
+    if (!f->gzip) {
+        while (got < len) {
+            ssize_t n = read(f->fd, (unsigned char *)buf + got, len - got > IDX_CHUNK ? IDX_CHUNK : len - got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) return idx_fail(f, "read error: %s", strerror(errno));
+            if (n == 0) break;
+            got += (size_t)n;
         }
-        if (r == 0) break;
-        got += (size_t)r;
+        return (long long)got;
+    }
+    while (got < len && !f->ended && !f->cut) {
+        if (f->z.avail_in == 0) {
+            int r = idx_fill(f);
+            if (r < 0) return -1;
+            if (r == 0) { /* the input ended inside a member */
+                f->cut = true;
+                break;
+            }
+        }
+        size_t want = len - got > IDX_CHUNK ? IDX_CHUNK : len - got;
+        f->z.next_out = (unsigned char *)buf + got, f->z.avail_out = (uInt)want;
+        int r = inflate(&f->z, Z_NO_FLUSH);
+        got += want - f->z.avail_out;
+        if (r == Z_STREAM_END) {
+            if (idx_member_end(f)) return -1;
+        } else if (r != Z_OK && r != Z_BUF_ERROR) {
+            return idx_fail(f, "corrupt gzip data: %s", f->z.msg ? f->z.msg : "inflate failed");
+        }
     }
     return (long long)got;
 }
 
 /* Why a read came up short, for the truncation message. */
 static const char *idx_short_reason(idx_file *f) {
-    int code;
-    gzerror(f->gz, &code);
-    return code == Z_BUF_ERROR ? " (the gzip stream ends early)" : "";
+    return f->cut ? " (the gzip stream ends early)" : "";
 }
 
 /* Decodes the rest of the file to count its bytes (bounded: deflate's ratio caps it). */
@@ -154,7 +229,7 @@ static int idx_header(idx_file *f, uint32_t magic, uint32_t *dims, int ndims) {
 /* Before allocating for the payload the header declares: can the file hold it? A plain file's
  * size says exactly; a gzip file's size bounds what it can expand to. */
 static int idx_payload_fits(idx_file *f, const char *what, int header, unsigned long long expected) {
-    if (gzdirect(f->gz)) {
+    if (!f->gzip) {
         unsigned long long have = f->file_bytes - (unsigned long long)header;
         if (have < expected) return idx_truncated(f, what, header, expected, have);
         if (have > expected)
@@ -168,7 +243,8 @@ static int idx_payload_fits(idx_file *f, const char *what, int header, unsigned 
     return idx_truncated(f, what, header, expected, (unsigned long long)got);
 }
 
-/* After the payload: anything left means the header's counts are wrong. */
+/* After the payload: anything left means the header's counts are wrong (and reading to the end
+ * finds anything after a gzip file's members). */
 static int idx_check_end(idx_file *f, const char *what, int header, unsigned long long expected) {
     long long extra = idx_count_rest(f);
     if (extra < 0) return -1;
@@ -240,7 +316,7 @@ int pgn_idx_read_images(const char *path, const char *field, float **x, int *n, 
 done:
     free(out);
     free(chunk);
-    gzclose(f.gz); /* a read-side close only reports what the reads already did */
+    idx_close(&f);
     return rc;
 }
 
@@ -283,7 +359,7 @@ int pgn_idx_read_labels(const char *path, const char *field, int32_t **y, int *n
 done:
     free(out);
     free(bytes);
-    gzclose(f.gz);
+    idx_close(&f);
     return rc;
 }
 
@@ -331,7 +407,7 @@ int pgn_idx_inspect(const char *path, const char *name, pgn_idx_info *info, pgn_
     const char *what = images ? "images" : "labels";
     unsigned long long values;
     if (idx_check_dims(&f, images, d, &values)) goto done;
-    if (!gzdirect(f.gz)) { /* a plain file's size was exact; a gzip file's payload is counted */
+    if (!!f.gzip) { /* a plain file's size was exact; a gzip file's payload is counted */
         long long payload = idx_count_upto(&f, values);
         if (payload < 0) goto done;
         if ((unsigned long long)payload < values) {
@@ -346,9 +422,9 @@ int pgn_idx_inspect(const char *path, const char *name, pgn_idx_info *info, pgn_
     }
     info->ndims = ndims;
     for (int i = 0; i < ndims; i++) info->dims[i] = d[i];
-    info->gzip = !gzdirect(f.gz);
+    info->gzip = !!f.gzip;
     rc = 0;
 done:
-    gzclose(f.gz);
+    idx_close(&f);
     return rc;
 }
