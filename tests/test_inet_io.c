@@ -12,6 +12,7 @@
 
 #include "engine_helpers.h"
 #include "inet/inet.h"
+#include "inet/inet_net.h"
 
 static char tmp_root[] = "/tmp/paragon-test-inet-io-XXXXXX";
 
@@ -219,6 +220,46 @@ Test(inet_io, a_sleep_counts_against_the_timeout) {
     pgn_inet_result_free(&r);
     pgn_inet_book_free(book);
     free(text);
+}
+
+/* The nodes live once a program of k WRITE calls in a row has ended. */
+static uint64_t live_after_writes(int k) {
+    pgn_text t = {0};
+    pgn_text_puts(&t, PRELUDE);
+    put_string(&t, "write", "WRITE");
+    put_string(&t, "hello", "hello\n");
+    pgn_text_puts(&t, "@main = r0\n");
+    for (int i = 0; i < k; i++)
+        pgn_text_printf(&t, "  & @IO/Call ~ (@IO/MAGIC (@write ((1 @hello) ((* r%d) r%d))))\n", i + 1, i);
+    pgn_text_printf(&t, "  & @IO/Done ~ (@IO/MAGIC (0 r%d))\n", k);
+    char *text = pgn_text_take(&t), dir[512];
+    fresh_dir("writes", dir, sizeof dir);
+    pgn_inet_book *book = parse(text);
+    pgn_inet_net *n;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_inet_net_new(book, NULL, &n, &err), 0, "%s", err.message);
+    pgn_inet_net_boot(n, pgn_inet_port(PGN_INET_REF, 0), pgn_inet_net_root(n));
+    cr_assert_eq(pgn_inet_net_normalize(n, NULL, &err), 0, "%s", err.message);
+    pgn_inet_io io = {.dir = dir, .output_max = 1 << 16};
+    pgn_inet_result r = {0};
+    cr_assert_eq(pgn_inet_io_run(n, &io, NULL, &r, &err), 0, "%s", err.message);
+    cr_assert_eq(r.io_calls, (uint64_t)k);
+    cr_assert_eq(r.output_len, 6 * (size_t)k);
+    uint64_t live = pgn_inet_net_live(n);
+    pgn_inet_result_free(&r);
+    pgn_inet_net_free(n);
+    pgn_inet_book_free(book);
+    free(text);
+    return live;
+}
+
+/* The IO loop kept every call it performed (the call, its name and argument, the copies its
+ * reads expanded): 36-42 nodes a call. Now what is left at the end does not depend on how many
+ * calls were made (the counts stay HVM2's: the examples above). */
+Test(inet_io, performed_calls_leave_no_nodes_behind) {
+    uint64_t ten = live_after_writes(10), hundred = live_after_writes(100);
+    cr_assert_eq(ten, hundred, "live nodes at the end: %llu after 10 calls, %llu after 100",
+                 (unsigned long long)ten, (unsigned long long)hundred);
 }
 
 static bool always(void *ctx) {

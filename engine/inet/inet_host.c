@@ -423,6 +423,59 @@ uint32_t pgn_inet_net_node(net *n, uint32_t fst, uint32_t snd) {
 
 uint32_t pgn_inet_net_var(net *n) { return pgn_inet_port(PGN_INET_VAR, var_alloc(n)); }
 
+uint64_t pgn_inet_net_live(const net *n) { return n->live; }
+
+/* A growable list of ports (or variables) for pgn_inet_net_drop; false when out of memory. */
+typedef struct {
+    uint32_t *at;
+    size_t len, cap;
+} port_list;
+
+static bool list_push(port_list *l, uint32_t p) {
+    if (l->len == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        uint32_t *grown = realloc(l->at, cap * sizeof *grown);
+        if (!grown) return false;
+        l->at = grown, l->cap = cap;
+    }
+    l->at[l->len++] = p;
+    return true;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+void pgn_inet_net_drop(net *n, const uint32_t *roots, size_t n_roots, uint32_t keep) {
+    port_list todo = {0}, ends = {0}; /* ends: unlinked variables met, each once per end */
+    bool ok = true;
+    for (size_t r = 0; r < n_roots && ok; r++) ok = list_push(&todo, roots[r]);
+    while (ok && todo.len) {
+        uint32_t p = todo.at[--todo.len];
+        while (p != keep && pgn_inet_tag(p) == PGN_INET_VAR) {
+            uint32_t v = pgn_inet_val(p), s = n->vars[v];
+            if (s == PGN_INET_NONE) { /* its other end is elsewhere, or met later here */
+                ok = list_push(&ends, v);
+                break;
+            }
+            var_free(n, v); /* linked: what it holds came down this wire and goes with it */
+            p = s;
+        }
+        uint32_t v = pgn_inet_val(p);
+        if (p == keep || pgn_inet_tag(p) < PGN_INET_CON || v == 0) continue; /* nullary, or the scratch slot */
+        uint64_t pair = n->node[v];
+        node_free(n, v);
+        ok = list_push(&todo, pgn_inet_fst(pair)) && list_push(&todo, pgn_inet_snd(pair));
+    }
+    /* a variable with both ends in what was dropped goes too; one with an end elsewhere stays */
+    qsort(ends.at, ends.len, sizeof *ends.at, cmp_u32);
+    for (size_t i = 0; i + 1 < ends.len; i++)
+        if (ends.at[i] == ends.at[i + 1]) var_free(n, ends.at[i++]);
+    free(todo.at);
+    free(ends.at);
+}
+
 double pgn_inet_net_time_left(const net *n) {
     return n->lim.timeout_s > 0 ? n->lim.timeout_s - (pgn_now_s() - n->t0) : -1.0;
 }

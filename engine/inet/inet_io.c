@@ -61,6 +61,8 @@ typedef struct {
     pgn_inet_result *res;
     pgn_text output;      /* stdout and stderr kept, when not the process's */
     pgn_text line[2];     /* each stream's line so far, for the log */
+    uint32_t *copies;     /* the call and what expand made of REFs reading it: dropped after it */
+    size_t n_copies, cap_copies;
 } io_state;
 
 /* ---- reading the net --------------------------------------------------------------------------- */
@@ -74,18 +76,45 @@ static void normalize(io_state *s) {
     if (!s->failed && pgn_inet_net_normalize(s->net, s->hooks, s->err)) s->failed = true;
 }
 
+/* Notes a node port for drop_call (without memory it is kept: a leak, no harm). */
+static void to_drop(io_state *s, uint32_t port) {
+    if (!pgn_inet_is_node(port)) return;
+    if (s->n_copies == s->cap_copies) {
+        size_t cap = s->cap_copies ? 2 * s->cap_copies : 16;
+        uint32_t *grown = realloc(s->copies, cap * sizeof *grown);
+        if (!grown) return;
+        s->copies = grown, s->cap_copies = cap;
+    }
+    s->copies[s->n_copies++] = port;
+}
+
 /* run.c's expand: what port leads to, a REF on the way called against the root and normalized
  * (the root's own link kept). */
 static uint32_t expand(io_state *s, uint32_t port) {
     pgn_inet_net *n = s->net;
     uint32_t old = pgn_inet_net_root_get(n), got = pgn_inet_net_peek(n, port);
+    bool copied = false;
     while (pgn_inet_tag(got) == PGN_INET_REF && !s->failed) {
         pgn_inet_net_boot(n, got, pgn_inet_net_root(n));
         normalize(s);
         got = pgn_inet_net_peek(n, pgn_inet_net_root_get(n));
+        copied = true;
     }
     pgn_inet_net_root_set(n, old);
+    if (copied) to_drop(s, got); /* a copy nothing points at */
     return got;
+}
+
+/* Frees what reading and performing a call left behind: the call itself (at the root) and the
+ * copies its reads expanded, all but the continuation, which the program goes on with. HVM2's
+ * run.c keeps them: a loop of calls grew by about 40 nodes a call. */
+static void drop_call(io_state *s, uint32_t call, uint32_t continuation) {
+    to_drop(s, call);
+    size_t kept = 0; /* the continuation may be a copy itself (a REF written there) */
+    for (size_t i = 0; i < s->n_copies; i++)
+        if (s->copies[i] != continuation) s->copies[kept++] = s->copies[i];
+    pgn_inet_net_drop(s->net, s->copies, kept, continuation);
+    s->n_copies = 0;
 }
 
 static uint32_t fst_of(io_state *s, uint32_t p) { return pgn_inet_fst(pgn_inet_net_load(s->net, pgn_inet_val(p))); }
@@ -471,7 +500,9 @@ int pgn_inet_io_run(pgn_inet_net *n, const pgn_inet_io *io, const pgn_run_hooks 
     uint32_t port = pgn_inet_net_root(n);
     while (!s.failed) {
         normalize(&s);
-        ctr c = readback_ctr(&s, pgn_inet_net_peek(n, port));
+        s.n_copies = 0; /* the end state's reads are the readback's, not a call's */
+        uint32_t call = pgn_inet_net_peek(n, port);
+        ctr c = readback_ctr(&s, call);
         if (s.failed || c.n < 1 || pgn_inet_tag(c.args[0]) != PGN_INET_CON) break;
         uint64_t magic = pgn_inet_net_load(n, pgn_inet_val(c.args[0]));
         if (pgn_inet_val(pgn_inet_fst(magic)) != pgn_inet_u24(IO_MAGIC_0) ||
@@ -496,11 +527,13 @@ int pgn_inet_io_run(pgn_inet_net *n, const pgn_inet_io *io, const pgn_run_hooks 
         if (s.failed) break;
         if (!found) ret = err_name(&s);
         res->io_calls++;
+        drop_call(&s, call, c.args[3]);
         /* (ret ROOT) ~ continuation: the program goes on with the result */
         uint32_t app = pgn_inet_net_node(n, ret, pgn_inet_net_root(n));
         pgn_inet_net_boot(n, con(app), c.args[3]);
         port = pgn_inet_net_root(n);
     }
+    free(s.copies);
     for (int fd = 3; fd < FILES; fd++)
         if (s.files[fd]) fclose(s.files[fd]);
     if (s.dir >= 0) close(s.dir);

@@ -36,6 +36,14 @@ uint64_t pgn_inet_net_load(const pgn_inet_net *n, uint32_t i);
  * grow flags the net: the next normalize fails saying why. */
 uint32_t pgn_inet_net_node(pgn_inet_net *n, uint32_t fst, uint32_t snd);
 uint32_t pgn_inet_net_var(pgn_inet_net *n);
+/* Nodes live now. */
+uint64_t pgn_inet_net_live(const pgn_inet_net *n);
+/* Frees the trees at roots, which nothing else uses (the IO loop's consumed call, the copies its
+ * reads expanded), without an interaction and so without a count: their nodes, the variables
+ * both of whose ends lie in them, and what such a variable had been linked to. A variable with
+ * one end elsewhere is left as it is, as HVM2, which keeps the whole call, leaves it; the tree
+ * at keep (the continuation) is not entered. */
+void pgn_inet_net_drop(pgn_inet_net *n, const uint32_t *roots, size_t n_roots, uint32_t keep);
 
 uint64_t pgn_inet_net_interactions(const pgn_inet_net *n);
 /* Seconds left before timeout_s, or -1 when there is no timeout. */
