@@ -214,6 +214,19 @@ Test(lang, copying_a_function_that_copies_is_a_compile_error_not_a_wrong_value) 
          "line 2, column 19: 'g' is used more than once, and a function in this value copies its own 'x'"},
         {"main = let p = (1, \\y. y * y); let (a, f) = p; let (b, g) = p; (f(a), g(b))",
          "'p' is used more than once, and a function in this value copies its own 'y'"},
+        /* the function followed wherever it went: through a parameter called, an identity
+         * applied to itself, a local lambda, and into a callee that copies what it made; each
+         * read back (5, 5) for (4, 7) */
+        {"mk(k) = \\y. y * y + k\napply(f, x) = f(x)\nmain = let g = apply(mk, 3); (g(1), g(2))",
+         "line 3, column 21: 'g' is used more than once, and a function in this value copies its own 'y'"},
+        {"mk(k) = \\y. y * y + k\nid(x) = x\nmain = let g = id(id)(mk(3)); (g(1), g(2))",
+         "line 3, column 22: 'g' is used more than once, and a function in this value copies its own 'y'"},
+        {"main = let mk = \\k. \\y. y * y + k; let g = mk(3); (g(1), g(2))",
+         "line 1, column 46: 'g' is used more than once, and a function in this value copies its own 'y'"},
+        {"mk(k) = \\y. y * y + k\nh(f) = let g = f(3); (g(1), g(2))\nmain = h(mk)",
+         "line 2, column 17: 'g' is used more than once, and a function in this value copies its own 'y'"},
+        {"mk(k) = \\y. y * y + k\nh(f) = let g = f(3); (g(1), g(2))\nmain = h(mk)", "(the "
+         "function comes from the call at line 3, column 9)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         pgn_error err = {0};
@@ -231,6 +244,10 @@ Test(lang, copying_a_function_that_copies_is_a_compile_error_not_a_wrong_value) 
     check("sq(a, b) = a * a + b\nmain = let f = sq(3); f(1) * 100 + f(2)", "1011"); /* a copied before */
     check("main = let (n, f) = (3, \\y. y * y); (n + n) * 100 + f(4)", "616"); /* n is not the function */
     check("pick(n) = switch n { 0: \\x. x * 2; _: \\x. x + 1 }\nmain = let f = pick(0); f(2) * 10 + f(3)", "46");
+    /* followed the same ways, a function whose results are numbers copies nothing */
+    check("sq(x) = x * x\napply(f, x) = f(x)\nmain = let g = apply(sq, 3); g + g", "18");
+    check("sq(x) = x * x\nh(f) = let g = f(3); g + g\nmain = h(sq)", "18");
+    check("main = let mk = \\k. \\y. y + k; let g = mk(3); g(1) * 10 + g(2)", "45");
 }
 
 /* Written-out calls and values nest: 12 lines once compiled to 4^11 copies (58 s, 2.2 GB).

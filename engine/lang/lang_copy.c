@@ -10,16 +10,48 @@
  *   - such a value bound by let to a name used more than once;
  *   - a match's field so used, when the value matched carries such a function;
  *   - in each case, the function directly or anywhere the value may carry it: inside a tuple, a
- *     constructor's fields or a list, made by a call (followed into the definition), chosen by
- *     a switch or a match, or taken out of data (carried, below).
+ *     constructor's fields or a list, made by a call (followed into the function called, known
+ *     wherever it came from: a definition, a parameter, a local, another call's result), chosen
+ *     by a switch or a match, or taken out of data (carried, below);
+ *   - any of these inside a function called with functions as arguments, its body checked again
+ *     with them (check_call).
  * Uses are counted as the compiler makes them: a switch or match hands the variables a branch
  * uses to the branch taken, once, and copies inside a branch are the branch's own. */
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lang/lang.h"
+
+struct scope;
+
+/* What the check knows of a value: dup, the variable a function in it copies (see carried), or
+ * NULL; fn, the function it is when that is known (a lambda: one written in the source, with the
+ * names around it in env, or a definition's body, env NULL), so that a call of it can be
+ * followed wherever the function went (a parameter, a local, another function's result). */
+typedef struct {
+    const char *dup;
+    const pgl_expr *fn;
+    const struct scope *env;
+} val;
+
+/* A name bound around the expression being walked (shadows a definition of that name), and its
+ * value. */
+typedef struct scope {
+    const char *name;
+    val v;
+    const struct scope *up;
+} scope;
+
+/* Scopes that outlive the walk that made them (a lambda returned by a call keeps the call's
+ * parameters as its env): allocated in blocks, freed with the check. */
+typedef struct scope_block {
+    struct scope_block *next;
+    size_t used;
+    scope at[256];
+} scope_block;
 
 typedef struct {
     const pgl_program *prog;
@@ -27,14 +59,25 @@ typedef struct {
     bool *copied;        /* per definition and parameter: the function copies that parameter */
     int *n_params;       /* per definition: its leading lambdas */
     long *steps;         /* what carried may still look at for the copy being checked */
+    long *rechecks;      /* what checks of a callee's body with its arguments may still cost */
+    scope_block **blocks;
+    const pgl_expr *via; /* the call whose callee is being checked again, for messages */
 } copies;
 
-/* A name bound around the expression being walked (shadows a definition of that name), and what
- * its value carries: the variable a function in it copies (see carried), or NULL. */
-typedef struct scope {
-    const char *name, *dup;
-    const struct scope *up;
-} scope;
+/* A scope entry that lasts until the check ends (NULL without memory: then nothing is bound,
+ * which only loses knowledge). */
+static const scope *bind(const copies *cp, const char *name, val v, const scope *up) {
+    scope_block *b = *cp->blocks;
+    if (!b || b->used == sizeof b->at / sizeof *b->at) {
+        scope_block *fresh = calloc(1, sizeof *fresh);
+        if (!fresh) return up;
+        fresh->next = b;
+        *cp->blocks = b = fresh;
+    }
+    scope *e = &b->at[b->used++];
+    *e = (scope){name ? name : "", v, up};
+    return e;
+}
 
 static const scope *find(const scope *s, const char *name) {
     for (; s; s = s->up)
@@ -147,13 +190,15 @@ static const char *holds_dup(const copies *cp, const pgl_expr *e) {
 /* How deep carried follows calls into definitions (recursion ends there: a recursive function's
  * base case is met on the way down), and how many expressions it looks at for one copy (calls
  * in arguments are followed too, so a contrived program could take exponential time): past
- * either, a value is taken to carry nothing, and the run-time check is what is left. */
+ * either, a value is taken to carry nothing, and the run-time check is what is left. A call that
+ * passes functions has its callee's body checked again with them (check_call), as deep and for
+ * at most MAX_RECHECK_STEPS expressions in all. */
 #define MAX_CALL_DEPTH 8
 #define MAX_STEPS 200000L
+#define MAX_RECHECK_STEPS 2000000L
 
-static const char *carried(const copies *cp, const pgl_expr *e, const scope *s, int depth);
-static const char *field_carried(const copies *cp, const pgl_expr *v, int f, int n, const char *whole,
-                                 const scope *s, int depth);
+static val carried(const copies *cp, const pgl_expr *e, const scope *s, int depth);
+static val field_carried(const copies *cp, const pgl_expr *v, int f, int n, val whole, const scope *s, int depth);
 
 /* A variable a lambda captures whose value carries a copying function (copying the lambda copies
  * what it captured), or NULL. */
@@ -163,16 +208,16 @@ static const char *captured(const copies *cp, const pgl_expr *e, const scope *s)
     switch (e->kind) {
     case PGL_VAR: {
         const scope *b = find(s, e->name);
-        return b ? b->dup : NULL;
+        return b ? b->v.dup : NULL;
     }
     case PGL_LAM:
     case PGL_LET: {
         if (e->kind == PGL_LET && (found = captured(cp, e->a, s))) return found;
-        scope inner = {e->name, NULL, s};
+        scope inner = {e->name, {0}, s};
         return captured(cp, e->kind == PGL_LAM ? e->a : e->b, &inner);
     }
     case PGL_SWITCH: {
-        scope pred = {e->name ? e->name : "", NULL, s};
+        scope pred = {e->name ? e->name : "", {0}, s};
         return (found = captured(cp, e->a, s)) || (found = captured(cp, e->b, s)) ? found : captured(cp, e->c, &pred);
     }
     case PGL_MATCH:
@@ -181,7 +226,7 @@ static const char *captured(const copies *cp, const pgl_expr *e, const scope *s)
             scope fields[64];
             const scope *in = s;
             for (int f = 0; f < e->cases[k].n_names && f < 64; f++)
-                fields[f] = (scope){e->cases[k].names[f], NULL, in}, in = &fields[f];
+                fields[f] = (scope){e->cases[k].names[f], {0}, in}, in = &fields[f];
             found = captured(cp, e->cases[k].body, in);
         }
         return found;
@@ -192,100 +237,131 @@ static const char *captured(const copies *cp, const pgl_expr *e, const scope *s)
     }
 }
 
-/* Whether e's value may carry a function that holds a DUP of its own (a lambda, a definition's
- * name, such a thing in a tuple, constructor or list, made by a call, chosen by a switch or a
- * match, or taken out of data): the variable that function copies, or NULL. Calls are followed
- * into the definition, its parameters bound to what the arguments carry; an unknown function's
- * result is taken to carry nothing. */
-static const char *carried(const copies *cp, const pgl_expr *e, const scope *s, int depth) {
-    if (!e || --*cp->steps < 0) return NULL;
-    const char *found = NULL;
+/* Either of two values (a switch's branches, a tuple's parts): the first copying function, and a
+ * function only when both agree on it. */
+static val either(val a, val b) {
+    val v = {a.dup ? a.dup : b.dup, NULL, NULL};
+    if (a.fn && (!b.fn || (b.fn == a.fn && b.env == a.env))) v.fn = a.fn, v.env = a.env;
+    else if (!a.fn) v.fn = b.fn, v.env = b.env;
+    return v;
+}
+
+/* A function value: the lambda fn (around which env is bound). */
+static val function(const copies *cp, const pgl_expr *fn, const scope *env) {
+    const char *dup = holds_dup(cp, fn);
+    return (val){dup ? dup : captured(cp, fn, env), fn, env};
+}
+
+/* What calling f with args gives: the function's body followed with its parameters bound to
+ * what the arguments carry (curried: a body that is a lambda takes the next argument; one that
+ * computes a function is followed, and what it gives takes the rest). A function not known
+ * (a parameter of the definition being checked: its callers' calls are checked with what they
+ * pass) gives nothing known. */
+static val apply(const copies *cp, val f, const pgl_expr *const *args, int n, const scope *s, int depth) {
+    for (int i = 0; i < n;) {
+        if (!f.fn || f.fn->kind != PGL_LAM || depth >= MAX_CALL_DEPTH || *cp->steps < 0) return (val){0};
+        const scope *env = f.env;
+        const pgl_expr *body = f.fn;
+        for (; i < n && body->kind == PGL_LAM; i++, body = body->a)
+            env = bind(cp, body->name, carried(cp, args[i], s, depth), env);
+        f = carried(cp, body, env, ++depth);
+    }
+    return f;
+}
+
+/* What e's value carries, and the function it is when that is known (see val). Calls are
+ * followed into the function called, wherever it came from. */
+static val carried(const copies *cp, const pgl_expr *e, const scope *s, int depth) {
+    if (!e || --*cp->steps < 0) return (val){0};
     switch (e->kind) {
     case PGL_NUM:
     case PGL_OP:
-    case PGL_TEXT: return NULL;
-    case PGL_LIST: /* as the constructors it is made of: what any item carries */
-        for (int i = 0; i < e->n_items && !found; i++) found = carried(cp, e->items[i], s, depth);
-        return found;
+    case PGL_TEXT: return (val){0};
+    case PGL_LIST: { /* as the constructors it is made of: what any item carries */
+        val v = {0};
+        for (int i = 0; i < e->n_items && !v.dup; i++) v.dup = carried(cp, e->items[i], s, depth).dup;
+        return v;
+    }
     case PGL_VAR: {
         const scope *b = find(s, e->name);
-        if (b) return b->dup;
+        if (b) return b->v;
         int d = pgl_def_index(cp->prog, e->name);
-        if (d < 0) return NULL;
-        if (cp->n_params[d]) return holds_dup(cp, cp->prog->defs[d].body);
-        return depth < MAX_CALL_DEPTH ? carried(cp, cp->prog->defs[d].body, NULL, depth + 1) : NULL;
+        if (d < 0) return (val){0};
+        if (cp->n_params[d]) return function(cp, cp->prog->defs[d].body, NULL);
+        return depth < MAX_CALL_DEPTH ? carried(cp, cp->prog->defs[d].body, NULL, depth + 1) : (val){0};
     }
-    case PGL_LAM: return (found = holds_dup(cp, e)) ? found : captured(cp, e, s);
-    case PGL_LET: {
-        scope inner = {e->name, carried(cp, e->a, s, depth), s};
-        return carried(cp, e->b, &inner, depth);
+    case PGL_LAM: return function(cp, e, s);
+    case PGL_LET: return carried(cp, e->b, bind(cp, e->name, carried(cp, e->a, s, depth), s), depth);
+    case PGL_PAIR: {
+        val v = either(carried(cp, e->a, s, depth), carried(cp, e->b, s, depth));
+        v.fn = NULL; /* a pair is no function */
+        return v;
     }
-    case PGL_PAIR: return (found = carried(cp, e->a, s, depth)) ? found : carried(cp, e->b, s, depth);
     case PGL_SWITCH: {
-        scope pred = {e->name ? e->name : "", NULL, s};
-        return (found = carried(cp, e->b, s, depth)) ? found : carried(cp, e->c, &pred, depth);
+        const scope *pred = bind(cp, e->name, (val){0}, s);
+        return either(carried(cp, e->b, s, depth), carried(cp, e->c, pred, depth));
     }
     case PGL_MATCH: {
-        const char *whole = carried(cp, e->a, s, depth); /* fields carry what the value did */
+        val whole = carried(cp, e->a, s, depth); /* fields carry what the value did */
+        whole.fn = NULL;
         bool tuple = !strcmp(e->cases[0].ctor, "%tuple");
-        for (int k = 0; k < e->n_cases && !found; k++) {
-            scope fields[64];
+        val v = {0};
+        for (int k = 0; k < e->n_cases; k++) {
             const scope *in = s;
             int n = e->cases[k].n_names;
-            for (int f = 0; f < n && f < 64; f++) {
-                const char *dup = tuple ? field_carried(cp, e->a, f, n, whole, s, depth) : whole;
-                fields[f] = (scope){e->cases[k].names[f], dup, in}, in = &fields[f];
-            }
-            found = carried(cp, e->cases[k].body, in, depth);
+            for (int f = 0; f < n && f < 64; f++)
+                in = bind(cp, e->cases[k].names[f], tuple ? field_carried(cp, e->a, f, n, whole, s, depth) : whole, in);
+            val b = carried(cp, e->cases[k].body, in, depth);
+            v = k ? either(v, b) : b;
         }
-        return found;
+        return v;
     }
     case PGL_APP: {
         const pgl_expr *args[MAX_ARGS];
         int n = 0;
         const pgl_expr *head = call_parts(e, args, &n);
-        if (!head || head->kind != PGL_VAR || find(s, head->name)) return NULL;
-        int d = pgl_def_index(cp->prog, head->name);
-        if (d < 0 || n > cp->n_params[d]) return NULL;
-        if (pgl_ctor_type(cp->prog, head->name, NULL)) {
-            for (int i = 0; i < n && !found; i++) found = carried(cp, args[i], s, depth);
-            return found;
+        if (!head) return (val){0};
+        if (head->kind == PGL_VAR && !find(s, head->name) && pgl_ctor_type(cp->prog, head->name, NULL)) {
+            val v = {0}; /* data: what its fields carry */
+            for (int i = 0; i < n && !v.dup; i++) v.dup = carried(cp, args[i], s, depth).dup;
+            return v;
         }
-        if (depth >= MAX_CALL_DEPTH) return NULL;
-        /* the definition's body (or, applied to fewer arguments, the lambda left) with its
-         * parameters bound to what the arguments carry */
-        scope params[MAX_ARGS];
-        const scope *in = NULL;
-        const pgl_expr *rest = cp->prog->defs[d].body;
-        for (int i = 0; i < n; i++, rest = rest->a)
-            params[i] = (scope){rest->name, carried(cp, args[i], s, depth), in}, in = &params[i];
-        return carried(cp, rest, in, depth + 1);
+        return apply(cp, carried(cp, head, s, depth), args, n, s, depth);
     }
     }
-    return NULL;
+    return (val){0};
 }
 
 /* What field f of n of a match on v carries: a tuple written out, (a, (b, c)), gives each field
  * its own part; otherwise each field may carry what the whole value does. */
-static const char *field_carried(const copies *cp, const pgl_expr *v, int f, int n, const char *whole,
-                                 const scope *s, int depth) {
+static val field_carried(const copies *cp, const pgl_expr *v, int f, int n, val whole, const scope *s, int depth) {
     for (int i = 0; i < f && v->kind == PGL_PAIR; i++) v = v->b;
     if (v->kind != PGL_PAIR) return whole;
     return carried(cp, f + 1 < n ? v->a : v, s, depth);
 }
 
-__attribute__((format(printf, 4, 5))) static int fail(pgn_error *err, const pgl_expr *at, bool *failed,
-                                                      const char *fmt, ...) {
+__attribute__((format(printf, 4, 5))) static void error_at(pgn_error *err, int line, int col, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    pgl_error_at(err, at->line, at->col, fmt, ap);
+    pgl_error_at(err, line, col, fmt, ap);
     va_end(ap);
-    *failed = true;
+}
+
+__attribute__((format(printf, 4, 5))) static int fail(const copies *cp, pgn_error *err, const pgl_expr *at,
+                                                      const char *fmt, ...) {
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    char via[80] = "";
+    if (cp->via) snprintf(via, sizeof via, " (the function comes from the call at line %d, column %d)", cp->via->line, cp->via->col);
+    error_at(err, at->line, at->col, "%s%s", msg, via);
     return -1;
 }
 
 /* carried, for one copy the check looks at: with a fresh budget of steps. */
-static const char *carried_at(const copies *cp, const pgl_expr *e, const scope *s) {
+static val carried_at(const copies *cp, const pgl_expr *e, const scope *s) {
     *cp->steps = MAX_STEPS;
     return carried(cp, e, s, 0);
 }
@@ -295,29 +371,52 @@ static const char *what(const pgl_expr *v) {
     return v->kind == PGL_LAM || v->kind == PGL_VAR ? "this function" : "a function in this value";
 }
 
-static int check(const copies *cp, const pgl_expr *e, const scope *s, pgn_error *err);
+static int check(const copies *cp, const pgl_expr *e, const scope *s, int depth, pgn_error *err);
 
-static int check_bound(const copies *cp, const pgl_expr *e, const char *name, const char *dup, const scope *s,
+static int check_bound(const copies *cp, const pgl_expr *e, const char *name, val v, const scope *s, int depth,
                        pgn_error *err) {
-    scope inner = {name ? name : "", dup, s};
-    return check(cp, e, &inner, err);
+    scope inner = {name ? name : "", v, s};
+    return check(cp, e, &inner, depth, err);
 }
 
-static int check(const copies *cp, const pgl_expr *e, const scope *s, pgn_error *err) {
+/* A call that passes a function, checked again inside the function called, its parameters
+ * bound to what the arguments carry: a copy there of something made from them (h(f) = let g =
+ * f(3); (g(1), g(2)), called as h(mk)) is a copy of what this call passed. */
+static int check_call(const copies *cp, const pgl_expr *call, val f, const pgl_expr *const *args, int n,
+                      const scope *s, int depth, pgn_error *err) {
+    if (!f.fn || f.fn->kind != PGL_LAM || depth >= MAX_CALL_DEPTH || *cp->rechecks < 0) return 0;
+    bool passes = false;
+    val vals[MAX_ARGS];
+    for (int i = 0; i < n; i++) {
+        *cp->steps = MAX_STEPS;
+        vals[i] = carried(cp, args[i], s, 0);
+        passes |= vals[i].dup != NULL || vals[i].fn != NULL;
+    }
+    if (!passes) return 0;
+    const scope *env = f.env;
+    const pgl_expr *body = f.fn;
+    for (int i = 0; i < n && body->kind == PGL_LAM; i++, body = body->a) env = bind(cp, body->name, vals[i], env);
+    copies inner = *cp;
+    if (!inner.via) inner.via = call;
+    return check(&inner, body, env, depth + 1, err);
+}
+
+static int check(const copies *cp, const pgl_expr *e, const scope *s, int depth, pgn_error *err) {
     if (!e) return 0;
-    bool failed = false;
+    if (depth && --*cp->rechecks < 0) return 0; /* a check again inside a callee: bounded in all */
     switch (e->kind) {
     case PGL_NUM:
-    case PGL_VAR: return 0;
-    case PGL_LAM: return check_bound(cp, e->a, e->name, NULL, s, err);
+    case PGL_VAR:
+    case PGL_TEXT: return 0;
+    case PGL_LAM: return check_bound(cp, e->a, e->name, (val){0}, s, depth, err);
     case PGL_LET: {
-        const char *dup = carried_at(cp, e->a, s);
-        if (dup && copies_var(cp, e->b, e->name))
-            return fail(err, e->a, &failed,
+        val v = carried_at(cp, e->a, s);
+        if (v.dup && copies_var(cp, e->b, e->name))
+            return fail(cp, err, e->a,
                         "'%s' is used more than once, and %s copies its own '%s': HVM2's one duplicator "
                         "label cannot copy it (write it out at each use)",
-                        e->name, what(e->a), dup);
-        return check(cp, e->a, s, err) || check_bound(cp, e->b, e->name, dup, s, err) ? -1 : 0;
+                        e->name, what(e->a), v.dup);
+        return check(cp, e->a, s, depth, err) || check_bound(cp, e->b, e->name, v, s, depth, err) ? -1 : 0;
     }
     case PGL_APP: {
         const pgl_expr *args[MAX_ARGS];
@@ -325,31 +424,36 @@ static int check(const copies *cp, const pgl_expr *e, const scope *s, pgn_error 
         const pgl_expr *head = call_parts(e, args, &n);
         int d = head && head->kind == PGL_VAR && !find(s, head->name) ? pgl_def_index(cp->prog, head->name) : -1;
         for (int i = 0; d >= 0 && i < n && i < cp->n_params[d]; i++) {
-            const char *dup = cp->copied[cp->first[d] + i] ? carried_at(cp, args[i], s) : NULL;
+            const char *dup = cp->copied[cp->first[d] + i] ? carried_at(cp, args[i], s).dup : NULL;
             if (!dup) continue;
             const pgl_expr *p = cp->prog->defs[d].body;
             for (int k = 0; k < i; k++) p = p->a;
-            return fail(err, args[i], &failed,
+            return fail(cp, err, args[i],
                         "'%s' copies its parameter '%s', and %s copies its own '%s': HVM2's one "
                         "duplicator label cannot copy it (pass a function that uses each variable once)",
                         head->name, p->name, what(args[i]), dup);
         }
-        return check(cp, e->a, s, err) || check(cp, e->b, s, err) ? -1 : 0;
+        if (head && !(d >= 0 && pgl_ctor_type(cp->prog, head->name, NULL))) {
+            val f = carried_at(cp, head, s);
+            if (check_call(cp, e, f, args, n, s, depth, err)) return -1;
+        }
+        return check(cp, e->a, s, depth, err) || check(cp, e->b, s, depth, err) ? -1 : 0;
     }
     case PGL_OP:
-    case PGL_PAIR: return check(cp, e->a, s, err) || check(cp, e->b, s, err) ? -1 : 0;
+    case PGL_PAIR: return check(cp, e->a, s, depth, err) || check(cp, e->b, s, depth, err) ? -1 : 0;
     case PGL_LIST:
         for (int i = 0; i < e->n_items; i++)
-            if (check(cp, e->items[i], s, err)) return -1;
+            if (check(cp, e->items[i], s, depth, err)) return -1;
         return 0;
-    case PGL_TEXT: return 0;
     case PGL_SWITCH:
-        return check(cp, e->a, s, err) || check(cp, e->b, s, err) || check_bound(cp, e->c, e->name, NULL, s, err)
+        return check(cp, e->a, s, depth, err) || check(cp, e->b, s, depth, err) ||
+                       check_bound(cp, e->c, e->name, (val){0}, s, depth, err)
                    ? -1
                    : 0;
     case PGL_MATCH: {
-        if (check(cp, e->a, s, err)) return -1;
-        const char *whole = carried_at(cp, e->a, s);
+        if (check(cp, e->a, s, depth, err)) return -1;
+        val whole = carried_at(cp, e->a, s);
+        whole.fn = NULL;
         bool tuple = !strcmp(e->cases[0].ctor, "%tuple");
         for (int k = 0; k < e->n_cases; k++) {
             const pgl_case *c = &e->cases[k];
@@ -357,15 +461,15 @@ static int check(const copies *cp, const pgl_expr *e, const scope *s, pgn_error 
             const scope *in = s;
             for (int f = 0; f < c->n_names && f < 64; f++) {
                 *cp->steps = MAX_STEPS;
-                const char *dup = tuple ? field_carried(cp, e->a, f, c->n_names, whole, s, 0) : whole;
-                if (dup && copies_var(cp, c->body, c->names[f]))
-                    return fail(err, e->a, &failed,
+                val v = tuple ? field_carried(cp, e->a, f, c->n_names, whole, s, 0) : whole;
+                if (v.dup && copies_var(cp, c->body, c->names[f]))
+                    return fail(cp, err, e->a,
                                 "'%s' is used more than once, and a function in this value copies its own "
                                 "'%s': HVM2's one duplicator label cannot copy it (write it out at each use)",
-                                c->names[f], dup);
-                fields[f] = (scope){c->names[f], dup, in}, in = &fields[f];
+                                c->names[f], v.dup);
+                fields[f] = (scope){c->names[f], v, in}, in = &fields[f];
             }
-            if (check(cp, c->body, in, err)) return -1;
+            if (check(cp, c->body, in, depth, err)) return -1;
         }
         return 0;
     }
@@ -374,8 +478,10 @@ static int check(const copies *cp, const pgl_expr *e, const scope *s, pgn_error 
 }
 
 int pgl_check_copies(const pgl_program *p, pgn_error *err) {
-    long steps = 0;
-    copies cp = {.prog = p, .steps = &steps, .first = calloc((size_t)p->n_defs + 1, sizeof(int)),
+    long steps = 0, rechecks = MAX_RECHECK_STEPS;
+    scope_block *blocks = NULL;
+    copies cp = {.prog = p, .steps = &steps, .rechecks = &rechecks, .blocks = &blocks,
+                 .first = calloc((size_t)p->n_defs + 1, sizeof(int)),
                  .n_params = calloc((size_t)p->n_defs + 1, sizeof(int))};
     int total = 0;
     for (int d = 0; cp.first && cp.n_params && d < p->n_defs; d++) {
@@ -402,7 +508,12 @@ int pgl_check_copies(const pgl_program *p, pgn_error *err) {
         }
     }
     int rc = 0;
-    for (int d = 0; d < p->n_defs && !rc; d++) rc = check(&cp, p->defs[d].body, NULL, err);
+    for (int d = 0; d < p->n_defs && !rc; d++) rc = check(&cp, p->defs[d].body, NULL, 0, err);
+    while (blocks) {
+        scope_block *next = blocks->next;
+        free(blocks);
+        blocks = next;
+    }
     free(cp.first), free(cp.n_params), free(cp.copied);
     return rc;
 }

@@ -59,7 +59,7 @@ static void line_col(reader *r, size_t pos, int *line, int *col) {
 }
 
 void pgl_error_at(pgn_error *err, int line, int col, const char *fmt, va_list ap) {
-    char msg[200];
+    char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     pgn_error_set(err, PGN_E_INVALID_PROGRAM, "program", "line %d, column %d: %s", line, col, msg);
 }
