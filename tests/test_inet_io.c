@@ -200,15 +200,20 @@ Test(inet_io, the_output_is_bounded_and_stdin_is_empty) {
     free(text);
 }
 
-Test(inet_io, a_sleep_counts_against_the_timeout) {
+/* A program that sleeps about 10 s: 2^24 + 0 ns x 600, (hi lo) = (600 0). Its text in *text. */
+static pgn_inet_book *sleeper(char **text) {
     pgn_text t = {0};
     pgn_text_puts(&t, PRELUDE);
     put_string(&t, "sleep", "SLEEP");
-    /* 2^24 + 0 ns x 600 = about 10 s: (hi lo) = (600 0) */
     pgn_text_puts(&t, "@main = r0 & @IO/Call ~ (@IO/MAGIC (@sleep ((600 0) ((* r1) r0)))) & @IO/Done ~ (@IO/MAGIC (1 r1))\n");
-    char *text = pgn_text_take(&t), dir[512];
+    *text = pgn_text_take(&t);
+    return parse(*text);
+}
+
+Test(inet_io, a_sleep_counts_against_the_timeout) {
+    char *text, dir[512];
     fresh_dir("sleep", dir, sizeof dir);
-    pgn_inet_book *book = parse(text);
+    pgn_inet_book *book = sleeper(&text);
     pgn_inet_result r;
     pgn_error err = {0};
     double t0 = pgn_now_s();
@@ -270,13 +275,9 @@ static bool always(void *ctx) {
 /* One nanosleep of the whole made a SLEEP deaf to a cancel and to paragond's shutdown: now it
  * sleeps in slices and asks between them. */
 Test(inet_io, a_sleep_ends_when_the_run_is_asked_to_stop) {
-    pgn_text t = {0};
-    pgn_text_puts(&t, PRELUDE);
-    put_string(&t, "sleep", "SLEEP");
-    pgn_text_puts(&t, "@main = r0 & @IO/Call ~ (@IO/MAGIC (@sleep ((600 0) ((* r1) r0)))) & @IO/Done ~ (@IO/MAGIC (1 r1))\n");
-    char *text = pgn_text_take(&t), dir[512];
+    char *text, dir[512];
     fresh_dir("sleep_stop", dir, sizeof dir);
-    pgn_inet_book *book = parse(text);
+    pgn_inet_book *book = sleeper(&text);
     pgn_inet_io io = {.dir = dir, .output_max = 1 << 16};
     pgn_inet_limits lim = {0}; /* no timeout: only the stop ends the 10 s sleep */
     pgn_run_hooks hooks = {.should_stop = always};

@@ -88,6 +88,14 @@ static unsigned count(gen *g) {
 
 static void expr(gen *g, int depth);
 
+/* open n times, an expression, close n times: calls or parentheses inside each other */
+static void nested(gen *g, int depth, const char *open, const char *close) {
+    unsigned n = count(g) + 1;
+    for (unsigned i = 0; i < n; i++) fputs(open, g->out);
+    expr(g, depth + 1);
+    for (unsigned i = 0; i < n; i++) fputs(close, g->out);
+}
+
 static void atom(gen *g) {
     static const char *const names[] = {"x", "y", "n", "f", "main", "g", "Nil", "Cons", "h"};
     switch (pick(g, 3)) {
@@ -110,12 +118,7 @@ static void expr(gen *g, int depth) {
         atom(g);
         for (unsigned i = 0; i < n && g->budget-- > 0; i++) fprintf(g->out, " %s ", ops[pick(g, 10)]), atom(g);
         break;
-    case 1: /* calls inside calls */
-        n = count(g) + 1;
-        for (unsigned i = 0; i < n; i++) fputs("g(", g->out);
-        expr(g, depth + 1);
-        for (unsigned i = 0; i < n; i++) fputs(")", g->out);
-        break;
+    case 1: nested(g, depth, "g(", ")"); break;
     case 2: /* a list */
         n = count(g);
         fputs("[", g->out);
@@ -148,12 +151,7 @@ static void expr(gen *g, int depth) {
         break;
     case 7: fputs("(", g->out), expr(g, depth + 1), fputs(", ", g->out), expr(g, depth + 1), fputs(")", g->out); break;
     case 8: fputs("f(", g->out), expr(g, depth + 1), fputs(", ", g->out), expr(g, depth + 1), fputs(")", g->out); break;
-    case 9: /* parentheses inside parentheses */
-        n = count(g) + 1;
-        for (unsigned i = 0; i < n; i++) fputs("(", g->out);
-        expr(g, depth + 1);
-        for (unsigned i = 0; i < n; i++) fputs(")", g->out);
-        break;
+    case 9: nested(g, depth, "(", ")"); break;
     case 10: fputs("\\y. ", g->out), expr(g, depth + 1); break;
     default: atom(g); break;
     }
