@@ -227,6 +227,17 @@ Test(lang, copying_a_function_that_copies_is_a_compile_error_not_a_wrong_value) 
          "line 2, column 17: 'g' is used more than once, and a function in this value copies its own 'y'"},
         {"mk(k) = \\y. y * y + k\nh(f) = let g = f(3); (g(1), g(2))\nmain = h(mk)", "(the "
          "function comes from the call at line 3, column 9)"},
+        /* taken out of data, and chosen among several, then called (each read back (5, 5)) */
+        {"mk(k) = \\y. y * y + k\nmk2(k) = mk(k)\nhd(l) = match l { Nil: \\x. x; Cons(h, t): h }\n"
+         "main = let f = hd([mk2]); let g = f(3); (g(1), g(2))",
+         "line 4, column 36: 'g' is used more than once, and a function in this value copies its own 'y'"},
+        {"mk(k) = \\y. y * y + k\nsq(k) = \\y. y + k\npick(n) = switch n { 0: sq; _: mk }\n"
+         "main = let g = pick(1)(3); (g(1), g(2))",
+         "line 4, column 23: 'g' is used more than once, and a function in this value copies its own 'y'"},
+        /* one of more functions than the check keeps apart: what calling it gives is not known */
+        {"a(k) = k\nb(k) = k + 1\nc(k) = k + 2\nd(k) = k + 3\ne(k) = \\y. y * y + k\n"
+         "pick(n) = switch n { 0: a; 1: b; 2: c; 3: d; _: e }\nmain = let g = pick(4)(3); (g(1), g(2))",
+         "line 7, column 23: 'g' is used more than once, and the check cannot tell what this value holds"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         pgn_error err = {0};
@@ -248,6 +259,8 @@ Test(lang, copying_a_function_that_copies_is_a_compile_error_not_a_wrong_value) 
     check("sq(x) = x * x\napply(f, x) = f(x)\nmain = let g = apply(sq, 3); g + g", "18");
     check("sq(x) = x * x\nh(f) = let g = f(3); g + g\nmain = h(sq)", "18");
     check("main = let mk = \\k. \\y. y + k; let g = mk(3); g(1) * 10 + g(2)", "45");
+    check("inc(k) = k + 1\nsq(k) = k * k\npick(n) = switch n { 0: inc; _: sq }\nmain = let g = pick(1)(3); g + g", "18");
+    check("hd(l) = match l { Nil: 0; Cons(h, t): h }\nmain = let x = hd([\\y. y + 1])(4); x * x", "25");
 }
 
 /* Written-out calls and values nest: 12 lines once compiled to 4^11 copies (58 s, 2.2 GB).

@@ -10,11 +10,14 @@
  *   - such a value bound by let to a name used more than once;
  *   - a match's field so used, when the value matched carries such a function;
  *   - in each case, the function directly or anywhere the value may carry it: inside a tuple, a
- *     constructor's fields or a list, made by a call (followed into the function called, known
- *     wherever it came from: a definition, a parameter, a local, another call's result), chosen
- *     by a switch or a match, or taken out of data (carried, below);
+ *     constructor's fields or a list, made by a call (followed into each function the callee may
+ *     be, known wherever it came from: a definition, a parameter, a local, data, a switch; a
+ *     definition's calls summarised by the kinds of values passed, to a fixed point when it
+ *     recurses), chosen by a switch or a match, or taken out of data (carried, below);
  *   - any of these inside a function called with functions as arguments, its body checked again
- *     with them (check_call).
+ *     with them (check_call);
+ *   - and what the check cannot follow (too many functions, too deep, past its budget) is refused
+ *     where it is copied, rather than taken to carry nothing.
  * Uses are counted as the compiler makes them: a switch or match hands the variables a branch
  * uses to the branch taken, once, and copies inside a branch are the branch's own. */
 #include <stdarg.h>
@@ -27,15 +30,34 @@
 
 struct scope;
 
+typedef struct held_dup {
+    const char *dup;
+    bool known;
+} held_dup;
+
 /* What the check knows of a value: dup, the variable a function in it copies (see carried), or
  * NULL; fn, the function it is when that is known (a lambda: one written in the source, with the
  * names around it in env, or a definition's body, env NULL), so that a call of it can be
- * followed wherever the function went (a parameter, a local, another function's result). */
+ * followed wherever the function went (a parameter, a local, another function's result). A
+ * parameter of the definition being checked is known as nothing: the calls of that definition
+ * are checked again with what they pass (check_call). */
+/* The functions a value may be, when known: at most this many (a switch choosing among a
+ * few, a data type's Scott encodings); past them it is opaque. */
+#define FN_MAX 4
+
 typedef struct {
     const char *dup;
-    const pgl_expr *fn;
-    const struct scope *env;
+    const pgl_expr *fn[FN_MAX]; /* each a lambda, its names in env[i] (a definition's body: NULL) */
+    const struct scope *env[FN_MAX];
+    int n_fn;
+    bool unsure; /* the check lost track of it (past its limits, an unknown function's result): it
+                  * may hold a copying function, and copying it cannot be proved safe */
+    bool opaque; /* it may be a function the check does not know: what calling it gives is unsure */
+    bool data;   /* a tuple, list or constructor: fn lists the functions its fields may be */
 } val;
+
+/* A value the check lost track of. */
+static const val UNSURE = {.unsure = true};
 
 /* A name bound around the expression being walked (shadows a definition of that name), and its
  * value. */
@@ -63,7 +85,26 @@ typedef struct {
     long *rechecks;      /* what checks of a callee's body with its arguments may still cost */
     scope_block **blocks;
     const pgl_expr *via; /* the call whose callee is being checked again, for messages */
+    const struct recheck *stack; /* the callees being checked again now */
+    struct summary **summaries;  /* what calls of definitions give, by what they are passed */
+    long *busy_uses;             /* values of summaries still being computed taken so far, in all */
+    struct held_dup *held;       /* per definition: holds_dup of its body, once known */
 } copies;
+
+/* What a call of a definition gives, for what kinds of values it is passed (their functions and
+ * copies, not where they were made): computed once, to a fixed point when the definition calls
+ * itself (each recursive call meanwhile gives the value so far, and the body is followed again
+ * until it no longer changes), so that recursion costs no depth and loses nothing. */
+typedef struct summary {
+    struct summary *next;
+    const pgl_expr *fn;
+    int n;
+    bool busy, done; /* being computed now; computed, the result standing */
+    bool checked;    /* its body checked again with such arguments (check_call), and passed */
+    long uses;       /* while busy: recursive calls that took its value so far */
+    val result;
+    val args[];
+} summary;
 
 /* A scope entry that lasts until the check ends (NULL without memory: then nothing is bound,
  * which only loses knowledge). */
@@ -194,7 +235,7 @@ static const char *holds_dup(const copies *cp, const pgl_expr *e) {
  * either, a value is taken to carry nothing, and the run-time check is what is left. A call that
  * passes functions has its callee's body checked again with them (check_call), as deep and for
  * at most MAX_RECHECK_STEPS expressions in all. */
-#define MAX_CALL_DEPTH 8
+#define MAX_CALL_DEPTH 16
 #define MAX_STEPS 200000L
 #define MAX_RECHECK_STEPS 2000000L
 /* ... and in all, for the whole program: the examples take at most 226,366 (sort_radix.pgl;
@@ -204,15 +245,15 @@ static const char *holds_dup(const copies *cp, const pgl_expr *e) {
 static val carried(const copies *cp, const pgl_expr *e, const scope *s, int depth);
 static val field_carried(const copies *cp, const pgl_expr *v, int f, int n, val whole, const scope *s, int depth);
 
-/* A variable a lambda captures whose value carries a copying function (copying the lambda copies
- * what it captured), or NULL. */
-static const char *captured(const copies *cp, const pgl_expr *e, const scope *s) {
+/* A variable a lambda captures whose value carries a copying function, or one the check lost
+ * track of (copying the lambda copies what it captured): its binding, or NULL. */
+static const scope *captured(const copies *cp, const pgl_expr *e, const scope *s) {
     if (!e) return NULL;
-    const char *found = NULL;
+    const scope *found = NULL;
     switch (e->kind) {
     case PGL_VAR: {
         const scope *b = find(s, e->name);
-        return b ? b->v.dup : NULL;
+        return b && (b->v.dup || b->v.unsure) ? b : NULL;
     }
     case PGL_LAM:
     case PGL_LET: {
@@ -241,49 +282,173 @@ static const char *captured(const copies *cp, const pgl_expr *e, const scope *s)
     }
 }
 
-/* Either of two values (a switch's branches, a tuple's parts): the first copying function, and a
- * function only when both agree on it. */
+/* Adds b's functions to a's: false when they do not fit. */
+static bool add_fns(val *a, const val *b) {
+    for (int i = 0; i < b->n_fn; i++) {
+        bool have = false;
+        for (int j = 0; j < a->n_fn && !have; j++) have = a->fn[j] == b->fn[i] && a->env[j] == b->env[i];
+        if (have) continue;
+        if (a->n_fn == FN_MAX) return false;
+        a->fn[a->n_fn] = b->fn[i], a->env[a->n_fn++] = b->env[i];
+    }
+    return true;
+}
+
+/* Either of two values (a switch's branches, a recursive call's rounds): what either carries,
+ * and any of their functions. */
 static val either(val a, val b) {
-    val v = {a.dup ? a.dup : b.dup, NULL, NULL};
-    if (a.fn && (!b.fn || (b.fn == a.fn && b.env == a.env))) v.fn = a.fn, v.env = a.env;
-    else if (!a.fn) v.fn = b.fn, v.env = b.env;
+    val v = a;
+    v.dup = a.dup ? a.dup : b.dup;
+    v.unsure = a.unsure || b.unsure, v.opaque = a.opaque || b.opaque, v.data = a.data && b.data;
+    if (!add_fns(&v, &b)) v.opaque = true, v.n_fn = 0;
     return v;
 }
 
-/* A function value: the lambda fn (around which env is bound). */
-static val function(const copies *cp, const pgl_expr *fn, const scope *env) {
-    const char *dup = holds_dup(cp, fn);
-    return (val){dup ? dup : captured(cp, fn, env), fn, env};
+/* Data made of two values (a tuple, a list, a constructor's fields): what either carries; a field
+ * taken out of it may be any function either may be. */
+static val data(val a, val b) {
+    val v = either(a, b);
+    v.data = true;
+    return v;
 }
+
+/* The same kind of value: what it carries and the functions it may be (not the names bound
+ * around them: a recursive definition's rounds bind them anew). */
+static bool same_kind(const val *a, const val *b) {
+    if (a->dup != b->dup || a->unsure != b->unsure || a->opaque != b->opaque || a->data != b->data || a->n_fn != b->n_fn)
+        return false;
+    for (int i = 0; i < a->n_fn; i++) {
+        bool have = false;
+        for (int j = 0; j < b->n_fn && !have; j++) have = a->fn[i] == b->fn[j];
+        if (!have) return false;
+    }
+    return true;
+}
+
+static bool same_kinds(const val *a, const val *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (!same_kind(&a[i], &b[i])) return false;
+    return true;
+}
+
+/* holds_dup of a definition's body, worked out once (a definition of many parameters costs
+ * their count times its size: 2,044 parameters took a second, asked at every use). */
+static const char *definition_holds_dup(const copies *cp, const pgl_expr *body) {
+    for (int d = 0; d < cp->prog->n_defs; d++)
+        if (cp->prog->defs[d].body == body) {
+            if (!cp->held[d].known) cp->held[d] = (held_dup){holds_dup(cp, body), true};
+            return cp->held[d].dup;
+        }
+    return holds_dup(cp, body);
+}
+
+/* A function value: the lambda fn (around which env is bound; a definition's body: NULL). */
+static val function(const copies *cp, const pgl_expr *fn, const scope *env) {
+    const char *dup = env ? holds_dup(cp, fn) : definition_holds_dup(cp, fn);
+    const scope *b = dup ? NULL : captured(cp, fn, env);
+    return (val){.dup = dup ? dup : b ? b->v.dup : NULL, .fn = {fn}, .env = {env}, .n_fn = 1, .unsure = b && b->v.unsure};
+}
+
+/* The summary of calls of the definition whose body is fn, passed vals. */
+static summary *summary_of(const copies *cp, const pgl_expr *fn, const val *vals, int n) {
+    for (summary *m = *cp->summaries; m; m = m->next)
+        if (m->fn == fn && m->n == n && same_kinds(m->args, vals, n)) return m;
+    summary *m = calloc(1, sizeof *m + (size_t)n * sizeof *vals);
+    if (!m) return NULL;
+    m->fn = fn, m->n = n;
+    for (int i = 0; i < n; i++) m->args[i] = vals[i];
+    m->next = *cp->summaries;
+    *cp->summaries = m;
+    return m;
+}
+
+/* Rounds of following a recursive definition's body before its summary is taken as unsure. */
+#define MAX_SUMMARY_ROUNDS 8
 
 /* What calling f with args gives: the function's body followed with its parameters bound to
  * what the arguments carry (curried: a body that is a lambda takes the next argument; one that
  * computes a function is followed, and what it gives takes the rest). A function not known
  * (a parameter of the definition being checked: its callers' calls are checked with what they
  * pass) gives nothing known. */
-static val apply(const copies *cp, val f, const pgl_expr *const *args, int n, const scope *s, int depth) {
-    for (int i = 0; i < n;) {
-        if (!f.fn || f.fn->kind != PGL_LAM || depth >= MAX_CALL_DEPTH || *cp->steps < 0 || *cp->total < 0) return (val){0};
-        const scope *env = f.env;
-        const pgl_expr *body = f.fn;
-        for (; i < n && body->kind == PGL_LAM; i++, body = body->a)
-            env = bind(cp, body->name, carried(cp, args[i], s, depth), env);
-        f = carried(cp, body, env, ++depth);
+static val apply(const copies *cp, val f, const pgl_expr *const *args, int n, const scope *s, int depth);
+
+/* Calling the lambda fn (env around it) with args: as many as it takes are bound to what they
+ * carry, its body followed (a definition's through its summary), and what that gives takes the
+ * rest. */
+static val apply_one(const copies *cp, const pgl_expr *fn, const scope *env, const pgl_expr *const *args, int n,
+                     const scope *s, int depth) {
+    if (fn->kind != PGL_LAM) return (val){0};
+    bool definition = env == NULL; /* no names around it: followed through its summary */
+    const pgl_expr *body = fn;
+    val vals[MAX_ARGS];
+    int k = 0;
+    for (; k < n && body->kind == PGL_LAM; k++, body = body->a) {
+        vals[k] = carried(cp, args[k], s, depth);
+        env = bind(cp, body->name, vals[k], env);
     }
-    return f;
+    summary *sum = definition ? summary_of(cp, fn, vals, k) : NULL;
+    val result;
+    if (!sum) {
+        result = carried(cp, body, env, depth + 1);
+    } else if (sum->done) { /* summarised before */
+        result = sum->result;
+    } else if (sum->busy) { /* a recursive call: the value so far, which the round it is in follows again */
+        sum->uses++;
+        (*cp->busy_uses)++;
+        result = sum->result;
+    } else {
+        sum->busy = true;
+        sum->uses = 0;
+        long before = *cp->busy_uses;
+        result = sum->result;
+        for (int round = 0;; round++) {
+            long uses = sum->uses;
+            val got = carried(cp, body, env, depth + 1); /* with the recursive calls giving result */
+            bool settled = sum->uses == uses || same_kind(&got, &result);
+            sum->result = result = got;
+            if (settled) break;
+            if (round == MAX_SUMMARY_ROUNDS) {
+                sum->result = result = UNSURE;
+                break;
+            }
+        }
+        sum->busy = false;
+        /* kept for later calls unless it rests on another summary still being computed (mutual
+         * recursion: that one's rounds follow this again) or the steps ran out meanwhile */
+        sum->done = *cp->busy_uses - before == sum->uses && *cp->steps >= 0 && *cp->total >= 0;
+        *cp->busy_uses -= sum->uses; /* its own recursive uses are settled */
+        if (!sum->done) sum->result = (val){0};
+    }
+    return apply(cp, result, args + k, n - k, s, depth + 1);
+}
+
+/* What calling f with args gives: each function it may be, called (apply_one), either's result.
+ * A function not known (a parameter of the definition being checked: its callers' calls are
+ * checked again with what they pass) gives nothing known; one the check lost, or data applied as
+ * a function, gives what it cannot tell. */
+static val apply(const copies *cp, val f, const pgl_expr *const *args, int n, const scope *s, int depth) {
+    if (n == 0) return f;
+    if (f.unsure || f.opaque || f.data || depth >= MAX_CALL_DEPTH || *cp->steps < 0 || *cp->total < 0) return UNSURE;
+    val out = {0};
+    for (int i = 0; i < f.n_fn; i++) {
+        val r = apply_one(cp, f.fn[i], f.env[i], args, n, s, depth);
+        out = i ? either(out, r) : r;
+    }
+    return out;
 }
 
 /* What e's value carries, and the function it is when that is known (see val). Calls are
  * followed into the function called, wherever it came from. */
 static val carried(const copies *cp, const pgl_expr *e, const scope *s, int depth) {
-    if (!e || --*cp->steps < 0 || --*cp->total < 0) return (val){0};
+    if (!e) return (val){0};
+    if (--*cp->steps < 0 || --*cp->total < 0) return UNSURE;
     switch (e->kind) {
     case PGL_NUM:
     case PGL_OP:
     case PGL_TEXT: return (val){0};
-    case PGL_LIST: { /* as the constructors it is made of: what any item carries */
+    case PGL_LIST: { /* as the constructors it is made of */
         val v = {0};
-        for (int i = 0; i < e->n_items && !v.dup; i++) v.dup = carried(cp, e->items[i], s, depth).dup;
+        for (int i = 0; i < e->n_items && !v.dup && !v.unsure; i++) v = data(v, carried(cp, e->items[i], s, depth));
         return v;
     }
     case PGL_VAR: {
@@ -292,22 +457,17 @@ static val carried(const copies *cp, const pgl_expr *e, const scope *s, int dept
         int d = pgl_def_index(cp->prog, e->name);
         if (d < 0) return (val){0};
         if (cp->n_params[d]) return function(cp, cp->prog->defs[d].body, NULL);
-        return depth < MAX_CALL_DEPTH ? carried(cp, cp->prog->defs[d].body, NULL, depth + 1) : (val){0};
+        return depth < MAX_CALL_DEPTH ? carried(cp, cp->prog->defs[d].body, NULL, depth + 1) : UNSURE;
     }
     case PGL_LAM: return function(cp, e, s);
     case PGL_LET: return carried(cp, e->b, bind(cp, e->name, carried(cp, e->a, s, depth), s), depth);
-    case PGL_PAIR: {
-        val v = either(carried(cp, e->a, s, depth), carried(cp, e->b, s, depth));
-        v.fn = NULL; /* a pair is no function */
-        return v;
-    }
+    case PGL_PAIR: return data(carried(cp, e->a, s, depth), carried(cp, e->b, s, depth));
     case PGL_SWITCH: {
         const scope *pred = bind(cp, e->name, (val){0}, s);
         return either(carried(cp, e->b, s, depth), carried(cp, e->c, pred, depth));
     }
     case PGL_MATCH: {
-        val whole = carried(cp, e->a, s, depth); /* fields carry what the value did */
-        whole.fn = NULL;
+        val whole = data(carried(cp, e->a, s, depth), (val){0}); /* fields carry what the value did */
         bool tuple = !strcmp(e->cases[0].ctor, "%tuple");
         val v = {0};
         for (int k = 0; k < e->n_cases; k++) {
@@ -324,10 +484,10 @@ static val carried(const copies *cp, const pgl_expr *e, const scope *s, int dept
         const pgl_expr *args[MAX_ARGS];
         int n = 0;
         const pgl_expr *head = call_parts(e, args, &n);
-        if (!head) return (val){0};
+        if (!head) return UNSURE;
         if (head->kind == PGL_VAR && !find(s, head->name) && pgl_ctor_type(cp->prog, head->name, NULL)) {
             val v = {0}; /* data: what its fields carry */
-            for (int i = 0; i < n && !v.dup; i++) v.dup = carried(cp, args[i], s, depth).dup;
+            for (int i = 0; i < n && !v.dup && !v.unsure; i++) v = data(v, carried(cp, args[i], s, depth));
             return v;
         }
         return apply(cp, carried(cp, head, s, depth), args, n, s, depth);
@@ -383,31 +543,82 @@ static int check_bound(const copies *cp, const pgl_expr *e, const char *name, va
     return check(cp, e, &inner, depth, err);
 }
 
+/* A callee being checked again, with the values of its arguments: a recursive call that passes
+ * the same (the same function, the same kinds of values) is already being checked. */
+typedef struct recheck {
+    const pgl_expr *fn;
+    const val *vals;
+    int n;
+    const struct recheck *up;
+} recheck;
+
 /* A call that passes a function, checked again inside the function called, its parameters
  * bound to what the arguments carry: a copy there of something made from them (h(f) = let g =
- * f(3); (g(1), g(2)), called as h(mk)) is a copy of what this call passed. */
+ * f(3); (g(1), g(2)), called as h(mk)) is a copy of what this call passed. What cannot be checked
+ * so (the function called is not known, or too deep) is refused: the check cannot prove it. */
 static int check_call(const copies *cp, const pgl_expr *call, val f, const pgl_expr *const *args, int n,
                       const scope *s, int depth, pgn_error *err) {
-    if (!f.fn || f.fn->kind != PGL_LAM || depth >= MAX_CALL_DEPTH || *cp->rechecks < 0) return 0;
     bool passes = false;
     val vals[MAX_ARGS];
     for (int i = 0; i < n; i++) {
         *cp->steps = MAX_STEPS;
         vals[i] = carried(cp, args[i], s, 0);
-        passes |= vals[i].dup != NULL || vals[i].fn != NULL;
+        passes |= vals[i].dup || vals[i].n_fn || vals[i].unsure || vals[i].opaque;
     }
     if (!passes) return 0;
-    const scope *env = f.env;
-    const pgl_expr *body = f.fn;
-    for (int i = 0; i < n && body->kind == PGL_LAM; i++, body = body->a) env = bind(cp, body->name, vals[i], env);
-    copies inner = *cp;
-    if (!inner.via) inner.via = call;
-    return check(&inner, body, env, depth + 1, err);
+    if (f.unsure || f.opaque || f.data)
+        return fail(cp, err, call,
+                    "this call passes a function to one the check cannot tell (one of more functions than it "
+                    "keeps apart, or past its limits), so it cannot prove that the callee does not copy a "
+                    "function copying a variable of its own, which HVM2's one duplicator label cannot copy "
+                    "(call a named function)");
+    for (int c = 0; c < f.n_fn; c++) { /* each function it may be */
+        if (f.fn[c]->kind != PGL_LAM) continue;
+        bool checking = false;
+        for (const recheck *r = cp->stack; r && !checking; r = r->up)
+            checking = r->fn == f.fn[c] && r->n == n && same_kinds(r->vals, vals, n);
+        summary *done = summary_of(cp, f.fn[c], vals, n);
+        if (checking || (done && done->checked)) continue; /* being checked now, or checked so before */
+        if (depth >= MAX_CALL_DEPTH || *cp->rechecks < 0)
+            return fail(cp, err, call,
+                        "this call passes a function %s, past what the check follows (%d calls deep, %ld "
+                        "expressions): it cannot prove that no copy of a function copying a variable of its "
+                        "own is made there, which HVM2's one duplicator label cannot copy",
+                        depth >= MAX_CALL_DEPTH ? "through one call more" : "into more code", MAX_CALL_DEPTH,
+                        MAX_RECHECK_STEPS);
+        const scope *env = f.env[c];
+        const pgl_expr *body = f.fn[c];
+        for (int i = 0; i < n && body->kind == PGL_LAM; i++, body = body->a) env = bind(cp, body->name, vals[i], env);
+        recheck here = {f.fn[c], vals, n, cp->stack};
+        copies inner = *cp;
+        inner.stack = &here;
+        if (!inner.via) inner.via = call;
+        if (check(&inner, body, env, depth + 1, err)) return -1;
+        if (done) done->checked = true;
+    }
+    return 0;
+}
+
+/* A value bound to a name used more than once, refused when it may hold a copying function, or
+ * when the check lost track of it. */
+static int refuse_copy(const copies *cp, pgn_error *err, const pgl_expr *at, const char *name, val v,
+                       const char *what_copies) {
+    if (v.dup)
+        return fail(cp, err, at,
+                    "'%s' is used more than once, and %s copies its own '%s': HVM2's one duplicator label "
+                    "cannot copy it (write it out at each use)",
+                    name, what_copies, v.dup);
+    return fail(cp, err, at,
+                "'%s' is used more than once, and the check cannot tell what this value holds (made by one "
+                "of more functions than it keeps apart, or past its limits): it cannot prove that it holds "
+                "no function copying a variable of its own, which HVM2's one duplicator label cannot copy "
+                "(write it out at each use, or call a named function)",
+                name);
 }
 
 static int check(const copies *cp, const pgl_expr *e, const scope *s, int depth, pgn_error *err) {
     if (!e) return 0;
-    if (depth && --*cp->rechecks < 0) return 0; /* a check again inside a callee: bounded in all */
+    if (depth) --*cp->rechecks; /* a check again inside a callee: bounded in all (check_call) */
     switch (e->kind) {
     case PGL_NUM:
     case PGL_VAR:
@@ -415,11 +626,7 @@ static int check(const copies *cp, const pgl_expr *e, const scope *s, int depth,
     case PGL_LAM: return check_bound(cp, e->a, e->name, (val){0}, s, depth, err);
     case PGL_LET: {
         val v = carried_at(cp, e->a, s);
-        if (v.dup && copies_var(cp, e->b, e->name))
-            return fail(cp, err, e->a,
-                        "'%s' is used more than once, and %s copies its own '%s': HVM2's one duplicator "
-                        "label cannot copy it (write it out at each use)",
-                        e->name, what(e->a), v.dup);
+        if ((v.dup || v.unsure) && copies_var(cp, e->b, e->name)) return refuse_copy(cp, err, e->a, e->name, v, what(e->a));
         return check(cp, e->a, s, depth, err) || check_bound(cp, e->b, e->name, v, s, depth, err) ? -1 : 0;
     }
     case PGL_APP: {
@@ -428,14 +635,20 @@ static int check(const copies *cp, const pgl_expr *e, const scope *s, int depth,
         const pgl_expr *head = call_parts(e, args, &n);
         int d = head && head->kind == PGL_VAR && !find(s, head->name) ? pgl_def_index(cp->prog, head->name) : -1;
         for (int i = 0; d >= 0 && i < n && i < cp->n_params[d]; i++) {
-            const char *dup = cp->copied[cp->first[d] + i] ? carried_at(cp, args[i], s).dup : NULL;
-            if (!dup) continue;
+            val v = cp->copied[cp->first[d] + i] ? carried_at(cp, args[i], s) : (val){0};
+            if (!v.dup && !v.unsure) continue;
             const pgl_expr *p = cp->prog->defs[d].body;
             for (int k = 0; k < i; k++) p = p->a;
+            if (v.dup)
+                return fail(cp, err, args[i],
+                            "'%s' copies its parameter '%s', and %s copies its own '%s': HVM2's one "
+                            "duplicator label cannot copy it (pass a function that uses each variable once)",
+                            head->name, p->name, what(args[i]), v.dup);
             return fail(cp, err, args[i],
-                        "'%s' copies its parameter '%s', and %s copies its own '%s': HVM2's one "
-                        "duplicator label cannot copy it (pass a function that uses each variable once)",
-                        head->name, p->name, what(args[i]), dup);
+                        "'%s' copies its parameter '%s', and the check cannot tell what this value holds: it "
+                        "cannot prove that it holds no function copying a variable of its own, which HVM2's "
+                        "one duplicator label cannot copy",
+                        head->name, p->name);
         }
         if (head && !(d >= 0 && pgl_ctor_type(cp->prog, head->name, NULL))) {
             val f = carried_at(cp, head, s);
@@ -456,8 +669,7 @@ static int check(const copies *cp, const pgl_expr *e, const scope *s, int depth,
                    : 0;
     case PGL_MATCH: {
         if (check(cp, e->a, s, depth, err)) return -1;
-        val whole = carried_at(cp, e->a, s);
-        whole.fn = NULL;
+        val whole = data(carried_at(cp, e->a, s), (val){0});
         bool tuple = !strcmp(e->cases[0].ctor, "%tuple");
         for (int k = 0; k < e->n_cases; k++) {
             const pgl_case *c = &e->cases[k];
@@ -466,11 +678,8 @@ static int check(const copies *cp, const pgl_expr *e, const scope *s, int depth,
             for (int f = 0; f < c->n_names && f < 64; f++) {
                 *cp->steps = MAX_STEPS;
                 val v = tuple ? field_carried(cp, e->a, f, c->n_names, whole, s, 0) : whole;
-                if (v.dup && copies_var(cp, c->body, c->names[f]))
-                    return fail(cp, err, e->a,
-                                "'%s' is used more than once, and a function in this value copies its own "
-                                "'%s': HVM2's one duplicator label cannot copy it (write it out at each use)",
-                                c->names[f], v.dup);
+                if ((v.dup || v.unsure) && copies_var(cp, c->body, c->names[f]))
+                    return refuse_copy(cp, err, e->a, c->names[f], v, "a function in this value");
                 fields[f] = (scope){c->names[f], v, in}, in = &fields[f];
             }
             if (check(cp, c->body, in, depth, err)) return -1;
@@ -482,9 +691,11 @@ static int check(const copies *cp, const pgl_expr *e, const scope *s, int depth,
 }
 
 int pgl_check_copies(const pgl_program *p, pgn_error *err) {
-    long steps = 0, left = MAX_TOTAL_STEPS, rechecks = MAX_RECHECK_STEPS;
+    long steps = 0, left = MAX_TOTAL_STEPS, rechecks = MAX_RECHECK_STEPS, busy_uses = 0;
     scope_block *blocks = NULL;
+    summary *summaries = NULL;
     copies cp = {.prog = p, .steps = &steps, .total = &left, .rechecks = &rechecks, .blocks = &blocks,
+                 .summaries = &summaries, .busy_uses = &busy_uses, .held = calloc((size_t)p->n_defs + 1, sizeof(held_dup)),
                  .first = calloc((size_t)p->n_defs + 1, sizeof(int)),
                  .n_params = calloc((size_t)p->n_defs + 1, sizeof(int))};
     int total = 0;
@@ -494,8 +705,8 @@ int pgl_check_copies(const pgl_program *p, pgn_error *err) {
         total += cp.n_params[d];
     }
     cp.copied = calloc((size_t)total + 1, sizeof(bool));
-    if (!cp.first || !cp.n_params || !cp.copied) {
-        free(cp.first), free(cp.n_params), free(cp.copied);
+    if (!cp.first || !cp.n_params || !cp.copied || !cp.held) {
+        free(cp.first), free(cp.n_params), free(cp.copied), free(cp.held);
         pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory checking the program");
         return -1;
     }
@@ -518,6 +729,11 @@ int pgl_check_copies(const pgl_program *p, pgn_error *err) {
         free(blocks);
         blocks = next;
     }
-    free(cp.first), free(cp.n_params), free(cp.copied);
+    while (summaries) {
+        summary *next = summaries->next;
+        free(summaries);
+        summaries = next;
+    }
+    free(cp.first), free(cp.n_params), free(cp.copied), free(cp.held);
     return rc;
 }
