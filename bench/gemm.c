@@ -243,7 +243,7 @@ static int parse_shapes(const char *arg, bool *on) {
 static void choose_tile(pgn_device *dev, const pgn_device_info *info, const char *tile, int repeats) {
     pgn_error err = {0};
     if (strcmp(tile, "auto")) {
-        if (pgn_gemm_tile_set(dev, pgn_gemm_tile_find(tile), &err)) die("--tile", &err);
+        if (pgn_gemm_tile_set(dev, pgn_gemm_tile_find(tile), PGN_FROM_OVERRIDE, &err)) die("--tile", &err);
         printf("%s: tile %s (--tile)\n", info->id, tile);
         return;
     }

@@ -154,7 +154,7 @@ static int targets_for(const char *want, target **out, pgn_device ***opened, siz
                 continue;
             }
             (*opened)[(*n_opened)++] = dev;
-            unsigned def = pgn_inet_default_workers(&list[d]);
+            unsigned def = pgn_device_get_profile(dev)->inet_workers;
             unsigned counts[2] = {1, def};
             for (int k = 0; k < (def > 1 ? 2 : 1); k++) {
                 if (n + 1 > cap) {

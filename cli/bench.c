@@ -12,7 +12,7 @@
 
 static void bench_usage(FILE *out) {
     fprintf(out, "usage: paragon bench --suite NAME|all [--device DEV|all] [--repeats N] [--cases A,B]\n"
-                 "                     [--csv FILE] [--json] [--data-dir DIR]\n"
+                 "                     [--csv FILE] [--json] [--data-dir DIR] [--kernels auto|cpu|gpu]\n"
                  "  runs benchmark suites on this machine and prints a table per suite (a progress line\n"
                  "  on stderr while they run)\n"
                  "  --suite NAME  one suite, or all:");
@@ -22,6 +22,7 @@ static void bench_usage(FILE *out) {
                  "  --cases A,B   only these cases (ids as the tables print them)\n"
                  "  --csv FILE    also write the rows as the export endpoint does (FILE-SUITE.csv for all)\n"
                  "  --json        the rows as JSON instead of tables\n"
+                 "  --kernels F   the kernel family the devices run [auto: their profiles'; PARAGON_KERNELS]\n"
                  "  --data-dir    where datasets are read from [" PGN_DEFAULT_DATA_DIR "]\n"
                  "exit status: 0 done, 1 a suite failed, 2 bad arguments, 130 stopped by Ctrl-C\n");
 }
@@ -242,8 +243,8 @@ int cmd_bench(int argc, char **argv) {
         {"suite", required_argument, NULL, 's'}, {"device", required_argument, NULL, 'd'},
         {"repeats", required_argument, NULL, 'r'}, {"cases", required_argument, NULL, 'c'},
         {"csv", required_argument, NULL, 'C'},   {"data-dir", required_argument, NULL, 'D'},
-        {"json", no_argument, NULL, 'j'},        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"json", no_argument, NULL, 'j'},        {"kernels", required_argument, NULL, 'k'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
     const char *suite = NULL, *device = "all", *csv = NULL, *data_dir = PGN_DEFAULT_DATA_DIR, *cases = NULL;
     int repeats = 5, c;
     bool as_json = false;
@@ -253,6 +254,9 @@ int cmd_bench(int argc, char **argv) {
         switch (c) {
         case 's': suite = optarg; break;
         case 'd': device = optarg; break;
+        case 'k':
+            if (!cli_kernels_flag("bench", optarg)) return CLI_EXIT_USAGE;
+            break;
         case 'r':
             repeats = (int)strtol(optarg, &end, 10);
             if (*end || end == optarg) {
@@ -322,7 +326,7 @@ int cmd_bench(int argc, char **argv) {
         ctx.index = d;
         const pgn_device_info *info = all ? &list[d] : &chosen;
         pgn_device *dev = NULL;
-        if (info->type != PGN_DEVICE_HOST && pgn_device_open(info, &dev, &err)) {
+        if (pgn_device_open_for_run(info, &dev, &err)) {
             fprintf(stderr, "paragon bench: %s\n", err.message);
             status = 1;
             break;

@@ -17,6 +17,11 @@ enum {
     CLI_EXIT_INTERRUPTED = 130 /* Ctrl-C (128 + SIGINT), after saying what was kept */
 };
 
+/* --kernels FAMILY of the commands that open devices here (run, bench, devices): auto, cpu or
+ * gpu, set as PARAGON_KERNELS, which the engine reads where it builds a device's profile. Prints
+ * why and returns false for anything else. */
+bool cli_kernels_flag(const char *cmd, const char *family);
+
 /* On this machine (the engine linked in): */
 int cmd_bench(int argc, char **argv);    /* bench.c */
 int cmd_generate(int argc, char **argv); /* generate.c; with --job, on the server */

@@ -125,12 +125,9 @@ int cmd_generate(int argc, char **argv) {
         pgn_spec_free(&spec);
         return err.code == PGN_E_INVALID_SPEC ? 2 : 1;
     }
-    pgn_device_info *list = NULL, chosen;
-    size_t n = 0;
+    pgn_device_info chosen;
     pgn_device *dev = NULL;
-    rc = pgn_devices_list(&list, &n, &err) || pgn_device_select(spec.device, list, n, &chosen, &err) ||
-         (chosen.type != PGN_DEVICE_HOST && pgn_device_open(&chosen, &dev, &err));
-    free(list);
+    rc = pgn_device_acquire(spec.device, &chosen, &dev, &err);
     json_t *result = NULL;
     gen_ctx ctx = {as_json};
     if (rc == 0) {

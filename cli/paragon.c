@@ -102,10 +102,12 @@ static void human_bytes(uint64_t b, char *out, size_t size) {
 }
 
 static void devices_usage(FILE *out) {
-    fprintf(out, "usage: paragon devices [--json]\n"
-                 "  the OpenCL devices (id, type, compute units, memory, clock, name, platform), then\n"
-                 "  the host reference\n"
-                 "  --json  as a JSON array\n"
+    fprintf(out, "usage: paragon devices [--kernels auto|cpu|gpu] [--json]\n"
+                 "  the OpenCL devices (id, type, compute units, memory, clock, kernel family, name,\n"
+                 "  platform), then the host reference\n"
+                 "  --kernels FAMILY  the kernel family to show them with [auto; PARAGON_KERNELS]\n"
+                 "  --json            as a JSON array, each device with its whole profile (each value\n"
+                 "                    and where it came from: default, tuning, override)\n"
                  "exit status: 0 listed, 1 no OpenCL device (the host reference alone), 2 bad arguments\n");
 }
 
@@ -141,13 +143,17 @@ static int cmd_compile(int argc, char **argv) {
 }
 
 static int cmd_devices(int argc, char **argv) {
-    static const struct option options[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    static const struct option options[] = {{"json", no_argument, NULL, 'j'},
+                                            {"kernels", required_argument, NULL, 'k'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
     int as_json = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
         if (c == 'j') as_json = 1;
-        else if (c == 'h') {
+        else if (c == 'k') {
+            if (!cli_kernels_flag("devices", optarg)) return CLI_EXIT_USAGE;
+        } else if (c == 'h') {
             devices_usage(stdout);
             return CLI_EXIT_OK;
         } else {
@@ -168,26 +174,49 @@ static int cmd_devices(int argc, char **argv) {
     }
     pgn_device_info host;
     pgn_device_info_host(&host);
+    /* each device's profile as opening it would build it (PARAGON_KERNELS, --kernels) */
+    pgn_device_profile *profiles = calloc(n + 1, sizeof *profiles);
+    for (size_t i = 0; profiles && i <= n; i++)
+        if (pgn_device_profile_of(i < n ? &list[i] : &host, NULL, &profiles[i], &err)) {
+            fprintf(stderr, "paragon devices: %s\n", err.message);
+            free(profiles);
+            free(list);
+            return CLI_EXIT_USAGE;
+        }
+    if (!profiles) {
+        fprintf(stderr, "paragon devices: out of memory\n");
+        free(list);
+        return 1;
+    }
     if (as_json) {
         json_t *arr = json_array();
-        for (size_t i = 0; i < n; i++) json_array_append_new(arr, pgn_device_info_json(&list[i]));
-        json_array_append_new(arr, pgn_device_info_json(&host));
+        for (size_t i = 0; i <= n; i++) {
+            json_t *d = pgn_device_info_json(i < n ? &list[i] : &host);
+            json_object_set_new(d, "profile", pgn_device_profile_json(&profiles[i]));
+            json_array_append_new(arr, d);
+        }
         char *s = json_dumps(arr, JSON_INDENT(2));
         printf("%s\n", s);
         free(s);
         json_decref(arr);
     } else {
-        printf("%-14s %-6s %4s %10s %9s  %-40s %s\n", "ID", "TYPE", "CU", "MEMORY", "CLOCK", "NAME",
-               "PLATFORM");
+        printf("%-14s %-6s %4s %10s %9s  %-7s %-40s %s\n", "ID", "TYPE", "CU", "MEMORY", "CLOCK", "KERNELS",
+               "NAME", "PLATFORM");
         for (size_t i = 0; i <= n; i++) {
             const pgn_device_info *d = i < n ? &list[i] : &host;
-            char mem[32] = "-", clock[32] = "-";
+            char mem[32] = "-", clock[32] = "-", family[16] = "-";
             if (d->global_mem_bytes) human_bytes(d->global_mem_bytes, mem, sizeof mem);
             if (d->max_clock_mhz) snprintf(clock, sizeof clock, "%u MHz", d->max_clock_mhz);
-            printf("%-14s %-6s %4u %10s %9s  %-40.40s %s\n", d->id, pgn_device_type_name(d->type),
-                   d->compute_units, mem, clock, d->name, d->platform);
+            if (i < n)
+                snprintf(family, sizeof family, "%s%s", pgn_kernel_family_name(profiles[i].family[PGN_OPS_GEMM]),
+                         profiles[i].family_from[PGN_OPS_GEMM] == PGN_FROM_OVERRIDE ? "*" : "");
+            printf("%-14s %-6s %4u %10s %9s  %-7s %-40.40s %s\n", d->id, pgn_device_type_name(d->type),
+                   d->compute_units, mem, clock, family, d->name, d->platform);
         }
+        printf("(KERNELS: the kernel family of the device's profile, * where PARAGON_KERNELS or --kernels "
+               "chose it; --json shows the whole profile)\n");
     }
+    free(profiles);
     free(list);
     if (n == 0) {
         fprintf(stderr, "paragon devices: no OpenCL device found; only the host reference is "
@@ -279,10 +308,19 @@ static int hvm_limits(bool hvm, const char *const flags[3], pgn_inet_spec *lim) 
     return 0;
 }
 
+bool cli_kernels_flag(const char *cmd, const char *family) {
+    if (strcmp(family, "auto") && strcmp(family, "cpu") && strcmp(family, "gpu")) {
+        fprintf(stderr, "paragon %s: --kernels: '%s' is not a kernel family (auto, cpu or gpu)\n", cmd, family);
+        return false;
+    }
+    setenv("PARAGON_KERNELS", family, 1);
+    return true;
+}
+
 static void run_usage(FILE *out) {
     fprintf(out,
             "usage: paragon run SPEC.json [--device DEV] [--data-dir DIR] [--checkpoint-dir DIR [--resume]]\n"
-            "                  [--profile] [--gemm-tile auto|NAME] [--json]\n"
+            "                  [--profile] [--gemm-tile auto|NAME] [--kernels auto|cpu|gpu] [--json]\n"
             "       paragon run PROGRAM.hvm|PROGRAM.pgl [-s] [--device DEV] [--work-items N]\n"
             "                  [--max-interactions N] [--max-nodes N] [--timeout SECONDS] [--json]\n"
             "  runs a job spec, or reduces an HVM2 program (a pgl one compiled first: docs/language.md)\n"
@@ -295,6 +333,8 @@ static void run_usage(FILE *out) {
             "  --profile             time every op (waits after each: slower)\n"
             "  --gemm-tile auto|NAME the device GEMM's tile: auto (train jobs) measures them first\n"
             "                        (about half a second), as paragond's calibration does\n"
+            "  --kernels FAMILY      auto, cpu or gpu: the kernel family the device runs [auto: its\n"
+            "                        profile's; PARAGON_KERNELS]\n"
             "  --json                the result as one JSON line (progress goes to stderr)\n"
             "  -s                    (.hvm) interactions, time and MIPS after the result\n"
             "  --work-items N        (.hvm) OpenCL work-items [the device's choice]\n"
@@ -315,6 +355,7 @@ static int cmd_run(int argc, char **argv) {
         {"profile", no_argument, NULL, 'p'},
         {"work-items", required_argument, NULL, 'w'},
         {"gemm-tile", required_argument, NULL, 'g'},
+        {"kernels", required_argument, NULL, 'k'},
         {"max-interactions", required_argument, NULL, 'I'},
         {"max-nodes", required_argument, NULL, 'N'},
         {"timeout", required_argument, NULL, 'T'},
@@ -338,6 +379,9 @@ static int cmd_run(int argc, char **argv) {
         case 's': stats = true; break;
         case 'w': work_items = optarg; break;
         case 'g': gemm_tile = optarg; break;
+        case 'k':
+            if (!cli_kernels_flag("run", optarg)) return CLI_EXIT_USAGE;
+            break;
         case 'I': limit_flags[0] = optarg; break;
         case 'N': limit_flags[1] = optarg; break;
         case 'T': limit_flags[2] = optarg; break;
@@ -419,17 +463,6 @@ static int cmd_run(int argc, char **argv) {
         pgn_spec_free(&spec);
         return CLI_EXIT_FAILED;
     }
-    pgn_device_info *list = NULL, chosen;
-    size_t n = 0;
-    if (pgn_devices_list(&list, &n, &err) ||
-        pgn_device_select(spec.device, list, n, &chosen, &err)) {
-        fprintf(stderr, "paragon run: %s\n", err.message);
-        free(list);
-        pgn_spec_free(&spec);
-        return 1;
-    }
-    free(list);
-    pgn_device *dev = NULL;
     int tile = strcmp(gemm_tile, "auto") ? pgn_gemm_tile_find(gemm_tile) : -1;
     if (strcmp(gemm_tile, "auto") && tile < 0) {
         fprintf(stderr, "paragon run: --gemm-tile: no tile '%s' (auto or one of:", gemm_tile);
@@ -438,10 +471,11 @@ static int cmd_run(int argc, char **argv) {
         pgn_spec_free(&spec);
         return 2;
     }
-    if (chosen.type != PGN_DEVICE_HOST &&
-        (pgn_device_open(&chosen, &dev, &err) ||
-         (tile >= 0 ? pgn_gemm_tile_set(dev, tile, &err)
-                    : spec.kind == PGN_JOB_TRAIN ? pgn_gemm_tune(dev, 5, NULL, &err) : 0))) {
+    pgn_device_info chosen;
+    pgn_device *dev = NULL;
+    if (pgn_device_acquire(spec.device, &chosen, &dev, &err) ||
+        (dev && (tile >= 0 ? pgn_gemm_tile_set(dev, tile, PGN_FROM_OVERRIDE, &err)
+                           : spec.kind == PGN_JOB_TRAIN ? pgn_gemm_tune(dev, 5, NULL, &err) : 0))) {
         fprintf(stderr, "paragon run: %s\n", err.message);
         pgn_device_close(dev);
         pgn_spec_free(&spec);

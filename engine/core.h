@@ -13,6 +13,7 @@
 
 struct pgn_device {
     pgn_device_info info;
+    pgn_device_profile profile; /* every per-device choice (engine/profile.c) */
     cl_platform_id platform;
     cl_device_id device;
     cl_context context;
@@ -23,7 +24,6 @@ struct pgn_device {
     size_t align_bytes;   /* sub-buffer origins must be multiples of this */
     cl_mem gemm_ws;       /* engine/tensor/gemm.c's scratch for packed panels; grown, never shrunk */
     size_t gemm_ws_bytes;
-    int gemm_tile;        /* engine/tensor/gemm.c's tile kernel for this device (0: the default) */
     cl_mem reduce_ws;     /* engine/tensor/ops.c's partial sums of column reductions; likewise */
     size_t reduce_ws_bytes;
     bool oclgrind;    /* the Oclgrind simulator */
@@ -31,6 +31,16 @@ struct pgn_device {
     cl_mem *kept;     /* shadowed: buffers released only when the device closes */
     size_t n_kept;
 };
+
+/* The cpu family's GEMM tiles (engine/profile.c; kernels/gemm.cl): a tile's name, its kernel,
+ * its rows and the GEMM_NR-wide panels of a work-item's tile. The first is the default and the
+ * only one A's packed panels (GEMM_MR rows) fit. NULL past the count. */
+typedef struct {
+    const char *name;
+    pgn_kernel_id kernel;
+    int mr, np;
+} pgn_gemm_tile_shape;
+const pgn_gemm_tile_shape *pgn_gemm_tile_shape_of(int tile);
 
 /* One kernel argument: its size and a pointer to its value (KARG(x) for a variable x). */
 typedef struct pgn_karg {

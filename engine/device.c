@@ -131,10 +131,16 @@ static void describe(cl_platform_id p, cl_device_id d, pgn_device_info *out) {
     clGetDeviceInfo(d, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
     clGetDeviceInfo(d, CL_DEVICE_MAX_CLOCK_FREQUENCY, sizeof clock, &clock, NULL);
     clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL);
+    cl_ulong local = 0;
+    size_t group = 0;
+    clGetDeviceInfo(d, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL);
+    clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof group, &group, NULL);
     out->type = map_type(type);
     out->compute_units = cu;
     out->max_clock_mhz = clock;
     out->global_mem_bytes = mem;
+    out->local_mem_bytes = local;
+    out->max_work_group = (unsigned)group;
 }
 
 /* Calls fn for every OpenCL device in enumeration order with its description and stable id;
@@ -223,15 +229,17 @@ int pgn_device_select(const char *want, const pgn_device_info *list, size_t coun
         pgn_device_info_host(out);
         return 0;
     }
-    const pgn_device_type order_auto[] = {PGN_DEVICE_GPU, PGN_DEVICE_CPU,
-                                          PGN_DEVICE_ACCELERATOR, PGN_DEVICE_OTHER};
-    if (!strcmp(want, "auto")) {
-        for (size_t t = 0; t < sizeof order_auto / sizeof *order_auto; t++)
-            for (size_t i = 0; i < count; i++)
-                if (list[i].type == order_auto[t]) {
-                    *out = list[i];
-                    return 0;
-                }
+    if (!strcmp(want, "auto")) { /* the first of the device profiles' most preferred rank */
+        int best = -1, best_rank = 0;
+        for (size_t i = 0; i < count; i++) {
+            pgn_device_profile p;
+            pgn_device_profile_default(&list[i], &p);
+            if (best < 0 || p.auto_rank < best_rank) best = (int)i, best_rank = p.auto_rank;
+        }
+        if (best >= 0) {
+            *out = list[best];
+            return 0;
+        }
         pgn_error_set(err, PGN_E_NO_DEVICE, "device",
                       "device: 'auto' found no OpenCL device (install an OpenCL driver such as "
                       "pocl-opencl-icd, or ask for \"host\")");
@@ -261,11 +269,12 @@ int pgn_device_select(const char *want, const pgn_device_info *list, size_t coun
 }
 
 json_t *pgn_device_info_json(const pgn_device_info *d) {
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s}", "id", d->id, "name",
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:s}", "id", d->id, "name",
                      d->name, "vendor", d->vendor, "platform", d->platform, "type",
                      pgn_device_type_name(d->type), "compute_units", (json_int_t)d->compute_units,
                      "global_mem_bytes", (json_int_t)d->global_mem_bytes, "max_clock_mhz",
-                     (json_int_t)d->max_clock_mhz, "opencl_c_version", d->opencl_c_version,
+                     (json_int_t)d->max_clock_mhz, "local_mem_bytes", (json_int_t)d->local_mem_bytes,
+                     "max_work_group", (json_int_t)d->max_work_group, "opencl_c_version", d->opencl_c_version,
                      "driver_version", d->driver_version);
 }
 
@@ -337,15 +346,15 @@ int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_err
                       dev->info.id, pgn_cl_status_name(st));
         return -1;
     }
-    /* PGN_DEVICE_CPU: kernels may rely on a CPU's coherent caches and ordered stores (inet.cl).
+    /* PGN_DEVICE_CPU: kernels may rely on a CPU's coherent caches and ordered stores (inet.cl;
+     * the profile's coherent, engine/profile.c).
      * Oclgrind 21.10 cannot run inet_reduce once its LLVM optimiser has inlined the rules: the
      * inlined code calls llvm.experimental.noalias.scope.decl, which its interpreter does not
      * know ("Undefined external function"), so programs for Oclgrind alone are built without
      * optimisation (a simulator gains nothing from it). Never for pocl (docs/architecture.md: 25-60 %).
      * PGN_OCLGRIND also lets kernels step around two more of its faults (gemm.cl, inet.cl). */
     char options[192];
-    snprintf(options, sizeof options, "%s%s%s", PGN_CL_BUILD_OPTIONS,
-             dev->info.type == PGN_DEVICE_CPU ? " -D PGN_DEVICE_CPU" : "",
+    snprintf(options, sizeof options, "%s%s%s", PGN_CL_BUILD_OPTIONS, dev->profile.coherent ? " -D PGN_DEVICE_CPU" : "",
              dev->oclgrind ? " -cl-opt-disable -D PGN_OCLGRIND" : "");
     st = clBuildProgram(program, 1, &dev->device, options, NULL, NULL);
     if (st != CL_SUCCESS) {
@@ -416,7 +425,9 @@ static cl_command_queue open_queue(cl_platform_id p, cl_context ctx, cl_device_i
 
 int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *err) {
     *out = NULL;
-    if (info->type == PGN_DEVICE_HOST) {
+    pgn_device_profile kind;
+    pgn_device_profile_default(info, &kind);
+    if (kind.dev_class == PGN_CLASS_HOST) {
         pgn_error_set(err, PGN_E_DEVICE, "device",
                       "the host pseudo-device is not opened: pass NULL to run on the host");
         return -1;
@@ -433,6 +444,10 @@ int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *er
         return -1;
     }
     dev->info = *info;
+    if (pgn_device_profile_of(info, NULL, &dev->profile, err)) {
+        free(dev);
+        return -1;
+    }
     dev->oclgrind = is_oclgrind(info->platform);
     dev->shadowed = dev->oclgrind && oclgrind_checks_uninitialized();
     dev->platform = f.platform;
@@ -464,6 +479,23 @@ int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *er
     return 0;
 }
 
+int pgn_device_open_for_run(const pgn_device_info *info, pgn_device **out, pgn_error *err) {
+    *out = NULL;
+    pgn_device_profile profile;
+    pgn_device_profile_default(info, &profile);
+    return profile.dev_class == PGN_CLASS_HOST ? 0 : pgn_device_open(info, out, err);
+}
+
+int pgn_device_acquire(const char *want, pgn_device_info *chosen, pgn_device **out, pgn_error *err) {
+    *out = NULL;
+    pgn_device_info *list = NULL;
+    size_t n = 0;
+    int rc = pgn_devices_list(&list, &n, err) || pgn_device_select(want, list, n, chosen, err) ||
+             pgn_device_open_for_run(chosen, out, err);
+    free(list);
+    return rc ? -1 : 0;
+}
+
 void pgn_device_close(pgn_device *dev) {
     if (!dev) return;
     if (dev->queue) clFinish(dev->queue);
@@ -480,6 +512,7 @@ void pgn_device_close(pgn_device *dev) {
 }
 
 const pgn_device_info *pgn_device_get_info(const pgn_device *dev) { return &dev->info; }
+const pgn_device_profile *pgn_device_get_profile(const pgn_device *dev) { return &dev->profile; }
 
 /* How long pgn_device_finish polls before it sleeps. */
 #define FINISH_SPIN_S 50e-6

@@ -204,12 +204,9 @@ static int run(int argc, char **argv) {
     }
     if (device) snprintf(spec.device, sizeof spec.device, "%s", device);
 
-    pgn_device_info *list = NULL, chosen;
-    size_t n = 0;
+    pgn_device_info chosen;
     pgn_device *dev = NULL;
-    rc = pgn_devices_list(&list, &n, &err) || pgn_device_select(spec.device, list, n, &chosen, &err) ||
-         (chosen.type != PGN_DEVICE_HOST && pgn_device_open(&chosen, &dev, &err));
-    free(list);
+    rc = pgn_device_acquire(spec.device, &chosen, &dev, &err);
     if (rc) {
         pgn_spec_free(&spec);
         return fail(&err);

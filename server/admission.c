@@ -160,7 +160,9 @@ static budget device_budget(const pgn_device_info *d, const pgd_host_memory *m) 
     budget b = {.known = d->global_mem_bytes > 0, .bytes = (double)d->global_mem_bytes};
     char have[32];
     snprintf(b.what, sizeof b.what, "device %s has %s", d->id, human_bytes(b.bytes, have, sizeof have));
-    if (d->type == PGN_DEVICE_CPU) {
+    pgn_device_profile profile;
+    pgn_device_profile_default(d, &profile);
+    if (profile.host_memory) {
         budget h = host_budget(m);
         if (h.known && (!b.known || h.bytes < b.bytes)) {
             b = h;
@@ -190,7 +192,9 @@ static int admit_train(const pgn_job_spec *spec, const pgn_device_info *placed,
                       (unsigned long long)PGD_MAX_PARAMS);
 
     /* The host reference keeps everything in this process; a device, in its memory. */
-    budget have = placed->type == PGN_DEVICE_HOST ? host_budget(mem) : device_budget(placed, mem);
+    pgn_device_profile profile;
+    pgn_device_profile_default(placed, &profile);
+    budget have = profile.dev_class == PGN_CLASS_HOST ? host_budget(mem) : device_budget(placed, mem);
     if (!have.known || m.total <= have.bytes) return 0; /* one that does not say is not judged */
     /* Blame the part that weighs most: the model, the batch or the data. */
     double model = m.params + m.gradients + m.optimizer;
@@ -254,13 +258,15 @@ static int admit_inet(const pgn_job_spec *spec, const pgn_device_info *placed,
     pgn_inet_memory m;
     if (pgn_inet_memory_estimate(&spec->inet, placed, &m, err) < 0) return -1;
     budget host = host_budget(mem);
-    if (placed->type == PGN_DEVICE_HOST)
+    pgn_device_profile profile;
+    pgn_device_profile_default(placed, &profile);
+    if (profile.dev_class == PGN_CLASS_HOST)
         return admit_inet_part(spec, placed, &m, &m.host, (double)m.host.total, &host, err, extra);
     budget dev = device_budget(placed, mem);
     if (admit_inet_part(spec, placed, &m, &m.device, (double)m.device.total, &dev, err, extra) < 0)
         return -1;
     /* On a CPU device both parts are host memory. */
-    double on_host = placed->type == PGN_DEVICE_CPU ? (double)m.total : (double)m.host.total;
+    double on_host = profile.host_memory ? (double)m.total : (double)m.host.total;
     return admit_inet_part(spec, placed, &m, &m.host, on_host, &host, err, extra);
 }
 

@@ -59,6 +59,9 @@ static void usage(FILE *out) {
             "                   call the API: preflights answered, Access-Control-Allow-Origin\n"
             "                   on its answers; repeatable; other origins get no CORS headers\n"
             "                   (default: none)\n"
+            "  --kernels auto|cpu|gpu\n"
+            "                   the kernel family every device runs (default auto: each device's\n"
+            "                   profile chooses; the same as PARAGON_KERNELS)\n"
             "  --no-calibration do not measure devices that have no benchmark rows at start\n"
             "  --help           show this help\n"
             "  --version        print the version\n",
@@ -119,7 +122,7 @@ int main(int argc, char **argv) {
                       .data_dir = PGD_DEFAULT_DATA_DIR,
                       .http_threads = PGD_DEFAULT_HTTP_THREADS};
     int64_t port = PGD_DEFAULT_PORT;
-    const char *cors[PGD_CORS_ORIGINS_MAX + 1] = {0};
+    const char *cors[PGD_CORS_ORIGINS_MAX + 1] = {0}, *kernels = NULL;
     size_t n_cors = 0;
     const count_flag counts[] = {
         {"--port", &port, 0, 65535, "a port number (0-65535)"},
@@ -161,6 +164,7 @@ int main(int argc, char **argv) {
         name[name_len] = 0;
         bool is_cors = strcmp(name, "--cors-origin") == 0;
         const char **dest = strcmp(name, "--host") == 0         ? &cfg.host
+                            : strcmp(name, "--kernels") == 0    ? &kernels
                             : strcmp(name, "--db") == 0         ? &cfg.db_path
                             : strcmp(name, "--data-dir") == 0   ? &cfg.data_dir
                             : strcmp(name, "--token-file") == 0 ? &cfg.token_file
@@ -192,6 +196,11 @@ int main(int argc, char **argv) {
     }
     cfg.port = (uint16_t)port;
     cfg.cors_origins = n_cors ? cors : NULL;
+    if (kernels) { /* the engine reads the override where it builds each device's profile */
+        if (strcmp(kernels, "auto") && strcmp(kernels, "cpu") && strcmp(kernels, "gpu"))
+            return bad_flag("--kernels: '%s' is not a kernel family%s", kernels, " (auto, cpu or gpu)");
+        setenv("PARAGON_KERNELS", kernels, 1);
+    }
 
     /* Every thread started from here inherits the blocked set; only sigwait below sees
      * SIGINT/SIGTERM, so no handler runs inside the server or the engine. */

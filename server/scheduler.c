@@ -61,6 +61,9 @@ typedef struct worker {
     int64_t rates_read_ns;
     /* Owned by the worker thread alone. */
     pgn_device *dev;
+    /* the device's profile as the API shows it (guarded by sched->lock): the one its opening and
+     * stored tuning gave, else what opening it will give */
+    pgn_device_profile profile;
     bool open_tried;
     pgn_error open_err; /* why opening failed, when dev is NULL after trying */
 } worker;
@@ -82,7 +85,11 @@ struct pgd_scheduler {
     atomic_uint_fast64_t cancel_gen;
 };
 
-static bool is_host(const pgn_device_info *info) { return info->type == PGN_DEVICE_HOST; }
+static bool is_host(const pgn_device_info *info) {
+    pgn_device_profile profile;
+    pgn_device_profile_default(info, &profile);
+    return profile.dev_class == PGN_CLASS_HOST;
+}
 
 /* ---- hooks the engine calls while a job runs -------------------------------------------- */
 
@@ -183,7 +190,7 @@ static void apply_gemm_tile(worker *w) {
     json_array_foreach(rows, i, row) {
         int tile = pgn_gemm_tile_find(json_string_value(json_object_get(row, "tile")));
         if (!json_is_true(json_object_get(row, "chosen")) || tile < 0) continue;
-        if (pgn_gemm_tile_set(w->dev, tile, &err) == 0 && tile != 0)
+        if (pgn_gemm_tile_set(w->dev, tile, PGN_FROM_TUNING, &err) == 0 && tile != 0)
             fprintf(stderr, "paragond: %s: GEMM tile %s (measured)\n", w->info->id, pgn_gemm_tile_name(tile));
         break;
     }
@@ -199,6 +206,9 @@ static int worker_device(worker *w, pgn_error *err) {
         pgn_error_clear(&w->open_err);
         if (pgn_device_open(w->info, &w->dev, &w->open_err) == 0) {
             apply_gemm_tile(w);
+            pthread_mutex_lock(&w->sched->lock);
+            w->profile = *pgn_device_get_profile(w->dev);
+            pthread_mutex_unlock(&w->sched->lock);
             return 0;
         }
         w->dev = NULL;
@@ -797,6 +807,11 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
         atomic_init(&w->running_job, 0);
         pthread_cond_init(&w->cond, NULL);
     }
+    for (size_t i = 0; i < s->n; i++) /* a bad PARAGON_KERNELS stops the start here */
+        if (pgn_device_profile_of(s->workers[i].info, NULL, &s->workers[i].profile, err) < 0) {
+            pgd_scheduler_stop(s);
+            return -1;
+        }
     if (replace_orphans(s, err) < 0) {
         pgd_scheduler_stop(s);
         return -1;
@@ -915,6 +930,10 @@ json_t *pgd_scheduler_devices_json(pgd_scheduler *s, pgn_error *err) {
         int64_t running = atomic_load(&s->workers[i].running_job);
         json_object_set_new(d, "running_job", running ? json_integer(running) : json_null());
         json_object_set_new(d, "busy_seconds", json_real(busy_seconds(s, &s->workers[i])));
+        pthread_mutex_lock(&s->lock);
+        pgn_device_profile profile = s->workers[i].profile;
+        pthread_mutex_unlock(&s->lock);
+        json_object_set_new(d, "profile", pgn_device_profile_json(&profile));
         json_array_append_new(arr, d);
     }
     json_decref(counts);

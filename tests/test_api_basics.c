@@ -39,6 +39,9 @@ Test(api_basics, health_version_and_devices_answer) {
         cr_assert_eq(json_integer_value(json_object_get(d, "queued")), 0);
         cr_assert(json_is_null(json_object_get(d, "running_job")));
         cr_assert_neq(strcmp(str(d, "type"), "host") == 0, i + 1 < n, "host is last, once");
+        json_t *profile = json_object_get(d, "profile");
+        cr_assert_str_eq(str(profile, "class"), str(d, "type"), "each device shows its profile");
+        cr_assert_str_eq(str(json_object_get(json_object_get(profile, "families"), "inet"), "from"), "default");
     }
     cr_assert_str_eq(str(json_array_get(devices, n - 1), "id"), "host");
     json_decref(v);

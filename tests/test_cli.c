@@ -3,6 +3,7 @@
  * --timeout set one, each checked, and none of them on a job spec; a --checkpoint-dir that does
  * not exist yet, and Ctrl-C, which checkpoints a train run where it stands. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,49 @@ Test(cli, limit_flags_are_checked) {
         cr_assert(strstr(out, bad[i].says), "%s: %s", bad[i].args, out);
         free(out);
     }
+}
+
+/* paragon devices shows each device's profile, and --kernels (PARAGON_KERNELS) sets the family:
+ * where each value came from is said; a family this build cannot run is a usage error naming
+ * the device. */
+Test(cli, devices_show_their_profiles_and_the_kernels_flag_sets_the_family) {
+    char *out;
+    cr_assert_eq(paragon("devices --json", &out), 0, "%s", out);
+    json_t *list = json_loads(out, 0, NULL);
+    cr_assert(json_is_array(list), "%s", out);
+    size_t i;
+    json_t *d;
+    json_array_foreach(list, i, d) {
+        json_t *p = json_object_get(d, "profile"), *inet = json_object_get(p, "inet");
+        const char *type = json_string_value(json_object_get(d, "type"));
+        cr_assert_str_eq(json_string_value(json_object_get(p, "class")), type, "%s", out);
+        cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(p, "families"), "gemm"),
+                                                           "from")),
+                         "default");
+        cr_assert_str_eq(json_string_value(json_object_get(json_object_get(p, "gemm"), "from")), "default");
+        if (!strcmp(type, "cpu"))
+            cr_assert_eq(json_integer_value(json_object_get(inet, "workers")),
+                         json_integer_value(json_object_get(d, "compute_units")), "one worker a compute unit");
+    }
+    json_decref(list);
+    free(out);
+    cr_assert_eq(paragon("devices --json --kernels cpu", &out), 0, "%s", out);
+    cr_assert(strstr(out, "\"from\": \"override\""), "%s", out);
+    free(out);
+    cr_assert_eq(paragon("devices --kernels cpu", &out), 0, "%s", out);
+    cr_assert(strstr(out, "cpu*"), "the table marks the override: %s", out);
+    free(out);
+    cr_assert_eq(paragon("devices --kernels gpu", &out), 2, "%s", out);
+    cr_assert(strstr(out, "the gpu kernel family cannot run on cpu-"), "%s", out);
+    free(out);
+    cr_assert_eq(paragon("run examples/inet/fib.hvm --device cpu --kernels fpga", &out), 2, "%s", out);
+    cr_assert(strstr(out, "--kernels: 'fpga' is not a kernel family (auto, cpu or gpu)"), "%s", out);
+    free(out);
+    cr_assert_eq(paragon("run examples/inet/fib.hvm --device cpu --kernels gpu", &out), 1, "%s", out);
+    cr_assert(strstr(out, "the gpu kernel family cannot run on cpu-"), "%s", out);
+    free(out);
+    cr_assert_eq(paragon("run examples/inet/fib.hvm --device cpu --kernels cpu", &out), 0, "%s", out);
+    free(out);
 }
 
 /* A scratch directory for one test (removed by the shell afterwards). */

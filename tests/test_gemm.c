@@ -127,15 +127,15 @@ Test(gemm, one_row_products) {
 Test(gemm, every_tile_gives_the_same_bits) {
     pgn_error err = {0};
     for (int t = 0; t < pgn_gemm_tile_count(); t++) {
-        cr_assert_eq(pgn_gemm_tile_set(dev, t, &err), 0, "%s", err.message);
+        cr_assert_eq(pgn_gemm_tile_set(dev, t, PGN_FROM_OVERRIDE, &err), 0, "%s", err.message);
         check_shape(13, 65, 31);
         check_shape(29, 97, 300);
         check_shape(6, 600, 450);
         check_shape(601, 9, 450);
     }
-    cr_assert_eq(pgn_gemm_tile_set(dev, pgn_gemm_tile_count(), &err), -1);
+    cr_assert_eq(pgn_gemm_tile_set(dev, pgn_gemm_tile_count(), PGN_FROM_OVERRIDE, &err), -1);
     cr_assert_eq(pgn_gemm_tile_find("6x64"), 2);
-    cr_assert_eq(pgn_gemm_tile_set(dev, 0, &err), 0);
+    cr_assert_eq(pgn_gemm_tile_set(dev, 0, PGN_FROM_DEFAULT, &err), 0);
 }
 
 /* The Fashion-MNIST MLP's GEMMs (784-256-256-10) at batch 16 instead of 128. */

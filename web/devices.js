@@ -90,6 +90,17 @@ export function renderDevices(devices) {
   drawDevices(devices);
 }
 
+// The device profile's kernel family and GEMM tile, each with where it came from (a tuning, an
+// override), for the card: "cpu family, GEMM 8x32 (tuning)".
+function kernelsText(p) {
+  if (!p) return '\u2014';
+  if (p.class === 'host') return 'host reference (C)';
+  const fam = p.families && p.families.gemm;
+  const from = (f) => f && f !== 'default' ? ' (' + f + ')' : '';
+  return (fam ? fam.family + ' family' + from(fam.from) : '?') +
+    (p.gemm ? ', GEMM ' + p.gemm.tile + from(p.gemm.from) : '');
+}
+
 function drawDevices(devices) {
   lastDevices = devices;
   const key = JSON.stringify(devices.map((d) => ({...d, busy_seconds: undefined}))) + hist.at;
@@ -114,6 +125,7 @@ function drawDevices(devices) {
       ['Compute units', d.compute_units != null ? String(d.compute_units) : '\u2014'],
       ['Memory', d.global_mem_bytes ? fmtBytes(d.global_mem_bytes) : '—'],
       ['Clock', fmtClock(d.max_clock_mhz)],
+      ['Kernels', kernelsText(d.profile)],
       ['Queued', d.queued != null ? String(d.queued) : '\u2014'],
       ['Running', running],
     ];

@@ -123,13 +123,14 @@ static const pgn_gemm_shape tile_shapes[] = {
 static int gemm_tiles(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
     if (!pgn_bench_wants(ctx, "tile") || !ctx->dev) return 0; /* the host has its own tiles */
     int n = pgn_gemm_tile_count(), before = pgn_gemm_tile_of(ctx->dev), best = 0;
+    pgn_profile_source before_from = pgn_device_get_profile(ctx->dev)->gemm_tile_from;
     double total[16] = {0}, gflops[16][N_TILE_SHAPES] = {{0}};
     float *a = malloc((size_t)2048 * 1024 * sizeof *a), *b = malloc((size_t)1024 * 1024 * sizeof *b);
     int rc = a && b ? 0 : pgn_bench_oom(err);
     for (size_t i = 0; rc == 0 && i < (size_t)2048 * 1024; i++) a[i] = pgn_rand_unit(1, 1, i) * 2.0f - 1.0f;
     for (size_t i = 0; rc == 0 && i < (size_t)1024 * 1024; i++) b[i] = pgn_rand_unit(1, 2, i) * 2.0f - 1.0f;
     for (int t = 0; rc == 0 && t < n && t < 16; t++) {
-        rc = pgn_bench_check_stop(ctx, err) || pgn_gemm_tile_set(ctx->dev, t, err);
+        rc = pgn_bench_check_stop(ctx, err) || pgn_gemm_tile_set(ctx->dev, t, PGN_FROM_TUNING, err);
         for (size_t i = 0; rc == 0 && i < N_TILE_SHAPES; i++) {
             const pgn_gemm_shape *c = &tile_shapes[i];
             double sec = 0;
@@ -143,7 +144,7 @@ static int gemm_tiles(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
     free(b);
     if (rc) {
         pgn_error ignored;
-        pgn_gemm_tile_set(ctx->dev, before, &ignored); /* a valid tile: it cannot fail */
+        pgn_gemm_tile_set(ctx->dev, before, before_from, &ignored); /* a valid tile: it cannot fail */
         return -1;
     }
     for (int t = 0; t < n && t < 16; t++) {
@@ -160,7 +161,7 @@ static int gemm_tiles(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
     }
     pgn_hooks_log(ctx->hooks, "gemm tile on %s: %s (%.1f GFLOP/s at N=1024; the default %s %.1f)", ctx->info->id,
                   pgn_gemm_tile_name(best), gflops[best][0], pgn_gemm_tile_name(0), gflops[0][0]);
-    return pgn_gemm_tile_set(ctx->dev, best, err);
+    return pgn_gemm_tile_set(ctx->dev, best, PGN_FROM_TUNING, err);
 }
 
 int pgn_gemm_tune(pgn_device *dev, int repeats, json_t *rows, pgn_error *err) {

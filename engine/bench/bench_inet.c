@@ -50,7 +50,7 @@ static int inet_case(const pgn_bench_ctx *ctx, const char *name, const pgn_embed
         double sec = pgn_median(t, (size_t)(runs));
         json_t *row = pgn_bench_row(ctx, "inet", name);
         json_object_set_new(row, "work_items",
-                            json_integer(ctx->dev ? (json_int_t)pgn_inet_default_workers(ctx->info) : 1));
+                            json_integer(ctx->dev ? (json_int_t)pgn_device_get_profile(ctx->dev)->inet_workers : 1));
         json_object_set_new(row, "interactions", json_integer((json_int_t)r.interactions));
         json_object_set_new(row, "seconds", json_real(sec));
         json_object_set_new(row, "mips", json_real(sec > 0 ? (double)r.interactions / sec / 1e6 : 0));

@@ -35,9 +35,11 @@
 void pgn_device_rates_estimate(const pgn_device_info *info, pgn_device_rates *out) {
     double cus = info->compute_units ? info->compute_units : 1;
     double ghz = info->max_clock_mhz ? info->max_clock_mhz / 1000.0 : 1.0;
-    bool gpu = info->type == PGN_DEVICE_GPU || info->type == PGN_DEVICE_ACCELERATOR;
+    pgn_device_profile profile;
+    pgn_device_profile_default(info, &profile);
+    bool gpu = profile.dev_class == PGN_CLASS_GPU;
     *out = (pgn_device_rates){0};
-    if (info->type == PGN_DEVICE_HOST) {
+    if (profile.dev_class == PGN_CLASS_HOST) {
         out->gflops = HOST_GFLOPS;
         out->mips = HOST_MIPS;
         out->launch_us = 0;

@@ -172,6 +172,8 @@ typedef struct pgn_device_info {
     unsigned compute_units;
     uint64_t global_mem_bytes;
     unsigned max_clock_mhz;
+    uint64_t local_mem_bytes;   /* CL_DEVICE_LOCAL_MEM_SIZE: what a work-group may share */
+    unsigned max_work_group;    /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
 } pgn_device_info;
 
 const char *pgn_device_type_name(pgn_device_type type); /* "host", "cpu", "gpu", ... */
@@ -195,14 +197,72 @@ json_t *pgn_device_info_json(const pgn_device_info *info);
 /* JSON array of {"name","version","vendor"} for each OpenCL platform. New reference. */
 json_t *pgn_opencl_platforms_json(void);
 
+/* ---- device profiles (engine/profile.c; docs/architecture.md, "Device profiles") ---------
+ * Every per-device choice in one typed place: which kernel family each group of ops runs (cpu:
+ * shaped for pocl, one work-item per register tile or row; gpu: work-groups sharing local
+ * memory), the family's parameters, and where each value came from. Built from the device's
+ * type and limits, a stored tuning and the overrides (PARAGON_KERNELS, --kernels); nothing else
+ * in the engine, the server or the CLI tests a device's type. */
+typedef enum { PGN_FAMILY_CPU, PGN_FAMILY_GPU } pgn_kernel_family;
+typedef enum { PGN_OPS_GEMM, PGN_OPS_ROWS, PGN_OPS_INET, PGN_OPS_COUNT } pgn_ops_group;
+typedef enum {
+    PGN_FROM_DEFAULT,  /* the device's type and limits */
+    PGN_FROM_TUNING,   /* a calibration measured on this device */
+    PGN_FROM_OVERRIDE, /* PARAGON_KERNELS / --kernels, or a caller's setting */
+} pgn_profile_source;
+/* What a device is, for what its defaults follow. */
+typedef enum { PGN_CLASS_HOST, PGN_CLASS_CPU, PGN_CLASS_GPU } pgn_device_class;
+
+typedef struct pgn_device_profile {
+    pgn_device_class dev_class;
+    int auto_rank;    /* "auto" takes the first device of the lowest rank: a GPU, then a CPU, then others */
+    bool host_memory; /* its global memory is the host's (a CPU device): admission counts it there */
+    bool coherent;    /* a CPU's memory model (coherent caches, ordered stores): -D PGN_DEVICE_CPU */
+    pgn_kernel_family family[PGN_OPS_COUNT];
+    pgn_profile_source family_from[PGN_OPS_COUNT];
+    /* gemm, cpu family: the register tile (pgn_gemm_tile_name) */
+    int gemm_tile;
+    pgn_profile_source gemm_tile_from;
+    /* rows: the work-group size of row ops (0: the OpenCL runtime's choice) */
+    unsigned row_group;
+    pgn_profile_source row_group_from;
+    /* inet: the reducer's workers (work-items), work-group size and first launch's budget */
+    unsigned inet_workers;
+    unsigned inet_local;
+    uint64_t inet_first_budget;
+    pgn_profile_source inet_from;
+} pgn_device_profile;
+
+const char *pgn_kernel_family_name(pgn_kernel_family f); /* "cpu", "gpu" */
+const char *pgn_ops_group_name(pgn_ops_group g);         /* "gemm", "rows", "inet" */
+const char *pgn_profile_source_name(pgn_profile_source s); /* "default", "tuning", "override" */
+/* A device's profile from its type and limits alone: what the tunings and overrides start from,
+ * and what estimates made without opening it use (the inet workers, the cost model's class). */
+void pgn_device_profile_default(const pgn_device_info *info, pgn_device_profile *out);
+/* The profile of a device from its description, with the kernel-family override kernels
+ * ("auto", "cpu", "gpu"; NULL: $PARAGON_KERNELS, else auto). A family the device cannot build
+ * is an error (code "device") naming the device and the reason. */
+int pgn_device_profile_of(const pgn_device_info *info, const char *kernels, pgn_device_profile *out,
+                          pgn_error *err);
+/* {"class", "families": {"gemm": {"family", "from"}, ..}, "gemm": {"tile", "from"}, "rows":
+ * {"group", "from"}, "inet": {"workers", "local", "first_budget", "from"}}. New reference. */
+json_t *pgn_device_profile_json(const pgn_device_profile *p);
+
 /* An opened device: context, in-order queue and the kernel programs built for it.
  * Opening builds the embedded kernel sources; a build failure returns code "kernel_build" with
  * the compiler's log in the message. One pgn_device is used by one thread at a time. */
 typedef struct pgn_device pgn_device;
 
+/* Opens with the profile pgn_device_profile_of gives (the override from $PARAGON_KERNELS). */
 int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *err);
+/* The same for a run on any device: the host pseudo-device runs with none (*out NULL). */
+int pgn_device_open_for_run(const pgn_device_info *info, pgn_device **out, pgn_error *err);
+/* The device a request names (pgn_device_select over pgn_devices_list), described in *chosen and
+ * opened for a run: the one sequence the CLI's commands and the ranks use. */
+int pgn_device_acquire(const char *want, pgn_device_info *chosen, pgn_device **out, pgn_error *err);
 void pgn_device_close(pgn_device *dev);
 const pgn_device_info *pgn_device_get_info(const pgn_device *dev);
+const pgn_device_profile *pgn_device_get_profile(const pgn_device *dev);
 
 /* ---- job specs -------------------------------------------------------------------------- */
 
@@ -628,16 +688,18 @@ char *pgn_bench_csv(const char *suite, const json_t *rows);
 int pgn_bench_run(const pgn_bench_spec *spec, pgn_device *dev, const pgn_run_options *opts,
                   const pgn_run_hooks *hooks, json_t *rows, pgn_error *err);
 
-/* ---- GEMM tiles (engine/tensor/gemm.c) --------------------------------------------------
+/* ---- GEMM tiles (the cpu family's, engine/profile.c; used by engine/tensor/gemm.c) --------
  * The device GEMM has a few register-tile shapes (rows x columns of C a work-item computes,
  * "8x32" the default); which is fastest depends on the CPU, and none changes a bit of any
  * result (each element is the same in-order fma chain). pgn_gemm_tune measures them on a device
- * and sets the fastest; paragond keeps the choice with the device's benchmark rows. */
+ * and sets the fastest in its profile; paragond keeps the choice with the device's benchmark
+ * rows. */
 int pgn_gemm_tile_count(void);
 const char *pgn_gemm_tile_name(int tile); /* NULL past the count */
 int pgn_gemm_tile_find(const char *name); /* -1 for none */
 int pgn_gemm_tile_of(const pgn_device *dev);
-int pgn_gemm_tile_set(pgn_device *dev, int tile, pgn_error *err);
+/* Sets the device profile's tile, saying where the choice came from. */
+int pgn_gemm_tile_set(pgn_device *dev, int tile, pgn_profile_source from, pgn_error *err);
 /* Measures the tiles on dev (the gemm suite's "tile" cases, repeats each: about half a second)
  * and sets the fastest; their rows are appended to rows when it is not NULL. A no-op for the
  * host (NULL). */

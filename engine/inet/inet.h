@@ -129,8 +129,8 @@ int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim, con
                       const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err);
 void pgn_inet_result_free(pgn_inet_result *r);
 
-/* The OpenCL reducer (kernels/inet.cl) on dev with `workers` work-items (0: the device's default,
- * pgn_inet_default_workers). Same contract as pgn_inet_run_host: the same normal form and
+/* The OpenCL reducer (kernels/inet.cl) on dev with `workers` work-items (0: the device profile's
+ * inet_workers). Same contract as pgn_inet_run_host: the same normal form and
  * interaction count for any number of workers (an IO program's rounds after the first go on on
  * the host: the heaps are taken over there); seconds covers the launches and any heap growth
  * between them; peak_nodes is the node heap's high-water mark (free slots held by workers
@@ -139,8 +139,6 @@ void pgn_inet_result_free(pgn_inet_result *r);
  * workers' unused chunks share, so a net near the limit may stop a little sooner than on host. */
 int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_limits *lim, const pgn_inet_io *io,
                     unsigned workers, const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err);
-/* Work-items the OpenCL reducer uses on a device by default: one per compute unit on a CPU. */
-unsigned pgn_inet_default_workers(const pgn_device_info *info);
 
 /* Seconds between both reducers' reports to the hooks (pgn_inet_report). */
 #define PGN_INET_REPORT_EVERY_S 0.5

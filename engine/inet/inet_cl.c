@@ -26,15 +26,9 @@
  * at this often, and the launch cost (tens of microseconds) stays under 1 %. */
 #define SLICE_S 0.1
 #define BUDGET_MIN (1u << 12)
-#define BUDGET_FIRST (1u << 22)
-/* A GPU's worker is one thread chasing pointers through global memory, a hundred times slower
- * than a CPU core (0.5 MIPS on an H200): its first launch of BUDGET_FIRST took 8 s, past a
- * 1.2 s timeout. It starts small, and each launch grows at most 4x toward SLICE_S. */
-#define BUDGET_FIRST_GPU (1u << 14)
 #define BUDGET_MAX (1ull << 32)
-/* Work-items per compute unit on a GPU; a CPU device runs one per compute unit (docs/architecture.md). */
-#define GPU_WORKERS_PER_CU 64u
-#define GPU_LOCAL 64u
+/* The workers, their work-group size and the first launch's budget are the device profile's
+ * (engine/profile.c); each launch grows at most 4x toward SLICE_S. */
 
 /* One heap on the device (PGN_INET_HEAP_NODES, PGN_INET_HEAP_VARS): its slots, the owner of each
  * chunk, its size and the most it may grow to. */
@@ -249,11 +243,6 @@ static int make_bag_room(clnet *c, uint64_t itrs, pgn_error *err) {
     return cap ? grow_bags(c, cap, err) : spread_bags(c, itrs, err);
 }
 
-unsigned pgn_inet_default_workers(const pgn_device_info *info) {
-    unsigned cus = info->compute_units ? info->compute_units : 1;
-    return info->type == PGN_DEVICE_GPU ? cus * GPU_WORKERS_PER_CU : cus;
-}
-
 /* Uploads the book and sets up empty heaps, the workers and the seed redex @main ~ root. */
 static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, const pgn_inet_limits *L,
                       unsigned workers, pgn_error *err) {
@@ -350,8 +339,7 @@ static int launch(clnet *c, uint64_t budget, pgn_error *err) {
                        KARG(c->mail),           KARG(c->wk),             KARG(c->ctl),       KARG(c->scratch),
                        KARG(c->workers),        KARG(nodes->cap),        KARG(vars->cap),    KARG(c->bag_cap),
                        KARG(c->scratch_stride), KARG(c->max_def_nodes), KARG(budget)};
-    bool cpu = c->dev->info.type == PGN_DEVICE_CPU;
-    size_t local = cpu ? 1 : GPU_LOCAL;
+    size_t local = c->dev->profile.inet_local;
     size_t global = (c->workers + local - 1) / local * local;
     if (pgn_launch_kernel(c->dev, c->kernel, (pgn_kernel_id)PGN_KERNEL_CHECKED(inet_reduce, args), args, 1,
                           &global, &local, err))
@@ -445,14 +433,14 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
                     unsigned workers, const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err) {
     pgn_inet_limits L = lim ? *lim : (pgn_inet_limits){0};
     *out = (pgn_inet_result){0};
-    if (!workers) workers = pgn_inet_default_workers(&dev->info);
+    if (!workers) workers = dev->profile.inet_workers;
     clnet c = {0};
     if (clnet_init(&c, dev, book, &L, workers, err)) {
         clnet_release(&c);
         return -1;
     }
     double t0 = pgn_now_s(), next_report = t0 + PGN_INET_REPORT_EVERY_S;
-    uint64_t budget = dev->info.type == PGN_DEVICE_CPU ? BUDGET_FIRST : BUDGET_FIRST_GPU, itrs = 0;
+    uint64_t budget = dev->profile.inet_first_budget, itrs = 0;
     int state;
     for (;;) {
         uint64_t b = budget;

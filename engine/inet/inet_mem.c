@@ -96,9 +96,11 @@ int pgn_inet_memory_estimate(const pgn_inet_spec *spec, const pgn_device_info *w
     pgn_inet_book *book = NULL;
     const char *text = spec->program ? spec->program : "";
     if (pgn_inet_parse(text, strlen(text), &book, err)) return -1;
-    bool device = where && where->type != PGN_DEVICE_HOST;
+    pgn_device_profile profile;
+    if (where) pgn_device_profile_default(where, &profile);
+    bool device = where && profile.dev_class != PGN_CLASS_HOST;
     unsigned workers = 0;
-    if (device) workers = spec->work_items > 0 ? (unsigned)spec->work_items : pgn_inet_default_workers(where);
+    if (device) workers = spec->work_items > 0 ? (unsigned)spec->work_items : profile.inet_workers;
     pgn_inet_caps caps;
     pgn_inet_caps_of(book, spec->max_nodes, workers, &caps);
     def_max d = largest_def(book);

@@ -376,34 +376,11 @@ typedef struct {
     int ps, rs, cs;
 } tile_operand;
 
-/* The tile kernels of kernels/gemm.cl: rows and GEMM_NR-wide panels of a work-item's tile. The
- * first is the default and the only one A's packed panels (GEMM_MR rows) fit. */
-static const struct {
-    const char *name;
-    pgn_kernel_id kernel;
-    int mr, np;
-} tiles[] = {
-    {"8x32", PGN_K_gemm_tile, GEMM_MR, 1},         {"4x64", PGN_K_gemm_tile_4x64, 4, 2},
-    {"6x64", PGN_K_gemm_tile_6x64, 6, 2},          {"12x32", PGN_K_gemm_tile_12x32, 12, 1},
-    {"14x32", PGN_K_gemm_tile_14x32, 14, 1},
-};
-#define N_TILES ((int)(sizeof tiles / sizeof *tiles))
-_Static_assert(GEMM_MR == 8 && GEMM_NR == 32, "tiles[0] is named for GEMM_MR x GEMM_NR");
+int pgn_gemm_tile_of(const pgn_device *dev) { return dev ? dev->profile.gemm_tile : 0; }
 
-int pgn_gemm_tile_count(void) { return N_TILES; }
-const char *pgn_gemm_tile_name(int tile) { return tile >= 0 && tile < N_TILES ? tiles[tile].name : NULL; }
-
-int pgn_gemm_tile_find(const char *name) {
-    for (int i = 0; i < N_TILES; i++)
-        if (name && !strcmp(name, tiles[i].name)) return i;
-    return -1;
-}
-
-int pgn_gemm_tile_of(const pgn_device *dev) { return dev ? dev->gemm_tile : 0; }
-
-int pgn_gemm_tile_set(pgn_device *dev, int tile, pgn_error *err) {
-    if (check(tile >= 0 && tile < N_TILES, "no such tile", err)) return -1;
-    if (dev) dev->gemm_tile = tile;
+int pgn_gemm_tile_set(pgn_device *dev, int tile, pgn_profile_source from, pgn_error *err) {
+    if (check(pgn_gemm_tile_shape_of(tile) != NULL, "no such tile", err)) return -1;
+    if (dev) dev->profile.gemm_tile = tile, dev->profile.gemm_tile_from = from;
     return 0;
 }
 
@@ -415,19 +392,20 @@ static int launch_tile(pgn_device *dev, int M, int N, int K, const tile_operand 
         size_t global[1] = {(size_t)ceil_div(ceil_div(N, GEMM_NR), GEMM_VEC_PANELS)}, local[1] = {1};
         return PGN_LAUNCH(dev, gemm_vec, args, 1, global, local, err);
     }
-    int t = a->ps ? 0 : dev->gemm_tile; /* packed A: the default tile, whose rows its panels hold */
+    int t = a->ps ? 0 : dev->profile.gemm_tile; /* packed A: the default tile, whose rows its panels hold */
     /* One panel of B (N <= GEMM_NR: a classifier's 10 columns): a tile of two panels would compute
      * it twice, the copy never stored, so the one-panel default takes it (the same in-order sums:
      * the same bits whatever the tile). */
-    if (tiles[t].np > 1 && N <= GEMM_NR) t = 0;
-    int a_ps = a->ps ? a->ps : tiles[t].mr * a->rs;
+    const pgn_gemm_tile_shape *tile = pgn_gemm_tile_shape_of(t);
+    if (tile->np > 1 && N <= GEMM_NR) tile = pgn_gemm_tile_shape_of(t = 0);
+    int a_ps = a->ps ? a->ps : tile->mr * a->rs;
     pgn_karg args[] = {KARG(M),     KARG(N),     KARG(K),     KARG(a->mem), KARG(a->off),   KARG(a_ps),
                        KARG(a->rs), KARG(a->cs), KARG(b->mem), KARG(b->ps), KARG(b->rs),    KARG(b->len),
                        KARG(c),     KARG(N),     KARG(e->on), KARG(e->bias), KARG(e->act), KARG(e->y)};
-    size_t global[2] = {(size_t)ceil_div(M, tiles[t].mr), (size_t)ceil_div(ceil_div(N, GEMM_NR), tiles[t].np)};
+    size_t global[2] = {(size_t)ceil_div(M, tile->mr), (size_t)ceil_div(ceil_div(N, GEMM_NR), tile->np)};
     size_t local[2] = {1, 1};
     (void)PGN_KERNEL_CHECKED(gemm_tile, args); /* every tile kernel takes gemm_tile's arguments */
-    return pgn_launch(dev, tiles[t].kernel, args, 2, global, local, err);
+    return pgn_launch(dev, tile->kernel, args, 2, global, local, err);
 }
 
 static int gemm_device(int M, int N, int K, cl_mem a, cl_mem b, cl_mem c, bool ta, bool tb,

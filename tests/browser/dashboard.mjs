@@ -421,6 +421,13 @@ async function addressesAndHistory(page, server, token, context) {
     c.dataset.id + ': ' + c.querySelector('svg.util').getAttribute('aria-label')));
   if (util.some((u) => !/utilisation \d[\d.]*% over the last \d+ (s|min)$/.test(u)))
     throw new Error('utilisation: ' + JSON.stringify(util));
+  // Each card says its kernel family and GEMM tile (the device profile), the host its reference.
+  const kernels = await fresh.$$eval('#devices .device', (cs) => cs.map((c) => {
+    const dt = [...c.querySelectorAll('dt')].find((d) => d.textContent === 'Kernels');
+    return [c.dataset.id, dt ? dt.nextElementSibling.textContent : null];
+  }));
+  if (kernels.some(([id, k]) => id === 'host' ? k !== 'host reference (C)' : !/^cpu family, GEMM \d+x\d+/.test(k || '')))
+    throw new Error('kernels: ' + JSON.stringify(kernels));
   mkdirSync(join(here, 'screenshots'), {recursive: true});
   await fresh.locator('#devices').screenshot({path: join(here, 'screenshots', 'dashboard-devices.png')});
 

@@ -1,0 +1,125 @@
+/* profile.c: owns every per-device choice (docs/architecture.md, "Device profiles"): from a
+ * device's type and limits, the kernel family each group of ops runs and that family's
+ * parameters, each with where it came from; the override of the family (PARAGON_KERNELS,
+ * --kernels). The only place in paragon that tests what kind of device a device is. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+#include "pgn_gemm.h"
+
+/* The cpu family's GEMM tiles, the profile's gemm parameter: which is fastest depends on the CPU
+ * (measured at first start, pgn_gemm_tune), and none changes a bit of a result. */
+static const pgn_gemm_tile_shape tiles[] = {
+    {"8x32", PGN_K_gemm_tile, GEMM_MR, 1},         {"4x64", PGN_K_gemm_tile_4x64, 4, 2},
+    {"6x64", PGN_K_gemm_tile_6x64, 6, 2},          {"12x32", PGN_K_gemm_tile_12x32, 12, 1},
+    {"14x32", PGN_K_gemm_tile_14x32, 14, 1},
+};
+#define N_TILES ((int)(sizeof tiles / sizeof *tiles))
+_Static_assert(GEMM_MR == 8 && GEMM_NR == 32, "tiles[0] is named for GEMM_MR x GEMM_NR");
+
+const pgn_gemm_tile_shape *pgn_gemm_tile_shape_of(int tile) { return tile >= 0 && tile < N_TILES ? &tiles[tile] : NULL; }
+int pgn_gemm_tile_count(void) { return N_TILES; }
+const char *pgn_gemm_tile_name(int tile) { return tile >= 0 && tile < N_TILES ? tiles[tile].name : NULL; }
+
+int pgn_gemm_tile_find(const char *name) {
+    for (int i = 0; i < N_TILES; i++)
+        if (name && !strcmp(name, tiles[i].name)) return i;
+    return -1;
+}
+
+/* The interaction-net reducer (engine/inet/inet_cl.c, kernels/inet.cl): a worker is one
+ * work-item. A CPU device runs one a compute unit, in work-groups of one (pocl runs a group's
+ * work-items one after another in one thread: two in a group would never run at once). A GPU's
+ * worker is one thread chasing pointers through global memory, a hundred times slower than a CPU
+ * core (0.5 MIPS on an H200), so it gets many, in groups of 64; its first launch of the CPU's
+ * 4 million interactions a worker took 8 s there, past a 1.2 s timeout, so it starts at 16,384
+ * and each launch grows at most 4x toward the reducer's time slice. */
+#define INET_GPU_WORKERS_PER_CU 64u
+#define INET_GPU_LOCAL 64u
+#define INET_FIRST_BUDGET_CPU (1u << 22)
+#define INET_FIRST_BUDGET_GPU (1u << 14)
+
+const char *pgn_kernel_family_name(pgn_kernel_family f) { return f == PGN_FAMILY_GPU ? "gpu" : "cpu"; }
+
+const char *pgn_ops_group_name(pgn_ops_group g) {
+    static const char *const names[PGN_OPS_COUNT] = {"gemm", "rows", "inet"};
+    return g < PGN_OPS_COUNT ? names[g] : "?";
+}
+
+const char *pgn_profile_source_name(pgn_profile_source s) {
+    return s == PGN_FROM_TUNING ? "tuning" : s == PGN_FROM_OVERRIDE ? "override" : "default";
+}
+
+static const char *class_name(pgn_device_class c) {
+    return c == PGN_CLASS_HOST ? "host" : c == PGN_CLASS_GPU ? "gpu" : "cpu";
+}
+
+/* The families this build has kernels for: the gpu family comes with the issue that writes it
+ * (docs/architecture.md, "Kernel families"). */
+static bool family_built(pgn_kernel_family f) { return f == PGN_FAMILY_CPU; }
+
+void pgn_device_profile_default(const pgn_device_info *info, pgn_device_profile *out) {
+    memset(out, 0, sizeof *out);
+    /* what the device is: its defaults follow */
+    pgn_device_class c = info->type == PGN_DEVICE_HOST ? PGN_CLASS_HOST
+                         : info->type == PGN_DEVICE_CPU ? PGN_CLASS_CPU
+                                                        : PGN_CLASS_GPU; /* GPUs, accelerators, others */
+    out->dev_class = c;
+    out->auto_rank = info->type == PGN_DEVICE_GPU ? 0 : info->type == PGN_DEVICE_CPU ? 1 : c == PGN_CLASS_HOST ? 3 : 2;
+    out->host_memory = c == PGN_CLASS_CPU;
+    out->coherent = c == PGN_CLASS_CPU;
+    /* the family: cpu, the one built, until the gpu family is (then a GPU's default) */
+    for (int g = 0; g < PGN_OPS_COUNT; g++) out->family[g] = PGN_FAMILY_CPU, out->family_from[g] = PGN_FROM_DEFAULT;
+    out->gemm_tile = 0; /* "8x32", until a tuning measures another (pgn_gemm_tune) */
+    out->gemm_tile_from = PGN_FROM_DEFAULT;
+    out->row_group = 0;
+    out->row_group_from = PGN_FROM_DEFAULT;
+    unsigned cus = info->compute_units ? info->compute_units : 1;
+    bool gpu = c == PGN_CLASS_GPU;
+    out->inet_workers = c == PGN_CLASS_HOST ? 1 : gpu ? cus * INET_GPU_WORKERS_PER_CU : cus;
+    out->inet_local = gpu ? INET_GPU_LOCAL : 1;
+    if (info->max_work_group && out->inet_local > info->max_work_group) out->inet_local = info->max_work_group;
+    out->inet_first_budget = gpu ? INET_FIRST_BUDGET_GPU : INET_FIRST_BUDGET_CPU;
+    out->inet_from = PGN_FROM_DEFAULT;
+}
+
+int pgn_device_profile_of(const pgn_device_info *info, const char *kernels, pgn_device_profile *out,
+                          pgn_error *err) {
+    pgn_device_profile_default(info, out);
+    const char *from_env = getenv("PARAGON_KERNELS");
+    const char *want = kernels && *kernels ? kernels : from_env && *from_env ? from_env : "auto";
+    const char *field = kernels && *kernels ? "kernels" : "PARAGON_KERNELS";
+    if (!strcmp(want, "auto")) return 0;
+    if (strcmp(want, "cpu") && strcmp(want, "gpu")) {
+        pgn_error_set(err, PGN_E_INVALID_PARAMETER, field, "%s: '%.32s' is not a kernel family (auto, cpu or gpu)",
+                      field, want);
+        return -1;
+    }
+    pgn_kernel_family family = strcmp(want, "gpu") ? PGN_FAMILY_CPU : PGN_FAMILY_GPU;
+    if (out->dev_class != PGN_CLASS_HOST && !family_built(family)) {
+        pgn_error_set(err, PGN_E_DEVICE, field,
+                      "%s: the %s kernel family cannot run on %s: this build has no kernels of that family yet "
+                      "(cpu is the one built; auto picks it)",
+                      field, pgn_kernel_family_name(family), info->id);
+        return -1;
+    }
+    for (int g = 0; g < PGN_OPS_COUNT; g++) out->family[g] = family, out->family_from[g] = PGN_FROM_OVERRIDE;
+    return 0;
+}
+
+json_t *pgn_device_profile_json(const pgn_device_profile *p) {
+    json_t *families = json_object();
+    for (int g = 0; g < PGN_OPS_COUNT; g++)
+        json_object_set_new(families, pgn_ops_group_name((pgn_ops_group)g),
+                            json_pack("{s:s, s:s}", "family", pgn_kernel_family_name(p->family[g]), "from",
+                                      pgn_profile_source_name(p->family_from[g])));
+    const char *tile = pgn_gemm_tile_name(p->gemm_tile);
+    return json_pack("{s:s, s:o, s:{s:s, s:s}, s:{s:I, s:s}, s:{s:I, s:I, s:I, s:s}}", "class",
+                     class_name(p->dev_class), "families", families, "gemm", "tile", tile ? tile : "?", "from",
+                     pgn_profile_source_name(p->gemm_tile_from), "rows", "group", (json_int_t)p->row_group,
+                     "from", pgn_profile_source_name(p->row_group_from), "inet", "workers",
+                     (json_int_t)p->inet_workers, "local", (json_int_t)p->inet_local, "first_budget",
+                     (json_int_t)p->inet_first_budget, "from", pgn_profile_source_name(p->inet_from));
+}
