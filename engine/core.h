@@ -18,8 +18,8 @@ struct pgn_device {
     cl_device_id device;
     cl_context context;
     cl_command_queue queue; /* in-order: a step's kernels are queued, then waited for once */
-    cl_program program;
-    cl_kernel kernels[PGN_KERNEL_COUNT]; /* every kernel of kernels.h, created once at open */
+    cl_program programs[PGN_FAMILY_COUNT]; /* one a family the profile runs (NULL for the others) */
+    cl_kernel kernels[PGN_KERNEL_COUNT];   /* every kernel of those families, created once at open */
     double *profile_sink; /* when set, each launch waits and adds its event time (seconds) */
     size_t align_bytes;   /* sub-buffer origins must be multiples of this */
     cl_mem gemm_ws;       /* engine/tensor/gemm.c's scratch for packed panels; grown, never shrunk */

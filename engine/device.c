@@ -4,6 +4,7 @@
 /* clCreateCommandQueue: the only way to make a queue on an OpenCL 1.x platform (open_queue). */
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,14 +312,19 @@ static int find_by_id(void *ctx, cl_platform_id p, cl_device_id d, const pgn_dev
     return 1;
 }
 
-/* The program is the embedded kernel files concatenated in table order (headers first). */
-static char *program_source(void) {
+/* A family's program: the embedded headers and that family's kernel files (a gpu family's end in
+ * _gpu.cl), concatenated in table order (headers first). */
+static char *program_source(pgn_kernel_family family) {
     size_t total = 1;
     for (const pgn_embedded *e = pgn_kernel_sources; e->name; e++) total += e->size + 1;
     char *src = malloc(total);
     if (!src) return NULL;
     size_t off = 0;
     for (const pgn_embedded *e = pgn_kernel_sources; e->name; e++) {
+        size_t n = strlen(e->name);
+        bool cl = n > 3 && !strcmp(e->name + n - 3, ".cl");
+        bool gpu_file = n > 7 && !strcmp(e->name + n - 7, "_gpu.cl");
+        if (cl && gpu_file != (family == PGN_FAMILY_GPU)) continue;
         memcpy(src + off, e->data, e->size);
         off += e->size;
         src[off++] = '\n';
@@ -373,23 +379,28 @@ int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_err
     return 0;
 }
 
-static int build_kernels(pgn_device *dev, pgn_error *err) {
-    char *src = program_source();
+/* Builds one family's program and creates its kernels, checking each signature and that the
+ * program holds exactly the family's kernels of the list. */
+static int build_family(pgn_device *dev, pgn_kernel_family family, pgn_error *err) {
+    char *src = program_source(family);
     if (!src) {
         pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory assembling kernel sources");
         return -1;
     }
-    int rc = pgn_program_build(dev, src, &dev->program, err);
+    int rc = pgn_program_build(dev, src, &dev->programs[family], err);
     free(src);
     if (rc) return -1;
+    size_t listed = 0;
     for (int k = 0; k < PGN_KERNEL_COUNT; k++) {
+        if (pgn_kernel_family_of((pgn_kernel_id)k) != family) continue;
+        listed++;
         const char *name = pgn_kernel_name((pgn_kernel_id)k);
         cl_int st;
-        dev->kernels[k] = clCreateKernel(dev->program, name, &st);
+        dev->kernels[k] = clCreateKernel(dev->programs[family], name, &st);
         if (st != CL_SUCCESS) {
             dev->kernels[k] = NULL;
-            pgn_error_set(err, PGN_E_KERNEL_BUILD, "", "creating kernel %s on %s failed: %s", name,
-                          dev->info.id, pgn_cl_status_name(st));
+            pgn_error_set(err, PGN_E_KERNEL_BUILD, "", "creating kernel %s (%s family) on %s failed: %s", name,
+                          pgn_kernel_family_name(family), dev->info.id, pgn_cl_status_name(st));
             return -1;
         }
         cl_uint nargs = 0;
@@ -401,11 +412,21 @@ static int build_kernels(pgn_device *dev, pgn_error *err) {
         }
     }
     size_t in_program = 0;
-    clGetProgramInfo(dev->program, CL_PROGRAM_NUM_KERNELS, sizeof in_program, &in_program, NULL);
-    if (in_program != PGN_KERNEL_COUNT) {
-        pgn_error_set(err, PGN_E_KERNEL_BUILD, "", "the program holds %zu kernels; engine/kernels.h lists %d",
-                      in_program, PGN_KERNEL_COUNT);
+    clGetProgramInfo(dev->programs[family], CL_PROGRAM_NUM_KERNELS, sizeof in_program, &in_program, NULL);
+    if (in_program != listed) {
+        pgn_error_set(err, PGN_E_KERNEL_BUILD, "", "the %s family's program holds %zu kernels; engine/kernels.h lists %zu",
+                      pgn_kernel_family_name(family), in_program, listed);
         return -1;
+    }
+    return 0;
+}
+
+/* The programs of the families the device's profile runs. */
+static int build_kernels(pgn_device *dev, pgn_error *err) {
+    for (int f = 0; f < PGN_FAMILY_COUNT; f++) {
+        bool used = false;
+        for (int g = 0; g < PGN_OPS_COUNT; g++) used |= dev->profile.family[g] == (pgn_kernel_family)f;
+        if (used && build_family(dev, (pgn_kernel_family)f, err)) return -1;
     }
     return 0;
 }
@@ -505,7 +526,8 @@ void pgn_device_close(pgn_device *dev) {
     if (dev->reduce_ws) clReleaseMemObject(dev->reduce_ws);
     for (size_t i = 0; i < dev->n_kept; i++) clReleaseMemObject(dev->kept[i]);
     free(dev->kept);
-    if (dev->program) clReleaseProgram(dev->program);
+    for (int f = 0; f < PGN_FAMILY_COUNT; f++)
+        if (dev->programs[f]) clReleaseProgram(dev->programs[f]);
     if (dev->queue) clReleaseCommandQueue(dev->queue);
     if (dev->context) clReleaseContext(dev->context);
     free(dev);
@@ -576,17 +598,25 @@ int pgn_device_finish(pgn_device *dev, pgn_error *err) {
 static const struct {
     const char *name;
     int nargs;
+    pgn_kernel_family family;
 } kernel_table[PGN_KERNEL_COUNT] = {
-#define PGN_KERNEL_ROW(name, nargs) {#name, nargs},
+#define PGN_KERNEL_ROW(name, nargs, family) {#name, nargs, PGN_FAMILY_##family},
     PGN_KERNEL_LIST(PGN_KERNEL_ROW)
 #undef PGN_KERNEL_ROW
 };
 
 const char *pgn_kernel_name(pgn_kernel_id id) { return kernel_table[id].name; }
 int pgn_kernel_nargs(pgn_kernel_id id) { return kernel_table[id].nargs; }
+pgn_kernel_family pgn_kernel_family_of(pgn_kernel_id id) { return kernel_table[id].family; }
 
 int pgn_launch(pgn_device *dev, pgn_kernel_id id, const pgn_karg *args, cl_uint dims, const size_t *global,
                const size_t *local, pgn_error *err) {
+    if (!dev->kernels[id]) {
+        pgn_error_set(err, PGN_E_DEVICE, "", "%s: the %s kernel family is not built on %s (its profile runs %s)",
+                      pgn_kernel_name(id), pgn_kernel_family_name(pgn_kernel_family_of(id)), dev->info.id,
+                      pgn_kernel_family_name(dev->profile.family[PGN_OPS_GEMM]));
+        return -1;
+    }
     return pgn_launch_kernel(dev, dev->kernels[id], id, args, dims, global, local, err);
 }
 

@@ -6,69 +6,75 @@
 #ifndef PGN_KERNELS_H
 #define PGN_KERNELS_H
 
-/* X(name, number of arguments), in the order of the files that define them. */
+#include "paragon.h" /* pgn_kernel_family */
+
+/* X(name, number of arguments, kernel family), in the order of the files that define them. A
+ * family's kernels are in its own files (a cpu family's in kernels/NAME.cl, a gpu family's in
+ * kernels/NAME_gpu.cl): a device builds the files of the families its profile runs, and checks
+ * that each program holds exactly its family's kernels (engine/device.c). */
 #define PGN_KERNEL_LIST(X)                                                                      \
     /* kernels/gemm.cl */                                                                       \
-    X(gemm_pack, 11)                                                                            \
-    X(gemm_tile, 18)                                                                            \
-    X(gemm_tile_4x64, 18)                                                                       \
-    X(gemm_tile_6x64, 18)                                                                       \
-    X(gemm_tile_12x32, 18)                                                                      \
-    X(gemm_tile_14x32, 18)                                                                      \
-    X(gemm_vec, 12)                                                                             \
+    X(gemm_pack, 11, CPU)                                                                       \
+    X(gemm_tile, 18, CPU)                                                                       \
+    X(gemm_tile_4x64, 18, CPU)                                                                  \
+    X(gemm_tile_6x64, 18, CPU)                                                                  \
+    X(gemm_tile_12x32, 18, CPU)                                                                 \
+    X(gemm_tile_14x32, 18, CPU)                                                                 \
+    X(gemm_vec, 12, CPU)                                                                        \
     /* kernels/tensor.cl */                                                                     \
-    X(bias_act_forward, 6)                                                                      \
-    X(bias_act_backward, 8)                                                                     \
-    X(act_forward, 4)                                                                           \
-    X(relu_forward, 3)                                                                          \
-    X(act_backward, 6)                                                                          \
-    X(dropout_forward, 8)                                                                       \
-    X(mul, 4)                                                                                   \
-    X(add, 4)                                                                                   \
-    X(colsum_partial, 4)                                                                        \
-    X(colsum_finish, 4)                                                                         \
-    X(broadcast_rows, 5)                                                                        \
-    X(fused_loss, 9)                                                                            \
-    X(gather_rows, 6)                                                                           \
-    X(windows, 11)                                                                              \
-    X(loss_stats, 6)                                                                            \
-    X(sumsq_ranges, 4)                                                                          \
-    X(clip_scale, 4)                                                                            \
-    X(sgd_update, 9)                                                                            \
-    X(adam_update, 14)                                                                          \
-    X(copy_u32, 6)                                                                              \
-    X(fill_u32, 5)                                                                              \
+    X(bias_act_forward, 6, CPU)                                                                 \
+    X(bias_act_backward, 8, CPU)                                                                \
+    X(act_forward, 4, CPU)                                                                      \
+    X(relu_forward, 3, CPU)                                                                     \
+    X(act_backward, 6, CPU)                                                                     \
+    X(dropout_forward, 8, CPU)                                                                  \
+    X(mul, 4, CPU)                                                                              \
+    X(add, 4, CPU)                                                                              \
+    X(colsum_partial, 4, CPU)                                                                   \
+    X(colsum_finish, 4, CPU)                                                                    \
+    X(broadcast_rows, 5, CPU)                                                                   \
+    X(fused_loss, 9, CPU)                                                                       \
+    X(gather_rows, 6, CPU)                                                                      \
+    X(windows, 11, CPU)                                                                         \
+    X(loss_stats, 6, CPU)                                                                       \
+    X(sumsq_ranges, 4, CPU)                                                                     \
+    X(clip_scale, 4, CPU)                                                                       \
+    X(sgd_update, 9, CPU)                                                                       \
+    X(adam_update, 14, CPU)                                                                     \
+    X(copy_u32, 6, CPU)                                                                         \
+    X(fill_u32, 5, CPU)                                                                         \
     /* kernels/gpt.cl */                                                                        \
-    X(embed_forward, 8)                                                                         \
-    X(embed_at, 7)                                                                              \
-    X(embed_backward_wte, 6)                                                                    \
-    X(embed_backward_wpe, 6)                                                                    \
-    X(layernorm_forward, 8)                                                                     \
-    X(layernorm_backward, 7)                                                                    \
-    X(layernorm_backward_params, 7)                                                             \
-    X(attention_forward, 7)                                                                     \
-    X(attention_decode, 7)                                                                      \
-    X(attention_backward_query, 9)                                                              \
-    X(attention_backward_key, 9)                                                                \
+    X(embed_forward, 8, CPU)                                                                    \
+    X(embed_at, 7, CPU)                                                                         \
+    X(embed_backward_wte, 6, CPU)                                                               \
+    X(embed_backward_wpe, 6, CPU)                                                               \
+    X(layernorm_forward, 8, CPU)                                                                \
+    X(layernorm_backward, 7, CPU)                                                               \
+    X(layernorm_backward_params, 7, CPU)                                                        \
+    X(attention_forward, 7, CPU)                                                                \
+    X(attention_decode, 7, CPU)                                                                 \
+    X(attention_backward_query, 9, CPU)                                                         \
+    X(attention_backward_key, 9, CPU)                                                           \
     /* kernels/inet.cl */                                                                       \
-    X(inet_reduce, 19)
+    X(inet_reduce, 19, CPU)
 
 typedef enum {
-#define PGN_KERNEL_ID(name, nargs) PGN_K_##name,
+#define PGN_KERNEL_ID(name, nargs, family) PGN_K_##name,
     PGN_KERNEL_LIST(PGN_KERNEL_ID)
 #undef PGN_KERNEL_ID
         PGN_KERNEL_COUNT
 } pgn_kernel_id;
 
 enum {
-#define PGN_KERNEL_NARGS(name, nargs) PGN_KARGS_##name = nargs,
+#define PGN_KERNEL_NARGS(name, nargs, family) PGN_KARGS_##name = nargs,
     PGN_KERNEL_LIST(PGN_KERNEL_NARGS)
 #undef PGN_KERNEL_NARGS
 };
 
-/* The kernel's name in the program, and its number of arguments. */
+/* The kernel's name in the program, its number of arguments, and its family. */
 const char *pgn_kernel_name(pgn_kernel_id id);
 int pgn_kernel_nargs(pgn_kernel_id id);
+pgn_kernel_family pgn_kernel_family_of(pgn_kernel_id id);
 
 /* PGN_K_name, failing to compile unless the array args holds exactly the arguments kernel
  * name takes (a _Static_assert inside a struct, so that it can stand in an expression). */

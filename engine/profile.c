@@ -56,9 +56,12 @@ static const char *class_name(pgn_device_class c) {
     return c == PGN_CLASS_HOST ? "host" : c == PGN_CLASS_GPU ? "gpu" : "cpu";
 }
 
-/* The families this build has kernels for: the gpu family comes with the issue that writes it
- * (docs/architecture.md, "Kernel families"). */
-static bool family_built(pgn_kernel_family f) { return f == PGN_FAMILY_CPU; }
+/* Whether this build has kernels of family f (the kernel list says: engine/kernels.h). */
+static bool family_built(pgn_kernel_family f) {
+    for (int k = 0; k < PGN_KERNEL_COUNT; k++)
+        if (pgn_kernel_family_of((pgn_kernel_id)k) == f) return true;
+    return false;
+}
 
 void pgn_device_profile_default(const pgn_device_info *info, pgn_device_profile *out) {
     memset(out, 0, sizeof *out);

@@ -102,3 +102,19 @@ Test(profile, an_opened_device_carries_its_profile) {
     cr_assert_eq(p->gemm_tile_from, PGN_FROM_TUNING);
     pgn_device_close(dev);
 }
+
+/* Each entry of the kernel list names its family; a device builds the families its profile runs
+ * (one program each, holding exactly that family's kernels) and nothing else. */
+Test(profile, a_device_builds_the_families_its_profile_runs) {
+    pgn_device *dev = test_open_cl_device();
+    const pgn_device_profile *p = pgn_device_get_profile(dev);
+    for (int f = 0; f < PGN_FAMILY_COUNT; f++) {
+        bool runs = false;
+        for (int g = 0; g < PGN_OPS_COUNT; g++) runs |= p->family[g] == (pgn_kernel_family)f;
+        cr_assert_eq(dev->programs[f] != NULL, runs, "the %s family's program", pgn_kernel_family_name(f));
+        for (int k = 0; k < PGN_KERNEL_COUNT; k++)
+            if (pgn_kernel_family_of((pgn_kernel_id)k) == (pgn_kernel_family)f)
+                cr_assert_eq(dev->kernels[k] != NULL, runs, "%s", pgn_kernel_name((pgn_kernel_id)k));
+    }
+    pgn_device_close(dev);
+}

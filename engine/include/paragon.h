@@ -203,7 +203,7 @@ json_t *pgn_opencl_platforms_json(void);
  * memory), the family's parameters, and where each value came from. Built from the device's
  * type and limits, a stored tuning and the overrides (PARAGON_KERNELS, --kernels); nothing else
  * in the engine, the server or the CLI tests a device's type. */
-typedef enum { PGN_FAMILY_CPU, PGN_FAMILY_GPU } pgn_kernel_family;
+typedef enum { PGN_FAMILY_CPU, PGN_FAMILY_GPU, PGN_FAMILY_COUNT } pgn_kernel_family;
 typedef enum { PGN_OPS_GEMM, PGN_OPS_ROWS, PGN_OPS_INET, PGN_OPS_COUNT } pgn_ops_group;
 typedef enum {
     PGN_FROM_DEFAULT,  /* the device's type and limits */

@@ -249,7 +249,7 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
     c->dev = dev;
     c->workers = workers;
     cl_int kst;
-    c->kernel = clCreateKernel(dev->program, pgn_kernel_name(PGN_K_inet_reduce), &kst);
+    c->kernel = clCreateKernel(dev->programs[pgn_kernel_family_of(PGN_K_inet_reduce)], pgn_kernel_name(PGN_K_inet_reduce), &kst);
     if (kst != CL_SUCCESS) {
         c->kernel = NULL;
         return cl_fail(err, kst, "creating the reducer's kernel");
