@@ -248,7 +248,9 @@ static void choose_tile(pgn_device *dev, const pgn_device_info *info, const char
         return;
     }
     json_t *rows = json_array();
-    if (pgn_gemm_tune(dev, repeats < 5 ? repeats : 5, rows, &err)) die("measuring the tiles", &err);
+    pgn_device_tuning tuned;
+    if (pgn_device_calibrate(dev, 1e9, repeats < 5 ? repeats : 5, rows, &tuned, &err)) die("measuring the tiles", &err);
+    pgn_device_tune(dev, &tuned);
     printf("%s: tiles measured (GFLOP/s: N=1024, MLP fwd1, GPT 2048x512x128):", info->id);
     size_t i;
     json_t *row;

@@ -248,8 +248,11 @@ int main(int argc, char **argv) {
     pgn_device **devs = calloc(n_sides, sizeof *devs);
     if (!sides || !devs) die("out of memory");
     for (size_t d = 0; d < n; d++) {
-        if (pgn_device_open(&list[d], &devs[d], &err) || pgn_gemm_tune(devs[d], 5, NULL, &err))
+        pgn_device_tuning tuned;
+        if (pgn_device_open(&list[d], &devs[d], &err) ||
+            pgn_device_calibrate(devs[d], PGN_CALIBRATION_BUDGET_S, 5, NULL, &tuned, &err))
             die("%s: %s", list[d].id, err.message);
+        pgn_device_tune(devs[d], &tuned);
         snprintf(sides[d].name, sizeof sides[d].name, "paragon %s", list[d].id);
     }
     if (with_host) snprintf(sides[n].name, sizeof sides[n].name, "paragon host reference");

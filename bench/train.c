@@ -1,7 +1,7 @@
 /* train.c: training throughput: runs a train job spec (default examples/jobs/fashion-mlp.json)
  * on each OpenCL device (and the host with --host) and prints seconds per epoch (median,
  * training loop only), samples/s, GFLOP/s and the test accuracy reached. Each device first takes
- * its fastest GEMM tile (pgn_gemm_tune), as paragond's calibration has it do.
+ * its fastest GEMM tile (pgn_device_calibrate), as paragond's calibration has it do.
  *   build/bench/bench-train [--spec FILE] [--epochs N] [--host] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,12 +60,15 @@ int main(int argc, char **argv) {
     for (size_t d = 0; d < n + (size_t)with_host; d++) {
         pgn_device *dev = NULL;
         const char *id = d < n ? list[d].id : "host";
-        if (d < n && (pgn_device_open(&list[d], &dev, &err) || pgn_gemm_tune(dev, 5, NULL, &err))) {
+        pgn_device_tuning tuned;
+        if (d < n && (pgn_device_open(&list[d], &dev, &err) ||
+                      pgn_device_calibrate(dev, PGN_CALIBRATION_BUDGET_S, 5, NULL, &tuned, &err))) {
             fprintf(stderr, "bench-train: %s\n", err.message);
             pgn_device_close(dev);
             status = 1;
             continue;
         }
+        if (dev) pgn_device_tune(dev, &tuned);
         json_t *result = NULL;
         if (pgn_job_run(&spec, dev, &opts, NULL, &result, &err)) {
             fprintf(stderr, "bench-train: %s: %s\n", id, err.message);

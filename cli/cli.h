@@ -7,6 +7,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "paragon.h"
+
 /* Exit statuses, the same for every command (the README's "Exit statuses" lists them). */
 enum {
     CLI_EXIT_OK = 0,
@@ -21,6 +23,13 @@ enum {
  * gpu, set as PARAGON_KERNELS, which the engine reads where it builds a device's profile. Prints
  * why and returns false for anything else. */
 bool cli_kernels_flag(const char *cmd, const char *family);
+
+/* The device's tuning from <data_dir>/tunings.json set on dev when it is opened, and on profile
+ * when that is given (the profile of a device not opened); with calibrate (and dev), a device
+ * without a fitting one is calibrated first and its tuning kept there. False (after saying why)
+ * when the calibration failed. */
+bool cli_tuning(const char *cmd, const pgn_device_info *info, const char *data_dir, pgn_device *dev, bool calibrate,
+                pgn_device_profile *profile);
 
 /* On this machine (the engine linked in): */
 int cmd_bench(int argc, char **argv);    /* bench.c */

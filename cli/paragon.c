@@ -102,10 +102,11 @@ static void human_bytes(uint64_t b, char *out, size_t size) {
 }
 
 static void devices_usage(FILE *out) {
-    fprintf(out, "usage: paragon devices [--kernels auto|cpu|gpu] [--json]\n"
+    fprintf(out, "usage: paragon devices [--kernels auto|cpu|gpu] [--data-dir DIR] [--json]\n"
                  "  the OpenCL devices (id, type, compute units, memory, clock, kernel family, name,\n"
                  "  platform), then the host reference\n"
                  "  --kernels FAMILY  the kernel family to show them with [auto; PARAGON_KERNELS]\n"
+                 "  --data-dir DIR    whose tunings.json holds the devices' tunings [" PGN_DEFAULT_DATA_DIR "]\n"
                  "  --json            as a JSON array, each device with its whole profile (each value\n"
                  "                    and where it came from: default, tuning, override)\n"
                  "exit status: 0 listed, 1 no OpenCL device (the host reference alone), 2 bad arguments\n");
@@ -145,12 +146,15 @@ static int cmd_compile(int argc, char **argv) {
 static int cmd_devices(int argc, char **argv) {
     static const struct option options[] = {{"json", no_argument, NULL, 'j'},
                                             {"kernels", required_argument, NULL, 'k'},
+                                            {"data-dir", required_argument, NULL, 'D'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     int as_json = 0, c;
+    const char *data_dir = PGN_DEFAULT_DATA_DIR;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
         if (c == 'j') as_json = 1;
+        else if (c == 'D') data_dir = optarg;
         else if (c == 'k') {
             if (!cli_kernels_flag("devices", optarg)) return CLI_EXIT_USAGE;
         } else if (c == 'h') {
@@ -188,6 +192,7 @@ static int cmd_devices(int argc, char **argv) {
         free(list);
         return 1;
     }
+    for (size_t i = 0; i < n; i++) cli_tuning("devices", &list[i], data_dir, NULL, false, &profiles[i]);
     if (as_json) {
         json_t *arr = json_array();
         for (size_t i = 0; i <= n; i++) {
@@ -308,6 +313,40 @@ static int hvm_limits(bool hvm, const char *const flags[3], pgn_inet_spec *lim) 
     return 0;
 }
 
+/* <data_dir>/tunings.json: the CLI's record of its devices' tunings (paragond keeps its own). */
+static void tunings_path(const char *data_dir, char *out, size_t size) { snprintf(out, size, "%s/tunings.json", data_dir); }
+
+bool cli_tuning(const char *cmd, const pgn_device_info *info, const char *data_dir, pgn_device *dev, bool calibrate,
+                pgn_device_profile *profile) {
+    char path[PGN_PATH_MAX * 2 + 32];
+    tunings_path(data_dir, path, sizeof path);
+    pgn_kernel_family family = (dev ? pgn_device_get_profile(dev) : profile)->family[PGN_OPS_GEMM];
+    pgn_device_tuning t;
+    pgn_error err = {0};
+    int found = pgn_tunings_file_find(path, info->id, family, &t, &err);
+    if (found < 0) fprintf(stderr, "paragon %s: %s (the tunings are not read)\n", cmd, err.message);
+    if (found > 0 && pgn_device_tuning_fits(&t, info, family)) {
+        if (profile) pgn_device_profile_tune(profile, &t);
+        if (dev) pgn_device_tune(dev, &t);
+        return true;
+    }
+    if (!calibrate || !dev) return true;
+    fprintf(stderr, "paragon %s: calibrating %s (%s; kept in %s)\n", cmd, info->id,
+            found > 0 ? "its driver or the kernels changed since its tuning" : "its first tuning", path);
+    if (pgn_device_calibrate(dev, PGN_CALIBRATION_BUDGET_S, PGN_CALIBRATION_REPEATS, NULL, &t, &err)) {
+        fprintf(stderr, "paragon %s: %s\n", cmd, err.message);
+        return false;
+    }
+    if (t.too_slow)
+        fprintf(stderr, "paragon %s: %s is too slow to calibrate within %.0f s: its type's defaults\n", cmd, info->id,
+                PGN_CALIBRATION_BUDGET_S);
+    if (profile) pgn_device_profile_tune(profile, &t);
+    pgn_device_tune(dev, &t);
+    if (pgn_make_dirs(data_dir, "data directory", &err) || pgn_tunings_file_put(path, &t, &err))
+        fprintf(stderr, "paragon %s: the tuning is not kept: %s\n", cmd, err.message);
+    return true;
+}
+
 bool cli_kernels_flag(const char *cmd, const char *family) {
     if (strcmp(family, "auto") && strcmp(family, "cpu") && strcmp(family, "gpu")) {
         fprintf(stderr, "paragon %s: --kernels: '%s' is not a kernel family (auto, cpu or gpu)\n", cmd, family);
@@ -331,8 +370,9 @@ static void run_usage(FILE *out) {
             "  --checkpoint-dir DIR  write checkpoint.safetensors there (created when missing)\n"
             "  --resume              continue from that checkpoint when there is one\n"
             "  --profile             time every op (waits after each: slower)\n"
-            "  --gemm-tile auto|NAME the device GEMM's tile: auto (train jobs) measures them first\n"
-            "                        (about half a second), as paragond's calibration does\n"
+            "  --gemm-tile auto|NAME the device GEMM's tile: auto is the device's tuning in DIR/tunings.json\n"
+            "                        (a train job measures one first when there is none: about a second,\n"
+            "                        as paragond's calibration does)\n"
             "  --kernels FAMILY      auto, cpu or gpu: the kernel family the device runs [auto: its\n"
             "                        profile's; PARAGON_KERNELS]\n"
             "  --json                the result as one JSON line (progress goes to stderr)\n"
@@ -473,10 +513,12 @@ static int cmd_run(int argc, char **argv) {
     }
     pgn_device_info chosen;
     pgn_device *dev = NULL;
-    if (pgn_device_acquire(spec.device, &chosen, &dev, &err) ||
-        (dev && (tile >= 0 ? pgn_gemm_tile_set(dev, tile, PGN_FROM_OVERRIDE, &err)
-                           : spec.kind == PGN_JOB_TRAIN ? pgn_gemm_tune(dev, 5, NULL, &err) : 0))) {
-        fprintf(stderr, "paragon run: %s\n", err.message);
+    /* the stored tuning (a train job calibrates a device that has none), unless a tile is named */
+    int rc_dev = pgn_device_acquire(spec.device, &chosen, &dev, &err);
+    if (rc_dev == 0 && dev && tile >= 0) rc_dev = pgn_gemm_tile_set(dev, tile, PGN_FROM_OVERRIDE, &err);
+    if (rc_dev) fprintf(stderr, "paragon run: %s\n", err.message);
+    else if (dev && tile < 0 && !cli_tuning("run", &chosen, data_dir, dev, spec.kind == PGN_JOB_TRAIN, NULL)) rc_dev = -1;
+    if (rc_dev) {
         pgn_device_close(dev);
         pgn_spec_free(&spec);
         return 1;

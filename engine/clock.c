@@ -13,6 +13,13 @@ int64_t pgn_now_ns(void) {
 
 double pgn_now_s(void) { return (double)pgn_now_ns() * 1e-9; }
 
+void pgn_utc_now(char *out, size_t size) {
+    time_t t = time(NULL);
+    struct tm utc;
+    gmtime_r(&t, &utc);
+    strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &utc);
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);

@@ -1,10 +1,12 @@
-/* file.c: reading a whole file, for the CLI and the benchmarks (specs, programs), and making a
- * directory with its parents (paragond's data dir, the CLI's checkpoint dir). */
+/* file.c: reading a whole file, for the CLI and the benchmarks (specs, programs), writing one
+ * atomically (the CLI's tunings), and making a directory with its parents (paragond's data dir,
+ * the CLI's checkpoint dir). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "paragon.h"
 
@@ -72,4 +74,22 @@ int pgn_make_dirs(const char *path, const char *what, pgn_error *err) {
     }
     free(copy);
     return ret;
+}
+
+int pgn_write_file_atomic(const char *path, const void *data, size_t len, pgn_error *err) {
+    char tmp[PGN_PATH_MAX * 2 + 16];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        pgn_error_set(err, PGN_E_IO, "", "cannot create '%s': %s", tmp, strerror(errno));
+        return -1;
+    }
+    bool ok = fwrite(data, 1, len, f) == len && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (fclose(f) != 0) ok = false;
+    if (!ok || rename(tmp, path) != 0) {
+        pgn_error_set(err, PGN_E_IO, "", "writing '%s' failed: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
 }

@@ -2,11 +2,13 @@
  * device's type and limits, the kernel family each group of ops runs and that family's
  * parameters, each with where it came from; the override of the family (PARAGON_KERNELS,
  * --kernels). The only place in paragon that tests what kind of device a device is. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core.h"
+#include "embedded.h"
 #include "pgn_gemm.h"
 
 /* The cpu family's GEMM tiles, the profile's gemm parameter: which is fastest depends on the CPU

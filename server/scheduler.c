@@ -175,26 +175,37 @@ static bool hook_should_stop(void *ctx) {
 
 /* ---- the worker ------------------------------------------------------------------------- */
 
-/* The GEMM tile the device's latest benchmark rows chose (the gemm suite's "tile" cases, which a
- * first start's calibration runs), set on the opened device; the default without one. */
-static void apply_gemm_tile(worker *w) {
-    json_t *rows = NULL;
+/* The device's tuning (device_tunings): the stored one when it fits its driver and these
+ * kernels, else (unless calibration is off) a calibration's, stored; set on the opened device. */
+static void apply_tuning(worker *w) {
+    pgd_scheduler *s = w->sched;
+    pgn_kernel_family family = pgn_device_get_profile(w->dev)->family[PGN_OPS_GEMM];
+    pgn_device_tuning t;
+    bool found = false;
     pgn_error err;
     pgn_error_clear(&err);
-    if (pgd_store_bench_latest(w->sched->store, w->info->id, "gemm", &rows, &err) < 0) {
-        fprintf(stderr, "paragond: %s: cannot read its GEMM tile: %s\n", w->info->id, err.message);
+    if (pgd_store_tuning_get(s->store, w->info->id, family, &t, &found, &err) < 0) {
+        fprintf(stderr, "paragond: %s: cannot read its tuning: %s\n", w->info->id, err.message);
         return;
     }
-    size_t i;
-    json_t *row;
-    json_array_foreach(rows, i, row) {
-        int tile = pgn_gemm_tile_find(json_string_value(json_object_get(row, "tile")));
-        if (!json_is_true(json_object_get(row, "chosen")) || tile < 0) continue;
-        if (pgn_gemm_tile_set(w->dev, tile, PGN_FROM_TUNING, &err) == 0 && tile != 0)
-            fprintf(stderr, "paragond: %s: GEMM tile %s (measured)\n", w->info->id, pgn_gemm_tile_name(tile));
-        break;
+    bool fits = found && pgn_device_tuning_fits(&t, w->info, family);
+    if (!fits && !s->calibrate) return; /* its type's defaults */
+    if (!fits) {
+        if (pgn_device_calibrate(w->dev, PGN_CALIBRATION_BUDGET_S, PGN_CALIBRATION_REPEATS, NULL, &t, &err) < 0) {
+            fprintf(stderr, "paragond: %s: calibrating failed: %s\n", w->info->id, err.message);
+            return;
+        }
+        if (pgd_store_tuning_put(s->store, &t, &err) < 0)
+            fprintf(stderr, "paragond: %s: its tuning is not kept: %s\n", w->info->id, err.message);
+        if (t.too_slow)
+            fprintf(stderr, "paragond: %s: too slow to calibrate within %.0f s: its type's defaults\n", w->info->id,
+                    PGN_CALIBRATION_BUDGET_S);
+        else
+            fprintf(stderr, "paragond: %s: tuned%s: GEMM tile %s (%.1f GFLOP/s)\n", w->info->id,
+                    found ? " again (its driver or the kernels changed)" : "", pgn_gemm_tile_name(t.gemm_tile),
+                    t.gflops);
     }
-    json_decref(rows);
+    pgn_device_tune(w->dev, &t);
 }
 
 /* Opens the device on first use; a failure (e.g. a kernel build error) is remembered and
@@ -205,7 +216,7 @@ static int worker_device(worker *w, pgn_error *err) {
         w->open_tried = true;
         pgn_error_clear(&w->open_err);
         if (pgn_device_open(w->info, &w->dev, &w->open_err) == 0) {
-            apply_gemm_tile(w);
+            apply_tuning(w);
             pthread_mutex_lock(&w->sched->lock);
             w->profile = *pgn_device_get_profile(w->dev);
             pthread_mutex_unlock(&w->sched->lock);
@@ -452,7 +463,7 @@ static void calibrate(worker *w) {
     if (have || worker_device(w, &err) < 0) return;
     static const struct {
         const char *suite, *cases;
-    } runs[] = {{"gemm", "tile"}, {"gemm", "fwd1"}, {"inet", "fib"}, {"tensor-micro", "add-1K"}};
+    } runs[] = {{"gemm", "fwd1"}, {"inet", "fib"}, {"tensor-micro", "add-1K"}}; /* the tile: apply_tuning */
     rows = json_array();
     int rc = 0;
     for (size_t i = 0; i < sizeof runs / sizeof *runs && rc == 0 && !atomic_load(&s->stopping); i++) {
@@ -807,11 +818,21 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
         atomic_init(&w->running_job, 0);
         pthread_cond_init(&w->cond, NULL);
     }
-    for (size_t i = 0; i < s->n; i++) /* a bad PARAGON_KERNELS stops the start here */
-        if (pgn_device_profile_of(s->workers[i].info, NULL, &s->workers[i].profile, err) < 0) {
+    for (size_t i = 0; i < s->n; i++) { /* a bad PARAGON_KERNELS stops the start here */
+        worker *w = &s->workers[i];
+        if (pgn_device_profile_of(w->info, NULL, &w->profile, err) < 0) {
             pgd_scheduler_stop(s);
             return -1;
         }
+        /* the stored tuning, as the device will open with it (until then, for GET /devices) */
+        pgn_device_tuning t;
+        bool found = false;
+        pgn_error terr;
+        pgn_kernel_family family = w->profile.family[PGN_OPS_GEMM];
+        if (pgd_store_tuning_get(s->store, w->info->id, family, &t, &found, &terr) == 0 && found &&
+            pgn_device_tuning_fits(&t, w->info, family))
+            pgn_device_profile_tune(&w->profile, &t);
+    }
     if (replace_orphans(s, err) < 0) {
         pgd_scheduler_stop(s);
         return -1;

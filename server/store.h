@@ -258,6 +258,13 @@ int pgd_store_bench_query(pgd_store *store, const pgd_bench_filter *filter, json
 int pgd_store_bench_latest(pgd_store *store, const char *device, const char *suite,
                            json_t **rows, pgn_error *err);
 
+/* ---- device tunings (store_tunings.c; schema/011_device_tunings.sql) ------------------------
+ * A device's tuning for a kernel family: *found false when there is none (or none that reads
+ * back as one); put replaces the device's record for that family. */
+int pgd_store_tuning_get(pgd_store *store, const char *device_id, pgn_kernel_family family, pgn_device_tuning *out,
+                         bool *found, pgn_error *err);
+int pgd_store_tuning_put(pgd_store *store, const pgn_device_tuning *t, pgn_error *err);
+
 /* ---- figures for /metrics --------------------------------------------------------------- */
 
 #define PGD_JOB_STATES (PGD_JOB_CANCELLED + 1)

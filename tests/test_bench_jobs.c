@@ -365,6 +365,93 @@ Test(bench_jobs, device_all_queues_one_bench_job_per_opencl_device) {
 
 /* A first start measures each device that has no benchmark rows; "auto" placement then records
  * on the job which device the cost model chose, its estimate and every candidate's. */
+/* A device's row of device_tunings, read straight from the database. */
+typedef struct {
+    bool found, too_slow;
+    char tile[16], measured_at[40], kernels_hash[72];
+} tuning;
+
+static tuning tuning_of(const server *s, const char *device) {
+    tuning t = {0};
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(s->db, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db,
+                                    "SELECT json_extract(params, '$.gemm_tile'), measured_at, kernels_hash, too_slow"
+                                    " FROM device_tunings WHERE device_id = ?1 AND family = 'cpu'",
+                                    -1, &st, NULL),
+                 SQLITE_OK, "%s", sqlite3_errmsg(db));
+    sqlite3_bind_text(st, 1, device, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        t.found = true;
+        snprintf(t.tile, sizeof t.tile, "%s", (const char *)sqlite3_column_text(st, 0));
+        snprintf(t.measured_at, sizeof t.measured_at, "%s", (const char *)sqlite3_column_text(st, 1));
+        snprintf(t.kernels_hash, sizeof t.kernels_hash, "%s", (const char *)sqlite3_column_text(st, 2));
+        t.too_slow = sqlite3_column_int(st, 3);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return t;
+}
+
+/* The first OpenCL device's id (the device tests here calibrate and run on). */
+static char *first_cl_device(const server *s) {
+    json_t *devs = get_json(s, "/api/v1/devices", 200);
+    const char *id = str(json_array_get(json_object_get(devs, "devices"), 0), "id");
+    cr_assert_str_neq(id, "host", "an OpenCL device is first");
+    char *copy = strdup(id);
+    json_decref(devs);
+    return copy;
+}
+
+/* Runs XOR on device to its end: the worker opens the device (and tunes it when it must). */
+static void run_xor_on(const server *s, const char *device) {
+    char *spec = spec_with("\"epochs\":300", "\"epochs\":2");
+    json_t *root = json_loads(spec, 0, NULL);
+    json_object_set_new(root, "device", json_string(device));
+    char *body = json_dumps(root, JSON_COMPACT);
+    json_decref(wait_succeeded(s, submit(s, body)));
+    free(body);
+    json_decref(root);
+    free(spec);
+}
+
+/* A calibration's choice is a tuning of its own (device_tunings), not benchmark rows: kept across
+ * restarts without measuring again, and measured again once the kernels it was made with change. */
+Test(bench_jobs, a_tuning_is_kept_across_restarts_and_redone_when_the_kernels_change) {
+    server s = start_server_calibrating(true);
+    char *dev = first_cl_device(&s);
+    int64_t deadline = now_ms() + 120000;
+    while (!tuning_of(&s, dev).found) {
+        cr_assert_lt(now_ms(), deadline, "%s was not tuned at the first start", dev);
+        usleep(100000);
+    }
+    tuning first = tuning_of(&s, dev);
+    cr_assert_str_eq(first.kernels_hash, pgn_kernels_hash());
+    stop_server(&s);
+
+    sleep(1); /* measured_at counts seconds: a new measurement would show */
+    s = start_server_calibrating(true);
+    run_xor_on(&s, dev);
+    tuning again = tuning_of(&s, dev);
+    cr_assert_str_eq(again.measured_at, first.measured_at, "the stored tuning was used, not measured again");
+    stop_server(&s);
+
+    /* kernels that changed since (as a new build would): tuned again when the device opens */
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(s.db, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db, "UPDATE device_tunings SET kernels_hash = 'another build'", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    s = start_server_calibrating(true); /* its benchmark rows stand: the device is tuned when it opens */
+    run_xor_on(&s, dev);
+    tuning redone = tuning_of(&s, dev);
+    cr_assert_str_eq(redone.kernels_hash, pgn_kernels_hash(), "measured for these kernels");
+    cr_assert_str_neq(redone.measured_at, first.measured_at);
+    stop_server(&s);
+    free(dev);
+}
+
 Test(bench_jobs, first_start_calibrates_and_auto_placement_records_its_estimate) {
     server s = start_server_calibrating(true);
     json_t *devs = get_json(&s, "/api/v1/devices", 200);
@@ -383,20 +470,19 @@ Test(bench_jobs, first_start_calibrates_and_auto_placement_records_its_estimate)
             usleep(100000);
         }
         if (!strcmp(str(d, "id"), "host")) continue;
-        /* an OpenCL device measured its GEMM tiles and chose one, which its worker then uses */
-        snprintf(path, sizeof path, "/api/v1/benchmarks?device=%s&suite=gemm", str(d, "id"));
-        json_t *b = get_json(&s, path, 200);
-        size_t j, tiles = 0, chosen = 0;
-        json_t *row;
-        json_array_foreach(json_object_get(b, "rows"), j, row) {
-            if (!json_object_get(row, "tile")) continue;
-            tiles++;
-            chosen += json_is_true(json_object_get(row, "chosen"));
-            cr_assert_geq(pgn_gemm_tile_find(str(row, "tile")), 0, "%s", str(row, "tile"));
+        /* an OpenCL device was tuned: its choice in a table of its own, and in its profile */
+        tuning t = tuning_of(&s, str(d, "id"));
+        cr_assert(t.found, "%s has a tuning", str(d, "id"));
+        cr_assert_geq(pgn_gemm_tile_find(t.tile), 0, "%s", t.tile);
+        json_t *now = get_json(&s, "/api/v1/devices", 200), *e;
+        size_t k;
+        json_array_foreach(json_object_get(now, "devices"), k, e) {
+            if (strcmp(str(e, "id"), str(d, "id"))) continue;
+            json_t *gemm = json_object_get(json_object_get(e, "profile"), "gemm");
+            cr_assert_str_eq(str(gemm, "from"), t.too_slow ? "default" : "tuning");
+            if (!t.too_slow) cr_assert_str_eq(str(gemm, "tile"), t.tile);
         }
-        cr_assert_eq(tiles, (size_t)pgn_gemm_tile_count(), "every tile measured");
-        cr_assert_eq(chosen, 1, "one tile chosen");
-        json_decref(b);
+        json_decref(now);
     }
     json_decref(devs);
 

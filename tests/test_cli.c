@@ -155,6 +155,49 @@ Test(cli, a_checkpoint_dir_is_created_when_missing) {
     remove_tree(dir);
 }
 
+/* Without paragond, the CLI keeps its devices' tunings in <data-dir>/tunings.json: a train run
+ * calibrates a device that has none, the next uses it, and a record made with other kernels is
+ * measured again; paragon devices shows what is kept. */
+Test(cli, a_runs_tuning_is_kept_in_the_data_dir) {
+    char dir[64], args[300], path[400], *out;
+    scratch(dir, sizeof dir);
+    snprintf(args, sizeof args, "run examples/jobs/xor.json --device cpu --data-dir '%s'", dir);
+    cr_assert_eq(paragon(args, &out), 0, "%s", out);
+    cr_assert(strstr(out, "calibrating cpu-") && strstr(out, "its first tuning"), "%s", out);
+    free(out);
+    snprintf(path, sizeof path, "%s/tunings.json", dir);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    json_t *list = json_loadf(f, 0, NULL);
+    fclose(f);
+    cr_assert(json_is_array(list) && json_array_size(list) == 1, "one record");
+    json_t *t = json_array_get(list, 0);
+    cr_assert_str_eq(json_string_value(json_object_get(t, "family")), "cpu");
+    bool too_slow = json_is_true(json_object_get(t, "too_slow"));
+    char tile[16];
+    snprintf(tile, sizeof tile, "%s", json_string_value(json_object_get(json_object_get(t, "params"), "gemm_tile")));
+    cr_assert(json_string_value(json_object_get(t, "kernels_hash")));
+    cr_assert_eq(paragon(args, &out), 0, "%s", out);
+    cr_assert_null(strstr(out, "calibrating"), "the kept tuning is used: %s", out);
+    free(out);
+    snprintf(args, sizeof args, "devices --json --data-dir '%s'", dir);
+    cr_assert_eq(paragon(args, &out), 0, "%s", out);
+    char want[96];
+    snprintf(want, sizeof want, "\"tile\": \"%s\",\n        \"from\": \"%s\"", too_slow ? "8x32" : tile,
+             too_slow ? "default" : "tuning");
+    cr_assert(strstr(out, want), "%s in %s", want, out);
+    free(out);
+    /* made with other kernels: measured again */
+    json_object_set_new(t, "kernels_hash", json_string("another build"));
+    cr_assert_eq(json_dump_file(list, path, 0), 0);
+    json_decref(list);
+    snprintf(args, sizeof args, "run examples/jobs/xor.json --device cpu --data-dir '%s'", dir);
+    cr_assert_eq(paragon(args, &out), 0, "%s", out);
+    cr_assert(strstr(out, "its driver or the kernels changed since its tuning"), "%s", out);
+    free(out);
+    remove_tree(dir);
+}
+
 /* One spec file serves `submit` and `run`: the submission's tags and submission_id mean nothing
  * to a run here and are passed over; a field the engine does not know is still an error. */
 Test(cli, a_run_passes_over_a_submissions_tags) {

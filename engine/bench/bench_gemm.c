@@ -111,43 +111,55 @@ static int gemm_case_run(const pgn_bench_ctx *ctx, const pgn_gemm_shape *c, json
 /* ---- the tile ------------------------------------------------------------------------------
  * Which of the GEMM's tile shapes is fastest on this device: each times a square N=1024, the
  * MLP's fwd1 and the GPT's widest product (2048 x 512 x 128), and the one with the least time over
- * the three is set on the device and marked "chosen" (paragond keeps it with the device's rows).
- * One row a tile, case "tile-<shape>"; the case filter "tile" selects them all. */
+ * the three is the calibration's choice (pgn_device_calibrate), marked "chosen" among the rows.
+ * One row a tile, case "tile-<shape>"; the case filter "tile" selects them all. Measuring sets
+ * each tile on the device in turn and puts back the one it had. */
 static const pgn_gemm_shape tile_shapes[] = {
     {"N=1024", 1024, 1024, 1024, false, false},
     {"fwd1", 128, 256, 784, false, false},
     {"gpt-fc", 2048, 512, 128, false, false},
 };
 #define N_TILE_SHAPES (sizeof tile_shapes / sizeof *tile_shapes)
+#define MAX_TILES 16
 
-static int gemm_tiles(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
-    if (!pgn_bench_wants(ctx, "tile") || !ctx->dev) return 0; /* the host has its own tiles */
-    int n = pgn_gemm_tile_count(), before = pgn_gemm_tile_of(ctx->dev), best = 0;
-    pgn_profile_source before_from = pgn_device_get_profile(ctx->dev)->gemm_tile_from;
-    double total[16] = {0}, gflops[16][N_TILE_SHAPES] = {{0}};
+/* Times every tile on dev over the tile shapes; the fastest's index in *best. */
+static int measure_tiles(pgn_device *dev, int repeats, bool (*stop)(void *), void *stop_ctx,
+                         double gflops[MAX_TILES][N_TILE_SHAPES], double total[MAX_TILES], int *best, pgn_error *err) {
+    int n = pgn_gemm_tile_count(), before = pgn_gemm_tile_of(dev);
+    pgn_profile_source before_from = pgn_device_get_profile(dev)->gemm_tile_from;
+    *best = 0;
     float *a = malloc((size_t)2048 * 1024 * sizeof *a), *b = malloc((size_t)1024 * 1024 * sizeof *b);
     int rc = a && b ? 0 : pgn_bench_oom(err);
     for (size_t i = 0; rc == 0 && i < (size_t)2048 * 1024; i++) a[i] = pgn_rand_unit(1, 1, i) * 2.0f - 1.0f;
     for (size_t i = 0; rc == 0 && i < (size_t)1024 * 1024; i++) b[i] = pgn_rand_unit(1, 2, i) * 2.0f - 1.0f;
-    for (int t = 0; rc == 0 && t < n && t < 16; t++) {
-        rc = pgn_bench_check_stop(ctx, err) || pgn_gemm_tile_set(ctx->dev, t, PGN_FROM_TUNING, err);
+    for (int t = 0; rc == 0 && t < n && t < MAX_TILES; t++) {
+        total[t] = 0;
+        if (stop && stop(stop_ctx)) {
+            pgn_error_set(err, PGN_E_CANCELLED, "", "stopped while measuring the GEMM tiles");
+            rc = -1;
+            break;
+        }
+        rc = pgn_gemm_tile_set(dev, t, PGN_FROM_TUNING, err);
         for (size_t i = 0; rc == 0 && i < N_TILE_SHAPES; i++) {
             const pgn_gemm_shape *c = &tile_shapes[i];
             double sec = 0;
-            rc = gemm_time(ctx->dev, c, a, b, ctx->repeats, NULL, &sec, err);
+            rc = gemm_time(dev, c, a, b, repeats, NULL, &sec, err);
             total[t] += sec;
             gflops[t][i] = sec > 0 ? 2.0 * c->M * c->N * c->K / sec / 1e9 : 0;
         }
-        if (rc == 0 && total[t] < total[best]) best = t;
+        if (rc == 0 && total[t] < total[*best]) *best = t;
     }
     free(a);
     free(b);
-    if (rc) {
-        pgn_error ignored;
-        pgn_gemm_tile_set(ctx->dev, before, before_from, &ignored); /* a valid tile: it cannot fail */
-        return -1;
-    }
-    for (int t = 0; t < n && t < 16; t++) {
+    pgn_error ignored;
+    pgn_gemm_tile_set(dev, before, before_from, &ignored); /* a valid tile: it cannot fail */
+    return rc;
+}
+
+/* The tile rows of the device's measurement (marking the fastest "chosen"). */
+static void tile_rows(const pgn_bench_ctx *ctx, double gflops[MAX_TILES][N_TILE_SHAPES], const double total[MAX_TILES],
+                      int best, json_t *rows) {
+    for (int t = 0; t < pgn_gemm_tile_count() && t < MAX_TILES; t++) {
         char id[32];
         snprintf(id, sizeof id, "tile-%s", pgn_gemm_tile_name(t));
         json_t *row = pgn_bench_row(ctx, "gemm", id);
@@ -159,19 +171,84 @@ static int gemm_tiles(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
         json_object_set_new(row, "chosen", json_boolean(t == best));
         json_array_append_new(rows, row);
     }
-    pgn_hooks_log(ctx->hooks, "gemm tile on %s: %s (%.1f GFLOP/s at N=1024; the default %s %.1f)", ctx->info->id,
-                  pgn_gemm_tile_name(best), gflops[best][0], pgn_gemm_tile_name(0), gflops[0][0]);
-    return pgn_gemm_tile_set(ctx->dev, best, PGN_FROM_TUNING, err);
 }
 
-int pgn_gemm_tune(pgn_device *dev, int repeats, json_t *rows, pgn_error *err) {
-    if (!dev) return 0;
-    pgn_bench_spec spec = {.suite = "gemm", .n_cases = 1, .repeats = repeats > 0 ? repeats : 5};
-    snprintf(spec.cases[0], sizeof spec.cases[0], "tile");
-    json_t *mine = rows ? json_incref(rows) : json_array();
-    int rc = pgn_bench_run(&spec, dev, NULL, NULL, mine, err);
-    json_decref(mine);
+static bool ctx_stop(void *ctx) {
+    const pgn_bench_ctx *c = ctx;
+    return c->hooks && c->hooks->should_stop && c->hooks->should_stop(c->hooks->ctx);
+}
+
+static int gemm_tiles(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
+    if (!pgn_bench_wants(ctx, "tile") || !ctx->dev) return 0; /* the host has its own tiles */
+    double total[MAX_TILES] = {0}, gflops[MAX_TILES][N_TILE_SHAPES] = {{0}};
+    int best;
+    if (measure_tiles(ctx->dev, ctx->repeats, ctx_stop, (void *)ctx, gflops, total, &best, err)) return -1;
+    tile_rows(ctx, gflops, total, best, rows);
+    pgn_hooks_log(ctx->hooks, "gemm tile on %s: %s (%.1f GFLOP/s at N=1024; the default %s %.1f)", ctx->info->id,
+                  pgn_gemm_tile_name(best), gflops[best][0], pgn_gemm_tile_name(0), gflops[0][0]);
+    return 0;
+}
+
+/* The calibration's probes: a GEMM of 64 cubed says whether one of 256 cubed is affordable, and
+ * that one how fast the device is, before the tiles' products are asked of it (Oclgrind
+ * simulates a 1024-cubed one in hours, not seconds). */
+#define PROBE_SMALL 64
+#define PROBE_LARGE 256
+
+/* FLOP/s of one square product of side n on dev. */
+static int probe_rate(pgn_device *dev, int n, double *rate, pgn_error *err) {
+    float *a = malloc((size_t)n * n * sizeof *a);
+    if (!a) return pgn_bench_oom(err);
+    for (size_t i = 0; i < (size_t)n * n; i++) a[i] = pgn_rand_unit(1, 3, i) * 2.0f - 1.0f;
+    pgn_gemm_shape probe = {"probe", n, n, n, false, false};
+    double sec = 0;
+    int rc = gemm_time(dev, &probe, a, a, 1, NULL, &sec, err);
+    free(a);
+    *rate = sec > 0 ? 2.0 * n * n * n / sec : 1e18;
     return rc;
+}
+
+/* Seconds measure_tiles would take at rate FLOP/s: per shape a warm-up call, then repeats of
+ * GEMM_REPEAT_S (or one call, when longer). */
+static double tiles_seconds(double rate, int repeats) {
+    double per_tile = 0;
+    for (size_t i = 0; i < N_TILE_SHAPES; i++) {
+        double call = 2.0 * tile_shapes[i].M * tile_shapes[i].N * tile_shapes[i].K / rate;
+        per_tile += call + repeats * (call > GEMM_REPEAT_S ? call : GEMM_REPEAT_S);
+    }
+    return per_tile * pgn_gemm_tile_count();
+}
+
+int pgn_device_calibrate(pgn_device *dev, double budget_s, int repeats, json_t *rows, pgn_device_tuning *out,
+                         pgn_error *err) {
+    memset(out, 0, sizeof *out);
+    if (!dev) return 0;
+    const pgn_device_info *info = pgn_device_get_info(dev);
+    snprintf(out->device_id, sizeof out->device_id, "%s", info->id);
+    snprintf(out->driver_version, sizeof out->driver_version, "%s", info->driver_version);
+    snprintf(out->kernels_hash, sizeof out->kernels_hash, "%s", pgn_kernels_hash());
+    out->family = pgn_device_get_profile(dev)->family[PGN_OPS_GEMM];
+    pgn_utc_now(out->measured_at, sizeof out->measured_at);
+    double rate = 0;
+    if (probe_rate(dev, PROBE_SMALL, &rate, err)) return -1;
+    bool affordable = 2.0 * PROBE_LARGE * PROBE_LARGE * PROBE_LARGE / rate <= budget_s / 4;
+    if (affordable && probe_rate(dev, PROBE_LARGE, &rate, err)) return -1;
+    /* counted at the 256-cubed product's rate, which large ones beat 2-4x on a CPU: past four
+     * budgets it is too slow (on Oclgrind the projection is hours) */
+    if (!affordable || tiles_seconds(rate, repeats) > 4 * budget_s) {
+        out->too_slow = true; /* the defaults, said so */
+        return 0;
+    }
+    double total[MAX_TILES] = {0}, gflops[MAX_TILES][N_TILE_SHAPES] = {{0}};
+    int best;
+    if (measure_tiles(dev, repeats, NULL, NULL, gflops, total, &best, err)) return -1;
+    out->gemm_tile = best;
+    out->gflops = gflops[best][0];
+    if (rows) {
+        pgn_bench_ctx ctx = {.dev = dev, .info = info, .repeats = repeats};
+        tile_rows(&ctx, gflops, total, best, rows);
+    }
+    return 0;
 }
 
 int pgn_bench_gemm(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {

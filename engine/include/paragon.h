@@ -93,6 +93,10 @@ char *pgn_json_dumps(const json_t *value);
  * NULL with errno set on failure. */
 char *pgn_read_file(const char *path, size_t *len);
 
+/* Writes len bytes to path through a temporary name beside it, synced and renamed: a reader sees
+ * the old file or the new one, whole. */
+int pgn_write_file_atomic(const char *path, const void *data, size_t len, pgn_error *err);
+
 /* mkdir -p path (0755); what names the directory in the error ("checkpoint directory"). */
 int pgn_make_dirs(const char *path, const char *what, pgn_error *err);
 
@@ -119,6 +123,8 @@ char *pgn_text_visible(const char *s);
 /* The monotonic clock everything is timed by, in nanoseconds and in seconds. */
 int64_t pgn_now_ns(void);
 double pgn_now_s(void);
+/* The wall clock's now in UTC, ISO 8601 ("2026-11-27T23:40:01Z"), for records that say when. */
+void pgn_utc_now(char *out, size_t size);
 /* The median of n values (sorts v in place); 0 for n == 0. */
 double pgn_median(double *v, size_t n);
 
@@ -244,6 +250,39 @@ void pgn_device_profile_default(const pgn_device_info *info, pgn_device_profile 
  * is an error (code "device") naming the device and the reason. */
 int pgn_device_profile_of(const pgn_device_info *info, const char *kernels, pgn_device_profile *out,
                           pgn_error *err);
+/* A tuning: what a calibration chose for a device's family, valid for its driver and this
+ * build's kernels (pgn_kernels_hash): a device is tuned again when either changes. Stored by
+ * paragond in its database (device_tunings) and by the CLI in <data-dir>/tunings.json. */
+typedef struct pgn_device_tuning {
+    char device_id[48];
+    char driver_version[64];
+    char kernels_hash[65];
+    pgn_kernel_family family;
+    int gemm_tile;   /* the cpu family's GEMM tile */
+    double gflops;   /* the tile's figure when measured (GEMM N=1024) */
+    bool too_slow;   /* the device could not be calibrated within the budget: its type's defaults */
+    char measured_at[32]; /* UTC, ISO 8601 */
+} pgn_device_tuning;
+
+/* The CLI's record of tunings, a JSON array in path (<data-dir>/tunings.json): the one of
+ * device_id's family (1; 0 for none; -1 on an error), fitting or not (pgn_device_tuning_fits);
+ * and t put in it, replacing that device's record for its family (written atomically). */
+int pgn_tunings_file_find(const char *path, const char *device_id, pgn_kernel_family family, pgn_device_tuning *out,
+                          pgn_error *err);
+int pgn_tunings_file_put(const char *path, const pgn_device_tuning *t, pgn_error *err);
+
+/* SHA-256 (hex) of the kernel sources built into this binary. */
+const char *pgn_kernels_hash(void);
+/* Whether t was made for this device, driver, family and these kernels. */
+bool pgn_device_tuning_fits(const pgn_device_tuning *t, const pgn_device_info *info, pgn_kernel_family family);
+/* Sets what t chose in the profile (from "tuning"); a too-slow tuning keeps the defaults. */
+void pgn_device_profile_tune(pgn_device_profile *p, const pgn_device_tuning *t);
+/* The tuning as JSON ({"device_id", "driver_version", "kernels_hash", "family", "params":
+ * {"gemm_tile"}, "figure": {"gflops"}, "too_slow", "measured_at"}) and back (code "invalid_spec"
+ * naming the field for one that is not). */
+json_t *pgn_device_tuning_json(const pgn_device_tuning *t);
+int pgn_device_tuning_parse(const json_t *j, pgn_device_tuning *t, pgn_error *err);
+
 /* {"class", "families": {"gemm": {"family", "from"}, ..}, "gemm": {"tile", "from"}, "rows":
  * {"group", "from"}, "inet": {"workers", "local", "first_budget", "from"}}. New reference. */
 json_t *pgn_device_profile_json(const pgn_device_profile *p);
@@ -691,19 +730,27 @@ int pgn_bench_run(const pgn_bench_spec *spec, pgn_device *dev, const pgn_run_opt
 /* ---- GEMM tiles (the cpu family's, engine/profile.c; used by engine/tensor/gemm.c) --------
  * The device GEMM has a few register-tile shapes (rows x columns of C a work-item computes,
  * "8x32" the default); which is fastest depends on the CPU, and none changes a bit of any
- * result (each element is the same in-order fma chain). pgn_gemm_tune measures them on a device
- * and sets the fastest in its profile; paragond keeps the choice with the device's benchmark
- * rows. */
+ * result (each element is the same in-order fma chain). pgn_device_calibrate measures them on
+ * a device and returns the fastest, kept as a tuning (pgn_device_tuning). */
 int pgn_gemm_tile_count(void);
 const char *pgn_gemm_tile_name(int tile); /* NULL past the count */
 int pgn_gemm_tile_find(const char *name); /* -1 for none */
 int pgn_gemm_tile_of(const pgn_device *dev);
 /* Sets the device profile's tile, saying where the choice came from. */
 int pgn_gemm_tile_set(pgn_device *dev, int tile, pgn_profile_source from, pgn_error *err);
-/* Measures the tiles on dev (the gemm suite's "tile" cases, repeats each: about half a second)
- * and sets the fastest; their rows are appended to rows when it is not NULL. A no-op for the
- * host (NULL). */
-int pgn_gemm_tune(pgn_device *dev, int repeats, json_t *rows, pgn_error *err);
+/* Calibrates dev's family within budget_s seconds (a GEMM of 64 cubed first says how long the
+ * whole would take: a device too slow for it, such as Oclgrind, gets *out too_slow and its type's
+ * defaults) and returns the choice in *out (the tiles measured, repeats each: about half a
+ * second on a CPU), its rows appended to rows when that is not NULL. It changes nothing on dev:
+ * pgn_device_tune applies a tuning. */
+int pgn_device_calibrate(pgn_device *dev, double budget_s, int repeats, json_t *rows, pgn_device_tuning *out,
+                         pgn_error *err);
+/* Sets what t chose on dev's profile. */
+void pgn_device_tune(pgn_device *dev, const pgn_device_tuning *t);
+/* A calibration's budget (a second or two on any device: the tiles take 0.8 s on a 2-core Xeon
+ * with pocl at 3 repeats, 1.2 s at 5) and its repeats. */
+#define PGN_CALIBRATION_BUDGET_S 2.0
+#define PGN_CALIBRATION_REPEATS 3
 
 /* ---- generation (generate.c) ----------------------------------------------------------- */
 
