@@ -595,20 +595,6 @@ int pgn_device_finish(pgn_device *dev, pgn_error *err) {
     return 0;
 }
 
-static const struct {
-    const char *name;
-    int nargs;
-    pgn_kernel_family family;
-} kernel_table[PGN_KERNEL_COUNT] = {
-#define PGN_KERNEL_ROW(name, nargs, family) {#name, nargs, PGN_FAMILY_##family},
-    PGN_KERNEL_LIST(PGN_KERNEL_ROW)
-#undef PGN_KERNEL_ROW
-};
-
-const char *pgn_kernel_name(pgn_kernel_id id) { return kernel_table[id].name; }
-int pgn_kernel_nargs(pgn_kernel_id id) { return kernel_table[id].nargs; }
-pgn_kernel_family pgn_kernel_family_of(pgn_kernel_id id) { return kernel_table[id].family; }
-
 int pgn_launch(pgn_device *dev, pgn_kernel_id id, const pgn_karg *args, cl_uint dims, const size_t *global,
                const size_t *local, pgn_error *err) {
     if (!dev->kernels[id]) {

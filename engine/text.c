@@ -73,12 +73,3 @@ char *pgn_text_take(pgn_text *t) {
     return s;
 }
 
-void pgn_hooks_log(const pgn_run_hooks *h, const char *fmt, ...) {
-    if (!h || !h->on_log) return;
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    h->on_log(h->ctx, line);
-}

@@ -521,6 +521,8 @@ typedef struct pgn_run_hooks {
 
 /* A log line through h->on_log, formatted (at most 1023 bytes); nothing when h or on_log is NULL. */
 void pgn_hooks_log(const pgn_run_hooks *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A metric through h->on_metric; nothing when h or on_metric is NULL. */
+void pgn_hooks_metric(const pgn_run_hooks *h, const char *name, int64_t step, double value);
 
 /* The ranks of a distributed train job, as the engine sees them: the rank program binds the
  * calls to MPI (rank/), a test may bind them to anything. A failing call fails the run; the

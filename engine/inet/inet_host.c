@@ -593,26 +593,7 @@ void pgn_inet_net_peaks(const net *n, uint64_t *nodes, uint64_t *bytes) {
     *bytes = n->peak_bytes;
 }
 
-int pgn_inet_run_host(const pgn_inet_book *book, const pgn_inet_limits *lim, const pgn_inet_io *io,
-                      const pgn_run_hooks *hooks, pgn_inet_result *out, pgn_error *err) {
-    *out = (pgn_inet_result){0};
-    net *n;
-    if (pgn_inet_net_new(book, lim, &n, err)) return -1;
-    /* The run starts as HVM2's does, with the redex @main ~ ROOT, a CALL that counts. */
-    pgn_inet_net_boot(n, pgn_inet_port(PGN_INET_REF, 0), pgn_inet_net_root(n));
-    int rc = pgn_inet_net_normalize(n, hooks, err);
-    if (rc == 0 && io) rc = pgn_inet_io_run(n, io, hooks, out, err);
-    double seconds = pgn_now_s() - n->t0;
-    char *nf = rc == 0 ? pgn_inet_net_readback(n, err) : NULL;
-    out->normal_form = nf;
-    out->interactions = n->itrs;
-    out->seconds = nf ? seconds : 0;
-    out->mips = nf && seconds > 0 ? (double)n->itrs / seconds / 1e6 : 0;
-    out->peak_nodes = n->peak;
-    out->peak_bytes = n->peak_bytes;
-    pgn_inet_net_free(n);
-    return nf ? 0 : -1;
-}
+double pgn_inet_net_seconds(const net *n) { return pgn_now_s() - n->t0; }
 
 void pgn_inet_result_free(pgn_inet_result *r) {
     if (!r) return;

@@ -48,6 +48,8 @@ void pgn_inet_net_drop(pgn_inet_net *n, const uint32_t *roots, size_t n_roots, u
 uint64_t pgn_inet_net_interactions(const pgn_inet_net *n);
 /* Seconds left before timeout_s, or -1 when there is no timeout. */
 double pgn_inet_net_time_left(const pgn_inet_net *n);
+/* Seconds since the net was made. */
+double pgn_inet_net_seconds(const pgn_inet_net *n);
 /* The normal form at the root, printed (pgn_inet_readback). */
 char *pgn_inet_net_readback(pgn_inet_net *n, pgn_error *err);
 void pgn_inet_net_peaks(const pgn_inet_net *n, uint64_t *nodes, uint64_t *bytes);

@@ -232,7 +232,7 @@ int pgn_dist_emit(pgn_dist *d, const pgn_run_hooks *h, int64_t step, double loss
         for (int i = 0; i < N; i++) {
             char name[48];
             snprintf(name, sizeof name, "rank%d.%s", r, names[i]);
-            pgn_train_emit(h, name, step, all[r * N + i]);
+            pgn_hooks_metric(h, name, step, all[r * N + i]);
         }
     return 0;
 }

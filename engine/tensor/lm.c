@@ -241,16 +241,16 @@ static int train_steps(lm *m, int from, double *train_loss, double *val_loss, do
             *train_loss = sum / tokens;
             double ms = (now - t_window) * 1e3 / (done - window_start);
             m->window_ms[m->n_windows++] = ms;
-            pgn_train_emit(hooks, "loss", done, *train_loss);
-            pgn_train_emit(hooks, "lr", done, pgn_optim_lr(&m->optim, s));
-            pgn_train_emit(hooks, "tokens_per_second", done, (double)m->rows * (double)ranks / (ms * 1e-3));
+            pgn_hooks_metric(hooks, "loss", done, *train_loss);
+            pgn_hooks_metric(hooks, "lr", done, pgn_optim_lr(&m->optim, s));
+            pgn_hooks_metric(hooks, "tokens_per_second", done, (double)m->rows * (double)ranks / (ms * 1e-3));
             t_window = now;
             window_start = done;
         }
         if (done % t->eval_every == 0 || last) {
             if (evaluate(m, val_loss, val_acc, err)) return -1;
-            pgn_train_emit(hooks, "val_loss", done, *val_loss);
-            pgn_train_emit(hooks, "val_accuracy", done, *val_acc);
+            pgn_hooks_metric(hooks, "val_loss", done, *val_loss);
+            pgn_hooks_metric(hooks, "val_accuracy", done, *val_acc);
             pgn_hooks_log(hooks, "step %d/%d: loss %.4f val_loss %.4f val_accuracy %.4f (%.1f ms/step)", done,
                           t->steps, *train_loss, *val_loss, *val_acc, m->n_windows ? m->window_ms[m->n_windows - 1] : 0.0);
             t_window = pgn_now_s(); /* evaluation is not a training step's time */

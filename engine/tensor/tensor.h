@@ -310,8 +310,6 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
 /* A gpt's run (lm.c): windows of a text, steps, validation every eval_every steps. */
 int pgn_lm_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
                const pgn_run_hooks *hooks, json_t **result, pgn_error *err);
-/* The hooks' metric and log line (either hook may be missing). */
-void pgn_train_emit(const pgn_run_hooks *h, const char *name, int64_t step, double value);
 /* Steps queued before waiting for the device: bounds the queue and keeps progress honest. */
 #define PGN_SYNC_EVERY_STEPS 32
 

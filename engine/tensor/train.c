@@ -41,10 +41,6 @@ static void shuffle(int *order, int n, uint64_t seed, uint64_t stream, int epoch
     }
 }
 
-void pgn_train_emit(const pgn_run_hooks *h, const char *name, int64_t step, double value) {
-    if (h && h->on_metric) h->on_metric(h->ctx, name, step, value);
-}
-
 
 /* The per-step figures of a run in one process: every log_every steps of an epoch and at its
  * last, metric step_loss (the mean training loss of its steps since the previous point) and
@@ -379,12 +375,12 @@ static int step_figures(trainer *tr, int done, pgn_error *err) {
         if (s >= l->timed_from) l->samples += rows;
         if ((s + 1) % every && s + 1 != tr->steps_per_epoch) continue;
         pointed = before + s + 1;
-        pgn_train_emit(tr->hooks, "step_loss", pointed, l->loss / l->values);
+        pgn_hooks_metric(tr->hooks, "step_loss", pointed, l->loss / l->values);
         l->loss = l->values = 0;
     }
     l->read = done;
     if (pointed && l->samples > 0 && l->seconds > 0) { /* the speed up to now, as of the last point */
-        pgn_train_emit(tr->hooks, "samples_per_second", pointed, l->samples / l->seconds);
+        pgn_hooks_metric(tr->hooks, "samples_per_second", pointed, l->samples / l->seconds);
         l->samples = l->seconds = 0;
     }
     return 0;
@@ -502,11 +498,11 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
         if (epoch_figures(&tr, epoch, &train_loss, &train_acc, err)) goto fail;
         tr.epoch_seconds[epoch] = pgn_now_s() - t_epoch;
         if (evaluate_model(&tr, &test_loss, &test_acc, err)) goto fail;
-        if (logs_steps(&tr)) pgn_train_emit(hooks, "epoch", tr.optim.t, epoch + 1);
-        pgn_train_emit(hooks, "loss", epoch + 1, train_loss);
-        pgn_train_emit(hooks, "accuracy", epoch + 1, train_acc);
-        pgn_train_emit(hooks, "test_loss", epoch + 1, test_loss);
-        pgn_train_emit(hooks, "test_accuracy", epoch + 1, test_acc);
+        if (logs_steps(&tr)) pgn_hooks_metric(hooks, "epoch", tr.optim.t, epoch + 1);
+        pgn_hooks_metric(hooks, "loss", epoch + 1, train_loss);
+        pgn_hooks_metric(hooks, "accuracy", epoch + 1, train_acc);
+        pgn_hooks_metric(hooks, "test_loss", epoch + 1, test_loss);
+        pgn_hooks_metric(hooks, "test_accuracy", epoch + 1, test_acc);
         int log_every = t->epochs > 20 ? t->epochs / 20 : 1; /* about 20 lines per job */
         if ((epoch + 1) % log_every == 0 || epoch == start_epoch || epoch + 1 == t->epochs)
             pgn_hooks_log(hooks,
