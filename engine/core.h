@@ -11,6 +11,9 @@
 #include "kernels.h"
 #include "paragon.h"
 
+/* The parts above the core that keep something per device (pgn_device.part). */
+enum { PGN_PART_TENSOR, PGN_PART_COUNT };
+
 struct pgn_device {
     pgn_device_info info;
     pgn_device_profile profile; /* every per-device choice (engine/profile.c) */
@@ -22,10 +25,10 @@ struct pgn_device {
     cl_kernel kernels[PGN_KERNEL_COUNT];   /* every kernel of those families, created once at open */
     double *profile_sink; /* when set, each launch waits and adds its event time (seconds) */
     size_t align_bytes;   /* sub-buffer origins must be multiples of this */
-    cl_mem gemm_ws;       /* engine/tensor/gemm.c's scratch for packed panels; grown, never shrunk */
-    size_t gemm_ws_bytes;
-    cl_mem reduce_ws;     /* engine/tensor/ops.c's partial sums of column reductions; likewise */
-    size_t reduce_ws_bytes;
+    /* what a part above the core keeps per device (the tensor engine's scratch: tensor.c), made
+     * by that part on first use and released with the device through release */
+    void *part[PGN_PART_COUNT];
+    void (*part_release[PGN_PART_COUNT])(pgn_device *dev, void *data);
     bool oclgrind;    /* the Oclgrind simulator */
     bool shadowed;    /* Oclgrind checking for uninitialised reads: see pgn_device_write */
     cl_mem *kept;     /* shadowed: buffers released only when the device closes */

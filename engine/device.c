@@ -522,8 +522,8 @@ void pgn_device_close(pgn_device *dev) {
     if (dev->queue) clFinish(dev->queue);
     for (int k = 0; k < PGN_KERNEL_COUNT; k++)
         if (dev->kernels[k]) clReleaseKernel(dev->kernels[k]);
-    if (dev->gemm_ws) clReleaseMemObject(dev->gemm_ws);
-    if (dev->reduce_ws) clReleaseMemObject(dev->reduce_ws);
+    for (int i = 0; i < PGN_PART_COUNT; i++)
+        if (dev->part[i] && dev->part_release[i]) dev->part_release[i](dev, dev->part[i]);
     for (size_t i = 0; i < dev->n_kept; i++) clReleaseMemObject(dev->kept[i]);
     free(dev->kept);
     for (int f = 0; f < PGN_FAMILY_COUNT; f++)

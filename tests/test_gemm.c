@@ -253,16 +253,18 @@ Test(gemm, reserve_grows_once_and_is_reused) {
                  "small operands are read in place");
     cr_assert_eq(pgn_gemm_reserve(NULL, need, &err), 0, "the host needs no scratch");
     cr_assert_eq(pgn_gemm_reserve(dev, need, &err), 0, "%s", err.message);
-    cl_mem ws = dev->gemm_ws;
+    pgn_tensor_scratch *sc = pgn_tensor_scratch_of(dev, &err);
+    cr_assert_not_null(sc, "%s", err.message);
+    cl_mem ws = sc->gemm;
     cr_assert_not_null(ws);
     cr_assert_eq(pgn_gemm_reserve(dev, need / 2, &err), 0, "%s", err.message);
-    cr_assert_eq(dev->gemm_ws, ws, "a smaller request keeps the buffer");
+    cr_assert_eq(sc->gemm, ws, "a smaller request keeps the buffer");
     float *a = test_random((size_t)M * K, 8, 1.0f), *b = test_random((size_t)K * N, 9, 1.0f);
     float *c = malloc((size_t)M * N * sizeof *c);
     cr_assert_not_null(c);
     run_gemm(dev, M, N, K, a, false, b, false, c);
-    cr_assert_eq(dev->gemm_ws, ws, "a GEMM that fits does not reallocate");
-    cr_assert_eq(dev->gemm_ws_bytes, need);
+    cr_assert_eq(sc->gemm, ws, "a GEMM that fits does not reallocate");
+    cr_assert_eq(sc->gemm_bytes, need);
     for (int i = 0; i < M; i += 7)
         for (int j = 0; j < N; j += 97)
             cr_assert_eq(pgn_bits(c[i * N + j]),

@@ -347,7 +347,8 @@ size_t pgn_gemm_workspace_bytes(int M, int N, int K, bool ta, bool tb) {
 
 int pgn_gemm_reserve(pgn_device *dev, size_t bytes, pgn_error *err) {
     if (!dev) return 0;
-    return pgn_device_scratch_reserve(dev, &dev->gemm_ws, &dev->gemm_ws_bytes, bytes, "gemm", err);
+    pgn_tensor_scratch *sc = pgn_tensor_scratch_of(dev, err);
+    return sc ? pgn_device_scratch_reserve(dev, &sc->gemm, &sc->gemm_bytes, bytes, "gemm", err) : -1;
 }
 
 /* The optional epilogue of gemm_tile: z = C + bias, y = act(z) (fused bias_act_forward). */
@@ -414,15 +415,17 @@ static int gemm_device(int M, int N, int K, cl_mem a, cl_mem b, cl_mem c, bool t
     gemm_plan plan = plan_for(M, N, K, ta, tb);
     tile_operand A = {a, 0, 0, 0, s.a_rs, s.a_cs};
     tile_operand B = {b, 0, (cl_long)K * N, GEMM_NR, N, 1};
+    cl_mem ws = NULL;
     if (plan.floats > 0) {
         if (pgn_gemm_reserve(dev, plan.floats * sizeof(float), err)) return -1;
+        ws = ((pgn_tensor_scratch *)dev->part[PGN_PART_TENSOR])->gemm;
         int a_blocks = ceil_div(plan.a_panels * GEMM_MR, GEMM_PACK_AR);
         if (launch_pack(dev, M, N, K, a, a_blocks, (cl_long)plan.a_off, b, s.b_rs, s.b_cs, plan.b_panels,
-                        dev->gemm_ws, err))
+                        ws, err))
             return -1;
     }
-    if (plan.a_panels > 0) A = (tile_operand){dev->gemm_ws, (cl_long)plan.a_off, 0, K * GEMM_MR, 1, GEMM_MR};
-    if (plan.b_panels > 0) B = (tile_operand){dev->gemm_ws, 0, (cl_long)plan.a_off, K * GEMM_NR, GEMM_NR, 1};
+    if (plan.a_panels > 0) A = (tile_operand){ws, (cl_long)plan.a_off, 0, K * GEMM_MR, 1, GEMM_MR};
+    if (plan.b_panels > 0) B = (tile_operand){ws, 0, (cl_long)plan.a_off, K * GEMM_NR, GEMM_NR, 1};
     gemm_epilogue none = {0, c, c, 0};
     return launch_tile(dev, M, N, K, &A, &B, c, e ? e : &none, err);
 }

@@ -51,13 +51,19 @@ static bool fits(const pgn_tensor *t, int rows, int cols) { return rows <= t->ro
 
 /* Room in the device's reduction scratch for chunks x cols partial sums. */
 static int reserve_partials(pgn_device *dev, int chunks, int cols, pgn_error *err) {
-    return pgn_device_scratch_reserve(dev, &dev->reduce_ws, &dev->reduce_ws_bytes,
-                                      (size_t)chunks * (size_t)cols * sizeof(float), "column sums", err);
+    pgn_tensor_scratch *sc = pgn_tensor_scratch_of(dev, err);
+    return sc ? pgn_device_scratch_reserve(dev, &sc->reduce, &sc->reduce_bytes,
+                                           (size_t)chunks * (size_t)cols * sizeof(float), "column sums", err)
+              : -1;
 }
+
+/* The partials' scratch (reserve_partials made it). */
+static cl_mem partials(pgn_device *dev) { return ((pgn_tensor_scratch *)dev->part[PGN_PART_TENSOR])->reduce; }
 
 /* out (cols) = the partial sums in the scratch added up in chunk order. */
 static int finish_partials(pgn_device *dev, int chunks, int cols, pgn_tensor *out, pgn_error *err) {
-    pgn_karg args[] = {KARG(chunks), KARG(cols), KARG(dev->reduce_ws), KARG(out->mem)};
+    cl_mem ws = partials(dev);
+    pgn_karg args[] = {KARG(chunks), KARG(cols), KARG(ws), KARG(out->mem)};
     return PGN_LAUNCH(dev, colsum_finish, args, 1, GLOBAL1(cols), NULL, err);
 }
 
@@ -109,8 +115,9 @@ int pgn_op_bias_act_backward(int rows, const pgn_tensor *z, const pgn_tensor *y,
     }
     pgn_device *dev = z->dev;
     if (reserve_partials(dev, chunks, cols, err)) return -1;
+    cl_mem ws = partials(dev);
     pgn_karg args[] = {KARG(rows),  KARG(cols),   KARG(act),    KARG(z->mem),
-                       KARG(y->mem), KARG(dy->mem), KARG(dz->mem), KARG(dev->reduce_ws)};
+                       KARG(y->mem), KARG(dy->mem), KARG(dz->mem), KARG(ws)};
     int group = PGN_COL_BLOCK * PGN_COL_GROUP;
     size_t global[2] = {(size_t)(cols + group - 1) / group, (size_t)chunks};
     return PGN_LAUNCH(dev, bias_act_backward, args, 2, global, NULL, err) ||
@@ -227,7 +234,8 @@ int pgn_op_colsum(int rows, const pgn_tensor *x, pgn_tensor *out, pgn_error *err
     }
     pgn_device *dev = x->dev;
     if (reserve_partials(dev, chunks, cols, err)) return -1;
-    pgn_karg args[] = {KARG(rows), KARG(cols), KARG(x->mem), KARG(dev->reduce_ws)};
+    cl_mem ws = partials(dev);
+    pgn_karg args[] = {KARG(rows), KARG(cols), KARG(x->mem), KARG(ws)};
     int group = PGN_COL_BLOCK * PGN_COL_GROUP;
     size_t global[2] = {(size_t)(cols + group - 1) / group, (size_t)chunks};
     return PGN_LAUNCH(dev, colsum_partial, args, 2, global, NULL, err) ||

@@ -7,6 +7,26 @@
 
 #define PGN_ELEM_SIZE 4
 
+static void scratch_release(pgn_device *dev, void *data) {
+    pgn_tensor_scratch *sc = data;
+    pgn_device_release_buffer(dev, sc->gemm);
+    pgn_device_release_buffer(dev, sc->reduce);
+    free(sc);
+}
+
+pgn_tensor_scratch *pgn_tensor_scratch_of(pgn_device *dev, pgn_error *err) {
+    if (!dev->part[PGN_PART_TENSOR]) {
+        pgn_tensor_scratch *sc = calloc(1, sizeof *sc);
+        if (!sc) {
+            pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
+            return NULL;
+        }
+        dev->part[PGN_PART_TENSOR] = sc;
+        dev->part_release[PGN_PART_TENSOR] = scratch_release;
+    }
+    return dev->part[PGN_PART_TENSOR];
+}
+
 int pgn_tensor_init(pgn_tensor *t, pgn_device *dev, int rows, int cols, pgn_error *err) {
     memset(t, 0, sizeof *t);
     if (rows <= 0 || cols <= 0) {

@@ -35,6 +35,16 @@ int pgn_tensor_write(pgn_tensor *t, const void *src, size_t count, pgn_error *er
 int pgn_tensor_read(const pgn_tensor *t, void *dst, size_t count, pgn_error *err);
 int pgn_tensor_fill_zero(pgn_tensor *t, pgn_error *err);
 
+/* The tensor engine's own per-device state (the device holds it for it: pgn_device.part): the
+ * scratch of GEMM's packed panels (gemm.c) and of column sums' partials (ops.c), each grown by
+ * pgn_device_scratch_reserve, never shrunk, released with the device. */
+typedef struct pgn_tensor_scratch {
+    cl_mem gemm, reduce;
+    size_t gemm_bytes, reduce_bytes;
+} pgn_tensor_scratch;
+/* dev's scratch, made on first use; NULL (err says why) without memory. */
+pgn_tensor_scratch *pgn_tensor_scratch_of(pgn_device *dev, pgn_error *err);
+
 /* ---- ops (ops.c) -------------------------------------------------------------------------
  * Each op runs the host reference when the tensors live on the host, or queues its kernel
  * (no finish) on the tensors' device. Shapes are checked; rows may be fewer than allocated
