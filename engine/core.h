@@ -103,6 +103,10 @@ const char *pgn_cl_status_name(cl_int status);
  * rounded divide/sqrt). A compile error returns code "kernel_build" with the compiler's log. */
 int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_error *err);
 
+/* Builds the program of each family the device's profile runs and creates its kernels, each
+ * checked against the kernel list (engine/kernels.h); program.c. */
+int pgn_device_build_programs(pgn_device *dev, pgn_error *err);
+
 /* Waits for everything queued on the device; a no-op for the host (dev == NULL). */
 int pgn_device_finish(pgn_device *dev, pgn_error *err);
 

@@ -1,6 +1,6 @@
 /* device.c: OpenCL platforms and devices: enumeration with stable ids, selection by request,
- * and opening a device (context, in-order queue, kernel program built from the embedded
- * sources). Build failures come back as errors carrying the compiler's log. */
+ * and opening a device (context, in-order queue, its profile, and its programs: program.c),
+ * queue waits and buffer stores. */
 /* clCreateCommandQueue: the only way to make a queue on an OpenCL 1.x platform (open_queue). */
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <pthread.h>
@@ -12,8 +12,6 @@
 #include "embedded.h"
 #include "core.h"
 
-/* Correctly rounded divide/sqrt and no fast-math: docs/architecture.md, "Determinism". */
-#define PGN_CL_BUILD_OPTIONS "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt"
 #define PGN_MAX_PLATFORMS 16
 #define PGN_MAX_DEVICES 64
 
@@ -312,27 +310,6 @@ static int find_by_id(void *ctx, cl_platform_id p, cl_device_id d, const pgn_dev
     return 1;
 }
 
-/* A family's program: the embedded headers and that family's kernel files (a gpu family's end in
- * _gpu.cl), concatenated in table order (headers first). */
-static char *program_source(pgn_kernel_family family) {
-    size_t total = 1;
-    for (const pgn_embedded *e = pgn_kernel_sources; e->name; e++) total += e->size + 1;
-    char *src = malloc(total);
-    if (!src) return NULL;
-    size_t off = 0;
-    for (const pgn_embedded *e = pgn_kernel_sources; e->name; e++) {
-        size_t n = strlen(e->name);
-        bool cl = n > 3 && !strcmp(e->name + n - 3, ".cl");
-        bool gpu_file = n > 7 && !strcmp(e->name + n - 7, "_gpu.cl");
-        if (cl && gpu_file != (family == PGN_FAMILY_GPU)) continue;
-        memcpy(src + off, e->data, e->size);
-        off += e->size;
-        src[off++] = '\n';
-    }
-    src[off] = '\0';
-    return src;
-}
-
 /* Oclgrind, the OpenCL device simulator (README: "Oclgrind"), names its platform so. */
 static bool is_oclgrind(const char *platform) { return !strcmp(platform, "Oclgrind"); }
 
@@ -341,94 +318,6 @@ static bool is_oclgrind(const char *platform) { return !strcmp(platform, "Oclgri
 static bool oclgrind_checks_uninitialized(void) {
     const char *v = getenv("OCLGRIND_UNINITIALIZED");
     return v && *v && strcmp(v, "0");
-}
-
-int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_error *err) {
-    cl_int st;
-    *out = NULL;
-    cl_program program = clCreateProgramWithSource(dev->context, 1, &src, NULL, &st);
-    if (st != CL_SUCCESS) {
-        pgn_error_set(err, PGN_E_KERNEL_BUILD, "", "clCreateProgramWithSource failed on %s: %s",
-                      dev->info.id, pgn_cl_status_name(st));
-        return -1;
-    }
-    /* PGN_DEVICE_CPU: kernels may rely on a CPU's coherent caches and ordered stores (inet.cl;
-     * the profile's coherent, engine/profile.c).
-     * Oclgrind 21.10 cannot run inet_reduce once its LLVM optimiser has inlined the rules: the
-     * inlined code calls llvm.experimental.noalias.scope.decl, which its interpreter does not
-     * know ("Undefined external function"), so programs for Oclgrind alone are built without
-     * optimisation (a simulator gains nothing from it). Never for pocl (docs/architecture.md: 25-60 %).
-     * PGN_OCLGRIND also lets kernels step around two more of its faults (gemm.cl, inet.cl). */
-    char options[192];
-    snprintf(options, sizeof options, "%s%s%s", PGN_CL_BUILD_OPTIONS, dev->profile.coherent ? " -D PGN_DEVICE_CPU" : "",
-             dev->oclgrind ? " -cl-opt-disable -D PGN_OCLGRIND" : "");
-    st = clBuildProgram(program, 1, &dev->device, options, NULL, NULL);
-    if (st != CL_SUCCESS) {
-        size_t log_size = 0;
-        clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size);
-        char *log = calloc(log_size + 1, 1);
-        if (log)
-            clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, log_size, log, NULL);
-        pgn_error_set(err, PGN_E_KERNEL_BUILD, "", "building kernels for %s (%s) failed: %s\n%s",
-                      dev->info.id, dev->info.name, pgn_cl_status_name(st), log ? log : "");
-        free(log);
-        clReleaseProgram(program);
-        return -1;
-    }
-    *out = program;
-    return 0;
-}
-
-/* Builds one family's program and creates its kernels, checking each signature and that the
- * program holds exactly the family's kernels of the list. */
-static int build_family(pgn_device *dev, pgn_kernel_family family, pgn_error *err) {
-    char *src = program_source(family);
-    if (!src) {
-        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory assembling kernel sources");
-        return -1;
-    }
-    int rc = pgn_program_build(dev, src, &dev->programs[family], err);
-    free(src);
-    if (rc) return -1;
-    size_t listed = 0;
-    for (int k = 0; k < PGN_KERNEL_COUNT; k++) {
-        if (pgn_kernel_family_of((pgn_kernel_id)k) != family) continue;
-        listed++;
-        const char *name = pgn_kernel_name((pgn_kernel_id)k);
-        cl_int st;
-        dev->kernels[k] = clCreateKernel(dev->programs[family], name, &st);
-        if (st != CL_SUCCESS) {
-            dev->kernels[k] = NULL;
-            pgn_error_set(err, PGN_E_KERNEL_BUILD, "", "creating kernel %s (%s family) on %s failed: %s", name,
-                          pgn_kernel_family_name(family), dev->info.id, pgn_cl_status_name(st));
-            return -1;
-        }
-        cl_uint nargs = 0;
-        clGetKernelInfo(dev->kernels[k], CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, NULL);
-        if ((int)nargs != pgn_kernel_nargs((pgn_kernel_id)k)) {
-            pgn_error_set(err, PGN_E_KERNEL_BUILD, "", "kernel %s takes %u arguments; engine/kernels.h lists %d",
-                          name, nargs, pgn_kernel_nargs((pgn_kernel_id)k));
-            return -1;
-        }
-    }
-    size_t in_program = 0;
-    clGetProgramInfo(dev->programs[family], CL_PROGRAM_NUM_KERNELS, sizeof in_program, &in_program, NULL);
-    if (in_program != listed) {
-        pgn_error_set(err, PGN_E_KERNEL_BUILD, "", "the %s family's program holds %zu kernels; engine/kernels.h lists %zu",
-                      pgn_kernel_family_name(family), in_program, listed);
-        return -1;
-    }
-    return 0;
-}
-
-/* The programs of the families the device's profile runs. */
-static int build_kernels(pgn_device *dev, pgn_error *err) {
-    for (int f = 0; f < PGN_FAMILY_COUNT; f++) {
-        bool used = false;
-        for (int g = 0; g < PGN_OPS_COUNT; g++) used |= dev->profile.family[g] == (pgn_kernel_family)f;
-        if (used && build_family(dev, (pgn_kernel_family)f, err)) return -1;
-    }
-    return 0;
 }
 
 /* An in-order queue with profiling on (event timestamps cost nothing until someone asks for
@@ -492,7 +381,7 @@ int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *er
         pgn_device_close(dev);
         return -1;
     }
-    if (build_kernels(dev, err) != 0) {
+    if (pgn_device_build_programs(dev, err) != 0) {
         pgn_device_close(dev);
         return -1;
     }

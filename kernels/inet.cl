@@ -4,7 +4,7 @@
  * redex. A launch ends when all workers are idle, when one has used its interaction budget, or
  * when one needs more memory; the host (engine/inet/inet_cl.c) then grows what is short and launches
  * again, so the kernel never waits on anything unbounded and a CPU device can run the workers
- * one after another. Same rules and counts as the host reference (engine/inet/inet_host.c). */
+ * one after another. The rules are the host reference's (kernels/pgn_inet_rules.h): same counts. */
 
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 
@@ -237,107 +237,28 @@ INET_HOT void inet_link(inet_w *w, pgn_u32 a, pgn_u32 b) {
     }
 }
 
-/* ---- the rules (drawn in engine/inet/inet_host.c, which these follow line by line) --------------- */
+/* ---- the rules: kernels/pgn_inet_rules.h, over this file's memory and links --------------- */
 
-INET_HOT void inet_eras(inet_w *w, pgn_u32 a, pgn_u32 b) {
-    pgn_u32 i = pgn_inet_val(b);
-    pgn_u64 B = w->node[i];
-    inet_node_free(w, i);
-    inet_link(w, a, pgn_inet_fst(B));
-    inet_link(w, a, pgn_inet_snd(B));
-}
-
-INET_HOT pgn_u32 inet_adjust(inet_w *w, pgn_u32 p) {
-    pgn_u32 tag = pgn_inet_tag(p);
-    if (tag >= PGN_INET_CON) return pgn_inet_port(tag, w->nloc[pgn_inet_val(p)]);
-    if (tag == PGN_INET_VAR) return pgn_inet_port(PGN_INET_VAR, w->vloc[pgn_inet_val(p)]);
-    return p;
-}
-
-/* @f ~ B: a fresh copy of @f's net (B not a DUP: inet_reserve turned that case into ERAS). */
-INET_HOT void inet_call(inet_w *w, pgn_u32 a, pgn_u32 b) {
-    __global const pgn_u32 *d = w->defs + PGN_INET_DEF_WORDS * (pgn_inet_val(a) & PGN_INET_REF_FID);
-    pgn_u32 node_len = d[PGN_INET_DEF_NODE_LEN], vars_len = d[PGN_INET_DEF_VARS_LEN];
-    for (pgn_u32 i = 0; i < vars_len; i++) w->vloc[i] = inet_var_alloc(w);
-    for (pgn_u32 i = 0; i < node_len; i++) w->nloc[i] = inet_node_alloc(w);
-    __global const pgn_u64 *nodes = w->bnodes + d[PGN_INET_DEF_NODE_OFF];
-    for (pgn_u32 i = 0; i < node_len; i++)
-        w->node[w->nloc[i]] = pgn_inet_pair(inet_adjust(w, pgn_inet_fst(nodes[i])),
-                                            inet_adjust(w, pgn_inet_snd(nodes[i])));
-    __global const pgn_u64 *rbag = w->brbag + d[PGN_INET_DEF_RBAG_OFF];
-    pgn_u32 rbag_len = d[PGN_INET_DEF_RBAG_LEN];
-    for (pgn_u32 i = 0; i < rbag_len; i++)
-        inet_link(w, inet_adjust(w, pgn_inet_fst(rbag[i])), inet_adjust(w, pgn_inet_snd(rbag[i])));
-    inet_link(w, inet_adjust(w, d[PGN_INET_DEF_ROOT]), b);
-}
-
-INET_HOT void inet_anni(inet_w *w, pgn_u32 a, pgn_u32 b) {
-    pgn_u64 A = w->node[pgn_inet_val(a)], B = w->node[pgn_inet_val(b)];
-    inet_node_free(w, pgn_inet_val(a));
-    inet_node_free(w, pgn_inet_val(b));
-    inet_link(w, pgn_inet_fst(A), pgn_inet_fst(B));
-    inet_link(w, pgn_inet_snd(A), pgn_inet_snd(B));
-}
-
-INET_HOT void inet_comm(inet_w *w, pgn_u32 a, pgn_u32 b) {
-    pgn_u64 A = w->node[pgn_inet_val(a)], B = w->node[pgn_inet_val(b)];
-    inet_node_free(w, pgn_inet_val(a));
-    inet_node_free(w, pgn_inet_val(b));
-    pgn_u32 x0 = pgn_inet_port(PGN_INET_VAR, inet_var_alloc(w));
-    pgn_u32 x1 = pgn_inet_port(PGN_INET_VAR, inet_var_alloc(w));
-    pgn_u32 x2 = pgn_inet_port(PGN_INET_VAR, inet_var_alloc(w));
-    pgn_u32 x3 = pgn_inet_port(PGN_INET_VAR, inet_var_alloc(w));
-    pgn_u32 y0 = inet_node_alloc(w), y1 = inet_node_alloc(w);
-    pgn_u32 z0 = inet_node_alloc(w), z1 = inet_node_alloc(w);
-    w->node[y0] = pgn_inet_pair(x0, x1);
-    w->node[y1] = pgn_inet_pair(x2, x3);
-    w->node[z0] = pgn_inet_pair(x0, x2);
-    w->node[z1] = pgn_inet_pair(x1, x3);
-    pgn_u32 ta = pgn_inet_tag(a), tb = pgn_inet_tag(b);
-    inet_link(w, pgn_inet_port(tb, y0), pgn_inet_fst(A));
-    inet_link(w, pgn_inet_port(tb, y1), pgn_inet_snd(A));
-    inet_link(w, pgn_inet_port(ta, z0), pgn_inet_fst(B));
-    inet_link(w, pgn_inet_port(ta, z1), pgn_inet_snd(B));
-}
-
-/* The operator's first port is looked at as stored, never through its variable, so whether the
- * OPER swaps does not depend on timing and the count matches the host's. */
-INET_HOT void inet_oper(inet_w *w, pgn_u32 a, pgn_u32 b) {
-    pgn_u32 i = pgn_inet_val(b);
-    pgn_u64 B = w->node[i];
-    pgn_u32 b1 = pgn_inet_fst(B), b2 = pgn_inet_snd(B);
-    if (pgn_inet_tag(b1) == PGN_INET_NUM) {
-        inet_node_free(w, i);
-        inet_link(w, pgn_inet_port(PGN_INET_NUM, pgn_inet_operate(pgn_inet_val(a), pgn_inet_val(b1))), b2);
-    } else {
-        w->node[i] = pgn_inet_pair(a, b2);
-        inet_link(w, b1, pgn_inet_port(PGN_INET_OPR, i));
-    }
-}
-
-INET_HOT void inet_swit(inet_w *w, pgn_u32 a, pgn_u32 b) {
-    pgn_u32 i = pgn_inet_val(b);
-    pgn_u64 B = w->node[i];
-    pgn_u32 k = pgn_inet_get_u24(pgn_inet_val(a));
-    pgn_u32 era = pgn_inet_port(PGN_INET_ERA, 0);
-    if (k == 0) {
-        w->node[i] = pgn_inet_pair(pgn_inet_snd(B), era);
-    } else {
-        pgn_u32 j = inet_node_alloc(w);
-        w->node[j] = pgn_inet_pair(pgn_inet_port(PGN_INET_NUM, pgn_inet_u24(k - 1)), pgn_inet_snd(B));
-        w->node[i] = pgn_inet_pair(era, pgn_inet_port(PGN_INET_CON, j));
-    }
-    inet_link(w, pgn_inet_port(PGN_INET_CON, i), pgn_inet_fst(B));
-}
+#define PGN_INET_NET inet_w
+#define PGN_INET_RULE INET_HOT
+#define PGN_INET_BOOK __global
+#define PGN_INET_NODE_ALLOC(w) inet_node_alloc(w)
+#define PGN_INET_NODE_FREE(w, i) inet_node_free((w), (i))
+#define PGN_INET_VAR_ALLOC(w) inet_var_alloc(w)
+#define PGN_INET_CONNECT(w, a, b) inet_link((w), (a), (b))
+#define PGN_INET_DEF(w, fid, v)                                                                              \
+    do {                                                                                                     \
+        __global const pgn_u32 *d_ = (w)->defs + PGN_INET_DEF_WORDS * (fid);                                 \
+        (v)->root = d_[PGN_INET_DEF_ROOT];                                                                   \
+        (v)->node_len = d_[PGN_INET_DEF_NODE_LEN];                                                           \
+        (v)->rbag_len = d_[PGN_INET_DEF_RBAG_LEN];                                                           \
+        (v)->vars_len = d_[PGN_INET_DEF_VARS_LEN];                                                           \
+        (v)->nodes = (w)->bnodes + d_[PGN_INET_DEF_NODE_OFF];                                                \
+        (v)->rbag = (w)->brbag + d_[PGN_INET_DEF_RBAG_OFF];                                                  \
+    } while (0)
+#include "pgn_inet_rules.h"
 
 /* ---- one redex ---------------------------------------------------------------------------- */
-
-/* The rule for a ~ b (tag(a) <= tag(b)); a CALL through a DUP copies like ERAS. */
-INET_HOT pgn_u32 inet_rule_of(pgn_u32 a, pgn_u32 b) {
-    pgn_u32 rule = pgn_inet_rule(pgn_inet_tag(a), pgn_inet_tag(b));
-    if (rule == PGN_INET_CALL && pgn_inet_tag(b) == PGN_INET_DUP) return PGN_INET_ERAS;
-    return rule;
-}
 
 /* Makes room for the worst case of rule on a ~ b: nodes, variables and bag slots (one per link
  * a rule makes). Returns PGN_INET_ST_OK or why the worker must stop first. */
@@ -369,18 +290,6 @@ INET_HOT pgn_u32 inet_reserve(inet_w *w, pgn_u32 rule, pgn_u32 a, pgn_u32 b) {
     if (nodes && !inet_reserve_heap(w, PGN_INET_HEAP_NODES, nodes)) return PGN_INET_ST_NEED_NODES;
     if (vars && !inet_reserve_heap(w, PGN_INET_HEAP_VARS, vars)) return PGN_INET_ST_NEED_VARS;
     return PGN_INET_ST_OK;
-}
-
-INET_HOT void inet_interact(inet_w *w, pgn_u32 rule, pgn_u32 a, pgn_u32 b) {
-    switch (rule) {
-    case PGN_INET_CALL: inet_call(w, a, b); break;
-    case PGN_INET_VOID: break;
-    case PGN_INET_ERAS: inet_eras(w, a, b); break;
-    case PGN_INET_ANNI: inet_anni(w, a, b); break;
-    case PGN_INET_COMM: inet_comm(w, a, b); break;
-    case PGN_INET_OPER: inet_oper(w, a, b); break;
-    case PGN_INET_SWIT: inet_swit(w, a, b); break;
-    }
 }
 
 /* ---- sharing -------------------------------------------------------------------------------
@@ -493,7 +402,7 @@ __kernel void inet_reduce(INET_HEAP pgn_u64 *node, volatile __global pgn_u32 *va
         }
         /* The run's first redex, @main ~ the root variable, is the only one with a VAR (link
          * never queues one); it is the first CALL, as in the host reducer. */
-        pgn_u32 rule = pgn_inet_tag(a) == PGN_INET_VAR ? PGN_INET_CALL : inet_rule_of(a, b);
+        pgn_u32 rule = pgn_inet_tag(a) == PGN_INET_VAR ? PGN_INET_CALL : pgn_inet_rule_of(a, b);
         if (pgn_inet_tag(a) == PGN_INET_VAR) {
             pgn_u32 t = a;
             a = b;
@@ -506,7 +415,7 @@ __kernel void inet_reduce(INET_HEAP pgn_u64 *node, volatile __global pgn_u32 *va
             break;
         }
         w.s.bag_hi--;
-        inet_interact(&w, rule, a, b);
+        pgn_inet_interact(&w, rule, a, b);
         w.s.itrs++;
         if (w.s.itrs >= next_poll) {
             next_poll = w.s.itrs + INET_POLL;

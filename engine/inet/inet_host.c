@@ -184,115 +184,22 @@ static void link_ports(net *n, uint32_t a, uint32_t b) {
 }
 
 /* ---- the rules -----------------------------------------------------------------------------
- * Drawn as HVM2 draws them: X(a b) is a node of tag X with aux ports a and b; the left side of
- * the line is the redex, the right side what replaces it. */
+ * Written once for every reducer (kernels/pgn_inet_rules.h), over this file's memory and links. */
 
-static void rule_eras(net *n, uint32_t a, uint32_t b);
-
-/* A definition's port rebased onto the nodes and variables this CALL allocated. */
-static inline uint32_t adjust(const net *n, uint32_t p) {
-    uint32_t tag = pgn_inet_tag(p);
-    if (tag >= PGN_INET_CON) return pgn_inet_port(tag, n->nloc[pgn_inet_val(p)]);
-    if (tag == PGN_INET_VAR) return pgn_inet_port(PGN_INET_VAR, n->vloc[pgn_inet_val(p)]);
-    return p;
-}
-
-/* @f ~ X(b1 b2), X != DUP (or @f ~ the root variable):
- *   @f ~ B  ---CALL--->  a fresh copy of @f's net, its root ~ B, its redexes linked
- * Through a DUP, a definition without DUPs is copied by erasure (ERAS below); copying one with
- * a DUP is refused, as HVM2's reference runtime refuses it. */
-static void rule_call(net *n, uint32_t a, uint32_t b) {
-    uint32_t fid = pgn_inet_val(a) & PGN_INET_REF_FID;
-    const pgn_inet_def *d = &n->book->defs[fid];
-    if (pgn_inet_tag(b) == PGN_INET_DUP) {
-        if (d->safe) {
-            rule_eras(n, a, b);
-        } else if (!n->fail) {
-            n->fail = FAIL_CLONE;
-            n->fail_fid = fid;
-        }
-        return;
-    }
-    for (uint32_t i = 0; i < d->vars_len; i++) n->vloc[i] = var_alloc(n);
-    for (uint32_t i = 0; i < d->node_len; i++) n->nloc[i] = node_alloc(n);
-    const uint64_t *nodes = n->book->nodes + d->node_off;
-    for (uint32_t i = 0; i < d->node_len; i++)
-        n->node[n->nloc[i]] = pgn_inet_pair(adjust(n, pgn_inet_fst(nodes[i])), adjust(n, pgn_inet_snd(nodes[i])));
-    const uint64_t *rbag = n->book->rbag + d->rbag_off;
-    for (uint32_t i = 0; i < d->rbag_len; i++)
-        link_ports(n, adjust(n, pgn_inet_fst(rbag[i])), adjust(n, pgn_inet_snd(rbag[i])));
-    link_ports(n, adjust(n, d->root), b);
-}
-
-/* *  ~ X(b1 b2)  ---ERAS--->  * ~ b1, * ~ b2      (also a number, or a safe @ref, copied) */
-static void rule_eras(net *n, uint32_t a, uint32_t b) {
-    uint32_t i = pgn_inet_val(b);
-    uint64_t B = n->node[i];
-    node_free(n, i);
-    link_ports(n, a, pgn_inet_fst(B));
-    link_ports(n, a, pgn_inet_snd(B));
-}
-
-/* X(a1 a2) ~ X(b1 b2)  ---ANNI--->  a1 ~ b1, a2 ~ b2 */
-static void rule_anni(net *n, uint32_t a, uint32_t b) {
-    uint64_t A = n->node[pgn_inet_val(a)], B = n->node[pgn_inet_val(b)];
-    node_free(n, pgn_inet_val(a));
-    node_free(n, pgn_inet_val(b));
-    link_ports(n, pgn_inet_fst(A), pgn_inet_fst(B));
-    link_ports(n, pgn_inet_snd(A), pgn_inet_snd(B));
-}
-
-/* X(a1 a2) ~ Y(b1 b2)  ---COMM--->  a1 ~ Y(x0 x1), a2 ~ Y(x2 x3), b1 ~ X(x0 x2), b2 ~ X(x1 x3) */
-static void rule_comm(net *n, uint32_t a, uint32_t b) {
-    uint64_t A = n->node[pgn_inet_val(a)], B = n->node[pgn_inet_val(b)];
-    node_free(n, pgn_inet_val(a));
-    node_free(n, pgn_inet_val(b));
-    uint32_t x0 = pgn_inet_port(PGN_INET_VAR, var_alloc(n)), x1 = pgn_inet_port(PGN_INET_VAR, var_alloc(n));
-    uint32_t x2 = pgn_inet_port(PGN_INET_VAR, var_alloc(n)), x3 = pgn_inet_port(PGN_INET_VAR, var_alloc(n));
-    uint32_t y0 = node_alloc(n), y1 = node_alloc(n), z0 = node_alloc(n), z1 = node_alloc(n);
-    n->node[y0] = pgn_inet_pair(x0, x1);
-    n->node[y1] = pgn_inet_pair(x2, x3);
-    n->node[z0] = pgn_inet_pair(x0, x2);
-    n->node[z1] = pgn_inet_pair(x1, x3);
-    uint32_t ta = pgn_inet_tag(a), tb = pgn_inet_tag(b);
-    link_ports(n, pgn_inet_port(tb, y0), pgn_inet_fst(A));
-    link_ports(n, pgn_inet_port(tb, y1), pgn_inet_snd(A));
-    link_ports(n, pgn_inet_port(ta, z0), pgn_inet_fst(B));
-    link_ports(n, pgn_inet_port(ta, z1), pgn_inet_snd(B));
-}
-
-/* #n ~ $(#m r)  ---OPER--->  r ~ #(n op m)
- * #n ~ $(b r)   ---OPER--->  b ~ $(#n r)      (b not yet a number: the operator waits on it) */
-static void rule_oper(net *n, uint32_t a, uint32_t b) {
-    uint32_t i = pgn_inet_val(b);
-    uint64_t B = n->node[i];
-    uint32_t b1 = pgn_inet_fst(B), b2 = pgn_inet_snd(B);
-    if (pgn_inet_tag(b1) == PGN_INET_NUM) {
-        node_free(n, i);
-        uint32_t r = pgn_inet_operate(pgn_inet_val(a), pgn_inet_val(b1));
-        link_ports(n, pgn_inet_port(PGN_INET_NUM, r), b2);
-    } else {
-        n->node[i] = pgn_inet_pair(a, b2);
-        link_ports(n, b1, pgn_inet_port(PGN_INET_OPR, i));
-    }
-}
-
-/* #0 ~ ?(b r)  ---SWIT--->  b ~ (r *)
- * #k ~ ?(b r)  ---SWIT--->  b ~ (* (#k-1 r))   (k read as u24 whatever the number's type) */
-static void rule_swit(net *n, uint32_t a, uint32_t b) {
-    uint32_t i = pgn_inet_val(b);
-    uint64_t B = n->node[i];
-    uint32_t k = pgn_inet_get_u24(pgn_inet_val(a));
-    uint32_t era = pgn_inet_port(PGN_INET_ERA, 0);
-    if (k == 0) {
-        n->node[i] = pgn_inet_pair(pgn_inet_snd(B), era);
-    } else {
-        uint32_t j = node_alloc(n);
-        n->node[j] = pgn_inet_pair(pgn_inet_port(PGN_INET_NUM, pgn_inet_u24(k - 1)), pgn_inet_snd(B));
-        n->node[i] = pgn_inet_pair(era, pgn_inet_port(PGN_INET_CON, j));
-    }
-    link_ports(n, pgn_inet_port(PGN_INET_CON, i), pgn_inet_fst(B));
-}
+#define PGN_INET_NET net
+#define PGN_INET_RULE static inline
+#define PGN_INET_BOOK
+#define PGN_INET_NODE_ALLOC(n) node_alloc(n)
+#define PGN_INET_NODE_FREE(n, i) node_free((n), (i))
+#define PGN_INET_VAR_ALLOC(n) var_alloc(n)
+#define PGN_INET_CONNECT(n, a, b) link_ports((n), (a), (b))
+#define PGN_INET_DEF(n, fid, v)                                                                              \
+    do {                                                                                                     \
+        const pgn_inet_def *d_ = &(n)->book->defs[fid];                                                      \
+        *(v) = (pgn_inet_def_view){d_->root, d_->node_len, d_->rbag_len, d_->vars_len,                  \
+                                   (n)->book->nodes + d_->node_off, (n)->book->rbag + d_->rbag_off};        \
+    } while (0)
+#include "pgn_inet_rules.h"
 
 /* ---- the run ------------------------------------------------------------------------------- */
 
@@ -487,7 +394,7 @@ void pgn_inet_net_boot(net *n, uint32_t a, uint32_t b) {
     n->vars[n->root] = PGN_INET_NONE;
     if (pgn_inet_tag(a) == PGN_INET_REF && b == pgn_inet_net_root(n)) {
         n->itrs++;
-        rule_call(n, a, b);
+        pgn_inet_call(n, a, b);
     } else {
         link_ports(n, a, b);
     }
@@ -529,9 +436,10 @@ static int net_failure(net *n, const char *stop, pgn_error *err) {
 }
 
 int pgn_inet_net_normalize(net *n, const pgn_run_hooks *hooks, pgn_error *err) {
-    uint8_t rules[64];
+    uint8_t rules[64]; /* pgn_inet_rule_of by tags */
     for (uint32_t a = 0; a < 8; a++)
-        for (uint32_t b = 0; b < 8; b++) rules[a * 8 + b] = (uint8_t)pgn_inet_rule(a, b);
+        for (uint32_t b = 0; b < 8; b++)
+            rules[a * 8 + b] = (uint8_t)pgn_inet_rule_of(pgn_inet_port(a, 0), pgn_inet_port(b, 0));
     double next_report = pgn_now_s() + PGN_INET_REPORT_EVERY_S;
     uint64_t max_itrs = n->max_itrs;
     uint64_t next_poll = n->itrs + POLL_EVERY < max_itrs ? n->itrs + POLL_EVERY : max_itrs;
@@ -564,15 +472,19 @@ int pgn_inet_net_normalize(net *n, const pgn_run_hooks *hooks, pgn_error *err) {
             a = b;
             b = t;
         }
-        switch (rules[pgn_inet_tag(a) * 8 + pgn_inet_tag(b)]) {
-        case PGN_INET_CALL: rule_call(n, a, b); break;
-        case PGN_INET_VOID: break;
-        case PGN_INET_ERAS: rule_eras(n, a, b); break;
-        case PGN_INET_ANNI: rule_anni(n, a, b); break;
-        case PGN_INET_COMM: rule_comm(n, a, b); break;
-        case PGN_INET_OPER: rule_oper(n, a, b); break;
-        case PGN_INET_SWIT: rule_swit(n, a, b); break;
-        default: link_ports(n, a, b); continue; /* LINK: not an interaction (never queued) */
+        uint32_t rule = rules[pgn_inet_tag(a) * 8 + pgn_inet_tag(b)];
+        if (rule == PGN_INET_LINK) { /* not an interaction (never queued) */
+            link_ports(n, a, b);
+            continue;
+        }
+        /* through a DUP, a definition with a DUP in it cannot be copied: HVM2's reference
+         * runtime refuses it too */
+        uint32_t fid = pgn_inet_val(a) & PGN_INET_REF_FID;
+        if (rule == PGN_INET_ERAS && pgn_inet_tag(a) == PGN_INET_REF && !n->book->defs[fid].safe) {
+            n->fail = FAIL_CLONE;
+            n->fail_fid = fid;
+        } else {
+            pgn_inet_interact(n, rule, a, b);
         }
         n->itrs++;
     }
