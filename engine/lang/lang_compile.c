@@ -5,7 +5,6 @@
  * recursive branch unfolds only when the switch takes it. Output order and names depend on the
  * source alone: the same program gives the same text, byte for byte. */
 #include <limits.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,39 +13,9 @@
 
 #include "inet/inet.h"
 #include "lang/lang.h"
+#include "lang/lang_compile.h"
 
-/* A variable in scope: the names of its uses so far (each use is one wire). */
-typedef struct binder {
-    const char *name;
-    char **uses;
-    int n_uses, cap_uses;
-    struct binder *up;
-} binder;
-
-typedef struct {
-    const pgl_program *prog;
-    pgn_error *err;
-    pgn_text out;         /* the finished definitions */
-    const char *top;      /* the source definition being compiled (lifted ones are named after it) */
-    bool *expanding;      /* per definition: a value definition being inlined now (a cycle check) */
-    bool *inlining;       /* per definition: a call of it being inlined now (no recursion) */
-    int fresh, lifted;    /* counters for wire names and lifted definitions, per source definition */
-    int inline_left;      /* syntax nodes calls and values may still be written out with, per program */
-    int depth;            /* expressions being compiled inside each other now (written-out ones too) */
-    unsigned polls;       /* expressions compiled since stop was last asked */
-    const pgn_pgl_stop *stop;
-    int *value_size;      /* per definition: a value's syntax nodes (-1: not counted yet) */
-    const pgl_expr *root; /* main's body while main compiles: what the program's value is */
-    bool failed;
-} compiler;
-
-/* A closed term being compiled: its redexes, left ~ right, in the order made. */
-typedef struct {
-    char **left, **right;
-    int n, cap;
-} unit;
-
-__attribute__((format(printf, 3, 4))) static char *fail(compiler *c, const pgl_expr *e, const char *fmt, ...) {
+char *pglc_fail(compiler *c, const pgl_expr *e, const char *fmt, ...) {
     if (c->failed) return NULL;
     c->failed = true;
     va_list ap;
@@ -72,9 +41,7 @@ static char *fresh_wire(compiler *c) {
 }
 
 /* Adds the redex `left ~ right` (both printf'd) to u. */
-static void push_redex(compiler *c, unit *u, const char *left, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void push_redex(compiler *c, unit *u, const char *left, const char *fmt, ...) {
+void pglc_push_redex(compiler *c, unit *u, const char *left, const char *fmt, ...) {
     if (c->failed) return;
     if (u->n == u->cap) {
         int cap = u->cap ? 2 * u->cap : 16;
@@ -115,7 +82,7 @@ static void push_redex(compiler *c, unit *u, const char *left, const char *fmt, 
     u->left[u->n] = lcopy, u->right[u->n] = right, u->n++;
 }
 
-static binder *lookup(binder *scope, const char *name) {
+binder *pglc_lookup(binder *scope, const char *name) {
     for (; scope; scope = scope->up)
         if (!strcmp(scope->name, name)) return scope;
     return NULL;
@@ -141,7 +108,7 @@ static char *use(compiler *c, binder *b) {
 
 /* The tree at b's binding site: * for no use, the use's wire for one, DUP nodes for more
  * ({u1 {u2 u3}}). Frees the uses. */
-static char *binder_tree(compiler *c, binder *b) {
+char *pglc_binder_tree(compiler *c, binder *b) {
     pgn_text t = {0};
     if (!b->n_uses) pgn_text_puts(&t, "*");
     for (int i = 0; i < b->n_uses; i++) {
@@ -201,7 +168,7 @@ static void free_vars(const pgl_expr *e, const bound *inner, binder *scope, name
     switch (e->kind) {
     case PGL_NUM: return;
     case PGL_VAR:
-        if (!is_bound(inner, e->name) && lookup(scope, e->name)) list_add(out, e->name);
+        if (!is_bound(inner, e->name) && pglc_lookup(scope, e->name)) list_add(out, e->name);
         return;
     case PGL_LAM: {
         bound b = {e->name, inner};
@@ -248,7 +215,7 @@ static void free_vars(const pgl_expr *e, const bound *inner, binder *scope, name
 
 /* ---- expressions ------------------------------------------------------------------------ */
 
-static char *expr(compiler *c, unit *u, binder *scope, const pgl_expr *e);
+char *pglc_expr(compiler *c, unit *u, binder *scope, const pgl_expr *e);
 
 /* The tree of a closed term \params. body (params[0] outermost; NULL names an unused one),
  * with its redexes in *redexes. */
@@ -316,7 +283,7 @@ typedef struct {
 } arm;
 
 static char *branches(compiler *c, unit *u, binder *scope, const pgl_expr *e, const arm *arms, int n, bool is_switch) {
-    char *value = expr(c, u, scope, e->a);
+    char *value = pglc_expr(c, u, scope, e->a);
     if (!value) return NULL;
     name_list fv = {0};
     int most = 0;
@@ -334,7 +301,7 @@ static char *branches(compiler *c, unit *u, binder *scope, const pgl_expr *e, co
     char **trees = calloc((size_t)n + 1, sizeof *trees), *result = NULL;
     pgn_text site = {0};
     if (!params || !trees) {
-        fail(c, e, "out of memory");
+        pglc_fail(c, e, "out of memory");
         goto done;
     }
     for (int k = 0; k < n; k++) {
@@ -347,7 +314,7 @@ static char *branches(compiler *c, unit *u, binder *scope, const pgl_expr *e, co
     else
         for (int k = 0; k < n; k++) pgn_text_printf(&site, "(%s ", trees[k]);
     for (int i = 0; i < fv.n; i++) {
-        char *w = use(c, lookup(scope, fv.names[i]));
+        char *w = use(c, pglc_lookup(scope, fv.names[i]));
         if (!w) goto done;
         pgn_text_printf(&site, "(%s ", w);
         free(w);
@@ -356,7 +323,7 @@ static char *branches(compiler *c, unit *u, binder *scope, const pgl_expr *e, co
     for (int i = 0; i < fv.n + (is_switch ? 1 : n); i++) pgn_text_puts(&site, ")");
     char *tree = text_of(c, &site);
     if (!tree) goto done;
-    push_redex(c, u, value, "%s", tree);
+    pglc_push_redex(c, u, value, "%s", tree);
     free(tree);
 done:
     free(pgn_text_take(&site));
@@ -382,24 +349,24 @@ static char *switch_expr(compiler *c, unit *u, binder *scope, const pgl_expr *e)
  * annihilation each), the names bound in body. */
 static char *unpair_expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
     const pgl_case *k = &e->cases[0];
-    char *value = expr(c, u, scope, e->a);
+    char *value = pglc_expr(c, u, scope, e->a);
     binder *bs = value ? calloc((size_t)k->n_names, sizeof *bs) : NULL;
     if (!bs) {
         free(value);
-        return c->failed ? NULL : fail(c, e, "out of memory");
+        return c->failed ? NULL : pglc_fail(c, e, "out of memory");
     }
     binder *in = scope;
     for (int i = 0; i < k->n_names; i++) bs[i] = (binder){.name = k->names[i], .up = in}, in = &bs[i];
-    char *body = expr(c, u, in, k->body);
+    char *body = pglc_expr(c, u, in, k->body);
     pgn_text t = {0};
     for (int i = 0; i < k->n_names; i++) {
-        char *bt = binder_tree(c, &bs[i]);
+        char *bt = pglc_binder_tree(c, &bs[i]);
         if (bt) pgn_text_printf(&t, i + 1 < k->n_names ? "(%s " : "%s", bt);
         free(bt);
     }
     for (int i = 0; i + 1 < k->n_names; i++) pgn_text_puts(&t, ")");
     char *pattern = text_of(c, &t);
-    if (body && pattern) push_redex(c, u, value, "%s", pattern);
+    if (body && pattern) pglc_push_redex(c, u, value, "%s", pattern);
     free(pattern);
     free(value);
     free(bs);
@@ -413,7 +380,7 @@ static char *unpair_expr(compiler *c, unit *u, binder *scope, const pgl_expr *e)
 static char *match_expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
     if (!strcmp(e->cases[0].ctor, "%tuple")) return unpair_expr(c, u, scope, e);
     arm *arms = calloc((size_t)e->n_cases + 1, sizeof *arms);
-    if (!arms) return fail(c, e, "out of memory");
+    if (!arms) return pglc_fail(c, e, "out of memory");
     for (int k = 0; k < e->n_cases; k++)
         arms[k] = (arm){(const char *const *)e->cases[k].names, e->cases[k].n_names, e->cases[k].body};
     char *r = branches(c, u, scope, e, arms, e->n_cases, false);
@@ -435,8 +402,8 @@ static char *op_with_number(compiler *c, unit *u, binder *scope, const pgl_expr 
     if (number_right)
         for (size_t i = 0; i < sizeof SWAP / sizeof *SWAP; i++)
             if (!strcmp(SWAP[i].op, e->op)) op = SWAP[i].swapped;
-    char *lit = expr(c, u, scope, n), *x = lit ? expr(c, u, scope, other) : NULL, *r = x ? fresh_wire(c) : NULL;
-    if (r) push_redex(c, u, x, "$([%s%s] %s)", op, lit, r);
+    char *lit = pglc_expr(c, u, scope, n), *x = lit ? pglc_expr(c, u, scope, other) : NULL, *r = x ? fresh_wire(c) : NULL;
+    if (r) pglc_push_redex(c, u, x, "$([%s%s] %s)", op, lit, r);
     free(lit);
     free(x);
     return r;
@@ -447,154 +414,23 @@ static char *op_with_number(compiler *c, unit *u, binder *scope, const pgl_expr 
  * arguments are the texts already compiled, so a long literal costs no stack. */
 static char *list_expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
     char **vals = calloc((size_t)e->n_items + 1, sizeof *vals), *rest = NULL;
-    if (!vals) return fail(c, e, "out of memory");
-    for (int i = 0; i < e->n_items && !c->failed; i++) vals[i] = expr(c, u, scope, e->items[i]);
+    if (!vals) return pglc_fail(c, e, "out of memory");
+    for (int i = 0; i < e->n_items && !c->failed; i++) vals[i] = pglc_expr(c, u, scope, e->items[i]);
     pgl_expr nil = {.kind = PGL_VAR, .line = e->line, .col = e->col, .name = "Nil"};
-    if (!c->failed) rest = expr(c, u, scope, &nil);
+    if (!c->failed) rest = pglc_expr(c, u, scope, &nil);
     for (int i = e->n_items - 1; i >= 0 && rest; i--) {
         pgl_expr head = {.kind = PGL_VAR, .line = e->line, .col = e->col, .name = "Cons"};
         pgl_expr item = {.kind = PGL_TEXT, .line = e->line, .col = e->col, .name = vals[i]};
         pgl_expr tail = {.kind = PGL_TEXT, .line = e->line, .col = e->col, .name = rest};
         pgl_expr partial = {.kind = PGL_APP, .line = e->line, .col = e->col, .a = &head, .b = &item};
         pgl_expr call = {.kind = PGL_APP, .line = e->line, .col = e->col, .a = &partial, .b = &tail};
-        char *next = expr(c, u, scope, &call);
+        char *next = pglc_expr(c, u, scope, &call);
         free(rest);
         rest = next;
     }
     for (int i = 0; i < e->n_items; i++) free(vals[i]);
     free(vals);
     return rest;
-}
-
-/* ---- small functions written out where they are called ------------------------------------
- * A call f(a1, .., an) of a definition f = \p1 .. pn. body (body perhaps more lambdas) whose body is small, with no switch
- * or match (nothing to lift) and not calling f itself, is compiled as let p1 = a1; .. body with
- * body's names resolved in f's own scope: the CALL that would expand f and the n lambda-
- * application annihilations are gone. tree_sum's leaf(1) and node(l, r) (and every constructor)
- * are such calls: 9,699,306 interactions before, 8,388,589 after (the hand-written net: 8,388,590). */
-#define INLINE_MAX_NODES 24
-/* What a whole program may take in written-out calls and values, in syntax nodes: a base and so
- * many per byte of source. Calls inside a written-out body are written out too (and values
- * inside values), so f1(x) = id(id(id(id(x)))), f2(x) = f1(f1(f1(f1(x)))), .. f11 grew as 4^11
- * (58 s and 2.2 GB to compile 12 lines), and a1 = (a0, a0) .. a25 as 2^25; with a budget per
- * definition, 527 definitions each using f11 (16 KB) wrote out 34 million nodes in 57 s. Past
- * the budget, calls stay calls and a value is a reference, as a large one is. What the examples
- * use: train_fashion.pgl 354,129 (203 KB of source: 1.7 a byte), train_xor.pgl 2,307, the others
- * at most 105; a list literal of 4,096 items, the most the reader takes, about 25,000. */
-#define INLINE_BUDGET_BASE 65536
-#define INLINE_BUDGET_PER_BYTE 2
-/* Nor is anything written out deeper than this inside the expressions being compiled (a chain
- * of values a1 = a0 + 1 .. would otherwise nest the compiler as deep as the budget): with the
- * tree's own depth, this bounds the compiler's stack. */
-#define INLINE_MAX_DEPTH PGL_MAX_TREE_DEPTH
-/* A value definition (no parameters) is written out where it is used, unless it is larger than
- * this (a data table: an image of 784 numbers is 3,137): then it is a reference like a
- * function's, expanded by one CALL where it is consumed, and the book's largest definition (what
- * each OpenCL worker's scratch holds) stays that table, not every definition using it. */
-#define VALUE_INLINE_MAX_NODES 1024
-
-static int tree_size(const pgl_expr *e, bool *lifts) {
-    if (!e) return 0;
-    if (e->kind == PGL_SWITCH || (e->kind == PGL_MATCH && strcmp(e->cases[0].ctor, "%tuple"))) *lifts = true;
-    int n = 1 + tree_size(e->a, lifts) + tree_size(e->b, lifts) + tree_size(e->c, lifts);
-    for (int k = 0; e->kind == PGL_MATCH && k < e->n_cases; k++) n += tree_size(e->cases[k].body, lifts);
-    for (int i = 0; i < e->n_items; i++) n += 3 + tree_size(e->items[i], lifts); /* Cons(item, ..) */
-    return n;
-}
-
-static bool calls(const pgl_expr *e, const char *name) {
-    if (!e) return false;
-    if (e->kind == PGL_VAR && !strcmp(e->name, name)) return true;
-    for (int k = 0; e->kind == PGL_MATCH && k < e->n_cases; k++)
-        if (calls(e->cases[k].body, name)) return true;
-    for (int i = 0; i < e->n_items; i++)
-        if (calls(e->items[i], name)) return true;
-    if (e->kind == PGL_LIST && (!strcmp(name, "Cons") || !strcmp(name, "Nil"))) return true;
-    return calls(e->a, name) || calls(e->b, name) || calls(e->c, name);
-}
-
-/* Whether e's value is certainly no function: a number, an operator's result, a tuple, a list
- * (what a call's extra arguments would be applied to). */
-static bool no_function(const pgl_expr *e) {
-    switch (e->kind) {
-    case PGL_NUM:
-    case PGL_OP:
-    case PGL_PAIR:
-    case PGL_LIST: return true;
-    case PGL_LET: return no_function(e->b);
-    case PGL_SWITCH: return no_function(e->b) && no_function(e->c);
-    case PGL_MATCH:
-        for (int k = 0; k < e->n_cases; k++)
-            if (!no_function(e->cases[k].body)) return false;
-        return true;
-    default: return false;
-    }
-}
-
-/* A call of a definition or a lambda with more arguments than it takes, when what it gives is
- * no function: the error (double(3, 4) with double(x) = x + x ran, and gave 6). */
-static bool too_many_args(compiler *c, binder *scope, const pgl_expr *e) {
-    int n_args = 0;
-    const pgl_expr *head = e;
-    for (; head->kind == PGL_APP; head = head->a) n_args++;
-    const pgl_expr *body = head;
-    if (head->kind == PGL_VAR) {
-        int d = lookup(scope, head->name) ? -1 : pgl_def_index(c->prog, head->name);
-        if (d < 0) return false;
-        body = c->prog->defs[d].body;
-    } else if (head->kind != PGL_LAM) {
-        return false;
-    }
-    int takes = 0;
-    while (body->kind == PGL_LAM && takes < n_args) body = body->a, takes++;
-    if (takes == n_args || !no_function(body)) return false;
-    char what[80];
-    if (head->kind == PGL_VAR) snprintf(what, sizeof what, "'%.60s'", head->name);
-    else snprintf(what, sizeof what, "this function");
-    fail(c, head, "%s takes %d argument%s, and this call passes %d", what, takes, takes == 1 ? "" : "s", n_args);
-    return true;
-}
-
-/* True when e, a call, was compiled inline (its value in *out, NULL on an error). */
-static bool try_inline(compiler *c, unit *u, binder *scope, const pgl_expr *e, char **out) {
-    const pgl_expr *args[64], *head = e;
-    int n_args = 0;
-    for (; head->kind == PGL_APP && n_args < 64; head = head->a) args[n_args++] = head->b;
-    if (head->kind != PGL_VAR || lookup(scope, head->name)) return false;
-    int d = pgl_def_index(c->prog, head->name);
-    if (d < 0 || c->inlining[d]) return false;
-    const pgl_expr *body = c->prog->defs[d].body;
-    const char *params[64];
-    int n = 0;
-    while (body->kind == PGL_LAM && n < n_args) params[n++] = body->name, body = body->a;
-    bool lifts = false; /* (body may still be a lambda: leaf(v) = \n f. f(v) called with v) */
-    int size = tree_size(body, &lifts);
-    if (!n || n != n_args || size > INLINE_MAX_NODES || lifts || calls(body, head->name) || size > c->inline_left ||
-        c->depth > INLINE_MAX_DEPTH)
-        return false;
-    c->inline_left -= size;
-    /* the arguments, in the caller's scope (args[] holds them last first) */
-    char *vals[64];
-    for (int i = 0; i < n; i++) vals[i] = NULL;
-    for (int i = 0; i < n && !c->failed; i++) vals[i] = expr(c, u, scope, args[n - 1 - i]);
-    binder bs[64];
-    binder *in = NULL; /* the body sees its parameters and the definitions, nothing of the caller's */
-    for (int i = 0; i < n; i++) bs[i] = (binder){.name = params[i], .up = in}, in = &bs[i];
-    c->inlining[d] = true;
-    char *v = c->failed ? NULL : expr(c, u, in, body);
-    c->inlining[d] = false;
-    for (int i = 0; i < n; i++) {
-        char *bt = binder_tree(c, &bs[i]);
-        if (bt && vals[i] && v) push_redex(c, u, vals[i], "%s", bt);
-        free(bt);
-        free(vals[i]);
-    }
-    if (c->failed) {
-        free(v);
-        v = NULL;
-    }
-    *out = v;
-    return true;
 }
 
 /* Whether the caller's stop asks the compile to end (looked at every POLL_EVERY expressions):
@@ -615,7 +451,7 @@ static bool stopped(compiler *c) {
 
 static char *expr_at(compiler *c, unit *u, binder *scope, const pgl_expr *e);
 
-static char *expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
+char *pglc_expr(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
     if (c->failed || stopped(c)) return NULL;
     c->depth++;
     char *v = expr_at(c, u, scope, e);
@@ -629,25 +465,25 @@ static char *expr_at(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
         uint32_t value;
         const char *why = NULL;
         if (pgn_inet_numb_parse(e->name, strlen(e->name), &value, &why))
-            return fail(c, e, "invalid number '%s': %s", e->name, why);
+            return pglc_fail(c, e, "invalid number '%s': %s", e->name, why);
         if (!strchr(e->name, '.')) { /* an integer: in its type's range, not wrapped */
             long long v = strtoll(e->name, NULL, 10);
             bool i24 = e->name[0] == '+' || e->name[0] == '-';
             if (i24 ? v < -8388608 || v > 8388607 : v > 16777215)
-                return fail(c, e, "invalid number '%s': %s", e->name,
+                return pglc_fail(c, e, "invalid number '%s': %s", e->name,
                             i24 ? "an i24 lies in -8388608 .. +8388607" : "a u24 lies in 0 .. 16777215");
         }
         char *s = strdup(e->name);
-        return s ? s : fail(c, e, "out of memory");
+        return s ? s : pglc_fail(c, e, "out of memory");
     }
     case PGL_VAR: {
-        binder *b = lookup(scope, e->name);
+        binder *b = pglc_lookup(scope, e->name);
         if (b) return use(c, b);
         int d = pgl_def_index(c->prog, e->name);
         bool value = d >= 0 && c->prog->defs[d].body->kind != PGL_LAM;
         if (value && c->value_size[d] < 0) {
             bool lifts = false;
-            c->value_size[d] = tree_size(c->prog->defs[d].body, &lifts);
+            c->value_size[d] = pglc_tree_size(c->prog->defs[d].body, &lifts);
         }
         /* main's own value (main = big, big = [..]) is written out whatever its size and the
          * budget (not past the depth that bounds the stack): it is used once (each definition at
@@ -659,10 +495,10 @@ static char *expr_at(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
             /* a value, not a function: its net here (a reference alone would stay one, unexpanded,
              * as nothing applies it) */
             if (c->expanding[d])
-                return fail(c, e, "'%s' is defined by itself (only functions may be recursive)", e->name);
+                return pglc_fail(c, e, "'%s' is defined by itself (only functions may be recursive)", e->name);
             c->expanding[d] = true;
             if (at_root) c->root = c->prog->defs[d].body;
-            char *v = expr(c, u, NULL, c->prog->defs[d].body);
+            char *v = pglc_expr(c, u, NULL, c->prog->defs[d].body);
             c->expanding[d] = false;
             return v;
         }
@@ -671,7 +507,7 @@ static char *expr_at(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
             pgn_text_printf(&t, "@%s", e->name);
             return text_of(c, &t);
         }
-        return fail(c, e, "unknown name '%s' (not a parameter, a let or a definition)", e->name);
+        return pglc_fail(c, e, "unknown name '%s' (not a parameter, a let or a definition)", e->name);
     }
     case PGL_LAM: {
         name_list fv = {0};
@@ -679,8 +515,8 @@ static char *expr_at(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
         free(fv.names);
         if (!fv.n && !fv.oom) return lambda_ref(c, e);
         binder b = {.name = e->name, .up = scope};
-        char *body = expr(c, u, &b, e->a);
-        char *bt = binder_tree(c, &b);
+        char *body = pglc_expr(c, u, &b, e->a);
+        char *bt = pglc_binder_tree(c, &b);
         pgn_text t = {0};
         if (body && bt) pgn_text_printf(&t, "(%s %s)", bt, body);
         free(body);
@@ -692,11 +528,11 @@ static char *expr_at(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
         return text_of(c, &t);
     }
     case PGL_LET: {
-        char *value = expr(c, u, scope, e->a);
+        char *value = pglc_expr(c, u, scope, e->a);
         binder b = {.name = e->name, .up = scope};
-        char *body = value ? expr(c, u, &b, e->b) : NULL;
-        char *bt = binder_tree(c, &b);
-        if (body && bt) push_redex(c, u, value, "%s", bt);
+        char *body = value ? pglc_expr(c, u, &b, e->b) : NULL;
+        char *bt = pglc_binder_tree(c, &b);
+        if (body && bt) pglc_push_redex(c, u, value, "%s", bt);
         free(value);
         free(bt);
         if (c->failed) {
@@ -707,8 +543,8 @@ static char *expr_at(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
     }
     case PGL_OP:
         if (!e->b) { /* a cast: the value meets an operator node holding the type's symbol */
-            char *x = expr(c, u, scope, e->a), *r = x ? fresh_wire(c) : NULL;
-            if (r) push_redex(c, u, x, "$([%s] %s)", e->op, r);
+            char *x = pglc_expr(c, u, scope, e->a), *r = x ? fresh_wire(c) : NULL;
+            if (r) pglc_push_redex(c, u, x, "$([%s] %s)", e->op, r);
             free(x);
             return r;
         }
@@ -716,14 +552,14 @@ static char *expr_at(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
         /* fall through */
     case PGL_APP: {
         char *inlined = NULL;
-        if (e->kind == PGL_APP && too_many_args(c, scope, e)) return NULL;
-        if (try_inline(c, u, scope, e, &inlined)) return inlined;
-        char *f = expr(c, u, scope, e->a);
-        char *x = f ? expr(c, u, scope, e->b) : NULL;
+        if (e->kind == PGL_APP && pglc_too_many_args(c, scope, e)) return NULL;
+        if (pglc_try_inline(c, u, scope, e, &inlined)) return inlined;
+        char *f = pglc_expr(c, u, scope, e->a);
+        char *x = f ? pglc_expr(c, u, scope, e->b) : NULL;
         char *r = x ? fresh_wire(c) : NULL;
         if (r) {
-            if (e->kind == PGL_APP) push_redex(c, u, f, "(%s %s)", x, r);
-            else push_redex(c, u, f, "$([%s] $(%s %s))", e->op, x, r);
+            if (e->kind == PGL_APP) pglc_push_redex(c, u, f, "(%s %s)", x, r);
+            else pglc_push_redex(c, u, f, "$([%s] $(%s %s))", e->op, x, r);
         }
         free(f);
         free(x);
@@ -734,10 +570,10 @@ static char *expr_at(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
     case PGL_LIST: return list_expr(c, u, scope, e);
     case PGL_TEXT: {
         char *s = strdup(e->name);
-        return s ? s : fail(c, e, "out of memory");
+        return s ? s : pglc_fail(c, e, "out of memory");
     }
     case PGL_PAIR: {
-        char *l = expr(c, u, scope, e->a), *r = l ? expr(c, u, scope, e->b) : NULL;
+        char *l = pglc_expr(c, u, scope, e->a), *r = l ? pglc_expr(c, u, scope, e->b) : NULL;
         pgn_text t = {0};
         if (r) pgn_text_printf(&t, "(%s %s)", l, r);
         free(l);
@@ -749,7 +585,7 @@ static char *expr_at(compiler *c, unit *u, binder *scope, const pgl_expr *e) {
         return text_of(c, &t);
     }
     }
-    return fail(c, e, "unknown expression");
+    return pglc_fail(c, e, "unknown expression");
 }
 
 /* ---- wires joined ------------------------------------------------------------------------
@@ -830,7 +666,7 @@ static void unit_free(unit *u) {
 static char *closed(compiler *c, const char *const *params, int n, const pgl_expr *body, char **redexes) {
     *redexes = NULL;
     binder *bs = calloc((size_t)n + 1, sizeof *bs);
-    if (!bs) return fail(c, body, "out of memory");
+    if (!bs) return pglc_fail(c, body, "out of memory");
     binder *scope = NULL;
     for (int i = 0; i < n; i++) {
         bs[i].name = params[i] ? params[i] : ""; /* "" is no name a source can use */
@@ -838,10 +674,10 @@ static char *closed(compiler *c, const char *const *params, int n, const pgl_exp
         scope = &bs[i];
     }
     unit u = {0};
-    char *tree = expr(c, &u, scope, body);
+    char *tree = pglc_expr(c, &u, scope, body);
     pgn_text t = {0};
     for (int i = 0; i < n; i++) {
-        char *bt = binder_tree(c, &bs[i]);
+        char *bt = pglc_binder_tree(c, &bs[i]);
         if (bt) pgn_text_printf(&t, "(%s ", bt);
         free(bt);
     }
@@ -864,29 +700,7 @@ static char *closed(compiler *c, const char *const *params, int n, const pgl_exp
     return whole;
 }
 
-/* ---- the whole program, on a stack of its own ---------------------------------------------- */
-
-typedef struct {
-    void (*fn)(void *);
-    void *arg;
-} on_stack_call;
-
-static void *on_stack_thread(void *p) {
-    const on_stack_call *call = p;
-    call->fn(call->arg);
-    return NULL;
-}
-
-int pgl_on_stack(void (*fn)(void *), void *arg) {
-    on_stack_call call = {fn, arg};
-    pthread_attr_t attr;
-    pthread_t t;
-    if (pthread_attr_init(&attr)) return -1;
-    int rc = pthread_attr_setstacksize(&attr, PGL_STACK_BYTES) || pthread_create(&t, &attr, on_stack_thread, &call);
-    pthread_attr_destroy(&attr);
-    if (rc) return -1;
-    return pthread_join(t, NULL) ? -1 : 0;
-}
+/* ---- the whole program, on a stack of its own (pgl_on_stack, lang_stack.c) ------------------ */
 
 typedef struct {
     const char *src;
