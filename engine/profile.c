@@ -121,10 +121,12 @@ json_t *pgn_device_profile_json(const pgn_device_profile *p) {
                             json_pack("{s:s, s:s}", "family", pgn_kernel_family_name(p->family[g]), "from",
                                       pgn_profile_source_name(p->family_from[g])));
     const char *tile = pgn_gemm_tile_name(p->gemm_tile);
-    return json_pack("{s:s, s:o, s:{s:s, s:s}, s:{s:I, s:s}, s:{s:I, s:I, s:I, s:s}}", "class",
+    json_t *j = json_pack("{s:s, s:o, s:{s:s, s:s}, s:{s:I, s:s}, s:{s:I, s:I, s:I, s:s}}", "class",
                      class_name(p->dev_class), "families", families, "gemm", "tile", tile ? tile : "?", "from",
                      pgn_profile_source_name(p->gemm_tile_from), "rows", "group", (json_int_t)p->row_group,
                      "from", pgn_profile_source_name(p->row_group_from), "inet", "workers",
                      (json_int_t)p->inet_workers, "local", (json_int_t)p->inet_local, "first_budget",
                      (json_int_t)p->inet_first_budget, "from", pgn_profile_source_name(p->inet_from));
+    if (j && p->gemm_gflops > 0) json_object_set_new(json_object_get(j, "gemm"), "gflops", json_real(p->gemm_gflops));
+    return j;
 }

@@ -41,6 +41,7 @@ void pgn_device_profile_tune(pgn_device_profile *p, const pgn_device_tuning *t) 
     if (t->too_slow || t->family != PGN_FAMILY_CPU || !pgn_gemm_tile_shape_of(t->gemm_tile)) return;
     p->gemm_tile = t->gemm_tile;
     p->gemm_tile_from = PGN_FROM_TUNING;
+    p->gemm_gflops = t->gflops;
 }
 
 void pgn_device_tune(pgn_device *dev, const pgn_device_tuning *t) { pgn_device_profile_tune(&dev->profile, t); }

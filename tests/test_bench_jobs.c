@@ -481,6 +481,8 @@ Test(bench_jobs, first_start_calibrates_and_auto_placement_records_its_estimate)
             json_t *gemm = json_object_get(json_object_get(e, "profile"), "gemm");
             cr_assert_str_eq(str(gemm, "from"), t.too_slow ? "default" : "tuning");
             if (!t.too_slow) cr_assert_str_eq(str(gemm, "tile"), t.tile);
+            if (!t.too_slow) /* the dashboard shows the tuned tile's figure */
+                cr_assert_gt(json_number_value(json_object_get(gemm, "gflops")), 0, "%s", json_dumps(gemm, 0));
         }
         json_decref(now);
     }

@@ -5,7 +5,7 @@
 
 import {API, getJSON} from './api.js';
 import {$, el, svg} from './dom.js';
-import {fmtBytes, fmtClock, fmtPct} from './format.js';
+import {fmtBytes, fmtClock, fmtNum, fmtPct} from './format.js';
 
 let drawnKey = '';          // the last devices drawn, to skip identical redraws
 let lastDevices = [];       // the devices last drawn, drawn again when the history comes
@@ -91,14 +91,18 @@ export function renderDevices(devices) {
 }
 
 // The device profile's kernel family and GEMM tile, each with where it came from (a tuning, an
-// override), for the card: "cpu family, GEMM 8x32 (tuning)".
+// override), and the tuned tile's figure, for the card: "cpu family, GEMM 8x32 (tuning, 41 GFLOP/s)".
 function kernelsText(p) {
   if (!p) return '\u2014';
   if (p.class === 'host') return 'host reference (C)';
   const fam = p.families && p.families.gemm;
-  const from = (f) => f && f !== 'default' ? ' (' + f + ')' : '';
+  const from = (f, extra) => {
+    const parts = [f && f !== 'default' ? f : '', extra || ''].filter(Boolean);
+    return parts.length ? ' (' + parts.join(', ') + ')' : '';
+  };
+  const figure = p.gemm && p.gemm.gflops > 0 ? fmtNum(p.gemm.gflops) + ' GFLOP/s' : '';
   return (fam ? fam.family + ' family' + from(fam.from) : '?') +
-    (p.gemm ? ', GEMM ' + p.gemm.tile + from(p.gemm.from) : '');
+    (p.gemm ? ', GEMM ' + p.gemm.tile + from(p.gemm.from, figure) : '');
 }
 
 function drawDevices(devices) {

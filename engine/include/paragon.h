@@ -229,6 +229,7 @@ typedef struct pgn_device_profile {
     /* gemm, cpu family: the register tile (pgn_gemm_tile_name) */
     int gemm_tile;
     pgn_profile_source gemm_tile_from;
+    double gemm_gflops; /* what the tuning measured for it (GEMM N=1024; 0: not measured) */
     /* rows: the work-group size of row ops (0: the OpenCL runtime's choice) */
     unsigned row_group;
     pgn_profile_source row_group_from;
