@@ -84,7 +84,8 @@ def eval_starts(n_val, context, windows):
 
 def windows(tokens, starts, context):
     """(x, y) of shape (len(starts), context): y is x shifted one token on."""
-    w = tokens[starts[:, None] + torch.arange(context + 1)]
+    starts = starts.to(tokens.device)
+    w = tokens[starts[:, None] + torch.arange(context + 1, device=tokens.device)]
     return w[:, :-1], w[:, 1:]
 
 
@@ -155,7 +156,7 @@ class GPT(nn.Module):
                 nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * n_layer))
 
     def forward(self, idx, targets):
-        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
         for block in self.blocks:
             x = block(x)
         logits = self.ln_f(x) @ self.wte.weight.t()
@@ -234,6 +235,16 @@ def evaluate(model, val, args):
     return total / (len(starts) * args.context)
 
 
+def use_device(name):
+    """The torch device; on CUDA, FP32 products stay FP32 (no TF32), paragon's arithmetic."""
+    device = torch.device(name)
+    if device.type == 'cuda':
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.set_float32_matmul_precision('highest')
+    return device
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], allow_abbrev=False)
     src = p.add_mutually_exclusive_group()
@@ -252,6 +263,8 @@ def parse_args():
     p.add_argument('--schedule', choices=('constant', 'cosine'), default='constant')
     p.add_argument('--sdpa', action='store_true',
                    help='attention by F.scaled_dot_product_attention where torch has it')
+    p.add_argument('--device', default='cpu',
+                   help='where torch runs: cpu, or cuda (FP32 with TF32 off, as paragon computes)')
     p.add_argument('--default-env', action='store_true',
                    help="leave OMP_WAIT_POLICY and OPENBLAS_CORETYPE to torch's defaults")
     args = p.parse_args()
@@ -268,6 +281,8 @@ def main():
     torch.set_num_threads(args.threads)
     tokens, vocab, kind = tokenize(read_corpus(args.text))
     train, val = split(tokens)
+    device = use_device(args.device)
+    train, val = train.to(device), val.to(device)
     if len(val) < args.context + 1:
         sys.exit(f'gpt_torch: the validation split ({len(val)} tokens) is shorter than '
                  f'context + 1')
@@ -275,7 +290,7 @@ def main():
 
     torch.manual_seed(args.seed)
     model = GPT(vocab, args.n_layer, args.n_head, args.d_model, args.context,
-                sdpa_available(args.sdpa))
+                sdpa_available(args.sdpa)).to(device)
     opt = make_optimizer(model, args)
     gen = torch.Generator().manual_seed(args.seed)
     losses, seconds = [], []
@@ -298,6 +313,7 @@ def main():
         'val_loss': evaluate(model, val, args),
         'torch_version': torch.__version__,
         'threads': torch.get_num_threads(),
+        'device': str(device),
         'seconds': time.perf_counter() - begin,
     }))
 

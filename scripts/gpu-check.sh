@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# gpu-check.sh: paragon's check on a lent NVIDIA machine (the device tool), in one call.
+#
+#   scripts/gpu-check.sh --pack   here, on Debian without a GPU: builds a portable release of
+#                                 paragon in build-gpu/ and gathers into .gpu/ what the device
+#                                 machine lacks (paragon, the libraries it links beyond glibc, the
+#                                 fortunes, Fashion-MNIST, HVM2's CUDA builds of the peer programs
+#                                 where nvcc and ../shared/peers/hvm2 are here)
+#   scripts/gpu-check.sh          there, from the repository root, with .gpu carried: checks bits
+#                                 against the host reference and times paragon against PyTorch on
+#                                 CUDA (FP32, TF32 off) and HVM2's CUDA runtime in the same run
+#
+# Every step has its own time limit and the whole stays within about 8 minutes; a step that
+# fails is a row saying so, not the end of the check. Logs and JSON go to $OUT (the device tool's
+# folder that comes back) or ./gpu-check-out; the table is printed last.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PACK=.gpu
+
+pack() {
+    set -e
+    if [ ! -f build-gpu/build.ninja ]; then
+        # x86-64-v3 (AVX2, FMA): any machine a GPU is lent in has it, and without FMA every fma()
+        # of the host reference is a libm call (the host ran 30x slower there)
+        meson setup build-gpu --buildtype=release -Dnative=false -Dc_args=-march=x86-64-v3 >/dev/null
+    fi
+    ninja -C build-gpu paragon >/dev/null
+    rm -rf "$PACK" && mkdir -p "$PACK/lib" "$PACK/data/datasets" "$PACK/hvm2"
+    cp build-gpu/paragon "$PACK/"
+    # the shared libraries beyond glibc's own (the device machine runs another distribution)
+    ldd build-gpu/paragon | awk '/=> \// {print $3}' |
+        grep -v -E '/(libc|libm|libpthread|libdl|librt|libresolv|ld-linux[^/]*)\.so' |
+        while read -r lib; do cp -L "$lib" "$PACK/lib/"; done
+    tar -C "$PACK" -cJf "$PACK/lib.tar.xz" lib && rm -r "$PACK/lib" # the tree that travels: 64 MiB
+    cp -r /usr/share/datasets/fashion-mnist "$PACK/data/datasets/" # where --data-dir looks
+    mkdir -p "$PACK/fortunes"
+    find /usr/share/games/fortunes -maxdepth 1 -type f ! -name '*.*' -exec cp {} "$PACK/fortunes/" \;
+    local peer=../shared/peers/hvm2
+    if [ -x "$peer/build.sh" ] && command -v nvcc >/dev/null; then
+        for p in $HVM2_PROGRAMS; do
+            local bin
+            bin=$("$peer/build.sh" "$peer/programs/$p.hvm" cu 2>/dev/null) && strip -o "$PACK/hvm2/$p" "$bin" &&
+                cp "$peer/programs/$p.hvm" "$peer/programs/$p.expected" "$PACK/hvm2/"
+        done
+    else
+        echo "gpu-check: no nvcc or no $peer here: the inet rows will have no HVM2 figures" >&2
+    fi
+    grep -qx "/$PACK/" .git/info/exclude 2>/dev/null || echo "/$PACK/" >>.git/info/exclude
+    du -sh "$PACK"
+    echo "carry $PACK; run: scripts/gpu-check.sh"
+}
+
+# The peer programs for the inet rows: each runs in seconds on a GPU and on the host.
+HVM2_PROGRAMS="sort_bitonic sum_rec fib30 sum_tree"
+
+[ "${1:-}" = --pack ] && { pack; exit; }
+
+# ---- on the device machine ------------------------------------------------------------------
+OUT=${OUT:-gpu-check-out}
+mkdir -p "$OUT"
+LOG="$OUT/gpu-check.log"
+: >"$LOG"
+[ -x "$PACK/paragon" ] || { echo "gpu-check: $PACK/paragon missing: run scripts/gpu-check.sh --pack here and carry $PACK" >&2; exit 2; }
+mkdir -p /tmp/paragon-gpu && tar -C /tmp/paragon-gpu -xJf "$PACK/lib.tar.xz"
+export LD_LIBRARY_PATH="/tmp/paragon-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+P="$PWD/$PACK/paragon"
+DATA="$PWD/$PACK/data"
+# a pack made before the datasets/ level: put it where --data-dir looks
+[ -d "$DATA/fashion-mnist" ] && mkdir -p "$DATA/datasets" && mv "$DATA/fashion-mnist" "$DATA/datasets/"
+# GPU_CHECK_SECTIONS: which parts run (all of them by default)
+SECTIONS=" ${GPU_CHECK_SECTIONS:-gemm train gpt inet} "
+want() { [[ $SECTIONS == *" $1 "* ]]; }
+ROWS="$OUT/rows.tsv"
+: >"$ROWS"
+row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$ROWS"; }
+log() { echo "== $*" | tee -a "$LOG" >&2; }
+# step LIMIT_S NAME CMD...: runs CMD with its output in $OUT/NAME.out (stderr in the log)
+step() {
+    local limit=$1 name=$2
+    shift 2
+    local t0=$SECONDS
+    timeout "$limit" "$@" >"$OUT/$name.out" 2>>"$LOG"
+    local rc=$?
+    log "$name: exit $rc in $((SECONDS - t0)) s"
+    return $rc
+}
+# same A B: whether two weights SHA-256 are equal (yes/no), "?" when either run gave none
+same() { if [ "$1" = - ] || [ "$2" = - ]; then echo "?"; elif [ "$1" = "$2" ]; then echo yes; else echo no; fi; }
+# jget FILE [KEY=VALUE ...] KEY...: a figure from a JSON result ({"rows": [...]}, a list of rows,
+# or one object): the first row matching every KEY=VALUE, then the keys; "-" when absent.
+jget() { python3 -c 'import json,sys
+try:
+    d=json.load(open(sys.argv[1]))
+except Exception:
+    print("-"); sys.exit()
+args=sys.argv[2:]
+filt=[a.split("=",1) for a in args if "=" in a]
+if isinstance(d,dict) and "rows" in d: d=d["rows"]
+if isinstance(d,list): d=next((r for r in d if all(str(r.get(k))==v for k,v in filt)),{})
+for k in (a for a in args if "=" not in a): d=d.get(k) if isinstance(d,dict) else None
+print("-" if d is None else "yes" if d is True else "no" if d is False else f"{d:.4g}" if isinstance(d,float) else d)' "$@"; }
+
+log "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee -a "$LOG"
+GPU_NAME=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)
+
+# NVIDIA's OpenCL through the ICD loader we carry: the image may have no vendors file.
+if ! grep -qs nvidia /etc/OpenCL/vendors/*.icd; then
+    lib=$(ldconfig -p | awk '/libnvidia-opencl\.so\.1/ {print $NF; exit}')
+    [ -n "$lib" ] || lib=$(find / -name 'libnvidia-opencl.so.1' -not -path '*/proc/*' 2>/dev/null | head -1)
+    if [ -n "$lib" ]; then
+        mkdir -p /tmp/ocl-vendors && echo "$lib" >/tmp/ocl-vendors/nvidia.icd
+        export OCL_ICD_VENDORS=/tmp/ocl-vendors
+        log "OpenCL: a vendors file for $lib"
+    else
+        log "OpenCL: no libnvidia-opencl.so.1 found"
+    fi
+fi
+# the fortunes where paragon and gpt_torch.py read them (engine/tensor/corpus.c)
+if [ ! -d /usr/share/games/fortunes ]; then
+    mkdir -p /usr/share/games/fortunes && cp "$PACK"/fortunes/* /usr/share/games/fortunes/
+fi
+
+step 60 devices "$P" devices --json
+# GPU_CHECK_DEVICE=ID runs the check on another device (a dry run on pocl, before a lease)
+GPU=${GPU_CHECK_DEVICE:-}
+[ -n "$GPU" ] || GPU=$(python3 -c 'import json,sys
+d=json.load(open(sys.argv[1])); d=d.get("devices",d) if isinstance(d,dict) else d
+print(next((x["id"] for x in d if x.get("type")=="gpu"),""))' "$OUT/devices.out" 2>/dev/null)
+if [ -z "$GPU" ]; then
+    log "no OpenCL GPU: see $OUT/devices.out and the log"
+    cat "$OUT/devices.out" "$LOG" | tail -40
+    exit 1
+fi
+python3 -c 'import json,sys
+d=json.load(open(sys.argv[1])); d=d.get("devices",d) if isinstance(d,dict) else d
+g=next(x for x in d if x["id"]==sys.argv[2]); print(json.dumps(g.get("profile"),indent=1))' "$OUT/devices.out" "$GPU" >>"$LOG"
+log "GPU $GPU ($GPU_NAME)"
+
+# ---- GEMM: paragon's gemm suite (bits checked against the host per case) and torch.mm --------
+if want gemm; then
+step 150 gemm "$P" bench --suite gemm --device "$GPU" --repeats 3 --json
+cat >"$OUT/torch_mm.py" <<'EOF'
+import json, torch
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+torch.set_float32_matmul_precision('highest')
+rows = []
+for n, ta, tb in ((1024, 0, 0), (2048, 0, 0), (4096, 0, 0), (1024, 1, 0), (1024, 0, 1), (4096, 1, 0), (4096, 0, 1)):
+    a = torch.randn(n, n, device='cuda'); b = torch.randn(n, n, device='cuda')
+    f = lambda: (a.t() if ta else a) @ (b.t() if tb else b)
+    for _ in range(3): f()
+    torch.cuda.synchronize()
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+    reps = 50 if n <= 2048 else 10
+    times = []
+    for _ in range(5):
+        ev[0].record()
+        for _ in range(reps): f()
+        ev[1].record(); torch.cuda.synchronize()
+        times.append(ev[0].elapsed_time(ev[1]) / 1e3 / reps)
+    times.sort()
+    rows.append({'n': n, 'transpose': 'TN' if ta else 'NT' if tb else 'NN', 'gflops': 2 * n**3 / times[2] / 1e9})
+print(json.dumps(rows))
+EOF
+step 90 torch_mm python3 "$OUT/torch_mm.py"
+for n in 1024 2048; do
+    ours=$(jget "$OUT/gemm.out" case=N=$n gflops)
+    bits=$(jget "$OUT/gemm.out" case=N=$n bit_identical)
+    peer=$(jget "$OUT/torch_mm.out" n=$n transpose=NN gflops)
+    row "SGEMM ${n}^3 NN (GFLOP/s)" "$ours" "$peer" "$bits" ""
+done
+row "SGEMM 4096^3 NN (GFLOP/s)" "-" "$(jget "$OUT/torch_mm.out" n=4096 transpose=NN gflops)" "-" "no paragon case yet"
+for c in dW1 dX2; do
+    row "SGEMM MLP $c (GFLOP/s)" "$(jget "$OUT/gemm.out" case=$c gflops)" "-" "$(jget "$OUT/gemm.out" case=$c bit_identical)" ""
+done
+
+fi
+
+# ---- the Fashion MLP: the train suite on the GPU and on the host (weights SHA-256) -----------
+if want train; then
+step 150 train_gpu "$P" bench --suite train --device "$GPU" --data-dir "$DATA" --json
+step 150 train_host "$P" bench --suite train --device host --data-dir "$DATA" --json
+step 120 mlp_torch python3 bench/mlp_torch.py --device cuda --epochs 3 --data "$DATA/datasets/fashion-mnist"
+sg=$(jget "$OUT/train_gpu.out" case=fashion-mlp weights_sha256)
+sh=$(jget "$OUT/train_host.out" case=fashion-mlp weights_sha256)
+row "Fashion MLP (s/epoch)" "$(jget "$OUT/train_gpu.out" case=fashion-mlp seconds_per_epoch)" \
+    "$(jget "$OUT/mlp_torch.out" seconds_per_epoch)" "$(same "$sg" "$sh")" "sha ${sg:0:12}"
+
+fi
+
+# ---- the char-GPT: the gpt suite (ms/step, generation) and 3 steps on host and GPU -----------
+# (the host reference takes seconds a step: the weights after 3 steps are the bit check)
+if want gpt; then
+step 180 gpt_gpu "$P" bench --suite gpt --device "$GPU" --json
+step 120 gpt_torch python3 bench/gpt_torch.py --device cuda --steps 50 --warmup-steps-timing 10
+python3 - "$OUT/steps.json" <<'EOF'
+import json, sys
+spec = json.load(open('examples/jobs/char-gpt.json'))
+spec.update(steps=3, log_every=1, eval_every=3, eval_windows=32, checkpoint_every=3)
+json.dump(spec, open(sys.argv[1], 'w'))
+EOF
+step 120 gpt3_gpu "$P" run "$OUT/steps.json" --device "$GPU" --json
+step 200 gpt3_host "$P" run "$OUT/steps.json" --device host --json
+sg=$(jget "$OUT/gpt3_gpu.out" weights_sha256)
+sh=$(jget "$OUT/gpt3_host.out" weights_sha256)
+row "char-GPT (ms/step)" "$(jget "$OUT/gpt_gpu.out" case=char-gpt ms_per_step)" "$(jget "$OUT/gpt_torch.out" ms_per_step)" \
+    "$(same "$sg" "$sh")" "3-step sha ${sg:0:12}, host $(jget "$OUT/gpt3_host.out" seconds) s"
+row "generation (chars/s)" "$(jget "$OUT/gpt_gpu.out" case=generate characters_per_second)" "-" "-" ""
+
+fi
+
+# ---- interaction nets: paragon's reducer against HVM2's CUDA runtime on the same GPU ---------
+want inet && for p in $HVM2_PROGRAMS; do
+    f="$PACK/hvm2/$p.hvm"
+    [ -f "$f" ] || continue
+    step 60 "inet_$p" "$P" run "$f" --device "$GPU" --json
+    step 60 "hvm2_$p" "$PACK/hvm2/$p"
+    want=$(awk '/^Result:/ {print $2}' "$PACK/hvm2/$p.expected")
+    itrs=$(awk '/ITRS/ {print $3}' "$PACK/hvm2/$p.expected")
+    got=$(jget "$OUT/inet_$p.out" normal_form)
+    gi=$(jget "$OUT/inet_$p.out" interactions)
+    hm=$(awk '/MIPS/ {print $3}' "$OUT/hvm2_$p.out")
+    hr=$(awk '/^Result:/ {print $2}' "$OUT/hvm2_$p.out")
+    row "inet $p (MIPS)" "$(jget "$OUT/inet_$p.out" mips)" "${hm:--}" \
+        "$([ "$got" = "$want" ] && [ "$gi" = "$itrs" ] && echo yes || echo no)" "HVM2 result $([ "$hr" = "$want" ] && echo ok || echo "${hr:-none}")"
+done
+
+# ---- the table ---------------------------------------------------------------------------------
+# the device tool brings back 8 files: everything but the log and the table in one archive
+tar -C "$OUT" -czf "$OUT/outputs.tgz" --exclude outputs.tgz --exclude gpu-check.log . 2>/dev/null
+echo
+echo "paragon on $GPU_NAME ($GPU), $(date -u +%Y-%m-%dT%H:%MZ)"
+python3 - "$ROWS" <<'EOF' | tee "$OUT/table.md"
+import sys
+rows = [l.rstrip('\n').split('\t') for l in open(sys.argv[1]) if l.strip()]
+def ratio(a, b, name):
+    try:
+        a, b = float(a), float(b)
+    except ValueError:
+        return '-'
+    if not a or not b:
+        return '-'
+    lower_better = '(s/' in name or '(ms/' in name
+    return f'{(b / a if lower_better else a / b):.3g}x'
+print('| row | paragon | peer, same run | paragon/peer (speed) | bits = host | note |')
+print('|---|---|---|---|---|---|')
+for r in rows:
+    name, ours, peer, bits, note = (r + [''] * 5)[:5]
+    print(f'| {name} | {ours} | {peer} | {ratio(ours, peer, name)} | {bits} | {note} |')
+bad = [r[0] for r in rows if r[3] == 'no']
+unchecked = [r[0] for r in rows if r[3] == '?']
+print(f'gpu-check: {len(rows)} rows, {len(bad)} not equal to the host' + (': ' + ', '.join(bad) if bad else '') +
+      (f'; {len(unchecked)} not checked (no host result): ' + ', '.join(unchecked) if unchecked else ''))
+EOF
