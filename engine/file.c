@@ -76,7 +76,8 @@ int pgn_make_dirs(const char *path, const char *what, pgn_error *err) {
     return ret;
 }
 
-int pgn_write_file_atomic(const char *path, const void *data, size_t len, pgn_error *err) {
+int pgn_write_file_atomic(const char *path, const void *head, size_t head_len, const void *data, size_t data_len,
+                          pgn_error *err) {
     char tmp[PGN_PATH_MAX * 2 + 16];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "wb");
@@ -84,7 +85,9 @@ int pgn_write_file_atomic(const char *path, const void *data, size_t len, pgn_er
         pgn_error_set(err, PGN_E_IO, "", "cannot create '%s': %s", tmp, strerror(errno));
         return -1;
     }
-    bool ok = fwrite(data, 1, len, f) == len && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    bool ok = (!head_len || fwrite(head, 1, head_len, f) == head_len) &&
+              (!data_len || fwrite(data, 1, data_len, f) == data_len);
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
     if (fclose(f) != 0) ok = false;
     if (!ok || rename(tmp, path) != 0) {
         pgn_error_set(err, PGN_E_IO, "", "writing '%s' failed: %s", path, strerror(errno));

@@ -143,7 +143,7 @@ int pgn_tunings_file_put(const char *path, const pgn_device_tuning *t, pgn_error
         pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory writing the tunings");
         return -1;
     }
-    int rc = pgn_write_file_atomic(path, text, strlen(text), err);
+    int rc = pgn_write_file_atomic(path, text, strlen(text), NULL, 0, err);
     free(text);
     return rc;
 }

@@ -93,9 +93,10 @@ char *pgn_json_dumps(const json_t *value);
  * NULL with errno set on failure. */
 char *pgn_read_file(const char *path, size_t *len);
 
-/* Writes len bytes to path through a temporary name beside it, synced and renamed: a reader sees
- * the old file or the new one, whole. */
-int pgn_write_file_atomic(const char *path, const void *data, size_t len, pgn_error *err);
+/* Writes head then data (either may be empty) to path through a temporary name beside it,
+ * synced and renamed: a reader sees the old file or the new one, whole. */
+int pgn_write_file_atomic(const char *path, const void *head, size_t head_len, const void *data, size_t data_len,
+                          pgn_error *err);
 
 /* mkdir -p path (0755); what names the directory in the error ("checkpoint directory"). */
 int pgn_make_dirs(const char *path, const char *what, pgn_error *err);

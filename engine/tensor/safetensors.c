@@ -96,22 +96,7 @@ unsigned char *pgn_safetensors_head(const json_t *tensors, const json_t *metadat
 
 int pgn_safetensors_write_bytes(const char *path, const void *head, size_t head_len,
                                 const void *data, size_t data_len, pgn_error *err) {
-    char tmp[PGN_PATH_MAX * 2 + 16];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        pgn_error_set(err, PGN_E_IO, "", "cannot create '%s': %s", tmp, strerror(errno));
-        return -1;
-    }
-    bool ok = fwrite(head, 1, head_len, f) == head_len && fwrite(data, 1, data_len, f) == data_len;
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    if (fclose(f) != 0) ok = false;
-    if (!ok || rename(tmp, path) != 0) {
-        pgn_error_set(err, PGN_E_IO, "", "writing '%s' failed: %s", path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return pgn_write_file_atomic(path, head, head_len, data, data_len, err);
 }
 
 /* The whole data section is gathered in one buffer (the checkpoint's size: parameters and
