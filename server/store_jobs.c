@@ -351,7 +351,7 @@ int pgd_store_jobs_list(pgd_store *s, const pgd_job_filter *f, pgd_job **jobs, s
     /* One statement per filter combination, so each can use its index; the cursor (?6) is a
      * range on the id the index ends with. Tags (?5, [[key, value], ...] or NULL) are matched
      * on the rows the rest leaves: a job is kept when no wanted pair differs from its own.
-     * Keys are of [A-Za-z0-9_.-/] (api.c), so a quoted JSON path holds any of them. */
+     * Keys are of [A-Za-z0-9_.-/] (api_submit.c), so a quoted JSON path holds any of them. */
 #define TAGS_MATCH                                                                              \
     " AND (?5 IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(?5) AS w WHERE json_extract(jobs.tags," \
     " '$.\"' || json_extract(w.value, '$[0]') || '\"') IS NOT json_extract(w.value, '$[1]')))"
