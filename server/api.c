@@ -2,7 +2,7 @@
  * (the token first, then 404 and 405), the small routes (health, readiness, version, the API's
  * document, the dashboard's files, devices, sessions, events, datasets) and the API's lifecycle.
  * The other handlers live in api_*.c by concern (api_internal.h). Requests reach it through
- * http.c; jobs run in scheduler.c; server.c assembles the parts. */
+ * http.c; jobs run in the scheduler's workers (worker.c); server.c assembles the parts. */
 #include "api_internal.h"
 
 #include "assets.h"
