@@ -21,11 +21,12 @@
 /* Each new job's log starts with where it was placed and why (stored with the job); its
  * worker is woken only after that line and its queued state are published, so that "running"
  * follows them. */
-static void placed_line(char *out, size_t size, const char *device, const char *requested, const json_t *estimate) {
-    const char *reason = json_string_value(json_object_get(estimate, "reason"));
-    if (reason)
-        snprintf(out, size, "placed on %s (asked for %s; %s; estimate %.3g s)", device, requested, reason,
-                 json_number_value(json_object_get(estimate, "seconds")));
+static void placed_line(char *out, size_t size, const char *device, const char *requested,
+                        const pgd_placement *placement) {
+    if (placement && placement->n > 0)
+        snprintf(out, size, "placed on %s (asked for %s; %s; estimate %.3g s)", device, requested,
+                 pgd_placement_reason_text(placement->reason),
+                 placement->candidates[placement->chosen].estimate.seconds);
     else
         snprintf(out, size, "placed on %s (asked for %s)", device, requested);
 }
@@ -43,7 +44,7 @@ static void announce_queued(pgd_api *api, const pgd_new_job *jobs, size_t n, con
  * For a spec that asked for "all", each stored spec names its own device, so that it re-runs
  * (`paragon run`, or a restart) as it ran, and device_requested keeps "all". */
 static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *targets,
-                       const json_t *estimate, const pgd_submission *sub, const json_t *tags, size_t n,
+                       const pgd_placement *placement, const pgd_submission *sub, const json_t *tags, size_t n,
                        int64_t *ids, pgn_error *err) {
     char requested[sizeof spec->device];
     snprintf(requested, sizeof requested, "%s", spec->device[0] ? spec->device : "auto");
@@ -70,13 +71,13 @@ static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *
             rc = -1;
             break;
         }
-        placed_line(logs[made].line, sizeof logs[made].line, targets[made].id, requested, estimate);
+        placed_line(logs[made].line, sizeof logs[made].line, targets[made].id, requested, placement);
         jobs[made] = (pgd_new_job){.kind = spec->kind,
                                    .name = spec->name,
                                    .device_requested = requested,
                                    .device = targets[made].id,
                                    .spec = spec_json,
-                                   .estimate = estimate,
+                                   .placement = placement,
                                    .log_line = logs[made].line,
                                    .log_time = logs[made].time,
                                    .tags = tags};
@@ -132,8 +133,8 @@ int api_queue_spec(pgd_api *api, const pgd_request *req, pgn_job_spec *spec, con
     /* "all" (bench jobs only: the parser refuses it elsewhere) is one job per OpenCL device. */
     bool all = strcmp(spec->device, "all") == 0;
     pgn_device_info placed;
-    json_t *estimate = NULL;
-    if (!all && pgd_scheduler_place_job(api->sched, spec, &placed, &estimate, &err) < 0) {
+    pgd_placement placement = {0}; /* "all": none */
+    if (!all && pgd_scheduler_place_job(api->sched, spec, &placed, &placement, &err) < 0) {
         *reply = pgd_reply_pgn_error(req, &err, NULL, NULL);
         return -1;
     }
@@ -142,7 +143,7 @@ int api_queue_spec(pgd_api *api, const pgd_request *req, pgn_job_spec *spec, con
     pgd_host_memory mem;
     if (pgd_host_memory_read(&mem) < 0) mem = (pgd_host_memory){0}; /* not judged */
     if (!all && pgd_admit_job(spec, &placed, &mem, &lerr, &extra) < 0) {
-        json_decref(estimate);
+        pgd_placement_release(&placement);
         *reply = api_reply_limit(req, &lerr, extra, NULL);
         return -1;
     }
@@ -155,13 +156,13 @@ int api_queue_spec(pgd_api *api, const pgd_request *req, pgn_job_spec *spec, con
     bool full = rc == 1;
     if (rc == 0) {
         pgd_scheduler_admit_lock(api->sched);
-        rc = insert_jobs(api, spec, targets, estimate, extras ? &extras->sub : NULL,
+        rc = insert_jobs(api, spec, targets, &placement, extras ? &extras->sub : NULL,
                          extras ? extras->tags : NULL, n, ids, &err);
         pgd_scheduler_admit_unlock(api->sched);
     }
     if (rc == 0) api->queued_bound += (int64_t)n;
     pthread_mutex_unlock(&api->submit_lock);
-    json_decref(estimate);
+    pgd_placement_release(&placement);
     if (!ids) pgn_error_set(&err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
     if (full) {
         free(ids);

@@ -5,6 +5,8 @@
  * device's queue at once, so a burst of submissions spreads over the devices. */
 #include "scheduler_internal.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* How stale the cost model's per-device queue sums may get (see queue_seconds). */
@@ -81,58 +83,50 @@ static void queue_add(pgd_scheduler *s, const char *device_id, double seconds) {
     pthread_mutex_unlock(&s->lock);
 }
 
-/* One candidate: the job's estimate there plus the work already queued or running there. */
-static json_t *candidate(pgd_scheduler *s, const pgn_job_spec *spec, const pgn_device_info *info,
-                         double *total) {
-    pgn_device_rates r;
-    pgn_job_estimate e;
-    device_rates(s, info, &r);
-    pgn_job_estimate_on(spec, &r, &e);
-    double queued = queue_seconds(s, info->id);
-    *total = e.seconds + queued;
-    return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:b}", "device", info->id, "seconds",
-                     e.seconds, "queue_seconds", queued, "total_seconds", *total, "work", e.work, "gflops",
-                     r.gflops, "mips", r.mips, "launch_us", r.launch_us, "unit", e.unit, "measured",
-                     r.measured);
+/* One candidate: the job's estimate on info's device, and the work already queued or running
+ * there. */
+static void weigh(pgd_scheduler *s, const pgn_job_spec *spec, const pgn_device_info *info, pgd_candidate *c) {
+    *c = (pgd_candidate){0};
+    snprintf(c->device, sizeof c->device, "%s", info->id);
+    device_rates(s, info, &c->rates);
+    pgn_job_estimate_on(spec, &c->rates, &c->estimate);
+    c->queue_seconds = queue_seconds(s, info->id);
 }
 
+static double finish_seconds(const pgd_candidate *c) { return c->estimate.seconds + c->queue_seconds; }
+
 int pgd_scheduler_place_job(pgd_scheduler *s, const pgn_job_spec *spec, pgn_device_info *out,
-                            json_t **estimate, pgn_error *err) {
-    *estimate = NULL;
+                            pgd_placement *placement, pgn_error *err) {
+    *placement = (pgd_placement){0};
     bool auto_ = strcmp(spec->device, "auto") == 0;
+    if (!auto_ && sched_place(s, spec->device, out, err) < 0) return -1;
+    /* auto weighs every OpenCL device; the host pseudo-device only when there is no OpenCL
+     * device (it is asked for by name) */
+    placement->candidates = calloc(auto_ ? s->n : 1, sizeof *placement->candidates);
+    if (!placement->candidates) {
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "placement: out of memory");
+        return -1;
+    }
     if (!auto_) {
-        if (sched_place(s, spec->device, out, err) < 0) return -1;
-        double total;
-        json_t *c = candidate(s, spec, out, &total);
-        *estimate = json_pack("{s:s, s:o}", "reason", "asked for by name", "candidates", json_pack("[O]", c));
-        json_object_update(*estimate, c);
-        json_decref(c);
-        queue_add(s, out->id, json_number_value(json_object_get(*estimate, "seconds")));
-        return *estimate ? 0 : -1;
+        weigh(s, spec, out, &placement->candidates[placement->n++]);
+        placement->reason = PGD_PLACED_BY_NAME;
     }
-    /* auto: the OpenCL device that would finish it first, counting what it already has to do;
-     * the host pseudo-device only when there is no OpenCL device (it is asked for by name). */
-    json_t *cands = json_array();
+    /* auto: the device that would finish it first, counting what it already has to do */
     const pgn_device_info *best = NULL;
-    json_t *best_c = NULL;
-    double best_total = 0;
-    for (size_t i = 0; i < s->n; i++) {
+    for (size_t i = 0; auto_ && i < s->n; i++) {
         if (sched_is_host(&s->devices[i]) && s->n > 1) continue;
-        double total;
-        json_t *c = candidate(s, spec, &s->devices[i], &total);
-        json_array_append_new(cands, c);
-        if (!best || total < best_total) {
+        pgd_candidate *c = &placement->candidates[placement->n];
+        weigh(s, spec, &s->devices[i], c);
+        if (!best || finish_seconds(c) < finish_seconds(&placement->candidates[placement->chosen])) {
             best = &s->devices[i];
-            best_c = c;
-            best_total = total;
+            placement->chosen = placement->n;
         }
+        placement->n++;
     }
-    *out = *best;
-    *estimate = json_deep_copy(best_c);
-    json_object_set_new(*estimate, "reason",
-                        json_string(json_array_size(cands) > 1 ? "the shortest estimated finish (estimate + queued)"
-                                                                : "the only device"));
-    json_object_set_new(*estimate, "candidates", cands);
-    queue_add(s, out->id, json_number_value(json_object_get(*estimate, "seconds")));
+    if (auto_) {
+        *out = *best;
+        placement->reason = placement->n > 1 ? PGD_PLACED_FASTEST : PGD_PLACED_ONLY;
+    }
+    queue_add(s, out->id, placement->candidates[placement->chosen].estimate.seconds);
     return 0;
 }

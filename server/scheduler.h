@@ -33,12 +33,12 @@ void pgd_scheduler_stop(pgd_scheduler *sched);
 
 /* Places a validated job: a named device ("cpu", "gpu", "host" or an id; an unknown or
  * unavailable one is code "invalid_spec" with field "device") as asked; "auto" on the OpenCL device
- * where the cost model expects it to finish first (its estimate from the device's latest
- * benchmark rows, plus the estimates of the jobs queued or running there). *estimate receives
- * {"device", "seconds", "queue_seconds", "total_seconds", "work", "unit", "gflops", "mips",
- * "launch_us", "measured", "reason", "candidates": [...]} to record on the job (new reference). */
+ * where the cost model expects it to finish first (its estimate from the device's measured
+ * rates, plus the estimates of the jobs queued or running there). *placement receives every
+ * device weighed, the chosen one and why, to record on the job; the caller releases it
+ * (pgd_placement_release). */
 int pgd_scheduler_place_job(pgd_scheduler *sched, const pgn_job_spec *spec, pgn_device_info *out,
-                            json_t **estimate, pgn_error *err);
+                            pgd_placement *placement, pgn_error *err);
 
 /* Cancels job id (pgd_store_job_cancel): a queued job ends at once; a running one stops at
  * its next step boundary and ends cancelled (a train job keeps a checkpoint of where it

@@ -44,12 +44,49 @@ const char *pgd_job_state_name(pgd_job_state state);
 /* Parses a state name; -1 when unknown. */
 int pgd_job_state_parse(const char *name, pgd_job_state *out);
 
+/* ---- a job's placement (store_placements.c; schema/012_job_placements.sql) -----------------
+ * Where the scheduler put a job and why (placement.c): every device the cost model weighed, with
+ * the rates and the estimate it used there, kept with the job in typed columns and shown by the
+ * API as the job's "estimate" (views.c). */
+
+/* Why a job went where it did. */
+typedef enum {
+    PGD_PLACED_BY_NAME, /* its spec named the device (or a kind: "cpu", "gpu", "host") */
+    PGD_PLACED_FASTEST, /* "auto": the shortest estimated finish of several devices */
+    PGD_PLACED_ONLY,    /* "auto" with one device to choose from */
+} pgd_placement_reason;
+
+/* "by_name", "fastest", "only": a reason as the store keeps it. */
+const char *pgd_placement_reason_name(pgd_placement_reason reason);
+/* The reason of that name; -1 for none. */
+int pgd_placement_reason_parse(const char *name, pgd_placement_reason *out);
+
+/* One device the cost model weighed for a job. */
+typedef struct pgd_candidate {
+    char device[64];
+    pgn_device_rates rates;    /* what the estimate assumed of the device */
+    pgn_job_estimate estimate; /* the job's work and time there */
+    double queue_seconds;      /* estimated work queued or running there when it was placed */
+} pgd_candidate;
+
+/* A placement: the candidates in the order they were weighed, and the one the job went to.
+ * n == 0: none (a job placed without the cost model, as each of a bench job's "all"). */
+typedef struct pgd_placement {
+    pgd_placement_reason reason;
+    size_t chosen;             /* candidates[chosen] is where it went */
+    size_t n;
+    pgd_candidate *candidates; /* malloc'd, owned by the placement; NULL when n == 0 */
+} pgd_placement;
+
+/* Frees what a placement owns and leaves it empty; safe on a zeroed one. */
+void pgd_placement_release(pgd_placement *placement);
+
 /* An idempotency key's longest length (Idempotency-Key, submission_id): room for a UUID or a
  * client's own scheme with a prefix, short enough to index. */
 #define PGD_SUBMISSION_ID_MAX 128
 
 /* A job as the store keeps it. The JSON parts are documents in their own right (the validated
- * spec, the engine's result, the cost model's estimate): owned, NULL when absent. */
+ * spec, the engine's result, its tags): owned, NULL when absent. */
 typedef struct pgd_job {
     int64_t id;
     pgn_job_kind kind;
@@ -64,7 +101,7 @@ typedef struct pgd_job {
     char created_at[32], started_at[32], finished_at[32]; /* ISO-8601 UTC; "" before it happens */
     json_t *spec;     /* only when asked for */
     json_t *result;   /* a succeeded job's */
-    json_t *estimate; /* where and why it was placed */
+    pgd_placement placement; /* where and why it was placed (n == 0: not by the cost model) */
     bool has_error;   /* a failed or cancelled job's error: */
     pgn_error error;
     json_t *tags;     /* {"key":"value",...} as submitted; NULL when it had none */
@@ -82,7 +119,7 @@ typedef struct pgd_new_job {
     const char *device_requested; /* what the spec asked for: "auto", "cpu", an id ... */
     const char *device;           /* the device id the scheduler placed it on */
     const json_t *spec;           /* the validated spec with defaults filled in */
-    const json_t *estimate;       /* the cost model's expectation (NULL: none) */
+    const pgd_placement *placement; /* where and why it was placed (NULL or n == 0: none) */
     const char *log_line;         /* the job's first log line (seq 1, "info"), stored with it; NULL: none */
     char *log_time;               /* receives that line's created_at (32 bytes) when given */
     const json_t *tags;           /* the job's tags object (NULL: none) */
@@ -94,7 +131,7 @@ typedef struct pgd_submission {
     const char *body_sha256; /* hex */
 } pgd_submission;
 
-/* The estimated seconds (estimate.seconds) of the jobs queued or running on device. */
+/* The estimated seconds of the jobs queued or running on device (each its chosen candidate's). */
 int pgd_store_queue_seconds(pgd_store *store, const char *device, double *seconds, pgn_error *err);
 
 /* Inserts n queued jobs in one transaction (all or none); ids[i] receives jobs[i]'s id. */

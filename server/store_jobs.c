@@ -13,10 +13,11 @@
 
 /* ---- jobs ------------------------------------------------------------------------------- */
 
-/* Column order every job query shares; spec, when selected, comes last (index 18). */
+/* Column order every job query shares; spec, when selected, comes last (index 18). A job's
+ * placement candidates are read after its row (store_placement_read). */
 #define JOB_COLS                                                                               \
     "id, kind, name, state, device_requested, device, progress, attempts, result, error, "     \
-    "created_at, started_at, finished_at, estimate, cancel_requested, interrupted, tags, "     \
+    "created_at, started_at, finished_at, placement, cancel_requested, interrupted, tags, "    \
     "submission_id"
 
 static void col_copy(sqlite3_stmt *st, int col, char *out, size_t size) {
@@ -51,7 +52,8 @@ static void job_from_row(sqlite3_stmt *st, bool with_spec, pgd_job *job) {
     col_copy(st, 10, job->created_at, sizeof job->created_at);
     col_copy(st, 11, job->started_at, sizeof job->started_at);
     col_copy(st, 12, job->finished_at, sizeof job->finished_at);
-    job->estimate = col_json_or_null(st, 13);
+    if (pgd_placement_reason_parse((const char *)sqlite3_column_text(st, 13), &job->placement.reason) < 0)
+        job->placement.reason = PGD_PLACED_BY_NAME; /* none (NULL): it has no candidates either */
     job->cancel_requested = sqlite3_column_int(st, 14) != 0;
     job->interrupted = sqlite3_column_int64(st, 15);
     job->tags = col_json_or_null(st, 16);
@@ -63,9 +65,9 @@ void pgd_job_release(pgd_job *job) {
     if (!job) return;
     json_decref(job->spec);
     json_decref(job->result);
-    json_decref(job->estimate);
     json_decref(job->tags);
-    job->spec = job->result = job->estimate = job->tags = NULL;
+    job->spec = job->result = job->tags = NULL;
+    pgd_placement_release(&job->placement);
 }
 
 void pgd_jobs_free(pgd_job *jobs, size_t n) {
@@ -93,7 +95,28 @@ static int collect_jobs(pgd_store *s, sqlite3_stmt *st, pgd_job **jobs, size_t *
         job_from_row(st, false, &(*jobs)[(*n)++]);
     }
     store_stmt_done(st);
-    return rc == SQLITE_DONE ? 0 : store_fail(s, err, what);
+    if (rc != SQLITE_DONE) return store_fail(s, err, what);
+    for (size_t i = 0; i < *n; i++)
+        if (store_placement_read(s, (*jobs)[i].id, &(*jobs)[i].placement, err) < 0) return -1;
+    return 0;
+}
+
+/* Job id with its placement (spec when with_spec) into *out, or "not_found". Caller holds the
+ * lock; *out is released on failure. */
+static int read_job(pgd_store *s, int64_t id, bool with_spec, pgd_job *out, pgn_error *err) {
+    static const char sql[] = "SELECT " JOB_COLS ", spec FROM jobs WHERE id = ?1";
+    *out = (pgd_job){0};
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) job_from_row(st, with_spec, out);
+    store_stmt_done(st);
+    if (rc == SQLITE_DONE) return store_no_such_job(err, id);
+    if (rc != SQLITE_ROW) return store_fail(s, err, "read job");
+    if (store_placement_read(s, id, &out->placement, err) == 0) return 0;
+    pgd_job_release(out);
+    return -1;
 }
 
 typedef struct insert_jobs {
@@ -174,7 +197,7 @@ static bool work_key_of(const json_t *spec, char key[65]) {
 static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
     /* Ids only grow: above every job there is and every job deleted (job_id_floor). */
     static const char sql[] =
-        "INSERT INTO jobs (id, kind, name, state, device_requested, device, spec, estimate, tags,"
+        "INSERT INTO jobs (id, kind, name, state, device_requested, device, spec, placement, tags,"
         " submission_id, work_key)"
         " VALUES ((SELECT max(coalesce(max(id), 0), (SELECT id FROM job_id_floor)) + 1"
         "          FROM jobs), ?1, ?2, 'queued', ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
@@ -183,12 +206,11 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
     if (keyed && take_submission_key(s, a->sub, err) < 0) return -1;
     for (size_t i = 0; i < a->n; i++) {
         const pgd_new_job *job = &a->jobs[i];
+        bool placed = job->placement && job->placement->n > 0;
         char *spec = pgn_json_dumps(job->spec);
-        char *estimate = job->estimate ? pgn_json_dumps(job->estimate) : NULL;
         char *tags = job->tags ? pgn_json_dumps(job->tags) : NULL;
-        if (!spec || (job->estimate && !estimate) || (job->tags && !tags)) {
+        if (!spec || (job->tags && !tags)) {
             free(spec);
-            free(estimate);
             free(tags);
             pgn_error_set(err, PGN_E_INTERNAL, "spec", "store: job spec cannot be serialised");
             return -1;
@@ -196,7 +218,6 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
         sqlite3_stmt *st = store_stmt(s, sql, err);
         if (!st) {
             free(spec);
-            free(estimate);
             free(tags);
             return -1;
         }
@@ -205,8 +226,7 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
         sqlite3_bind_text(st, 3, job->device_requested, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 4, job->device, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 5, spec, -1, SQLITE_STATIC);
-        if (estimate) sqlite3_bind_text(st, 6, estimate, -1, SQLITE_STATIC);
-        else sqlite3_bind_null(st, 6);
+        store_bind_text_or_null(st, 6, placed ? pgd_placement_reason_name(job->placement->reason) : NULL);
         store_bind_text_or_null(st, 7, tags);
         store_bind_text_or_null(st, 8, keyed ? a->sub->key : NULL);
         char work_key[65];
@@ -214,10 +234,10 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
         int rc = sqlite3_step(st);
         store_stmt_done(st);
         free(spec);
-        free(estimate);
         free(tags);
         if (rc != SQLITE_DONE) return store_fail(s, err, "insert job");
         a->ids[i] = sqlite3_last_insert_rowid(s->db);
+        if (placed && store_placement_insert(s, a->ids[i], job->placement, err) < 0) return -1;
         if (i == 0 && keyed && note_submission_job(s, a->sub, a->ids[0], err) < 0) return -1;
         if (job->log_line && insert_first_log(s, a->ids[i], job->log_line, job->log_time, err) < 0) return -1;
     }
@@ -299,12 +319,6 @@ unlock:
     return ret;
 }
 
-int pgd_store_queue_seconds(pgd_store *s, const char *device, double *seconds, pgn_error *err) {
-    static const char sql[] = "SELECT total(json_extract(estimate, '$.seconds')) FROM jobs"
-                              " WHERE state IN ('queued', 'running') AND device = ?1";
-    return store_read_numbers(s, sql, device, seconds, 1, "sum queued work", err);
-}
-
 /* Runs sql (one row of job id, ?1) under the lock and hands the row to read(st, ctx); a missing
  * job is "not_found", what names the read in the database's errors. */
 static int read_job_row(pgd_store *s, const char *sql, int64_t id, void (*read)(sqlite3_stmt *, void *),
@@ -329,21 +343,11 @@ static int read_job_row(pgd_store *s, const char *sql, int64_t id, void (*read)(
     return ret;
 }
 
-typedef struct {
-    pgd_job *job;
-    bool with_spec;
-} job_read;
-
-static void read_job(sqlite3_stmt *st, void *ctx) {
-    job_read *r = ctx;
-    job_from_row(st, r->with_spec, r->job);
-}
-
 int pgd_store_job_get(pgd_store *s, int64_t id, bool with_spec, pgd_job *out, pgn_error *err) {
-    static const char sql[] = "SELECT " JOB_COLS ", spec FROM jobs WHERE id = ?1";
-    *out = (pgd_job){0};
-    job_read r = {out, with_spec};
-    return read_job_row(s, sql, id, read_job, &r, "read job", err);
+    pthread_mutex_lock(&s->lock);
+    int ret = read_job(s, id, with_spec, out, err);
+    pthread_mutex_unlock(&s->lock);
+    return ret;
 }
 
 int pgd_store_jobs_list(pgd_store *s, const pgd_job_filter *f, pgd_job **jobs, size_t *n,
@@ -607,7 +611,6 @@ int pgd_store_job_requeue(pgd_store *s, int64_t id, pgn_error *err) {
 typedef struct cancel_args {
     int64_t id;
     pgd_job *job; /* out: the job after the cancel */
-    bool read;
 } cancel_args;
 
 static int cancel_tx(pgd_store *s, void *ctx, pgn_error *err) {
@@ -618,7 +621,6 @@ static int cancel_tx(pgd_store *s, void *ctx, pgn_error *err) {
         " 'field', NULL) WHERE id = ?1 AND state = 'queued'";
     static const char running_sql[] =
         "UPDATE jobs SET cancel_requested = 1 WHERE id = ?1 AND state = 'running'";
-    static const char get_sql[] = "SELECT " JOB_COLS ", spec FROM jobs WHERE id = ?1";
     cancel_args *a = ctx;
     sqlite3_stmt *st = store_stmt(s, state_sql, err);
     if (!st) return -1;
@@ -639,15 +641,7 @@ static int cancel_tx(pgd_store *s, void *ctx, pgn_error *err) {
     if (!st) return -1;
     sqlite3_bind_int64(st, 1, a->id);
     if (update_job(s, st, a->id, "cancel", err) < 0) return -1;
-    st = store_stmt(s, get_sql, err);
-    if (!st) return -1;
-    sqlite3_bind_int64(st, 1, a->id);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        job_from_row(st, true, a->job);
-        a->read = true;
-    }
-    store_stmt_done(st);
-    return a->read ? 0 : store_fail(s, err, "read job");
+    return read_job(s, a->id, true, a->job, err);
 }
 
 int pgd_store_job_cancel(pgd_store *s, int64_t id, pgd_job *job, pgn_error *err) {

@@ -43,6 +43,17 @@ Test(cost, rates_come_from_the_latest_rows_and_fall_back_to_properties) {
     cr_assert_float_eq(r.gflops, est.gflops, 1e-9);
 }
 
+Test(cost, work_units_have_names_that_read_back) {
+    for (pgn_work_unit u = PGN_WORK_NONE; u <= PGN_WORK_INTERACTIONS; u++) {
+        pgn_work_unit back = PGN_WORK_NONE;
+        cr_assert_eq(pgn_work_unit_parse(pgn_work_unit_name(u), &back), 0, "%s", pgn_work_unit_name(u));
+        cr_assert_eq(back, u);
+    }
+    pgn_work_unit u;
+    cr_assert_eq(pgn_work_unit_parse("flops", &u), -1);
+    cr_assert_eq(pgn_work_unit_parse(NULL, &u), -1);
+}
+
 static pgn_job_spec parse(const char *text) {
     pgn_job_spec spec;
     pgn_error err = {0};
@@ -58,7 +69,8 @@ Test(cost, estimates_scale_with_the_work_and_the_device) {
     pgn_device_rates slow = {.gflops = 10, .mips = 50, .launch_us = 1}, fast = {.gflops = 10000, .mips = 500, .launch_us = 20};
     pgn_job_estimate a, b;
     pgn_job_estimate_on(&mnist, &slow, &a);
-    cr_assert_str_eq(a.unit, "flop");
+    cr_assert_eq(a.unit, PGN_WORK_FLOP);
+    cr_assert_str_eq(pgn_work_unit_name(a.unit), "flop");
     /* 6 * (784*256 + 256*256 + 256*10) FLOPs a sample, 60,000 samples, 5 epochs */
     cr_assert_float_eq(a.work, 6.0 * (784 * 256 + 256 * 256 + 256 * 10) * 60000 * 5, 1.0);
     pgn_job_estimate_on(&mnist, &fast, &b);
@@ -71,7 +83,8 @@ Test(cost, estimates_scale_with_the_work_and_the_device) {
     pgn_job_spec inet = parse("{\"kind\":\"inet\",\"program\":\"@main = 1\"}");
     pgn_job_estimate_on(&inet, &slow, &a);
     pgn_job_estimate_on(&inet, &fast, &b);
-    cr_assert_str_eq(a.unit, "interactions");
+    cr_assert_eq(a.unit, PGN_WORK_INTERACTIONS);
+    cr_assert_str_eq(pgn_work_unit_name(a.unit), "interactions");
     cr_assert_lt(b.seconds, a.seconds);
     pgn_spec_free(&inet);
 }

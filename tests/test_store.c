@@ -1,7 +1,7 @@
-/* test_store.c: server/store.c against real SQLite files: the migration runner (fresh,
- * repeated, added, failing, newer), job rows through every transition, listing with filters
- * and paging, metric series, benchmark rows (batches, export filters, the latest run, a bench
- * job's success), start-up recovery, and concurrent use from several threads. */
+/* test_store.c: server/store*.c against real SQLite files: the migration runner (fresh,
+ * repeated, added, failing, newer), job rows through every transition, their placements, listing
+ * with filters and paging, metric series, benchmark rows (batches, export filters, the latest
+ * run, a bench job's success), start-up recovery, and concurrent use from several threads. */
 #include "assets.h"
 #include "store.h"
 #include "views.h"
@@ -636,6 +636,158 @@ Test(store, a_version_1_database_gains_the_benchmarks_table) {
     json_t *rows = json_pack("[{s:s, s:s, s:s}]", "suite", "gemm", "case", "N=128", "device", "d");
     cr_assert_eq(pgd_store_bench_add(s, id, rows, &err), 0, "%s", err.message);
     json_decref(rows);
+    pgd_store_close(s);
+}
+
+/* ---- placements ------------------------------------------------------------------------- */
+
+/* What placement.c makes of a train job on two devices, the second chosen: measured rates on
+ * one, guessed on the other. */
+static pgd_placement two_candidates(pgd_candidate c[2]) {
+    c[0] = (pgd_candidate){.device = "cpu-a",
+                           .rates = {.gflops = 40.5, .mips = 12.25, .launch_us = 35, .measured = true},
+                           .estimate = {.work = 3e9, .unit = PGN_WORK_FLOP, .launches = 800, .seconds = 0.1},
+                           .queue_seconds = 2.5};
+    c[1] = (pgd_candidate){.device = "cpu-b",
+                           .rates = {.gflops = 20, .mips = 80, .launch_us = 10, .measured = false},
+                           .estimate = {.work = 3e9, .unit = PGN_WORK_FLOP, .launches = 800, .seconds = 0.158},
+                           .queue_seconds = 0};
+    return (pgd_placement){.reason = PGD_PLACED_FASTEST, .chosen = 1, .n = 2, .candidates = c};
+}
+
+static void assert_same_candidate(const pgd_candidate *got, const pgd_candidate *want) {
+    cr_assert_str_eq(got->device, want->device);
+    cr_assert_eq(got->rates.gflops, want->rates.gflops);
+    cr_assert_eq(got->rates.mips, want->rates.mips);
+    cr_assert_eq(got->rates.launch_us, want->rates.launch_us);
+    cr_assert_eq(got->rates.measured, want->rates.measured);
+    cr_assert_eq(got->estimate.work, want->estimate.work);
+    cr_assert_eq(got->estimate.unit, want->estimate.unit);
+    cr_assert_eq(got->estimate.launches, want->estimate.launches);
+    cr_assert_eq(got->estimate.seconds, want->estimate.seconds);
+    cr_assert_eq(got->queue_seconds, want->queue_seconds);
+}
+
+Test(store, a_placement_is_kept_in_typed_columns_and_read_back_as_it_was_made) {
+    pgd_store *s = open_store();
+    pgd_candidate c[2];
+    pgd_placement made = two_candidates(c);
+    json_t *spec = json_pack("{s:s}", "kind", "train");
+    pgd_new_job job = {.kind = PGN_JOB_TRAIN, .name = "placed", .device_requested = "auto", .device = "cpu-b",
+                       .spec = spec, .placement = &made};
+    pgd_new_job unplaced = {.kind = PGN_JOB_BENCH, .name = "all", .device_requested = "all", .device = "cpu-a",
+                            .spec = spec};
+    int64_t id = 0, other = 0;
+    pgn_error err;
+    cr_assert_eq(pgd_store_jobs_insert(s, &job, 1, &id, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_jobs_insert(s, &unplaced, 1, &other, &err), 0, "%s", err.message);
+    json_decref(spec);
+
+    pgd_job got;
+    cr_assert_eq(pgd_store_job_get(s, id, false, &got, &err), 0, "%s", err.message);
+    cr_assert_eq(got.placement.reason, PGD_PLACED_FASTEST);
+    cr_assert_eq(got.placement.n, 2);
+    cr_assert_eq(got.placement.chosen, 1);
+    for (size_t i = 0; i < 2; i++) assert_same_candidate(&got.placement.candidates[i], &c[i]);
+    pgd_job_release(&got);
+    cr_assert_eq(pgd_store_job_get(s, other, false, &got, &err), 0, "%s", err.message);
+    cr_assert_eq(got.placement.n, 0, "a job placed without the cost model has no placement");
+    json_t *shown = pgd_job_json(&got, false);
+    cr_assert(json_is_null(json_object_get(shown, "estimate")), "its estimate is null");
+    json_decref(shown);
+    pgd_job_release(&got);
+
+    /* the list reads it too */
+    pgd_job *jobs;
+    size_t n;
+    int64_t total;
+    pgd_job_filter f = {.limit = 10};
+    cr_assert_eq(pgd_store_jobs_list(s, &f, &jobs, &n, &total, &err), 0, "%s", err.message);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(jobs[1].id, id);
+    cr_assert_eq(jobs[1].placement.n, 2);
+    assert_same_candidate(&jobs[1].placement.candidates[1], &c[1]);
+    cr_assert_eq(jobs[0].placement.n, 0);
+    pgd_jobs_free(jobs, n);
+
+    /* in columns, not a document */
+    sqlite3 *db = raw_db();
+    char *reason = raw_text(db, "SELECT placement FROM jobs WHERE placement IS NOT NULL");
+    cr_assert_str_eq(reason, "fastest");
+    free(reason);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM job_candidates WHERE chosen AND device = 'cpu-b' AND unit = 'flop'"), 1);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'estimate'"), 0);
+    sqlite3_close(db);
+
+    /* the queue's figure is the chosen candidate's estimate of each queued or running job */
+    double q = -1;
+    cr_assert_eq(pgd_store_queue_seconds(s, "cpu-b", &q, &err), 0, "%s", err.message);
+    cr_assert_eq(q, 0.158);
+    cr_assert_eq(pgd_store_queue_seconds(s, "cpu-a", &q, &err), 0, "%s", err.message);
+    cr_assert_eq(q, 0, "cpu-a was weighed, not chosen; its bench job has no estimate");
+    cr_assert_eq(claim(s, "cpu-b"), id);
+    cr_assert_eq(pgd_store_queue_seconds(s, "cpu-b", &q, &err), 0, "%s", err.message);
+    cr_assert_eq(q, 0.158, "a running job still counts");
+    cr_assert_eq(pgd_store_job_finish(s, id, PGD_JOB_SUCCEEDED, NULL, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_queue_seconds(s, "cpu-b", &q, &err), 0, "%s", err.message);
+    cr_assert_eq(q, 0, "a finished job does not");
+
+    /* the candidates go with their job */
+    cr_assert_eq(pgd_store_job_delete(s, id, &err), 0, "%s", err.message);
+    db = raw_db();
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM job_candidates"), 0);
+    sqlite3_close(db);
+    pgd_store_close(s);
+}
+
+/* Before 012 the estimate was a JSON document on the job; the migration moves each one into the
+ * typed columns, and the API shows the same document as before (less nothing it had). */
+Test(store, estimates_stored_as_json_before_012_move_into_typed_columns) {
+    pgn_embedded before[64];
+    size_t k = 0;
+    for (size_t i = 0; pgd_schema_sources[i].name; i++)
+        if (strcmp(pgd_schema_sources[i].name, "012") < 0) before[k++] = pgd_schema_sources[i];
+    before[k] = (pgn_embedded){NULL, NULL, 0};
+    pgd_store *s;
+    pgn_error err;
+    cr_assert_eq(pgd_store_open_with(dbpath, before, &s, &err), 0, "%s", err.message);
+    pgd_store_close(s);
+    static const char estimate[] =
+        "{\"device\":\"cpu-b\",\"seconds\":0.158,\"queue_seconds\":0.0,\"total_seconds\":0.158,\"work\":3e9,"
+        "\"gflops\":20.0,\"mips\":80.0,\"launch_us\":10.0,\"unit\":\"flop\",\"measured\":false,"
+        "\"reason\":\"the shortest estimated finish (estimate + queued)\",\"candidates\":["
+        "{\"device\":\"cpu-a\",\"seconds\":0.1,\"queue_seconds\":2.5,\"total_seconds\":2.6,\"work\":3e9,"
+        "\"gflops\":40.5,\"mips\":12.25,\"launch_us\":35.0,\"unit\":\"flop\",\"measured\":true},"
+        "{\"device\":\"cpu-b\",\"seconds\":0.158,\"queue_seconds\":0.0,\"total_seconds\":0.158,\"work\":3e9,"
+        "\"gflops\":20.0,\"mips\":80.0,\"launch_us\":10.0,\"unit\":\"flop\",\"measured\":false}]}";
+    sqlite3 *db = raw_db();
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db, "INSERT INTO jobs (kind, name, device_requested, device, spec, estimate)"
+                                        " VALUES ('train', 'old', 'auto', 'cpu-b', '{}', ?1)", -1, &st, NULL),
+                 SQLITE_OK, "%s", sqlite3_errmsg(db));
+    sqlite3_bind_text(st, 1, estimate, -1, SQLITE_STATIC);
+    cr_assert_eq(sqlite3_step(st), SQLITE_DONE, "%s", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    int64_t id = sqlite3_last_insert_rowid(db);
+    sqlite3_close(db);
+
+    s = open_store();
+    pgd_job got;
+    cr_assert_eq(pgd_store_job_get(s, id, false, &got, &err), 0, "%s", err.message);
+    pgd_candidate c[2];
+    pgd_placement want = two_candidates(c);
+    cr_assert_eq(got.placement.reason, want.reason);
+    cr_assert_eq(got.placement.n, 2);
+    cr_assert_eq(got.placement.chosen, 1);
+    for (size_t i = 0; i < 2; i++) {
+        c[i].estimate.launches = 0; /* the document did not keep them */
+        assert_same_candidate(&got.placement.candidates[i], &c[i]);
+    }
+    json_t *shown = pgd_placement_json(&got.placement), *old = json_loads(estimate, 0, NULL);
+    cr_assert(json_equal(shown, old), "the API shows what it showed before: %s", json_dumps(shown, JSON_COMPACT));
+    json_decref(shown);
+    json_decref(old);
+    pgd_job_release(&got);
     pgd_store_close(s);
 }
 

@@ -81,6 +81,22 @@ void pgn_device_rates_from_rows(const pgn_device_info *info, const json_t *rows,
     if (launch >= 0) out->launch_us = launch;
 }
 
+static const char *const work_units[] = {[PGN_WORK_NONE] = "none", [PGN_WORK_FLOP] = "flop",
+                                         [PGN_WORK_INTERACTIONS] = "interactions"};
+
+const char *pgn_work_unit_name(pgn_work_unit unit) {
+    return (size_t)unit < sizeof work_units / sizeof *work_units ? work_units[unit] : "none";
+}
+
+int pgn_work_unit_parse(const char *name, pgn_work_unit *out) {
+    for (size_t i = 0; name && i < sizeof work_units / sizeof *work_units; i++)
+        if (!strcmp(work_units[i], name)) {
+            *out = (pgn_work_unit)i;
+            return 0;
+        }
+    return -1;
+}
+
 static double samples_per_epoch(const pgn_data_spec *d) {
     switch (d->source) {
     case PGN_DATA_XOR: return 4;
@@ -101,7 +117,7 @@ void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *r, pg
         if (t->model == PGN_MODEL_GPT) {
             double windows = (double)t->steps * t->batch_size;
             out->work = pgn_train_flops_per_sample(t) * windows;
-            out->unit = "flop";
+            out->unit = PGN_WORK_FLOP;
             out->launches = t->steps * GPT_LAUNCHES_PER_LAYER_STEP * t->gpt.n_layer;
             out->seconds = out->work / (r->gflops * 1e9) + out->launches * r->launch_us * 1e-6;
             break;
@@ -109,24 +125,24 @@ void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *r, pg
         double samples = samples_per_epoch(&t->data) * t->epochs;
         double steps = ceil(samples_per_epoch(&t->data) / t->batch_size) * t->epochs;
         out->work = pgn_train_flops_per_sample(t) * samples;
-        out->unit = "flop";
+        out->unit = PGN_WORK_FLOP;
         out->launches = steps * LAUNCHES_PER_LAYER_STEP * (t->n_layers - 1);
         out->seconds = out->work / (r->gflops * 1e9) + out->launches * r->launch_us * 1e-6;
         break;
     }
     case PGN_JOB_INET:
         out->work = INET_NOMINAL_INTERACTIONS;
-        out->unit = "interactions";
+        out->unit = PGN_WORK_INTERACTIONS;
         out->launches = 1;
         out->seconds = out->work / (r->mips * 1e6) + r->launch_us * 1e-6;
         break;
     case PGN_JOB_BENCH:
         /* a benchmark measures the device it names; its time does not steer placement */
-        out->unit = "none";
+        out->unit = PGN_WORK_NONE;
         break;
     case PGN_JOB_GENERATE:
         /* a few seconds at most; it runs where its model trained unless the request says */
-        out->unit = "none";
+        out->unit = PGN_WORK_NONE;
         break;
     }
 }

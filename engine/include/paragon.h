@@ -611,11 +611,23 @@ void pgn_device_rates_estimate(const pgn_device_info *info, pgn_device_rates *ou
  * interactions or more, tensor-micro launch_us), the estimate filling what they lack. */
 void pgn_device_rates_from_rows(const pgn_device_info *info, const json_t *rows, pgn_device_rates *out);
 
+/* What a job's estimated work counts. */
+typedef enum {
+    PGN_WORK_NONE,         /* nothing that steers placement (bench and generate jobs) */
+    PGN_WORK_FLOP,         /* floating-point operations (train) */
+    PGN_WORK_INTERACTIONS, /* interaction-net rewrites (inet) */
+} pgn_work_unit;
+
+/* "none", "flop", "interactions": a unit as the API shows it and the store keeps it. */
+const char *pgn_work_unit_name(pgn_work_unit unit);
+/* The unit of that name; -1 for none. */
+int pgn_work_unit_parse(const char *name, pgn_work_unit *out);
+
 typedef struct pgn_job_estimate {
-    double work;      /* FLOPs (train), interactions (inet: a nominal 1e8, unknown until run) */
-    const char *unit; /* "flop", "interactions", "none" (bench jobs do not steer placement) */
-    double launches;  /* kernel launches */
-    double seconds;   /* work / rate + launches * launch cost */
+    double work;        /* FLOPs (train), interactions (inet: a nominal 1e8, unknown until run) */
+    pgn_work_unit unit; /* what work counts */
+    double launches;    /* kernel launches */
+    double seconds;     /* work / rate + launches * launch cost */
 } pgn_job_estimate;
 
 void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *rates, pgn_job_estimate *out);
