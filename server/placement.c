@@ -11,8 +11,8 @@
 
 /* How stale the cost model's per-device queue sums may get (see queue_seconds). */
 #define QUEUE_REFRESH_NS 100000000LL
-/* How long the cost model trusts a device's rates before it reads its benchmark rows again
- * (new rows come from calibration and bench jobs: rarely). */
+/* How long the cost model trusts a device's rates before it reads them from the store again
+ * (new measurements come from calibration and bench jobs: rarely). */
 #define RATES_REFRESH_NS 1000000000LL
 
 int sched_place(const pgd_scheduler *s, const char *want, pgn_device_info *out, pgn_error *err) {
@@ -25,8 +25,8 @@ int sched_place(const pgd_scheduler *s, const char *want, pgn_device_info *out, 
     return -1;
 }
 
-/* The device's rates from its latest benchmark rows (estimated from its properties while it has
- * none, or when the store cannot say). */
+/* The device's rates: what benchmark runs measured of it (estimated from its properties where
+ * they measured nothing, or when the store cannot say). */
 static void device_rates(pgd_scheduler *s, const pgn_device_info *info, pgn_device_rates *r) {
     worker *w = sched_worker_of(s, info->id);
     int64_t now = pgn_now_ns();
@@ -37,12 +37,10 @@ static void device_rates(pgd_scheduler *s, const pgn_device_info *info, pgn_devi
         pthread_mutex_unlock(&s->lock);
         if (fresh) return;
     }
-    json_t *rows = NULL;
+    pgn_measured_rates m;
     pgn_error err;
-    if (pgd_store_bench_latest(s->store, info->id, NULL, &rows, &err) < 0) rows = NULL;
-    if (rows) pgn_device_rates_from_rows(info, rows, r);
+    if (pgd_store_rates_latest(s->store, info->id, &m, &err) == 0) pgn_device_rates_measured(info, &m, r);
     else pgn_device_rates_estimate(info, r);
-    json_decref(rows);
     if (w) {
         pthread_mutex_lock(&s->lock);
         w->rates = *r;

@@ -17,8 +17,8 @@ typedef struct pgd_events pgd_events; /* events.h */
  * after re-placing queued jobs whose device no longer exists. The store must outlive the
  * scheduler. Workers pick up jobs already queued in the store at once. Jobs read datasets
  * from <data_dir>/datasets (pgn_run_options) and keep files in <data_dir>/jobs; data_dir must
- * outlive the scheduler. With calibrate, a worker whose device has no
- * benchmark rows first measures it (a few seconds) and stores the rows for the cost model.
+ * outlive the scheduler. With calibrate, a worker whose device was never measured first
+ * measures it (a few seconds) and stores the rows, and what they measured for the cost model.
  * A distributed job whose ranks die runs again, up to max_attempts interrupted runs.
  * Jobs' state changes, metrics, progress and log lines go to events (NULL: none; it must
  * outlive the scheduler); their log lines are stored either way. */

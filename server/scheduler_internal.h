@@ -32,9 +32,9 @@ typedef struct worker {
      * the jobs placed here since. */
     double queue_s;
     int64_t queue_read_ns;
-    /* The device's rates from its latest benchmark rows (guarded by sched->lock), read at
-     * rates_read_ns: re-reading and parsing the rows for every submission cost more than the
-     * rest of placing it. */
+    /* The device's rates as the cost model takes them (guarded by sched->lock), read at
+     * rates_read_ns: re-reading them for every submission would cost more than the rest of
+     * placing it. */
     pgn_device_rates rates;
     int64_t rates_read_ns;
     /* Owned by the worker thread alone. */
@@ -56,7 +56,7 @@ struct pgd_scheduler {
     size_t n;
     worker *workers; /* workers[i] serves devices[i] */
     pgn_run_options run_opts; /* data_dir points into the server's config, which outlives us */
-    bool calibrate;           /* measure devices without benchmark rows at start */
+    bool calibrate;           /* measure devices never measured at start */
     int64_t max_attempts;     /* interrupted runs of a job before it fails as crashed */
     /* Bumped after every cancel request a running job got: each running job then reads its
      * own cancel_requested once, so a step costs an atomic load, not a query. */

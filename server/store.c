@@ -2,7 +2,7 @@
  * timeout), the migration runner over the embedded schema/NNN_name.sql files, the statement
  * cache and the transaction and row helpers the store's other files share (store_internal.h).
  * What is stored lives beside it: store_jobs.c (jobs, their states and counters),
- * store_series.c (metric series and logs), store_bench.c (benchmark rows). */
+ * store_series.c (metric series and logs), store_bench.c (benchmark rows and their rates). */
 #include "store_internal.h"
 
 #include <errno.h>

@@ -203,7 +203,7 @@ int pgd_store_job_cancel(pgd_store *store, int64_t id, pgd_job *job, pgn_error *
 int pgd_store_job_cancel_requested(pgd_store *store, int64_t id, bool *requested,
                                    pgn_error *err);
 
-/* Deletes a finished job with its metric series and benchmark rows (ON DELETE CASCADE), in
+/* Deletes a finished job with its metric series, benchmark rows and rates (ON DELETE CASCADE), in
  * one transaction. Code "conflict" for a queued or running job, "not_found" when missing.
  * The job's files are the caller's to remove. */
 int pgd_store_job_delete(pgd_store *store, int64_t id, pgn_error *err);
@@ -264,13 +264,17 @@ int pgd_store_logs_list(pgd_store *store, int64_t job_id, int64_t after, json_t 
  * A bad row is code "invalid_row" with field "rows[i].key"; nothing is stored then. */
 
 /* Stores rows (an array, borrowed) of job_id (0: rows recorded without a job) in one
- * transaction with one created_at. Code "not_found" when the job does not exist. */
-int pgd_store_bench_add(pgd_store *store, int64_t job_id, const json_t *rows, pgn_error *err);
+ * transaction with one created_at, and with them what the run measured of its device's rates
+ * (rates: NULL or nothing measured, none; schema/013_device_rates.sql). Code "not_found" when
+ * the job does not exist. */
+int pgd_store_bench_add(pgd_store *store, int64_t job_id, const json_t *rows, const pgn_measured_rates *rates,
+                        pgn_error *err);
 
-/* Ends a bench job as succeeded with result and stores result["rows"] as its benchmark rows,
- * in one transaction: both happen or neither, so a job's rows are stored once and only for a
- * job that succeeded. Errors are pgd_store_job_finish's and pgd_store_bench_add's. */
-int pgd_store_bench_finish(pgd_store *store, int64_t job_id, const json_t *result,
+/* Ends a bench job as succeeded with result and stores result["rows"] as its benchmark rows and
+ * rates as what it measured, in one transaction: all happen or none, so a job's rows and rates
+ * are stored once and only for a job that succeeded. Errors are pgd_store_job_finish's and
+ * pgd_store_bench_add's. */
+int pgd_store_bench_finish(pgd_store *store, int64_t job_id, const json_t *result, const pgn_measured_rates *rates,
                            pgn_error *err);
 
 /* The newest `limit` rows of suite on device (NULL: any), returned oldest first: each the stored
@@ -289,11 +293,9 @@ typedef struct pgd_bench_filter {
 int pgd_store_bench_query(pgd_store *store, const pgd_bench_filter *filter, json_t **rows,
                           pgn_error *err);
 
-/* The rows of the newest run (a job, or a batch stored without one) of suite on device, oldest
- * first, shaped as pgd_store_bench_list's; suite NULL: the newest run of every suite there (what
- * pgn_device_rates_from_rows reads). An empty array when there is none. */
-int pgd_store_bench_latest(pgd_store *store, const char *device, const char *suite,
-                           json_t **rows, pgn_error *err);
+/* What benchmark runs measured of device, each figure the newest run's that measured it (0 when
+ * none did): what pgn_device_rates_measured reads. */
+int pgd_store_rates_latest(pgd_store *store, const char *device, pgn_measured_rates *out, pgn_error *err);
 
 /* ---- device tunings (store_tunings.c; schema/011_device_tunings.sql) ------------------------
  * A device's tuning for a kernel family: *found false when there is none (or none that reads

@@ -40,6 +40,7 @@ typedef struct run_ctx {
     uint_fast64_t cancel_seen;  /* sched->cancel_gen when it was last asked */
     bool cancel;                /* a cancel of this job was requested */
     int64_t expected_interactions; /* inet: what an earlier run of its program needed, 0: unknown */
+    pgn_measured_rates rates;   /* bench: what the run measured, stored with its rows */
 } run_ctx;
 
 static void hook_progress(void *ctx, double fraction);
@@ -63,6 +64,20 @@ static void hook_metric(void *ctx, const char *name, int64_t step, double value)
 static void hook_text(void *ctx, int64_t index, const char *text, size_t len) {
     run_ctx *r = ctx;
     pgd_events_text(r->w->sched->events, r->job_id, index, text, len);
+}
+
+/* Adds what a bench run measured to a record that may hold an earlier run's (a calibration runs
+ * three suites, each measuring one figure). */
+static void keep_rates(pgn_measured_rates *into, const pgn_measured_rates *r) {
+    snprintf(into->device, sizeof into->device, "%s", r->device);
+    if (r->gflops > 0) into->gflops = r->gflops;
+    if (r->mips > 0) into->mips = r->mips;
+    if (r->launch_us > 0) into->launch_us = r->launch_us;
+}
+
+static void hook_rates(void *ctx, const pgn_measured_rates *rates) {
+    run_ctx *r = ctx;
+    keep_rates(&r->rates, rates);
 }
 
 static void hook_log(void *ctx, const char *line) {
@@ -185,16 +200,26 @@ static int make_job_dir(const char *data_dir, const char *job_dir, pgn_error *er
 
 /* ---- recording how a run ends ---------------------------------------------------------- */
 
-typedef enum { END_FINISH, END_BENCH, END_REQUEUE } end_kind;
+/* How a run ended, as the store records it. */
+typedef struct run_end {
+    enum {
+        END_FINISH,  /* succeeded, failed or cancelled */
+        END_BENCH,   /* a bench job succeeded: its rows and rates with it */
+        END_REQUEUE, /* stopped by shutdown: queued again */
+    } kind;
+    pgd_job_state state;             /* END_FINISH */
+    const json_t *result;            /* END_FINISH of a success; END_BENCH: its rows */
+    const pgn_error *error;          /* END_FINISH of a failure or a cancel */
+    const pgn_measured_rates *rates; /* END_BENCH: what the run measured of the device */
+} run_end;
 
-static int write_end(pgd_scheduler *s, int64_t id, end_kind kind, pgd_job_state state,
-                     const json_t *result, const pgn_error *error, pgn_error *err) {
-    switch (kind) {
-    case END_BENCH: return pgd_store_bench_finish(s->store, id, result, err);
+static int write_end(pgd_scheduler *s, int64_t id, const run_end *end, pgn_error *err) {
+    switch (end->kind) {
+    case END_BENCH: return pgd_store_bench_finish(s->store, id, end->result, end->rates, err);
     case END_REQUEUE: return pgd_store_job_requeue(s->store, id, err);
     case END_FINISH: break;
     }
-    return pgd_store_job_finish(s->store, id, state, result, error, err);
+    return pgd_store_job_finish(s->store, id, end->state, end->result, end->error, err);
 }
 
 /* Sleeps up to ms, or less when the scheduler stops. */
@@ -219,11 +244,10 @@ static void pause_worker(worker *w, int64_t ms) {
  * nothing else anyway: a claim is a write). Returns 0 once written (or when the job had already
  * ended: a conflict), -1 with err for any other failure, 1 when shutdown stopped the retries
  * (the job, still running in the store, is recovered at the next start). */
-static int record_end(worker *w, int64_t id, end_kind kind, pgd_job_state state,
-                      const json_t *result, const pgn_error *error, pgn_error *err) {
+static int record_end(worker *w, int64_t id, const run_end *end, pgn_error *err) {
     int64_t pause_ms = END_RETRY_FIRST_MS, waited_ms = 0;
     for (;;) {
-        if (write_end(w->sched, id, kind, state, result, error, err) == 0) {
+        if (write_end(w->sched, id, end, err) == 0) {
             if (waited_ms)
                 fprintf(stderr, "paragond: job %lld: its end is recorded, %.1f s late\n",
                         (long long)id, (double)waited_ms / 1000.0);
@@ -256,14 +280,15 @@ static int record_end(worker *w, int64_t id, end_kind kind, pgd_job_state state,
 static void record_outcome(worker *w, int64_t id, pgd_job_state state, const json_t *result,
                            const pgn_error *error) {
     pgn_error err;
-    if (record_end(w, id, END_FINISH, state, result, error, &err) >= 0) return;
+    if (record_end(w, id, &(run_end){.kind = END_FINISH, .state = state, .result = result, .error = error}, &err) >= 0)
+        return;
     fprintf(stderr, "paragond: job %lld: its outcome cannot be stored: %s\n", (long long)id,
             err.message);
     pgn_error why;
     pgn_error_clear(&why);
     pgn_error_set(&why, PGN_E_STORE, "", "the job ended %s but the store refused its outcome: %s",
                   pgd_job_state_name(state), err.message);
-    if (record_end(w, id, END_FINISH, PGD_JOB_FAILED, NULL, &why, &err) < 0)
+    if (record_end(w, id, &(run_end){.kind = END_FINISH, .state = PGD_JOB_FAILED, .error = &why}, &err) < 0)
         fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, err.message);
 }
 
@@ -279,7 +304,8 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
                            .on_log = hook_log,
                            .on_progress = hook_progress,
                            .should_stop = hook_should_stop,
-                           .on_text = hook_text};
+                           .on_text = hook_text,
+                           .on_rates = hook_rates};
 
     /* Each job keeps its checkpoint in <data dir>/jobs/<id>/; a job that runs again after a
      * restart resumes from it (bit-identically: the engine's resume is deterministic). */
@@ -343,7 +369,7 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
      * cannot be (a bad row), the job fails with the reason. */
     bool recorded = false;
     if (rc == 0 && spec.kind == PGN_JOB_BENCH) {
-        int r = record_end(w, id, END_BENCH, PGD_JOB_SUCCEEDED, result, NULL, &err);
+        int r = record_end(w, id, &(run_end){.kind = END_BENCH, .result = result, .rates = &ctx.rates}, &err);
         if (r < 0) rc = -1;
         recorded = r >= 0;
     }
@@ -360,7 +386,7 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
         /* Interrupted by shutdown, not by the job: it runs again after the restart (unless a
          * cancel arrived meanwhile: the store then ends it cancelled). */
         pgn_error serr;
-        if (record_end(w, id, END_REQUEUE, PGD_JOB_QUEUED, NULL, NULL, &serr) < 0)
+        if (record_end(w, id, &(run_end){.kind = END_REQUEUE}, &serr) < 0)
             fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
     } else if (rc == 0) {
         record_outcome(w, id, PGD_JOB_SUCCEEDED, result, NULL);
@@ -385,32 +411,36 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
     atomic_store(&w->running_job, 0);
 }
 
-/* A first start on a device without benchmark rows measures it briefly (a second or two: the
- * training GEMM shape, one mid-sized inet program, the launch cost), so "auto" has numbers. */
+static void calibration_rates(void *ctx, const pgn_measured_rates *rates) { keep_rates(ctx, rates); }
+
+/* A first start on a device never measured measures it briefly (a second or two: the training
+ * GEMM shape, one mid-sized inet program, the launch cost), so "auto" has numbers; the rows and
+ * what they measured are stored together. */
 static void calibrate(worker *w) {
     pgd_scheduler *s = w->sched;
-    json_t *rows = NULL;
+    pgn_measured_rates rates;
     pgn_error err;
     pgn_error_clear(&err);
-    if (pgd_store_bench_latest(s->store, w->info->id, NULL, &rows, &err) < 0) {
-        fprintf(stderr, "paragond: %s: cannot read benchmark rows: %s\n", w->info->id, err.message);
+    if (pgd_store_rates_latest(s->store, w->info->id, &rates, &err) < 0) {
+        fprintf(stderr, "paragond: %s: cannot read its measured rates: %s\n", w->info->id, err.message);
         return;
     }
-    bool have = json_array_size(rows) > 0;
-    json_decref(rows);
-    if (have || worker_device(w, &err) < 0) return;
+    bool measured = rates.gflops > 0 || rates.mips > 0 || rates.launch_us > 0;
+    if (measured || worker_device(w, &err) < 0) return;
     static const struct {
         const char *suite, *cases;
     } runs[] = {{"gemm", "fwd1"}, {"inet", "fib"}, {"tensor-micro", "add-1K"}}; /* the tile: apply_tuning */
-    rows = json_array();
-    int rc = 0;
+    json_t *rows = json_array();
+    pgn_run_hooks hooks = {.ctx = &rates, .on_rates = calibration_rates};
+    int rc = rows ? 0 : -1;
+    if (!rows) pgn_error_set(&err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
     for (size_t i = 0; i < sizeof runs / sizeof *runs && rc == 0 && !atomic_load(&s->stopping); i++) {
         pgn_bench_spec b = {.n_cases = 1, .repeats = CALIBRATION_REPEATS};
         snprintf(b.suite, sizeof b.suite, "%s", runs[i].suite);
         snprintf(b.cases[0], sizeof b.cases[0], "%s", runs[i].cases);
-        rc = pgn_bench_run(&b, w->dev, &s->run_opts, NULL, rows, &err);
+        rc = pgn_bench_run(&b, w->dev, &s->run_opts, &hooks, rows, &err);
     }
-    if (rc == 0 && !atomic_load(&s->stopping)) rc = pgd_store_bench_add(s->store, 0, rows, &err);
+    if (rc == 0 && !atomic_load(&s->stopping)) rc = pgd_store_bench_add(s->store, 0, rows, &rates, &err);
     if (rc < 0) fprintf(stderr, "paragond: calibrating %s failed: %s\n", w->info->id, err.message);
     else fprintf(stderr, "paragond: calibrated %s (%zu benchmark rows)\n", w->info->id, json_array_size(rows));
     json_decref(rows);

@@ -1,7 +1,8 @@
 /* test_store.c: server/store*.c against real SQLite files: the migration runner (fresh,
  * repeated, added, failing, newer), job rows through every transition, their placements, listing
- * with filters and paging, metric series, benchmark rows (batches, export filters, the latest
- * run, a bench job's success), start-up recovery, and concurrent use from several threads. */
+ * with filters and paging, metric series, benchmark rows and their rates (batches, export
+ * filters, the newest figures, a bench job's success), start-up recovery, and concurrent use
+ * from several threads. */
 #include "assets.h"
 #include "store.h"
 #include "views.h"
@@ -634,7 +635,7 @@ Test(store, a_version_1_database_gains_the_benchmarks_table) {
     cr_assert_str_eq(str(job, "name"), "old", "jobs survive the upgrade");
     json_decref(job);
     json_t *rows = json_pack("[{s:s, s:s, s:s}]", "suite", "gemm", "case", "N=128", "device", "d");
-    cr_assert_eq(pgd_store_bench_add(s, id, rows, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(s, id, rows, NULL, &err), 0, "%s", err.message);
     json_decref(rows);
     pgd_store_close(s);
 }
@@ -808,14 +809,6 @@ static json_t *bench_list(pgd_store *s, const char *suite, const char *device, i
     return rows;
 }
 
-static json_t *bench_latest(pgd_store *s, const char *device, const char *suite) {
-    json_t *rows = NULL;
-    pgn_error err;
-    cr_assert_eq(pgd_store_bench_latest(s, device, suite, &rows, &err), 0, "%s", err.message);
-    cr_assert(json_is_array(rows));
-    return rows;
-}
-
 static int64_t row_int(const json_t *rows, size_t i, const char *key) {
     return json_integer_value(json_object_get(json_array_get(rows, i), key));
 }
@@ -831,9 +824,9 @@ Test(store, bench_rows_are_stored_in_one_batch_and_listed_with_filters_and_limit
                              bench_row("gemm", "N=256", "cpu-1", 2.0),
                              bench_row("inet", "fib", "cpu-1", 7.0));
     pgn_error err;
-    cr_assert_eq(pgd_store_bench_add(s, job, rows, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(s, job, rows, NULL, &err), 0, "%s", err.message);
     json_t *other = json_pack("[o]", bench_row("gemm", "N=128", "gpu-2", 0.25));
-    cr_assert_eq(pgd_store_bench_add(s, 0, other, &err), 0, "rows without a job: %s",
+    cr_assert_eq(pgd_store_bench_add(s, 0, other, NULL, &err), 0, "rows without a job: %s",
                  err.message);
 
     json_t *all = bench_list(s, NULL, NULL, 1000);
@@ -924,7 +917,7 @@ Test(store, bad_bench_rows_name_the_field_and_store_nothing) {
         cr_assert_not_null(rows, "%s", cases[i].json);
         pgn_error err;
         pgn_error_clear(&err);
-        cr_assert_eq(pgd_store_bench_add(s, job, rows, &err), -1, "%s", cases[i].json);
+        cr_assert_eq(pgd_store_bench_add(s, job, rows, NULL, &err), -1, "%s", cases[i].json);
         cr_assert_str_eq(pgn_error_code_name(err.code), "invalid_row");
         cr_assert_str_eq(err.field, cases[i].field);
         cr_assert(strstr(err.message, cases[i].field) && strstr(err.message, cases[i].says),
@@ -933,7 +926,7 @@ Test(store, bad_bench_rows_name_the_field_and_store_nothing) {
     }
     json_t *rows = json_pack("[o]", bench_row("gemm", "N=128", "d", 1));
     pgn_error err;
-    cr_assert_eq(pgd_store_bench_add(s, 999, rows, &err), -1);
+    cr_assert_eq(pgd_store_bench_add(s, 999, rows, NULL, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
     cr_assert_str_eq(err.message, "job 999 does not exist");
     json_decref(rows);
@@ -943,57 +936,51 @@ Test(store, bad_bench_rows_name_the_field_and_store_nothing) {
     pgd_store_close(s);
 }
 
-Test(store, latest_returns_only_the_newest_run_of_a_suite_on_a_device) {
+/* What runs measured of a device's rates: kept beside their rows, each figure the newest run's
+ * that measured it, per device; a run's rates go with its job. */
+Test(store, rates_are_the_newest_each_run_measured_and_go_with_their_job) {
     pgd_store *s = open_store();
     pgn_error err;
     int64_t old = insert(s, "bench", "old", "cpu-1");
     int64_t new = insert(s, "bench", "new", "cpu-1");
-    json_t *a = json_pack("[o, o, o]", bench_row("gemm", "N=128", "cpu-1", 1),
-                          bench_row("gemm", "N=256", "cpu-1", 2),
-                          bench_row("inet", "fib", "cpu-1", 3));
-    json_t *b = json_pack("[o, o]", bench_row("gemm", "N=128", "cpu-1", 0.9),
-                          bench_row("gemm", "fwd1", "cpu-1", 0.8));
-    json_t *c = json_pack("[o]", bench_row("gemm", "N=128", "gpu-2", 0.1));
-    cr_assert_eq(pgd_store_bench_add(s, old, a, &err), 0, "%s", err.message);
-    cr_assert_eq(pgd_store_bench_add(s, new, b, &err), 0, "%s", err.message);
-    cr_assert_eq(pgd_store_bench_add(s, new, c, &err), 0, "%s", err.message);
+    json_t *a = json_pack("[o, o]", bench_row("gemm", "fwd1", "cpu-1", 1), bench_row("inet", "fib", "cpu-1", 3));
+    json_t *b = json_pack("[o]", bench_row("gemm", "fwd1", "cpu-1", 0.8));
+    json_t *c = json_pack("[o]", bench_row("gemm", "fwd1", "gpu-2", 0.1));
+    pgn_measured_rates ra = {.device = "cpu-1", .gflops = 100, .mips = 50, .launch_us = 30};
+    pgn_measured_rates rb = {.device = "cpu-1", .gflops = 120}; /* a gemm run alone */
+    pgn_measured_rates rc = {.device = "gpu-2", .gflops = 900};
+    cr_assert_eq(pgd_store_bench_add(s, old, a, &ra, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(s, new, b, &rb, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(s, 0, c, &rc, &err), 0, "%s", err.message);
 
-    json_t *l = bench_latest(s, "cpu-1", "gemm");
-    cr_assert_eq(json_array_size(l), 2, "only the newer job's gemm rows on cpu-1");
-    cr_assert_str_eq(row_str(l, 0, "case"), "N=128");
-    cr_assert_eq(row_int(l, 0, "job_id"), new);
-    cr_assert_float_eq(json_real_value(json_object_get(json_array_get(l, 0), "device_ms")), 0.9, 0);
-    cr_assert_str_eq(row_str(l, 1, "case"), "fwd1");
-    json_decref(l);
+    pgn_measured_rates m;
+    cr_assert_eq(pgd_store_rates_latest(s, "cpu-1", &m, &err), 0, "%s", err.message);
+    cr_assert_str_eq(m.device, "cpu-1");
+    cr_assert_eq(m.gflops, 120, "the newer run's GEMM rate");
+    cr_assert_eq(m.mips, 50, "the reducer's rate is still the older run's: the newer did not measure it");
+    cr_assert_eq(m.launch_us, 30);
+    cr_assert_eq(pgd_store_rates_latest(s, "gpu-2", &m, &err), 0, "%s", err.message);
+    cr_assert_eq(m.gflops, 900, "a run without a job counts too");
+    cr_assert_eq(m.mips, 0);
+    cr_assert_eq(pgd_store_rates_latest(s, "gpu-9", &m, &err), 0, "%s", err.message);
+    cr_assert(m.gflops == 0 && m.mips == 0 && m.launch_us == 0, "a device never measured has no figures");
 
-    l = bench_latest(s, "cpu-1", "inet");
-    cr_assert_eq(json_array_size(l), 1, "inet's newest run is still the old job");
-    cr_assert_eq(row_int(l, 0, "job_id"), old);
-    json_decref(l);
+    /* rows without rates (nothing measured) store no figures */
+    json_t *d = json_pack("[o]", bench_row("mlp-forward", "S1", "cpu-3", 5));
+    pgn_measured_rates none = {.device = "cpu-3"};
+    cr_assert_eq(pgd_store_bench_add(s, 0, d, &none, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(s, 0, d, NULL, &err), 0, "%s", err.message);
+    sqlite3 *db = raw_db();
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM device_rates WHERE device = 'cpu-3'"), 0);
+    sqlite3_close(db);
 
-    l = bench_latest(s, "cpu-1", NULL);
-    cr_assert_eq(json_array_size(l), 3, "every suite's newest run: 1 inet + 2 gemm");
-    cr_assert_str_eq(row_str(l, 0, "suite"), "inet");
-    cr_assert_eq(row_int(l, 1, "job_id"), new);
-    json_decref(l);
-
-    l = bench_latest(s, "gpu-2", "gemm");
-    cr_assert_eq(json_array_size(l), 1);
-    cr_assert_str_eq(row_str(l, 0, "device"), "gpu-2");
-    json_decref(l);
-    l = bench_latest(s, "gpu-9", "gemm");
-    cr_assert_eq(json_array_size(l), 0);
-    json_decref(l);
-
-    /* Batches without a job are runs of their own. */
-    usleep(5000); /* a later created_at */
-    json_t *d = json_pack("[o]", bench_row("gemm", "N=512", "cpu-1", 5));
-    cr_assert_eq(pgd_store_bench_add(s, 0, d, &err), 0, "%s", err.message);
-    l = bench_latest(s, "cpu-1", "gemm");
-    cr_assert_eq(json_array_size(l), 1, "the jobless batch is the newest run");
-    cr_assert_str_eq(row_str(l, 0, "case"), "N=512");
-    cr_assert(json_is_null(json_object_get(json_array_get(l, 0), "job_id")));
-    json_decref(l);
+    /* deleting the newer job withdraws its run from the cost model */
+    cr_assert_eq(claim(s, "cpu-1"), old);
+    cr_assert_eq(claim(s, "cpu-1"), new);
+    cr_assert_eq(pgd_store_job_finish(s, new, PGD_JOB_FAILED, NULL, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_job_delete(s, new, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_rates_latest(s, "cpu-1", &m, &err), 0, "%s", err.message);
+    cr_assert_eq(m.gflops, 100, "the older run's again");
 
     json_decref(a);
     json_decref(b);
@@ -1014,7 +1001,11 @@ Test(store, bench_finish_stores_rows_and_success_together_or_neither) {
     json_t *result = json_pack("{s:s, s:s, s:[o, o]}", "suite", "gemm", "device", "d", "rows",
                                bench_row("gemm", "N=128", "d", 1),
                                bench_row("gemm", "N=256", "d", 2));
-    cr_assert_eq(pgd_store_bench_finish(s, ok, result, &err), 0, "%s", err.message);
+    pgn_measured_rates rates = {.device = "d", .gflops = 42};
+    cr_assert_eq(pgd_store_bench_finish(s, ok, result, &rates, &err), 0, "%s", err.message);
+    pgn_measured_rates m;
+    cr_assert_eq(pgd_store_rates_latest(s, "d", &m, &err), 0, "%s", err.message);
+    cr_assert_eq(m.gflops, 42, "the rates are stored with the rows");
     json_t *o = get(s, ok);
     cr_assert_str_eq(str(o, "state"), "succeeded");
     cr_assert(json_equal(json_object_get(o, "result"), result));
@@ -1025,7 +1016,7 @@ Test(store, bench_finish_stores_rows_and_success_together_or_neither) {
     json_decref(l);
 
     /* Finished already: conflict, and no second copy of the rows. */
-    cr_assert_eq(pgd_store_bench_finish(s, ok, result, &err), -1);
+    cr_assert_eq(pgd_store_bench_finish(s, ok, result, NULL, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
     l = bench_list(s, NULL, NULL, 100);
     cr_assert_eq(json_array_size(l), 2);
@@ -1033,22 +1024,25 @@ Test(store, bench_finish_stores_rows_and_success_together_or_neither) {
 
     /* A bad row: the job is not marked succeeded and nothing is stored. */
     json_t *broken = json_pack("{s:[{s:s}]}", "rows", "suite", "gemm");
-    cr_assert_eq(pgd_store_bench_finish(s, bad, broken, &err), -1);
+    pgn_measured_rates other = {.device = "d", .gflops = 7};
+    cr_assert_eq(pgd_store_bench_finish(s, bad, broken, &other, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "invalid_row");
     cr_assert_str_eq(err.field, "rows[0].case");
     o = get(s, bad);
     cr_assert_str_eq(str(o, "state"), "running");
     json_decref(o);
     json_t *no_rows = json_pack("{s:s}", "suite", "gemm");
-    cr_assert_eq(pgd_store_bench_finish(s, bad, no_rows, &err), -1);
+    cr_assert_eq(pgd_store_bench_finish(s, bad, no_rows, NULL, &err), -1);
     cr_assert_str_eq(err.field, "rows");
+    cr_assert_eq(pgd_store_rates_latest(s, "d", &m, &err), 0, "%s", err.message);
+    cr_assert_eq(m.gflops, 42, "a refused run's rates are not stored either");
     l = bench_list(s, NULL, NULL, 100);
     cr_assert_eq(json_array_size(l), 2);
     json_decref(l);
 
     /* A queued job may finish too (as pgd_store_job_finish allows); a missing one may not. */
-    cr_assert_eq(pgd_store_bench_finish(s, queued, result, &err), 0, "%s", err.message);
-    cr_assert_eq(pgd_store_bench_finish(s, 4242, result, &err), -1);
+    cr_assert_eq(pgd_store_bench_finish(s, queued, result, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_finish(s, 4242, result, NULL, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
     pgd_store_close(s);
 
@@ -1404,7 +1398,7 @@ Test(store, delete_takes_a_finished_job_with_its_rows_in_one_go) {
     cr_assert_eq(pgd_store_metric_add(s, other, "loss", 1, 0.5, &err), 0);
     json_t *rows = json_pack("[{s:s, s:s, s:s, s:f}]", "suite", "gemm", "case", "N=128", "device",
                              "d", "gflops", 1.5);
-    cr_assert_eq(pgd_store_bench_add(s, done, rows, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(s, done, rows, NULL, &err), 0, "%s", err.message);
     json_decref(rows);
 
     /* queued, then running: refused, nothing removed */

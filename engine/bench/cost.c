@@ -1,13 +1,13 @@
-/* cost.c: the cost model behind "auto" placement: a device's measured rates (from its latest
- * benchmark rows, or estimated from its properties when it has none) and a job's estimated work
- * and time on a device. Pure functions: the scheduler brings the rows and the queue. */
+/* cost.c: the cost model behind "auto" placement: a device's rates (what benchmark runs measured
+ * of it, or estimated from its properties where they measured nothing) and a job's estimated work
+ * and time on a device. Pure functions: the scheduler brings the measurements and the queue. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tensor/tensor.h"
 
-/* Fallbacks from a device's properties, used only until it has benchmark rows: FLOPs a compute
+/* Fallbacks from a device's properties, used only until a benchmark run has measured it: FLOPs a compute
  * unit does per clock on the GEMM (half an AVX-512 core's FMA peak on a CPU; a GPU's CU runs
  * 64-128 lanes), interactions a CPU compute unit reduces per second, and launch costs (a pocl
  * launch is about 35 us with a wait, docs/architecture.md). */
@@ -50,35 +50,17 @@ void pgn_device_rates_estimate(const pgn_device_info *info, pgn_device_rates *ou
     }
 }
 
-void pgn_device_rates_from_rows(const pgn_device_info *info, const json_t *rows, pgn_device_rates *out) {
+void pgn_device_rates_measured(const pgn_device_info *info, const pgn_measured_rates *m, pgn_device_rates *out) {
     pgn_device_rates_estimate(info, out);
-    double mips[64], gflops = 0, launch = -1;
-    int n_mips = 0;
-    size_t i;
-    const json_t *row;
-    json_array_foreach(rows, i, row) {
-        const char *suite = json_string_value(json_object_get(row, "suite"));
-        const char *c = json_string_value(json_object_get(row, "case"));
-        if (!suite || !c) continue;
-        if (!strcmp(suite, "gemm") && !strcmp(c, "fwd1")) /* the training shape the model uses */
-            gflops = json_number_value(json_object_get(row, "gflops"));
-        else if (!strcmp(suite, "gemm") && gflops <= 0)
-            gflops = json_number_value(json_object_get(row, "gflops"));
-        else if (!strcmp(suite, "inet") && n_mips < 64 &&
-                 json_number_value(json_object_get(row, "interactions")) >= 1e5) /* not launch-bound */
-            mips[n_mips++] = json_number_value(json_object_get(row, "mips"));
-        else if (!strcmp(suite, "tensor-micro") && json_object_get(row, "launch_us"))
-            launch = json_number_value(json_object_get(row, "launch_us"));
-    }
-    if (gflops > 0) {
-        out->gflops = gflops;
+    if (m->gflops > 0) {
+        out->gflops = m->gflops;
         out->measured = true;
     }
-    if (n_mips) {
-        out->mips = pgn_median(mips, (size_t)n_mips);
+    if (m->mips > 0) {
+        out->mips = m->mips;
         out->measured = true;
     }
-    if (launch >= 0) out->launch_us = launch;
+    if (m->launch_us > 0) out->launch_us = m->launch_us;
 }
 
 static const char *const work_units[] = {[PGN_WORK_NONE] = "none", [PGN_WORK_FLOP] = "flop",
