@@ -50,10 +50,9 @@ static void device_rates(pgd_scheduler *s, const pgn_device_info *info, pgn_devi
 }
 
 /* Seconds of work queued or running on a device, as the cost model counts it. The store's
- * sum parses the estimate of every job there (about a millisecond per thousand queued jobs,
- * under the store's lock, for every submission), so it is re-read at most every
- * QUEUE_REFRESH_NS; in between, each placement adds its own estimate (queue_add), so a burst
- * of "auto" submissions still spreads over the devices. */
+ * sum reads the estimate of every job there (under the store's lock, for every submission), so
+ * it is re-read at most every QUEUE_REFRESH_NS; in between, each placement adds its own
+ * estimate (queue_add), so a burst of "auto" submissions still spreads over the devices. */
 static double queue_seconds(pgd_scheduler *s, const char *device_id) {
     worker *w = sched_worker_of(s, device_id);
     double q = 0;
