@@ -1,6 +1,6 @@
 /* admission.h: what paragond refuses before it stores a job: request bodies nested too deeply or
  * holding too long an array, models with too many parameters, and train and inet jobs that may
- * need more memory than the device (or host) they are placed on has. The queue limit (429) is checked in api.c, where
+ * need more memory than the device (or host) they are placed on has. The queue limit (429) is checked in api_submit.c, where
  * the insert is. Every refusal is code "limit_exceeded" with "limit", "max" and "value". */
 #ifndef PGD_ADMISSION_H
 #define PGD_ADMISSION_H

@@ -62,7 +62,7 @@ static void usage(FILE *out) {
             "  --kernels auto|cpu|gpu\n"
             "                   the kernel family every device runs (default auto: each device's\n"
             "                   profile chooses; the same as PARAGON_KERNELS)\n"
-            "  --no-calibration do not measure devices that have no benchmark rows at start\n"
+            "  --no-calibration do not measure devices never measured at start\n"
             "  --help           show this help\n"
             "  --version        print the version\n",
             PGD_DEFAULT_PORT, PGD_DEFAULT_MAX_QUEUED, PGD_DEFAULT_MAX_ATTEMPTS,

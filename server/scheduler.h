@@ -17,8 +17,8 @@ typedef struct pgd_events pgd_events; /* events.h */
  * after re-placing queued jobs whose device no longer exists. The store must outlive the
  * scheduler. Workers pick up jobs already queued in the store at once. Jobs read datasets
  * from <data_dir>/datasets (pgn_run_options) and keep files in <data_dir>/jobs; data_dir must
- * outlive the scheduler. With calibrate, a worker whose device has no
- * benchmark rows first measures it (a few seconds) and stores the rows for the cost model.
+ * outlive the scheduler. With calibrate, a worker whose device was never measured first
+ * measures it (a few seconds) and stores the rows, and what they measured for the cost model.
  * A distributed job whose ranks die runs again, up to max_attempts interrupted runs.
  * Jobs' state changes, metrics, progress and log lines go to events (NULL: none; it must
  * outlive the scheduler); their log lines are stored either way. */
@@ -33,12 +33,12 @@ void pgd_scheduler_stop(pgd_scheduler *sched);
 
 /* Places a validated job: a named device ("cpu", "gpu", "host" or an id; an unknown or
  * unavailable one is code "invalid_spec" with field "device") as asked; "auto" on the OpenCL device
- * where the cost model expects it to finish first (its estimate from the device's latest
- * benchmark rows, plus the estimates of the jobs queued or running there). *estimate receives
- * {"device", "seconds", "queue_seconds", "total_seconds", "work", "unit", "gflops", "mips",
- * "launch_us", "measured", "reason", "candidates": [...]} to record on the job (new reference). */
+ * where the cost model expects it to finish first (its estimate from the device's measured
+ * rates, plus the estimates of the jobs queued or running there). *placement receives every
+ * device weighed, the chosen one and why, to record on the job; the caller releases it
+ * (pgd_placement_release). */
 int pgd_scheduler_place_job(pgd_scheduler *sched, const pgn_job_spec *spec, pgn_device_info *out,
-                            json_t **estimate, pgn_error *err);
+                            pgd_placement *placement, pgn_error *err);
 
 /* Cancels job id (pgd_store_job_cancel): a queued job ends at once; a running one stops at
  * its next step boundary and ends cancelled (a train job keeps a checkpoint of where it

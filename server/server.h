@@ -34,7 +34,7 @@ typedef struct pgd_config {
     const char *db_path;
     const char *data_dir; /* created (with parents) when missing */
     unsigned http_threads;
-    bool no_calibration; /* do not measure devices without benchmark rows at start */
+    bool no_calibration; /* do not measure devices never measured at start */
     const char *token_file; /* the API token; NULL: <data_dir>/token, created when missing */
     int64_t max_queued;     /* submissions beyond this many queued jobs get 429; 0: default */
     int64_t max_dataset_mb; /* dataset uploads beyond this many MiB get 413; 0: default */

@@ -1,8 +1,10 @@
 /* store.c: owns paragond's SQLite database itself: opening it (WAL, foreign keys, busy
  * timeout), the migration runner over the embedded schema/NNN_name.sql files, the statement
  * cache and the transaction and row helpers the store's other files share (store_internal.h).
- * What is stored lives beside it: store_jobs.c (jobs, their states and counters),
- * store_series.c (metric series and logs), store_bench.c (benchmark rows). */
+ * What is stored lives beside it: store_jobs.c (job rows, the queue and the counters),
+ * store_job_states.c (a job's way through its states), store_placements.c (where jobs were
+ * placed and why), store_series.c (metric series and logs), store_bench.c (benchmark rows and
+ * their rates), store_tunings.c (device tunings), store_datasets.c (dataset records). */
 #include "store_internal.h"
 
 #include <errno.h>

@@ -44,12 +44,49 @@ const char *pgd_job_state_name(pgd_job_state state);
 /* Parses a state name; -1 when unknown. */
 int pgd_job_state_parse(const char *name, pgd_job_state *out);
 
+/* ---- a job's placement (store_placements.c; schema/012_job_placements.sql) -----------------
+ * Where the scheduler put a job and why (placement.c): every device the cost model weighed, with
+ * the rates and the estimate it used there, kept with the job in typed columns and shown by the
+ * API as the job's "estimate" (views.c). */
+
+/* Why a job went where it did. */
+typedef enum {
+    PGD_PLACED_BY_NAME, /* its spec named the device (or a kind: "cpu", "gpu", "host") */
+    PGD_PLACED_FASTEST, /* "auto": the shortest estimated finish of several devices */
+    PGD_PLACED_ONLY,    /* "auto" with one device to choose from */
+} pgd_placement_reason;
+
+/* "by_name", "fastest", "only": a reason as the store keeps it. */
+const char *pgd_placement_reason_name(pgd_placement_reason reason);
+/* The reason of that name; -1 for none. */
+int pgd_placement_reason_parse(const char *name, pgd_placement_reason *out);
+
+/* One device the cost model weighed for a job. */
+typedef struct pgd_candidate {
+    char device[64];
+    pgn_device_rates rates;    /* what the estimate assumed of the device */
+    pgn_job_estimate estimate; /* the job's work and time there */
+    double queue_seconds;      /* estimated work queued or running there when it was placed */
+} pgd_candidate;
+
+/* A placement: the candidates in the order they were weighed, and the one the job went to.
+ * n == 0: none (a job placed without the cost model, as each of a bench job's "all"). */
+typedef struct pgd_placement {
+    pgd_placement_reason reason;
+    size_t chosen;             /* candidates[chosen] is where it went */
+    size_t n;
+    pgd_candidate *candidates; /* malloc'd, owned by the placement; NULL when n == 0 */
+} pgd_placement;
+
+/* Frees what a placement owns and leaves it empty; safe on a zeroed one. */
+void pgd_placement_release(pgd_placement *placement);
+
 /* An idempotency key's longest length (Idempotency-Key, submission_id): room for a UUID or a
  * client's own scheme with a prefix, short enough to index. */
 #define PGD_SUBMISSION_ID_MAX 128
 
 /* A job as the store keeps it. The JSON parts are documents in their own right (the validated
- * spec, the engine's result, the cost model's estimate): owned, NULL when absent. */
+ * spec, the engine's result, its tags): owned, NULL when absent. */
 typedef struct pgd_job {
     int64_t id;
     pgn_job_kind kind;
@@ -64,7 +101,7 @@ typedef struct pgd_job {
     char created_at[32], started_at[32], finished_at[32]; /* ISO-8601 UTC; "" before it happens */
     json_t *spec;     /* only when asked for */
     json_t *result;   /* a succeeded job's */
-    json_t *estimate; /* where and why it was placed */
+    pgd_placement placement; /* where and why it was placed (n == 0: not by the cost model) */
     bool has_error;   /* a failed or cancelled job's error: */
     pgn_error error;
     json_t *tags;     /* {"key":"value",...} as submitted; NULL when it had none */
@@ -82,7 +119,7 @@ typedef struct pgd_new_job {
     const char *device_requested; /* what the spec asked for: "auto", "cpu", an id ... */
     const char *device;           /* the device id the scheduler placed it on */
     const json_t *spec;           /* the validated spec with defaults filled in */
-    const json_t *estimate;       /* the cost model's expectation (NULL: none) */
+    const pgd_placement *placement; /* where and why it was placed (NULL or n == 0: none) */
     const char *log_line;         /* the job's first log line (seq 1, "info"), stored with it; NULL: none */
     char *log_time;               /* receives that line's created_at (32 bytes) when given */
     const json_t *tags;           /* the job's tags object (NULL: none) */
@@ -94,7 +131,7 @@ typedef struct pgd_submission {
     const char *body_sha256; /* hex */
 } pgd_submission;
 
-/* The estimated seconds (estimate.seconds) of the jobs queued or running on device. */
+/* The estimated seconds of the jobs queued or running on device (each its chosen candidate's). */
 int pgd_store_queue_seconds(pgd_store *store, const char *device, double *seconds, pgn_error *err);
 
 /* Inserts n queued jobs in one transaction (all or none); ids[i] receives jobs[i]'s id. */
@@ -166,7 +203,7 @@ int pgd_store_job_cancel(pgd_store *store, int64_t id, pgd_job *job, pgn_error *
 int pgd_store_job_cancel_requested(pgd_store *store, int64_t id, bool *requested,
                                    pgn_error *err);
 
-/* Deletes a finished job with its metric series and benchmark rows (ON DELETE CASCADE), in
+/* Deletes a finished job with its metric series, benchmark rows and rates (ON DELETE CASCADE), in
  * one transaction. Code "conflict" for a queued or running job, "not_found" when missing.
  * The job's files are the caller's to remove. */
 int pgd_store_job_delete(pgd_store *store, int64_t id, pgn_error *err);
@@ -227,13 +264,17 @@ int pgd_store_logs_list(pgd_store *store, int64_t job_id, int64_t after, json_t 
  * A bad row is code "invalid_row" with field "rows[i].key"; nothing is stored then. */
 
 /* Stores rows (an array, borrowed) of job_id (0: rows recorded without a job) in one
- * transaction with one created_at. Code "not_found" when the job does not exist. */
-int pgd_store_bench_add(pgd_store *store, int64_t job_id, const json_t *rows, pgn_error *err);
+ * transaction with one created_at, and with them what the run measured of its device's rates
+ * (rates: NULL or nothing measured, none; schema/013_device_rates.sql). Code "not_found" when
+ * the job does not exist. */
+int pgd_store_bench_add(pgd_store *store, int64_t job_id, const json_t *rows, const pgn_measured_rates *rates,
+                        pgn_error *err);
 
-/* Ends a bench job as succeeded with result and stores result["rows"] as its benchmark rows,
- * in one transaction: both happen or neither, so a job's rows are stored once and only for a
- * job that succeeded. Errors are pgd_store_job_finish's and pgd_store_bench_add's. */
-int pgd_store_bench_finish(pgd_store *store, int64_t job_id, const json_t *result,
+/* Ends a bench job as succeeded with result and stores result["rows"] as its benchmark rows and
+ * rates as what it measured, in one transaction: all happen or none, so a job's rows and rates
+ * are stored once and only for a job that succeeded. Errors are pgd_store_job_finish's and
+ * pgd_store_bench_add's. */
+int pgd_store_bench_finish(pgd_store *store, int64_t job_id, const json_t *result, const pgn_measured_rates *rates,
                            pgn_error *err);
 
 /* The newest `limit` rows of suite on device (NULL: any), returned oldest first: each the stored
@@ -252,11 +293,9 @@ typedef struct pgd_bench_filter {
 int pgd_store_bench_query(pgd_store *store, const pgd_bench_filter *filter, json_t **rows,
                           pgn_error *err);
 
-/* The rows of the newest run (a job, or a batch stored without one) of suite on device, oldest
- * first, shaped as pgd_store_bench_list's; suite NULL: the newest run of every suite there (what
- * pgn_device_rates_from_rows reads). An empty array when there is none. */
-int pgd_store_bench_latest(pgd_store *store, const char *device, const char *suite,
-                           json_t **rows, pgn_error *err);
+/* What benchmark runs measured of device, each figure the newest run's that measured it (0 when
+ * none did): what pgn_device_rates_measured reads. */
+int pgd_store_rates_latest(pgd_store *store, const char *device, pgn_measured_rates *out, pgn_error *err);
 
 /* ---- device tunings (store_tunings.c; schema/011_device_tunings.sql) ------------------------
  * A device's tuning for a kernel family: *found false when there is none (or none that reads

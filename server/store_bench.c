@@ -1,6 +1,7 @@
-/* store_bench.c: owns the benchmark rows: checking them, storing them (alone, or with the
- * bench job that made them, in the transaction that ends it), and reading them back for the
- * export and the cost model. */
+/* store_bench.c: owns the benchmark rows and the rates their runs measured: checking the rows,
+ * storing them with their rates (alone, or with the bench job that made them, in the
+ * transaction that ends it), reading the rows back for the export and the rates for the cost
+ * model. */
 #include "store_internal.h"
 
 #include "views.h" /* errors are stored as the API shows them */
@@ -61,8 +62,41 @@ static const char *row_string(const json_t *row, const char *key) {
     return json_string_value(json_object_get(row, key)); /* NULL for null or absent */
 }
 
-/* Inserts checked rows of job_id (0: none) with one created_at. Caller is in a transaction. */
-static int insert_bench_rows(pgd_store *s, int64_t job_id, const json_t *rows,
+static void bind_job_or_null(sqlite3_stmt *st, int idx, int64_t job_id) {
+    if (job_id > 0) sqlite3_bind_int64(st, idx, job_id);
+    else sqlite3_bind_null(st, idx);
+}
+
+/* A figure, or NULL when the run did not measure it. */
+static void bind_figure(sqlite3_stmt *st, int idx, double v) {
+    if (v > 0) sqlite3_bind_double(st, idx, v);
+    else sqlite3_bind_null(st, idx);
+}
+
+/* What a run measured of its device's rates (nothing when rates is NULL or measured nothing),
+ * stored at `now`. Caller is in a transaction. */
+static int insert_rates(pgd_store *s, int64_t job_id, const pgn_measured_rates *rates, const char *now,
+                        pgn_error *err) {
+    static const char sql[] = "INSERT INTO device_rates (job_id, device, gflops, mips, launch_us, created_at)"
+                              " VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+    if (!rates || !(rates->gflops > 0 || rates->mips > 0 || rates->launch_us > 0)) return 0;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (!st) return -1;
+    bind_job_or_null(st, 1, job_id);
+    sqlite3_bind_text(st, 2, rates->device, -1, SQLITE_STATIC);
+    bind_figure(st, 3, rates->gflops);
+    bind_figure(st, 4, rates->mips);
+    bind_figure(st, 5, rates->launch_us);
+    sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    store_stmt_done(st);
+    if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) return store_no_such_job(err, job_id);
+    return rc == SQLITE_DONE ? 0 : store_fail(s, err, "insert device rates");
+}
+
+/* Inserts checked rows of job_id (0: none) and their run's rates with one created_at. Caller is
+ * in a transaction. */
+static int insert_bench_rows(pgd_store *s, int64_t job_id, const json_t *rows, const pgn_measured_rates *rates,
                              pgn_error *err) {
     static const char now_sql[] = "SELECT " NOW_SQL;
     static const char sql[] =
@@ -93,8 +127,7 @@ static int insert_bench_rows(pgd_store *s, int64_t job_id, const json_t *rows,
             free(data);
             return -1;
         }
-        if (job_id > 0) sqlite3_bind_int64(st, 1, job_id);
-        else sqlite3_bind_null(st, 1);
+        bind_job_or_null(st, 1, job_id);
         store_bind_text_or_null(st, 2, row_string(row, "suite"));
         store_bind_text_or_null(st, 3, row_string(row, "case"));
         store_bind_text_or_null(st, 4, row_string(row, "device"));
@@ -108,33 +141,35 @@ static int insert_bench_rows(pgd_store *s, int64_t job_id, const json_t *rows,
         if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) return store_no_such_job(err, job_id);
         if (rc != SQLITE_DONE) return store_fail(s, err, "insert benchmark row");
     }
-    return 0;
+    return insert_rates(s, job_id, rates, now, err);
 }
 
 typedef struct bench_batch {
     int64_t job_id;
     const json_t *rows;
+    const pgn_measured_rates *rates;
     const char *result; /* bench_finish: the job's result as JSON text */
 } bench_batch;
 
 static int bench_add_tx(pgd_store *s, void *ctx, pgn_error *err) {
     const bench_batch *b = ctx;
-    return insert_bench_rows(s, b->job_id, b->rows, err);
+    return insert_bench_rows(s, b->job_id, b->rows, b->rates, err);
 }
 
-int pgd_store_bench_add(pgd_store *s, int64_t job_id, const json_t *rows, pgn_error *err) {
+int pgd_store_bench_add(pgd_store *s, int64_t job_id, const json_t *rows, const pgn_measured_rates *rates,
+                        pgn_error *err) {
     if (check_bench_rows(rows, err) < 0) return -1;
-    bench_batch b = {.job_id = job_id, .rows = rows};
+    bench_batch b = {.job_id = job_id, .rows = rows, .rates = rates};
     return store_write_tx(s, bench_add_tx, &b, err);
 }
 
 static int bench_finish_tx(pgd_store *s, void *ctx, pgn_error *err) {
     const bench_batch *b = ctx;
     if (store_finish_job(s, b->job_id, PGD_JOB_SUCCEEDED, b->result, NULL, err) < 0) return -1;
-    return insert_bench_rows(s, b->job_id, b->rows, err);
+    return insert_bench_rows(s, b->job_id, b->rows, b->rates, err);
 }
 
-int pgd_store_bench_finish(pgd_store *s, int64_t job_id, const json_t *result,
+int pgd_store_bench_finish(pgd_store *s, int64_t job_id, const json_t *result, const pgn_measured_rates *rates,
                            pgn_error *err) {
     const json_t *rows = json_object_get(result, "rows");
     if (check_bench_rows(rows, err) < 0) return -1;
@@ -143,7 +178,7 @@ int pgd_store_bench_finish(pgd_store *s, int64_t job_id, const json_t *result,
         pgn_error_set(err, PGN_E_INTERNAL, "", "store: the job's result cannot be serialised");
         return -1;
     }
-    bench_batch b = {.job_id = job_id, .rows = rows, .result = text};
+    bench_batch b = {.job_id = job_id, .rows = rows, .rates = rates, .result = text};
     int ret = store_write_tx(s, bench_finish_tx, &b, err);
     free(text);
     return ret;
@@ -222,17 +257,17 @@ int pgd_store_bench_list(pgd_store *s, const char *suite, const char *device, in
     return pgd_store_bench_query(s, &f, rows, err);
 }
 
-int pgd_store_bench_latest(pgd_store *s, const char *device, const char *suite,
-                           json_t **rows, pgn_error *err) {
-    /* newest: per suite, the run of its highest id (SQLite takes the bare columns of a
-     * max() query from the row that holds the max). A run is a job's rows; rows stored
-     * without a job form one run per batch, told apart by the created_at it shares. */
-    static const char sql[] =
-        "WITH newest AS (SELECT suite, job_id, created_at, max(id) FROM benchmarks"
-        "                WHERE device = ?2 AND (?1 IS NULL OR suite = ?1) GROUP BY suite)"
-        " SELECT b.id, b.job_id, b.created_at, b.data FROM benchmarks AS b JOIN newest AS n"
-        "   ON b.suite = n.suite AND b.job_id IS n.job_id"
-        "  AND (n.job_id IS NOT NULL OR b.created_at = n.created_at)"
-        " WHERE b.device = ?2 ORDER BY b.id LIMIT ?3";
-    return bench_query(s, sql, suite, device, -1, NULL, rows, err);
+int pgd_store_rates_latest(pgd_store *s, const char *device, pgn_measured_rates *out, pgn_error *err) {
+#define NEWEST(figure)                                                                             \
+    "(SELECT " figure " FROM device_rates WHERE device = ?1 AND " figure " IS NOT NULL ORDER BY id DESC LIMIT 1)"
+    static const char sql[] = "SELECT " NEWEST("gflops") ", " NEWEST("mips") ", " NEWEST("launch_us");
+#undef NEWEST
+    double v[3];
+    *out = (pgn_measured_rates){0};
+    snprintf(out->device, sizeof out->device, "%s", device);
+    if (store_read_numbers(s, sql, device, v, 3, "read device rates", err) < 0) return -1;
+    out->gflops = v[0];
+    out->mips = v[1];
+    out->launch_us = v[2];
+    return 0;
 }

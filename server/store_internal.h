@@ -66,9 +66,16 @@ int store_read_numbers(pgd_store *s, const char *sql, const char *param, double 
 
 /* ---- across files ---- */
 
-/* The UPDATE that ends a queued or running job (store_jobs.c); result and error are JSON text
- * or NULL. Caller holds the lock. */
+/* Job id with its placement (its spec when with_spec) into *out, or "not_found" (store_jobs.c).
+ * Caller holds the lock; *out is released on failure. */
+int store_read_job(pgd_store *s, int64_t id, bool with_spec, pgd_job *out, pgn_error *err);
+/* The UPDATE that ends a queued or running job (store_job_states.c); result and error are JSON
+ * text or NULL. Caller holds the lock. */
 int store_finish_job(pgd_store *s, int64_t id, pgd_job_state state, const char *result,
                      const char *error, pgn_error *err);
+/* A job's placement candidates (store_placements.c), written with the job and read back into
+ * p (its reason is the job row's; p->candidates is appended to). Caller holds the lock. */
+int store_placement_insert(pgd_store *s, int64_t job_id, const pgd_placement *p, pgn_error *err);
+int store_placement_read(pgd_store *s, int64_t job_id, pgd_placement *p, pgn_error *err);
 
 #endif

@@ -70,6 +70,37 @@ static json_t *time_json(const char *t) { return t[0] ? json_string(t) : json_nu
 /* A JSON part the job owns (NULL: null), as a new reference. */
 static json_t *part_json(json_t *v) { return v ? json_incref(v) : json_null(); }
 
+/* ---- a job's placement ------------------------------------------------------------------- */
+
+const char *pgd_placement_reason_text(pgd_placement_reason reason) {
+    switch (reason) {
+    case PGD_PLACED_BY_NAME: return "asked for by name";
+    case PGD_PLACED_FASTEST: return "the shortest estimated finish (estimate + queued)";
+    case PGD_PLACED_ONLY: return "the only device";
+    }
+    return "asked for by name";
+}
+
+/* One device weighed: the job's estimate there, the queue it would wait behind, and the rates
+ * the estimate used. */
+static json_t *candidate_json(const pgd_candidate *c) {
+    return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:b}", "device", c->device, "seconds",
+                     c->estimate.seconds, "queue_seconds", c->queue_seconds, "total_seconds",
+                     c->estimate.seconds + c->queue_seconds, "work", c->estimate.work, "gflops", c->rates.gflops,
+                     "mips", c->rates.mips, "launch_us", c->rates.launch_us, "unit",
+                     pgn_work_unit_name(c->estimate.unit), "measured", c->rates.measured);
+}
+
+json_t *pgd_placement_json(const pgd_placement *p) {
+    if (p->n == 0) return json_null();
+    json_t *o = candidate_json(&p->candidates[p->chosen < p->n ? p->chosen : 0]);
+    json_t *all = json_array();
+    for (size_t i = 0; i < p->n; i++) json_array_append_new(all, candidate_json(&p->candidates[i]));
+    json_object_set_new(o, "reason", json_string(pgd_placement_reason_text(p->reason)));
+    json_object_set_new(o, "candidates", all);
+    return o;
+}
+
 /* ---- a result's headline figures ------------------------------------------------------ */
 
 /* Characters of a long text kept in a summary (an inet normal form, a generated text): a line
@@ -156,7 +187,7 @@ json_t *pgd_job_json(const pgd_job *job, bool with_spec) {
     json_object_set_new(o, "created_at", time_json(job->created_at));
     json_object_set_new(o, "started_at", time_json(job->started_at));
     json_object_set_new(o, "finished_at", time_json(job->finished_at));
-    json_object_set_new(o, "estimate", part_json(job->estimate));
+    json_object_set_new(o, "estimate", pgd_placement_json(&job->placement));
     json_object_set_new(o, "cancel_requested", json_boolean(job->cancel_requested));
     json_object_set_new(o, "interrupted", json_integer(job->interrupted));
     json_object_set_new(o, "tags", job->tags ? json_incref(job->tags) : json_object());

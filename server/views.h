@@ -21,6 +21,14 @@ json_t *pgd_job_list_json(const pgd_job *job);
  * bench job's suite and count of rows; a generate job's text cut short, tokens, tokens/s. */
 json_t *pgd_result_summary_json(pgn_job_kind kind, const json_t *result);
 
+/* A job's placement as its "estimate": the chosen candidate's {"device", "seconds",
+ * "queue_seconds", "total_seconds", "work", "gflops", "mips", "launch_us", "unit", "measured"},
+ * its "reason" and every candidate's in "candidates"; null when it has none. New reference. */
+json_t *pgd_placement_json(const pgd_placement *placement);
+/* Why a job went where it did, as a sentence ("the only device"): its estimate's "reason" and
+ * its first log line's. */
+const char *pgd_placement_reason_text(pgd_placement_reason reason);
+
 /* {"code","message","field"} of an error (field null when empty): what a failed job stores
  * in its error column and what an error reply carries. New reference. */
 json_t *pgd_error_json(const pgn_error *err);

@@ -1,8 +1,9 @@
 /* test_bench.c: the mlp-forward and tensor-micro suites (engine/bench/bench_mlp.c) on the OpenCL
  * device and on the host pseudo-device: every row carries its keys, host and device results are
  * bit-identical, the CSV export has Paragon-Py's columns, and case filters select; the gpt
- * suite's cases and columns, and a run of it shortened to a few steps. Figures are checked for
- * presence, sign and their relations only: tests never assert on wall-clock time. */
+ * suite's cases and columns, and a run of it shortened to a few steps; the rates a run reports
+ * to the cost model. Figures are checked for presence, sign and their relations only: tests
+ * never assert on wall-clock time. */
 #include <dirent.h>
 #include <math.h>
 #include <string.h>
@@ -244,6 +245,54 @@ Test(bench, should_stop_cancels_before_a_case) {
     cr_assert_eq(pgn_bench_gpt(&ctx, rows, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "cancelled");
     cr_assert_eq(json_array_size(rows), 0);
+    json_decref(rows);
+}
+
+/* ---- what a run measured of its device's rates (pgn_measured_rates) ---- */
+
+static void keep_rates(void *ctx, const pgn_measured_rates *r) { *(pgn_measured_rates *)ctx = *r; }
+
+/* The row of case_id in rows (the test fails without one). */
+static const json_t *row_of(const json_t *rows, const char *case_id) {
+    size_t i;
+    const json_t *row;
+    json_array_foreach(rows, i, row) if (!strcmp(json_string_value(json_object_get(row, "case")), case_id)) return row;
+    cr_assert_fail("no row for %s", case_id);
+    return NULL;
+}
+
+/* A run tells the cost model, typed, the figures its rows show: the GEMM rate of the training
+ * shape (fwd1, not the square before it), the reducer's rate from the programs big enough to time
+ * (fib, not u24_ops's 71 interactions) and the launch cost tensor-micro measured. */
+Test(bench, a_run_reports_the_rates_its_rows_measured) {
+    pgn_bench_spec spec = {.suite = "all", .n_cases = 5, .repeats = 1,
+                           .cases = {"N=128", "fwd1", "u24_ops", "fib", "add-1K"}};
+    pgn_measured_rates got = {.gflops = -1};
+    pgn_run_hooks hooks = {.ctx = &got, .on_rates = keep_rates};
+    pgn_error err = {0};
+    json_t *rows = json_array();
+    cr_assert_eq(pgn_bench_run(&spec, dev, NULL, &hooks, rows, &err), 0, "%s", err.message);
+    cr_assert_eq(json_array_size(rows), 5);
+    cr_assert_str_eq(got.device, pgn_device_get_info(dev)->id);
+    cr_assert_eq(got.gflops, real_of(row_of(rows, "fwd1"), "gflops"));
+    cr_assert_neq(got.gflops, real_of(row_of(rows, "N=128"), "gflops"));
+    cr_assert_eq(got.mips, real_of(row_of(rows, "fib"), "mips"));
+    cr_assert_eq(got.launch_us, real_of(row_of(rows, "add-1K"), "launch_us"));
+    cr_assert_gt(got.gflops, 0);
+    cr_assert_gt(got.mips, 0);
+    cr_assert_gt(got.launch_us, 0);
+    json_decref(rows);
+
+    /* a run of small programs alone measured no reducer rate; nor does a failed run report */
+    pgn_bench_spec small = {.suite = "inet", .n_cases = 1, .repeats = 1, .cases = {"u24_ops"}};
+    got = (pgn_measured_rates){.mips = -1};
+    rows = json_array();
+    cr_assert_eq(pgn_bench_run(&small, dev, NULL, &hooks, rows, &err), 0, "%s", err.message);
+    cr_assert(got.mips == 0 && got.gflops == 0 && got.launch_us == 0, "nothing measured: %g", got.mips);
+    pgn_bench_spec unknown = {.suite = "no-such-suite", .repeats = 1};
+    got = (pgn_measured_rates){.mips = -1};
+    cr_assert_eq(pgn_bench_run(&unknown, dev, NULL, &hooks, rows, &err), -1);
+    cr_assert_eq(got.mips, -1, "a failed run reports nothing");
     json_decref(rows);
 }
 

@@ -107,9 +107,9 @@ Test(bench_jobs, benchmark_export_in_csv_and_json) {
     pgd_store *store;
     pgn_error err;
     cr_assert_eq(pgd_store_open(s.db, &store, &err), 0, "%s", err.message);
-    cr_assert_eq(pgd_store_bench_add(store, 0, rows, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(store, 0, rows, NULL, &err), 0, "%s", err.message);
     json_t *olds = json_pack("[o]", old);
-    cr_assert_eq(pgd_store_bench_add(store, 0, olds, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(store, 0, olds, NULL, &err), 0, "%s", err.message);
     json_decref(olds);
     pgd_store_close(store);
 
@@ -245,7 +245,7 @@ Test(bench_jobs, the_export_filters_by_job_and_by_time) {
     pgd_store *store;
     pgn_error err;
     cr_assert_eq(pgd_store_open(s.db, &store, &err), 0, "%s", err.message);
-    cr_assert_eq(pgd_store_bench_add(store, 0, rows, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(store, 0, rows, NULL, &err), 0, "%s", err.message);
     pgd_store_close(store);
     json_decref(rows);
     json_t *v = get_json(&s, "/api/v1/benchmarks?suite=mlp-forward", 200);

@@ -1,5 +1,6 @@
-/* test_cost.c: the cost model (engine/bench/cost.c): rates from benchmark rows, fallbacks from a
- * device's properties, and job estimates that make small jobs cheap and big ones expensive. */
+/* test_cost.c: the cost model (engine/bench/cost.c): rates from what benchmark runs measured,
+ * fallbacks from a device's properties, and job estimates that make small jobs cheap and big
+ * ones expensive. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -11,36 +12,52 @@ static pgn_device_info cpu_info(void) {
     return d;
 }
 
-Test(cost, rates_come_from_the_latest_rows_and_fall_back_to_properties) {
+Test(cost, rates_come_from_what_was_measured_and_fall_back_to_properties) {
     pgn_device_info d = cpu_info();
     pgn_device_rates est, r;
     pgn_device_rates_estimate(&d, &est);
     cr_assert(!est.measured);
     cr_assert_float_eq(est.gflops, 2 * 2.6 * 32, 1e-9);
+    cr_assert_float_eq(est.mips, 2 * 80, 1e-9);
     cr_assert_float_eq(est.launch_us, 35, 1e-9);
 
-    json_t *rows = json_pack("[{s:s, s:s, s:f}, {s:s, s:s, s:f}, {s:s, s:s, s:I, s:f}, {s:s, s:s, s:I, s:f},"
-                             " {s:s, s:s, s:I, s:f}, {s:s, s:s, s:I, s:f}, {s:s, s:s, s:f}]",
-                             "suite", "gemm", "case", "N=1024", "gflops", 430.0,     /* not the training shape */
-                             "suite", "gemm", "case", "fwd1", "gflops", 380.0,       /* the one the model uses */
-                             "suite", "inet", "case", "u24_ops", "interactions", (json_int_t)71, "mips", 1.0,
-                             "suite", "inet", "case", "fib", "interactions", (json_int_t)718993, "mips", 200.0,
-                             "suite", "inet", "case", "loops", "interactions", (json_int_t)20001398, "mips", 270.0,
-                             "suite", "inet", "case", "tree_sum", "interactions", (json_int_t)8388590, "mips", 158.0,
-                             "suite", "tensor-micro", "case", "add-1K", "launch_us", 4.5);
-    pgn_device_rates_from_rows(&d, rows, &r);
-    json_decref(rows);
+    pgn_measured_rates all = {.device = "cpu-test", .gflops = 380, .mips = 200, .launch_us = 4.5};
+    pgn_device_rates_measured(&d, &all, &r);
     cr_assert(r.measured);
     cr_assert_float_eq(r.gflops, 380.0, 1e-9);
-    cr_assert_float_eq(r.mips, 200.0, 1e-9, "median of the programs big enough to time: %f", r.mips);
+    cr_assert_float_eq(r.mips, 200.0, 1e-9);
     cr_assert_float_eq(r.launch_us, 4.5, 1e-9);
 
-    /* no rows: the estimate */
-    json_t *none = json_array();
-    pgn_device_rates_from_rows(&d, none, &r);
-    json_decref(none);
+    /* a reducer rate alone: measured, the rest estimated */
+    pgn_measured_rates inet = {.device = "cpu-test", .mips = 200};
+    pgn_device_rates_measured(&d, &inet, &r);
+    cr_assert(r.measured);
+    cr_assert_float_eq(r.gflops, est.gflops, 1e-9);
+    cr_assert_float_eq(r.launch_us, est.launch_us, 1e-9);
+
+    /* a launch cost alone does not make the device measured */
+    pgn_measured_rates launch = {.device = "cpu-test", .launch_us = 4.5};
+    pgn_device_rates_measured(&d, &launch, &r);
+    cr_assert(!r.measured);
+    cr_assert_float_eq(r.launch_us, 4.5, 1e-9);
+
+    /* nothing measured: the estimate */
+    pgn_measured_rates none = {.device = "cpu-test"};
+    pgn_device_rates_measured(&d, &none, &r);
     cr_assert(!r.measured);
     cr_assert_float_eq(r.gflops, est.gflops, 1e-9);
+    cr_assert_float_eq(r.mips, est.mips, 1e-9);
+}
+
+Test(cost, work_units_have_names_that_read_back) {
+    for (pgn_work_unit u = PGN_WORK_NONE; u <= PGN_WORK_INTERACTIONS; u++) {
+        pgn_work_unit back = PGN_WORK_NONE;
+        cr_assert_eq(pgn_work_unit_parse(pgn_work_unit_name(u), &back), 0, "%s", pgn_work_unit_name(u));
+        cr_assert_eq(back, u);
+    }
+    pgn_work_unit u;
+    cr_assert_eq(pgn_work_unit_parse("flops", &u), -1);
+    cr_assert_eq(pgn_work_unit_parse(NULL, &u), -1);
 }
 
 static pgn_job_spec parse(const char *text) {
@@ -58,7 +75,8 @@ Test(cost, estimates_scale_with_the_work_and_the_device) {
     pgn_device_rates slow = {.gflops = 10, .mips = 50, .launch_us = 1}, fast = {.gflops = 10000, .mips = 500, .launch_us = 20};
     pgn_job_estimate a, b;
     pgn_job_estimate_on(&mnist, &slow, &a);
-    cr_assert_str_eq(a.unit, "flop");
+    cr_assert_eq(a.unit, PGN_WORK_FLOP);
+    cr_assert_str_eq(pgn_work_unit_name(a.unit), "flop");
     /* 6 * (784*256 + 256*256 + 256*10) FLOPs a sample, 60,000 samples, 5 epochs */
     cr_assert_float_eq(a.work, 6.0 * (784 * 256 + 256 * 256 + 256 * 10) * 60000 * 5, 1.0);
     pgn_job_estimate_on(&mnist, &fast, &b);
@@ -71,7 +89,8 @@ Test(cost, estimates_scale_with_the_work_and_the_device) {
     pgn_job_spec inet = parse("{\"kind\":\"inet\",\"program\":\"@main = 1\"}");
     pgn_job_estimate_on(&inet, &slow, &a);
     pgn_job_estimate_on(&inet, &fast, &b);
-    cr_assert_str_eq(a.unit, "interactions");
+    cr_assert_eq(a.unit, PGN_WORK_INTERACTIONS);
+    cr_assert_str_eq(pgn_work_unit_name(a.unit), "interactions");
     cr_assert_lt(b.seconds, a.seconds);
     pgn_spec_free(&inet);
 }

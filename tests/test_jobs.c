@@ -151,7 +151,7 @@ Test(jobs, xor_job_trains_to_full_accuracy) {
                                     -1, &st, NULL),
                  SQLITE_OK);
     cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "1,2,3,4,5,6,7,8,9,10,11");
+    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "1,2,3,4,5,6,7,8,9,10,11,12,13");
     sqlite3_finalize(st);
     sqlite3_close(db);
 

@@ -1,7 +1,8 @@
-/* test_store.c: server/store.c against real SQLite files: the migration runner (fresh,
- * repeated, added, failing, newer), job rows through every transition, listing with filters
- * and paging, metric series, benchmark rows (batches, export filters, the latest run, a bench
- * job's success), start-up recovery, and concurrent use from several threads. */
+/* test_store.c: server/store*.c against real SQLite files: the migration runner (fresh,
+ * repeated, added, failing, newer), job rows through every transition, their placements, listing
+ * with filters and paging, metric series, benchmark rows and their rates (batches, export
+ * filters, the newest figures, a bench job's success), start-up recovery, and concurrent use
+ * from several threads. */
 #include "assets.h"
 #include "store.h"
 #include "views.h"
@@ -634,8 +635,160 @@ Test(store, a_version_1_database_gains_the_benchmarks_table) {
     cr_assert_str_eq(str(job, "name"), "old", "jobs survive the upgrade");
     json_decref(job);
     json_t *rows = json_pack("[{s:s, s:s, s:s}]", "suite", "gemm", "case", "N=128", "device", "d");
-    cr_assert_eq(pgd_store_bench_add(s, id, rows, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(s, id, rows, NULL, &err), 0, "%s", err.message);
     json_decref(rows);
+    pgd_store_close(s);
+}
+
+/* ---- placements ------------------------------------------------------------------------- */
+
+/* What placement.c makes of a train job on two devices, the second chosen: measured rates on
+ * one, guessed on the other. */
+static pgd_placement two_candidates(pgd_candidate c[2]) {
+    c[0] = (pgd_candidate){.device = "cpu-a",
+                           .rates = {.gflops = 40.5, .mips = 12.25, .launch_us = 35, .measured = true},
+                           .estimate = {.work = 3e9, .unit = PGN_WORK_FLOP, .launches = 800, .seconds = 0.1},
+                           .queue_seconds = 2.5};
+    c[1] = (pgd_candidate){.device = "cpu-b",
+                           .rates = {.gflops = 20, .mips = 80, .launch_us = 10, .measured = false},
+                           .estimate = {.work = 3e9, .unit = PGN_WORK_FLOP, .launches = 800, .seconds = 0.158},
+                           .queue_seconds = 0};
+    return (pgd_placement){.reason = PGD_PLACED_FASTEST, .chosen = 1, .n = 2, .candidates = c};
+}
+
+static void assert_same_candidate(const pgd_candidate *got, const pgd_candidate *want) {
+    cr_assert_str_eq(got->device, want->device);
+    cr_assert_eq(got->rates.gflops, want->rates.gflops);
+    cr_assert_eq(got->rates.mips, want->rates.mips);
+    cr_assert_eq(got->rates.launch_us, want->rates.launch_us);
+    cr_assert_eq(got->rates.measured, want->rates.measured);
+    cr_assert_eq(got->estimate.work, want->estimate.work);
+    cr_assert_eq(got->estimate.unit, want->estimate.unit);
+    cr_assert_eq(got->estimate.launches, want->estimate.launches);
+    cr_assert_eq(got->estimate.seconds, want->estimate.seconds);
+    cr_assert_eq(got->queue_seconds, want->queue_seconds);
+}
+
+Test(store, a_placement_is_kept_in_typed_columns_and_read_back_as_it_was_made) {
+    pgd_store *s = open_store();
+    pgd_candidate c[2];
+    pgd_placement made = two_candidates(c);
+    json_t *spec = json_pack("{s:s}", "kind", "train");
+    pgd_new_job job = {.kind = PGN_JOB_TRAIN, .name = "placed", .device_requested = "auto", .device = "cpu-b",
+                       .spec = spec, .placement = &made};
+    pgd_new_job unplaced = {.kind = PGN_JOB_BENCH, .name = "all", .device_requested = "all", .device = "cpu-a",
+                            .spec = spec};
+    int64_t id = 0, other = 0;
+    pgn_error err;
+    cr_assert_eq(pgd_store_jobs_insert(s, &job, 1, &id, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_jobs_insert(s, &unplaced, 1, &other, &err), 0, "%s", err.message);
+    json_decref(spec);
+
+    pgd_job got;
+    cr_assert_eq(pgd_store_job_get(s, id, false, &got, &err), 0, "%s", err.message);
+    cr_assert_eq(got.placement.reason, PGD_PLACED_FASTEST);
+    cr_assert_eq(got.placement.n, 2);
+    cr_assert_eq(got.placement.chosen, 1);
+    for (size_t i = 0; i < 2; i++) assert_same_candidate(&got.placement.candidates[i], &c[i]);
+    pgd_job_release(&got);
+    cr_assert_eq(pgd_store_job_get(s, other, false, &got, &err), 0, "%s", err.message);
+    cr_assert_eq(got.placement.n, 0, "a job placed without the cost model has no placement");
+    json_t *shown = pgd_job_json(&got, false);
+    cr_assert(json_is_null(json_object_get(shown, "estimate")), "its estimate is null");
+    json_decref(shown);
+    pgd_job_release(&got);
+
+    /* the list reads it too */
+    pgd_job *jobs;
+    size_t n;
+    int64_t total;
+    pgd_job_filter f = {.limit = 10};
+    cr_assert_eq(pgd_store_jobs_list(s, &f, &jobs, &n, &total, &err), 0, "%s", err.message);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(jobs[1].id, id);
+    cr_assert_eq(jobs[1].placement.n, 2);
+    assert_same_candidate(&jobs[1].placement.candidates[1], &c[1]);
+    cr_assert_eq(jobs[0].placement.n, 0);
+    pgd_jobs_free(jobs, n);
+
+    /* in columns, not a document */
+    sqlite3 *db = raw_db();
+    char *reason = raw_text(db, "SELECT placement FROM jobs WHERE placement IS NOT NULL");
+    cr_assert_str_eq(reason, "fastest");
+    free(reason);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM job_candidates WHERE chosen AND device = 'cpu-b' AND unit = 'flop'"), 1);
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'estimate'"), 0);
+    sqlite3_close(db);
+
+    /* the queue's figure is the chosen candidate's estimate of each queued or running job */
+    double q = -1;
+    cr_assert_eq(pgd_store_queue_seconds(s, "cpu-b", &q, &err), 0, "%s", err.message);
+    cr_assert_eq(q, 0.158);
+    cr_assert_eq(pgd_store_queue_seconds(s, "cpu-a", &q, &err), 0, "%s", err.message);
+    cr_assert_eq(q, 0, "cpu-a was weighed, not chosen; its bench job has no estimate");
+    cr_assert_eq(claim(s, "cpu-b"), id);
+    cr_assert_eq(pgd_store_queue_seconds(s, "cpu-b", &q, &err), 0, "%s", err.message);
+    cr_assert_eq(q, 0.158, "a running job still counts");
+    cr_assert_eq(pgd_store_job_finish(s, id, PGD_JOB_SUCCEEDED, NULL, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_queue_seconds(s, "cpu-b", &q, &err), 0, "%s", err.message);
+    cr_assert_eq(q, 0, "a finished job does not");
+
+    /* the candidates go with their job */
+    cr_assert_eq(pgd_store_job_delete(s, id, &err), 0, "%s", err.message);
+    db = raw_db();
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM job_candidates"), 0);
+    sqlite3_close(db);
+    pgd_store_close(s);
+}
+
+/* Before 012 the estimate was a JSON document on the job; the migration moves each one into the
+ * typed columns, and the API shows the same document as before (less nothing it had). */
+Test(store, estimates_stored_as_json_before_012_move_into_typed_columns) {
+    pgn_embedded before[64];
+    size_t k = 0;
+    for (size_t i = 0; pgd_schema_sources[i].name; i++)
+        if (strcmp(pgd_schema_sources[i].name, "012") < 0) before[k++] = pgd_schema_sources[i];
+    before[k] = (pgn_embedded){NULL, NULL, 0};
+    pgd_store *s;
+    pgn_error err;
+    cr_assert_eq(pgd_store_open_with(dbpath, before, &s, &err), 0, "%s", err.message);
+    pgd_store_close(s);
+    static const char estimate[] =
+        "{\"device\":\"cpu-b\",\"seconds\":0.158,\"queue_seconds\":0.0,\"total_seconds\":0.158,\"work\":3e9,"
+        "\"gflops\":20.0,\"mips\":80.0,\"launch_us\":10.0,\"unit\":\"flop\",\"measured\":false,"
+        "\"reason\":\"the shortest estimated finish (estimate + queued)\",\"candidates\":["
+        "{\"device\":\"cpu-a\",\"seconds\":0.1,\"queue_seconds\":2.5,\"total_seconds\":2.6,\"work\":3e9,"
+        "\"gflops\":40.5,\"mips\":12.25,\"launch_us\":35.0,\"unit\":\"flop\",\"measured\":true},"
+        "{\"device\":\"cpu-b\",\"seconds\":0.158,\"queue_seconds\":0.0,\"total_seconds\":0.158,\"work\":3e9,"
+        "\"gflops\":20.0,\"mips\":80.0,\"launch_us\":10.0,\"unit\":\"flop\",\"measured\":false}]}";
+    sqlite3 *db = raw_db();
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db, "INSERT INTO jobs (kind, name, device_requested, device, spec, estimate)"
+                                        " VALUES ('train', 'old', 'auto', 'cpu-b', '{}', ?1)", -1, &st, NULL),
+                 SQLITE_OK, "%s", sqlite3_errmsg(db));
+    sqlite3_bind_text(st, 1, estimate, -1, SQLITE_STATIC);
+    cr_assert_eq(sqlite3_step(st), SQLITE_DONE, "%s", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    int64_t id = sqlite3_last_insert_rowid(db);
+    sqlite3_close(db);
+
+    s = open_store();
+    pgd_job got;
+    cr_assert_eq(pgd_store_job_get(s, id, false, &got, &err), 0, "%s", err.message);
+    pgd_candidate c[2];
+    pgd_placement want = two_candidates(c);
+    cr_assert_eq(got.placement.reason, want.reason);
+    cr_assert_eq(got.placement.n, 2);
+    cr_assert_eq(got.placement.chosen, 1);
+    for (size_t i = 0; i < 2; i++) {
+        c[i].estimate.launches = 0; /* the document did not keep them */
+        assert_same_candidate(&got.placement.candidates[i], &c[i]);
+    }
+    json_t *shown = pgd_placement_json(&got.placement), *old = json_loads(estimate, 0, NULL);
+    cr_assert(json_equal(shown, old), "the API shows what it showed before: %s", json_dumps(shown, JSON_COMPACT));
+    json_decref(shown);
+    json_decref(old);
+    pgd_job_release(&got);
     pgd_store_close(s);
 }
 
@@ -656,14 +809,6 @@ static json_t *bench_list(pgd_store *s, const char *suite, const char *device, i
     return rows;
 }
 
-static json_t *bench_latest(pgd_store *s, const char *device, const char *suite) {
-    json_t *rows = NULL;
-    pgn_error err;
-    cr_assert_eq(pgd_store_bench_latest(s, device, suite, &rows, &err), 0, "%s", err.message);
-    cr_assert(json_is_array(rows));
-    return rows;
-}
-
 static int64_t row_int(const json_t *rows, size_t i, const char *key) {
     return json_integer_value(json_object_get(json_array_get(rows, i), key));
 }
@@ -679,9 +824,9 @@ Test(store, bench_rows_are_stored_in_one_batch_and_listed_with_filters_and_limit
                              bench_row("gemm", "N=256", "cpu-1", 2.0),
                              bench_row("inet", "fib", "cpu-1", 7.0));
     pgn_error err;
-    cr_assert_eq(pgd_store_bench_add(s, job, rows, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(s, job, rows, NULL, &err), 0, "%s", err.message);
     json_t *other = json_pack("[o]", bench_row("gemm", "N=128", "gpu-2", 0.25));
-    cr_assert_eq(pgd_store_bench_add(s, 0, other, &err), 0, "rows without a job: %s",
+    cr_assert_eq(pgd_store_bench_add(s, 0, other, NULL, &err), 0, "rows without a job: %s",
                  err.message);
 
     json_t *all = bench_list(s, NULL, NULL, 1000);
@@ -772,7 +917,7 @@ Test(store, bad_bench_rows_name_the_field_and_store_nothing) {
         cr_assert_not_null(rows, "%s", cases[i].json);
         pgn_error err;
         pgn_error_clear(&err);
-        cr_assert_eq(pgd_store_bench_add(s, job, rows, &err), -1, "%s", cases[i].json);
+        cr_assert_eq(pgd_store_bench_add(s, job, rows, NULL, &err), -1, "%s", cases[i].json);
         cr_assert_str_eq(pgn_error_code_name(err.code), "invalid_row");
         cr_assert_str_eq(err.field, cases[i].field);
         cr_assert(strstr(err.message, cases[i].field) && strstr(err.message, cases[i].says),
@@ -781,7 +926,7 @@ Test(store, bad_bench_rows_name_the_field_and_store_nothing) {
     }
     json_t *rows = json_pack("[o]", bench_row("gemm", "N=128", "d", 1));
     pgn_error err;
-    cr_assert_eq(pgd_store_bench_add(s, 999, rows, &err), -1);
+    cr_assert_eq(pgd_store_bench_add(s, 999, rows, NULL, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
     cr_assert_str_eq(err.message, "job 999 does not exist");
     json_decref(rows);
@@ -791,57 +936,51 @@ Test(store, bad_bench_rows_name_the_field_and_store_nothing) {
     pgd_store_close(s);
 }
 
-Test(store, latest_returns_only_the_newest_run_of_a_suite_on_a_device) {
+/* What runs measured of a device's rates: kept beside their rows, each figure the newest run's
+ * that measured it, per device; a run's rates go with its job. */
+Test(store, rates_are_the_newest_each_run_measured_and_go_with_their_job) {
     pgd_store *s = open_store();
     pgn_error err;
     int64_t old = insert(s, "bench", "old", "cpu-1");
     int64_t new = insert(s, "bench", "new", "cpu-1");
-    json_t *a = json_pack("[o, o, o]", bench_row("gemm", "N=128", "cpu-1", 1),
-                          bench_row("gemm", "N=256", "cpu-1", 2),
-                          bench_row("inet", "fib", "cpu-1", 3));
-    json_t *b = json_pack("[o, o]", bench_row("gemm", "N=128", "cpu-1", 0.9),
-                          bench_row("gemm", "fwd1", "cpu-1", 0.8));
-    json_t *c = json_pack("[o]", bench_row("gemm", "N=128", "gpu-2", 0.1));
-    cr_assert_eq(pgd_store_bench_add(s, old, a, &err), 0, "%s", err.message);
-    cr_assert_eq(pgd_store_bench_add(s, new, b, &err), 0, "%s", err.message);
-    cr_assert_eq(pgd_store_bench_add(s, new, c, &err), 0, "%s", err.message);
+    json_t *a = json_pack("[o, o]", bench_row("gemm", "fwd1", "cpu-1", 1), bench_row("inet", "fib", "cpu-1", 3));
+    json_t *b = json_pack("[o]", bench_row("gemm", "fwd1", "cpu-1", 0.8));
+    json_t *c = json_pack("[o]", bench_row("gemm", "fwd1", "gpu-2", 0.1));
+    pgn_measured_rates ra = {.device = "cpu-1", .gflops = 100, .mips = 50, .launch_us = 30};
+    pgn_measured_rates rb = {.device = "cpu-1", .gflops = 120}; /* a gemm run alone */
+    pgn_measured_rates rc = {.device = "gpu-2", .gflops = 900};
+    cr_assert_eq(pgd_store_bench_add(s, old, a, &ra, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(s, new, b, &rb, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(s, 0, c, &rc, &err), 0, "%s", err.message);
 
-    json_t *l = bench_latest(s, "cpu-1", "gemm");
-    cr_assert_eq(json_array_size(l), 2, "only the newer job's gemm rows on cpu-1");
-    cr_assert_str_eq(row_str(l, 0, "case"), "N=128");
-    cr_assert_eq(row_int(l, 0, "job_id"), new);
-    cr_assert_float_eq(json_real_value(json_object_get(json_array_get(l, 0), "device_ms")), 0.9, 0);
-    cr_assert_str_eq(row_str(l, 1, "case"), "fwd1");
-    json_decref(l);
+    pgn_measured_rates m;
+    cr_assert_eq(pgd_store_rates_latest(s, "cpu-1", &m, &err), 0, "%s", err.message);
+    cr_assert_str_eq(m.device, "cpu-1");
+    cr_assert_eq(m.gflops, 120, "the newer run's GEMM rate");
+    cr_assert_eq(m.mips, 50, "the reducer's rate is still the older run's: the newer did not measure it");
+    cr_assert_eq(m.launch_us, 30);
+    cr_assert_eq(pgd_store_rates_latest(s, "gpu-2", &m, &err), 0, "%s", err.message);
+    cr_assert_eq(m.gflops, 900, "a run without a job counts too");
+    cr_assert_eq(m.mips, 0);
+    cr_assert_eq(pgd_store_rates_latest(s, "gpu-9", &m, &err), 0, "%s", err.message);
+    cr_assert(m.gflops == 0 && m.mips == 0 && m.launch_us == 0, "a device never measured has no figures");
 
-    l = bench_latest(s, "cpu-1", "inet");
-    cr_assert_eq(json_array_size(l), 1, "inet's newest run is still the old job");
-    cr_assert_eq(row_int(l, 0, "job_id"), old);
-    json_decref(l);
+    /* rows without rates (nothing measured) store no figures */
+    json_t *d = json_pack("[o]", bench_row("mlp-forward", "S1", "cpu-3", 5));
+    pgn_measured_rates none = {.device = "cpu-3"};
+    cr_assert_eq(pgd_store_bench_add(s, 0, d, &none, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(s, 0, d, NULL, &err), 0, "%s", err.message);
+    sqlite3 *db = raw_db();
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM device_rates WHERE device = 'cpu-3'"), 0);
+    sqlite3_close(db);
 
-    l = bench_latest(s, "cpu-1", NULL);
-    cr_assert_eq(json_array_size(l), 3, "every suite's newest run: 1 inet + 2 gemm");
-    cr_assert_str_eq(row_str(l, 0, "suite"), "inet");
-    cr_assert_eq(row_int(l, 1, "job_id"), new);
-    json_decref(l);
-
-    l = bench_latest(s, "gpu-2", "gemm");
-    cr_assert_eq(json_array_size(l), 1);
-    cr_assert_str_eq(row_str(l, 0, "device"), "gpu-2");
-    json_decref(l);
-    l = bench_latest(s, "gpu-9", "gemm");
-    cr_assert_eq(json_array_size(l), 0);
-    json_decref(l);
-
-    /* Batches without a job are runs of their own. */
-    usleep(5000); /* a later created_at */
-    json_t *d = json_pack("[o]", bench_row("gemm", "N=512", "cpu-1", 5));
-    cr_assert_eq(pgd_store_bench_add(s, 0, d, &err), 0, "%s", err.message);
-    l = bench_latest(s, "cpu-1", "gemm");
-    cr_assert_eq(json_array_size(l), 1, "the jobless batch is the newest run");
-    cr_assert_str_eq(row_str(l, 0, "case"), "N=512");
-    cr_assert(json_is_null(json_object_get(json_array_get(l, 0), "job_id")));
-    json_decref(l);
+    /* deleting the newer job withdraws its run from the cost model */
+    cr_assert_eq(claim(s, "cpu-1"), old);
+    cr_assert_eq(claim(s, "cpu-1"), new);
+    cr_assert_eq(pgd_store_job_finish(s, new, PGD_JOB_FAILED, NULL, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_job_delete(s, new, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_rates_latest(s, "cpu-1", &m, &err), 0, "%s", err.message);
+    cr_assert_eq(m.gflops, 100, "the older run's again");
 
     json_decref(a);
     json_decref(b);
@@ -862,7 +1001,11 @@ Test(store, bench_finish_stores_rows_and_success_together_or_neither) {
     json_t *result = json_pack("{s:s, s:s, s:[o, o]}", "suite", "gemm", "device", "d", "rows",
                                bench_row("gemm", "N=128", "d", 1),
                                bench_row("gemm", "N=256", "d", 2));
-    cr_assert_eq(pgd_store_bench_finish(s, ok, result, &err), 0, "%s", err.message);
+    pgn_measured_rates rates = {.device = "d", .gflops = 42};
+    cr_assert_eq(pgd_store_bench_finish(s, ok, result, &rates, &err), 0, "%s", err.message);
+    pgn_measured_rates m;
+    cr_assert_eq(pgd_store_rates_latest(s, "d", &m, &err), 0, "%s", err.message);
+    cr_assert_eq(m.gflops, 42, "the rates are stored with the rows");
     json_t *o = get(s, ok);
     cr_assert_str_eq(str(o, "state"), "succeeded");
     cr_assert(json_equal(json_object_get(o, "result"), result));
@@ -873,7 +1016,7 @@ Test(store, bench_finish_stores_rows_and_success_together_or_neither) {
     json_decref(l);
 
     /* Finished already: conflict, and no second copy of the rows. */
-    cr_assert_eq(pgd_store_bench_finish(s, ok, result, &err), -1);
+    cr_assert_eq(pgd_store_bench_finish(s, ok, result, NULL, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
     l = bench_list(s, NULL, NULL, 100);
     cr_assert_eq(json_array_size(l), 2);
@@ -881,22 +1024,25 @@ Test(store, bench_finish_stores_rows_and_success_together_or_neither) {
 
     /* A bad row: the job is not marked succeeded and nothing is stored. */
     json_t *broken = json_pack("{s:[{s:s}]}", "rows", "suite", "gemm");
-    cr_assert_eq(pgd_store_bench_finish(s, bad, broken, &err), -1);
+    pgn_measured_rates other = {.device = "d", .gflops = 7};
+    cr_assert_eq(pgd_store_bench_finish(s, bad, broken, &other, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "invalid_row");
     cr_assert_str_eq(err.field, "rows[0].case");
     o = get(s, bad);
     cr_assert_str_eq(str(o, "state"), "running");
     json_decref(o);
     json_t *no_rows = json_pack("{s:s}", "suite", "gemm");
-    cr_assert_eq(pgd_store_bench_finish(s, bad, no_rows, &err), -1);
+    cr_assert_eq(pgd_store_bench_finish(s, bad, no_rows, NULL, &err), -1);
     cr_assert_str_eq(err.field, "rows");
+    cr_assert_eq(pgd_store_rates_latest(s, "d", &m, &err), 0, "%s", err.message);
+    cr_assert_eq(m.gflops, 42, "a refused run's rates are not stored either");
     l = bench_list(s, NULL, NULL, 100);
     cr_assert_eq(json_array_size(l), 2);
     json_decref(l);
 
     /* A queued job may finish too (as pgd_store_job_finish allows); a missing one may not. */
-    cr_assert_eq(pgd_store_bench_finish(s, queued, result, &err), 0, "%s", err.message);
-    cr_assert_eq(pgd_store_bench_finish(s, 4242, result, &err), -1);
+    cr_assert_eq(pgd_store_bench_finish(s, queued, result, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_finish(s, 4242, result, NULL, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
     pgd_store_close(s);
 
@@ -1252,7 +1398,7 @@ Test(store, delete_takes_a_finished_job_with_its_rows_in_one_go) {
     cr_assert_eq(pgd_store_metric_add(s, other, "loss", 1, 0.5, &err), 0);
     json_t *rows = json_pack("[{s:s, s:s, s:s, s:f}]", "suite", "gemm", "case", "N=128", "device",
                              "d", "gflops", 1.5);
-    cr_assert_eq(pgd_store_bench_add(s, done, rows, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_add(s, done, rows, NULL, &err), 0, "%s", err.message);
     json_decref(rows);
 
     /* queued, then running: refused, nothing removed */

@@ -252,6 +252,9 @@ int pgn_bench_run(const pgn_bench_spec *spec, pgn_device *dev, const pgn_run_opt
                          .n_cases = (size_t)spec->n_cases,
                          .hooks = hooks,
                          .data_dir = opts && opts->data_dir ? opts->data_dir : PGN_DEFAULT_DATA_DIR};
+    pgn_measured_rates rates = {0};
+    snprintf(rates.device, sizeof rates.device, "%s", ctx.info->id);
+    ctx.rates = &rates;
     bool all = !strcmp(spec->suite, "all");
     /* the progress is the share of cases begun (the listing names the host's too, so a device
      * that skips one ends below 1 until the end) */
@@ -271,6 +274,7 @@ int pgn_bench_run(const pgn_bench_spec *spec, pgn_device *dev, const pgn_run_opt
         pgn_error_set(err, PGN_E_INVALID_SPEC, "suite", "suite: unknown suite '%s'", spec->suite);
         return -1;
     }
+    if (hooks && hooks->on_rates) hooks->on_rates(hooks->ctx, &rates);
     return 0;
 }
 

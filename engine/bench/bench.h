@@ -21,6 +21,8 @@ typedef struct pgn_bench_ctx {
                                    shorten the run; the row says how many ran) */
     json_t *listing;            /* set: nothing runs; pgn_bench_wants appends each case id here */
     struct pgn_bench_count *count; /* cases begun of the run's total: on_progress (NULL: none) */
+    pgn_measured_rates *rates;  /* what the run measured of the device's rates: each suite sets its
+                                   figure (pgn_measured_rates says which); NULL: not kept */
 } pgn_bench_ctx;
 
 /* A run's cases: how many there are and how many have begun (pgn_bench_wants counts them). */

@@ -62,9 +62,11 @@ done:
     return rc;
 }
 
-/* Times one shape (unless ctx's case filter leaves it out) and appends its row. */
-static int gemm_case_run(const pgn_bench_ctx *ctx, const pgn_gemm_shape *c, json_t *rows,
+/* Times one shape (unless ctx's case filter leaves it out) and appends its row; *gflops is its
+ * figure (0 when it did not run). */
+static int gemm_case_run(const pgn_bench_ctx *ctx, const pgn_gemm_shape *c, json_t *rows, double *gflops,
                          pgn_error *err) {
+    *gflops = 0;
     if (!pgn_bench_wants(ctx, c->name)) return 0;
     if (pgn_bench_check_stop(ctx, err)) return -1;
     size_t na = (size_t)c->M * c->K, nb = (size_t)c->K * c->N, nc = (size_t)c->M * c->N;
@@ -88,18 +90,18 @@ static int gemm_case_run(const pgn_bench_ctx *ctx, const pgn_gemm_shape *c, json
     }
     if (rc == 0) {
         double flop = 2.0 * c->M * c->N * c->K;
+        *gflops = dev_s > 0 ? flop / dev_s / 1e9 : 0;
         json_t *row = pgn_bench_row(ctx, "gemm", c->name);
         json_object_set_new(row, "m", json_integer(c->M));
         json_object_set_new(row, "n", json_integer(c->N));
         json_object_set_new(row, "k", json_integer(c->K));
         json_object_set_new(row, "transpose", json_string(c->ta ? "TN" : c->tb ? "NT" : "NN"));
         json_object_set_new(row, "device_ms", json_real(dev_s * 1e3));
-        json_object_set_new(row, "gflops", json_real(dev_s > 0 ? flop / dev_s / 1e9 : 0));
+        json_object_set_new(row, "gflops", json_real(*gflops));
         json_object_set_new(row, "host_gflops", json_real(host_s > 0 ? flop / host_s / 1e9 : 0));
         json_object_set_new(row, "bit_identical", json_boolean(!memcmp(host, dev, nc * sizeof *dev)));
         json_array_append_new(rows, row);
-        pgn_hooks_log(ctx->hooks, "gemm %s on %s: %.1f GFLOP/s", c->name, ctx->info->id,
-                      dev_s > 0 ? flop / dev_s / 1e9 : 0);
+        pgn_hooks_log(ctx->hooks, "gemm %s on %s: %.1f GFLOP/s", c->name, ctx->info->id, *gflops);
     }
     free(a);
     free(b);
@@ -178,12 +180,16 @@ static bool ctx_stop(void *ctx) {
     return c->hooks && c->hooks->should_stop && c->hooks->should_stop(c->hooks->ctx);
 }
 
-static int gemm_tiles(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
+/* The tile case: a row a tile; *first is the first tile's figure at N=1024 (0 when it did not
+ * run). */
+static int gemm_tiles(const pgn_bench_ctx *ctx, json_t *rows, double *first, pgn_error *err) {
+    *first = 0;
     if (!pgn_bench_wants(ctx, "tile") || !ctx->dev) return 0; /* the host has its own tiles */
     double total[MAX_TILES] = {0}, gflops[MAX_TILES][N_TILE_SHAPES] = {{0}};
     int best;
     if (measure_tiles(ctx->dev, ctx->repeats, ctx_stop, (void *)ctx, gflops, total, &best, err)) return -1;
     tile_rows(ctx, gflops, total, best, rows);
+    *first = gflops[0][0];
     pgn_hooks_log(ctx->hooks, "gemm tile on %s: %s (%.1f GFLOP/s at N=1024; the default %s %.1f)", ctx->info->id,
                   pgn_gemm_tile_name(best), gflops[best][0], pgn_gemm_tile_name(0), gflops[0][0]);
     return 0;
@@ -251,16 +257,26 @@ int pgn_device_calibrate(pgn_device *dev, double budget_s, int repeats, json_t *
     return 0;
 }
 
+/* The case whose figure is the cost model's GEMM rate: the training shape, whose FLOPs a train
+ * job's estimate counts (engine/bench/cost.c). A run without it gives its first figure. */
+#define RATE_CASE "fwd1"
+
 int pgn_bench_gemm(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
-    if (gemm_tiles(ctx, rows, err)) return -1;
+    double first = 0, rate = 0, g;
+    if (gemm_tiles(ctx, rows, &first, err)) return -1;
     for (size_t i = 0; i < sizeof gemm_squares / sizeof *gemm_squares; i++) {
         int n = gemm_squares[i];
         char name[16];
         snprintf(name, sizeof name, "N=%d", n);
         pgn_gemm_shape square = {name, n, n, n, false, false};
-        if (gemm_case_run(ctx, &square, rows, err)) return -1;
+        if (gemm_case_run(ctx, &square, rows, &g, err)) return -1;
+        if (first <= 0) first = g;
     }
-    for (int i = 0; i < PGN_MLP_GEMM_SHAPES; i++)
-        if (gemm_case_run(ctx, &pgn_mlp_gemm_shapes[i], rows, err)) return -1;
+    for (int i = 0; i < PGN_MLP_GEMM_SHAPES; i++) {
+        if (gemm_case_run(ctx, &pgn_mlp_gemm_shapes[i], rows, &g, err)) return -1;
+        if (first <= 0) first = g;
+        if (!strcmp(pgn_mlp_gemm_shapes[i].name, RATE_CASE)) rate = g;
+    }
+    if (ctx->rates && (rate > 0 || first > 0)) ctx->rates->gflops = rate > 0 ? rate : first;
     return 0;
 }

@@ -179,5 +179,6 @@ int pgn_bench_tensor_micro(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *er
         }
         json_array_append_new(rows, row);
     }
+    if (measured && ctx->rates) ctx->rates->launch_us = launch_s * 1e6;
     return 0;
 }

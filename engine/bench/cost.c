@@ -1,13 +1,13 @@
-/* cost.c: the cost model behind "auto" placement: a device's measured rates (from its latest
- * benchmark rows, or estimated from its properties when it has none) and a job's estimated work
- * and time on a device. Pure functions: the scheduler brings the rows and the queue. */
+/* cost.c: the cost model behind "auto" placement: a device's rates (what benchmark runs measured
+ * of it, or estimated from its properties where they measured nothing) and a job's estimated work
+ * and time on a device. Pure functions: the scheduler brings the measurements and the queue. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tensor/tensor.h"
 
-/* Fallbacks from a device's properties, used only until it has benchmark rows: FLOPs a compute
+/* Fallbacks from a device's properties, used only until a benchmark run has measured it: FLOPs a compute
  * unit does per clock on the GEMM (half an AVX-512 core's FMA peak on a CPU; a GPU's CU runs
  * 64-128 lanes), interactions a CPU compute unit reduces per second, and launch costs (a pocl
  * launch is about 35 us with a wait, docs/architecture.md). */
@@ -50,35 +50,33 @@ void pgn_device_rates_estimate(const pgn_device_info *info, pgn_device_rates *ou
     }
 }
 
-void pgn_device_rates_from_rows(const pgn_device_info *info, const json_t *rows, pgn_device_rates *out) {
+void pgn_device_rates_measured(const pgn_device_info *info, const pgn_measured_rates *m, pgn_device_rates *out) {
     pgn_device_rates_estimate(info, out);
-    double mips[64], gflops = 0, launch = -1;
-    int n_mips = 0;
-    size_t i;
-    const json_t *row;
-    json_array_foreach(rows, i, row) {
-        const char *suite = json_string_value(json_object_get(row, "suite"));
-        const char *c = json_string_value(json_object_get(row, "case"));
-        if (!suite || !c) continue;
-        if (!strcmp(suite, "gemm") && !strcmp(c, "fwd1")) /* the training shape the model uses */
-            gflops = json_number_value(json_object_get(row, "gflops"));
-        else if (!strcmp(suite, "gemm") && gflops <= 0)
-            gflops = json_number_value(json_object_get(row, "gflops"));
-        else if (!strcmp(suite, "inet") && n_mips < 64 &&
-                 json_number_value(json_object_get(row, "interactions")) >= 1e5) /* not launch-bound */
-            mips[n_mips++] = json_number_value(json_object_get(row, "mips"));
-        else if (!strcmp(suite, "tensor-micro") && json_object_get(row, "launch_us"))
-            launch = json_number_value(json_object_get(row, "launch_us"));
-    }
-    if (gflops > 0) {
-        out->gflops = gflops;
+    if (m->gflops > 0) {
+        out->gflops = m->gflops;
         out->measured = true;
     }
-    if (n_mips) {
-        out->mips = pgn_median(mips, (size_t)n_mips);
+    if (m->mips > 0) {
+        out->mips = m->mips;
         out->measured = true;
     }
-    if (launch >= 0) out->launch_us = launch;
+    if (m->launch_us > 0) out->launch_us = m->launch_us;
+}
+
+static const char *const work_units[] = {[PGN_WORK_NONE] = "none", [PGN_WORK_FLOP] = "flop",
+                                         [PGN_WORK_INTERACTIONS] = "interactions"};
+
+const char *pgn_work_unit_name(pgn_work_unit unit) {
+    return (size_t)unit < sizeof work_units / sizeof *work_units ? work_units[unit] : "none";
+}
+
+int pgn_work_unit_parse(const char *name, pgn_work_unit *out) {
+    for (size_t i = 0; name && i < sizeof work_units / sizeof *work_units; i++)
+        if (!strcmp(work_units[i], name)) {
+            *out = (pgn_work_unit)i;
+            return 0;
+        }
+    return -1;
 }
 
 static double samples_per_epoch(const pgn_data_spec *d) {
@@ -101,7 +99,7 @@ void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *r, pg
         if (t->model == PGN_MODEL_GPT) {
             double windows = (double)t->steps * t->batch_size;
             out->work = pgn_train_flops_per_sample(t) * windows;
-            out->unit = "flop";
+            out->unit = PGN_WORK_FLOP;
             out->launches = t->steps * GPT_LAUNCHES_PER_LAYER_STEP * t->gpt.n_layer;
             out->seconds = out->work / (r->gflops * 1e9) + out->launches * r->launch_us * 1e-6;
             break;
@@ -109,24 +107,24 @@ void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *r, pg
         double samples = samples_per_epoch(&t->data) * t->epochs;
         double steps = ceil(samples_per_epoch(&t->data) / t->batch_size) * t->epochs;
         out->work = pgn_train_flops_per_sample(t) * samples;
-        out->unit = "flop";
+        out->unit = PGN_WORK_FLOP;
         out->launches = steps * LAUNCHES_PER_LAYER_STEP * (t->n_layers - 1);
         out->seconds = out->work / (r->gflops * 1e9) + out->launches * r->launch_us * 1e-6;
         break;
     }
     case PGN_JOB_INET:
         out->work = INET_NOMINAL_INTERACTIONS;
-        out->unit = "interactions";
+        out->unit = PGN_WORK_INTERACTIONS;
         out->launches = 1;
         out->seconds = out->work / (r->mips * 1e6) + r->launch_us * 1e-6;
         break;
     case PGN_JOB_BENCH:
         /* a benchmark measures the device it names; its time does not steer placement */
-        out->unit = "none";
+        out->unit = PGN_WORK_NONE;
         break;
     case PGN_JOB_GENERATE:
         /* a few seconds at most; it runs where its model trained unless the request says */
-        out->unit = "none";
+        out->unit = PGN_WORK_NONE;
         break;
     }
 }

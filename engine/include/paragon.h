@@ -508,6 +508,8 @@ int pgn_job_kind_parse(const char *name, pgn_job_kind *out);
 
 /* ---- running jobs ----------------------------------------------------------------------- */
 
+struct pgn_measured_rates; /* the cost model's section, below */
+
 /* Hooks the engine calls while a job runs, from the thread that called pgn_job_run.
  * Any hook may be NULL. should_stop is polled at every step boundary; returning true makes
  * pgn_job_run fail with code "cancelled". */
@@ -519,6 +521,8 @@ typedef struct pgn_run_hooks {
     bool (*should_stop)(void *ctx);
     /* generate: each generated character (its UTF-8 bytes, len of them) as it comes; index from 0 */
     void (*on_text)(void *ctx, int64_t index, const char *text, size_t len);
+    /* bench: what a run that succeeded measured of its device's rates, for the cost model */
+    void (*on_rates)(void *ctx, const struct pgn_measured_rates *rates);
 } pgn_run_hooks;
 
 /* A log line through h->on_log, formatted (at most 1023 bytes); nothing when h or on_log is NULL. */
@@ -604,20 +608,44 @@ typedef struct pgn_device_rates {
     double gflops;    /* GEMM throughput on the training shape */
     double mips;      /* interaction-net reducer, millions of interactions per second */
     double launch_us; /* one kernel launch, queued with others */
-    bool measured;    /* from benchmark rows (else estimated from the device's properties) */
+    bool measured;    /* measured by benchmark runs (else estimated from the device's properties) */
 } pgn_device_rates;
 
-/* Rates guessed from the device's compute units and clock, for a device without rows. */
+/* What a benchmark run measured of its device's rates, each figure 0 when the run did not
+ * measure it: the gemm suite's GEMM rate (its training-shape case, fwd1, else its first case),
+ * the inet suite's reducer rate (the median over its programs of 1e5 interactions or more:
+ * smaller ones are launch-bound) and tensor-micro's launch cost (on a device). pgn_bench_run
+ * reports it through hooks->on_rates; rows stay rows, for the export. */
+typedef struct pgn_measured_rates {
+    char device[48]; /* the device's id (pgn_device_info.id) */
+    double gflops;
+    double mips;
+    double launch_us;
+} pgn_measured_rates;
+
+/* Rates guessed from the device's compute units and clock, for a device never measured. */
 void pgn_device_rates_estimate(const pgn_device_info *info, pgn_device_rates *out);
-/* Rates from benchmark rows of that device (any suites; gemm fwd1, inet programs of 1e5
- * interactions or more, tensor-micro launch_us), the estimate filling what they lack. */
-void pgn_device_rates_from_rows(const pgn_device_info *info, const json_t *rows, pgn_device_rates *out);
+/* Rates from what benchmark runs measured of the device (m), the estimate filling what they
+ * lack; measured when a GEMM or reducer rate was. */
+void pgn_device_rates_measured(const pgn_device_info *info, const pgn_measured_rates *m, pgn_device_rates *out);
+
+/* What a job's estimated work counts. */
+typedef enum {
+    PGN_WORK_NONE,         /* nothing that steers placement (bench and generate jobs) */
+    PGN_WORK_FLOP,         /* floating-point operations (train) */
+    PGN_WORK_INTERACTIONS, /* interaction-net rewrites (inet) */
+} pgn_work_unit;
+
+/* "none", "flop", "interactions": a unit as the API shows it and the store keeps it. */
+const char *pgn_work_unit_name(pgn_work_unit unit);
+/* The unit of that name; -1 for none. */
+int pgn_work_unit_parse(const char *name, pgn_work_unit *out);
 
 typedef struct pgn_job_estimate {
-    double work;      /* FLOPs (train), interactions (inet: a nominal 1e8, unknown until run) */
-    const char *unit; /* "flop", "interactions", "none" (bench jobs do not steer placement) */
-    double launches;  /* kernel launches */
-    double seconds;   /* work / rate + launches * launch cost */
+    double work;        /* FLOPs (train), interactions (inet: a nominal 1e8, unknown until run) */
+    pgn_work_unit unit; /* what work counts */
+    double launches;    /* kernel launches */
+    double seconds;     /* work / rate + launches * launch cost */
 } pgn_job_estimate;
 
 void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *rates, pgn_job_estimate *out);
@@ -727,7 +755,8 @@ const pgn_bench_column *pgn_bench_table_columns(const char *suite, size_t *n);
 char *pgn_bench_csv(const char *suite, const json_t *rows);
 
 /* Runs one suite (or "all") on dev (NULL: the host pseudo-device) and appends its rows to
- * rows. hooks->on_log gets a line per case; should_stop is polled between cases. */
+ * rows. hooks->on_log gets a line per case; should_stop is polled between cases; on_rates, once
+ * the run succeeded, what it measured of the device's rates (pgn_measured_rates). */
 int pgn_bench_run(const pgn_bench_spec *spec, pgn_device *dev, const pgn_run_options *opts,
                   const pgn_run_hooks *hooks, json_t *rows, pgn_error *err);
 

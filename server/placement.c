@@ -1,0 +1,129 @@
+/* placement.c: owns where a job goes: the device its spec names, or for "auto" the OpenCL
+ * device where the cost model (engine/bench/cost.c) expects it to finish first, counting the
+ * work already queued or running there. Each device's rates and queue are cached on its worker,
+ * re-read from the store only when stale, and each placement adds its own estimate to its
+ * device's queue at once, so a burst of submissions spreads over the devices. */
+#include "scheduler_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How stale the cost model's per-device queue sums may get (see queue_seconds). */
+#define QUEUE_REFRESH_NS 100000000LL
+/* How long the cost model trusts a device's rates before it reads them from the store again
+ * (new measurements come from calibration and bench jobs: rarely). */
+#define RATES_REFRESH_NS 1000000000LL
+
+int sched_place(const pgd_scheduler *s, const char *want, pgn_device_info *out, pgn_error *err) {
+    pgn_error e;
+    pgn_error_clear(&e);
+    if (pgn_device_select(want, s->devices, s->n, out, &e) == 0) return 0;
+    /* The engine's message already names the field; to a submission it is a bad spec. */
+    *err = e;
+    err->code = PGN_E_INVALID_SPEC;
+    return -1;
+}
+
+/* The device's rates: what benchmark runs measured of it (estimated from its properties where
+ * they measured nothing, or when the store cannot say). */
+static void device_rates(pgd_scheduler *s, const pgn_device_info *info, pgn_device_rates *r) {
+    worker *w = sched_worker_of(s, info->id);
+    int64_t now = pgn_now_ns();
+    if (w) {
+        pthread_mutex_lock(&s->lock);
+        bool fresh = w->rates_read_ns && now - w->rates_read_ns < RATES_REFRESH_NS;
+        *r = w->rates;
+        pthread_mutex_unlock(&s->lock);
+        if (fresh) return;
+    }
+    pgn_measured_rates m;
+    pgn_error err;
+    if (pgd_store_rates_latest(s->store, info->id, &m, &err) == 0) pgn_device_rates_measured(info, &m, r);
+    else pgn_device_rates_estimate(info, r);
+    if (w) {
+        pthread_mutex_lock(&s->lock);
+        w->rates = *r;
+        w->rates_read_ns = now;
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
+/* Seconds of work queued or running on a device, as the cost model counts it. The store's
+ * sum reads the estimate of every job there (under the store's lock, for every submission), so
+ * it is re-read at most every QUEUE_REFRESH_NS; in between, each placement adds its own
+ * estimate (queue_add), so a burst of "auto" submissions still spreads over the devices. */
+static double queue_seconds(pgd_scheduler *s, const char *device_id) {
+    worker *w = sched_worker_of(s, device_id);
+    double q = 0;
+    pgn_error err;
+    if (!w) return pgd_store_queue_seconds(s->store, device_id, &q, &err) < 0 ? 0 : q;
+    int64_t now = pgn_now_ns();
+    pthread_mutex_lock(&s->lock);
+    bool fresh = w->queue_read_ns && now - w->queue_read_ns < QUEUE_REFRESH_NS;
+    q = w->queue_s;
+    pthread_mutex_unlock(&s->lock);
+    if (fresh) return q;
+    if (pgd_store_queue_seconds(s->store, w->info->id, &q, &err) < 0) return q;
+    pthread_mutex_lock(&s->lock);
+    w->queue_s = q;
+    w->queue_read_ns = now;
+    pthread_mutex_unlock(&s->lock);
+    return q;
+}
+
+static void queue_add(pgd_scheduler *s, const char *device_id, double seconds) {
+    worker *w = sched_worker_of(s, device_id);
+    if (!w) return;
+    pthread_mutex_lock(&s->lock);
+    w->queue_s += seconds;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* One candidate: the job's estimate on info's device, and the work already queued or running
+ * there. */
+static void weigh(pgd_scheduler *s, const pgn_job_spec *spec, const pgn_device_info *info, pgd_candidate *c) {
+    *c = (pgd_candidate){0};
+    snprintf(c->device, sizeof c->device, "%s", info->id);
+    device_rates(s, info, &c->rates);
+    pgn_job_estimate_on(spec, &c->rates, &c->estimate);
+    c->queue_seconds = queue_seconds(s, info->id);
+}
+
+static double finish_seconds(const pgd_candidate *c) { return c->estimate.seconds + c->queue_seconds; }
+
+int pgd_scheduler_place_job(pgd_scheduler *s, const pgn_job_spec *spec, pgn_device_info *out,
+                            pgd_placement *placement, pgn_error *err) {
+    *placement = (pgd_placement){0};
+    bool auto_ = strcmp(spec->device, "auto") == 0;
+    if (!auto_ && sched_place(s, spec->device, out, err) < 0) return -1;
+    /* auto weighs every OpenCL device; the host pseudo-device only when there is no OpenCL
+     * device (it is asked for by name) */
+    placement->candidates = calloc(auto_ ? s->n : 1, sizeof *placement->candidates);
+    if (!placement->candidates) {
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "placement: out of memory");
+        return -1;
+    }
+    if (!auto_) {
+        weigh(s, spec, out, &placement->candidates[placement->n++]);
+        placement->reason = PGD_PLACED_BY_NAME;
+    }
+    /* auto: the device that would finish it first, counting what it already has to do */
+    const pgn_device_info *best = NULL;
+    for (size_t i = 0; auto_ && i < s->n; i++) {
+        if (sched_is_host(&s->devices[i]) && s->n > 1) continue;
+        pgd_candidate *c = &placement->candidates[placement->n];
+        weigh(s, spec, &s->devices[i], c);
+        if (!best || finish_seconds(c) < finish_seconds(&placement->candidates[placement->chosen])) {
+            best = &s->devices[i];
+            placement->chosen = placement->n;
+        }
+        placement->n++;
+    }
+    if (auto_) {
+        *out = *best;
+        placement->reason = placement->n > 1 ? PGD_PLACED_FASTEST : PGD_PLACED_ONLY;
+    }
+    queue_add(s, out->id, placement->candidates[placement->chosen].estimate.seconds);
+    return 0;
+}

@@ -1,0 +1,79 @@
+/* scheduler_internal.h: what the scheduler's files share and nothing else may use: the
+ * scheduler and its workers as records, and the few functions one file calls in another.
+ * scheduler.c owns the lifecycle, cancelling and the devices' views; worker.c a device's worker
+ * thread (claiming, running and recording jobs, calibrating); placement.c where a job goes.
+ * sched->lock guards what the comments say it guards; a worker's own fields are its thread's. */
+#ifndef PGD_SCHEDULER_INTERNAL_H
+#define PGD_SCHEDULER_INTERNAL_H
+
+#include "scheduler.h"
+
+#include "utilisation.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct worker {
+    pgd_scheduler *sched;
+    const pgn_device_info *info; /* points into sched->devices */
+    pthread_t thread;
+    bool started;
+    pthread_cond_t cond;
+    bool wake;                   /* guarded by sched->lock: a job may be waiting */
+    _Atomic int64_t running_job; /* 0 when idle */
+    /* Time spent running jobs, for /metrics: finished runs, and when the current one began
+     * (0 when idle); both guarded by sched->lock so a reader sees them consistent. */
+    int64_t busy_ns, run_started_ns;
+    pgd_busy_ring busy_ring; /* the same time by 5 s interval over the last hour (lock too) */
+    /* The cost model's view of this device's queue (guarded by sched->lock): the store's sum
+     * of the estimates queued or running here, read at queue_read_ns, plus the estimates of
+     * the jobs placed here since. */
+    double queue_s;
+    int64_t queue_read_ns;
+    /* The device's rates as the cost model takes them (guarded by sched->lock), read at
+     * rates_read_ns: re-reading them for every submission would cost more than the rest of
+     * placing it. */
+    pgn_device_rates rates;
+    int64_t rates_read_ns;
+    /* Owned by the worker thread alone. */
+    pgn_device *dev;
+    /* the device's profile as the API shows it (guarded by sched->lock): the one its opening and
+     * stored tuning gave, else what opening it will give */
+    pgn_device_profile profile;
+    bool open_tried;
+    pgn_error open_err; /* why opening failed, when dev is NULL after trying */
+} worker;
+
+struct pgd_scheduler {
+    pgd_store *store;
+    pgd_events *events; /* NULL: publish nothing */
+    pthread_mutex_t lock;
+    pthread_mutex_t admit; /* held from a job's insert to its announcement; claims wait on it */
+    atomic_bool stopping;
+    pgn_device_info *devices; /* the OpenCL devices, then host */
+    size_t n;
+    worker *workers; /* workers[i] serves devices[i] */
+    pgn_run_options run_opts; /* data_dir points into the server's config, which outlives us */
+    bool calibrate;           /* measure devices never measured at start */
+    int64_t max_attempts;     /* interrupted runs of a job before it fails as crashed */
+    /* Bumped after every cancel request a running job got: each running job then reads its
+     * own cancel_requested once, so a step costs an atomic load, not a query. */
+    atomic_uint_fast64_t cancel_gen;
+};
+
+/* The worker of device_id, or NULL when no device has that id (scheduler.c). */
+worker *sched_worker_of(pgd_scheduler *s, const char *device_id);
+/* Whether info is the host pseudo-device, by its profile's class (scheduler.c). */
+bool sched_is_host(const pgn_device_info *info);
+/* A worker thread's body: calibrates its device when asked, then runs its device's queue until
+ * the scheduler stops (worker.c). */
+void *sched_worker_main(void *arg);
+/* Seconds w has spent running jobs: finished runs plus the one in progress (worker.c). */
+double sched_busy_seconds(pgd_scheduler *s, worker *w);
+/* Resolves a device request ("cpu", "gpu", "host", "auto" or an id) against the scheduler's
+ * devices; an unknown or unavailable one is code "invalid_spec" (placement.c). */
+int sched_place(const pgd_scheduler *s, const char *want, pgn_device_info *out, pgn_error *err);
+
+#endif

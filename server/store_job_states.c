@@ -1,0 +1,373 @@
+/* store_job_states.c: owns a job's way through its states in the store: claiming the oldest
+ * queued job of a device, progress, the end (finished, queued again, interrupted), cancelling,
+ * deleting a finished job, moving a queued one to another device, and start-up recovery of the
+ * jobs a dying paragond left running. Each change is one transaction on the job's row, and says
+ * "not_found" or "conflict" (naming the state) when the row is not there or not in a state that
+ * allows it. The rows as records are store_jobs.c's. */
+#include "store_internal.h"
+
+#include "views.h" /* errors are stored as the API shows them */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pgd_store_job_claim(pgd_store *s, const char *device, int64_t *id, json_t **spec,
+                        pgn_error *err) {
+    static const char sql[] =
+        "UPDATE jobs SET state = 'running', started_at = " NOW_SQL ", finished_at = NULL,"
+        " attempts = attempts + 1, progress = 0"
+        " WHERE id = (SELECT id FROM jobs WHERE state = 'queued' AND device = ?1"
+        "             ORDER BY id LIMIT 1)"
+        " RETURNING id, spec";
+    *id = 0;
+    *spec = NULL;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_text(st, 1, device, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            int64_t got = sqlite3_column_int64(st, 0);
+            json_t *sp = store_col_json(st, 1);
+            rc = sqlite3_step(st); /* runs the statement to completion: the commit */
+            if (rc == SQLITE_DONE) {
+                *id = got;
+                *spec = sp;
+                ret = 0;
+            } else {
+                json_decref(sp);
+                store_fail(s, err, "claim job");
+            }
+        } else if (rc == SQLITE_DONE) {
+            ret = 0;
+        } else {
+            store_fail(s, err, "claim job");
+        }
+        store_stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* Runs a one-row UPDATE on job id; when it changed nothing, says whether the job is missing
+ * ("not_found") or in another state ("conflict", naming it). Caller holds the lock. */
+static int update_job(pgd_store *s, sqlite3_stmt *st, int64_t id, const char *what,
+                      pgn_error *err) {
+    static const char state_sql[] = "SELECT state FROM jobs WHERE id = ?1";
+    int rc = sqlite3_step(st);
+    store_stmt_done(st);
+    if (rc != SQLITE_DONE) return store_fail(s, err, what);
+    if (sqlite3_changes(s->db) > 0) return 0;
+    sqlite3_stmt *q = store_stmt(s, state_sql, err);
+    if (!q) return -1;
+    sqlite3_bind_int64(q, 1, id);
+    rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW)
+        pgn_error_set(err, PGN_E_CONFLICT, "", "cannot %s job %lld: it is %s", what, (long long)id,
+                      (const char *)sqlite3_column_text(q, 0));
+    else if (rc == SQLITE_DONE)
+        store_no_such_job(err, id);
+    else
+        store_fail(s, err, what);
+    store_stmt_done(q);
+    return -1;
+}
+
+int pgd_store_job_progress(pgd_store *s, int64_t id, double fraction, pgn_error *err) {
+    static const char sql[] =
+        "UPDATE jobs SET progress = ?2 WHERE id = ?1 AND state = 'running'";
+    if (!(fraction >= 0)) fraction = 0; /* NaN too */
+    if (fraction > 1) fraction = 1;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_double(st, 2, fraction);
+        ret = update_job(s, st, id, "update progress of", err);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* The UPDATE that ends a queued or running job; result and error are JSON text or NULL.
+ * Caller holds the lock. */
+int store_finish_job(pgd_store *s, int64_t id, pgd_job_state state, const char *result,
+                      const char *error, pgn_error *err) {
+    static const char sql[] =
+        "UPDATE jobs SET state = ?2, result = ?3, error = ?4, finished_at = " NOW_SQL ","
+        " progress = CASE WHEN ?2 = 'succeeded' THEN 1 ELSE progress END"
+        " WHERE id = ?1 AND state IN ('queued', 'running')";
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, pgd_job_state_name(state), -1, SQLITE_STATIC);
+    store_bind_text_or_null(st, 3, result);
+    store_bind_text_or_null(st, 4, error);
+    return update_job(s, st, id, "finish", err);
+}
+
+int pgd_store_job_finish(pgd_store *s, int64_t id, pgd_job_state state, const json_t *result,
+                         const pgn_error *error, pgn_error *err) {
+    if (state != PGD_JOB_SUCCEEDED && state != PGD_JOB_FAILED && state != PGD_JOB_CANCELLED) {
+        pgn_error_set(err, PGN_E_INTERNAL, "", "store: %s is not a final state",
+                      pgd_job_state_name(state));
+        return -1;
+    }
+    char *res = result ? pgn_json_dumps(result) : NULL;
+    json_t *ej = error ? pgd_error_json(error) : NULL;
+    char *er = ej ? pgn_json_dumps(ej) : NULL;
+    json_decref(ej);
+    pthread_mutex_lock(&s->lock);
+    int ret = store_finish_job(s, id, state, res, er, err);
+    pthread_mutex_unlock(&s->lock);
+    free(res);
+    free(er);
+    return ret;
+}
+
+/* Ends running jobs (job id, or every one when id is 0) whose cancel was requested as
+ * cancelled, with an error saying why: a job that was asked to stop never goes back to the
+ * queue. *n receives how many. Caller is in a write transaction. */
+static int end_cancel_requested(pgd_store *s, int64_t id, const char *why, int64_t *n,
+                                pgn_error *err) {
+    static const char sql[] =
+        "UPDATE jobs SET state = 'cancelled', finished_at = " NOW_SQL ","
+        " error = json_object('code', 'cancelled', 'message', ?2, 'field', NULL)"
+        " WHERE state = 'running' AND cancel_requested = 1 AND (?1 = 0 OR id = ?1)";
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, why, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    store_stmt_done(st);
+    if (rc != SQLITE_DONE) return store_fail(s, err, "end cancelled jobs");
+    *n = sqlite3_changes(s->db);
+    return 0;
+}
+
+static int requeue_tx(pgd_store *s, void *ctx, pgn_error *err) {
+    static const char sql[] = "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0"
+                              " WHERE id = ?1 AND state = 'running'";
+    int64_t id = *(const int64_t *)ctx, ended = 0;
+    if (end_cancel_requested(s, id, "cancelled on request while paragond was stopping", &ended,
+                             err) < 0)
+        return -1;
+    if (ended) return 0;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, id);
+    return update_job(s, st, id, "requeue", err);
+}
+
+int pgd_store_job_requeue(pgd_store *s, int64_t id, pgn_error *err) {
+    return store_write_tx(s, requeue_tx, &id, err);
+}
+
+/* The cancel of a queued job: it never ran, so there is nothing to stop. */
+#define CANCELLED_QUEUED_MESSAGE "cancelled on request before it started"
+
+typedef struct cancel_args {
+    int64_t id;
+    pgd_job *job; /* out: the job after the cancel */
+} cancel_args;
+
+static int cancel_tx(pgd_store *s, void *ctx, pgn_error *err) {
+    static const char state_sql[] = "SELECT state FROM jobs WHERE id = ?1";
+    static const char queued_sql[] =
+        "UPDATE jobs SET state = 'cancelled', finished_at = " NOW_SQL ", cancel_requested = 1,"
+        " error = json_object('code', 'cancelled', 'message', '" CANCELLED_QUEUED_MESSAGE "',"
+        " 'field', NULL) WHERE id = ?1 AND state = 'queued'";
+    static const char running_sql[] =
+        "UPDATE jobs SET cancel_requested = 1 WHERE id = ?1 AND state = 'running'";
+    cancel_args *a = ctx;
+    sqlite3_stmt *st = store_stmt(s, state_sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, a->id);
+    int rc = sqlite3_step(st);
+    pgd_job_state state = PGD_JOB_QUEUED;
+    bool known = rc == SQLITE_ROW &&
+                 pgd_job_state_parse((const char *)sqlite3_column_text(st, 0), &state) == 0;
+    store_stmt_done(st);
+    if (rc == SQLITE_DONE) return store_no_such_job(err, a->id);
+    if (!known) return store_fail(s, err, "read job state");
+    if (state != PGD_JOB_QUEUED && state != PGD_JOB_RUNNING) {
+        pgn_error_set(err, PGN_E_CONFLICT, "", "job %lld has already finished (%s): nothing to cancel",
+                      (long long)a->id, pgd_job_state_name(state));
+        return -1;
+    }
+    st = store_stmt(s, state == PGD_JOB_QUEUED ? queued_sql : running_sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, a->id);
+    if (update_job(s, st, a->id, "cancel", err) < 0) return -1;
+    return store_read_job(s, a->id, true, a->job, err);
+}
+
+int pgd_store_job_cancel(pgd_store *s, int64_t id, pgd_job *job, pgn_error *err) {
+    *job = (pgd_job){0};
+    cancel_args a = {.id = id, .job = job};
+    int ret = store_write_tx(s, cancel_tx, &a, err);
+    if (ret < 0) pgd_job_release(job);
+    return ret;
+}
+
+/* Runs sql (one row of job id, ?1) under the lock and hands the row to read(st, ctx); a missing
+ * job is "not_found", what names the read in the database's errors. */
+static int read_job_row(pgd_store *s, const char *sql, int64_t id, void (*read)(sqlite3_stmt *, void *),
+                        void *ctx, const char *what, pgn_error *err) {
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            read(st, ctx);
+            ret = 0;
+        } else if (rc == SQLITE_DONE) {
+            store_no_such_job(err, id);
+        } else {
+            store_fail(s, err, what);
+        }
+        store_stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+static void read_flag(sqlite3_stmt *st, void *ctx) { *(bool *)ctx = sqlite3_column_int(st, 0) != 0; }
+
+int pgd_store_job_cancel_requested(pgd_store *s, int64_t id, bool *requested, pgn_error *err) {
+    static const char sql[] = "SELECT cancel_requested FROM jobs WHERE id = ?1";
+    *requested = false;
+    return read_job_row(s, sql, id, read_flag, requested, "read cancel request", err);
+}
+
+static int delete_tx(pgd_store *s, void *ctx, pgn_error *err) {
+    static const char state_sql[] = "SELECT state FROM jobs WHERE id = ?1";
+    /* Metrics, benchmark rows (and any other table keyed on the job) go with it: their
+     * foreign keys are ON DELETE CASCADE. */
+    static const char delete_sql[] =
+        "DELETE FROM jobs WHERE id = ?1 AND state NOT IN ('queued', 'running')";
+    int64_t id = *(const int64_t *)ctx;
+    sqlite3_stmt *st = store_stmt(s, state_sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    char state[16] = "";
+    if (rc == SQLITE_ROW)
+        snprintf(state, sizeof state, "%s", (const char *)sqlite3_column_text(st, 0));
+    store_stmt_done(st);
+    if (rc == SQLITE_DONE) return store_no_such_job(err, id);
+    if (rc != SQLITE_ROW) return store_fail(s, err, "read job state");
+    if (strcmp(state, "queued") == 0 || strcmp(state, "running") == 0) {
+        pgn_error_set(err, PGN_E_CONFLICT, "",
+                      "job %lld is %s: only a finished job can be deleted (cancel it first: "
+                      "POST /api/v1/jobs/%lld/cancel)",
+                      (long long)id, state, (long long)id);
+        return -1;
+    }
+    st = store_stmt(s, delete_sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, id);
+    return update_job(s, st, id, "delete", err);
+}
+
+int pgd_store_job_delete(pgd_store *s, int64_t id, pgn_error *err) {
+    return store_write_tx(s, delete_tx, &id, err);
+}
+
+int pgd_store_job_reassign(pgd_store *s, int64_t id, const char *device, pgn_error *err) {
+    static const char sql[] =
+        "UPDATE jobs SET device = ?2 WHERE id = ?1 AND state = 'queued'";
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    sqlite3_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_text(st, 2, device, -1, SQLITE_STATIC);
+        ret = update_job(s, st, id, "reassign", err);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+typedef struct recover_args {
+    int64_t max_attempts;
+    int64_t id;                 /* 0: every running job */
+    const char *what, *blame;   /* what ended the run; what a crash may mean */
+    const char *cancelled;      /* the message of a job whose cancel was requested */
+    pgd_recovery *out;
+} recover_args;
+
+/* Running jobs (all, or a->id) whose run ended without stopping them: each such run counts as
+ * interrupted; a job interrupted max_attempts times ends failed ("crashed"), the others go back
+ * to the queue. Both get a log line saying what happened. */
+static int recover_tx(pgd_store *s, void *ctx, pgn_error *err) {
+#define RUNNING " WHERE state = 'running' AND (?3 = 0 OR id = ?3)"
+    static const char count_sql[] = "UPDATE jobs SET interrupted = interrupted + 1" RUNNING;
+    /* The log lines come first, while the jobs are still 'running' and the two kinds tell apart
+     * by their count; seq is the job's next, as pgd_store_log_add numbers it. */
+    static const char log_sql[] =
+        "INSERT INTO logs (job_id, seq, level, line)"
+        " SELECT id, (SELECT coalesce(max(seq), 0) + 1 FROM logs WHERE job_id = jobs.id),"
+        "  CASE WHEN interrupted >= ?1 THEN 'error' ELSE 'warn' END,"
+        "  CASE WHEN interrupted >= ?1"
+        "   THEN printf('failed: crashed: %s, %d times (run %d was the last); it is not run again"
+        " (--max-attempts %d)', ?2, interrupted, attempts, ?1)"
+        "   ELSE printf('%s (interrupted run %d of at most %d); queued again', ?2, interrupted, ?1) END"
+        " FROM jobs" RUNNING;
+    static const char crash_sql[] =
+        "UPDATE jobs SET state = 'failed', finished_at = " NOW_SQL ","
+        " error = json_object('code', 'crashed', 'message',"
+        "  printf('%s, %d times; it is not run again (--max-attempts %d): %s', ?2, interrupted, ?1, ?4),"
+        "  'field', NULL)" RUNNING " AND interrupted >= ?1";
+    static const char requeue_sql[] =
+        "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0" RUNNING;
+#undef RUNNING
+    recover_args *a = ctx;
+    if (end_cancel_requested(s, a->id, a->cancelled, &a->out->cancelled, err) < 0)
+        return -1;
+    const char *const steps[] = {count_sql, log_sql, crash_sql, requeue_sql};
+    const char *const what[] = {"count interrupted runs", "log interrupted runs",
+                                "end crashed jobs", "requeue running jobs"};
+    int64_t *changed[] = {NULL, NULL, &a->out->crashed, &a->out->requeued};
+    for (int i = 0; i < 4; i++) {
+        sqlite3_stmt *st = store_stmt(s, steps[i], err);
+        if (!st) return -1;
+        sqlite3_bind_int64(st, 1, a->max_attempts);
+        sqlite3_bind_text(st, 2, a->what, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, a->id);
+        sqlite3_bind_text(st, 4, a->blame, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        store_stmt_done(st);
+        if (rc != SQLITE_DONE) return store_fail(s, err, what[i]);
+        if (changed[i]) *changed[i] = sqlite3_changes(s->db);
+    }
+    return 0;
+}
+
+static int recover(pgd_store *s, recover_args *a, pgn_error *err) {
+    *a->out = (pgd_recovery){0};
+    if (a->max_attempts <= 0) a->max_attempts = 1;
+    int ret = store_write_tx(s, recover_tx, a, err);
+    if (ret < 0) *a->out = (pgd_recovery){0};
+    return ret;
+}
+
+int pgd_store_recover(pgd_store *s, int64_t max_attempts, pgd_recovery *out, pgn_error *err) {
+    recover_args a = {.max_attempts = max_attempts, .what = "paragond ended while this job ran",
+                      .blame = "it may be what ends the server",
+                      .cancelled = "cancelled on request; paragond ended before the job stopped", .out = out};
+    return recover(s, &a, err);
+}
+
+int pgd_store_job_interrupted(pgd_store *s, int64_t id, int64_t max_attempts, const char *what,
+                              pgd_recovery *out, pgn_error *err) {
+    recover_args a = {.max_attempts = max_attempts, .id = id, .what = what,
+                      .blame = "it may be what makes it fail",
+                      .cancelled = "cancelled on request; its run ended before the job stopped", .out = out};
+    return recover(s, &a, err);
+}

@@ -1,0 +1,572 @@
+/* worker.c: owns a device's worker thread. It opens the device once, on its first job (applying
+ * its stored tuning, or calibrating it), then takes the oldest queued job of that device from the
+ * store, runs it through the engine with hooks that record metrics, progress and log lines, and
+ * records the outcome, holding it while the store refuses writes. Shutdown stops a running job
+ * at a step boundary (a train job checkpoints that exact step) and puts it back in the queue, as
+ * a restart would; a cancel request stops it the same way and ends it cancelled. */
+#include "scheduler_internal.h"
+
+#include "events.h"
+#include "launcher.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* What an inet program writes to stdout and stderr, kept in its result: the rest is counted. */
+#define PGD_INET_OUTPUT_MAX (64u << 10)
+/* Progress is a UI nicety: a few writes per second are enough and keep the store free. */
+#define PROGRESS_INTERVAL_NS 250000000LL
+/* Timed repeats of each calibration case: enough for a median, few enough for a quick start. */
+#define CALIBRATION_REPEATS 3
+/* Retrying a job's end while the store refuses writes: quick at first (a lock held elsewhere
+ * passes in milliseconds), then every 2 s (a full disk waits for a person). */
+#define END_RETRY_FIRST_MS 50
+#define END_RETRY_MAX_MS 2000
+
+/* ---- hooks the engine calls while a job runs -------------------------------------------- */
+
+typedef struct run_ctx {
+    worker *w;
+    int64_t job_id;
+    struct timespec last_progress;
+    bool wrote_progress;
+    bool cancel_checked;        /* the store was asked at least once */
+    uint_fast64_t cancel_seen;  /* sched->cancel_gen when it was last asked */
+    bool cancel;                /* a cancel of this job was requested */
+    int64_t expected_interactions; /* inet: what an earlier run of its program needed, 0: unknown */
+    pgn_measured_rates rates;   /* bench: what the run measured, stored with its rows */
+} run_ctx;
+
+static void hook_progress(void *ctx, double fraction);
+
+static void hook_metric(void *ctx, const char *name, int64_t step, double value) {
+    run_ctx *r = ctx;
+    /* An inet reducer reports no fraction (none is known before the normal form); a program run
+     * before needs the interactions it needed then, which makes the count so far a fraction. Short
+     * of 1 until it ends: the end says succeeded, not the count. */
+    if (r->expected_interactions > 0 && !strcmp(name, "interactions")) {
+        double f = value / (double)r->expected_interactions;
+        hook_progress(ctx, f < 0.99 ? f : 0.99);
+    }
+    pgn_error err;
+    if (pgd_store_metric_add(r->w->sched->store, r->job_id, name, step, value, &err) < 0)
+        fprintf(stderr, "paragond: job %lld: metric %s step %lld not stored: %s\n",
+                (long long)r->job_id, name, (long long)step, err.message);
+    pgd_events_metric(r->w->sched->events, r->job_id, name, step, value);
+}
+
+static void hook_text(void *ctx, int64_t index, const char *text, size_t len) {
+    run_ctx *r = ctx;
+    pgd_events_text(r->w->sched->events, r->job_id, index, text, len);
+}
+
+/* Adds what a bench run measured to a record that may hold an earlier run's (a calibration runs
+ * three suites, each measuring one figure). */
+static void keep_rates(pgn_measured_rates *into, const pgn_measured_rates *r) {
+    snprintf(into->device, sizeof into->device, "%s", r->device);
+    if (r->gflops > 0) into->gflops = r->gflops;
+    if (r->mips > 0) into->mips = r->mips;
+    if (r->launch_us > 0) into->launch_us = r->launch_us;
+}
+
+static void hook_rates(void *ctx, const pgn_measured_rates *rates) {
+    run_ctx *r = ctx;
+    keep_rates(&r->rates, rates);
+}
+
+static void hook_log(void *ctx, const char *line) {
+    run_ctx *r = ctx;
+    pgd_events_job_log(r->w->sched->events, r->w->sched->store, r->job_id, "info", "%s", line);
+}
+
+static int64_t elapsed_ns(const struct timespec *a, const struct timespec *b) {
+    return (int64_t)(b->tv_sec - a->tv_sec) * 1000000000LL + (b->tv_nsec - a->tv_nsec);
+}
+
+static void hook_progress(void *ctx, double fraction) {
+    run_ctx *r = ctx;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (r->wrote_progress && fraction < 1.0 &&
+        elapsed_ns(&r->last_progress, &now) < PROGRESS_INTERVAL_NS)
+        return;
+    r->last_progress = now;
+    r->wrote_progress = true;
+    pgn_error err;
+    if (pgd_store_job_progress(r->w->sched->store, r->job_id, fraction, &err) < 0)
+        fprintf(stderr, "paragond: job %lld: progress not stored: %s\n", (long long)r->job_id,
+                err.message);
+    pgd_events_progress(r->w->sched->events, r->job_id, fraction);
+}
+
+/* Stops at shutdown, or when this job's cancel was requested. The first poll always asks the
+ * store (a cancel may have come between the claim and the run); later ones only after a cancel
+ * request somewhere. The generation is read before the store, so a request committed after the
+ * read bumps it again and is seen at the next poll. */
+static bool hook_should_stop(void *ctx) {
+    run_ctx *r = ctx;
+    pgd_scheduler *s = r->w->sched;
+    uint_fast64_t gen = atomic_load(&s->cancel_gen);
+    if (!r->cancel && (!r->cancel_checked || gen != r->cancel_seen)) {
+        r->cancel_checked = true;
+        r->cancel_seen = gen;
+        pgn_error err;
+        bool requested = false;
+        if (pgd_store_job_cancel_requested(s->store, r->job_id, &requested, &err) < 0)
+            fprintf(stderr, "paragond: job %lld: cannot read its cancel request: %s\n",
+                    (long long)r->job_id, err.message);
+        r->cancel = requested;
+    }
+    return r->cancel || atomic_load(&s->stopping);
+}
+
+/* ---- the device ------------------------------------------------------------------------- */
+
+/* The device's tuning (device_tunings): the stored one when it fits its driver and these
+ * kernels, else (unless calibration is off) a calibration's, stored; set on the opened device. */
+static void apply_tuning(worker *w) {
+    pgd_scheduler *s = w->sched;
+    pgn_kernel_family family = pgn_device_get_profile(w->dev)->family[PGN_OPS_GEMM];
+    pgn_device_tuning t;
+    bool found = false;
+    pgn_error err;
+    pgn_error_clear(&err);
+    if (pgd_store_tuning_get(s->store, w->info->id, family, &t, &found, &err) < 0) {
+        fprintf(stderr, "paragond: %s: cannot read its tuning: %s\n", w->info->id, err.message);
+        return;
+    }
+    bool fits = found && pgn_device_tuning_fits(&t, w->info, family);
+    if (!fits && !s->calibrate) return; /* its type's defaults */
+    if (!fits) {
+        if (pgn_device_calibrate(w->dev, PGN_CALIBRATION_BUDGET_S, PGN_CALIBRATION_REPEATS, NULL, &t, &err) < 0) {
+            fprintf(stderr, "paragond: %s: calibrating failed: %s\n", w->info->id, err.message);
+            return;
+        }
+        if (pgd_store_tuning_put(s->store, &t, &err) < 0)
+            fprintf(stderr, "paragond: %s: its tuning is not kept: %s\n", w->info->id, err.message);
+        if (t.too_slow)
+            fprintf(stderr, "paragond: %s: too slow to calibrate within %.0f s: its type's defaults\n", w->info->id,
+                    PGN_CALIBRATION_BUDGET_S);
+        else
+            fprintf(stderr, "paragond: %s: tuned%s: GEMM tile %s (%.1f GFLOP/s)\n", w->info->id,
+                    found ? " again (its driver or the kernels changed)" : "", pgn_gemm_tile_name(t.gemm_tile),
+                    t.gflops);
+    }
+    pgn_device_tune(w->dev, &t);
+}
+
+/* Opens the device on first use; a failure (e.g. a kernel build error) is remembered and
+ * fails every job sent to this device, rather than rebuilding for each. */
+static int worker_device(worker *w, pgn_error *err) {
+    if (sched_is_host(w->info) || w->dev) return 0;
+    if (!w->open_tried) {
+        w->open_tried = true;
+        pgn_error_clear(&w->open_err);
+        if (pgn_device_open(w->info, &w->dev, &w->open_err) == 0) {
+            apply_tuning(w);
+            pthread_mutex_lock(&w->sched->lock);
+            w->profile = *pgn_device_get_profile(w->dev);
+            pthread_mutex_unlock(&w->sched->lock);
+            return 0;
+        }
+        w->dev = NULL;
+        fprintf(stderr, "paragond: device %s cannot be opened: %s\n", w->info->id,
+                w->open_err.message);
+    }
+    *err = w->open_err;
+    return -1;
+}
+
+/* mkdir -p of <data_dir>/jobs/<id> (data_dir itself exists: the server created it). */
+/* <data dir>/jobs, and job_dir in it (NULL: the first alone), made when missing. */
+static int make_job_dir(const char *data_dir, const char *job_dir, pgn_error *err) {
+    char jobs[PGN_PATH_MAX * 2];
+    snprintf(jobs, sizeof jobs, "%s/jobs", data_dir);
+    const char *dirs[2] = {jobs, job_dir};
+    for (int i = 0; i < 2 && dirs[i]; i++) {
+        if (mkdir(dirs[i], 0755) != 0 && errno != EEXIST) {
+            pgn_error_set(err, PGN_E_IO, "", "cannot create '%s': %s", dirs[i], strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- recording how a run ends ---------------------------------------------------------- */
+
+/* How a run ended, as the store records it. */
+typedef struct run_end {
+    enum {
+        END_FINISH,  /* succeeded, failed or cancelled */
+        END_BENCH,   /* a bench job succeeded: its rows and rates with it */
+        END_REQUEUE, /* stopped by shutdown: queued again */
+    } kind;
+    pgd_job_state state;             /* END_FINISH */
+    const json_t *result;            /* END_FINISH of a success; END_BENCH: its rows */
+    const pgn_error *error;          /* END_FINISH of a failure or a cancel */
+    const pgn_measured_rates *rates; /* END_BENCH: what the run measured of the device */
+} run_end;
+
+static int write_end(pgd_scheduler *s, int64_t id, const run_end *end, pgn_error *err) {
+    switch (end->kind) {
+    case END_BENCH: return pgd_store_bench_finish(s->store, id, end->result, end->rates, err);
+    case END_REQUEUE: return pgd_store_job_requeue(s->store, id, err);
+    case END_FINISH: break;
+    }
+    return pgd_store_job_finish(s->store, id, end->state, end->result, end->error, err);
+}
+
+/* Sleeps up to ms, or less when the scheduler stops. */
+static void pause_worker(worker *w, int64_t ms) {
+    pgd_scheduler *s = w->sched;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&s->lock);
+    if (!atomic_load(&s->stopping)) pthread_cond_timedwait(&w->cond, &s->lock, &until);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Writes a run's end. While the store cannot take writes (disk full, an I/O error: code
+ * PGD_STORE_UNAVAILABLE) the worker holds the outcome and retries, with growing pauses, until
+ * it can: the job stays running meanwhile and its result is not lost (the worker could claim
+ * nothing else anyway: a claim is a write). Returns 0 once written (or when the job had already
+ * ended: a conflict), -1 with err for any other failure, 1 when shutdown stopped the retries
+ * (the job, still running in the store, is recovered at the next start). */
+static int record_end(worker *w, int64_t id, const run_end *end, pgn_error *err) {
+    int64_t pause_ms = END_RETRY_FIRST_MS, waited_ms = 0;
+    for (;;) {
+        if (write_end(w->sched, id, end, err) == 0) {
+            if (waited_ms)
+                fprintf(stderr, "paragond: job %lld: its end is recorded, %.1f s late\n",
+                        (long long)id, (double)waited_ms / 1000.0);
+            return 0;
+        }
+        if (err->code == PGN_E_CONFLICT) {
+            fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, err->message);
+            return 0;
+        }
+        if (err->code != PGN_E_STORE_UNAVAILABLE) return -1;
+        if (atomic_load(&w->sched->stopping)) {
+            fprintf(stderr, "paragond: job %lld: its end is not recorded (%s); the next start "
+                            "recovers it\n",
+                    (long long)id, err->message);
+            return 1;
+        }
+        if (!waited_ms)
+            fprintf(stderr, "paragond: job %lld: cannot record its end (%s); retrying until the "
+                            "store takes writes\n",
+                    (long long)id, err->message);
+        pause_worker(w, pause_ms);
+        waited_ms += pause_ms;
+        pause_ms = pause_ms * 2 > END_RETRY_MAX_MS ? END_RETRY_MAX_MS : pause_ms * 2;
+    }
+}
+
+/* Ends a run succeeded, failed or cancelled. An outcome the store refuses for good (not for
+ * want of space: it cannot be stored at all) ends the job failed, saying so, rather than
+ * leaving it running without a worker. */
+static void record_outcome(worker *w, int64_t id, pgd_job_state state, const json_t *result,
+                           const pgn_error *error) {
+    pgn_error err;
+    if (record_end(w, id, &(run_end){.kind = END_FINISH, .state = state, .result = result, .error = error}, &err) >= 0)
+        return;
+    fprintf(stderr, "paragond: job %lld: its outcome cannot be stored: %s\n", (long long)id,
+            err.message);
+    pgn_error why;
+    pgn_error_clear(&why);
+    pgn_error_set(&why, PGN_E_STORE, "", "the job ended %s but the store refused its outcome: %s",
+                  pgd_job_state_name(state), err.message);
+    if (record_end(w, id, &(run_end){.kind = END_FINISH, .state = PGD_JOB_FAILED, .error = &why}, &err) < 0)
+        fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, err.message);
+}
+
+static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t attempt) {
+    pgd_scheduler *s = w->sched;
+    pgn_job_spec spec;
+    pgn_error err;
+    json_t *result = NULL;
+    pgn_error_clear(&err);
+    run_ctx ctx = {.w = w, .job_id = id};
+    pgn_run_hooks hooks = {.ctx = &ctx,
+                           .on_metric = hook_metric,
+                           .on_log = hook_log,
+                           .on_progress = hook_progress,
+                           .should_stop = hook_should_stop,
+                           .on_text = hook_text,
+                           .on_rates = hook_rates};
+
+    /* Each job keeps its checkpoint in <data dir>/jobs/<id>/; a job that runs again after a
+     * restart resumes from it (bit-identically: the engine's resume is deterministic). */
+    char job_dir[PGN_PATH_MAX * 2];
+    pgd_scheduler_job_dir(s, id, job_dir, sizeof job_dir);
+    pgn_run_options opts = s->run_opts;
+    opts.checkpoint_dir = job_dir;
+    /* Only a job that ran before resumes. A first run never does: a checkpoint already in its
+     * directory belongs to another job that had the same id (a database started afresh over an
+     * old data dir) and is removed. */
+    opts.resume = attempt != 1;
+    if (attempt == 1) {
+        char stale[PGN_PATH_MAX * 2 + 32];
+        snprintf(stale, sizeof stale, "%s/%s", job_dir, PGN_CHECKPOINT_FILE);
+        bool removed = unlink(stale) == 0;
+        snprintf(stale, sizeof stale, "%s/dist/committed", job_dir); /* a distributed job's */
+        removed |= unlink(stale) == 0;
+        if (removed)
+            pgd_events_job_log(s->events, s->store, id, "warn",
+                               "removed a checkpoint left in %s by an earlier job with this id", job_dir);
+    }
+    opts.checkpoint_on_stop = true; /* a shutdown loses no step; a cancel keeps what it learnt */
+
+    atomic_store(&w->running_job, id);
+    int rc = pgn_spec_parse_stored(spec_json, &spec, &err);
+    /* Train jobs write files (checkpoints); an inet program's IO stays in its directory, which
+     * only its files or its first OPEN make (a directory per job would cost an inode each for
+     * nothing), and its output goes to the log and the result. */
+    if (rc == 0 && spec.kind == PGN_JOB_TRAIN)
+        rc = make_job_dir(s->run_opts.data_dir, job_dir, &err);
+    if (rc == 0 && spec.kind == PGN_JOB_INET) {
+        pgn_error e;
+        if (pgd_store_inet_expected(s->store, spec_json, &ctx.expected_interactions, &e) < 0)
+            fprintf(stderr, "paragond: job %lld: no progress from an earlier run: %s\n", (long long)id, e.message);
+        rc = make_job_dir(s->run_opts.data_dir, NULL, &err);
+        opts.inet_io = PGN_INET_IO_CONFINED;
+        opts.io_dir = job_dir;
+        opts.io_output_max = PGD_INET_OUTPUT_MAX;
+    }
+    /* A generate job reads the checkpoint of the gpt job it names. */
+    char source[PGN_PATH_MAX * 2 + 32];
+    if (rc == 0 && spec.kind == PGN_JOB_GENERATE) {
+        pgd_scheduler_job_dir(s, spec.generate.job, source, sizeof source);
+        size_t len = strlen(source);
+        snprintf(source + len, sizeof source - len, "/%s", PGN_CHECKPOINT_FILE);
+        opts.source_checkpoint = source;
+    }
+    /* A distributed job runs as mpirun's ranks, which open their own devices (launcher.c); it
+     * holds this worker meanwhile, as the work it places on this machine. */
+    bool distributed = rc == 0 && spec.kind == PGN_JOB_TRAIN && spec.train.dist.ranks > 0;
+    bool interrupted = false;
+    if (rc == 0 && distributed) rc = pgd_launch_run(&spec, spec_json, &opts, &hooks, &result, &interrupted, &err);
+    if (rc == 0 && !distributed) rc = worker_device(w, &err);
+    if (rc == 0 && !distributed) rc = pgn_job_run(&spec, w->dev, &opts, &hooks, &result, &err);
+    if (rc == 0 && !json_is_object(result)) {
+        rc = -1;
+        pgn_error_set(&err, PGN_E_INTERNAL, "", "the engine returned no result object");
+    }
+
+    /* A bench job's rows are stored in the transaction that marks it succeeded; when they
+     * cannot be (a bad row), the job fails with the reason. */
+    bool recorded = false;
+    if (rc == 0 && spec.kind == PGN_JOB_BENCH) {
+        int r = record_end(w, id, &(run_end){.kind = END_BENCH, .result = result, .rates = &ctx.rates}, &err);
+        if (r < 0) rc = -1;
+        recorded = r >= 0;
+    }
+
+    bool stopped = rc < 0 && err.code == PGN_E_CANCELLED;
+    if (recorded) {
+    } else if (stopped && ctx.cancel) {
+        /* Stopped because someone asked: it ends cancelled, saying where it stopped. */
+        char message[sizeof err.message];
+        snprintf(message, sizeof message, "%s", err.message);
+        pgn_error_set(&err, PGN_E_CANCELLED, "", "cancelled on request: %s", message);
+        record_outcome(w, id, PGD_JOB_CANCELLED, NULL, &err);
+    } else if (stopped && atomic_load(&s->stopping)) {
+        /* Interrupted by shutdown, not by the job: it runs again after the restart (unless a
+         * cancel arrived meanwhile: the store then ends it cancelled). */
+        pgn_error serr;
+        if (record_end(w, id, &(run_end){.kind = END_REQUEUE}, &serr) < 0)
+            fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
+    } else if (rc == 0) {
+        record_outcome(w, id, PGD_JOB_SUCCEEDED, result, NULL);
+    } else if (interrupted) {
+        /* A rank died, or mpirun could not reach one: run it again from its last committed
+         * checkpoint, as after a crash of paragond (the same --max-attempts cap). */
+        char what[sizeof err.message + 64];
+        snprintf(what, sizeof what, "%s", err.message);
+        pgd_recovery rec;
+        pgn_error serr;
+        if (pgd_store_job_interrupted(s->store, id, s->max_attempts, what, &rec, &serr) < 0)
+            fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
+    } else {
+        char *why = pgn_text_visible(err.message); /* it may quote the spec: no raw escapes */
+        fprintf(stderr, "paragond: job %lld on %s failed: %s\n", (long long)id, w->info->id,
+                why ? why : err.message);
+        free(why);
+        record_outcome(w, id, PGD_JOB_FAILED, NULL, &err);
+    }
+    json_decref(result);
+    pgn_spec_free(&spec);
+    atomic_store(&w->running_job, 0);
+}
+
+static void calibration_rates(void *ctx, const pgn_measured_rates *rates) { keep_rates(ctx, rates); }
+
+/* A first start on a device never measured measures it briefly (a second or two: the training
+ * GEMM shape, one mid-sized inet program, the launch cost), so "auto" has numbers; the rows and
+ * what they measured are stored together. */
+static void calibrate(worker *w) {
+    pgd_scheduler *s = w->sched;
+    pgn_measured_rates rates;
+    pgn_error err;
+    pgn_error_clear(&err);
+    if (pgd_store_rates_latest(s->store, w->info->id, &rates, &err) < 0) {
+        fprintf(stderr, "paragond: %s: cannot read its measured rates: %s\n", w->info->id, err.message);
+        return;
+    }
+    bool measured = rates.gflops > 0 || rates.mips > 0 || rates.launch_us > 0;
+    if (measured || worker_device(w, &err) < 0) return;
+    static const struct {
+        const char *suite, *cases;
+    } runs[] = {{"gemm", "fwd1"}, {"inet", "fib"}, {"tensor-micro", "add-1K"}}; /* the tile: apply_tuning */
+    json_t *rows = json_array();
+    pgn_run_hooks hooks = {.ctx = &rates, .on_rates = calibration_rates};
+    int rc = rows ? 0 : -1;
+    if (!rows) pgn_error_set(&err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
+    for (size_t i = 0; i < sizeof runs / sizeof *runs && rc == 0 && !atomic_load(&s->stopping); i++) {
+        pgn_bench_spec b = {.n_cases = 1, .repeats = CALIBRATION_REPEATS};
+        snprintf(b.suite, sizeof b.suite, "%s", runs[i].suite);
+        snprintf(b.cases[0], sizeof b.cases[0], "%s", runs[i].cases);
+        rc = pgn_bench_run(&b, w->dev, &s->run_opts, &hooks, rows, &err);
+    }
+    if (rc == 0 && !atomic_load(&s->stopping)) rc = pgd_store_bench_add(s->store, 0, rows, &rates, &err);
+    if (rc < 0) fprintf(stderr, "paragond: calibrating %s failed: %s\n", w->info->id, err.message);
+    else fprintf(stderr, "paragond: calibrated %s (%zu benchmark rows)\n", w->info->id, json_array_size(rows));
+    json_decref(rows);
+}
+
+/* A run starts (running) or ends: its time joins the worker's busy total. */
+static void busy_mark(worker *w, bool running) {
+    int64_t now = pgn_now_ns();
+    pthread_mutex_lock(&w->sched->lock);
+    if (running) {
+        w->run_started_ns = now;
+    } else {
+        w->busy_ns += now - w->run_started_ns;
+        pgd_busy_ring_add(&w->busy_ring, w->run_started_ns, now);
+        w->run_started_ns = 0;
+    }
+    pthread_mutex_unlock(&w->sched->lock);
+}
+
+/* Finished runs plus the one in progress: grows steadily while a job runs. */
+double sched_busy_seconds(pgd_scheduler *s, worker *w) {
+    pthread_mutex_lock(&s->lock);
+    int64_t ns = w->busy_ns + (w->run_started_ns ? pgn_now_ns() - w->run_started_ns : 0);
+    pthread_mutex_unlock(&s->lock);
+    return (double)ns * 1e-9;
+}
+
+/* ---- what a job's log and event stream hear from the scheduler ------------------------- */
+
+/* A claimed job: its running state, then "started" with the attempt (a later attempt resumes
+ * from the job's checkpoint). */
+/* Publishes the job's start; returns its attempt (1 for a first run; 0 when unknown). */
+static int64_t announce_start(worker *w, int64_t id) {
+    pgd_scheduler *s = w->sched;
+    pgd_job job;
+    pgn_error err;
+    if (pgd_events_job_changed(s->events, s->store, id, &job, &err) < 0) {
+        fprintf(stderr, "paragond: job %" PRId64 ": %s\n", id, err.message);
+        return 0;
+    }
+    pgd_events_job_log(s->events, s->store, id, "info", "started on %s (attempt %" PRId64 ")", w->info->id,
+                       job.attempts);
+    pgd_job_release(&job);
+    return job.attempts;
+}
+
+/* After a run: a line saying how it ended, then the state, in that order, because a job's event
+ * stream closes at its final state. Read back from the store, so every ending is told the same
+ * way whoever decided it (the engine, a cancel, shutdown). */
+static void announce_end(worker *w, int64_t id) {
+    pgd_scheduler *s = w->sched;
+    pgd_job job;
+    pgn_error err;
+    if (pgd_store_job_get(s->store, id, false, &job, &err) < 0) {
+        fprintf(stderr, "paragond: job %" PRId64 ": %s\n", id, err.message);
+        return;
+    }
+    int64_t attempt = job.attempts;
+    switch (job.state) {
+    case PGD_JOB_SUCCEEDED: {
+        int64_t resumed = json_integer_value(json_object_get(job.result, "resumed_from_epoch"));
+        char from[64] = "";
+        if (resumed > 0) snprintf(from, sizeof from, ", resumed from epoch %" PRId64, resumed);
+        pgd_events_job_log(s->events, s->store, id, "info", "succeeded (attempt %" PRId64 "%s)",
+                           attempt, from);
+        break;
+    }
+    case PGD_JOB_FAILED:
+        pgd_events_job_log(s->events, s->store, id, "error", "failed (attempt %" PRId64 "): %s: %s",
+                           attempt, pgn_error_code_name(job.has_error ? job.error.code : PGN_E_INTERNAL),
+                           job.has_error ? job.error.message : "");
+        break;
+    case PGD_JOB_CANCELLED:
+        pgd_events_job_log(s->events, s->store, id, "warn", "cancelled (attempt %" PRId64 ")",
+                           attempt);
+        break;
+    case PGD_JOB_QUEUED: /* at shutdown; else the store's line said why (a distributed job's ranks) */
+        if (atomic_load(&s->stopping))
+            pgd_events_job_log(s->events, s->store, id, "warn",
+                               "interrupted by shutdown (attempt %" PRId64 "); queued again", attempt);
+        break;
+    case PGD_JOB_RUNNING: break; /* its end could not be recorded: nothing to tell yet */
+    }
+    pgd_job_release(&job);
+    if (pgd_events_job_changed(s->events, s->store, id, NULL, &err) < 0)
+        fprintf(stderr, "paragond: job %" PRId64 ": %s\n", id, err.message);
+}
+
+void *sched_worker_main(void *arg) {
+    worker *w = arg;
+    pgd_scheduler *s = w->sched;
+    if (s->calibrate) calibrate(w);
+    for (;;) {
+        pthread_mutex_lock(&s->lock);
+        while (!w->wake && !atomic_load(&s->stopping)) pthread_cond_wait(&w->cond, &s->lock);
+        w->wake = false;
+        pthread_mutex_unlock(&s->lock);
+        /* Drain this device's queue; a notify that arrives meanwhile costs one empty claim. */
+        while (!atomic_load(&s->stopping)) {
+            int64_t id;
+            json_t *spec;
+            pgn_error err;
+            /* Not while a submission is between its insert and its announcement: a job's
+             * "queued" state and "placed" line go out before its "running" and "started". */
+            pthread_mutex_lock(&s->admit);
+            int claimed = pgd_store_job_claim(s->store, w->info->id, &id, &spec, &err);
+            /* Under the admit lock, so that a cancel never sees the job running with no
+             * worker (it would end it). */
+            if (claimed == 0 && id) atomic_store(&w->running_job, id);
+            pthread_mutex_unlock(&s->admit);
+            if (claimed < 0) {
+                /* The job stays queued; the next submission retries. */
+                fprintf(stderr, "paragond: worker %s: %s\n", w->info->id, err.message);
+                break;
+            }
+            if (id == 0) break;
+            busy_mark(w, true);
+            int64_t attempt = announce_start(w, id);
+            run_job(w, id, spec, attempt);
+            announce_end(w, id);
+            busy_mark(w, false);
+            json_decref(spec);
+        }
+        if (atomic_load(&s->stopping)) break;
+    }
+    if (w->dev) pgn_device_close(w->dev);
+    w->dev = NULL;
+    return NULL;
+}
