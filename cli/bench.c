@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 #include "progress.h"
 #include "paragon.h"
@@ -239,39 +240,21 @@ static void on_progress(void *ctx, double fraction) {
 }
 
 int cmd_bench(int argc, char **argv) {
-    static const struct option options[] = {
-        {"suite", required_argument, NULL, 's'}, {"device", required_argument, NULL, 'd'},
-        {"repeats", required_argument, NULL, 'r'}, {"cases", required_argument, NULL, 'c'},
-        {"csv", required_argument, NULL, 'C'},   {"data-dir", required_argument, NULL, 'D'},
-        {"json", no_argument, NULL, 'j'},        {"kernels", required_argument, NULL, 'k'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
     const char *suite = NULL, *device = "all", *csv = NULL, *data_dir = PGN_DEFAULT_DATA_DIR, *cases = NULL;
-    int repeats = 5, c;
+    const char *repeats_text = NULL;
     bool as_json = false;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
-        char *end;
-        switch (c) {
-        case 's': suite = optarg; break;
-        case 'd': device = optarg; break;
-        case 'k':
-            if (!cli_kernels_flag("bench", optarg)) return CLI_EXIT_USAGE;
-            break;
-        case 'r':
-            repeats = (int)strtol(optarg, &end, 10);
-            if (*end || end == optarg) {
-                fprintf(stderr, "paragon bench: --repeats: '%s' is not a number\n", optarg);
-                return CLI_EXIT_USAGE;
-            }
-            break;
-        case 'c': cases = optarg; break;
-        case 'C': csv = optarg; break;
-        case 'D': data_dir = optarg; break;
-        case 'j': as_json = true; break;
-        case 'h': bench_usage(stdout); return CLI_EXIT_OK;
-        default: bench_usage(stderr); return CLI_EXIT_USAGE;
-        }
-    }
+    const cli_opt options[] = {{"suite", .value = &suite},
+                               {"device", .value = &device},
+                               {"repeats", .value = &repeats_text, .check = cli_check_integer},
+                               {"cases", .value = &cases},
+                               {"csv", .value = &csv},
+                               {"data-dir", .value = &data_dir},
+                               {"json", .flag = &as_json},
+                               {"kernels", .check = cli_kernels_option},
+                               {0}};
+    int rc = cli_args(argc, argv, &(cli_command_args){"bench", bench_usage, options, NULL});
+    if (rc != CLI_ARGS_GO_ON) return rc;
+    int repeats = repeats_text ? (int)strtol(repeats_text, NULL, 10) : 5;
     if (optind < argc) {
         fprintf(stderr, "paragon bench: unexpected argument '%s'\n", argv[optind]);
         return CLI_EXIT_USAGE;
@@ -289,7 +272,7 @@ int cmd_bench(int argc, char **argv) {
     }
     pgn_job_spec spec;
     pgn_error err = {0};
-    int rc = pgn_spec_parse(j, &spec, &err);
+    rc = pgn_spec_parse(j, &spec, &err);
     json_decref(j);
     if (rc) {
         fprintf(stderr, "paragon bench: %s\n", err.message);

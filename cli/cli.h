@@ -19,10 +19,10 @@ enum {
     CLI_EXIT_INTERRUPTED = 130 /* Ctrl-C (128 + SIGINT), after saying what was kept */
 };
 
-/* --kernels FAMILY of the commands that open devices here (run, bench, devices): auto, cpu or
- * gpu, set as PARAGON_KERNELS, which the engine reads where it builds a device's profile. Prints
- * why and returns false for anything else. */
-bool cli_kernels_flag(const char *cmd, const char *family);
+/* The check (cli_opt.check) of --kernels FAMILY of the commands that open devices here (run,
+ * bench, devices): auto, cpu or gpu, set as PARAGON_KERNELS, which the engine reads where it
+ * builds a device's profile. Prints why and returns false for anything else. */
+bool cli_kernels_option(const char *cmd, const char *option, const char *family);
 
 /* The device's tuning from <data_dir>/tunings.json set on dev when it is opened, and on profile
  * when that is given (the profile of a device not opened); with calibrate (and dev), a device

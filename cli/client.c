@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cli.h"
 #include "http.h"
 #include "paragon.h"
@@ -18,20 +19,7 @@
  * takes a few seconds; a server gone for a minute is gone). */
 #define RECONNECT_TRIES 60
 
-/* ---- options every client command shares ------------------------------------------------ */
-
-typedef struct client_opts {
-    const char *url, *token_file;
-    bool as_json;
-} client_opts;
-
-/* Handles --url and --token-file; true when c was one of them. */
-static bool server_option(int c, client_opts *o) {
-    if (c == CLI_OPT_URL) o->url = optarg;
-    else if (c == CLI_OPT_TOKEN_FILE) o->token_file = optarg;
-    else return false;
-    return true;
-}
+/* ---- what the commands share ---------------------------------------------------------- */
 
 /* A usage error: what is wrong, then where the help is. */
 static int usage_error(const char *cmd, const char *fmt, const char *what) {
@@ -322,35 +310,20 @@ static json_t *read_spec(const char *file) {
 }
 
 int cmd_submit(int argc, char **argv) {
-    static const struct option options[] = {
-        {"device", required_argument, NULL, 'd'}, {"name", required_argument, NULL, 'n'},
-        {"wait", no_argument, NULL, 'w'},         {"follow", no_argument, NULL, 'f'},
-        {"json", no_argument, NULL, 'j'},         {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},         CLI_SERVER_OPTIONS, {NULL, 0, NULL, 0}};
-    client_opts o = {0};
+    cli_server_args server = {0};
     const char *device = NULL, *name = NULL;
-    bool wait = false, follow = false, quiet = false;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "q", options, NULL)) != -1) {
-        if (server_option(c, &o)) continue;
-        switch (c) {
-        case 'd': device = optarg; break;
-        case 'n': name = optarg; break;
-        case 'w': wait = true; break;
-        case 'f': follow = true; break;
-        case 'j': o.as_json = true; break;
-        case 'q': quiet = true; break;
-        case 'h': submit_usage(stdout); return CLI_EXIT_OK;
-        default: submit_usage(stderr); return CLI_EXIT_USAGE;
-        }
-    }
+    bool wait = false, follow = false, as_json = false, quiet = false;
+    const cli_opt options[] = {{"device", .value = &device}, {"name", .value = &name},   {"wait", .flag = &wait},
+                               {"follow", .flag = &follow},  {"json", .flag = &as_json}, {"quiet", 'q', .flag = &quiet},
+                               {0}};
+    int rc = cli_args(argc, argv, &(cli_command_args){"submit", submit_usage, options, &server});
+    if (rc != CLI_ARGS_GO_ON) return rc;
     if (optind >= argc) return usage_error("submit", "%s", "missing the job spec (a file, or - for standard input)");
     if (optind + 1 < argc) return usage_error("submit", "only one spec, got '%s' too", argv[optind + 1]);
     if (wait && follow) return usage_error("submit", "%s", "--wait or --follow, not both");
-    if (quiet && (o.as_json || follow)) return usage_error("submit", "%s", "-q prints the id alone: not with --json or --follow");
+    if (quiet && (as_json || follow)) return usage_error("submit", "%s", "-q prints the id alone: not with --json or --follow");
     cli_server s;
-    int rc = cli_server_open(&s, "paragon submit", o.url, o.token_file);
+    rc = cli_server_open(&s, "paragon submit", server.url, server.token_file);
     if (rc) return rc;
     json_t *spec = read_spec(argv[optind]);
     if (!spec) {
@@ -377,7 +350,7 @@ int cmd_submit(int argc, char **argv) {
             continue;
         }
         if (!wait && !follow) {
-            if (o.as_json) continue;
+            if (as_json) continue;
             if (i == 0)
                 printf("job %lld queued: %s \"%s\" on %s%s\n", id, str(job, "kind"), str(job, "name"), str(job, "device"),
                        n > 1 ? "" : "");
@@ -390,14 +363,14 @@ int cmd_submit(int argc, char **argv) {
         int jrc;
         json_t *ended = follow_job(&s, id, follow ? FOLLOW_PROGRESS : FOLLOW_QUIET, json_object_get(job, "spec"), &jrc);
         if (ended) {
-            if (o.as_json) print_json(ended);
+            if (as_json) print_json(ended);
             else print_ending(ended);
         }
         json_decref(ended);
         if (jrc > rc) rc = jrc;
         if (jrc == CLI_EXIT_INTERRUPTED || jrc == CLI_EXIT_UNREACHABLE) break;
     }
-    if (o.as_json && !wait && !follow) print_json(job);
+    if (as_json && !wait && !follow) print_json(job);
     fflush(stdout);
     json_decref(job);
     cli_server_close(&s);
@@ -428,39 +401,20 @@ static void short_time(const char *t, char *out, size_t size) {
 }
 
 int cmd_jobs(int argc, char **argv) {
-    static const struct option options[] = {
-        {"state", required_argument, NULL, 's'}, {"kind", required_argument, NULL, 'k'},
-        {"limit", required_argument, NULL, 'l'}, {"offset", required_argument, NULL, 'o'},
-        {"cursor", required_argument, NULL, 'c'}, {"tag", required_argument, NULL, 't'},
-        {"json", no_argument, NULL, 'j'},        {"help", no_argument, NULL, 'h'},
-        CLI_SERVER_OPTIONS,                      {NULL, 0, NULL, 0}};
-    client_opts o = {0};
+    cli_server_args server = {0};
     const char *state = NULL, *kind = NULL, *limit = "20", *offset = NULL, *cursor = NULL;
-    /* every --tag takes an argument of argv: argc bounds them; the server judges how many */
-    const char **tags = calloc((size_t)argc, sizeof *tags);
-    size_t n_tags = 0;
-    if (!tags) return usage_error("jobs", "%s", "out of memory");
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
-        if (server_option(c, &o)) continue;
-        switch (c) {
-        case 's': state = optarg; break;
-        case 'k': kind = optarg; break;
-        case 'l': limit = optarg; break;
-        case 'o': offset = optarg; break;
-        case 'c': cursor = optarg; break;
-        case 't': tags[n_tags++] = optarg; break;
-        case 'j': o.as_json = true; break;
-        case 'h': free(tags); jobs_usage(stdout); return CLI_EXIT_OK;
-        default: free(tags); jobs_usage(stderr); return CLI_EXIT_USAGE;
-        }
-    }
+    cli_values tags = {0}; /* the server judges how many */
+    bool as_json = false;
+    const cli_opt options[] = {{"state", .value = &state},   {"kind", .value = &kind}, {"limit", .value = &limit},
+                               {"offset", .value = &offset}, {"cursor", .value = &cursor}, {"tag", .values = &tags},
+                               {"json", .flag = &as_json},   {0}};
+    int rc = cli_args(argc, argv, &(cli_command_args){"jobs", jobs_usage, options, &server});
+    if (rc != CLI_ARGS_GO_ON) return rc;
     cli_server s;
-    int rc = optind < argc ? usage_error("jobs", "unexpected argument '%s'", argv[optind])
-                           : cli_server_open(&s, "paragon jobs", o.url, o.token_file);
+    rc = optind < argc ? usage_error("jobs", "unexpected argument '%s'", argv[optind])
+                       : cli_server_open(&s, "paragon jobs", server.url, server.token_file);
     if (rc) {
-        free(tags);
+        free(tags.at);
         return rc;
     }
     /* the server checks every value and names the one that is wrong */
@@ -469,8 +423,8 @@ int cmd_jobs(int argc, char **argv) {
     cli_query_add(&s, &path, "limit", limit);
     cli_query_add(&s, &path, "offset", offset);
     cli_query_add(&s, &path, "cursor", cursor);
-    for (size_t i = 0; i < n_tags; i++) cli_query_add(&s, &path, "tag", tags[i]);
-    free(tags);
+    for (size_t i = 0; i < tags.count; i++) cli_query_add(&s, &path, "tag", tags.at[i]);
+    free(tags.at);
     cli_query_add(&s, &path, "state", state);
     cli_query_add(&s, &path, "kind", kind);
     char *url_path = pgn_text_take(&path);
@@ -479,7 +433,7 @@ int cmd_jobs(int argc, char **argv) {
     free(url_path);
     cli_server_close(&s);
     if (!page) return cli_exit_for(status);
-    if (o.as_json) {
+    if (as_json) {
         print_json(page);
         json_decref(page);
         return CLI_EXIT_OK;
@@ -521,32 +475,19 @@ int cmd_jobs(int argc, char **argv) {
 /* ---- status, cancel, delete ------------------------------------------------------------- */
 
 /* The usage of a command whose one argument is a job id. */
-static void id_usage(FILE *out, const char *cmd, const char *what, const char *exits) {
-    fprintf(out, "usage: paragon %s ID [--json]\n  %s\n  --json  the job as JSON\n" CLI_SERVER_HELP
-                 "exit status: %s\n",
-            cmd, what, exits);
+#define ID_USAGE(cmd, what)                                                                                  \
+    "usage: paragon " cmd " ID [--json]\n  " what "\n  --json  the job as JSON\n" CLI_SERVER_HELP              \
+    "exit status: 0 done, 1 refused (no such job, or not now), 2 bad arguments,\n"                            \
+    "             4 no answer from paragond\n"
+
+static void status_usage(FILE *out) { fputs(ID_USAGE("status", "a job's state, device, progress, times and result"), out); }
+
+static void cancel_usage(FILE *out) {
+    fputs(ID_USAGE("cancel", "cancel a job: at once when queued, at its next step when running"), out);
 }
 
-static const char *const id_exits = "0 done, 1 refused (no such job, or not now), 2 bad arguments,\n"
-                                    "             4 no answer from paragond";
-
-/* Parses the options of a command that takes one job id; returns -1 to go on, else an exit status. */
-static int id_command_args(const char *cmd, const char *what, int argc, char **argv, client_opts *o,
-                           long long *id) {
-    static const struct option options[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, CLI_SERVER_OPTIONS, {NULL, 0, NULL, 0}};
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
-        if (server_option(c, o)) continue;
-        switch (c) {
-        case 'j': o->as_json = true; break;
-        case 'h': id_usage(stdout, cmd, what, id_exits); return CLI_EXIT_OK;
-        default: id_usage(stderr, cmd, what, id_exits); return CLI_EXIT_USAGE;
-        }
-    }
-    int rc = job_arg(cmd, argc, argv, id);
-    return rc ? rc : -1;
+static void delete_usage(FILE *out) {
+    fputs(ID_USAGE("delete", "delete an ended job with its metrics, logs and files"), out);
 }
 
 /* A job's detail for people: what, where, when, how far, and its result or error. */
@@ -573,22 +514,25 @@ static void print_status(const json_t *job) {
 }
 
 /* GET, POST or DELETE one job's path; prints the job (status, cancel) or a line (delete). */
-static int id_command(int argc, char **argv, const char *cmd, const char *what, const char *method,
+static int id_command(int argc, char **argv, const char *cmd, void (*usage)(FILE *out), const char *method,
                       const char *suffix) {
-    client_opts o = {0};
+    cli_server_args server = {0};
+    bool as_json = false;
+    const cli_opt options[] = {{"json", .flag = &as_json}, {0}};
+    int rc = cli_args(argc, argv, &(cli_command_args){cmd, usage, options, &server});
+    if (rc != CLI_ARGS_GO_ON) return rc;
     long long id;
-    int rc = id_command_args(cmd, what, argc, argv, &o, &id);
-    if (rc >= 0) return rc;
+    if ((rc = job_arg(cmd, argc, argv, &id))) return rc;
     char prefix[64], path[96];
     snprintf(prefix, sizeof prefix, "paragon %s", cmd);
     cli_server s;
-    if ((rc = cli_server_open(&s, prefix, o.url, o.token_file))) return rc;
+    if ((rc = cli_server_open(&s, prefix, server.url, server.token_file))) return rc;
     snprintf(path, sizeof path, "/api/v1/jobs/%lld%s", id, suffix);
     long status;
     json_t *answer = cli_call(&s, method, path, NULL, &status);
     cli_server_close(&s);
     if (!answer) return cli_exit_for(status);
-    if (o.as_json) print_json(answer);
+    if (as_json) print_json(answer);
     else if (!strcmp(cmd, "status")) print_status(answer);
     else if (!strcmp(cmd, "delete")) printf("job %lld deleted, with its metrics, logs and files\n", id);
     else if (status == 202) printf("job %lld stops at its next step boundary (a train job checkpoints there)\n", id);
@@ -597,18 +541,11 @@ static int id_command(int argc, char **argv, const char *cmd, const char *what, 
     return CLI_EXIT_OK;
 }
 
-int cmd_status(int argc, char **argv) {
-    return id_command(argc, argv, "status", "a job's state, device, progress, times and result", "GET", "");
-}
+int cmd_status(int argc, char **argv) { return id_command(argc, argv, "status", status_usage, "GET", ""); }
 
-int cmd_cancel(int argc, char **argv) {
-    return id_command(argc, argv, "cancel", "cancel a job: at once when queued, at its next step when running",
-                      "POST", "/cancel");
-}
+int cmd_cancel(int argc, char **argv) { return id_command(argc, argv, "cancel", cancel_usage, "POST", "/cancel"); }
 
-int cmd_delete(int argc, char **argv) {
-    return id_command(argc, argv, "delete", "delete an ended job with its metrics, logs and files", "DELETE", "");
-}
+int cmd_delete(int argc, char **argv) { return id_command(argc, argv, "delete", delete_usage, "DELETE", ""); }
 
 /* ---- logs ------------------------------------------------------------------------------- */
 
@@ -621,25 +558,15 @@ static void logs_usage(FILE *out) {
 }
 
 int cmd_logs(int argc, char **argv) {
-    static const struct option options[] = {
-        {"follow", no_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'}, CLI_SERVER_OPTIONS, {NULL, 0, NULL, 0}};
-    client_opts o = {0};
+    cli_server_args server = {0};
     bool follow = false;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "f", options, NULL)) != -1) {
-        if (server_option(c, &o)) continue;
-        switch (c) {
-        case 'f': follow = true; break;
-        case 'h': logs_usage(stdout); return CLI_EXIT_OK;
-        default: logs_usage(stderr); return CLI_EXIT_USAGE;
-        }
-    }
+    const cli_opt options[] = {{"follow", 'f', .flag = &follow}, {0}};
+    int rc = cli_args(argc, argv, &(cli_command_args){"logs", logs_usage, options, &server});
+    if (rc != CLI_ARGS_GO_ON) return rc;
     long long id;
-    int rc = job_arg("logs", argc, argv, &id);
-    if (rc) return rc;
+    if ((rc = job_arg("logs", argc, argv, &id))) return rc;
     cli_server s;
-    if ((rc = cli_server_open(&s, "paragon logs", o.url, o.token_file))) return rc;
+    if ((rc = cli_server_open(&s, "paragon logs", server.url, server.token_file))) return rc;
     if (follow) {
         json_t *job = follow_job(&s, id, FOLLOW_LOG, NULL, &rc);
         json_decref(job);
@@ -730,30 +657,17 @@ static void print_metric_table(const json_t *metrics) {
 }
 
 int cmd_metrics(int argc, char **argv) {
-    static const struct option options[] = {
-        {"name", required_argument, NULL, 'n'}, {"csv", no_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},       CLI_SERVER_OPTIONS,              {NULL, 0, NULL, 0}};
-    client_opts o = {0};
+    cli_server_args server = {0};
     const char *name = NULL;
-    bool csv = false;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
-        if (server_option(c, &o)) continue;
-        switch (c) {
-        case 'n': name = optarg; break;
-        case 'c': csv = true; break;
-        case 'j': o.as_json = true; break;
-        case 'h': metrics_usage(stdout); return CLI_EXIT_OK;
-        default: metrics_usage(stderr); return CLI_EXIT_USAGE;
-        }
-    }
-    if (csv && o.as_json) return usage_error("metrics", "%s", "--csv or --json, not both");
+    bool csv = false, as_json = false;
+    const cli_opt options[] = {{"name", .value = &name}, {"csv", .flag = &csv}, {"json", .flag = &as_json}, {0}};
+    int rc = cli_args(argc, argv, &(cli_command_args){"metrics", metrics_usage, options, &server});
+    if (rc != CLI_ARGS_GO_ON) return rc;
+    if (csv && as_json) return usage_error("metrics", "%s", "--csv or --json, not both");
     long long id;
-    int rc = job_arg("metrics", argc, argv, &id);
-    if (rc) return rc;
+    if ((rc = job_arg("metrics", argc, argv, &id))) return rc;
     cli_server s;
-    if ((rc = cli_server_open(&s, "paragon metrics", o.url, o.token_file))) return rc;
+    if ((rc = cli_server_open(&s, "paragon metrics", server.url, server.token_file))) return rc;
     pgn_text path = {0};
     pgn_text_printf(&path, "/api/v1/jobs/%lld/metrics", id);
     cli_query_add(&s, &path, "name", name);
@@ -764,7 +678,7 @@ int cmd_metrics(int argc, char **argv) {
     cli_server_close(&s);
     if (!answer) return cli_exit_for(status);
     const json_t *metrics = json_object_get(answer, "metrics");
-    if (o.as_json) {
+    if (as_json) {
         print_json(answer);
     } else if (csv) {
         size_t i;
@@ -800,37 +714,18 @@ static void export_usage(FILE *out) {
 }
 
 int cmd_export(int argc, char **argv) {
-    static const struct option options[] = {
-        {"bench", no_argument, NULL, 'b'},        {"suite", required_argument, NULL, 's'},
-        {"device", required_argument, NULL, 'd'}, {"format", required_argument, NULL, 'f'},
-        {"checkpoint", required_argument, NULL, 'c'}, {"weights", required_argument, NULL, 'w'},
-        {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
-        {"job", required_argument, NULL, 'j'},    {"since", required_argument, NULL, 'S'},
-        {"until", required_argument, NULL, 'U'},  CLI_SERVER_OPTIONS,
-        {NULL, 0, NULL, 0}};
-    client_opts o = {0};
+    cli_server_args server = {0};
     const char *suite = NULL, *device = NULL, *format = NULL, *checkpoint = NULL, *weights = NULL, *to = "-";
     const char *job = NULL, *since = NULL, *until = NULL;
     bool bench = false;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:", options, NULL)) != -1) {
-        if (server_option(c, &o)) continue;
-        switch (c) {
-        case 'b': bench = true; break;
-        case 's': suite = optarg; break;
-        case 'd': device = optarg; break;
-        case 'f': format = optarg; break;
-        case 'c': checkpoint = optarg; break;
-        case 'w': weights = optarg; break;
-        case 'o': to = optarg; break;
-        case 'j': job = optarg; break;
-        case 'S': since = optarg; break;
-        case 'U': until = optarg; break;
-        case 'h': export_usage(stdout); return CLI_EXIT_OK;
-        default: export_usage(stderr); return CLI_EXIT_USAGE;
-        }
-    }
+    const cli_opt options[] = {{"bench", .flag = &bench},          {"suite", .value = &suite},
+                               {"device", .value = &device},       {"format", .value = &format},
+                               {"checkpoint", .value = &checkpoint}, {"weights", .value = &weights},
+                               {"output", 'o', .value = &to},      {"job", .value = &job},
+                               {"since", .value = &since},         {"until", .value = &until},
+                               {0}};
+    int rc = cli_args(argc, argv, &(cli_command_args){"export", export_usage, options, &server});
+    if (rc != CLI_ARGS_GO_ON) return rc;
     if (optind < argc) return usage_error("export", "unexpected argument '%s'", argv[optind]);
     if ((bench ? 1 : 0) + (checkpoint ? 1 : 0) + (weights ? 1 : 0) != 1)
         return usage_error("export", "%s", "one of --bench, --checkpoint ID or --weights ID");
@@ -843,7 +738,7 @@ int cmd_export(int argc, char **argv) {
     long long id = 0;
     if (!bench && !cli_job_id("paragon export", checkpoint ? checkpoint : weights, &id)) return CLI_EXIT_USAGE;
     cli_server s;
-    int rc = cli_server_open(&s, "paragon export", o.url, o.token_file);
+    rc = cli_server_open(&s, "paragon export", server.url, server.token_file);
     if (rc) return rc;
     pgn_text path = {0};
     if (bench) {
@@ -911,24 +806,16 @@ static int datasets_rm(cli_server *s, const char *name) {
 }
 
 int cmd_datasets(int argc, char **argv) {
-    static const struct option options[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, CLI_SERVER_OPTIONS, {NULL, 0, NULL, 0}};
-    client_opts o = {0};
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
-        if (server_option(c, &o)) continue;
-        switch (c) {
-        case 'j': o.as_json = true; break;
-        case 'h': datasets_usage(stdout); return CLI_EXIT_OK;
-        default: datasets_usage(stderr); return CLI_EXIT_USAGE;
-        }
-    }
+    cli_server_args server = {0};
+    bool as_json = false;
+    const cli_opt options[] = {{"json", .flag = &as_json}, {0}};
+    int rc = cli_args(argc, argv, &(cli_command_args){"datasets", datasets_usage, options, &server});
+    if (rc != CLI_ARGS_GO_ON) return rc;
     bool rm = optind < argc && !strcmp(argv[optind], "rm");
     if (rm && optind + 2 != argc) return usage_error("datasets", "%s", "rm takes one NAME");
     if (!rm && optind < argc) return usage_error("datasets", "unexpected argument '%s'", argv[optind]);
     cli_server s;
-    int rc = cli_server_open(&s, "paragon datasets", o.url, o.token_file);
+    rc = cli_server_open(&s, "paragon datasets", server.url, server.token_file);
     if (rc) return rc;
     if (rm) {
         rc = datasets_rm(&s, argv[optind + 1]);
@@ -939,7 +826,7 @@ int cmd_datasets(int argc, char **argv) {
     json_t *v = cli_call(&s, "GET", "/api/v1/datasets", NULL, &status);
     cli_server_close(&s);
     if (!v) return cli_exit_for(status);
-    if (o.as_json) {
+    if (as_json) {
         print_json(v);
         json_decref(v);
         return CLI_EXIT_OK;
@@ -989,24 +876,12 @@ static int file_sha256(FILE *f, char hex[65]) {
 }
 
 int cmd_upload(int argc, char **argv) {
-    static const struct option options[] = {
-        {"name", required_argument, NULL, 'n'}, {"new", no_argument, NULL, 'N'}, {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},       CLI_SERVER_OPTIONS,               {NULL, 0, NULL, 0}};
-    client_opts o = {0};
+    cli_server_args server = {0};
     const char *name = NULL;
-    bool only_new = false;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
-        if (server_option(c, &o)) continue;
-        switch (c) {
-        case 'n': name = optarg; break;
-        case 'N': only_new = true; break;
-        case 'j': o.as_json = true; break;
-        case 'h': upload_usage(stdout); return CLI_EXIT_OK;
-        default: upload_usage(stderr); return CLI_EXIT_USAGE;
-        }
-    }
+    bool only_new = false, as_json = false;
+    const cli_opt options[] = {{"name", .value = &name}, {"new", .flag = &only_new}, {"json", .flag = &as_json}, {0}};
+    int rc = cli_args(argc, argv, &(cli_command_args){"upload", upload_usage, options, &server});
+    if (rc != CLI_ARGS_GO_ON) return rc;
     if (optind >= argc) return usage_error("upload", "%s", "missing the FILE to upload");
     if (optind + 1 < argc) return usage_error("upload", "only one FILE, got '%s' too", argv[optind + 1]);
     const char *file = argv[optind];
@@ -1029,7 +904,7 @@ int cmd_upload(int argc, char **argv) {
     }
     snprintf(header, sizeof header, "Content-SHA256: %s", hex);
     cli_server s;
-    int rc = cli_server_open(&s, "paragon upload", o.url, o.token_file);
+    rc = cli_server_open(&s, "paragon upload", server.url, server.token_file);
     if (rc) {
         fclose(f);
         return rc;
@@ -1047,7 +922,7 @@ int cmd_upload(int argc, char **argv) {
     cli_server_close(&s);
     fclose(f);
     if (!v) return cli_exit_for(status);
-    if (o.as_json) {
+    if (as_json) {
         print_json(v);
     } else {
         char shape[256];

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 #include "http.h"
 #include "paragon.h"
@@ -41,47 +42,45 @@ static void on_text(void *ctx, int64_t index, const char *text, size_t len) {
     fflush(stdout);
 }
 
-int cmd_generate(int argc, char **argv) {
-    static const struct option options[] = {
-        {"prompt", required_argument, NULL, 'p'},      {"max-tokens", required_argument, NULL, 'n'},
-        {"temperature", required_argument, NULL, 't'}, {"top-k", required_argument, NULL, 'k'},
-        {"seed", required_argument, NULL, 's'},        {"device", required_argument, NULL, 'd'},
-        {"json", no_argument, NULL, 'j'},              {"help", no_argument, NULL, 'h'},
-        {"job", required_argument, NULL, 'J'},         CLI_SERVER_OPTIONS,
-        {NULL, 0, NULL, 0}};
+/* The generate fields the options give (NULL: not given; the numbers were checked as they came). */
+typedef struct gen_fields {
+    const char *prompt, *max_tokens, *temperature, *top_k, *seed;
+} gen_fields;
+
+/* The generate request's body: kind and name, then the fields given. New reference. */
+static json_t *generate_body(const gen_fields *g) {
     json_t *fields = json_pack("{s:s, s:s}", "kind", "generate", "name", "generate");
-    const char *device = NULL, *job = NULL, *url = NULL, *token_file = NULL;
+    if (g->prompt) json_object_set_new(fields, "prompt", json_string(g->prompt));
+    const struct {
+        const char *key, *text;
+        bool real;
+    } numbers[] = {{"max_tokens", g->max_tokens, false}, {"temperature", g->temperature, true},
+                   {"top_k", g->top_k, false},           {"seed", g->seed, false}};
+    for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++)
+        if (numbers[i].text)
+            json_object_set_new(fields, numbers[i].key,
+                                numbers[i].real ? json_real(strtod(numbers[i].text, NULL))
+                                                : json_integer(strtoll(numbers[i].text, NULL, 10)));
+    return fields;
+}
+
+int cmd_generate(int argc, char **argv) {
+    cli_server_args server = {0};
+    gen_fields g = {0};
+    const char *device = NULL, *job = NULL;
     bool as_json = false;
-    int c, which = 0;
-    optind = 1; /* argv[0] is "generate" */
-    while ((c = getopt_long(argc, argv, "", options, &which)) != -1) {
-        char *end = NULL;
-        switch (c) {
-        case 'p': json_object_set_new(fields, "prompt", json_string(optarg)); break;
-        case 'n': json_object_set_new(fields, "max_tokens", json_integer(strtoll(optarg, &end, 10))); break;
-        case 't': json_object_set_new(fields, "temperature", json_real(strtod(optarg, &end))); break;
-        case 'k': json_object_set_new(fields, "top_k", json_integer(strtoll(optarg, &end, 10))); break;
-        case 's': json_object_set_new(fields, "seed", json_integer(strtoll(optarg, &end, 10))); break;
-        case 'd': device = optarg; break;
-        case 'j': as_json = true; break;
-        case 'J': job = optarg; break;
-        case CLI_OPT_URL: url = optarg; break;
-        case CLI_OPT_TOKEN_FILE: token_file = optarg; break;
-        case 'h':
-            generate_usage(stdout);
-            json_decref(fields);
-            return 0;
-        default:
-            generate_usage(stderr);
-            json_decref(fields);
-            return 2;
-        }
-        if (end && (*end || end == optarg)) {
-            fprintf(stderr, "paragon generate: --%s: '%s' is not a number\n", options[which].name, optarg);
-            json_decref(fields);
-            return 2;
-        }
-    }
+    const cli_opt options[] = {{"prompt", .value = &g.prompt},
+                               {"max-tokens", .value = &g.max_tokens, .check = cli_check_integer},
+                               {"temperature", .value = &g.temperature, .check = cli_check_number},
+                               {"top-k", .value = &g.top_k, .check = cli_check_integer},
+                               {"seed", .value = &g.seed, .check = cli_check_integer},
+                               {"device", .value = &device},
+                               {"json", .flag = &as_json},
+                               {"job", .value = &job},
+                               {0}};
+    int rc = cli_args(argc, argv, &(cli_command_args){"generate", generate_usage, options, &server});
+    if (rc != CLI_ARGS_GO_ON) return rc;
+    json_t *fields = generate_body(&g);
     if (job) {
         long long id;
         if (optind < argc) {
@@ -94,11 +93,11 @@ int cmd_generate(int argc, char **argv) {
             return CLI_EXIT_USAGE;
         }
         if (device) json_object_set_new(fields, "device", json_string(device));
-        int rc = cli_generate_remote(url, token_file, id, fields, as_json);
+        rc = cli_generate_remote(server.url, server.token_file, id, fields, as_json);
         json_decref(fields);
         return rc;
     }
-    if (url || token_file) {
+    if (server.url || server.token_file) {
         fprintf(stderr, "paragon generate: --url and --token-file go with --job (a CHECKPOINT is read here)\n");
         json_decref(fields);
         return CLI_EXIT_USAGE;
@@ -114,7 +113,7 @@ int cmd_generate(int argc, char **argv) {
     json_object_set_new(fields, "device", json_string(device));
     pgn_job_spec spec;
     pgn_error err = {0};
-    int rc = pgn_spec_parse(fields, &spec, &err);
+    rc = pgn_spec_parse(fields, &spec, &err);
     json_decref(fields);
     if (rc) {
         fprintf(stderr, "paragon generate: %s\n", err.message);
