@@ -35,7 +35,7 @@ bool cli_tuning(const char *cmd, const pgn_device_info *info, const char *data_d
 int cmd_bench(int argc, char **argv);    /* bench.c */
 int cmd_generate(int argc, char **argv); /* generate.c; with --job, on the server */
 
-/* Against a running paragond (client.c): */
+/* Against a running paragond: jobs (client_jobs.c) */
 int cmd_submit(int argc, char **argv);
 int cmd_jobs(int argc, char **argv);
 int cmd_status(int argc, char **argv);
@@ -43,11 +43,9 @@ int cmd_logs(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
+/* and files (client_files.c) */
 int cmd_export(int argc, char **argv);
 int cmd_datasets(int argc, char **argv);
 int cmd_upload(int argc, char **argv);
-/* `paragon generate --job ID`: fields is the generate body built from the flags (kind and name
- * are dropped); streams the text in as it comes. */
-int cli_generate_remote(const char *url, const char *token_file, long long job, json_t *fields, bool as_json);
 
 #endif

@@ -1,6 +1,7 @@
 /* generate.c: `paragon generate CHECKPOINT --prompt TEXT`: text from a gpt checkpoint on this
  * machine, printed a character at a time as it comes (the same engine call and the same text as
- * POST /api/v1/jobs/{id}/generate with the same seed). */
+ * POST /api/v1/jobs/{id}/generate with the same seed); with --job ID, that request to paragond,
+ * its stream printed the same way. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "client.h"
 #include "http.h"
 #include "paragon.h"
 
@@ -30,6 +32,77 @@ static void generate_usage(FILE *out) {
             "exit status: 0 done, 1 the generation failed or was refused, 2 bad arguments,\n"
             "             4 no answer from paragond (--job), 130 Ctrl-C\n");
 }
+
+/* ---- --job: on paragond -------------------------------------------------------------------- */
+
+typedef struct gen_follow {
+    bool quiet;
+    bool ended;
+    json_t *job; /* the final state's job */
+} gen_follow;
+
+static cli_stream_next on_generate_event(void *ctx, const cli_event *ev) {
+    gen_follow *g = ctx;
+    json_t *d = json_loads(ev->data, 0, NULL);
+    if (!d) return CLI_STREAM_MORE;
+    if (!strcmp(ev->name, "token") && !g->quiet) {
+        fputs(cli_str(d, "text"), stdout);
+        fflush(stdout);
+    } else if ((!strcmp(ev->name, "state") || !strcmp(ev->name, "reset")) && cli_job_ended(d)) {
+        g->ended = true;
+        json_decref(g->job);
+        g->job = json_incref(d);
+    }
+    json_decref(d);
+    return g->ended ? CLI_STREAM_DONE : CLI_STREAM_MORE;
+}
+
+/* POST /api/v1/jobs/{job}/generate with fields (the body the flags built; kind and name are
+ * dropped), streaming the text in as it comes. */
+static int generate_remote(const char *url, const char *token_file, long long job, json_t *fields, bool as_json) {
+    cli_server s;
+    int rc = cli_server_open(&s, "paragon generate", url, token_file);
+    if (rc) return rc;
+    json_object_del(fields, "kind");
+    json_object_del(fields, "name");
+    json_object_set_new(fields, "stream", json_true());
+    char path[96];
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/generate", job);
+    gen_follow g = {.quiet = as_json};
+    long status;
+    const char *prompt = json_string_value(json_object_get(fields, "prompt"));
+    if (!as_json && prompt) {
+        fputs(prompt, stdout); /* as the local command: the text continues it */
+        fflush(stdout);
+    }
+    cli_catch_interrupt();
+    rc = cli_stream(&s, "POST", path, fields, NULL, on_generate_event, &g, &status);
+    if (rc == -2) {
+        fprintf(stderr, "\nparagon generate: stopped; the generate job goes on (paragon jobs --kind generate)\n");
+        rc = CLI_EXIT_INTERRUPTED;
+    } else if (rc < 0) {
+        rc = cli_exit_for(status);
+    } else if (!g.ended) {
+        fprintf(stderr, "paragon generate: the stream ended before the generation did\n");
+        rc = CLI_EXIT_UNREACHABLE;
+    } else {
+        const json_t *error = json_object_get(g.job, "error"), *result = json_object_get(g.job, "result");
+        if (as_json) cli_print_json(g.job);
+        else if (json_is_object(error)) fprintf(stderr, "\nparagon generate: %s\n", cli_str(error, "message"));
+        else
+            fprintf(stderr, "\n(job %lld: %lld characters, %.0f characters/s on %s)\n",
+                    (long long)json_integer_value(json_object_get(g.job, "id")),
+                    (long long)json_integer_value(json_object_get(result, "tokens")),
+                    json_number_value(json_object_get(result, "tokens_per_second")), cli_str(g.job, "device"));
+        rc = cli_job_exit(g.job);
+    }
+    json_decref(g.job);
+    cli_server_close(&s);
+    return rc;
+}
+
+
+/* ---- on this machine ------------------------------------------------------------------------- */
 
 typedef struct {
     bool quiet;
@@ -93,7 +166,7 @@ int cmd_generate(int argc, char **argv) {
             return CLI_EXIT_USAGE;
         }
         if (device) json_object_set_new(fields, "device", json_string(device));
-        rc = cli_generate_remote(server.url, server.token_file, id, fields, as_json);
+        rc = generate_remote(server.url, server.token_file, id, fields, as_json);
         json_decref(fields);
         return rc;
     }
