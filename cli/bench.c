@@ -279,35 +279,30 @@ int cmd_bench(int argc, char **argv) {
         return 2;
     }
 
-    pgn_device_info *list = NULL, chosen;
+    pgn_device_info *list = NULL;
     size_t n = 0;
-    if (pgn_devices_list(&list, &n, &err)) {
+    if (pgn_devices_named(device, &list, &n, &err)) {
         fprintf(stderr, "paragon bench: %s\n", err.message);
+        pgn_spec_free(&spec);
         return 1;
     }
-    bool all = !strcmp(device, "all");
-    if (!all && pgn_device_select(device, list, n, &chosen, &err)) {
-        fprintf(stderr, "paragon bench: %s\n", err.message);
-        free(list);
-        return 1;
-    }
-    if (all && n == 0) {
+    if (n == 0) {
         fprintf(stderr, "paragon bench: no OpenCL device found (--device host runs the host reference)\n");
-        free(list);
+        pgn_spec_free(&spec);
         return 1;
     }
     json_t *rows = json_array();
     pgn_run_options opts = {.data_dir = data_dir};
-    bench_ctx ctx = {.devices = all ? n : 1};
+    bench_ctx ctx = {.devices = n};
     cli_progress_start(&ctx.bar, stderr);
     pgn_run_hooks hooks = {.ctx = &ctx, .on_log = on_log, .on_progress = on_progress, .should_stop = should_stop};
     struct sigaction sa = {.sa_handler = on_sigint}, old_sa;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_sa);
     int status = 0;
-    for (size_t d = 0; d < (all ? n : 1) && !status; d++) {
+    for (size_t d = 0; d < n && !status; d++) {
         ctx.index = d;
-        const pgn_device_info *info = all ? &list[d] : &chosen;
+        const pgn_device_info *info = &list[d];
         pgn_device *dev = NULL;
         if (pgn_device_open_for_run(info, &dev, &err)) {
             fprintf(stderr, "paragon bench: %s\n", err.message);

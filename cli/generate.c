@@ -199,7 +199,7 @@ int cmd_generate(int argc, char **argv) {
     }
     pgn_device_info chosen;
     pgn_device *dev = NULL;
-    rc = pgn_device_acquire(spec.device, &chosen, &dev, &err);
+    rc = pgn_device_open_named(spec.device, &chosen, &dev, &err);
     json_t *result = NULL;
     gen_ctx ctx = {as_json};
     if (rc == 0) {

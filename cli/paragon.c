@@ -478,7 +478,7 @@ static int cmd_run(int argc, char **argv) {
     pgn_device_info chosen;
     pgn_device *dev = NULL;
     /* the stored tuning (a train job calibrates a device that has none), unless a tile is named */
-    int rc_dev = pgn_device_acquire(spec.device, &chosen, &dev, &err);
+    int rc_dev = pgn_device_open_named(spec.device, &chosen, &dev, &err);
     if (rc_dev == 0 && dev && tile >= 0) rc_dev = pgn_gemm_tile_set(dev, tile, PGN_FROM_OVERRIDE, &err);
     if (rc_dev) fprintf(stderr, "paragon run: %s\n", err.message);
     else if (dev && tile < 0 && !cli_tuning("run", &chosen, data_dir, dev, spec.kind == PGN_JOB_TRAIN, NULL)) rc_dev = -1;
