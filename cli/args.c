@@ -52,8 +52,8 @@ int cli_args(int argc, char **argv, const cli_command_args *c) {
     for (; c->options[n].name || c->options[n].letter; n++) {
         const cli_opt *o = &c->options[n];
         assert(n < ARGS_MAX && well_formed(o));
-        int has_arg = o->flag ? no_argument : required_argument;
-        if (o->name) longs[n_long++] = (struct option){o->name, has_arg, NULL, o->letter ? o->letter : OPT_TABLE + (int)n};
+        int has_arg = o->flag ? no_argument : required_argument, id = o->letter ? o->letter : OPT_TABLE + (int)n;
+        if (o->name) longs[n_long++] = (struct option){o->name, has_arg, NULL, id};
         if (o->letter) {
             shorts[n_short++] = o->letter;
             if (has_arg == required_argument) shorts[n_short++] = ':';

@@ -17,7 +17,7 @@
  * takes a few seconds; a server gone for a minute is gone). */
 #define RECONNECT_TRIES 60
 
-/* ---- arguments, and jobs printed for people ---------------------------------------------- */
+/* ---- arguments, and jobs printed for people --------------------------------------------- */
 
 int cli_usage_error(const char *cmd, const char *fmt, const char *what) {
     fprintf(stderr, "paragon %s: ", cmd);

@@ -238,7 +238,9 @@ int cmd_jobs(int argc, char **argv) {
     "exit status: 0 done, 1 refused (no such job, or not now), 2 bad arguments,\n"                            \
     "             4 no answer from paragond\n"
 
-static void status_usage(FILE *out) { fputs(ID_USAGE("status", "a job's state, device, progress, times and result"), out); }
+static void status_usage(FILE *out) {
+    fputs(ID_USAGE("status", "a job's state, device, progress, times and result"), out);
+}
 
 static void cancel_usage(FILE *out) {
     fputs(ID_USAGE("cancel", "cancel a job: at once when queued, at its next step when running"), out);

@@ -33,7 +33,29 @@ static void generate_usage(FILE *out) {
             "             4 no answer from paragond (--job), 130 Ctrl-C\n");
 }
 
-/* ---- --job: on paragond -------------------------------------------------------------------- */
+/* The generate fields the options give (NULL: not given; the numbers were checked as they came). */
+typedef struct gen_fields {
+    const char *prompt, *max_tokens, *temperature, *top_k, *seed;
+} gen_fields;
+
+/* The generate request's body: kind and name, then the fields given. New reference. */
+static json_t *generate_body(const gen_fields *g) {
+    json_t *fields = json_pack("{s:s, s:s}", "kind", "generate", "name", "generate");
+    if (g->prompt) json_object_set_new(fields, "prompt", json_string(g->prompt));
+    const struct {
+        const char *key, *text;
+        bool real;
+    } numbers[] = {{"max_tokens", g->max_tokens, false}, {"temperature", g->temperature, true},
+                   {"top_k", g->top_k, false},           {"seed", g->seed, false}};
+    for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++)
+        if (numbers[i].text)
+            json_object_set_new(fields, numbers[i].key,
+                                numbers[i].real ? json_real(strtod(numbers[i].text, NULL))
+                                                : json_integer(strtoll(numbers[i].text, NULL, 10)));
+    return fields;
+}
+
+/* ---- --job: on paragond ----------------------------------------------------------------- */
 
 typedef struct gen_follow {
     bool quiet;
@@ -101,8 +123,7 @@ static int generate_remote(const char *url, const char *token_file, long long jo
     return rc;
 }
 
-
-/* ---- on this machine ------------------------------------------------------------------------- */
+/* ---- on this machine -------------------------------------------------------------------- */
 
 typedef struct {
     bool quiet;
@@ -115,27 +136,7 @@ static void on_text(void *ctx, int64_t index, const char *text, size_t len) {
     fflush(stdout);
 }
 
-/* The generate fields the options give (NULL: not given; the numbers were checked as they came). */
-typedef struct gen_fields {
-    const char *prompt, *max_tokens, *temperature, *top_k, *seed;
-} gen_fields;
-
-/* The generate request's body: kind and name, then the fields given. New reference. */
-static json_t *generate_body(const gen_fields *g) {
-    json_t *fields = json_pack("{s:s, s:s}", "kind", "generate", "name", "generate");
-    if (g->prompt) json_object_set_new(fields, "prompt", json_string(g->prompt));
-    const struct {
-        const char *key, *text;
-        bool real;
-    } numbers[] = {{"max_tokens", g->max_tokens, false}, {"temperature", g->temperature, true},
-                   {"top_k", g->top_k, false},           {"seed", g->seed, false}};
-    for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++)
-        if (numbers[i].text)
-            json_object_set_new(fields, numbers[i].key,
-                                numbers[i].real ? json_real(strtod(numbers[i].text, NULL))
-                                                : json_integer(strtoll(numbers[i].text, NULL, 10)));
-    return fields;
-}
+/* ---- the command ------------------------------------------------------------------------ */
 
 int cmd_generate(int argc, char **argv) {
     cli_server_args server = {0};
