@@ -1,7 +1,8 @@
 /* test_cli.c: the paragon command as a user runs it: an HVM2 program printed as `hvm run-c` prints
  * it, and run's limits: none but memory for a program unless --max-interactions, --max-nodes or
  * --timeout set one, each checked, and none of them on a job spec; a --checkpoint-dir that does
- * not exist yet, and Ctrl-C, which checkpoints a train run where it stands. */
+ * not exist yet, and Ctrl-C, which checkpoints a train run where it stands; and a bad option or
+ * value, read the same way by every command. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -125,6 +126,29 @@ Test(cli, devices_show_their_profiles_and_the_kernels_flag_sets_the_family) {
     free(out);
     cr_assert_eq(paragon("run examples/inet/fib.hvm --device cpu --kernels cpu", &out), 0, "%s", out);
     free(out);
+}
+
+/* Every command reads its options one way (cli/args.c): a bad option shows the command's usage,
+ * a value refused as it is read names its option, and neither does anything (exit 2). */
+Test(cli, a_bad_option_or_value_is_a_usage_error) {
+    struct {
+        const char *args, *says;
+    } cases[] = {
+        {"devices --bogus", "unrecognized option '--bogus'\nusage: paragon devices"},
+        {"logs -x", "invalid option -- 'x'\nusage: paragon logs ID [-f]"},
+        {"status --url", "option '--url' requires an argument\nusage: paragon status ID"},
+        {"bench --repeats 3x", "paragon bench: --repeats: '3x' is not a number"},
+        {"bench --kernels fpga", "paragon bench: --kernels: 'fpga' is not a kernel family (auto, cpu or gpu)"},
+        {"generate --max-tokens 1.5", "paragon generate: --max-tokens: '1.5' is not a number"},
+        {"generate --temperature warm", "paragon generate: --temperature: 'warm' is not a number"},
+        {"generate model.safetensors --url http://127.0.0.1:1", "--url and --token-file go with --job"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *out;
+        cr_assert_eq(paragon(cases[i].args, &out), 2, "%s: %s", cases[i].args, out);
+        cr_assert(strstr(out, cases[i].says), "%s: %s", cases[i].args, out);
+        free(out);
+    }
 }
 
 /* A scratch directory for one test (removed by the shell afterwards). */
