@@ -64,10 +64,22 @@ Test(cli, a_program_runs_unlimited_unless_a_flag_limits_it) {
     free(out);
 }
 
+/* `paragon ARGS` that must fail as a usage error (exit 2), saying `says`. */
+typedef struct usage_case {
+    const char *args, *says;
+} usage_case;
+
+static void each_a_usage_error(const usage_case *cases, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char *out;
+        cr_assert_eq(paragon(cases[i].args, &out), 2, "%s: %s", cases[i].args, out);
+        cr_assert(strstr(out, cases[i].says), "%s: %s", cases[i].args, out);
+        free(out);
+    }
+}
+
 Test(cli, limit_flags_are_checked) {
-    struct {
-        const char *args, *says;
-    } bad[] = {
+    static const usage_case bad[] = {
         {"run examples/inet/fib.hvm --max-interactions 0", "--max-interactions: '0' must be a count of interactions"},
         {"run examples/inet/fib.hvm --max-interactions many", "--max-interactions: 'many'"},
         {"run examples/inet/fib.hvm --max-nodes 8", "--max-nodes: '8' must be a count of nodes from 16 to 2^31"},
@@ -77,12 +89,7 @@ Test(cli, limit_flags_are_checked) {
         {"run examples/jobs/xor.json --timeout 3", "--timeout: only for .hvm programs"},
         {"run examples/jobs/xor.json --max-nodes 100", "--max-nodes: only for .hvm programs"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        char *out;
-        cr_assert_eq(paragon(bad[i].args, &out), 2, "%s: %s", bad[i].args, out);
-        cr_assert(strstr(out, bad[i].says), "%s: %s", bad[i].args, out);
-        free(out);
-    }
+    each_a_usage_error(bad, sizeof bad / sizeof *bad);
 }
 
 /* paragon devices shows each device's profile, and --kernels (PARAGON_KERNELS) sets the family:
@@ -131,9 +138,7 @@ Test(cli, devices_show_their_profiles_and_the_kernels_flag_sets_the_family) {
 /* Every command reads its options one way (cli/args.c): a bad option shows the command's usage,
  * a value refused as it is read names its option, and neither does anything (exit 2). */
 Test(cli, a_bad_option_or_value_is_a_usage_error) {
-    struct {
-        const char *args, *says;
-    } cases[] = {
+    static const usage_case bad[] = {
         {"devices --bogus", "unrecognized option '--bogus'\nusage: paragon devices"},
         {"logs -x", "invalid option -- 'x'\nusage: paragon logs ID [-f]"},
         {"status --url", "option '--url' requires an argument\nusage: paragon status ID"},
@@ -143,12 +148,7 @@ Test(cli, a_bad_option_or_value_is_a_usage_error) {
         {"generate --temperature warm", "paragon generate: --temperature: 'warm' is not a number"},
         {"generate model.safetensors --url http://127.0.0.1:1", "--url and --token-file go with --job"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char *out;
-        cr_assert_eq(paragon(cases[i].args, &out), 2, "%s: %s", cases[i].args, out);
-        cr_assert(strstr(out, cases[i].says), "%s: %s", cases[i].args, out);
-        free(out);
-    }
+    each_a_usage_error(bad, sizeof bad / sizeof *bad);
 }
 
 /* A scratch directory for one test (removed by the shell afterwards). */
