@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 #include "progress.h"
 #include "paragon.h"
@@ -239,39 +240,21 @@ static void on_progress(void *ctx, double fraction) {
 }
 
 int cmd_bench(int argc, char **argv) {
-    static const struct option options[] = {
-        {"suite", required_argument, NULL, 's'}, {"device", required_argument, NULL, 'd'},
-        {"repeats", required_argument, NULL, 'r'}, {"cases", required_argument, NULL, 'c'},
-        {"csv", required_argument, NULL, 'C'},   {"data-dir", required_argument, NULL, 'D'},
-        {"json", no_argument, NULL, 'j'},        {"kernels", required_argument, NULL, 'k'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
     const char *suite = NULL, *device = "all", *csv = NULL, *data_dir = PGN_DEFAULT_DATA_DIR, *cases = NULL;
-    int repeats = 5, c;
+    const char *repeats_text = NULL;
     bool as_json = false;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
-        char *end;
-        switch (c) {
-        case 's': suite = optarg; break;
-        case 'd': device = optarg; break;
-        case 'k':
-            if (!cli_kernels_flag("bench", optarg)) return CLI_EXIT_USAGE;
-            break;
-        case 'r':
-            repeats = (int)strtol(optarg, &end, 10);
-            if (*end || end == optarg) {
-                fprintf(stderr, "paragon bench: --repeats: '%s' is not a number\n", optarg);
-                return CLI_EXIT_USAGE;
-            }
-            break;
-        case 'c': cases = optarg; break;
-        case 'C': csv = optarg; break;
-        case 'D': data_dir = optarg; break;
-        case 'j': as_json = true; break;
-        case 'h': bench_usage(stdout); return CLI_EXIT_OK;
-        default: bench_usage(stderr); return CLI_EXIT_USAGE;
-        }
-    }
+    const cli_opt options[] = {{"suite", .value = &suite},
+                               {"device", .value = &device},
+                               {"repeats", .value = &repeats_text, .check = cli_check_integer},
+                               {"cases", .value = &cases},
+                               {"csv", .value = &csv},
+                               {"data-dir", .value = &data_dir},
+                               {"json", .flag = &as_json},
+                               {"kernels", .check = cli_kernels_option},
+                               {0}};
+    int rc = cli_args(argc, argv, &(cli_command_args){"bench", bench_usage, options, NULL});
+    if (rc != CLI_ARGS_GO_ON) return rc;
+    int repeats = repeats_text ? (int)strtol(repeats_text, NULL, 10) : 5;
     if (optind < argc) {
         fprintf(stderr, "paragon bench: unexpected argument '%s'\n", argv[optind]);
         return CLI_EXIT_USAGE;
@@ -289,42 +272,37 @@ int cmd_bench(int argc, char **argv) {
     }
     pgn_job_spec spec;
     pgn_error err = {0};
-    int rc = pgn_spec_parse(j, &spec, &err);
+    rc = pgn_spec_parse(j, &spec, &err);
     json_decref(j);
     if (rc) {
         fprintf(stderr, "paragon bench: %s\n", err.message);
         return 2;
     }
 
-    pgn_device_info *list = NULL, chosen;
+    pgn_device_info *list = NULL;
     size_t n = 0;
-    if (pgn_devices_list(&list, &n, &err)) {
+    if (pgn_devices_named(device, &list, &n, &err)) {
         fprintf(stderr, "paragon bench: %s\n", err.message);
+        pgn_spec_free(&spec);
         return 1;
     }
-    bool all = !strcmp(device, "all");
-    if (!all && pgn_device_select(device, list, n, &chosen, &err)) {
-        fprintf(stderr, "paragon bench: %s\n", err.message);
-        free(list);
-        return 1;
-    }
-    if (all && n == 0) {
+    if (n == 0) {
         fprintf(stderr, "paragon bench: no OpenCL device found (--device host runs the host reference)\n");
-        free(list);
+        pgn_spec_free(&spec);
         return 1;
     }
     json_t *rows = json_array();
     pgn_run_options opts = {.data_dir = data_dir};
-    bench_ctx ctx = {.devices = all ? n : 1};
+    bench_ctx ctx = {.devices = n};
     cli_progress_start(&ctx.bar, stderr);
     pgn_run_hooks hooks = {.ctx = &ctx, .on_log = on_log, .on_progress = on_progress, .should_stop = should_stop};
     struct sigaction sa = {.sa_handler = on_sigint}, old_sa;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_sa);
     int status = 0;
-    for (size_t d = 0; d < (all ? n : 1) && !status; d++) {
+    for (size_t d = 0; d < n && !status; d++) {
         ctx.index = d;
-        const pgn_device_info *info = all ? &list[d] : &chosen;
+        const pgn_device_info *info = &list[d];
         pgn_device *dev = NULL;
         if (pgn_device_open_for_run(info, &dev, &err)) {
             fprintf(stderr, "paragon bench: %s\n", err.message);

@@ -19,10 +19,10 @@ enum {
     CLI_EXIT_INTERRUPTED = 130 /* Ctrl-C (128 + SIGINT), after saying what was kept */
 };
 
-/* --kernels FAMILY of the commands that open devices here (run, bench, devices): auto, cpu or
- * gpu, set as PARAGON_KERNELS, which the engine reads where it builds a device's profile. Prints
- * why and returns false for anything else. */
-bool cli_kernels_flag(const char *cmd, const char *family);
+/* The check (cli_opt.check) of --kernels FAMILY of the commands that open devices here (run,
+ * bench, devices): auto, cpu or gpu, set as PARAGON_KERNELS, which the engine reads where it
+ * builds a device's profile. Prints why and returns false for anything else. */
+bool cli_kernels_option(const char *cmd, const char *option, const char *family);
 
 /* The device's tuning from <data_dir>/tunings.json set on dev when it is opened, and on profile
  * when that is given (the profile of a device not opened); with calibrate (and dev), a device
@@ -35,7 +35,7 @@ bool cli_tuning(const char *cmd, const pgn_device_info *info, const char *data_d
 int cmd_bench(int argc, char **argv);    /* bench.c */
 int cmd_generate(int argc, char **argv); /* generate.c; with --job, on the server */
 
-/* Against a running paragond (client.c): */
+/* Against a running paragond: jobs (client_jobs.c) */
 int cmd_submit(int argc, char **argv);
 int cmd_jobs(int argc, char **argv);
 int cmd_status(int argc, char **argv);
@@ -43,11 +43,9 @@ int cmd_logs(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
+/* and files (client_files.c) */
 int cmd_export(int argc, char **argv);
 int cmd_datasets(int argc, char **argv);
 int cmd_upload(int argc, char **argv);
-/* `paragon generate --job ID`: fields is the generate body built from the flags (kind and name
- * are dropped); streams the text in as it comes. */
-int cli_generate_remote(const char *url, const char *token_file, long long job, json_t *fields, bool as_json);
 
 #endif

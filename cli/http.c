@@ -1,6 +1,7 @@
-/* http.c: requests to paragond over libcurl for the client commands (client.c): the server's
- * address and token, JSON calls, downloads and Server-Sent Events streams. One CURL handle per
- * command, so that its requests share a connection. */
+/* http.c: requests to paragond over libcurl for the client commands (client_jobs.c,
+ * client_files.c, generate.c --job): the server's address and token, JSON calls, downloads and
+ * Server-Sent Events streams. One CURL handle per command, so that its requests share a
+ * connection. */
 #include "http.h"
 
 #include <ctype.h>

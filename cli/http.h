@@ -4,19 +4,13 @@
 #ifndef PGN_CLI_HTTP_H
 #define PGN_CLI_HTTP_H
 
-#include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 
 #include "paragon.h"
 
-/* getopt_long ids of the options every client command takes (--url, --token-file). */
-enum { CLI_OPT_URL = 0x100, CLI_OPT_TOKEN_FILE };
-#define CLI_SERVER_OPTIONS                                                                         \
-    {"url", required_argument, NULL, CLI_OPT_URL},                                                 \
-    {"token-file", required_argument, NULL, CLI_OPT_TOKEN_FILE}
-/* Their lines in a command's --help. */
+/* The lines of --url and --token-file (args.h reads them) in a client command's --help. */
 #define CLI_SERVER_HELP                                                                            \
     "  --url URL          paragond's address [$PARAGON_URL, else http://127.0.0.1:8080]\n"         \
     "  --token-file FILE  the API token [$PARAGON_TOKEN, else data/token when readable]\n"

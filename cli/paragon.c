@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 #include "http.h"
 #include "progress.h"
@@ -144,27 +145,14 @@ static int cmd_compile(int argc, char **argv) {
 }
 
 static int cmd_devices(int argc, char **argv) {
-    static const struct option options[] = {{"json", no_argument, NULL, 'j'},
-                                            {"kernels", required_argument, NULL, 'k'},
-                                            {"data-dir", required_argument, NULL, 'D'},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
-    int as_json = 0, c;
     const char *data_dir = PGN_DEFAULT_DATA_DIR;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
-        if (c == 'j') as_json = 1;
-        else if (c == 'D') data_dir = optarg;
-        else if (c == 'k') {
-            if (!cli_kernels_flag("devices", optarg)) return CLI_EXIT_USAGE;
-        } else if (c == 'h') {
-            devices_usage(stdout);
-            return CLI_EXIT_OK;
-        } else {
-            devices_usage(stderr);
-            return CLI_EXIT_USAGE;
-        }
-    }
+    bool as_json = false;
+    const cli_opt options[] = {{"json", .flag = &as_json},
+                               {"kernels", .check = cli_kernels_option},
+                               {"data-dir", .value = &data_dir},
+                               {0}};
+    int rc = cli_args(argc, argv, &(cli_command_args){"devices", devices_usage, options, NULL});
+    if (rc != CLI_ARGS_GO_ON) return rc;
     if (optind < argc) {
         fprintf(stderr, "paragon devices: unexpected argument '%s'\n", argv[optind]);
         return CLI_EXIT_USAGE;
@@ -347,9 +335,9 @@ bool cli_tuning(const char *cmd, const pgn_device_info *info, const char *data_d
     return true;
 }
 
-bool cli_kernels_flag(const char *cmd, const char *family) {
+bool cli_kernels_option(const char *cmd, const char *option, const char *family) {
     if (strcmp(family, "auto") && strcmp(family, "cpu") && strcmp(family, "gpu")) {
-        fprintf(stderr, "paragon %s: --kernels: '%s' is not a kernel family (auto, cpu or gpu)\n", cmd, family);
+        fprintf(stderr, "paragon %s: --%s: '%s' is not a kernel family (auto, cpu or gpu)\n", cmd, option, family);
         return false;
     }
     setenv("PARAGON_KERNELS", family, 1);
@@ -386,49 +374,26 @@ static void run_usage(FILE *out) {
 }
 
 static int cmd_run(int argc, char **argv) {
-    static const struct option options[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"device", required_argument, NULL, 'd'},
-        {"data-dir", required_argument, NULL, 'D'},
-        {"checkpoint-dir", required_argument, NULL, 'c'},
-        {"resume", no_argument, NULL, 'r'},
-        {"profile", no_argument, NULL, 'p'},
-        {"work-items", required_argument, NULL, 'w'},
-        {"gemm-tile", required_argument, NULL, 'g'},
-        {"kernels", required_argument, NULL, 'k'},
-        {"max-interactions", required_argument, NULL, 'I'},
-        {"max-nodes", required_argument, NULL, 'N'},
-        {"timeout", required_argument, NULL, 'T'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
     const char *file = NULL, *device = NULL, *data_dir = PGN_DEFAULT_DATA_DIR, *checkpoint_dir = NULL;
-    int as_json = 0;
-    bool resume = false, profile = false, stats = false;
+    bool as_json = false, resume = false, profile = false, stats = false;
     const char *work_items = NULL, *gemm_tile = "auto";
     const char *limit_flags[3] = {NULL, NULL, NULL}; /* --max-interactions, --max-nodes, --timeout */
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "s", options, NULL)) != -1) {
-        switch (c) {
-        case 'j': as_json = 1; break;
-        case 'd': device = optarg; break;
-        case 'D': data_dir = optarg; break;
-        case 'c': checkpoint_dir = optarg; break;
-        case 'r': resume = true; break;
-        case 'p': profile = true; break;
-        case 's': stats = true; break;
-        case 'w': work_items = optarg; break;
-        case 'g': gemm_tile = optarg; break;
-        case 'k':
-            if (!cli_kernels_flag("run", optarg)) return CLI_EXIT_USAGE;
-            break;
-        case 'I': limit_flags[0] = optarg; break;
-        case 'N': limit_flags[1] = optarg; break;
-        case 'T': limit_flags[2] = optarg; break;
-        case 'h': run_usage(stdout); return CLI_EXIT_OK;
-        default: run_usage(stderr); return CLI_EXIT_USAGE;
-        }
-    }
+    const cli_opt options[] = {{"json", .flag = &as_json},
+                               {"device", .value = &device},
+                               {"data-dir", .value = &data_dir},
+                               {"checkpoint-dir", .value = &checkpoint_dir},
+                               {"resume", .flag = &resume},
+                               {"profile", .flag = &profile},
+                               {NULL, 's', .flag = &stats},
+                               {"work-items", .value = &work_items},
+                               {"gemm-tile", .value = &gemm_tile},
+                               {"kernels", .check = cli_kernels_option},
+                               {"max-interactions", .value = &limit_flags[0]},
+                               {"max-nodes", .value = &limit_flags[1]},
+                               {"timeout", .value = &limit_flags[2]},
+                               {0}};
+    int rc = cli_args(argc, argv, &(cli_command_args){"run", run_usage, options, NULL});
+    if (rc != CLI_ARGS_GO_ON) return rc;
     if (optind < argc) file = argv[optind];
     if (optind + 1 < argc) {
         fprintf(stderr, "paragon run: only one spec file, got '%s' too\n", argv[optind + 1]);
@@ -451,7 +416,6 @@ static int cmd_run(int argc, char **argv) {
     size_t flen = strlen(file);
     bool pgl = flen > 4 && !strcmp(file + flen - 4, ".pgl");
     bool hvm = pgl || (flen > 4 && !strcmp(file + flen - 4, ".hvm"));
-    int rc;
     if (hvm) {
         json_t *j = json_pack("{s:s, s:s%, s:s, s:s}", "kind", "inet", "program", text, len, "name", file, "language",
                               pgl ? "pgl" : "hvm");
@@ -514,7 +478,7 @@ static int cmd_run(int argc, char **argv) {
     pgn_device_info chosen;
     pgn_device *dev = NULL;
     /* the stored tuning (a train job calibrates a device that has none), unless a tile is named */
-    int rc_dev = pgn_device_acquire(spec.device, &chosen, &dev, &err);
+    int rc_dev = pgn_device_open_named(spec.device, &chosen, &dev, &err);
     if (rc_dev == 0 && dev && tile >= 0) rc_dev = pgn_gemm_tile_set(dev, tile, PGN_FROM_OVERRIDE, &err);
     if (rc_dev) fprintf(stderr, "paragon run: %s\n", err.message);
     else if (dev && tile < 0 && !cli_tuning("run", &chosen, data_dir, dev, spec.kind == PGN_JOB_TRAIN, NULL)) rc_dev = -1;

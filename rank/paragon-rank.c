@@ -206,7 +206,7 @@ static int run(int argc, char **argv) {
 
     pgn_device_info chosen;
     pgn_device *dev = NULL;
-    rc = pgn_device_acquire(spec.device, &chosen, &dev, &err);
+    rc = pgn_device_open_named(spec.device, &chosen, &dev, &err);
     if (rc) {
         pgn_spec_free(&spec);
         return fail(&err);

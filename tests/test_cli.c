@@ -1,7 +1,8 @@
 /* test_cli.c: the paragon command as a user runs it: an HVM2 program printed as `hvm run-c` prints
  * it, and run's limits: none but memory for a program unless --max-interactions, --max-nodes or
  * --timeout set one, each checked, and none of them on a job spec; a --checkpoint-dir that does
- * not exist yet, and Ctrl-C, which checkpoints a train run where it stands. */
+ * not exist yet, and Ctrl-C, which checkpoints a train run where it stands; and a bad option or
+ * value, read the same way by every command. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -63,10 +64,22 @@ Test(cli, a_program_runs_unlimited_unless_a_flag_limits_it) {
     free(out);
 }
 
+/* `paragon ARGS` that must fail as a usage error (exit 2), saying `says`. */
+typedef struct usage_case {
+    const char *args, *says;
+} usage_case;
+
+static void each_a_usage_error(const usage_case *cases, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char *out;
+        cr_assert_eq(paragon(cases[i].args, &out), 2, "%s: %s", cases[i].args, out);
+        cr_assert(strstr(out, cases[i].says), "%s: %s", cases[i].args, out);
+        free(out);
+    }
+}
+
 Test(cli, limit_flags_are_checked) {
-    struct {
-        const char *args, *says;
-    } bad[] = {
+    static const usage_case bad[] = {
         {"run examples/inet/fib.hvm --max-interactions 0", "--max-interactions: '0' must be a count of interactions"},
         {"run examples/inet/fib.hvm --max-interactions many", "--max-interactions: 'many'"},
         {"run examples/inet/fib.hvm --max-nodes 8", "--max-nodes: '8' must be a count of nodes from 16 to 2^31"},
@@ -76,12 +89,7 @@ Test(cli, limit_flags_are_checked) {
         {"run examples/jobs/xor.json --timeout 3", "--timeout: only for .hvm programs"},
         {"run examples/jobs/xor.json --max-nodes 100", "--max-nodes: only for .hvm programs"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        char *out;
-        cr_assert_eq(paragon(bad[i].args, &out), 2, "%s: %s", bad[i].args, out);
-        cr_assert(strstr(out, bad[i].says), "%s: %s", bad[i].args, out);
-        free(out);
-    }
+    each_a_usage_error(bad, sizeof bad / sizeof *bad);
 }
 
 /* paragon devices shows each device's profile, and --kernels (PARAGON_KERNELS) sets the family:
@@ -125,6 +133,22 @@ Test(cli, devices_show_their_profiles_and_the_kernels_flag_sets_the_family) {
     free(out);
     cr_assert_eq(paragon("run examples/inet/fib.hvm --device cpu --kernels cpu", &out), 0, "%s", out);
     free(out);
+}
+
+/* Every command reads its options one way (cli/args.c): a bad option shows the command's usage,
+ * a value refused as it is read names its option, and neither does anything (exit 2). */
+Test(cli, a_bad_option_or_value_is_a_usage_error) {
+    static const usage_case bad[] = {
+        {"devices --bogus", "unrecognized option '--bogus'\nusage: paragon devices"},
+        {"logs -x", "invalid option -- 'x'\nusage: paragon logs ID [-f]"},
+        {"status --url", "option '--url' requires an argument\nusage: paragon status ID"},
+        {"bench --repeats 3x", "paragon bench: --repeats: '3x' is not a number"},
+        {"bench --kernels fpga", "paragon bench: --kernels: 'fpga' is not a kernel family (auto, cpu or gpu)"},
+        {"generate --max-tokens 1.5", "paragon generate: --max-tokens: '1.5' is not a number"},
+        {"generate --temperature warm", "paragon generate: --temperature: 'warm' is not a number"},
+        {"generate model.safetensors --url http://127.0.0.1:1", "--url and --token-file go with --job"},
+    };
+    each_a_usage_error(bad, sizeof bad / sizeof *bad);
 }
 
 /* A scratch directory for one test (removed by the shell afterwards). */

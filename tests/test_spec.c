@@ -1,6 +1,7 @@
 /* test_spec.c: job-spec validation: defaults, and every kind of bad input gets an error that
- * names its field. */
+ * names its field; and the devices a spec's "device" names. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "paragon.h"
@@ -145,6 +146,43 @@ Test(spec, device_selection) {
     cr_assert(strstr(err.message, "no OpenCL gpu device"), "%s", err.message);
     cr_assert_eq(pgn_device_select("auto", list, 0, &out, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "no_device");
+}
+
+/* A request names the devices it runs on (engine/device_pick.c): "all" every OpenCL device, any
+ * other the one pgn_device_select picks; the host is opened for a run as no device, and a
+ * request for one device refuses "all" as pgn_device_select does. */
+Test(spec, a_device_request_names_the_devices_it_runs_on) {
+    pgn_error err = {0};
+    pgn_device_info *listed = NULL, *named = NULL, chosen;
+    size_t n_listed = 0, n_named = 0;
+    cr_assert_eq(pgn_devices_list(&listed, &n_listed, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_devices_named("all", &named, &n_named, &err), 0, "%s", err.message);
+    cr_assert_eq(n_named, n_listed);
+    for (size_t i = 0; i < n_named; i++) cr_assert_str_eq(named[i].id, listed[i].id);
+    free(named);
+    cr_assert_eq(pgn_devices_named("host", &named, &n_named, &err), 0, "%s", err.message);
+    cr_assert_eq(n_named, 1);
+    cr_assert_str_eq(named[0].id, "host");
+    free(named);
+    for (size_t i = 0; i < n_listed; i++) {
+        cr_assert_eq(pgn_devices_named(listed[i].id, &named, &n_named, &err), 0, "%s", err.message);
+        cr_assert_eq(n_named, 1);
+        cr_assert_str_eq(named[0].id, listed[i].id);
+        free(named);
+    }
+    cr_assert_eq(pgn_devices_named("tpu-9", &named, &n_named, &err), -1);
+    cr_assert(strstr(err.message, "unknown device 'tpu-9'"), "%s", err.message);
+    cr_assert_null(named);
+    cr_assert_eq(n_named, 0);
+    pgn_device *dev = NULL;
+    cr_assert_eq(pgn_device_open_named("host", &chosen, &dev, &err), 0, "%s", err.message);
+    cr_assert_str_eq(chosen.id, "host");
+    cr_assert_null(dev, "the host runs with no device");
+    cr_assert_eq(pgn_device_open_named("all", &chosen, &dev, &err), -1);
+    cr_assert_str_eq(err.field, "device");
+    cr_assert(strstr(err.message, "unknown device 'all'"), "%s", err.message);
+    cr_assert_null(dev);
+    free(listed);
 }
 
 Test(spec, inet_spec_parses_program_and_limits) {

@@ -298,8 +298,16 @@ typedef struct pgn_device pgn_device;
 int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *err);
 /* The same for a run on any device: the host pseudo-device runs with none (*out NULL). */
 int pgn_device_open_for_run(const pgn_device_info *info, pgn_device **out, pgn_error *err);
-/* The device a request names (pgn_device_select over pgn_devices_list), described in *chosen and
- * opened for a run: the one sequence the CLI's commands and the ranks use. */
+/* The one device a request names (pgn_device_select over pgn_devices_list), described in *chosen
+ * and opened for a run: the sequence the CLI's commands and the ranks use (device_pick.c). */
+int pgn_device_open_named(const char *want, pgn_device_info *chosen, pgn_device **out, pgn_error *err);
+/* The devices a request names, for a command that runs on each of them (paragon bench): "all" is
+ * every OpenCL device (none is not an error here: *count is 0), any other request the one device
+ * pgn_device_select picks. *out is malloc'd (caller frees); each opens with
+ * pgn_device_open_for_run. */
+int pgn_devices_named(const char *want, pgn_device_info **out, size_t *count, pgn_error *err);
+/* pgn_device_open_named as device.c first wrote it: no caller is left, and it goes with device.c's
+ * next change. */
 int pgn_device_acquire(const char *want, pgn_device_info *chosen, pgn_device **out, pgn_error *err);
 void pgn_device_close(pgn_device *dev);
 const pgn_device_info *pgn_device_get_info(const pgn_device *dev);
