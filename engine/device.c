@@ -396,16 +396,6 @@ int pgn_device_open_for_run(const pgn_device_info *info, pgn_device **out, pgn_e
     return profile.dev_class == PGN_CLASS_HOST ? 0 : pgn_device_open(info, out, err);
 }
 
-int pgn_device_acquire(const char *want, pgn_device_info *chosen, pgn_device **out, pgn_error *err) {
-    *out = NULL;
-    pgn_device_info *list = NULL;
-    size_t n = 0;
-    int rc = pgn_devices_list(&list, &n, err) || pgn_device_select(want, list, n, chosen, err) ||
-             pgn_device_open_for_run(chosen, out, err);
-    free(list);
-    return rc ? -1 : 0;
-}
-
 void pgn_device_close(pgn_device *dev) {
     if (!dev) return;
     if (dev->queue) clFinish(dev->queue);

@@ -306,9 +306,6 @@ int pgn_device_open_named(const char *want, pgn_device_info *chosen, pgn_device 
  * pgn_device_select picks. *out is malloc'd (caller frees); each opens with
  * pgn_device_open_for_run. */
 int pgn_devices_named(const char *want, pgn_device_info **out, size_t *count, pgn_error *err);
-/* pgn_device_open_named as device.c first wrote it: no caller is left, and it goes with device.c's
- * next change. */
-int pgn_device_acquire(const char *want, pgn_device_info *chosen, pgn_device **out, pgn_error *err);
 void pgn_device_close(pgn_device *dev);
 const pgn_device_info *pgn_device_get_info(const pgn_device *dev);
 const pgn_device_profile *pgn_device_get_profile(const pgn_device *dev);
