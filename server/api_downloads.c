@@ -44,9 +44,11 @@ int api_open_job_file(const pgd_api *api, int64_t id, const char *name, struct s
  * engine replaces it by rename, so the open file stays one whole checkpoint while it is read.
  * Only a file the job wrote is served: one older than the job (left by an earlier job with this
  * id under a database started afresh) is not, nor anything that is not a plain file. Returns the
- * fd (with *st), or -1 once *reply is queued. */
+ * fd (with *st, and the file's name in messages, its place in the data dir, in name), or -1
+ * once *reply is queued. */
 static int open_checkpoint(pgd_api *api, const pgd_request *req, int64_t id, struct stat *st,
-                           enum MHD_Result *reply) {
+                           enum MHD_Result *reply, char *name, size_t name_size) {
+    snprintf(name, name_size, "jobs/%lld/%s", (long long)id, PGN_CHECKPOINT_FILE);
     pgd_job job;
     pgn_error err;
     if (pgd_store_job_get(api->store, id, false, &job, &err) < 0) {
@@ -106,20 +108,14 @@ static enum MHD_Result refuse_checkpoint(const pgd_request *req, int64_t id, con
     return pgd_reply_pgn_error(req, err, NULL, NULL);
 }
 
-/* The checkpoint's name in messages: its place in the data dir. */
-static void checkpoint_name(int64_t id, char *out, size_t size) {
-    snprintf(out, size, "jobs/%lld/%s", (long long)id, PGN_CHECKPOINT_FILE);
-}
-
 /* GET /api/v1/jobs/{id}/checkpoint: the job's checkpoint.safetensors as it is, once it passes the
  * checks /weights makes (a corrupt file was served here while /weights refused it). */
 enum MHD_Result api_get_checkpoint(pgd_api *api, const pgd_request *req, int64_t id) {
     struct stat st;
     enum MHD_Result reply;
-    int fd = open_checkpoint(api, req, id, &st, &reply);
-    if (fd < 0) return reply;
     char name[64];
-    checkpoint_name(id, name, sizeof name);
+    int fd = open_checkpoint(api, req, id, &st, &reply, name, sizeof name);
+    if (fd < 0) return reply;
     pgn_error err;
     pgn_error_clear(&err);
     if (pgn_checkpoint_verify(name, fd, &err) < 0) {
@@ -142,10 +138,9 @@ enum MHD_Result api_get_checkpoint(pgd_api *api, const pgd_request *req, int64_t
 enum MHD_Result api_get_weights(pgd_api *api, const pgd_request *req, int64_t id) {
     struct stat st;
     enum MHD_Result reply;
-    int fd = open_checkpoint(api, req, id, &st, &reply);
-    if (fd < 0) return reply;
     char name[64];
-    checkpoint_name(id, name, sizeof name);
+    int fd = open_checkpoint(api, req, id, &st, &reply, name, sizeof name);
+    if (fd < 0) return reply;
     unsigned char *bytes;
     size_t len;
     pgn_error err;
