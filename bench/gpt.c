@@ -52,6 +52,7 @@ typedef struct {
     double run[MAX_REPEATS][N_FIGURES];
     long long params;
     int vocab;
+    long long launches; /* kernels a training step queued (paragon's sides; 0 on the host) */
 } side;
 
 /* The median of one figure over the side's runs. */
@@ -88,6 +89,7 @@ static void paragon_run(side *s, pgn_device *dev, const pgn_bench_gpt_config *cf
     f[CHARS_PER_S] = num(gen, "tokens_per_second");
     s->params = (long long)num(train, "params");
     s->vocab = (int)num(train, "vocab");
+    s->launches = (long long)num(train, "launches_per_step");
     fprintf(stderr, "bench-gpt: %s run %d: %.1f ms/step, val_loss %.4f, %.0f characters/s (%.0f s)\n", s->name,
             s->runs, f[MS], f[VAL_LOSS], f[CHARS_PER_S], pgn_now_s() - t0);
     json_decref(train);
@@ -182,6 +184,7 @@ static json_t *side_json(const side *s, const side *torch) {
                           "tokens_per_second", median(s, TPS), "gflops", median(s, GFLOPS), "val_loss",
                           median(s, VAL_LOSS), "params", (json_int_t)s->params, "vocab", s->vocab, "runs", runs);
     if (s != torch) json_object_set_new(j, "characters_per_second", json_real(median(s, CHARS_PER_S)));
+    if (s != torch) json_object_set_new(j, "launches_per_step", json_integer(s->launches));
     if (s != torch && torch && torch->runs) {
         json_object_set_new(j, "ms_per_step_ratio", json_real(ms_ratio(s, torch)));
         json_object_set_new(j, "val_loss_diff_pct",
@@ -194,10 +197,12 @@ static void print_row(const side *s, const side *torch) {
     printf("%-28s %8.1f %9.0f %8.1f %9.4f", s->name, median(s, MS), median(s, TPS), median(s, GFLOPS),
            median(s, VAL_LOSS));
     if (s != torch && torch && torch->runs)
-        printf(" %12.2f %+16.2f %%\n", ms_ratio(s, torch),
+        printf(" %12.2f %+16.2f %%", ms_ratio(s, torch),
                100.0 * (median(s, VAL_LOSS) / median(torch, VAL_LOSS) - 1.0));
     else
-        printf(" %12s %18s\n", "-", "-");
+        printf(" %12s %18s", "-", "-");
+    if (s != torch) printf(" %9lld\n", s->launches);
+    else printf(" %9s\n", "-");
 }
 
 static void usage(FILE *out) {
@@ -312,8 +317,8 @@ int main(int argc, char **argv) {
             printf("\nThe sides draw different training windows (paragon's counter RNG, torch.Generator): only "
                    "the validation losses compare (target: within 3 %%).\n");
         }
-        printf("\n%-28s %8s %9s %8s %9s %12s %18s\n", "side", "ms/step", "tokens/s", "GFLOP/s", "val_loss",
-               "ms vs torch", "val_loss vs torch");
+        printf("\n%-28s %8s %9s %8s %9s %12s %18s %9s\n", "side", "ms/step", "tokens/s", "GFLOP/s", "val_loss",
+               "ms vs torch", "val_loss vs torch", "launches");
         for (size_t d = 0; d < n_sides; d++) print_row(&sides[d], torch);
         if (torch) print_row(torch, torch);
         printf("\ngeneration at batch 1 (%d characters, temperature 0, from the run's checkpoint; target >= %d):\n",

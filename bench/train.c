@@ -1,6 +1,7 @@
 /* train.c: training throughput: runs a train job spec (default examples/jobs/fashion-mlp.json)
  * on each OpenCL device (and the host with --host) and prints seconds per epoch (median,
- * training loop only), samples/s, GFLOP/s and the test accuracy reached. Each device first takes
+ * training loop only), samples/s, GFLOP/s, the test accuracy reached and the kernels a training
+ * step launches (0 on the host). Each device first takes
  * its fastest GEMM tile (pgn_device_calibrate), as paragond's calibration has it do.
  *   build/bench/bench-train [--spec FILE] [--epochs N] [--host] */
 #include <stdio.h>
@@ -10,11 +11,12 @@
 #include "tensor/tensor.h"
 
 static void row(const char *device, const json_t *r) {
-    printf("%-14s %10.3f %12.0f %9.2f %9.4f  %.16s\n", device,
+    printf("%-14s %10.3f %12.0f %9.2f %9.4f %9lld  %.16s\n", device,
            json_real_value(json_object_get(r, "seconds_per_epoch")),
            json_real_value(json_object_get(r, "samples_per_second")),
            json_real_value(json_object_get(r, "gflops")),
            json_real_value(json_object_get(r, "test_accuracy")),
+           (long long)json_integer_value(json_object_get(r, "launches_per_step")),
            json_string_value(json_object_get(r, "weights_sha256")));
     fflush(stdout);
 }
@@ -47,8 +49,8 @@ int main(int argc, char **argv) {
     if (epochs > 0) spec.train.epochs = epochs;
     spec.train.checkpoint_every = 0;
     printf("%s: %d epochs, batch %d\n", spec.name, spec.train.epochs, spec.train.batch_size);
-    printf("%-14s %10s %12s %9s %9s  %s\n", "device", "s/epoch", "samples/s", "GFLOP/s",
-           "test_acc", "weights_sha256");
+    printf("%-14s %10s %12s %9s %9s %9s  %s\n", "device", "s/epoch", "samples/s", "GFLOP/s",
+           "test_acc", "launches", "weights_sha256");
     pgn_device_info *list = NULL;
     size_t n = 0;
     if (pgn_devices_list(&list, &n, &err)) {

@@ -16,6 +16,19 @@
 
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
+
+/* The KERNELS column: one family when every group of ops runs it, else gemm/rows/inet's; an
+ * override marked with *. */
+static void families_column(const pgn_device_profile *p, char *out, size_t size) {
+    bool same = true;
+    for (int g = 1; g < PGN_OPS_COUNT; g++) same &= p->family[g] == p->family[0];
+    size_t off = 0;
+    out[0] = '\0';
+    for (int g = 0; g < (same ? 1 : PGN_OPS_COUNT) && off < size; g++)
+        off += (size_t)snprintf(out + off, size - off, "%s%s%s", g ? "/" : "", pgn_kernel_family_name(p->family[g]),
+                                p->family_from[g] == PGN_FROM_OVERRIDE ? "*" : "");
+}
+
 static int cmd_devices(int argc, char **argv);
 static int cmd_run(int argc, char **argv);
 static int cmd_compile(int argc, char **argv);
@@ -193,21 +206,19 @@ static int cmd_devices(int argc, char **argv) {
         free(s);
         json_decref(arr);
     } else {
-        printf("%-14s %-6s %4s %10s %9s  %-7s %-40s %s\n", "ID", "TYPE", "CU", "MEMORY", "CLOCK", "KERNELS",
+        printf("%-14s %-6s %4s %10s %9s  %-13s %-40s %s\n", "ID", "TYPE", "CU", "MEMORY", "CLOCK", "KERNELS",
                "NAME", "PLATFORM");
         for (size_t i = 0; i <= n; i++) {
             const pgn_device_info *d = i < n ? &list[i] : &host;
-            char mem[32] = "-", clock[32] = "-", family[16] = "-";
+            char mem[32] = "-", clock[32] = "-", family[32] = "-";
             if (d->global_mem_bytes) human_bytes(d->global_mem_bytes, mem, sizeof mem);
             if (d->max_clock_mhz) snprintf(clock, sizeof clock, "%u MHz", d->max_clock_mhz);
-            if (i < n)
-                snprintf(family, sizeof family, "%s%s", pgn_kernel_family_name(profiles[i].family[PGN_OPS_GEMM]),
-                         profiles[i].family_from[PGN_OPS_GEMM] == PGN_FROM_OVERRIDE ? "*" : "");
-            printf("%-14s %-6s %4u %10s %9s  %-7s %-40.40s %s\n", d->id, pgn_device_type_name(d->type),
+            if (i < n) families_column(&profiles[i], family, sizeof family);
+            printf("%-14s %-6s %4u %10s %9s  %-13s %-40.40s %s\n", d->id, pgn_device_type_name(d->type),
                    d->compute_units, mem, clock, family, d->name, d->platform);
         }
-        printf("(KERNELS: the kernel family of the device's profile, * where PARAGON_KERNELS or --kernels "
-               "chose it; --json shows the whole profile)\n");
+        printf("(KERNELS: the kernel family of the device's profile, or of its gemm/rows/inet ops where they "
+               "differ, * where PARAGON_KERNELS or --kernels chose it; --json shows the whole profile)\n");
     }
     free(profiles);
     free(list);

@@ -29,21 +29,28 @@ struct pgn_device {
      * by that part on first use and released with the device through release */
     void *part[PGN_PART_COUNT];
     void (*part_release[PGN_PART_COUNT])(pgn_device *dev, void *data);
+    uint64_t launches; /* kernels queued since it opened (pgn_device_launches) */
     bool oclgrind;    /* the Oclgrind simulator */
     bool shadowed;    /* Oclgrind checking for uninitialised reads: see pgn_device_write */
     cl_mem *kept;     /* shadowed: buffers released only when the device closes */
     size_t n_kept;
 };
 
-/* The cpu family's GEMM tiles (engine/profile.c; kernels/gemm.cl): a tile's name, its kernel,
- * its rows and the GEMM_NR-wide panels of a work-item's tile. The first is the default and the
- * only one A's packed panels (GEMM_MR rows) fit. NULL past the count. */
+/* The GEMM's shapes, the profile's gemm parameter (engine/profile.c): a shape's name, family and
+ * kernel; for the cpu family (kernels/gemm.cl) a work-item's rows and GEMM_NR-wide panels, its
+ * first shape the default and the only one A's packed panels (GEMM_MR rows) fit; for the gpu
+ * family (kernels/gemm_gpu.cl) a work-group's block of C (mwg x nwg), the depth of its local
+ * tiles (kwg) and its work-items (mdimc x ndimc). NULL past the count. */
 typedef struct {
     const char *name;
+    pgn_kernel_family family;
     pgn_kernel_id kernel;
     int mr, np;
+    int mwg, nwg, kwg, mdimc, ndimc;
 } pgn_gemm_tile_shape;
 const pgn_gemm_tile_shape *pgn_gemm_tile_shape_of(int tile);
+/* The default shape of a family: the first of the table. */
+int pgn_gemm_tile_default(pgn_kernel_family family);
 
 /* One kernel argument: its size and a pointer to its value (KARG(x) for a variable x). */
 typedef struct pgn_karg {

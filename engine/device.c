@@ -474,12 +474,15 @@ int pgn_device_finish(pgn_device *dev, pgn_error *err) {
     return 0;
 }
 
+uint64_t pgn_device_launches(const pgn_device *dev) { return dev ? dev->launches : 0; }
+
 int pgn_launch(pgn_device *dev, pgn_kernel_id id, const pgn_karg *args, cl_uint dims, const size_t *global,
                const size_t *local, pgn_error *err) {
     if (!dev->kernels[id]) {
-        pgn_error_set(err, PGN_E_DEVICE, "", "%s: the %s kernel family is not built on %s (its profile runs %s)",
+        pgn_ops_group g = pgn_kernel_group_of(id);
+        pgn_error_set(err, PGN_E_DEVICE, "", "%s: the %s kernel family is not built on %s (its profile runs %s for %s)",
                       pgn_kernel_name(id), pgn_kernel_family_name(pgn_kernel_family_of(id)), dev->info.id,
-                      pgn_kernel_family_name(dev->profile.family[PGN_OPS_GEMM]));
+                      pgn_kernel_family_name(dev->profile.family[g]), pgn_ops_group_name(g));
         return -1;
     }
     return pgn_launch_kernel(dev, dev->kernels[id], id, args, dims, global, local, err);
@@ -505,6 +508,7 @@ int pgn_launch_kernel(pgn_device *dev, cl_kernel k, pgn_kernel_id id, const pgn_
                       pgn_cl_status_name(st));
         return -1;
     }
+    dev->launches++;
     if (ev) {
         cl_ulong t0 = 0, t1 = 0;
         clWaitForEvents(1, &ev);

@@ -8,73 +8,85 @@
 
 #include "paragon.h" /* pgn_kernel_family */
 
-/* X(name, number of arguments, kernel family), in the order of the files that define them. A
- * family's kernels are in its own files (a cpu family's in kernels/NAME.cl, a gpu family's in
- * kernels/NAME_gpu.cl): a device builds the files of the families its profile runs, and checks
- * that each program holds exactly its family's kernels (engine/device.c). */
+/* X(name, number of arguments, kernel family, group of ops), in the order of the files that
+ * define them. A family's kernels are in its own files (a cpu family's in kernels/NAME.cl, a gpu
+ * family's in kernels/NAME_gpu.cl), and a group of ops runs a family where the list has kernels
+ * of that family for it (engine/profile.c). A device builds the cpu family's program, which
+ * also holds the kernels every family shares (elementwise ops, the optimisers), and the gpu
+ * family's when its profile runs it, and checks that each program holds exactly its family's
+ * kernels (engine/program.c). */
 #define PGN_KERNEL_LIST(X)                                                                      \
-    /* kernels/gemm.cl */                                                                       \
-    X(gemm_pack, 11, CPU)                                                                       \
-    X(gemm_tile, 18, CPU)                                                                       \
-    X(gemm_tile_4x64, 18, CPU)                                                                  \
-    X(gemm_tile_6x64, 18, CPU)                                                                  \
-    X(gemm_tile_12x32, 18, CPU)                                                                 \
-    X(gemm_tile_14x32, 18, CPU)                                                                 \
-    X(gemm_vec, 12, CPU)                                                                        \
-    /* kernels/tensor.cl */                                                                     \
-    X(bias_act_forward, 6, CPU)                                                                 \
-    X(bias_act_backward, 8, CPU)                                                                \
-    X(act_forward, 4, CPU)                                                                      \
-    X(relu_forward, 3, CPU)                                                                     \
-    X(act_backward, 6, CPU)                                                                     \
-    X(dropout_forward, 8, CPU)                                                                  \
-    X(mul, 4, CPU)                                                                              \
-    X(add, 4, CPU)                                                                              \
-    X(colsum_partial, 4, CPU)                                                                   \
-    X(colsum_finish, 4, CPU)                                                                    \
-    X(broadcast_rows, 5, CPU)                                                                   \
-    X(fused_loss, 9, CPU)                                                                       \
-    X(gather_rows, 6, CPU)                                                                      \
-    X(windows, 11, CPU)                                                                         \
-    X(loss_stats, 6, CPU)                                                                       \
-    X(sumsq_ranges, 4, CPU)                                                                     \
-    X(clip_scale, 4, CPU)                                                                       \
-    X(sgd_update, 9, CPU)                                                                       \
-    X(adam_update, 14, CPU)                                                                     \
-    X(copy_u32, 6, CPU)                                                                         \
-    X(fill_u32, 5, CPU)                                                                         \
-    /* kernels/gpt.cl */                                                                        \
-    X(embed_forward, 8, CPU)                                                                    \
-    X(embed_at, 7, CPU)                                                                         \
-    X(embed_backward_wte, 6, CPU)                                                               \
-    X(embed_backward_wpe, 6, CPU)                                                               \
-    X(layernorm_forward, 8, CPU)                                                                \
-    X(layernorm_backward, 7, CPU)                                                               \
-    X(layernorm_backward_params, 7, CPU)                                                        \
-    X(attention_forward, 7, CPU)                                                                \
-    X(attention_decode, 7, CPU)                                                                 \
-    X(attention_backward_query, 9, CPU)                                                         \
-    X(attention_backward_key, 9, CPU)                                                           \
-    /* kernels/inet.cl */                                                                       \
-    X(inet_reduce, 19, CPU)
+    /* kernels/gemm.cl */                                                                      \
+    X(gemm_pack, 11, CPU, GEMM)                                                                \
+    X(gemm_tile, 18, CPU, GEMM)                                                                \
+    X(gemm_tile_4x64, 18, CPU, GEMM)                                                           \
+    X(gemm_tile_6x64, 18, CPU, GEMM)                                                           \
+    X(gemm_tile_12x32, 18, CPU, GEMM)                                                          \
+    X(gemm_tile_14x32, 18, CPU, GEMM)                                                          \
+    X(gemm_vec, 12, CPU, GEMM)                                                                 \
+    /* kernels/tensor.cl */                                                                    \
+    X(bias_act_forward, 6, CPU, ROWS)                                                          \
+    X(bias_act_backward, 8, CPU, ROWS)                                                         \
+    X(act_forward, 4, CPU, ROWS)                                                               \
+    X(relu_forward, 3, CPU, ROWS)                                                              \
+    X(act_backward, 6, CPU, ROWS)                                                              \
+    X(dropout_forward, 8, CPU, ROWS)                                                           \
+    X(mul, 4, CPU, ROWS)                                                                       \
+    X(add, 4, CPU, ROWS)                                                                       \
+    X(colsum_partial, 4, CPU, ROWS)                                                            \
+    X(colsum_finish, 4, CPU, ROWS)                                                             \
+    X(broadcast_rows, 5, CPU, ROWS)                                                            \
+    X(fused_loss, 9, CPU, ROWS)                                                                \
+    X(gather_rows, 6, CPU, ROWS)                                                               \
+    X(windows, 11, CPU, ROWS)                                                                  \
+    X(loss_stats, 6, CPU, ROWS)                                                                \
+    X(sumsq_ranges, 4, CPU, ROWS)                                                              \
+    X(clip_scale, 4, CPU, ROWS)                                                                \
+    X(sgd_update, 9, CPU, ROWS)                                                                \
+    X(adam_update, 14, CPU, ROWS)                                                              \
+    X(copy_u32, 6, CPU, ROWS)                                                                  \
+    X(fill_u32, 5, CPU, ROWS)                                                                  \
+    /* kernels/gpt.cl */                                                                       \
+    X(embed_forward, 8, CPU, ROWS)                                                             \
+    X(embed_at, 7, CPU, ROWS)                                                                  \
+    X(embed_backward_wte, 6, CPU, ROWS)                                                        \
+    X(embed_backward_wpe, 6, CPU, ROWS)                                                        \
+    X(layernorm_forward, 8, CPU, ROWS)                                                         \
+    X(layernorm_backward, 7, CPU, ROWS)                                                        \
+    X(layernorm_backward_params, 7, CPU, ROWS)                                                 \
+    X(attention_forward, 7, CPU, ROWS)                                                         \
+    X(attention_decode, 7, CPU, ROWS)                                                          \
+    X(attention_backward_query, 9, CPU, ROWS)                                                  \
+    X(attention_backward_key, 9, CPU, ROWS)                                                    \
+    /* kernels/inet.cl */                                                                      \
+    X(inet_reduce, 19, CPU, INET)                                                              \
+    /* kernels/gemm_gpu.cl */                                                                  \
+    X(gemm_gpu_128x128, 15, GPU, GEMM)                                                         \
+    X(gemm_gpu_128x64, 15, GPU, GEMM)                                                          \
+    X(gemm_gpu_64x128, 15, GPU, GEMM)                                                          \
+    X(gemm_gpu_64x64, 15, GPU, GEMM)                                                           \
+    X(gemm_gpu_32x64, 15, GPU, GEMM)                                                           \
+    X(gemm_gpu_32x32, 15, GPU, GEMM)                                                           \
+    X(gemm_gpu_row, 12, GPU, GEMM)
 
 typedef enum {
-#define PGN_KERNEL_ID(name, nargs, family) PGN_K_##name,
+#define PGN_KERNEL_ID(name, nargs, family, group) PGN_K_##name,
     PGN_KERNEL_LIST(PGN_KERNEL_ID)
 #undef PGN_KERNEL_ID
         PGN_KERNEL_COUNT
 } pgn_kernel_id;
 
 enum {
-#define PGN_KERNEL_NARGS(name, nargs, family) PGN_KARGS_##name = nargs,
+#define PGN_KERNEL_NARGS(name, nargs, family, group) PGN_KARGS_##name = nargs,
     PGN_KERNEL_LIST(PGN_KERNEL_NARGS)
 #undef PGN_KERNEL_NARGS
 };
 
-/* The kernel's name in the program, its number of arguments, and its family. */
+/* The kernel's name in the program, its number of arguments, its family and its group. */
 const char *pgn_kernel_name(pgn_kernel_id id);
 int pgn_kernel_nargs(pgn_kernel_id id);
 pgn_kernel_family pgn_kernel_family_of(pgn_kernel_id id);
+pgn_ops_group pgn_kernel_group_of(pgn_kernel_id id);
 
 /* PGN_K_name, failing to compile unless the array args holds exactly the arguments kernel
  * name takes (a _Static_assert inside a struct, so that it can stand in an expression). */

@@ -11,12 +11,21 @@
 #include "embedded.h"
 #include "pgn_gemm.h"
 
-/* The cpu family's GEMM tiles, the profile's gemm parameter: which is fastest depends on the CPU
- * (measured at first start, pgn_gemm_tune), and none changes a bit of a result. */
+/* The GEMM's shapes, the profile's gemm parameter: which is fastest depends on the device
+ * (measured at first start, pgn_device_calibrate among its family's), and none changes a bit of
+ * a result. The cpu family's: a work-item's register tile (kernels/gemm.cl). The gpu family's: a
+ * work-group's block of C, the depth of its local tiles and its work-items (kernels/gemm_gpu.cl,
+ * whose kernels these sizes must match); the first is the default. */
+#define CPU_TILE(name, kernel, mr, np) {name, PGN_FAMILY_CPU, PGN_K_##kernel, mr, np, 0, 0, 0, 0, 0}
+#define GPU_TILE(mwg, nwg, kwg, mdimc, ndimc)                                                             \
+    {#mwg "x" #nwg "k" #kwg, PGN_FAMILY_GPU, PGN_K_gemm_gpu_##mwg##x##nwg, 0, 0, mwg, nwg, kwg, mdimc, ndimc}
 static const pgn_gemm_tile_shape tiles[] = {
-    {"8x32", PGN_K_gemm_tile, GEMM_MR, 1},         {"4x64", PGN_K_gemm_tile_4x64, 4, 2},
-    {"6x64", PGN_K_gemm_tile_6x64, 6, 2},          {"12x32", PGN_K_gemm_tile_12x32, 12, 1},
-    {"14x32", PGN_K_gemm_tile_14x32, 14, 1},
+    CPU_TILE("8x32", gemm_tile, GEMM_MR, 1),     CPU_TILE("4x64", gemm_tile_4x64, 4, 2),
+    CPU_TILE("6x64", gemm_tile_6x64, 6, 2),      CPU_TILE("12x32", gemm_tile_12x32, 12, 1),
+    CPU_TILE("14x32", gemm_tile_14x32, 14, 1),   GPU_TILE(64, 64, 16, 16, 16),
+    GPU_TILE(128, 128, 16, 16, 16),              GPU_TILE(128, 64, 16, 32, 8),
+    GPU_TILE(64, 128, 16, 8, 32),                GPU_TILE(32, 64, 32, 8, 16),
+    GPU_TILE(32, 32, 32, 8, 8),
 };
 #define N_TILES ((int)(sizeof tiles / sizeof *tiles))
 _Static_assert(GEMM_MR == 8 && GEMM_NR == 32, "tiles[0] is named for GEMM_MR x GEMM_NR");
@@ -24,6 +33,12 @@ _Static_assert(GEMM_MR == 8 && GEMM_NR == 32, "tiles[0] is named for GEMM_MR x G
 const pgn_gemm_tile_shape *pgn_gemm_tile_shape_of(int tile) { return tile >= 0 && tile < N_TILES ? &tiles[tile] : NULL; }
 int pgn_gemm_tile_count(void) { return N_TILES; }
 const char *pgn_gemm_tile_name(int tile) { return tile >= 0 && tile < N_TILES ? tiles[tile].name : NULL; }
+
+int pgn_gemm_tile_default(pgn_kernel_family family) {
+    for (int i = 0; i < N_TILES; i++)
+        if (tiles[i].family == family) return i;
+    return 0;
+}
 
 int pgn_gemm_tile_find(const char *name) {
     for (int i = 0; i < N_TILES; i++)
@@ -58,11 +73,22 @@ static const char *class_name(pgn_device_class c) {
     return c == PGN_CLASS_HOST ? "host" : c == PGN_CLASS_GPU ? "gpu" : "cpu";
 }
 
-/* Whether this build has kernels of family f (the kernel list says: engine/kernels.h). */
-static bool family_built(pgn_kernel_family f) {
+/* Whether this build has kernels of family f for group g (the kernel list says: engine/kernels.h). */
+static bool family_built(pgn_kernel_family f, pgn_ops_group g) {
     for (int k = 0; k < PGN_KERNEL_COUNT; k++)
-        if (pgn_kernel_family_of((pgn_kernel_id)k) == f) return true;
+        if (pgn_kernel_family_of((pgn_kernel_id)k) == f && pgn_kernel_group_of((pgn_kernel_id)k) == g) return true;
     return false;
+}
+
+/* Sets group g's family (and, for the GEMM, that family's default shape). */
+static void set_family(pgn_device_profile *p, pgn_ops_group g, pgn_kernel_family f, pgn_profile_source from) {
+    p->family[g] = f;
+    p->family_from[g] = from;
+    if (g == PGN_OPS_GEMM) {
+        p->gemm_tile = pgn_gemm_tile_default(f);
+        p->gemm_tile_from = PGN_FROM_DEFAULT;
+        p->gemm_gflops = 0;
+    }
 }
 
 void pgn_device_profile_default(const pgn_device_info *info, pgn_device_profile *out) {
@@ -75,10 +101,12 @@ void pgn_device_profile_default(const pgn_device_info *info, pgn_device_profile 
     out->auto_rank = info->type == PGN_DEVICE_GPU ? 0 : info->type == PGN_DEVICE_CPU ? 1 : c == PGN_CLASS_HOST ? 3 : 2;
     out->host_memory = c == PGN_CLASS_CPU;
     out->coherent = c == PGN_CLASS_CPU;
-    /* the family: cpu, the one built, until the gpu family is (then a GPU's default) */
-    for (int g = 0; g < PGN_OPS_COUNT; g++) out->family[g] = PGN_FAMILY_CPU, out->family_from[g] = PGN_FROM_DEFAULT;
-    out->gemm_tile = 0; /* "8x32", until a tuning measures another (pgn_gemm_tune) */
-    out->gemm_tile_from = PGN_FROM_DEFAULT;
+    /* the family: a GPU's is gpu for each group that has it built, the others' cpu; the GEMM's
+     * shape that family's default until a tuning measures another (pgn_device_calibrate) */
+    for (int g = 0; g < PGN_OPS_COUNT; g++)
+        set_family(out, (pgn_ops_group)g,
+                   c == PGN_CLASS_GPU && family_built(PGN_FAMILY_GPU, (pgn_ops_group)g) ? PGN_FAMILY_GPU : PGN_FAMILY_CPU,
+                   PGN_FROM_DEFAULT);
     out->row_group = 0;
     out->row_group_from = PGN_FROM_DEFAULT;
     unsigned cus = info->compute_units ? info->compute_units : 1;
@@ -103,14 +131,25 @@ int pgn_device_profile_of(const pgn_device_info *info, const char *kernels, pgn_
         return -1;
     }
     pgn_kernel_family family = strcmp(want, "gpu") ? PGN_FAMILY_CPU : PGN_FAMILY_GPU;
-    if (out->dev_class != PGN_CLASS_HOST && !family_built(family)) {
+    if (out->dev_class == PGN_CLASS_HOST) return 0; /* the host reference runs no kernels */
+    /* each group that has the family built runs it; a group without keeps the cpu family (every
+     * group has that), so the profile says which group runs what */
+    bool any = false;
+    for (int g = 0; g < PGN_OPS_COUNT; g++) {
+        if (!family_built(family, (pgn_ops_group)g)) {
+            set_family(out, (pgn_ops_group)g, PGN_FAMILY_CPU, PGN_FROM_DEFAULT);
+            continue;
+        }
+        set_family(out, (pgn_ops_group)g, family, PGN_FROM_OVERRIDE);
+        any = true;
+    }
+    if (!any) {
         pgn_error_set(err, PGN_E_DEVICE, field,
                       "%s: the %s kernel family cannot run on %s: this build has no kernels of that family yet "
-                      "(cpu is the one built; auto picks it)",
+                      "(auto picks one it has)",
                       field, pgn_kernel_family_name(family), info->id);
         return -1;
     }
-    for (int g = 0; g < PGN_OPS_COUNT; g++) out->family[g] = family, out->family_from[g] = PGN_FROM_OVERRIDE;
     return 0;
 }
 

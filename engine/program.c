@@ -164,9 +164,11 @@ static int build_family(pgn_device *dev, pgn_kernel_family family, pgn_error *er
     return 0;
 }
 
+/* The cpu family's program always (it holds the kernels every family shares: elementwise ops,
+ * the optimisers, the stores Oclgrind needs); another family's when the profile runs it. */
 int pgn_device_build_programs(pgn_device *dev, pgn_error *err) {
     for (int f = 0; f < PGN_FAMILY_COUNT; f++) {
-        bool used = false;
+        bool used = f == PGN_FAMILY_CPU;
         for (int g = 0; g < PGN_OPS_COUNT; g++) used |= dev->profile.family[g] == (pgn_kernel_family)f;
         if (used && build_family(dev, (pgn_kernel_family)f, err)) return -1;
     }

@@ -38,7 +38,8 @@ bool pgn_device_tuning_fits(const pgn_device_tuning *t, const pgn_device_info *i
 }
 
 void pgn_device_profile_tune(pgn_device_profile *p, const pgn_device_tuning *t) {
-    if (t->too_slow || t->family != PGN_FAMILY_CPU || !pgn_gemm_tile_shape_of(t->gemm_tile)) return;
+    const pgn_gemm_tile_shape *shape = pgn_gemm_tile_shape_of(t->gemm_tile);
+    if (t->too_slow || t->family != p->family[PGN_OPS_GEMM] || !shape || shape->family != t->family) return;
     p->gemm_tile = t->gemm_tile;
     p->gemm_tile_from = PGN_FROM_TUNING;
     p->gemm_gflops = t->gflops;
@@ -75,7 +76,8 @@ int pgn_device_tuning_parse(const json_t *j, pgn_device_tuning *t, pgn_error *er
     if (strcmp(family, "cpu") && strcmp(family, "gpu")) return pgn_spec_fail(err, "family", "family: '%s' is no kernel family", family);
     t->family = strcmp(family, "gpu") ? PGN_FAMILY_CPU : PGN_FAMILY_GPU;
     t->gemm_tile = pgn_gemm_tile_find(json_string_value(json_object_get(json_object_get(j, "params"), "gemm_tile")));
-    if (t->gemm_tile < 0) return pgn_spec_fail(err, "params.gemm_tile", "params.gemm_tile: no such GEMM tile");
+    if (t->gemm_tile < 0 || pgn_gemm_tile_shape_of(t->gemm_tile)->family != t->family)
+        return pgn_spec_fail(err, "params.gemm_tile", "params.gemm_tile: no such GEMM tile in the %s family", family);
     t->gflops = json_number_value(json_object_get(json_object_get(j, "figure"), "gflops"));
     t->too_slow = json_is_true(json_object_get(j, "too_slow"));
     return 0;

@@ -26,4 +26,7 @@
  * 2 and 0.44-0.51 with 4 panels on pocl here. */
 #define GEMM_VEC_PANELS 2
 
+/* The gpu family's one-row product (kernels/gemm_gpu.cl gemm_gpu_row): columns a work-group. */
+#define GEMM_GPU_ROW_GROUP 64
+
 #endif

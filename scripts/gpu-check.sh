@@ -6,6 +6,8 @@
 #                                 machine lacks (paragon, the libraries it links beyond glibc, the
 #                                 fortunes, Fashion-MNIST, HVM2's CUDA builds of the peer programs
 #                                 where nvcc and ../shared/peers/hvm2 are here)
+#   scripts/gpu-check.sh --expect here: gpt-small's 20-step weights SHA-256 by the host reference's
+#                                 bits, into scripts/gpu-check.expected (minutes on two cores)
 #   scripts/gpu-check.sh          there, from the repository root, with .gpu carried: checks bits
 #                                 against the host reference and times paragon against PyTorch on
 #                                 CUDA (FP32, TF32 off) and HVM2's CUDA runtime in the same run
@@ -53,7 +55,38 @@ pack() {
 # The peer programs for the inet rows: each runs in seconds on a GPU and on the host.
 HVM2_PROGRAMS="sort_bitonic sum_rec fib30 sum_tree"
 
+# small_spec FILE: examples/jobs/gpt-small.json cut to the 20 steps whose weights are checked
+small_spec() {
+    python3 - "$1" <<'EOF'
+import json, sys
+spec = json.load(open('examples/jobs/gpt-small.json'))
+spec.update(steps=20, log_every=5, eval_every=20, eval_windows=32, checkpoint_every=20)
+json.dump(spec, open(sys.argv[1], 'w'))
+EOF
+}
+
+# Here: the weights SHA-256 of gpt-small's 20 steps by the host reference's bits (on an OpenCL
+# CPU device, which gives the same bits in minutes where the host takes longer), into
+# scripts/gpu-check.expected, which the device run compares with. Rerun when the kernels' bits
+# change (docs/architecture.md, "Determinism").
+expect() {
+    set -e
+    [ -x build-gpu/paragon ] || { echo "gpu-check: build-gpu/paragon missing: run --pack first" >&2; exit 2; }
+    local tmp sha dev
+    tmp=$(mktemp -d)
+    small_spec "$tmp/small.json"
+    dev=${GPU_CHECK_EXPECT_DEVICE:-auto}
+    build-gpu/paragon run "$tmp/small.json" --device "$dev" --checkpoint-dir "$tmp/ck" --json >"$tmp/out.json"
+    sha=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["weights_sha256"])' "$tmp/out.json")
+    printf '%s %s %s\n' gpt-small-20 "$sha" \
+        "# $dev, $(git rev-parse --short HEAD), $(date -u +%Y-%m-%d): scripts/gpu-check.sh --expect" \
+        >scripts/gpu-check.expected
+    rm -rf "$tmp"
+    cat scripts/gpu-check.expected
+}
+
 [ "${1:-}" = --pack ] && { pack; exit; }
+[ "${1:-}" = --expect ] && { expect; exit; }
 
 # ---- on the device machine ------------------------------------------------------------------
 OUT=${OUT:-gpu-check-out}
@@ -68,7 +101,7 @@ DATA="$PWD/$PACK/data"
 # a pack made before the datasets/ level: put it where --data-dir looks
 [ -d "$DATA/fashion-mnist" ] && mkdir -p "$DATA/datasets" && mv "$DATA/fashion-mnist" "$DATA/datasets/"
 # GPU_CHECK_SECTIONS: which parts run (all of them by default)
-SECTIONS=" ${GPU_CHECK_SECTIONS:-gemm train gpt inet} "
+SECTIONS=" ${GPU_CHECK_SECTIONS:-gemm train gpt small inet} "
 want() { [[ $SECTIONS == *" $1 "* ]]; }
 ROWS="$OUT/rows.tsv"
 : >"$ROWS"
@@ -135,44 +168,69 @@ fi
 python3 -c 'import json,sys
 d=json.load(open(sys.argv[1])); d=d.get("devices",d) if isinstance(d,dict) else d
 g=next(x for x in d if x["id"]==sys.argv[2]); print(json.dumps(g.get("profile"),indent=1))' "$OUT/devices.out" "$GPU" >>"$LOG"
-log "GPU $GPU ($GPU_NAME)"
+FAMILIES=$(python3 -c 'import json,sys
+d=json.load(open(sys.argv[1])); d=d.get("devices",d) if isinstance(d,dict) else d
+f=next(x for x in d if x["id"]==sys.argv[2])["profile"]["families"]
+print("/".join(f[g]["family"] for g in ("gemm","rows","inet")))' "$OUT/devices.out" "$GPU" 2>/dev/null)
+log "GPU $GPU ($GPU_NAME), kernel families gemm/rows/inet ${FAMILIES:-?}"
 
 # ---- GEMM: paragon's gemm suite (bits checked against the host per case) and torch.mm --------
+# on the GPU's profile (the gpu family's shapes), and the cpu family's at 1024 for before/after
 if want gemm; then
-step 150 gemm "$P" bench --suite gemm --device "$GPU" --repeats 3 --json
+step 240 gemm "$P" bench --suite gemm --device "$GPU" --repeats 3 --json \
+    --cases N=1024,N=2048,N=4096,TN1024,NT1024,TN4096,NT4096,fwd1,dW1,dX2
+step 60 gemm_cpu "$P" bench --suite gemm --device "$GPU" --repeats 3 --json --kernels cpu --cases N=1024
 cat >"$OUT/torch_mm.py" <<'EOF'
 import json, torch
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 torch.set_float32_matmul_precision('highest')
-rows = []
-for n, ta, tb in ((1024, 0, 0), (2048, 0, 0), (4096, 0, 0), (1024, 1, 0), (1024, 0, 1), (4096, 1, 0), (4096, 0, 1)):
-    a = torch.randn(n, n, device='cuda'); b = torch.randn(n, n, device='cuda')
-    f = lambda: (a.t() if ta else a) @ (b.t() if tb else b)
+
+def timed(f, reps):
     for _ in range(3): f()
     torch.cuda.synchronize()
     ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
-    reps = 50 if n <= 2048 else 10
     times = []
     for _ in range(5):
         ev[0].record()
         for _ in range(reps): f()
         ev[1].record(); torch.cuda.synchronize()
         times.append(ev[0].elapsed_time(ev[1]) / 1e3 / reps)
-    times.sort()
-    rows.append({'n': n, 'transpose': 'TN' if ta else 'NT' if tb else 'NN', 'gflops': 2 * n**3 / times[2] / 1e9})
+    return sorted(times)[2]
+
+def operands(m, n, k, ta, tb):
+    a = torch.randn(*((k, m) if ta else (m, k)), device='cuda')
+    b = torch.randn(*((n, k) if tb else (k, n)), device='cuda')
+    return lambda: (a.t() if ta else a) @ (b.t() if tb else b)
+
+rows = []
+for n, ta, tb in ((1024, 0, 0), (2048, 0, 0), (4096, 0, 0), (1024, 1, 0), (1024, 0, 1), (4096, 1, 0), (4096, 0, 1)):
+    s = timed(operands(n, n, n, ta, tb), 50 if n <= 2048 else 10)
+    rows.append({'n': n, 'transpose': 'TN' if ta else 'NT' if tb else 'NN', 'gflops': 2 * n**3 / s / 1e9})
+# the MLP's shapes (batch 128): a forward, a weight gradient, an input gradient
+for name, m, n, k, ta, tb in (('fwd1', 128, 256, 784, 0, 0), ('dW1', 784, 256, 128, 1, 0), ('dX2', 128, 256, 256, 0, 1)):
+    s = timed(operands(m, n, k, ta, tb), 200)
+    rows.append({'case': name, 'gflops': 2 * m * n * k / s / 1e9})
 print(json.dumps(rows))
 EOF
 step 90 torch_mm python3 "$OUT/torch_mm.py"
-for n in 1024 2048; do
-    ours=$(jget "$OUT/gemm.out" case=N=$n gflops)
-    bits=$(jget "$OUT/gemm.out" case=N=$n bit_identical)
-    peer=$(jget "$OUT/torch_mm.out" n=$n transpose=NN gflops)
-    row "SGEMM ${n}^3 NN (GFLOP/s)" "$ours" "$peer" "$bits" ""
+for n in 1024 2048 4096; do
+    row "SGEMM ${n}^3 NN (GFLOP/s)" "$(jget "$OUT/gemm.out" case=N=$n gflops)" \
+        "$(jget "$OUT/torch_mm.out" n=$n transpose=NN gflops)" "$(jget "$OUT/gemm.out" case=N=$n bit_identical)" ""
 done
-row "SGEMM 4096^3 NN (GFLOP/s)" "-" "$(jget "$OUT/torch_mm.out" n=4096 transpose=NN gflops)" "-" "no paragon case yet"
-for c in dW1 dX2; do
-    row "SGEMM MLP $c (GFLOP/s)" "$(jget "$OUT/gemm.out" case=$c gflops)" "-" "$(jget "$OUT/gemm.out" case=$c bit_identical)" ""
+for n in 1024 4096; do
+    for v in TN NT; do
+        row "SGEMM ${n}^3 $v (GFLOP/s)" "$(jget "$OUT/gemm.out" case=$v$n gflops)" \
+            "$(jget "$OUT/torch_mm.out" n=$n transpose=$v gflops)" "$(jget "$OUT/gemm.out" case=$v$n bit_identical)" \
+            "$([ $v = TN ] && echo "A^T B, as weight gradients" || echo "A B^T, as input gradients")"
+    done
+done
+row "SGEMM 1024^3 NN, cpu family (GFLOP/s)" "$(jget "$OUT/gemm_cpu.out" case=N=1024 gflops)" \
+    "$(jget "$OUT/torch_mm.out" n=1024 transpose=NN gflops)" "$(jget "$OUT/gemm_cpu.out" case=N=1024 bit_identical)" \
+    "before: the pocl-shaped kernels"
+for c in fwd1 dW1 dX2; do
+    row "SGEMM MLP $c (GFLOP/s)" "$(jget "$OUT/gemm.out" case=$c gflops)" "$(jget "$OUT/torch_mm.out" case=$c gflops)" \
+        "$(jget "$OUT/gemm.out" case=$c bit_identical)" "batch 128"
 done
 
 fi
@@ -210,6 +268,21 @@ row "generation (chars/s)" "$(jget "$OUT/gpt_gpu.out" case=generate characters_p
 
 fi
 
+# ---- gpt-small (nanoGPT's Shakespeare-character size): 20 steps on the GPU against the host
+# reference's weights, recorded beforehand (its 20 steps take the host minutes: --expect) --------
+if want small; then
+small_spec "$OUT/small.json"
+step 120 small_gpu "$P" run "$OUT/small.json" --device "$GPU" --json
+step 150 small_torch python3 bench/gpt_torch.py --device cuda --n-layer 6 --n-head 6 --d-model 384 --context 256 \
+    --batch 64 --steps 30 --warmup-steps-timing 10 --lr 1e-3 --beta2 0.99 --weight-decay 0.1 --clip-norm 1 \
+    --eval-windows 32 --log-every 5
+sg=$(jget "$OUT/small_gpu.out" weights_sha256)
+sh=$(awk '$1 == "gpt-small-20" {print $2}' scripts/gpu-check.expected 2>/dev/null)
+row "gpt-small (ms/step)" "$(jget "$OUT/small_gpu.out" ms_per_step)" "$(jget "$OUT/small_torch.out" ms_per_step)" \
+    "$(same "$sg" "${sh:--}")" "20-step sha ${sg:0:12}; launches/step $(jget "$OUT/small_gpu.out" launches_per_step)"
+
+fi
+
 # ---- interaction nets: paragon's reducer against HVM2's CUDA runtime on the same GPU ---------
 want inet && for p in $HVM2_PROGRAMS; do
     f="$PACK/hvm2/$p.hvm"
@@ -230,7 +303,7 @@ done
 # the device tool brings back 8 files: everything but the log and the table in one archive
 tar -C "$OUT" -czf "$OUT/outputs.tgz" --exclude outputs.tgz --exclude gpu-check.log . 2>/dev/null
 echo
-echo "paragon on $GPU_NAME ($GPU), $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "paragon on $GPU_NAME ($GPU; kernel families gemm/rows/inet ${FAMILIES:-?}), $(date -u +%Y-%m-%dT%H:%MZ)"
 python3 - "$ROWS" <<'EOF' | tee "$OUT/table.md"
 import sys
 rows = [l.rstrip('\n').split('\t') for l in open(sys.argv[1]) if l.strip()]

@@ -127,6 +127,11 @@ Test(gemm, one_row_products) {
 Test(gemm, every_tile_gives_the_same_bits) {
     pgn_error err = {0};
     for (int t = 0; t < pgn_gemm_tile_count(); t++) {
+        if (pgn_gemm_tile_shape_of(t)->family != PGN_FAMILY_CPU) {
+            cr_assert_eq(pgn_gemm_tile_set(dev, t, PGN_FROM_OVERRIDE, &err), -1, "a gpu shape on a cpu-family GEMM");
+            cr_assert(strstr(err.message, "is of the gpu kernel family"), "%s", err.message);
+            continue;
+        }
         cr_assert_eq(pgn_gemm_tile_set(dev, t, PGN_FROM_OVERRIDE, &err), 0, "%s", err.message);
         check_shape(13, 65, 31);
         check_shape(29, 97, 300);
@@ -295,4 +300,88 @@ Test(gemm, rejects_bad_arguments) {
     pgn_tensor_release(&c);
     pgn_tensor_release(&small);
     pgn_tensor_release(&host);
+}
+
+/* ---- the gpu family (kernels/gemm_gpu.cl) on the same device -------------------------------
+ * PARAGON_KERNELS=gpu: the work-group shapes, staging operands in local memory, give the same
+ * chain's bits in every transpose variant, at every block and k-tile edge, in every shape. */
+
+static void setup_gpu(void) {
+    setenv("PARAGON_KERNELS", "gpu", 1);
+    dev = test_open_cl_device();
+    cr_assert_eq(pgn_device_get_profile(dev)->family[PGN_OPS_GEMM], PGN_FAMILY_GPU);
+}
+
+TestSuite(gemm_gpu, .init = setup_gpu, .fini = teardown, .timeout = 300);
+
+Test(gemm_gpu, tiny_and_prime_shapes) {
+    static const int shapes[][3] = {{1, 1, 1}, {2, 3, 4}, {7, 13, 29}, {33, 65, 17}, {13, 7, 1}, {31, 37, 41}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        check_shape(shapes[s][0], shapes[s][1], shapes[s][2]);
+}
+
+/* Every gpu shape, at sizes that straddle its blocks (32, 64, 128) and its k-tiles (16, 32). */
+Test(gemm_gpu, every_shape_gives_the_same_bits_at_its_edges) {
+    pgn_error err = {0};
+    static const int shapes[][3] = {{31, 33, 15}, {65, 63, 17}, {129, 127, 33}, {64, 128, 32}, {130, 70, 47}};
+    for (int t = 0; t < pgn_gemm_tile_count(); t++) {
+        if (pgn_gemm_tile_shape_of(t)->family != PGN_FAMILY_GPU) continue;
+        cr_assert_eq(pgn_gemm_tile_set(dev, t, PGN_FROM_OVERRIDE, &err), 0, "%s", err.message);
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+            check_shape(shapes[s][0], shapes[s][1], shapes[s][2]);
+    }
+}
+
+/* One row (gemm_gpu_row) and the MLP's training shapes, where small outputs take small blocks. */
+Test(gemm_gpu, one_row_and_training_shapes) {
+    check_shape(1, 33, 300);
+    check_shape(1, 600, 45);
+    check_shape(16, 256, 784);
+    check_shape(784, 256, 16);
+    check_shape(256, 10, 16);
+}
+
+/* The fused epilogue (z = C + bias, y = act(z)) and the packed-weights path give the host's. */
+Test(gemm_gpu, the_epilogue_and_packed_weights_give_the_host_bits) {
+    enum { M = 37, N = 70, K = 45 };
+    pgn_error err = {0};
+    float *a = test_random((size_t)M * K, 31, 1.0f), *w = test_random((size_t)K * N, 32, 1.0f);
+    float *bias = test_random(N, 33, 1.0f);
+    float *want = malloc((size_t)2 * M * N * sizeof *want), *got = malloc((size_t)2 * M * N * sizeof *got);
+    cr_assert(want && got);
+    for (int act = PGN_ACT_NONE; act <= PGN_ACT_SIGMOID; act++)
+        for (int rows = 1; rows <= M; rows += M - 1) {
+            pgn_tensor t[2][5];
+            for (int side = 0; side < 2; side++) {
+                pgn_device *d = side ? dev : NULL;
+                t[side][0] = make(d, rows, K, a);
+                t[side][1] = make(d, K, N, w);
+                t[side][2] = make(d, 1, N, bias);
+                t[side][3] = make(d, rows, N, NULL);
+                t[side][4] = make(d, rows, N, NULL);
+                cr_assert_eq(pgn_op_gemm_bias_act(rows, N, K, &t[side][0], false, &t[side][1], false, &t[side][3],
+                                                  &t[side][2], act, &t[side][4], &err),
+                             0, "%s", err.message);
+                float *out = side ? got : want;
+                cr_assert_eq(pgn_tensor_read(&t[side][3], out, (size_t)rows * N, &err), 0, "%s", err.message);
+                cr_assert_eq(pgn_tensor_read(&t[side][4], out + (size_t)M * N, (size_t)rows * N, &err), 0, "%s",
+                             err.message);
+            }
+            assert_bits(got, want, rows, N, "epilogue z", K, false, false);
+            assert_bits(got + (size_t)M * N, want + (size_t)M * N, rows, N, "epilogue y", K, false, false);
+            pgn_gemm_packed packed;
+            cr_assert_eq(pgn_gemm_pack(&t[1][1], K, N, &packed, &err), 0, "%s", err.message);
+            cr_assert_eq(pgn_op_gemm_bias_act_packed(rows, &t[1][0], &packed, &t[1][3], &t[1][2], act, &t[1][4], &err),
+                         0, "%s", err.message);
+            cr_assert_eq(pgn_tensor_read(&t[1][4], got, (size_t)rows * N, &err), 0, "%s", err.message);
+            assert_bits(got, want + (size_t)M * N, rows, N, "packed y", K, false, false);
+            pgn_gemm_packed_release(&packed);
+            for (int side = 0; side < 2; side++)
+                for (int i = 0; i < 5; i++) pgn_tensor_release(&t[side][i]);
+        }
+    free(a);
+    free(w);
+    free(bias);
+    free(want);
+    free(got);
 }

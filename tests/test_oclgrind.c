@@ -283,6 +283,40 @@ Test(oclgrind, the_other_kernels_give_the_host_bits_without_a_report) {
     assert_no_reports();
 }
 
+/* Every gpu-family GEMM shape (kernels/gemm_gpu.cl; Oclgrind is a GPU, whose profile runs that
+ * family), each in two of the four transpose variants, on a partial block gives the host's bits
+ * without a race or an uninitialised read (test_gemm's gemm_gpu suite checks the bits at every
+ * edge on pocl). */
+Test(oclgrind, the_gpu_gemm_shapes_give_the_host_bits_without_a_report) {
+    pgn_device *others[1];
+    size_t n_others;
+    pgn_device *dev = open_devices(others, 0, &n_others);
+    cr_assert_eq(pgn_device_get_profile(dev)->family[PGN_OPS_GEMM], PGN_FAMILY_GPU);
+    pgn_error err = {0};
+    const int M = 20, N = 21, K = 19; /* a full k-tile and a partial one where the tiles are 16 deep */
+    for (int t = 0; t < pgn_gemm_tile_count(); t++) {
+        if (pgn_gemm_tile_shape_of(t)->family != PGN_FAMILY_GPU) continue;
+        cr_assert_eq(pgn_gemm_tile_set(dev, t, PGN_FROM_OVERRIDE, &err), 0, "%s", err.message);
+        for (int v = t % 4; v < t % 4 + 2; v++) { /* two variants a shape: every variant twice */
+            bool ta = v & 1, tb = v & 2;
+            pair a, b, c;
+            pair_seeded(&a, dev, ta ? K : M, ta ? M : K, 20u + (uint64_t)v);
+            pair_seeded(&b, dev, tb ? N : K, tb ? K : N, 30u + (uint64_t)v);
+            pair_seeded(&c, dev, M, N, 0);
+#define GEMM_V(s) pgn_op_gemm(M, N, K, &a.s, ta, &b.s, tb, &c.s, &e)
+            BOTH(GEMM_V);
+            assert_same(&c, pgn_gemm_tile_name(t));
+            pair *all[] = {&a, &b, &c};
+            for (size_t i = 0; i < 3; i++) {
+                pgn_tensor_release(&all[i]->h);
+                pgn_tensor_release(&all[i]->d);
+            }
+        }
+    }
+    pgn_device_close(dev);
+    assert_no_reports();
+}
+
 /* The transformer ops' kernels (kernels/gpt.cl), which no training job launches yet, give the
  * host's bits without a report, at shapes with partial blocks of queries, keys, rows and
  * columns and with whole 16-dim chunks of a head (the device-only float16 paths). */
@@ -397,10 +431,13 @@ static void write_idx(const pgn_dataset *d, int n, const char *images, const cha
 }
 
 /* Bits only: under the checkers one step at this width takes seconds. Every kernel it runs is
- * checked by small_jobs, at smaller widths. */
+ * checked by small_jobs, at smaller widths. The cpu family's GEMM: Oclgrind simulates the gpu
+ * family's work-groups item by item, which took over 300 s here (18 s so); small_jobs and
+ * the_gpu_gemm_shapes check that family's kernels. */
 Test(oclgrind, a_fashion_mnist_subset_trains_to_the_host_weights) {
     unsetenv("OCLGRIND_DATA_RACES");
     unsetenv("OCLGRIND_UNINITIALIZED");
+    setenv("PARAGON_KERNELS", "cpu", 1);
     /* the dataset from its usual place (the Debian package), cut to a size Oclgrind runs quickly */
     pgn_data_spec full = {.source = PGN_DATA_FASHION_MNIST};
     pgn_dataset train, test;

@@ -70,15 +70,34 @@ Test(profile, the_kernel_family_override_says_where_it_came_from) {
     setenv("PARAGON_KERNELS", "auto", 1);
     cr_assert_eq(pgn_device_profile_of(&cpu, NULL, &p, &err), 0, "%s", err.message);
     cr_assert_eq(p.family_from[PGN_OPS_ROWS], PGN_FROM_DEFAULT);
-    /* a family that is no family, and one this build has no kernels of: clear errors */
+    /* a family that is no family: a clear error */
     setenv("PARAGON_KERNELS", "fpga", 1);
     cr_assert_eq(pgn_device_profile_of(&cpu, NULL, &p, &err), -1);
     cr_assert_str_eq(err.field, "PARAGON_KERNELS");
     cr_assert(strstr(err.message, "'fpga' is not a kernel family (auto, cpu or gpu)"), "%s", err.message);
-    cr_assert_eq(pgn_device_profile_of(&cpu, "gpu", &p, &err), -1);
-    cr_assert_eq(err.code, PGN_E_DEVICE);
-    cr_assert_str_eq(err.field, "kernels");
-    cr_assert(strstr(err.message, "the gpu kernel family cannot run on cpu-test"), "%s", err.message);
+    /* the gpu family on a CPU: each group that has it built runs it, the others keep cpu, and
+     * the GEMM takes the gpu family's default shape */
+    cr_assert_eq(pgn_device_profile_of(&cpu, "gpu", &p, &err), 0, "%s", err.message);
+    cr_assert_eq(p.family[PGN_OPS_GEMM], PGN_FAMILY_GPU);
+    cr_assert_eq(p.family_from[PGN_OPS_GEMM], PGN_FROM_OVERRIDE);
+    cr_assert_eq(pgn_gemm_tile_shape_of(p.gemm_tile)->family, PGN_FAMILY_GPU);
+    cr_assert_str_eq(pgn_gemm_tile_name(p.gemm_tile), "64x64k16");
+    for (int g = 0; g < PGN_OPS_COUNT; g++) {
+        bool built = false;
+        for (int k = 0; k < PGN_KERNEL_COUNT; k++)
+            built |= pgn_kernel_family_of((pgn_kernel_id)k) == PGN_FAMILY_GPU && (int)pgn_kernel_group_of((pgn_kernel_id)k) == g;
+        cr_assert_eq(p.family[g], built ? PGN_FAMILY_GPU : PGN_FAMILY_CPU, "%s", pgn_ops_group_name((pgn_ops_group)g));
+        cr_assert_eq(p.family_from[g], built ? PGN_FROM_OVERRIDE : PGN_FROM_DEFAULT);
+    }
+    /* a GPU runs the gpu family by default where it is built */
+    unsetenv("PARAGON_KERNELS");
+    pgn_device_info gpu = info_of(PGN_DEVICE_GPU, 132, 1024);
+    cr_assert_eq(pgn_device_profile_of(&gpu, NULL, &p, &err), 0, "%s", err.message);
+    cr_assert_eq(p.family[PGN_OPS_GEMM], PGN_FAMILY_GPU);
+    cr_assert_eq(p.family_from[PGN_OPS_GEMM], PGN_FROM_DEFAULT);
+    cr_assert_eq(pgn_device_profile_of(&gpu, "cpu", &p, &err), 0, "%s", err.message);
+    cr_assert_eq(p.family[PGN_OPS_GEMM], PGN_FAMILY_CPU);
+    cr_assert_str_eq(pgn_gemm_tile_name(p.gemm_tile), "8x32");
 
     json_t *j = pgn_device_profile_json(&(pgn_device_profile){0});
     cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(j, "families"), "inet"),
@@ -103,13 +122,14 @@ Test(profile, an_opened_device_carries_its_profile) {
     pgn_device_close(dev);
 }
 
-/* Each entry of the kernel list names its family; a device builds the families its profile runs
- * (one program each, holding exactly that family's kernels) and nothing else. */
-Test(profile, a_device_builds_the_families_its_profile_runs) {
+/* Each entry of the kernel list names its family; a device builds the cpu family's program
+ * (which holds the kernels every family shares) and the other families its profile runs (one
+ * program each, holding exactly that family's kernels), and nothing else. */
+static void assert_builds_what_it_runs(void) {
     pgn_device *dev = test_open_cl_device();
     const pgn_device_profile *p = pgn_device_get_profile(dev);
     for (int f = 0; f < PGN_FAMILY_COUNT; f++) {
-        bool runs = false;
+        bool runs = f == PGN_FAMILY_CPU;
         for (int g = 0; g < PGN_OPS_COUNT; g++) runs |= p->family[g] == (pgn_kernel_family)f;
         cr_assert_eq(dev->programs[f] != NULL, runs, "the %s family's program", pgn_kernel_family_name(f));
         for (int k = 0; k < PGN_KERNEL_COUNT; k++)
@@ -117,4 +137,10 @@ Test(profile, a_device_builds_the_families_its_profile_runs) {
                 cr_assert_eq(dev->kernels[k] != NULL, runs, "%s", pgn_kernel_name((pgn_kernel_id)k));
     }
     pgn_device_close(dev);
+}
+
+Test(profile, a_device_builds_the_families_its_profile_runs) {
+    assert_builds_what_it_runs(); /* pocl: the cpu family alone */
+    setenv("PARAGON_KERNELS", "gpu", 1);
+    assert_builds_what_it_runs(); /* the gpu family's GEMM beside the cpu family's program */
 }

@@ -421,3 +421,28 @@ Test(spec, distributed_errors_name_their_field) {
         if (bad[i].fragment) cr_assert(strstr(err.message, bad[i].fragment), "%s: %s", bad[i].text, err.message);
     }
 }
+
+/* Every job of examples/jobs/ is a valid spec (they are what the README and the dashboard's
+ * templates point people to); gpt-small is nanoGPT's Shakespeare-character size. */
+Test(spec, every_example_job_parses) {
+    static const char *const names[] = {"xor", "fashion-mlp", "fashion-linear", "fashion-mlp-ddp", "fashion-mlp-diloco",
+                                        "char-gpt", "gpt-small", "bench-mlp-forward"};
+    const char *root = getenv("PARAGON_SOURCE_ROOT");
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/examples/jobs/%s.json", root ? root : ".", names[i]);
+        size_t len;
+        char *text = pgn_read_file(path, &len);
+        cr_assert_not_null(text, "cannot read %s", path);
+        pgn_job_spec spec;
+        pgn_error err = {0};
+        cr_assert_eq(pgn_spec_parse_text(text, len, &spec, &err), 0, "%s: %s", path, err.message);
+        free(text);
+        if (!strcmp(names[i], "gpt-small")) {
+            const pgn_gpt_spec *g = &spec.train.gpt;
+            cr_assert(g->n_layer == 6 && g->n_head == 6 && g->d_model == 384 && g->context == 256);
+            cr_assert_eq(spec.train.batch_size, 64);
+            cr_assert_eq(spec.train.dropout, 0.0f);
+        }
+    }
+}

@@ -10,7 +10,7 @@ import {initDatasets} from './datasets.js';
 import {closeDetail, openFromHash, refreshDetail} from './detail.js';
 import {renderDevices} from './devices.js';
 import {$, setText} from './dom.js';
-import {initForm} from './form.js';
+import {initForm, offerTemplates} from './form.js';
 import {initJobs, pageWanted, showPage} from './jobs.js';
 import {setRefresh} from './refresh.js';
 import {askToken, initToken, openSession, readsAnswered} from './session.js';
@@ -42,6 +42,7 @@ async function refresh() {
     const list = Array.isArray(jobs.jobs) ? jobs.jobs : [];
     const total = typeof jobs.total === 'number' ? jobs.total : list.length;
     renderDevices(devices);
+    offerTemplates(devices);
     if (!showPage(want, list, total)) {
       loop.again = true;            // paged or filtered meanwhile, or the page vanished
     } else {

@@ -101,7 +101,11 @@ function kernelsText(p) {
     return parts.length ? ' (' + parts.join(', ') + ')' : '';
   };
   const figure = p.gemm && p.gemm.gflops > 0 ? fmtNum(p.gemm.gflops) + ' GFLOP/s' : '';
-  return (fam ? fam.family + ' family' + from(fam.from) : '?') +
+  const groups = Object.entries(p.families || {});
+  const mixed = groups.some(([, f]) => f.family !== (fam && fam.family));
+  const families = mixed ? groups.map(([g, f]) => g + ' ' + f.family + from(f.from)).join(', ')
+    : fam ? fam.family + ' family' + from(fam.from) : '?';
+  return families +
     (p.gemm ? ', GEMM ' + p.gemm.tile + from(p.gemm.from, figure) : '');
 }
 

@@ -145,6 +145,17 @@ const TEMPLATES = {
     optimizer: {type: 'sgd', lr: 0.05, momentum: 0.9},
     batch_size: 128, epochs: 5, checkpoint_every: 1,
   })},
+  // nanoGPT's Shakespeare-character size (examples/jobs/gpt-small.json): offered where a GPU is
+  'gpt-small': {group: 'gpt', spec: () => ({
+    kind: 'train', name: 'gpt-small', device: 'auto', seed: 0,
+    model: {type: 'gpt', n_layer: 6, n_head: 6, d_model: 384, context: 256, dropout: 0,
+      tie_embeddings: true},
+    data: {source: 'fortunes'},
+    optimizer: {type: 'adamw', lr: 0.001, beta2: 0.99, weight_decay: 0.1, clip_norm: 1.0,
+      schedule: 'cosine', warmup_steps: 100, min_lr: 0.0001},
+    batch_size: 64, steps: 5000, log_every: 10, eval_every: 250, eval_windows: 200,
+    checkpoint_every: 250,
+  })},
   'char-gpt': {group: 'gpt', spec: () => ({
     kind: 'train', name: 'char-gpt', device: 'auto', seed: 0,
     model: {type: 'gpt', n_layer: 4, n_head: 4, d_model: 128, context: 64, dropout: 0,
@@ -327,6 +338,13 @@ function submitForm(ev) {
 
 // The one-click XOR run: the canonical spec whatever the form holds.
 function runXor() { submitSpec(JSON.stringify(XOR_SPEC), 'button'); }
+
+// The templates a device list makes sensible: gpt-small where a GPU is (on two CPU cores one of
+// its steps takes seconds).
+export function offerTemplates(devices) {
+  const opt = $('template').querySelector('option[value="gpt-small"]');
+  if (opt) opt.hidden = !devices.some((d) => d.type === 'gpu');
+}
 
 export function initForm() {
   $('run-xor').addEventListener('click', runXor);

@@ -204,6 +204,10 @@ static bool asked_for(const pgn_bench_ctx *ctx, const char *case_id) {
     return wanted;
 }
 
+bool pgn_bench_named(const pgn_bench_ctx *ctx, const char *case_id) {
+    return ctx->n_cases && asked_for(ctx, case_id);
+}
+
 bool pgn_bench_wants(const pgn_bench_ctx *ctx, const char *case_id) {
     if (ctx->listing) {
         json_array_append_new(ctx->listing, json_string(case_id));

@@ -50,6 +50,8 @@ json_t *pgn_bench_row(const pgn_bench_ctx *ctx, const char *suite, const char *c
  * work on a case, which is how pgn_bench_cases lists them: a listing ctx records the id and
  * selects nothing. */
 bool pgn_bench_wants(const pgn_bench_ctx *ctx, const char *case_id);
+/* Whether a case filter names case_id: for cases that run only when asked for by name. */
+bool pgn_bench_named(const pgn_bench_ctx *ctx, const char *case_id);
 /* A run of an op or a pass, `calls` times over, queued without waiting. */
 typedef int (*pgn_bench_run_fn)(void *arg, int calls, pgn_error *err);
 /* Seconds per call: the median of reps timed runs of `calls` calls and one wait each, after one

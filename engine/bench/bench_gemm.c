@@ -26,6 +26,15 @@ const pgn_gemm_shape pgn_mlp_gemm_shapes[PGN_MLP_GEMM_SHAPES] = {
 /* The square cases, N=128 .. N=2048, run before the MLP's. */
 static const int gemm_squares[] = {128, 256, 512, 1024, 2048};
 
+/* Cases for GPUs, run only when --cases names them (the host reference takes seconds for each,
+ * a CPU device longer): N=4096, and squares in the training variants, TN (A transposed: a weight
+ * gradient x^T dz) and NT (B transposed: dz W^T). */
+static const pgn_gemm_shape gemm_named_only[] = {
+    {"N=4096", 4096, 4096, 4096, false, false}, {"TN1024", 1024, 1024, 1024, true, false},
+    {"NT1024", 1024, 1024, 1024, false, true},  {"TN4096", 4096, 4096, 4096, true, false},
+    {"NT4096", 4096, 4096, 4096, false, true},
+};
+
 /* Seconds per call of c on dev (NULL: host) over `repeats` timed repeats; the product lands in
  * out (M*N floats) when given. */
 static int gemm_time(pgn_device *dev, const pgn_gemm_shape *c, const float *a, const float *b, int repeats,
@@ -124,18 +133,24 @@ static const pgn_gemm_shape tile_shapes[] = {
 #define N_TILE_SHAPES (sizeof tile_shapes / sizeof *tile_shapes)
 #define MAX_TILES 16
 
-/* Times every tile on dev over the tile shapes; the fastest's index in *best. */
+/* Whether tile t is of the family dev runs its GEMM with: those are the ones it measures. */
+static bool of_family(pgn_device *dev, int t) {
+    return pgn_gemm_tile_shape_of(t)->family == pgn_device_get_profile(dev)->family[PGN_OPS_GEMM];
+}
+
+/* Times every tile of dev's family on it over the tile shapes; the fastest's index in *best. */
 static int measure_tiles(pgn_device *dev, int repeats, bool (*stop)(void *), void *stop_ctx,
                          double gflops[MAX_TILES][N_TILE_SHAPES], double total[MAX_TILES], int *best, pgn_error *err) {
     int n = pgn_gemm_tile_count(), before = pgn_gemm_tile_of(dev);
     pgn_profile_source before_from = pgn_device_get_profile(dev)->gemm_tile_from;
-    *best = 0;
+    *best = -1;
     float *a = malloc((size_t)2048 * 1024 * sizeof *a), *b = malloc((size_t)1024 * 1024 * sizeof *b);
     int rc = a && b ? 0 : pgn_bench_oom(err);
     for (size_t i = 0; rc == 0 && i < (size_t)2048 * 1024; i++) a[i] = pgn_rand_unit(1, 1, i) * 2.0f - 1.0f;
     for (size_t i = 0; rc == 0 && i < (size_t)1024 * 1024; i++) b[i] = pgn_rand_unit(1, 2, i) * 2.0f - 1.0f;
     for (int t = 0; rc == 0 && t < n && t < MAX_TILES; t++) {
         total[t] = 0;
+        if (!of_family(dev, t)) continue;
         if (stop && stop(stop_ctx)) {
             pgn_error_set(err, PGN_E_CANCELLED, "", "stopped while measuring the GEMM tiles");
             rc = -1;
@@ -149,10 +164,11 @@ static int measure_tiles(pgn_device *dev, int repeats, bool (*stop)(void *), voi
             total[t] += sec;
             gflops[t][i] = sec > 0 ? 2.0 * c->M * c->N * c->K / sec / 1e9 : 0;
         }
-        if (rc == 0 && total[t] < total[*best]) *best = t;
+        if (rc == 0 && (*best < 0 || total[t] < total[*best])) *best = t;
     }
     free(a);
     free(b);
+    if (*best < 0) *best = before;
     pgn_error ignored;
     pgn_gemm_tile_set(dev, before, before_from, &ignored); /* a valid tile: it cannot fail */
     return rc;
@@ -162,6 +178,7 @@ static int measure_tiles(pgn_device *dev, int repeats, bool (*stop)(void *), voi
 static void tile_rows(const pgn_bench_ctx *ctx, double gflops[MAX_TILES][N_TILE_SHAPES], const double total[MAX_TILES],
                       int best, json_t *rows) {
     for (int t = 0; t < pgn_gemm_tile_count() && t < MAX_TILES; t++) {
+        if (!of_family(ctx->dev, t)) continue;
         char id[32];
         snprintf(id, sizeof id, "tile-%s", pgn_gemm_tile_name(t));
         json_t *row = pgn_bench_row(ctx, "gemm", id);
@@ -189,9 +206,10 @@ static int gemm_tiles(const pgn_bench_ctx *ctx, json_t *rows, double *first, pgn
     int best;
     if (measure_tiles(ctx->dev, ctx->repeats, ctx_stop, (void *)ctx, gflops, total, &best, err)) return -1;
     tile_rows(ctx, gflops, total, best, rows);
-    *first = gflops[0][0];
+    int def = pgn_gemm_tile_default(pgn_device_get_profile(ctx->dev)->family[PGN_OPS_GEMM]);
+    *first = gflops[def][0];
     pgn_hooks_log(ctx->hooks, "gemm tile on %s: %s (%.1f GFLOP/s at N=1024; the default %s %.1f)", ctx->info->id,
-                  pgn_gemm_tile_name(best), gflops[best][0], pgn_gemm_tile_name(0), gflops[0][0]);
+                  pgn_gemm_tile_name(best), gflops[best][0], pgn_gemm_tile_name(def), gflops[def][0]);
     return 0;
 }
 
@@ -216,13 +234,15 @@ static int probe_rate(pgn_device *dev, int n, double *rate, pgn_error *err) {
 
 /* Seconds measure_tiles would take at rate FLOP/s: per shape a warm-up call, then repeats of
  * GEMM_REPEAT_S (or one call, when longer). */
-static double tiles_seconds(double rate, int repeats) {
+static double tiles_seconds(pgn_device *dev, double rate, int repeats) {
     double per_tile = 0;
     for (size_t i = 0; i < N_TILE_SHAPES; i++) {
         double call = 2.0 * tile_shapes[i].M * tile_shapes[i].N * tile_shapes[i].K / rate;
         per_tile += call + repeats * (call > GEMM_REPEAT_S ? call : GEMM_REPEAT_S);
     }
-    return per_tile * pgn_gemm_tile_count();
+    int n = 0;
+    for (int t = 0; t < pgn_gemm_tile_count(); t++) n += of_family(dev, t);
+    return per_tile * n;
 }
 
 int pgn_device_calibrate(pgn_device *dev, double budget_s, int repeats, json_t *rows, pgn_device_tuning *out,
@@ -234,6 +254,7 @@ int pgn_device_calibrate(pgn_device *dev, double budget_s, int repeats, json_t *
     snprintf(out->driver_version, sizeof out->driver_version, "%s", info->driver_version);
     snprintf(out->kernels_hash, sizeof out->kernels_hash, "%s", pgn_kernels_hash());
     out->family = pgn_device_get_profile(dev)->family[PGN_OPS_GEMM];
+    out->gemm_tile = pgn_gemm_tile_default(out->family);
     pgn_utc_now(out->measured_at, sizeof out->measured_at);
     double rate = 0;
     if (probe_rate(dev, PROBE_SMALL, &rate, err)) return -1;
@@ -241,7 +262,7 @@ int pgn_device_calibrate(pgn_device *dev, double budget_s, int repeats, json_t *
     if (affordable && probe_rate(dev, PROBE_LARGE, &rate, err)) return -1;
     /* counted at the 256-cubed product's rate, which large ones beat 2-4x on a CPU: past four
      * budgets it is too slow (on Oclgrind the projection is hours) */
-    if (!affordable || tiles_seconds(rate, repeats) > 4 * budget_s) {
+    if (!affordable || tiles_seconds(dev, rate, repeats) > 4 * budget_s) {
         out->too_slow = true; /* the defaults, said so */
         return 0;
     }
@@ -277,6 +298,10 @@ int pgn_bench_gemm(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
         if (first <= 0) first = g;
         if (!strcmp(pgn_mlp_gemm_shapes[i].name, RATE_CASE)) rate = g;
     }
+    for (size_t i = 0; i < sizeof gemm_named_only / sizeof *gemm_named_only; i++)
+        if ((ctx->listing || pgn_bench_named(ctx, gemm_named_only[i].name)) &&
+            gemm_case_run(ctx, &gemm_named_only[i], rows, &g, err))
+            return -1;
     if (ctx->rates && (rate > 0 || first > 0)) ctx->rates->gflops = rate > 0 ? rate : first;
     return 0;
 }

@@ -114,7 +114,7 @@ int pgn_bench_gpt(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
     if (train) {
         json_t *row = pgn_bench_row(ctx, "gpt", "char-gpt");
         static const char *const keys[] = {"steps", "ms_per_step", "tokens_per_second", "gflops", "val_loss",
-                                           "params", "vocab", "weights_sha256"};
+                                           "params", "vocab", "weights_sha256", "launches_per_step"};
         for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
             json_object_set(row, keys[i], json_object_get(trained, keys[i]));
         json_array_append_new(rows, row);

@@ -29,8 +29,8 @@ int pgn_bench_train(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
     json_t *result = NULL;
     if (pgn_train_run(&spec, ctx->dev, &opts, ctx->hooks, &result, err)) return -1;
     json_t *row = pgn_bench_row(ctx, "train", "fashion-mlp");
-    static const char *const keys[] = {"epochs", "seconds_per_epoch", "samples_per_second", "gflops",
-                                       "test_accuracy", "weights_sha256"};
+    static const char *const keys[] = {"epochs",        "seconds_per_epoch", "samples_per_second", "gflops",
+                                       "test_accuracy", "weights_sha256",    "launches_per_step"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         json_object_set(row, keys[i], json_object_get(result, keys[i]));
     json_decref(result);

@@ -309,6 +309,9 @@ int pgn_devices_named(const char *want, pgn_device_info **out, size_t *count, pg
 void pgn_device_close(pgn_device *dev);
 const pgn_device_info *pgn_device_get_info(const pgn_device *dev);
 const pgn_device_profile *pgn_device_get_profile(const pgn_device *dev);
+/* Kernels queued on dev since it opened (0 for the host): what a training step's launches per
+ * step count (bench-gpt, bench-train). */
+uint64_t pgn_device_launches(const pgn_device *dev);
 
 /* ---- job specs -------------------------------------------------------------------------- */
 

@@ -380,7 +380,14 @@ typedef struct {
 int pgn_gemm_tile_of(const pgn_device *dev) { return dev ? dev->profile.gemm_tile : 0; }
 
 int pgn_gemm_tile_set(pgn_device *dev, int tile, pgn_profile_source from, pgn_error *err) {
-    if (check(pgn_gemm_tile_shape_of(tile) != NULL, "no such tile", err)) return -1;
+    const pgn_gemm_tile_shape *shape = pgn_gemm_tile_shape_of(tile);
+    if (check(shape != NULL, "no such tile", err)) return -1;
+    if (dev && shape->family != dev->profile.family[PGN_OPS_GEMM]) {
+        pgn_error_set(err, PGN_E_INVALID_PARAMETER, "tile", "GEMM tile %s is of the %s kernel family; %s runs the %s family",
+                      shape->name, pgn_kernel_family_name(shape->family), dev->info.id,
+                      pgn_kernel_family_name(dev->profile.family[PGN_OPS_GEMM]));
+        return -1;
+    }
     if (dev) dev->profile.gemm_tile = tile, dev->profile.gemm_tile_from = from;
     return 0;
 }
@@ -409,9 +416,66 @@ static int launch_tile(pgn_device *dev, int M, int N, int K, const tile_operand 
     return pgn_launch(dev, tile->kernel, args, 2, global, local, err);
 }
 
+/* ---- the gpu family (kernels/gemm_gpu.cl) -----------------------------------------------------
+ * Operands in place, any transpose (the work-groups stage them in local memory): no packing. */
+
+static size_t gpu_blocks(const pgn_gemm_tile_shape *t, int M, int N) {
+    return (size_t)ceil_div(M, t->mwg) * (size_t)ceil_div(N, t->nwg);
+}
+
+/* The outputs its blocks compute, the ones past M and N included. */
+static size_t gpu_padded(const pgn_gemm_tile_shape *t, int M, int N) { return gpu_blocks(t, M, N) * t->mwg * t->nwg; }
+
+/* The profile's shape (as it is when an override set it), unless its blocks would leave compute units idle (the weight gradients'
+ * small outputs) or are mostly padding (a small product): then, of the shapes that give every
+ * compute unit a block (all of them, when none does), the one that computes the fewest padded
+ * outputs, the larger block on a tie. Every shape gives the same bits. */
+static const pgn_gemm_tile_shape *gpu_shape_for(const pgn_device *dev, int M, int N) {
+    const pgn_gemm_tile_shape *t = pgn_gemm_tile_shape_of(dev->profile.gemm_tile);
+    size_t cus = dev->info.compute_units ? dev->info.compute_units : 1, outputs = (size_t)M * N;
+    if (t->family != PGN_FAMILY_GPU) t = pgn_gemm_tile_shape_of(pgn_gemm_tile_default(PGN_FAMILY_GPU));
+    if (dev->profile.gemm_tile_from == PGN_FROM_OVERRIDE) return t; /* asked for: a benchmark, a test */
+    if (gpu_blocks(t, M, N) >= cus && gpu_padded(t, M, N) <= 2 * outputs) return t;
+    const pgn_gemm_tile_shape *best = NULL;
+    bool best_fills = false;
+    for (int i = 0; i < pgn_gemm_tile_count(); i++) {
+        const pgn_gemm_tile_shape *s = pgn_gemm_tile_shape_of(i);
+        if (s->family != PGN_FAMILY_GPU) continue;
+        bool fills = gpu_blocks(s, M, N) >= cus;
+        if (best && best_fills && !fills) continue;
+        if (!best || (fills && !best_fills) || gpu_padded(s, M, N) < gpu_padded(best, M, N) ||
+            (gpu_padded(s, M, N) == gpu_padded(best, M, N) && s->mwg * s->nwg > best->mwg * best->nwg))
+            best = s, best_fills = fills;
+    }
+    return best;
+}
+
+/* C (M,N), rows ldc apart, = op(A) op(B) with op(A)(i,k) = a[i a_rs + k a_cs] and op(B)(k,j) =
+ * b[k b_rs + j b_cs], and the epilogue. */
+static int gemm_gpu(pgn_device *dev, int M, int N, int K, cl_mem a, int a_rs, int a_cs, cl_mem b, int b_rs, int b_cs,
+                    cl_mem c, int ldc, const gemm_epilogue *e, pgn_error *err) {
+    if (M == 1) {
+        pgn_karg args[] = {KARG(N), KARG(K), KARG(a),     KARG(a_cs),    KARG(b),      KARG(b_rs),
+                           KARG(b_cs), KARG(c), KARG(e->on), KARG(e->bias), KARG(e->act), KARG(e->y)};
+        size_t local[1] = {GEMM_GPU_ROW_GROUP}, global[1] = {(size_t)ceil_div(N, GEMM_GPU_ROW_GROUP) * GEMM_GPU_ROW_GROUP};
+        return PGN_LAUNCH(dev, gemm_gpu_row, args, 1, global, local, err);
+    }
+    const pgn_gemm_tile_shape *t = gpu_shape_for(dev, M, N);
+    pgn_karg args[] = {KARG(M),    KARG(N), KARG(K),   KARG(a),     KARG(a_rs),    KARG(a_cs),   KARG(b),   KARG(b_rs),
+                       KARG(b_cs), KARG(c), KARG(ldc), KARG(e->on), KARG(e->bias), KARG(e->act), KARG(e->y)};
+    size_t global[2] = {(size_t)ceil_div(N, t->nwg) * (size_t)t->ndimc, (size_t)ceil_div(M, t->mwg) * (size_t)t->mdimc};
+    size_t local[2] = {(size_t)t->ndimc, (size_t)t->mdimc};
+    (void)PGN_KERNEL_CHECKED(gemm_gpu_64x64, args); /* every shape's kernel takes the same arguments */
+    return pgn_launch(dev, t->kernel, args, 2, global, local, err);
+}
+
+static bool runs_gpu_gemm(const pgn_device *dev) { return dev->profile.family[PGN_OPS_GEMM] == PGN_FAMILY_GPU; }
+
 static int gemm_device(int M, int N, int K, cl_mem a, cl_mem b, cl_mem c, bool ta, bool tb,
                        const gemm_epilogue *e, pgn_device *dev, pgn_error *err) {
     gemm_strides s = strides_for(M, N, K, ta, tb);
+    gemm_epilogue none = {0, c, c, 0};
+    if (runs_gpu_gemm(dev)) return gemm_gpu(dev, M, N, K, a, s.a_rs, s.a_cs, b, s.b_rs, s.b_cs, c, N, e ? e : &none, err);
     gemm_plan plan = plan_for(M, N, K, ta, tb);
     tile_operand A = {a, 0, 0, 0, s.a_rs, s.a_cs};
     tile_operand B = {b, 0, (cl_long)K * N, GEMM_NR, N, 1};
@@ -426,7 +490,6 @@ static int gemm_device(int M, int N, int K, cl_mem a, cl_mem b, cl_mem c, bool t
     }
     if (plan.a_panels > 0) A = (tile_operand){ws, (cl_long)plan.a_off, 0, K * GEMM_MR, 1, GEMM_MR};
     if (plan.b_panels > 0) B = (tile_operand){ws, 0, (cl_long)plan.a_off, K * GEMM_NR, GEMM_NR, 1};
-    gemm_epilogue none = {0, c, c, 0};
     return launch_tile(dev, M, N, K, &A, &B, c, e ? e : &none, err);
 }
 
@@ -441,6 +504,9 @@ int pgn_gemm_pack(const pgn_tensor *w, int K, int N, pgn_gemm_packed *out, pgn_e
     if (check(w->dev != NULL, "packing is for device tensors", err) ||
         check(K > 0 && N > 0 && pgn_tensor_count(w) >= (size_t)K * N, "W too small", err))
         return -1;
+    if (runs_gpu_gemm(w->dev)) /* the gpu family reads W as it is: a copy, (K, N) */
+        return pgn_tensor_init(&out->panels, w->dev, K, N, err) ||
+               pgn_device_copy(w->dev, w->mem, 0, out->panels.mem, 0, (size_t)K * N * sizeof(float), err);
     int panels = ceil_div(N, GEMM_NR);
     if (pgn_tensor_init(&out->panels, w->dev, panels * K, GEMM_NR, err)) return -1;
     /* no A to pack: w stands in for the unused A buffer */
@@ -458,9 +524,10 @@ int pgn_op_gemm_bias_act_packed(int M, const pgn_tensor *a, const pgn_gemm_packe
                   pgn_tensor_count(y) >= (size_t)M * N && (int)pgn_tensor_count(bias) == N,
               "operand too small", err))
         return -1;
+    gemm_epilogue e = {1, bias->mem, y->mem, act};
+    if (runs_gpu_gemm(z->dev)) return gemm_gpu(z->dev, M, N, K, a->mem, K, 1, w->panels.mem, N, 1, z->mem, N, &e, err);
     tile_operand A = {a->mem, 0, 0, 0, K, 1};
     tile_operand B = {w->panels.mem, 0, (cl_long)pgn_tensor_count(&w->panels), K * GEMM_NR, GEMM_NR, 1};
-    gemm_epilogue e = {1, bias->mem, y->mem, act};
     return launch_tile(z->dev, M, N, K, &A, &B, z->mem, &e, err);
 }
 

@@ -30,6 +30,7 @@ typedef struct {
     pgn_tensor eval_stats;  /* the same per evaluation batch */
     float *host_stats;
     double *window_ms; /* ms per step of each logged window, for the median */
+    uint64_t step_launches; /* kernels a training step queued (the last one run) */
     int n_windows;
     int B, T, rows, eval_batches;
     pgn_window_plan train_plan, eval_plan;
@@ -207,9 +208,10 @@ static int train_steps(lm *m, int from, double *train_loss, double *val_loss, do
             }
             m->want_stop = true; /* said at the ranks' next meeting */
         }
-        uint64_t first = ((uint64_t)s * ranks + rank) * (uint64_t)m->B;
+        uint64_t first = ((uint64_t)s * ranks + rank) * (uint64_t)m->B, launched = pgn_device_launches(m->graph.dev);
         if (run_windows(m, &m->train_plan, first, m->B, true, (uint64_t)s, &m->train_stats, s % t->log_every, err))
             return -1;
+        m->step_launches = pgn_device_launches(m->graph.dev) - launched;
         int done = s + 1;
         bool last = done == t->steps, log_due = done % t->log_every == 0 || last;
         bool outer = is_diloco(m) && (done % t->dist.inner_steps == 0 || last);
@@ -318,6 +320,7 @@ int pgn_lm_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options 
                         (json_int_t)params, "vocab", m.corpus.vocab.size, "resumed_from_step", (json_int_t)start,
                         "device", dev_id, "resumed_from_epoch", 0);
     json_object_set_new(*result, "flops", json_real(tokens_trained * per_token));
+    json_object_set_new(*result, "launches_per_step", json_integer((json_int_t)m.step_launches));
     json_t *dist = m.comm ? pgn_dist_result(&m.dist, dev_id, err) : NULL;
     if (m.comm && !dist) {
         json_decref(*result);

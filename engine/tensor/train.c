@@ -109,6 +109,7 @@ typedef struct {
     bool stop_all;       /* ...and they did */
     step_log log;
     pgn_train_report report; /* the run's figures; a resumed finished run's, from its checkpoint */
+    uint64_t step_launches;  /* kernels a training step queued (the last one run) */
 } trainer;
 
 static bool is_ddp(const trainer *tr) { return tr->comm && tr->spec->train.dist.algorithm == PGN_DIST_DDP; }
@@ -484,7 +485,9 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
             }
             int start, rows;
             step_rows(&tr, s, &start, &rows);
+            uint64_t launched = pgn_device_launches(dev);
             if (run_batch(&tr, &tr.dtrain, start, rows, true, (uint64_t)tr.optim.t, s, err)) goto fail;
+            tr.step_launches = pgn_device_launches(dev) - launched;
             if (tr.comm) {
                 int rc = after_step(&tr, epoch, s, &synced_at_end, err);
                 if (rc) goto fail;
@@ -550,6 +553,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
     report_figures(*result, &tr.report, pgn_train_flops_per_sample(t));
     /* The work this run did (paragond sums it over jobs for /metrics). */
     json_object_set_new(*result, "flops", json_real(samples * pgn_train_flops_per_sample(t)));
+    json_object_set_new(*result, "launches_per_step", json_integer((json_int_t)tr.step_launches));
     json_t *dist = tr.comm ? pgn_dist_result(&tr.dist, dev_id, err) : NULL;
     if (tr.comm && !dist) {
         json_decref(*result);
