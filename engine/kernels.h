@@ -67,7 +67,14 @@
     X(gemm_gpu_64x64, 15, GPU, GEMM)                                                           \
     X(gemm_gpu_32x64, 15, GPU, GEMM)                                                           \
     X(gemm_gpu_32x32, 15, GPU, GEMM)                                                           \
-    X(gemm_gpu_row, 12, GPU, GEMM)
+    X(gemm_gpu_row, 12, GPU, GEMM)                                                             \
+    /* kernels/tensor_gpu.cl */                                                                \
+    X(layernorm_forward_gpu, 8, GPU, ROWS)                                                     \
+    X(layernorm_backward_gpu, 7, GPU, ROWS)                                                    \
+    X(layernorm_backward_params_gpu, 7, GPU, ROWS)                                             \
+    X(colsum_partial_gpu, 4, GPU, ROWS)                                                        \
+    X(bias_act_backward_gpu, 8, GPU, ROWS)                                                     \
+    X(embed_backward_wte_gpu, 6, GPU, ROWS)
 
 typedef enum {
 #define PGN_KERNEL_ID(name, nargs, family, group) PGN_K_##name,

@@ -45,9 +45,9 @@ __kernel void layernorm_forward(int rows, int C, float eps, __global const float
     int r0 = get_global_id(0) * PGN_LN_ROWS;
     if (r0 >= rows) return;
     if (rows - r0 >= PGN_LN_ROWS)
-        pgn_layernorm_forward_rows(r0, PGN_LN_ROWS, C, eps, x, w, b, y, stats);
+        pgn_layernorm_forward_rows(r0, PGN_LN_ROWS, PGN_LN_ROWS, C, eps, x, w, b, y, stats);
     else
-        pgn_layernorm_forward_rows(r0, rows - r0, C, eps, x, w, b, y, stats);
+        pgn_layernorm_forward_rows(r0, rows - r0, PGN_LN_ROWS, C, eps, x, w, b, y, stats);
 }
 
 /* dx of PGN_LN_ROWS rows per work-item; global: ceil(rows / PGN_LN_ROWS). */
@@ -57,9 +57,9 @@ __kernel void layernorm_backward(int rows, int C, __global const float *x,
     int r0 = get_global_id(0) * PGN_LN_ROWS;
     if (r0 >= rows) return;
     if (rows - r0 >= PGN_LN_ROWS)
-        pgn_layernorm_backward_rows(r0, PGN_LN_ROWS, C, x, w, stats, dy, dx);
+        pgn_layernorm_backward_rows(r0, PGN_LN_ROWS, PGN_LN_ROWS, C, x, w, stats, dy, dx);
     else
-        pgn_layernorm_backward_rows(r0, rows - r0, C, x, w, stats, dy, dx);
+        pgn_layernorm_backward_rows(r0, rows - r0, PGN_LN_ROWS, C, x, w, stats, dy, dx);
 }
 
 /* dw, db (either may be NULL): PGN_COL_BLOCK columns per work-item walking the rows;

@@ -22,17 +22,24 @@ PGN_INLINE void pgn_embed_row(int C, int V, int v, PGN_GLOBAL const float *wte,
     for (int c = 0; c < C; c++) y_row[c] = e[c] + wpe_row[c];
 }
 
-/* dwte row v (C) = the sum of dy's rows r with tok[r] == v, r ascending, from 0: the
- * embedding's backward as a scatter-add that one owner of each row does in row order. (Scanning
- * the ids 16 at a time with vector compares measured no faster at V = 65, 2048 rows.) */
-PGN_INLINE void pgn_embed_wte_grad_row(int rows, int C, int v, PGN_GLOBAL const int *tok,
-                                       PGN_GLOBAL const float *dy, PGN_GLOBAL float *dw_row) {
-    for (int c = 0; c < C; c++) dw_row[c] = 0.0f;
+/* Columns [c0, c1) of dwte row v (C) = the sum of dy's rows r with tok[r] == v, r ascending,
+ * from 0: the embedding's backward as a scatter-add that one owner of each element does in row
+ * order (each element its own chain: how the columns are split changes no bit). (Scanning the
+ * ids 16 at a time with vector compares measured no faster at V = 65, 2048 rows.) */
+PGN_INLINE void pgn_embed_wte_grad_cols(int rows, int C, int v, int c0, int c1, PGN_GLOBAL const int *tok,
+                                        PGN_GLOBAL const float *dy, PGN_GLOBAL float *dw_row) {
+    for (int c = c0; c < c1; c++) dw_row[c] = 0.0f;
     for (int r = 0; r < rows; r++) {
         if (tok[r] != v) continue;
         PGN_GLOBAL const float *g = dy + (size_t)r * C;
-        for (int c = 0; c < C; c++) dw_row[c] = dw_row[c] + g[c];
+        for (int c = c0; c < c1; c++) dw_row[c] = dw_row[c] + g[c];
     }
+}
+
+/* The whole of dwte row v. */
+PGN_INLINE void pgn_embed_wte_grad_row(int rows, int C, int v, PGN_GLOBAL const int *tok,
+                                       PGN_GLOBAL const float *dy, PGN_GLOBAL float *dw_row) {
+    pgn_embed_wte_grad_cols(rows, C, v, 0, C, tok, dy, dw_row);
 }
 
 /* Columns [c0, c0 + w) (w <= PGN_COL_BLOCK) of dwpe row t: the sum over b ascending of
@@ -54,24 +61,25 @@ PGN_INLINE void pgn_embed_wpe_grad_block(int rows, int T, int C, int t, int c0, 
  * Each row's sums are one in-order chain over the columns: one row alone waits on the adder's
  * latency at every column. A block of PGN_LN_ROWS rows runs its rows' chains side by side
  * (rows as lanes); lanes past the last row repeat it and are not stored. The char-GPT's
- * forward (2048 x 128) took 0.16 ms a row at a time, 0.08 ms so. */
+ * forward (2048 x 128) took 0.16 ms a row at a time, 0.08 ms so. A GPU's work-item takes one
+ * row (lanes = 1: kernels/tensor_gpu.cl), its neighbours the next rows. */
 #define PGN_LN_ROWS 16
 
-/* Rows [r0, r0 + n) (n <= PGN_LN_ROWS) of x (rows, C): mean = sum(x) / C, var =
+/* Rows [r0, r0 + n) (n <= lanes <= PGN_LN_ROWS) of x (rows, C): mean = sum(x) / C, var =
  * sum((x - mean)^2) / C (fma), rstd = 1 / sqrt(var + eps), y = fma(xhat, w, b) with
  * xhat = (x - mean) rstd; stats[2 r] = mean, stats[2 r + 1] = rstd. */
-PGN_INLINE void pgn_layernorm_forward_rows(int r0, int n, int C, float eps,
+PGN_INLINE void pgn_layernorm_forward_rows(int r0, int n, int lanes, int C, float eps,
                                            PGN_GLOBAL const float *x, PGN_GLOBAL const float *w,
                                            PGN_GLOBAL const float *b, PGN_GLOBAL float *y,
                                            PGN_GLOBAL float *stats) {
     PGN_GLOBAL const float *xb = x + (size_t)r0 * C;
     float mean[PGN_LN_ROWS], var[PGN_LN_ROWS];
-    for (int i = 0; i < PGN_LN_ROWS; i++) mean[i] = var[i] = 0.0f;
+    for (int i = 0; i < lanes; i++) mean[i] = var[i] = 0.0f;
     for (int c = 0; c < C; c++)
-        for (int i = 0; i < PGN_LN_ROWS; i++) mean[i] += xb[(size_t)(i < n ? i : n - 1) * C + c];
-    for (int i = 0; i < PGN_LN_ROWS; i++) mean[i] = mean[i] / (float)C;
+        for (int i = 0; i < lanes; i++) mean[i] += xb[(size_t)(i < n ? i : n - 1) * C + c];
+    for (int i = 0; i < lanes; i++) mean[i] = mean[i] / (float)C;
     for (int c = 0; c < C; c++)
-        for (int i = 0; i < PGN_LN_ROWS; i++) {
+        for (int i = 0; i < lanes; i++) {
             float d = xb[(size_t)(i < n ? i : n - 1) * C + c] - mean[i];
             var[i] = pgn_fma(d, d, var[i]);
         }
@@ -85,22 +93,22 @@ PGN_INLINE void pgn_layernorm_forward_rows(int r0, int n, int C, float eps,
     }
 }
 
-/* dx for rows [r0, r0 + n), as llm.c's layernorm_backward: dnorm = w dy,
+/* dx for rows [r0, r0 + n) (n <= lanes <= PGN_LN_ROWS), as llm.c's layernorm_backward: dnorm = w dy,
  * dx = (dnorm - mean(dnorm) - xhat mean(dnorm xhat)) rstd, both means in-order column sums
  * (the second with fma) divided by C. */
-PGN_INLINE void pgn_layernorm_backward_rows(int r0, int n, int C, PGN_GLOBAL const float *x,
+PGN_INLINE void pgn_layernorm_backward_rows(int r0, int n, int lanes, int C, PGN_GLOBAL const float *x,
                                             PGN_GLOBAL const float *w,
                                             PGN_GLOBAL const float *stats,
                                             PGN_GLOBAL const float *dy, PGN_GLOBAL float *dx) {
     float mean[PGN_LN_ROWS], rstd[PGN_LN_ROWS], sdn[PGN_LN_ROWS], sdnx[PGN_LN_ROWS];
-    for (int i = 0; i < PGN_LN_ROWS; i++) {
+    for (int i = 0; i < lanes; i++) {
         size_t r = (size_t)r0 + (i < n ? i : n - 1);
         mean[i] = stats[2 * r];
         rstd[i] = stats[2 * r + 1];
         sdn[i] = sdnx[i] = 0.0f;
     }
     for (int c = 0; c < C; c++)
-        for (int i = 0; i < PGN_LN_ROWS; i++) {
+        for (int i = 0; i < lanes; i++) {
             size_t o = ((size_t)r0 + (i < n ? i : n - 1)) * C + c;
             float xhat = (x[o] - mean[i]) * rstd[i];
             float dn = w[c] * dy[o];

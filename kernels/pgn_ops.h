@@ -164,6 +164,10 @@ PGN_INLINE pgn_u64 pgn_window_start(int random, pgn_u64 seed, pgn_u64 i, pgn_u64
  * cache, where 2048 x 384 took 0.43 ms; in chunks every shape is a dense walk. */
 #define PGN_SUM_ROWS 64
 
+/* Work-items a work-group in the gpu family's row and column kernels (kernels/tensor_gpu.cl),
+ * which give a work-item one row or column. */
+#define PGN_GPU_GROUP 64
+
 PGN_INLINE int pgn_sum_chunks(int rows) { return (rows + PGN_SUM_ROWS - 1) / PGN_SUM_ROWS; }
 
 /* Column j's sum from the chunk sums partials (chunks, cols), in chunk order. */

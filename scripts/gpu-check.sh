@@ -27,7 +27,10 @@ pack() {
         meson setup build-gpu --buildtype=release -Dnative=false -Dc_args=-march=x86-64-v3 >/dev/null
     fi
     ninja -C build-gpu paragon >/dev/null
-    rm -rf "$PACK" && mkdir -p "$PACK/lib" "$PACK/data/datasets" "$PACK/hvm2"
+    # everything afresh but HVM2's CUDA builds, which take minutes each and change only with
+    # the peer (remove .gpu/hvm2 to rebuild them)
+    mkdir -p "$PACK" && find "$PACK" -mindepth 1 -maxdepth 1 ! -name hvm2 -exec rm -rf {} +
+    mkdir -p "$PACK/lib" "$PACK/data/datasets" "$PACK/hvm2"
     cp build-gpu/paragon "$PACK/"
     # the shared libraries beyond glibc's own (the device machine runs another distribution)
     ldd build-gpu/paragon | awk '/=> \// {print $3}' |
@@ -41,6 +44,7 @@ pack() {
     if [ -x "$peer/build.sh" ] && command -v nvcc >/dev/null; then
         for p in $HVM2_PROGRAMS; do
             local bin
+            [ -x "$PACK/hvm2/$p" ] && [ -f "$PACK/hvm2/$p.expected" ] && continue
             bin=$("$peer/build.sh" "$peer/programs/$p.hvm" cu 2>/dev/null) && strip -o "$PACK/hvm2/$p" "$bin" &&
                 cp "$peer/programs/$p.hvm" "$peer/programs/$p.expected" "$PACK/hvm2/"
         done

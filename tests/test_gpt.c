@@ -486,3 +486,34 @@ Test(gpt, the_decoder_gives_each_position_the_forward_s_logits_on_opencl) {
     check_decoder(dev);
     pgn_device_close(dev);
 }
+
+/* The gpu kernel family (its GEMM, row and column kernels; --kernels gpu) on pocl: the tiny
+ * GPT trains to the host's weights and metrics, a step's launches are counted, and its decoder
+ * (one-row products on copied weights) gives the forward's logits. */
+static pgn_device *open_gpu_family(void) {
+    setenv("PARAGON_KERNELS", "gpu", 1);
+    pgn_device *dev = test_open_cl_device();
+    const pgn_device_profile *p = pgn_device_get_profile(dev);
+    cr_assert(p->family[PGN_OPS_GEMM] == PGN_FAMILY_GPU && p->family[PGN_OPS_ROWS] == PGN_FAMILY_GPU);
+    return dev;
+}
+
+Test(gpt, the_gpu_family_trains_to_the_host_bits) {
+    pgn_job_spec spec = parse(TINY_GPT(9, ""));
+    static recorder a, b;
+    json_t *ra, *rb;
+    pgn_error err = {0};
+    cr_assert_eq(run(&spec, NULL, NULL, false, &a, &ra, &err), 0, "%s", err.message);
+    pgn_device *dev = open_gpu_family();
+    cr_assert_eq(run(&spec, dev, NULL, false, &b, &rb, &err), 0, "%s", err.message);
+    cr_assert_str_eq(sha_of(ra), sha_of(rb));
+    cr_assert_eq(a.count, b.count);
+    for (int i = 0; i < a.count; i++)
+        cr_assert_eq(a.values[i], b.values[i], "metric %d (%s, step %lld)", i, a.names[i], (long long)a.steps[i]);
+    cr_assert_eq(json_integer_value(json_object_get(ra, "launches_per_step")), 0, "the host launches nothing");
+    cr_assert_gt(json_integer_value(json_object_get(rb, "launches_per_step")), 20, "a step of 2 blocks: dozens");
+    json_decref(ra);
+    json_decref(rb);
+    check_decoder(dev);
+    pgn_device_close(dev);
+}

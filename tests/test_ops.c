@@ -13,6 +13,14 @@ static void teardown(void) { pgn_device_close(dev); }
 
 TestSuite(ops, .init = setup, .fini = teardown);
 
+/* The same checks with the gpu family's row and column kernels (kernels/tensor_gpu.cl) on pocl. */
+static void setup_gpu(void) {
+    setenv("PARAGON_KERNELS", "gpu", 1);
+    dev = test_open_cl_device();
+    cr_assert_eq(pgn_device_get_profile(dev)->family[PGN_OPS_ROWS], PGN_FAMILY_GPU);
+}
+TestSuite(ops_gpu, .init = setup_gpu, .fini = teardown);
+
 /* Asserts the first count elements are the same bits on host and device (test_same_bits); returns
  * the host copy (caller frees) for value checks. */
 static uint32_t *assert_identical(pair *p, size_t count, const char *what) {
@@ -213,7 +221,7 @@ Test(math, tanh_and_sigmoid_accuracy) {
 
 /* Wider than one work-item's column group (PGN_COL_GROUP blocks) and not a whole number of
  * blocks, over two row chunks: every activation's backward and the column sums, host == device. */
-Test(ops, bias_act_backward_and_colsum_span_column_groups) {
+static void bias_act_backward_and_colsum_span_column_groups(void) {
     enum { R = 70, C = PGN_COL_BLOCK * PGN_COL_GROUP + 37 };
     const int acts[] = {PGN_ACT_CODE_NONE, PGN_ACT_CODE_RELU, PGN_ACT_CODE_GELU, PGN_ACT_CODE_TANH};
     for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
@@ -242,8 +250,10 @@ Test(ops, bias_act_backward_and_colsum_span_column_groups) {
         for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_release(all[i]);
     }
 }
+Test(ops, bias_act_backward_and_colsum_span_column_groups) { bias_act_backward_and_colsum_span_column_groups(); }
+Test(ops_gpu, bias_act_backward_and_colsum_span_column_groups) { bias_act_backward_and_colsum_span_column_groups(); }
 
-Test(ops, colsum_sums_chunks_of_rows_in_order) {
+static void colsum_sums_chunks_of_rows_in_order(void) {
     pgn_error err = {0};
     pair x, out;
     enum { R = 150, C = 21 }; /* three chunks of rows; a whole column block and a part */
@@ -266,6 +276,8 @@ Test(ops, colsum_sums_chunks_of_rows_in_order) {
     pair_release(&x);
     pair_release(&out);
 }
+Test(ops, colsum_sums_chunks_of_rows_in_order) { colsum_sums_chunks_of_rows_in_order(); }
+Test(ops_gpu, colsum_sums_chunks_of_rows_in_order) { colsum_sums_chunks_of_rows_in_order(); }
 
 Test(ops, softmax_xent_matches_double_reference) {
     pgn_error err = {0};
@@ -463,7 +475,7 @@ Test(ops, device_ids_are_stable_across_enumerations) {
 
 /* The GEMM's fused bias + activation epilogue equals gemm then bias_act_forward, bit for bit,
  * on full and partial tiles and for the vector (ReLU, none) and scalar (GELU, tanh) paths. */
-Test(ops, gemm_bias_act_epilogue_matches_separate_ops) {
+static void gemm_bias_act_epilogue_matches_separate_ops(void) {
     const int acts[] = {PGN_ACT_CODE_NONE, PGN_ACT_CODE_RELU, PGN_ACT_CODE_GELU, PGN_ACT_CODE_TANH};
     const int shapes[][3] = {{16, 64, 40}, {13, 37, 19}, {9, 256, 784}};
     for (size_t si = 0; si < 3; si++)
@@ -500,6 +512,8 @@ Test(ops, gemm_bias_act_epilogue_matches_separate_ops) {
             for (size_t i = 0; i < 7; i++) pair_release(all[i]);
         }
 }
+Test(ops, gemm_bias_act_epilogue_matches_separate_ops) { gemm_bias_act_epilogue_matches_separate_ops(); }
+Test(ops_gpu, gemm_bias_act_epilogue_matches_separate_ops) { gemm_bias_act_epilogue_matches_separate_ops(); }
 
 /* Text windows: random starts from the counter RNG and an evenly spread evaluation set, each
  * window's labels the tokens after its inputs, the same on host and device. */

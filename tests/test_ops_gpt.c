@@ -14,6 +14,14 @@ static void teardown(void) { pgn_device_close(dev); }
 
 TestSuite(gpt, .init = setup, .fini = teardown);
 
+/* The same checks with the gpu family's row and column kernels (kernels/tensor_gpu.cl) on pocl. */
+static void setup_gpu(void) {
+    setenv("PARAGON_KERNELS", "gpu", 1);
+    dev = test_open_cl_device();
+    cr_assert_eq(pgn_device_get_profile(dev)->family[PGN_OPS_ROWS], PGN_FAMILY_GPU);
+}
+TestSuite(gpt_gpu, .init = setup_gpu, .fini = teardown);
+
 /* Outputs start as this NaN on both sides: an element an op should write and did not keeps it,
  * and one it should leave alone must still hold it. */
 #define SENTINEL_BITS 0x7fc0deadu
@@ -84,7 +92,7 @@ Test(gpt, embedding_adds_the_token_and_position_rows) {
     for (size_t i = 0; i < 4; i++) pair_release(all[i]);
 }
 
-Test(gpt, embedding_backward_sums_rows_per_token_and_position_in_row_order) {
+static void embedding_backward_sums_rows_per_token_and_position_in_row_order(void) {
     pgn_error err = {0};
     pair tok, dy, dwte, dwpe;
     pair_init(&tok, dev, EALLOC, 1, tokens);
@@ -137,6 +145,8 @@ Test(gpt, embedding_backward_sums_rows_per_token_and_position_in_row_order) {
     pair *all[] = {&tok, &dy, &dwte, &dwpe, &dwte2, &dwpe2};
     for (size_t i = 0; i < 6; i++) pair_release(all[i]);
 }
+Test(gpt, embedding_backward_sums_rows_per_token_and_position_in_row_order) { embedding_backward_sums_rows_per_token_and_position_in_row_order(); }
+Test(gpt_gpu, embedding_backward_sums_rows_per_token_and_position_in_row_order) { embedding_backward_sums_rows_per_token_and_position_in_row_order(); }
 
 Test(gpt, embedding_refuses_unknown_tokens_and_wrong_shapes) {
     pgn_error err = {0};
@@ -292,7 +302,9 @@ static void check_layernorm(int rows, int alloc, int C, uint64_t seed) {
 
 /* rows and columns that fill no block of 16, on a short batch */
 Test(gpt, layernorm_on_awkward_shapes_matches_double_math_and_the_device) { check_layernorm(37, 40, 19, 10); }
+Test(gpt_gpu, layernorm_on_awkward_shapes_matches_double_math_and_the_device) { check_layernorm(37, 40, 19, 10); }
 Test(gpt, layernorm_at_the_char_gpt_width) { check_layernorm(64, 64, 128, 20); }
+Test(gpt_gpu, layernorm_at_the_char_gpt_width) { check_layernorm(64, 64, 128, 20); }
 
 Test(gpt, layernorm_refuses_wrong_shapes) {
     pgn_error err = {0};

@@ -453,3 +453,45 @@ Test(train, a_stop_checkpoints_mid_epoch_and_resumes_bit_identically_on_device) 
     check_stop_checkpoint(dev);
     pgn_device_close(dev);
 }
+
+/* The cpu and gpu kernel families on the same OpenCL device train to the host's weights: XOR,
+ * the spiral with GELU, dropout, AdamW and clipping, and one epoch of the Fashion-MNIST MLP
+ * (examples/jobs/fashion-mlp.json's model) where the dataset is installed. */
+static const char *sha_on(const pgn_job_spec *spec, const char *family, json_t **keep) {
+    pgn_device *dev = NULL;
+    if (family) {
+        setenv("PARAGON_KERNELS", family, 1);
+        dev = test_open_cl_device();
+        cr_assert_eq(pgn_device_get_profile(dev)->family[PGN_OPS_ROWS], strcmp(family, "gpu") ? PGN_FAMILY_CPU : PGN_FAMILY_GPU);
+    }
+    static recorder r;
+    memset(&r, 0, sizeof r);
+    *keep = run(spec, dev, &r);
+    pgn_device_close(dev);
+    return json_string_value(json_object_get(*keep, "weights_sha256"));
+}
+
+static void check_families(const pgn_job_spec *spec) {
+    json_t *h, *c, *g;
+    const char *host = sha_on(spec, NULL, &h), *cpu = sha_on(spec, "cpu", &c), *gpu = sha_on(spec, "gpu", &g);
+    cr_assert_str_eq(cpu, host, "the cpu family against the host: %s", spec->name);
+    cr_assert_str_eq(gpu, host, "the gpu family against the host: %s", spec->name);
+    json_decref(h);
+    json_decref(c);
+    json_decref(g);
+    unsetenv("PARAGON_KERNELS");
+}
+
+Test(train, host_cpu_family_and_gpu_family_give_the_same_weights) {
+    pgn_job_spec spec = xor_spec();
+    spec.train.epochs = 20;
+    check_families(&spec);
+    spec = parse(SPIRAL_ADAMW);
+    spec.train.epochs = 10;
+    check_families(&spec);
+    if (access("/usr/share/datasets/fashion-mnist", R_OK) != 0) return; /* dataset-fashion-mnist */
+    spec = parse("{\"kind\":\"train\",\"name\":\"fashion-mlp\",\"seed\":0,\"model\":{\"type\":\"mlp\","
+                 "\"layers\":[784,256,256,10],\"activation\":\"relu\"},\"data\":{\"source\":\"fashion-mnist\"},"
+                 "\"optimizer\":{\"type\":\"sgd\",\"lr\":0.05,\"momentum\":0.9},\"batch_size\":128,\"epochs\":1}");
+    check_families(&spec);
+}

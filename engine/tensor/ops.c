@@ -118,6 +118,11 @@ int pgn_op_bias_act_backward(int rows, const pgn_tensor *z, const pgn_tensor *y,
     cl_mem ws = partials(dev);
     pgn_karg args[] = {KARG(rows),  KARG(cols),   KARG(act),    KARG(z->mem),
                        KARG(y->mem), KARG(dy->mem), KARG(dz->mem), KARG(ws)};
+    if (pgn_rows_on_gpu(dev)) {
+        size_t global[2] = {pgn_gpu_range(cols), (size_t)chunks}, local[2] = {PGN_GPU_GROUP, 1};
+        return PGN_LAUNCH(dev, bias_act_backward_gpu, args, 2, global, local, err) ||
+               finish_partials(dev, chunks, cols, db, err);
+    }
     int group = PGN_COL_BLOCK * PGN_COL_GROUP;
     size_t global[2] = {(size_t)(cols + group - 1) / group, (size_t)chunks};
     return PGN_LAUNCH(dev, bias_act_backward, args, 2, global, NULL, err) ||
@@ -236,6 +241,11 @@ int pgn_op_colsum(int rows, const pgn_tensor *x, pgn_tensor *out, pgn_error *err
     if (reserve_partials(dev, chunks, cols, err)) return -1;
     cl_mem ws = partials(dev);
     pgn_karg args[] = {KARG(rows), KARG(cols), KARG(x->mem), KARG(ws)};
+    if (pgn_rows_on_gpu(dev)) {
+        size_t global[2] = {pgn_gpu_range(cols), (size_t)chunks}, local[2] = {PGN_GPU_GROUP, 1};
+        return PGN_LAUNCH(dev, colsum_partial_gpu, args, 2, global, local, err) ||
+               finish_partials(dev, chunks, cols, out, err);
+    }
     int group = PGN_COL_BLOCK * PGN_COL_GROUP;
     size_t global[2] = {(size_t)(cols + group - 1) / group, (size_t)chunks};
     return PGN_LAUNCH(dev, colsum_partial, args, 2, global, NULL, err) ||

@@ -145,7 +145,12 @@ int pgn_op_embed_backward(int rows, int T, const pgn_tensor *tok, const pgn_tens
     if (dwte) {
         int V = dwte->rows;
         pgn_karg args[] = {KARG(rows), KARG(C), KARG(V), KARG(tok->mem), KARG(dy->mem), KARG(dwte->mem)};
-        if (PGN_LAUNCH(dy->dev, embed_backward_wte, args, 1, GLOBAL1(V), ONE_PER_GROUP, err)) return -1;
+        if (pgn_rows_on_gpu(dy->dev)) {
+            size_t global[2] = {pgn_gpu_range(C), (size_t)V}, local[2] = {PGN_GPU_GROUP, 1};
+            if (PGN_LAUNCH(dy->dev, embed_backward_wte_gpu, args, 2, global, local, err)) return -1;
+        } else if (PGN_LAUNCH(dy->dev, embed_backward_wte, args, 1, GLOBAL1(V), ONE_PER_GROUP, err)) {
+            return -1;
+        }
     }
     if (dwpe) {
         int P = dwpe->rows;
@@ -173,12 +178,15 @@ int pgn_op_layernorm_forward(int rows, const pgn_tensor *x, const pgn_tensor *w,
     float eps = PGN_LAYERNORM_EPS;
     if (!x->dev) {
         for (int r0 = 0; r0 < rows; r0 += PGN_LN_ROWS)
-            pgn_layernorm_forward_rows(r0, pgn_gpt_min(PGN_LN_ROWS, rows - r0), C, eps, F32(x),
+            pgn_layernorm_forward_rows(r0, pgn_gpt_min(PGN_LN_ROWS, rows - r0), PGN_LN_ROWS, C, eps, F32(x),
                                        F32(w), F32(b), F32(y), F32(stats));
         return 0;
     }
     pgn_karg args[] = {KARG(rows),   KARG(C),      KARG(eps),    KARG(x->mem),
                        KARG(w->mem), KARG(b->mem), KARG(y->mem), KARG(stats->mem)};
+    if (pgn_rows_on_gpu(x->dev))
+        return PGN_LAUNCH(x->dev, layernorm_forward_gpu, args, 1, GLOBAL1(pgn_gpu_range(rows)), PGN_GPU_LOCAL1,
+                          err);
     return PGN_LAUNCH(x->dev, layernorm_forward, args, 1,
                       GLOBAL1((rows + PGN_LN_ROWS - 1) / PGN_LN_ROWS), NULL, err);
 }
@@ -200,7 +208,7 @@ int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w
         return fail(err, op, "dw and db must have C = %d elements", C);
     if (!x->dev) {
         for (int r0 = 0; r0 < rows; r0 += PGN_LN_ROWS)
-            pgn_layernorm_backward_rows(r0, pgn_gpt_min(PGN_LN_ROWS, rows - r0), C, F32(x), F32(w),
+            pgn_layernorm_backward_rows(r0, pgn_gpt_min(PGN_LN_ROWS, rows - r0), PGN_LN_ROWS, C, F32(x), F32(w),
                                         F32(stats), F32(dy), F32(dx));
         if (dw || db)
             for (int c0 = 0; c0 < C; c0 += PGN_COL_BLOCK)
@@ -211,14 +219,20 @@ int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w
     }
     pgn_karg args[] = {KARG(rows),      KARG(C),      KARG(x->mem), KARG(w->mem),
                        KARG(stats->mem), KARG(dy->mem), KARG(dx->mem)};
-    if (PGN_LAUNCH(x->dev, layernorm_backward, args, 1,
-                   GLOBAL1((rows + PGN_LN_ROWS - 1) / PGN_LN_ROWS), NULL, err))
+    bool gpu = pgn_rows_on_gpu(x->dev);
+    if (gpu ? PGN_LAUNCH(x->dev, layernorm_backward_gpu, args, 1, GLOBAL1(pgn_gpu_range(rows)), PGN_GPU_LOCAL1,
+                         err)
+            : PGN_LAUNCH(x->dev, layernorm_backward, args, 1, GLOBAL1((rows + PGN_LN_ROWS - 1) / PGN_LN_ROWS), NULL,
+                         err))
         return -1;
     if (!dw && !db) return 0;
     /* an absent output is a NULL buffer argument, which the kernel sees as a NULL pointer */
     cl_mem dw_mem = dw ? dw->mem : NULL, db_mem = db ? db->mem : NULL;
     pgn_karg pargs[] = {KARG(rows),    KARG(C),      KARG(x->mem), KARG(stats->mem),
                         KARG(dy->mem), KARG(dw_mem), KARG(db_mem)};
+    if (gpu)
+        return PGN_LAUNCH(x->dev, layernorm_backward_params_gpu, pargs, 1, GLOBAL1(pgn_gpu_range(C)),
+                          PGN_GPU_LOCAL1, err);
     return PGN_LAUNCH(x->dev, layernorm_backward_params, pargs, 1,
                       GLOBAL1((C + PGN_COL_BLOCK - 1) / PGN_COL_BLOCK), ONE_PER_GROUP, err);
 }

@@ -414,4 +414,15 @@ int pgn_checkpoint_spec(const pgn_st_file *f, pgn_train_spec *t, pgn_error *err)
 /* The vocabulary a gpt checkpoint's metadata holds (code "checkpoint" when missing or malformed). */
 int pgn_checkpoint_vocab(const pgn_st_file *f, pgn_vocab *v, pgn_error *err);
 
+/* Whether dev runs the gpu family's row and column kernels (kernels/tensor_gpu.cl; its profile,
+ * engine/profile.c): ops.c and ops_gpt.c launch those, a row or a column a work-item, in groups
+ * of PGN_GPU_GROUP. */
+static inline bool pgn_rows_on_gpu(const pgn_device *dev) {
+    return dev && dev->profile.family[PGN_OPS_ROWS] == PGN_FAMILY_GPU;
+}
+/* n rounded up to a multiple of the gpu family's work-group, and that group (PGN_GPU_GROUP, in
+ * kernels/pgn_ops.h, which the callers include). */
+#define pgn_gpu_range(n) (((size_t)(n) + PGN_GPU_GROUP - 1) / PGN_GPU_GROUP * PGN_GPU_GROUP)
+#define PGN_GPU_LOCAL1 ((size_t[1]){PGN_GPU_GROUP})
+
 #endif
