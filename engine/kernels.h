@@ -74,7 +74,11 @@
     X(layernorm_backward_params_gpu, 7, GPU, ROWS)                                             \
     X(colsum_partial_gpu, 4, GPU, ROWS)                                                        \
     X(bias_act_backward_gpu, 8, GPU, ROWS)                                                     \
-    X(embed_backward_wte_gpu, 6, GPU, ROWS)
+    X(embed_backward_wte_gpu, 6, GPU, ROWS)                                                    \
+    /* kernels/gpt_gpu.cl */                                                                   \
+    X(attention_forward_gpu, 7, GPU, ROWS)                                                     \
+    X(attention_backward_query_gpu, 9, GPU, ROWS)                                              \
+    X(attention_backward_key_gpu, 9, GPU, ROWS)
 
 typedef enum {
 #define PGN_KERNEL_ID(name, nargs, family, group) PGN_K_##name,

@@ -427,4 +427,93 @@ PGN_INLINE void pgn_attention_backward_key_block(int T, int H, int C, int b, int
     pgn_att_mix(1, u0, nk, T, att + col0, 1, T, dyb, C, hd, out + 2 * C, C3);
 }
 
+/* ---- attention a row at a time (the gpu family: kernels/gpt_gpu.cl) ----------------------------
+ * The same chains as the blocks above, for one query (forward, the backward's query half) or one
+ * key (the backward's key half) a work-item: each score a chain over d, the softmax's sum and the
+ * backward's dot a chain over u ascending, each output element a chain over its causal range
+ * ascending. The max is the same in any order. test_ops_gpt checks the bits against the host's
+ * blocks. */
+
+/* Query t of sequence b, head h: its row of att and its y, as row t of
+ * pgn_attention_forward_block. */
+PGN_INLINE void pgn_attention_forward_query(int T, int H, int C, int b, int h, int t, PGN_GLOBAL const float *qkv,
+                                            PGN_GLOBAL float *att, PGN_GLOBAL float *y) {
+    int hd = C / H, C3 = 3 * C;
+    float scale = pgn_att_scale(hd);
+    PGN_GLOBAL const float *base = qkv + (size_t)b * T * C3 + (size_t)h * hd, *q = base + (size_t)t * C3;
+    PGN_GLOBAL float *p = att + (((size_t)b * H + h) * T + t) * T;
+    for (int u = 0; u <= t; u++) {
+        PGN_GLOBAL const float *k = base + C + (size_t)u * C3;
+        float s = 0.0f;
+        for (int d = 0; d < hd; d++) s = pgn_fma(q[d], k[d], s);
+        p[u] = s * scale;
+    }
+    float mx = p[0];
+    for (int u = 1; u <= t; u++) mx = p[u] > mx ? p[u] : mx;
+    float sum = 0.0f;
+    for (int u = 0; u <= t; u++) {
+        p[u] = pgn_expf(p[u] - mx);
+        sum = sum + p[u];
+    }
+    for (int u = 0; u <= t; u++) p[u] = p[u] / sum;
+    for (int u = t + 1; u < T; u++) p[u] = 0.0f;
+    PGN_GLOBAL float *out = y + ((size_t)b * T + t) * C + (size_t)h * hd;
+    for (int d = 0; d < hd; d++) {
+        float acc = 0.0f;
+        for (int u = 0; u <= t; u++) acc = pgn_fma(p[u], base[2 * C + (size_t)u * C3 + d], acc);
+        out[d] = acc;
+    }
+}
+
+/* The backward's query half for query t alone (row t of pgn_attention_backward_query_block): its
+ * row of score gradients into ds and its dq. */
+PGN_INLINE void pgn_attention_backward_query(int T, int H, int C, int b, int h, int t, PGN_GLOBAL const float *qkv,
+                                             PGN_GLOBAL const float *att, PGN_GLOBAL const float *dy,
+                                             PGN_GLOBAL float *ds, PGN_GLOBAL float *dqkv) {
+    int hd = C / H, C3 = 3 * C;
+    float scale = pgn_att_scale(hd);
+    PGN_GLOBAL const float *base = qkv + (size_t)b * T * C3 + (size_t)h * hd;
+    PGN_GLOBAL const float *dyt = dy + ((size_t)b * T + t) * C + (size_t)h * hd;
+    size_t row = (((size_t)b * H + h) * T + t) * T;
+    PGN_GLOBAL const float *p = att + row;
+    PGN_GLOBAL float *g = ds + row;
+    for (int u = 0; u <= t; u++) {
+        PGN_GLOBAL const float *v = base + 2 * C + (size_t)u * C3;
+        float s = 0.0f;
+        for (int d = 0; d < hd; d++) s = pgn_fma(dyt[d], v[d], s);
+        g[u] = s;
+    }
+    float dot = 0.0f;
+    for (int u = 0; u <= t; u++) dot = pgn_fma(p[u], g[u], dot);
+    for (int u = 0; u <= t; u++) g[u] = (p[u] * (g[u] - dot)) * scale;
+    for (int u = t + 1; u < T; u++) g[u] = 0.0f;
+    PGN_GLOBAL float *dq = dqkv + ((size_t)b * T + t) * C3 + (size_t)h * hd;
+    for (int d = 0; d < hd; d++) {
+        float acc = 0.0f;
+        for (int u = 0; u <= t; u++) acc = pgn_fma(g[u], base[C + (size_t)u * C3 + d], acc);
+        dq[d] = acc;
+    }
+}
+
+/* The backward's key half for key u alone (row u of pgn_attention_backward_key_block), after
+ * every query's ds: dk_u and dv_u, chains over t >= u ascending. */
+PGN_INLINE void pgn_attention_backward_key(int T, int H, int C, int b, int h, int u, PGN_GLOBAL const float *qkv,
+                                           PGN_GLOBAL const float *att, PGN_GLOBAL const float *dy,
+                                           PGN_GLOBAL const float *ds, PGN_GLOBAL float *dqkv) {
+    int hd = C / H, C3 = 3 * C;
+    PGN_GLOBAL const float *q = qkv + (size_t)b * T * C3 + (size_t)h * hd;
+    PGN_GLOBAL const float *dyb = dy + (size_t)b * T * C + (size_t)h * hd;
+    size_t col = ((size_t)b * H + h) * T * T + u;
+    PGN_GLOBAL float *out = dqkv + ((size_t)b * T + u) * C3 + (size_t)h * hd;
+    for (int d = 0; d < hd; d++) {
+        float dk = 0.0f, dv = 0.0f;
+        for (int t = u; t < T; t++) {
+            dk = pgn_fma(ds[col + (size_t)t * T], q[(size_t)t * C3 + d], dk);
+            dv = pgn_fma(att[col + (size_t)t * T], dyb[(size_t)t * C + d], dv);
+        }
+        out[C + d] = dk;
+        out[2 * C + d] = dv;
+    }
+}
+
 #endif

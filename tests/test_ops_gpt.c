@@ -459,6 +459,20 @@ Test(gpt, attention_of_one_token_copies_v) {
     check_attention((att_shape){.B = 3, .T = 1, .H = 2, .hd = 3}, 60, 1.0f, 1);
 }
 
+/* The gpu family's attention, a query or a key a work-item: the blocks' bits */
+Test(gpt_gpu, attention_with_odd_heads_matches_double_math_and_the_device) {
+    check_attention((att_shape){.B = 2, .T = 5, .H = 3, .hd = 7}, 30, 2.0f, 1);
+}
+Test(gpt_gpu, attention_across_block_edges) {
+    check_attention((att_shape){.B = 1, .T = 19, .H = 2, .hd = 20}, 40, 1.5f, 1);
+}
+Test(gpt_gpu, attention_at_the_char_gpt_head_shape) {
+    check_attention((att_shape){.B = 2, .T = 64, .H = 4, .hd = 32}, 50, 1.0f, 13);
+}
+Test(gpt_gpu, attention_of_one_token_copies_v) {
+    check_attention((att_shape){.B = 3, .T = 1, .H = 2, .hd = 3}, 60, 1.0f, 1);
+}
+
 Test(gpt, attention_refuses_wrong_shapes) {
     pgn_error err = {0};
     pair qkv, att, y, odd;

@@ -267,6 +267,9 @@ int pgn_op_attention_forward(int rows, int T, int H, const pgn_tensor *qkv, pgn_
         return 0;
     }
     pgn_karg args[] = {KARG(rows), KARG(T), KARG(H), KARG(C), KARG(qkv->mem), KARG(att->mem), KARG(y->mem)};
+    if (pgn_rows_on_gpu(qkv->dev))
+        return PGN_LAUNCH(qkv->dev, attention_forward_gpu, args, 1, GLOBAL1(pgn_gpu_range(rows * H)), PGN_GPU_LOCAL1,
+                          err);
     return PGN_LAUNCH(qkv->dev, attention_forward, args, 1, GLOBAL1((size_t)B * H * blocks), NULL,
                       err);
 }
@@ -315,6 +318,11 @@ int pgn_op_attention_backward(int rows, int T, int H, const pgn_tensor *qkv, con
     size_t global = (size_t)B * H * blocks;
     pgn_karg args[] = {KARG(rows),     KARG(T),      KARG(H),           KARG(C),        KARG(qkv->mem),
                        KARG(att->mem), KARG(dy->mem), KARG(scratch->mem), KARG(dqkv->mem)};
+    if (pgn_rows_on_gpu(qkv->dev)) {
+        size_t g = pgn_gpu_range(rows * H);
+        return PGN_LAUNCH(qkv->dev, attention_backward_query_gpu, args, 1, GLOBAL1(g), PGN_GPU_LOCAL1, err) ||
+               PGN_LAUNCH(qkv->dev, attention_backward_key_gpu, args, 1, GLOBAL1(g), PGN_GPU_LOCAL1, err);
+    }
     if (PGN_LAUNCH(qkv->dev, attention_backward_query, args, 1, GLOBAL1(global), NULL, err)) return -1;
     return PGN_LAUNCH(qkv->dev, attention_backward_key, args, 1, GLOBAL1(global), NULL, err);
 }
