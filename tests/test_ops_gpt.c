@@ -495,3 +495,34 @@ Test(gpt, attention_refuses_wrong_shapes) {
     pair *all[] = {&qkv, &odd, &att, &y};
     for (size_t i = 0; i < 4; i++) pair_release(all[i]);
 }
+
+/* gpt-small's attention (64 sequences of 256, 6 heads of 64) on the device: left to pocl, its
+ * blocks went in work-groups of 3,072 work-items whose private tiles overflowed the thread's
+ * stack (a crash). Every probability row sums to about 1 and y is finite. */
+Test(gpt, attention_at_gpt_small_s_shape_runs) {
+    enum { B = 64, T = 256, H = 6, C = 384 };
+    pgn_error err = {0};
+    pgn_tensor qkv, att, y;
+    cr_assert_eq(pgn_tensor_init(&qkv, dev, B * T, 3 * C, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_tensor_init(&att, dev, B * H * T, T, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_tensor_init(&y, dev, B * T, C, &err), 0, "%s", err.message);
+    float *v = test_random((size_t)B * T * 3 * C, 70, 1.0f);
+    cr_assert_eq(pgn_tensor_write(&qkv, v, (size_t)B * T * 3 * C, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_op_attention_forward(B * T, T, H, &qkv, &att, &y, &err), 0, "%s", err.message);
+    float *p = malloc((size_t)B * H * T * T * sizeof *p), *out = malloc((size_t)B * T * C * sizeof *out);
+    cr_assert(p && out);
+    cr_assert_eq(pgn_tensor_read(&att, p, (size_t)B * H * T * T, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_tensor_read(&y, out, (size_t)B * T * C, &err), 0, "%s", err.message);
+    for (size_t r = 0; r < (size_t)B * H * T; r += 997) {
+        double sum = 0;
+        for (int u = 0; u < T; u++) sum += p[r * T + u];
+        cr_assert_float_eq(sum, 1.0, 1e-4, "row %zu sums to %g", r, sum);
+    }
+    for (size_t i = 0; i < (size_t)B * T * C; i++) cr_assert(isfinite(out[i]), "y[%zu]", i);
+    free(v);
+    free(p);
+    free(out);
+    pgn_tensor_release(&qkv);
+    pgn_tensor_release(&att);
+    pgn_tensor_release(&y);
+}

@@ -26,6 +26,11 @@
  * as one group, 0.035 ms as 65; layernorm_backward_params over 8 column blocks 0.065 -> 0.050
  * (fastest of 40 runs each). */
 #define ONE_PER_GROUP ((size_t[1]){1})
+/* The cpu family's attention blocks a work-group: left to pocl, a range of B H T/16 blocks went
+ * in groups of up to 3,072 work-items, whose private tiles (over 1 KB each) overflowed the
+ * stack of the thread that runs a group (gpt-small, batch 64, crashed; batch 48 ran). */
+#define ATT_GROUP 16
+#define ATT_RANGE(n) GLOBAL1(((size_t)(n) + ATT_GROUP - 1) / ATT_GROUP * ATT_GROUP)
 
 /* Fails with "op: what": a caller's shapes or devices are wrong (the graph's bug, not a user's
  * input). Returns -1. */
@@ -270,8 +275,8 @@ int pgn_op_attention_forward(int rows, int T, int H, const pgn_tensor *qkv, pgn_
     if (pgn_rows_on_gpu(qkv->dev))
         return PGN_LAUNCH(qkv->dev, attention_forward_gpu, args, 1, GLOBAL1(pgn_gpu_range(rows * H)), PGN_GPU_LOCAL1,
                           err);
-    return PGN_LAUNCH(qkv->dev, attention_forward, args, 1, GLOBAL1((size_t)B * H * blocks), NULL,
-                      err);
+    return PGN_LAUNCH(qkv->dev, attention_forward, args, 1, ATT_RANGE((size_t)B * H * blocks),
+                      ((size_t[1]){ATT_GROUP}), err);
 }
 
 int pgn_op_attention_decode(int t, int T, int H, const pgn_tensor *cache, pgn_tensor *p, pgn_tensor *y,
@@ -323,6 +328,7 @@ int pgn_op_attention_backward(int rows, int T, int H, const pgn_tensor *qkv, con
         return PGN_LAUNCH(qkv->dev, attention_backward_query_gpu, args, 1, GLOBAL1(g), PGN_GPU_LOCAL1, err) ||
                PGN_LAUNCH(qkv->dev, attention_backward_key_gpu, args, 1, GLOBAL1(g), PGN_GPU_LOCAL1, err);
     }
-    if (PGN_LAUNCH(qkv->dev, attention_backward_query, args, 1, GLOBAL1(global), NULL, err)) return -1;
-    return PGN_LAUNCH(qkv->dev, attention_backward_key, args, 1, GLOBAL1(global), NULL, err);
+    if (PGN_LAUNCH(qkv->dev, attention_backward_query, args, 1, ATT_RANGE(global), ((size_t[1]){ATT_GROUP}), err))
+        return -1;
+    return PGN_LAUNCH(qkv->dev, attention_backward_key, args, 1, ATT_RANGE(global), ((size_t[1]){ATT_GROUP}), err);
 }
