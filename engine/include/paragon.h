@@ -227,7 +227,7 @@ typedef struct pgn_device_profile {
     bool coherent;    /* a CPU's memory model (coherent caches, ordered stores): -D PGN_DEVICE_CPU */
     pgn_kernel_family family[PGN_OPS_COUNT];
     pgn_profile_source family_from[PGN_OPS_COUNT];
-    /* gemm, cpu family: the register tile (pgn_gemm_tile_name) */
+    /* gemm: the shape of its family (pgn_gemm_tile_name: a cpu register tile, a gpu work-group block) */
     int gemm_tile;
     pgn_profile_source gemm_tile_from;
     double gemm_gflops; /* what the tuning measured for it (GEMM N=1024; 0: not measured) */
@@ -248,8 +248,9 @@ const char *pgn_profile_source_name(pgn_profile_source s); /* "default", "tuning
  * and what estimates made without opening it use (the inet workers, the cost model's class). */
 void pgn_device_profile_default(const pgn_device_info *info, pgn_device_profile *out);
 /* The profile of a device from its description, with the kernel-family override kernels
- * ("auto", "cpu", "gpu"; NULL: $PARAGON_KERNELS, else auto). A family the device cannot build
- * is an error (code "device") naming the device and the reason. */
+ * ("auto", "cpu", "gpu"; NULL: $PARAGON_KERNELS, else auto): each group of ops that has kernels
+ * of that family runs it, the others keep cpu. A family no group has is an error (code
+ * "device") naming the device and the reason. */
 int pgn_device_profile_of(const pgn_device_info *info, const char *kernels, pgn_device_profile *out,
                           pgn_error *err);
 /* A tuning: what a calibration chose for a device's family, valid for its driver and this
@@ -260,7 +261,7 @@ typedef struct pgn_device_tuning {
     char driver_version[64];
     char kernels_hash[65];
     pgn_kernel_family family;
-    int gemm_tile;   /* the cpu family's GEMM tile */
+    int gemm_tile;   /* the family's GEMM shape (pgn_gemm_tile_name) */
     double gflops;   /* the tile's figure when measured (GEMM N=1024) */
     bool too_slow;   /* the device could not be calibrated within the budget: its type's defaults */
     char measured_at[32]; /* UTC, ISO 8601 */
