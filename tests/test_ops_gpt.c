@@ -442,36 +442,33 @@ static void check_attention(att_shape s, uint64_t seed, float scale, int grad_st
     for (size_t i = 0; i < 6; i++) pair_release(all[i]);
 }
 
-/* one partial block of queries and keys, hd under one lane vector */
-Test(gpt, attention_with_odd_heads_matches_double_math_and_the_device) {
-    check_attention((att_shape){.B = 2, .T = 5, .H = 3, .hd = 7}, 30, 2.0f, 1);
+/* The attention cases, each run by the cpu family (suite gpt) and the gpu family's a query or a
+ * key a work-item (suite gpt_gpu): double math, and the host's bits. */
+static const struct {
+    att_shape s;
+    uint64_t seed;
+    float scale;
+    int grad_stride;
+} att_cases[] = {
+    /* one partial block of queries and keys, hd under one lane vector */
+    {{.B = 2, .T = 5, .H = 3, .hd = 7}, 30, 2.0f, 1},
+    /* a whole block and a partial one of each, hd one lane vector and a tail */
+    {{.B = 1, .T = 19, .H = 2, .hd = 20}, 40, 1.5f, 1},
+    /* the char-GPT's head shape, gradients checked at a sample of elements */
+    {{.B = 2, .T = 64, .H = 4, .hd = 32}, 50, 1.0f, 13},
+    /* one token: each query attends to itself alone */
+    {{.B = 3, .T = 1, .H = 2, .hd = 3}, 60, 1.0f, 1},
+};
+static void att_case(int i) {
+    check_attention(att_cases[i].s, att_cases[i].seed, att_cases[i].scale, att_cases[i].grad_stride);
 }
-/* a whole block and a partial one of each, hd one lane vector and a tail */
-Test(gpt, attention_across_block_edges) {
-    check_attention((att_shape){.B = 1, .T = 19, .H = 2, .hd = 20}, 40, 1.5f, 1);
-}
-/* the char-GPT's head shape, gradients checked at a sample of elements */
-Test(gpt, attention_at_the_char_gpt_head_shape) {
-    check_attention((att_shape){.B = 2, .T = 64, .H = 4, .hd = 32}, 50, 1.0f, 13);
-}
-/* one token: each query attends to itself alone */
-Test(gpt, attention_of_one_token_copies_v) {
-    check_attention((att_shape){.B = 3, .T = 1, .H = 2, .hd = 3}, 60, 1.0f, 1);
-}
-
-/* The gpu family's attention, a query or a key a work-item: the blocks' bits */
-Test(gpt_gpu, attention_with_odd_heads_matches_double_math_and_the_device) {
-    check_attention((att_shape){.B = 2, .T = 5, .H = 3, .hd = 7}, 30, 2.0f, 1);
-}
-Test(gpt_gpu, attention_across_block_edges) {
-    check_attention((att_shape){.B = 1, .T = 19, .H = 2, .hd = 20}, 40, 1.5f, 1);
-}
-Test(gpt_gpu, attention_at_the_char_gpt_head_shape) {
-    check_attention((att_shape){.B = 2, .T = 64, .H = 4, .hd = 32}, 50, 1.0f, 13);
-}
-Test(gpt_gpu, attention_of_one_token_copies_v) {
-    check_attention((att_shape){.B = 3, .T = 1, .H = 2, .hd = 3}, 60, 1.0f, 1);
-}
+#define ATT_CASE(name, i)                                                                       \
+    Test(gpt, name) { att_case(i); }                                                            \
+    Test(gpt_gpu, name) { att_case(i); }
+ATT_CASE(attention_with_odd_heads_matches_double_math_and_the_device, 0)
+ATT_CASE(attention_across_block_edges, 1)
+ATT_CASE(attention_at_the_char_gpt_head_shape, 2)
+ATT_CASE(attention_of_one_token_copies_v, 3)
 
 Test(gpt, attention_refuses_wrong_shapes) {
     pgn_error err = {0};

@@ -433,7 +433,6 @@ static size_t gpu_padded(const pgn_gemm_tile_shape *t, int M, int N) { return gp
 static const pgn_gemm_tile_shape *gpu_shape_for(const pgn_device *dev, int M, int N) {
     const pgn_gemm_tile_shape *t = pgn_gemm_tile_shape_of(dev->profile.gemm_tile);
     size_t cus = dev->info.compute_units ? dev->info.compute_units : 1, outputs = (size_t)M * N;
-    if (t->family != PGN_FAMILY_GPU) t = pgn_gemm_tile_shape_of(pgn_gemm_tile_default(PGN_FAMILY_GPU));
     if (dev->profile.gemm_tile_from == PGN_FROM_OVERRIDE) return t; /* asked for: a benchmark, a test */
     if (gpu_blocks(t, M, N) >= cus && gpu_padded(t, M, N) <= 2 * outputs) return t;
     const pgn_gemm_tile_shape *best = NULL;
@@ -457,7 +456,7 @@ static int gemm_gpu(pgn_device *dev, int M, int N, int K, cl_mem a, int a_rs, in
     if (M == 1) {
         pgn_karg args[] = {KARG(N), KARG(K), KARG(a),     KARG(a_cs),    KARG(b),      KARG(b_rs),
                            KARG(b_cs), KARG(c), KARG(e->on), KARG(e->bias), KARG(e->act), KARG(e->y)};
-        size_t local[1] = {GEMM_GPU_ROW_GROUP}, global[1] = {(size_t)ceil_div(N, GEMM_GPU_ROW_GROUP) * GEMM_GPU_ROW_GROUP};
+        size_t local[1] = {GEMM_GPU_ROW_GROUP}, global[1] = {pgn_range_of(N, GEMM_GPU_ROW_GROUP)};
         return PGN_LAUNCH(dev, gemm_gpu_row, args, 1, global, local, err);
     }
     const pgn_gemm_tile_shape *t = gpu_shape_for(dev, M, N);

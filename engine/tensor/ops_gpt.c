@@ -30,7 +30,7 @@
  * in groups of up to 3,072 work-items, whose private tiles (over 1 KB each) overflowed the
  * stack of the thread that runs a group (gpt-small, batch 64, crashed; batch 48 ran). */
 #define ATT_GROUP 16
-#define ATT_RANGE(n) GLOBAL1(((size_t)(n) + ATT_GROUP - 1) / ATT_GROUP * ATT_GROUP)
+#define ATT_RANGE(n) GLOBAL1(pgn_range_of(n, ATT_GROUP))
 
 /* Fails with "op: what": a caller's shapes or devices are wrong (the graph's bug, not a user's
  * input). Returns -1. */

@@ -420,9 +420,11 @@ int pgn_checkpoint_vocab(const pgn_st_file *f, pgn_vocab *v, pgn_error *err);
 static inline bool pgn_rows_on_gpu(const pgn_device *dev) {
     return dev && dev->profile.family[PGN_OPS_ROWS] == PGN_FAMILY_GPU;
 }
-/* n rounded up to a multiple of the gpu family's work-group, and that group (PGN_GPU_GROUP, in
- * kernels/pgn_ops.h, which the callers include). */
-#define pgn_gpu_range(n) (((size_t)(n) + PGN_GPU_GROUP - 1) / PGN_GPU_GROUP * PGN_GPU_GROUP)
+/* n rounded up to a multiple of a work-group of `group` items: a launch's range (OpenCL 1.2
+ * wants whole groups); for the gpu family's group PGN_GPU_GROUP (kernels/pgn_ops.h, which the
+ * callers include). */
+#define pgn_range_of(n, group) (((size_t)(n) + (size_t)(group) - 1) / (size_t)(group) * (size_t)(group))
+#define pgn_gpu_range(n) pgn_range_of(n, PGN_GPU_GROUP)
 #define PGN_GPU_LOCAL1 ((size_t[1]){PGN_GPU_GROUP})
 
 #endif
