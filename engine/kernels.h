@@ -75,6 +75,10 @@
     X(colsum_partial_gpu, 4, GPU, ROWS)                                                        \
     X(bias_act_backward_gpu, 8, GPU, ROWS)                                                     \
     X(embed_backward_wte_gpu, 6, GPU, ROWS)                                                    \
+    X(fused_loss_gpu, 9, GPU, ROWS)                                                            \
+    X(loss_stats_gpu, 6, GPU, ROWS)                                                            \
+    X(sumsq_ranges_gpu, 4, GPU, ROWS)                                                          \
+    X(clip_scale_gpu, 4, GPU, ROWS)                                                            \
     /* kernels/gpt_gpu.cl */                                                                   \
     X(attention_forward_gpu, 7, GPU, ROWS)                                                     \
     X(attention_backward_query_gpu, 9, GPU, ROWS)                                              \

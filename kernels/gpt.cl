@@ -37,17 +37,12 @@ __kernel void embed_backward_wpe(int rows, int T, int C, int P, __global const f
         pgn_embed_wpe_grad_block(rows, T, C, t, c0, C - c0, dy, dwpe);
 }
 
-/* LayerNorm of PGN_LN_ROWS rows per work-item; global: ceil(rows / PGN_LN_ROWS). Whole blocks
- * inline the body with a constant row count, so the lanes need no clamping. */
+/* LayerNorm of PGN_LN_ROWS rows per work-item, a row at a time; global: ceil(rows / PGN_LN_ROWS). */
 __kernel void layernorm_forward(int rows, int C, float eps, __global const float *x,
                                 __global const float *w, __global const float *b,
                                 __global float *y, __global float *stats) {
     int r0 = get_global_id(0) * PGN_LN_ROWS;
-    if (r0 >= rows) return;
-    if (rows - r0 >= PGN_LN_ROWS)
-        pgn_layernorm_forward_rows(r0, PGN_LN_ROWS, PGN_LN_ROWS, C, eps, x, w, b, y, stats);
-    else
-        pgn_layernorm_forward_rows(r0, rows - r0, PGN_LN_ROWS, C, eps, x, w, b, y, stats);
+    for (int r = r0; r < rows && r < r0 + PGN_LN_ROWS; r++) pgn_layernorm_forward_row(r, C, eps, x, w, b, y, stats);
 }
 
 /* dx of PGN_LN_ROWS rows per work-item; global: ceil(rows / PGN_LN_ROWS). */
@@ -55,11 +50,7 @@ __kernel void layernorm_backward(int rows, int C, __global const float *x,
                                  __global const float *w, __global const float *stats,
                                  __global const float *dy, __global float *dx) {
     int r0 = get_global_id(0) * PGN_LN_ROWS;
-    if (r0 >= rows) return;
-    if (rows - r0 >= PGN_LN_ROWS)
-        pgn_layernorm_backward_rows(r0, PGN_LN_ROWS, PGN_LN_ROWS, C, x, w, stats, dy, dx);
-    else
-        pgn_layernorm_backward_rows(r0, rows - r0, PGN_LN_ROWS, C, x, w, stats, dy, dx);
+    for (int r = r0; r < rows && r < r0 + PGN_LN_ROWS; r++) pgn_layernorm_backward_row(r, C, x, w, stats, dy, dx);
 }
 
 /* dw, db (either may be NULL): PGN_COL_BLOCK columns per work-item walking the rows;

@@ -58,72 +58,72 @@ PGN_INLINE void pgn_embed_wpe_grad_block(int rows, int T, int C, int t, int c0, 
 }
 
 /* ---- LayerNorm ------------------------------------------------------------------------------
- * Each row's sums are one in-order chain over the columns: one row alone waits on the adder's
- * latency at every column. A block of PGN_LN_ROWS rows runs its rows' chains side by side
- * (rows as lanes); lanes past the last row repeat it and are not stored. The char-GPT's
- * forward (2048 x 128) took 0.16 ms a row at a time, 0.08 ms so. A GPU's work-item takes one
- * row (lanes = 1: kernels/tensor_gpu.cl), its neighbours the next rows. */
+ * Each row's sums run in lane order (pgn_ops.h, PGN_LANES): the host and the cpu family's kernels
+ * a row at a time, the lanes side by side; the gpu family's with PGN_LANES work-items a row
+ * (kernels/tensor_gpu.cl), the same chains. The cpu family's work-item takes PGN_LN_ROWS rows. */
 #define PGN_LN_ROWS 16
 
-/* Rows [r0, r0 + n) (n <= lanes <= PGN_LN_ROWS) of x (rows, C): mean = sum(x) / C, var =
- * sum((x - mean)^2) / C (fma), rstd = 1 / sqrt(var + eps), y = fma(xhat, w, b) with
- * xhat = (x - mean) rstd; stats[2 r] = mean, stats[2 r + 1] = rstd. */
-PGN_INLINE void pgn_layernorm_forward_rows(int r0, int n, int lanes, int C, float eps,
-                                           PGN_GLOBAL const float *x, PGN_GLOBAL const float *w,
-                                           PGN_GLOBAL const float *b, PGN_GLOBAL float *y,
-                                           PGN_GLOBAL float *stats) {
-    PGN_GLOBAL const float *xb = x + (size_t)r0 * C;
-    float mean[PGN_LN_ROWS], var[PGN_LN_ROWS];
-    for (int i = 0; i < lanes; i++) mean[i] = var[i] = 0.0f;
-    for (int c = 0; c < C; c++)
-        for (int i = 0; i < lanes; i++) mean[i] += xb[(size_t)(i < n ? i : n - 1) * C + c];
-    for (int i = 0; i < lanes; i++) mean[i] = mean[i] / (float)C;
-    for (int c = 0; c < C; c++)
-        for (int i = 0; i < lanes; i++) {
-            float d = xb[(size_t)(i < n ? i : n - 1) * C + c] - mean[i];
-            var[i] = pgn_fma(d, d, var[i]);
+/* Row r of x (rows, C): mean = sum(x) / C, var = sum((x - mean)^2) / C (fma), rstd =
+ * 1 / sqrt(var + eps), y = fma(xhat, w, b) with xhat = (x - mean) rstd; stats[2 r] = mean,
+ * stats[2 r + 1] = rstd. */
+PGN_INLINE void pgn_layernorm_forward_row(size_t r, int C, float eps, PGN_GLOBAL const float *x,
+                                          PGN_GLOBAL const float *w, PGN_GLOBAL const float *b,
+                                          PGN_GLOBAL float *y, PGN_GLOBAL float *stats) {
+    PGN_GLOBAL const float *xr = x + r * C;
+    float mean = pgn_sum_lanes(C, xr) / (float)C, p[PGN_LANES];
+    for (int l = 0; l < PGN_LANES; l++) p[l] = 0.0f;
+    int c = 0;
+    for (; c + PGN_LANES <= C; c += PGN_LANES)
+        for (int l = 0; l < PGN_LANES; l++) {
+            float d = xr[c + l] - mean;
+            p[l] = pgn_fma(d, d, p[l]);
         }
-    for (int i = 0; i < n; i++) {
-        float rstd = 1.0f / pgn_sqrt(var[i] / (float)C + eps);
-        stats[2 * ((size_t)r0 + i)] = mean[i];
-        stats[2 * ((size_t)r0 + i) + 1] = rstd;
-        PGN_GLOBAL const float *xr = xb + (size_t)i * C;
-        PGN_GLOBAL float *yr = y + ((size_t)r0 + i) * C;
-        for (int c = 0; c < C; c++) yr[c] = pgn_fma((xr[c] - mean[i]) * rstd, w[c], b[c]);
+    for (int l = 0; c + l < C; l++) {
+        float d = xr[c + l] - mean;
+        p[l] = pgn_fma(d, d, p[l]);
+    }
+    float rstd = 1.0f / pgn_sqrt(pgn_lanes_fold(p) / (float)C + eps);
+    stats[2 * r] = mean;
+    stats[2 * r + 1] = rstd;
+    PGN_GLOBAL float *yr = y + r * C;
+    for (c = 0; c < C; c++) yr[c] = pgn_fma((xr[c] - mean) * rstd, w[c], b[c]);
+}
+
+/* Lane l's terms of row r's two backward sums from column c: dn = w dy, sdn += dn,
+ * sdnx = fma(dn, xhat, sdnx). */
+PGN_INLINE void pgn_layernorm_backward_terms(int c, PGN_GLOBAL const float *xr, PGN_GLOBAL const float *w,
+                                             PGN_GLOBAL const float *dyr, float mean, float rstd, float *sdn,
+                                             float *sdnx) {
+    float xhat = (xr[c] - mean) * rstd, dn = w[c] * dyr[c];
+    *sdn = *sdn + dn;
+    *sdnx = pgn_fma(dn, xhat, *sdnx);
+}
+
+/* dx of row r with its sums mdn = sum(dn) / C and mdnx = sum(dn xhat) / C, as llm.c's
+ * layernorm_backward: dx = (dnorm - mdn - xhat mdnx) rstd, columns c ≡ c0 (mod step). */
+PGN_INLINE void pgn_layernorm_backward_dx(int C, int c0, int step, PGN_GLOBAL const float *xr,
+                                          PGN_GLOBAL const float *w, PGN_GLOBAL const float *dyr, float mean,
+                                          float rstd, float mdn, float mdnx, PGN_GLOBAL float *dxr) {
+    for (int c = c0; c < C; c += step) {
+        float xhat = (xr[c] - mean) * rstd, dn = w[c] * dyr[c];
+        dxr[c] = (dn - mdn - xhat * mdnx) * rstd;
     }
 }
 
-/* dx for rows [r0, r0 + n) (n <= lanes <= PGN_LN_ROWS), as llm.c's layernorm_backward: dnorm = w dy,
- * dx = (dnorm - mean(dnorm) - xhat mean(dnorm xhat)) rstd, both means in-order column sums
- * (the second with fma) divided by C. */
-PGN_INLINE void pgn_layernorm_backward_rows(int r0, int n, int lanes, int C, PGN_GLOBAL const float *x,
-                                            PGN_GLOBAL const float *w,
-                                            PGN_GLOBAL const float *stats,
-                                            PGN_GLOBAL const float *dy, PGN_GLOBAL float *dx) {
-    float mean[PGN_LN_ROWS], rstd[PGN_LN_ROWS], sdn[PGN_LN_ROWS], sdnx[PGN_LN_ROWS];
-    for (int i = 0; i < lanes; i++) {
-        size_t r = (size_t)r0 + (i < n ? i : n - 1);
-        mean[i] = stats[2 * r];
-        rstd[i] = stats[2 * r + 1];
-        sdn[i] = sdnx[i] = 0.0f;
-    }
-    for (int c = 0; c < C; c++)
-        for (int i = 0; i < lanes; i++) {
-            size_t o = ((size_t)r0 + (i < n ? i : n - 1)) * C + c;
-            float xhat = (x[o] - mean[i]) * rstd[i];
-            float dn = w[c] * dy[o];
-            sdn[i] += dn;
-            sdnx[i] = pgn_fma(dn, xhat, sdnx[i]);
-        }
-    for (int i = 0; i < n; i++) {
-        float mdn = sdn[i] / (float)C, mdnx = sdnx[i] / (float)C;
-        size_t o = ((size_t)r0 + i) * C;
-        for (int c = 0; c < C; c++) {
-            float xhat = (x[o + c] - mean[i]) * rstd[i];
-            float dn = w[c] * dy[o + c];
-            dx[o + c] = (dn - mdn - xhat * mdnx) * rstd[i];
-        }
-    }
+/* dx of row r: the two sums in lane order, then pgn_layernorm_backward_dx. */
+PGN_INLINE void pgn_layernorm_backward_row(size_t r, int C, PGN_GLOBAL const float *x, PGN_GLOBAL const float *w,
+                                           PGN_GLOBAL const float *stats, PGN_GLOBAL const float *dy,
+                                           PGN_GLOBAL float *dx) {
+    PGN_GLOBAL const float *xr = x + r * C, *dyr = dy + r * C;
+    float mean = stats[2 * r], rstd = stats[2 * r + 1], sdn[PGN_LANES], sdnx[PGN_LANES];
+    for (int l = 0; l < PGN_LANES; l++) sdn[l] = sdnx[l] = 0.0f;
+    int c = 0;
+    for (; c + PGN_LANES <= C; c += PGN_LANES)
+        for (int l = 0; l < PGN_LANES; l++)
+            pgn_layernorm_backward_terms(c + l, xr, w, dyr, mean, rstd, &sdn[l], &sdnx[l]);
+    for (int l = 0; c + l < C; l++) pgn_layernorm_backward_terms(c + l, xr, w, dyr, mean, rstd, &sdn[l], &sdnx[l]);
+    float mdn = pgn_lanes_fold(sdn) / (float)C, mdnx = pgn_lanes_fold(sdnx) / (float)C;
+    pgn_layernorm_backward_dx(C, 0, 1, xr, w, dyr, mean, rstd, mdn, mdnx, dx + r * C);
 }
 
 /* Columns [c0, c0 + w) (w <= PGN_COL_BLOCK) of dw = sum over rows (ascending, fma) of
@@ -155,7 +155,8 @@ PGN_INLINE void pgn_layernorm_params_block(int rows, int C, int c0, int w,
  * head h, and works in tiles of PGN_ATT_BLOCK x PGN_ATT_BLOCK accumulators: rows are its queries
  * or keys, lanes are keys (scores, dp) or head dimensions (y, dq, dk, dv). Every accumulator is
  * one in-order fma chain, over d for a dot product and over the causal range for a weighted
- * sum, so the lanes vectorise with no change of bits and the host's scalar loops match them.
+ * sum, so the lanes vectorise with no change of bits and the host's scalar loops match them; the
+ * softmax's sum and the backward's dot, sums over a row, run in lane order (pgn_ops.h).
  * Layouts (tensor.h): qkv row b T + t holds q, k, v of every head at columns h hd, C + h hd,
  * 2C + h hd; att and the score gradients are (b, h, t, u) row-major, zero for u > t. */
 #define PGN_ATT_BLOCK 16
@@ -292,29 +293,9 @@ PGN_INLINE void pgn_att_mix(int keys, int first, int ni, int T, PGN_GLOBAL const
     }
 }
 
-/* sum[i] = the sum over u <= t0 + i, ascending, of x (or of x y with fma, when y is given) over
- * row i < n of a block of rows of stride T: one in-order chain per row, the rows' chains side
- * by side (lanes; rows past n repeat the last and are not used), no test per row but in the
- * triangle past u = t0. With a test per row and element (and the max so too) the char-GPT's
- * forward took 1.09 ms, 0.83 ms so. */
-PGN_INLINE void pgn_att_row_sums(int t0, int n, int T, PGN_GLOBAL const float *x,
-                                 PGN_GLOBAL const float *y, float sum[PGN_ATT_BLOCK]) {
-    for (int i = 0; i < PGN_ATT_BLOCK; i++) sum[i] = 0.0f;
-    for (int u = 0; u <= t0; u++)
-        for (int i = 0; i < PGN_ATT_BLOCK; i++) {
-            size_t o = (size_t)(i < n ? i : n - 1) * T + u;
-            sum[i] = y ? pgn_fma(x[o], y[o], sum[i]) : sum[i] + x[o];
-        }
-    for (int u = t0 + 1; u < t0 + n; u++)
-        for (int i = u - t0; i < n; i++) {
-            size_t o = (size_t)i * T + u;
-            sum[i] = y ? pgn_fma(x[o], y[o], sum[i]) : sum[i] + x[o];
-        }
-}
-
 /* Softmax in place of rows t = t0 + i (i < n) of one (b, h)'s att, which hold the scaled
- * scores for u <= t (p points at row t0): max over u <= t, e = exp(s - max), sum in u order,
- * p = e / sum; zero for u > t. A max of numbers is the same in any order, so it runs in 16
+ * scores for u <= t (p points at row t0): max over u <= t, e = exp(s - max), their sum in lane
+ * order, p = e / sum; zero for u > t. A max of numbers is the same in any order, so it runs in 16
  * lanes. */
 PGN_INLINE void pgn_att_softmax_rows(int t0, int n, int T, PGN_GLOBAL float *p) {
     for (int i = 0; i < n; i++) {
@@ -328,13 +309,9 @@ PGN_INLINE void pgn_att_softmax_rows(int t0, int n, int T, PGN_GLOBAL float *p) 
         float mx = m[0];
         for (int j = 1; j < PGN_ATT_BLOCK; j++) mx = m[j] > mx ? m[j] : mx;
         for (u = 0; u < nu; u++) row[u] = pgn_expf(row[u] - mx);
-    }
-    float sum[PGN_ATT_BLOCK];
-    pgn_att_row_sums(t0, n, T, p, 0, sum);
-    for (int i = 0; i < n; i++) {
-        PGN_GLOBAL float *row = p + (size_t)i * T;
-        for (int u = 0; u <= t0 + i; u++) row[u] = row[u] / sum[i];
-        for (int u = t0 + i + 1; u < T; u++) row[u] = 0.0f;
+        float sum = pgn_sum_lanes(nu, row);
+        for (u = 0; u < nu; u++) row[u] = row[u] / sum;
+        for (u = nu; u < T; u++) row[u] = 0.0f;
     }
 }
 
@@ -379,7 +356,7 @@ PGN_INLINE void pgn_attention_decode_head(int t, int T, int H, int C, int h, PGN
 }
 
 /* The backward's first half, per query block: dp[u] = dy_t . v_u, dot = sum over u of
- * p[u] dp[u] (fma, u ascending), g[u] = (p[u] (dp[u] - dot)) scale into ds (zero for u > t),
+ * p[u] dp[u] (fma, lane order), g[u] = (p[u] (dp[u] - dot)) scale into ds (zero for u > t),
  * dq_t = sum over u <= t of g[u] k_u. */
 PGN_INLINE void pgn_attention_backward_query_block(int T, int H, int C, int b, int h, int qb,
                                                    PGN_GLOBAL const float *qkv,
@@ -399,11 +376,10 @@ PGN_INLINE void pgn_attention_backward_query_block(int T, int H, int C, int b, i
                          pgn_gpt_min(PGN_ATT_BLOCK, T - u0), acc);
         pgn_att_store_causal(t0, nq, u0, T, acc, 1.0f, g);
     }
-    float dot[PGN_ATT_BLOCK];
-    pgn_att_row_sums(t0, nq, T, p, g, dot);
     for (int i = 0; i < nq; i++) {
         size_t o = (size_t)i * T;
-        for (int u = 0; u <= t0 + i; u++) g[o + u] = (p[o + u] * (g[o + u] - dot[i])) * scale;
+        float dot = pgn_dot_lanes(t0 + i + 1, p + o, g + o);
+        for (int u = 0; u <= t0 + i; u++) g[o + u] = (p[o + u] * (g[o + u] - dot)) * scale;
         for (int u = t0 + i + 1; u < T; u++) g[o + u] = 0.0f;
     }
     pgn_att_mix(0, t0, nq, T, g, T, 1, q + C, C3, hd,
@@ -430,8 +406,7 @@ PGN_INLINE void pgn_attention_backward_key_block(int T, int H, int C, int b, int
 /* ---- attention a row at a time (the gpu family: kernels/gpt_gpu.cl) ----------------------------
  * The same chains as the blocks above, for one query (forward, the backward's query half) or one
  * key (the backward's key half) a work-item: each score a chain over d, the softmax's sum and the
- * backward's dot a chain over u ascending, each output element a chain over its causal range
- * ascending. The max is the same in any order. test_ops_gpt checks the bits against the host's
+ * backward's dot in lane order, each output element a chain over its causal range ascending. The max is the same in any order. test_ops_gpt checks the bits against the host's
  * blocks. */
 
 /* Query t of sequence b, head h: its row of att and its y, as row t of
@@ -450,11 +425,8 @@ PGN_INLINE void pgn_attention_forward_query(int T, int H, int C, int b, int h, i
     }
     float mx = p[0];
     for (int u = 1; u <= t; u++) mx = p[u] > mx ? p[u] : mx;
-    float sum = 0.0f;
-    for (int u = 0; u <= t; u++) {
-        p[u] = pgn_expf(p[u] - mx);
-        sum = sum + p[u];
-    }
+    for (int u = 0; u <= t; u++) p[u] = pgn_expf(p[u] - mx);
+    float sum = pgn_sum_lanes(t + 1, p);
     for (int u = 0; u <= t; u++) p[u] = p[u] / sum;
     for (int u = t + 1; u < T; u++) p[u] = 0.0f;
     PGN_GLOBAL float *out = y + ((size_t)b * T + t) * C + (size_t)h * hd;
@@ -483,8 +455,7 @@ PGN_INLINE void pgn_attention_backward_query(int T, int H, int C, int b, int h, 
         for (int d = 0; d < hd; d++) s = pgn_fma(dyt[d], v[d], s);
         g[u] = s;
     }
-    float dot = 0.0f;
-    for (int u = 0; u <= t; u++) dot = pgn_fma(p[u], g[u], dot);
+    float dot = pgn_dot_lanes(t + 1, p, g);
     for (int u = 0; u <= t; u++) g[u] = (p[u] * (g[u] - dot)) * scale;
     for (int u = t + 1; u < T; u++) g[u] = 0.0f;
     PGN_GLOBAL float *dq = dqkv + ((size_t)b * T + t) * C3 + (size_t)h * hd;

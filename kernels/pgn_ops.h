@@ -11,6 +11,61 @@
 #define PGN_GLOBAL
 #endif
 
+/* ---- the order of a sum over a row ---------------------------------------------------------------
+ * A sum over a row (LayerNorm's statistics and its backward's, softmax + cross-entropy's and squared
+ * error's, attention's softmax and its backward's dot, the global norm's chunks and their total, a
+ * batch's loss) has one order, part of the op's definition: PGN_LANES lanes, lane l adding the
+ * terms i = l, l + PGN_LANES, l + 2 PGN_LANES, ... in that order from zero, then the lanes folded in
+ * halves, p[l] = p[l] + p[l + h] for h = PGN_LANES / 2, ..., 2, 1 (pgn_lanes_fold). A GPU computes it
+ * with PGN_LANES work-items a row and the fold in local memory (kernels/tensor_gpu.cl); a CPU with a
+ * 16-float vector, or two of 8; the host's loops lane by lane. Every caller gives the same bits. A
+ * sequential sum (the order before) is computed by one GPU thread a row. Column sums, over the rows
+ * of a batch, have their own order: chunks of PGN_SUM_ROWS rows, then the chunks in order. */
+#define PGN_LANES 16
+
+/* The lanes' partials folded in halves into p[0], returned (p is overwritten). */
+PGN_INLINE float pgn_lanes_fold(float p[PGN_LANES]) {
+    for (int h = PGN_LANES / 2; h > 0; h /= 2)
+        for (int l = 0; l < h; l++) p[l] = p[l] + p[l + h];
+    return p[0];
+}
+
+/* x[0] + ... + x[n - 1] in lane order. */
+PGN_INLINE float pgn_sum_lanes(int n, PGN_GLOBAL const float *x) {
+    int i = 0;
+#ifdef __OPENCL_VERSION__ /* lane l in component l of one float16 */
+    float16 v = (float16)(0.0f);
+    for (; i + PGN_LANES <= n; i += PGN_LANES) v += vload16(0, x + i);
+    float p[PGN_LANES];
+    vstore16(v, 0, p);
+#else
+    float p[PGN_LANES];
+    for (int l = 0; l < PGN_LANES; l++) p[l] = 0.0f;
+    for (; i + PGN_LANES <= n; i += PGN_LANES)
+        for (int l = 0; l < PGN_LANES; l++) p[l] = p[l] + x[i + l];
+#endif
+    for (int l = 0; i + l < n; l++) p[l] = p[l] + x[i + l];
+    return pgn_lanes_fold(p);
+}
+
+/* x[0] y[0] + ... + x[n - 1] y[n - 1] in lane order, each lane a chain of fma. */
+PGN_INLINE float pgn_dot_lanes(int n, PGN_GLOBAL const float *x, PGN_GLOBAL const float *y) {
+    int i = 0;
+#ifdef __OPENCL_VERSION__
+    float16 v = (float16)(0.0f);
+    for (; i + PGN_LANES <= n; i += PGN_LANES) v = fma(vload16(0, x + i), vload16(0, y + i), v);
+    float p[PGN_LANES];
+    vstore16(v, 0, p);
+#else
+    float p[PGN_LANES];
+    for (int l = 0; l < PGN_LANES; l++) p[l] = 0.0f;
+    for (; i + PGN_LANES <= n; i += PGN_LANES)
+        for (int l = 0; l < PGN_LANES; l++) p[l] = pgn_fma(x[i + l], y[i + l], p[l]);
+#endif
+    for (int l = 0; i + l < n; l++) p[l] = pgn_fma(x[i + l], y[i + l], p[l]);
+    return pgn_lanes_fold(p);
+}
+
 /* GEMM element: C(i,j) = sum_k A(i,k) B(k,j), accumulated over k in order with fma, from 0.
  * Strides make every transpose variant the same loop: A(i,k) = a[i*a_rs + k*a_cs]. */
 PGN_INLINE float pgn_gemm_elem(int K, PGN_GLOBAL const float *a, int a_cs,
@@ -243,12 +298,8 @@ PGN_INLINE void pgn_adam_elem(PGN_GLOBAL float *w, PGN_GLOBAL float *m, PGN_GLOB
     *w = wv - lr * ((mn / bc1) / denom);
 }
 
-/* Sum of squares of x[0..n) in order: one chunk of the global-norm reduction. */
-PGN_INLINE float pgn_sumsq(int n, PGN_GLOBAL const float *x) {
-    float acc = 0.0f;
-    for (int i = 0; i < n; i++) acc = pgn_fma(x[i], x[i], acc);
-    return acc;
-}
+/* Sum of squares of x[0..n) in lane order: one chunk of the global-norm reduction. */
+PGN_INLINE float pgn_sumsq(int n, PGN_GLOBAL const float *x) { return pgn_dot_lanes(n, x, x); }
 
 /* Global-norm clipping factor: min(1, max_norm / (norm + 1e-6)); 1 when clipping is off. */
 PGN_INLINE float pgn_clip_factor(float norm, float max_norm) {
@@ -257,46 +308,65 @@ PGN_INLINE float pgn_clip_factor(float norm, float max_norm) {
     return f < 1.0f ? f : 1.0f;
 }
 
+/* The arg-max's step: (b, ib) replaces (a, ia) when greater, or equal with a smaller index, so the
+ * lanes' pick, folded in any order, is the first of the maxima (NaN is never picked). */
+PGN_INLINE int pgn_argmax_takes(float a, int ia, float b, int ib) { return b > a || (b == a && ib < ia); }
+
+/* The first index of row x's (n) maximum and the maximum, in lanes (lanes without elements hold
+ * -inf at index n). A row of NaN gives index 0 and -inf. */
+PGN_INLINE int pgn_argmax_lanes(int n, PGN_GLOBAL const float *x, float *max) {
+    float m[PGN_LANES];
+    int at[PGN_LANES];
+    for (int l = 0; l < PGN_LANES; l++) {
+        m[l] = -PGN_INF;
+        at[l] = n;
+    }
+    for (int j = 0; j < n; j++)
+        if (pgn_argmax_takes(m[j % PGN_LANES], at[j % PGN_LANES], x[j], j)) {
+            m[j % PGN_LANES] = x[j];
+            at[j % PGN_LANES] = j;
+        }
+    for (int h = PGN_LANES / 2; h > 0; h /= 2)
+        for (int l = 0; l < h; l++)
+            if (pgn_argmax_takes(m[l], at[l], m[l + h], at[l + h])) {
+                m[l] = m[l + h];
+                at[l] = at[l + h];
+            }
+    *max = m[0];
+    return at[0] < n ? at[0] : 0;
+}
+
 /* Fused mean-squared error against one-hot labels for one row of n predictions:
- * returns sum_j (x_j - t_j)^2, writes dx = 2 (x - t) scale (scale = 1/(rows n)), arg-max. */
+ * returns sum_j (x_j - t_j)^2 (lane order, fma), writes dx = 2 (x - t) scale (scale = 1/(rows n)),
+ * the arg-max into *pred. */
 PGN_INLINE float pgn_mse_onehot_row(int n, PGN_GLOBAL const float *x, int y, float scale,
                                     PGN_GLOBAL float *dx, PGN_GLOBAL int *pred) {
-    float acc = 0.0f, mx = x[0];
-    int arg = 0;
+    float p[PGN_LANES], mx;
+    for (int l = 0; l < PGN_LANES; l++) p[l] = 0.0f;
     for (int j = 0; j < n; j++) {
         float d = x[j] - (j == y ? 1.0f : 0.0f);
-        acc = pgn_fma(d, d, acc);
+        p[j % PGN_LANES] = pgn_fma(d, d, p[j % PGN_LANES]);
         dx[j] = 2.0f * d * scale;
-        if (x[j] > mx) {
-            mx = x[j];
-            arg = j;
-        }
     }
-    *pred = arg;
-    return acc;
+    *pred = pgn_argmax_lanes(n, x, &mx);
+    return pgn_lanes_fold(p);
 }
 
 /* Fused softmax + cross-entropy for one row of logits x (n classes) with label y.
  * Writes dx = (softmax(x) - onehot(y)) * scale (scale = 1/batch for a mean loss), returns the
- * row's loss log(sum exp(x - max)) - (x[y] - max) and stores the arg-max in *pred.
- * Sums run over the classes in order. */
+ * row's loss log(sum exp(x - max)) - (x[y] - max) and stores the arg-max in *pred. The sum runs
+ * in lane order. */
 PGN_INLINE float pgn_softmax_xent_row(int n, PGN_GLOBAL const float *x, int y, float scale,
                                       PGN_GLOBAL float *dx, PGN_GLOBAL int *pred) {
-    float mx = x[0];
-    int arg = 0;
-    for (int j = 1; j < n; j++) {
-        if (x[j] > mx) {
-            mx = x[j];
-            arg = j;
-        }
-    }
-    float sum = 0.0f;
-    for (int j = 0; j < n; j++) sum += pgn_expf(x[j] - mx);
+    float mx, p[PGN_LANES];
+    *pred = pgn_argmax_lanes(n, x, &mx);
+    for (int l = 0; l < PGN_LANES; l++) p[l] = 0.0f;
+    for (int j = 0; j < n; j++) p[j % PGN_LANES] = p[j % PGN_LANES] + pgn_expf(x[j] - mx);
+    float sum = pgn_lanes_fold(p);
     for (int j = 0; j < n; j++) {
-        float p = pgn_expf(x[j] - mx) / sum;
-        dx[j] = (p - (j == y ? 1.0f : 0.0f)) * scale;
+        float e = pgn_expf(x[j] - mx) / sum;
+        dx[j] = (e - (j == y ? 1.0f : 0.0f)) * scale;
     }
-    *pred = arg;
     return pgn_logf(sum) - (x[y] - mx);
 }
 

@@ -178,36 +178,30 @@ __kernel void windows(int B, int T, __global const int *tokens, int random, ulon
     y[i] = tokens[start + (ulong)(i % T) + 1];
 }
 
-/* stats[2 slot] = sum of loss over rows (in order), stats[2 slot + 1] = correct predictions.
- * A single work-item: the order of the sum is fixed. */
+/* stats[2 slot] = sum of loss over rows (lane order), stats[2 slot + 1] = correct predictions.
+ * A single work-item. */
 __kernel void loss_stats(int rows, __global const float *loss, __global const int *pred,
                          __global const int *labels, __global float *stats, int slot) {
     if (get_global_id(0) != 0) return;
-    float sum = 0.0f;
     int correct = 0;
-    for (int r = 0; r < rows; r++) {
-        sum += loss[r];
-        correct += pred[r] == labels[r];
-    }
-    stats[2 * slot] = sum;
+    for (int r = 0; r < rows; r++) correct += pred[r] == labels[r];
+    stats[2 * slot] = pgn_sum_lanes(rows, loss);
     stats[2 * slot + 1] = (float)correct;
 }
 
-/* partials[c] = sum of squares of x[ranges[2c] .. + ranges[2c + 1]) in order; global: n. */
+/* partials[c] = sum of squares of x[ranges[2c] .. + ranges[2c + 1]) in lane order; global: n. */
 __kernel void sumsq_ranges(int n, __global const int *ranges, __global const float *x,
                            __global float *partials) {
     int c = get_global_id(0);
     if (c < n) partials[c] = pgn_sumsq(ranges[2 * c + 1], x + ranges[2 * c]);
 }
 
-/* Global-norm clipping: norm = sqrt(sum of partials in order); out[0] = norm,
+/* Global-norm clipping: norm = sqrt(sum of partials in lane order); out[0] = norm,
  * out[1] = min(1, max_norm / (norm + 1e-6)). A single work-item. */
 __kernel void clip_scale(int n_partials, __global const float *partials, float max_norm,
                          __global float *out) {
     if (get_global_id(0) != 0) return;
-    float acc = 0.0f;
-    for (int i = 0; i < n_partials; i++) acc += partials[i];
-    float norm = pgn_sqrt(acc);
+    float norm = pgn_sqrt(pgn_sum_lanes(n_partials, partials));
     out[0] = norm;
     out[1] = pgn_clip_factor(norm, max_norm);
 }

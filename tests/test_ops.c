@@ -279,22 +279,31 @@ static void colsum_sums_chunks_of_rows_in_order(void) {
 Test(ops, colsum_sums_chunks_of_rows_in_order) { colsum_sums_chunks_of_rows_in_order(); }
 Test(ops_gpu, colsum_sums_chunks_of_rows_in_order) { colsum_sums_chunks_of_rows_in_order(); }
 
-Test(ops, softmax_xent_matches_double_reference) {
+/* Softmax + cross-entropy (or squared error against one-hot labels: mse) of R rows of C on host
+ * and device, bit for bit, and against double math; rows 0 and 1 hold ties for the arg-max, which
+ * is the first of the maxima. */
+static void check_fused_loss(int mse, int R, int C) {
     pgn_error err = {0};
-    enum { R = 33, C = 10 };
     pair logits, labels, dlogits, loss, pred;
     pair_random(&logits, dev, R, C, 51, 8.0f);
-    int32_t lab[R];
+    float *xs = logits.h.host;
+    xs[3] = xs[C - 1] = 9.0f;       /* row 0: the first of two maxima is 3 */
+    xs[C + 17 % C] = xs[C + 1] = 9.5f; /* row 1: lanes 1 and 17 (or one column) */
+    cr_assert_eq(pgn_tensor_write(&logits.d, xs, (size_t)R * C, &err), 0, "%s", err.message);
+    int32_t lab[64];
+    cr_assert(R <= 64);
     for (int r = 0; r < R; r++) lab[r] = (int32_t)(pgn_rand64(5, 5, (uint64_t)r) % C);
     pair_init(&labels, dev, R, 1, lab);
     pair_init(&dlogits, dev, R, C, NULL);
     pair_init(&loss, dev, R, 1, NULL);
     pair_init(&pred, dev, R, 1, NULL);
-    float scale = 1.0f / R;
-    cr_assert_eq(pgn_op_softmax_xent(R, &logits.h, &labels.h, scale, &dlogits.h, &loss.h, &pred.h,
-                                     &err), 0, "%s", err.message);
-    cr_assert_eq(pgn_op_softmax_xent(R, &logits.d, &labels.d, scale, &dlogits.d, &loss.d, &pred.d,
-                                     &err), 0, "%s", err.message);
+    float scale = mse ? 1.0f / (R * C) : 1.0f / R;
+    for (int side = 0; side < 2; side++) {
+        pgn_tensor *x = side ? &logits.d : &logits.h, *y = side ? &labels.d : &labels.h, *dx = side ? &dlogits.d : &dlogits.h,
+                   *l = side ? &loss.d : &loss.h, *p = side ? &pred.d : &pred.h;
+        cr_assert_eq(mse ? pgn_op_mse_onehot(R, x, y, scale, dx, l, p, &err) : pgn_op_softmax_xent(R, x, y, scale, dx, l, p, &err),
+                     0, "%s", err.message);
+    }
     uint32_t *dv = assert_identical(&dlogits, R * C, "dlogits");
     uint32_t *lv = assert_identical(&loss, R, "loss");
     uint32_t *pv = assert_identical(&pred, R, "pred");
@@ -304,14 +313,18 @@ Test(ops, softmax_xent_matches_double_reference) {
         int arg = 0;
         for (int j = 1; j < C; j++)
             if (x[r * C + j] > mx) mx = x[r * C + j], arg = j;
-        for (int j = 0; j < C; j++) sum += exp((double)x[r * C + j] - mx);
-        double want_loss = log(sum) - ((double)x[r * C + lab[r]] - mx);
-        cr_assert_float_eq((double)pgn_float(lv[r]), want_loss, 1e-5 + 1e-5 * want_loss, "loss[%d]", r);
         cr_assert_eq((int32_t)pv[r], arg, "pred[%d]", r);
+        if (r == 0) cr_assert_eq(arg, 3);
         for (int j = 0; j < C; j++) {
-            double p = exp((double)x[r * C + j] - mx) / sum;
-            double want = (p - (j == lab[r])) / R;
-            cr_assert_float_eq((double)pgn_float(dv[r * C + j]), want, 1e-7, "dlogits[%d][%d]", r, j);
+            double d = (double)x[r * C + j] - (j == lab[r]);
+            sum += mse ? d * d : exp((double)x[r * C + j] - mx);
+        }
+        double want_loss = mse ? sum : log(sum) - ((double)x[r * C + lab[r]] - mx);
+        cr_assert_float_eq((double)pgn_float(lv[r]), want_loss, 1e-5 + 1e-5 * want_loss, "loss[%d]", r);
+        for (int j = 0; j < C; j++) {
+            double d = (double)x[r * C + j] - (j == lab[r]);
+            double want = mse ? 2.0 * d * scale : (exp((double)x[r * C + j] - mx) / sum - (j == lab[r])) / R;
+            cr_assert_float_eq((double)pgn_float(dv[r * C + j]), want, 1e-6 * fabs(want) + 1e-7, "dlogits[%d][%d]", r, j);
         }
     }
     free(dv);
@@ -323,6 +336,13 @@ Test(ops, softmax_xent_matches_double_reference) {
     pair_release(&loss);
     pair_release(&pred);
 }
+
+Test(ops, softmax_xent_matches_double_reference) { check_fused_loss(0, 33, 10); }
+Test(ops_gpu, softmax_xent_matches_double_reference) { check_fused_loss(0, 33, 10); }
+Test(ops, softmax_xent_over_more_classes_than_lanes) { check_fused_loss(0, 37, 65); }
+Test(ops_gpu, softmax_xent_over_more_classes_than_lanes) { check_fused_loss(0, 37, 65); }
+Test(ops, mse_onehot_matches_double_reference) { check_fused_loss(1, 21, 40); }
+Test(ops_gpu, mse_onehot_matches_double_reference) { check_fused_loss(1, 21, 40); }
 
 /* Three optimizer steps on host and device; compared bit for bit and against double math. */
 static void check_optimizer(int kind) {
@@ -386,7 +406,7 @@ Test(ops, sgd_nesterov) { check_optimizer(1); }
 Test(ops, adam) { check_optimizer(2); }
 Test(ops, adamw) { check_optimizer(3); }
 
-Test(ops, global_norm_clipping) {
+static void global_norm_clipping(void) {
     pgn_error err = {0};
     pair x, ranges, partials, clip;
     pair_random(&x, dev, 100, 100, 71, 1.0f); /* 10000 elements: 3 chunks of 4096 */
@@ -412,7 +432,10 @@ Test(ops, global_norm_clipping) {
     pair_release(&clip);
 }
 
-Test(ops, gather_rows_and_loss_stats) {
+Test(ops, global_norm_clipping) { global_norm_clipping(); }
+Test(ops_gpu, global_norm_clipping) { global_norm_clipping(); }
+
+static void gather_rows_and_loss_stats(void) {
     pgn_error err = {0};
     pair src, idx, dst, loss, pred, labels, stats;
     enum { COLS = 37 }; /* two 16-element vectors and a tail */
@@ -443,6 +466,61 @@ Test(ops, gather_rows_and_loss_stats) {
     pair *all[] = {&src, &idx, &dst, &loss, &pred, &labels, &stats};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_release(all[i]);
 }
+
+/* The documented order of a sum over a row (kernels/pgn_ops.h): 16 lanes, lane l summing terms
+ * l, l + 16, ... in order, the lanes folded in halves. The loss sum of 1000 rows and the global
+ * norm's total over 300 partials, on host and device, equal that order computed here, not the
+ * sequential sum's bits (which differ for these values). */
+static float lane_order_sum(int n, const float *x) {
+    float p[16] = {0};
+    for (int i = 0; i < n; i++) p[i % 16] = p[i % 16] + x[i];
+    for (int h = 8; h > 0; h /= 2)
+        for (int l = 0; l < h; l++) p[l] = p[l] + p[l + h];
+    return p[0];
+}
+
+static void row_sums_run_in_lane_order(void) {
+    pgn_error err = {0};
+    enum { N = 1000, P = 300 };
+    pair loss, pred, labels, stats, parts, clip;
+    pair_random(&loss, dev, N, 1, 91, 3.0f);
+    pair_random(&parts, dev, P, 1, 92, 5.0f);
+    float *lv = loss.h.host, *pv = parts.h.host;
+    for (int i = 0; i < N; i++) lv[i] = 1.0f / (float)(i + 3); /* inexact, unlike test_random's */
+    cr_assert_eq(pgn_tensor_write(&loss.d, lv, N, &err), 0, "%s", err.message);
+    for (int i = 0; i < P; i++) pv[i] = pv[i] * pv[i]; /* partials are sums of squares */
+    pv[0] = 1e8f; /* a big first chunk: in order, each small one adds at most an ulp of it */
+    cr_assert_eq(pgn_tensor_write(&parts.d, pv, P, &err), 0, "%s", err.message);
+    int32_t zeros[N] = {0};
+    pair_init(&pred, dev, N, 1, zeros);
+    pair_init(&labels, dev, N, 1, zeros);
+    pair_init(&stats, dev, 1, 2, NULL);
+    pair_init(&clip, dev, 1, 2, NULL);
+    for (int side = 0; side < 2; side++) {
+        cr_assert_eq(pgn_op_loss_stats(N, side ? &loss.d : &loss.h, side ? &pred.d : &pred.h, side ? &labels.d : &labels.h,
+                                       side ? &stats.d : &stats.h, 0, &err), 0, "%s", err.message);
+        cr_assert_eq(pgn_op_clip_scale(P, side ? &parts.d : &parts.h, 1.0f, side ? &clip.d : &clip.h, &err), 0, "%s", err.message);
+    }
+    uint32_t *st = assert_identical(&stats, 2, "stats"), *cv = assert_identical(&clip, 2, "clip");
+    float seq = 0.0f, seq_parts = 0.0f;
+    for (int i = 0; i < N; i++) seq += lv[i];
+    for (int i = 0; i < P; i++) seq_parts += pv[i];
+    cr_assert_eq(st[0], pgn_bits(lane_order_sum(N, lv)));
+    cr_assert_neq(st[0], pgn_bits(seq), "the values should tell the orders apart");
+    cr_assert_eq(pgn_float(st[1]), (float)N);
+    cr_assert_eq(cv[0], pgn_bits(sqrtf(lane_order_sum(P, pv))));
+    cr_assert_neq(lane_order_sum(P, pv), seq_parts, "the values should tell the orders apart");
+    free(st);
+    free(cv);
+    pair *all[] = {&loss, &pred, &labels, &stats, &parts, &clip};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_release(all[i]);
+}
+
+Test(ops, row_sums_run_in_lane_order) { row_sums_run_in_lane_order(); }
+Test(ops_gpu, row_sums_run_in_lane_order) { row_sums_run_in_lane_order(); }
+
+Test(ops, gather_rows_and_loss_stats) { gather_rows_and_loss_stats(); }
+Test(ops_gpu, gather_rows_and_loss_stats) { gather_rows_and_loss_stats(); }
 
 Test(ops, kernel_build_failure_returns_the_compiler_log) {
     pgn_error err = {0};

@@ -291,6 +291,8 @@ static int fused_loss(int mse, int rows, const pgn_tensor *x, const pgn_tensor *
     }
     pgn_karg args[] = {KARG(mse),   KARG(rows),    KARG(n),         KARG(x->mem),  KARG(labels->mem),
                        KARG(scale), KARG(dx->mem), KARG(loss->mem), KARG(pred->mem)};
+    if (pgn_rows_on_gpu(x->dev))
+        return PGN_LAUNCH(x->dev, fused_loss_gpu, args, 1, GLOBAL1(pgn_gpu_lanes_range(rows)), PGN_GPU_LOCAL1, err);
     return PGN_LAUNCH(x->dev, fused_loss, args, 1, GLOBAL1(rows), NULL, err);
 }
 
@@ -356,17 +358,15 @@ int pgn_op_loss_stats(int rows, const pgn_tensor *loss, const pgn_tensor *pred,
         check(pgn_tensor_count(stats) >= (size_t)(2 * slot + 2), "loss_stats", "shape", err))
         return -1;
     if (!loss->dev) {
-        float sum = 0.0f;
         int correct = 0;
-        for (int r = 0; r < rows; r++) {
-            sum += F32(loss)[r];
-            correct += I32(pred)[r] == I32(labels)[r];
-        }
-        F32(stats)[2 * slot] = sum;
+        for (int r = 0; r < rows; r++) correct += I32(pred)[r] == I32(labels)[r];
+        F32(stats)[2 * slot] = pgn_sum_lanes(rows, F32(loss));
         F32(stats)[2 * slot + 1] = (float)correct;
         return 0;
     }
     pgn_karg args[] = {KARG(rows), KARG(loss->mem), KARG(pred->mem), KARG(labels->mem), KARG(stats->mem), KARG(slot)};
+    if (pgn_rows_on_gpu(loss->dev))
+        return PGN_LAUNCH(loss->dev, loss_stats_gpu, args, 1, GLOBAL1(PGN_LANES), GLOBAL1(PGN_LANES), err);
     return PGN_LAUNCH(loss->dev, loss_stats, args, 1, GLOBAL1(1), NULL, err);
 }
 
@@ -391,6 +391,8 @@ int pgn_op_sumsq_ranges(const pgn_tensor *x, int n, const pgn_tensor *ranges, pg
     }
     if (!n) return 0;
     pgn_karg args[] = {KARG(n), KARG(ranges->mem), KARG(x->mem), KARG(partials->mem)};
+    if (pgn_rows_on_gpu(x->dev))
+        return PGN_LAUNCH(x->dev, sumsq_ranges_gpu, args, 1, GLOBAL1(pgn_gpu_lanes_range(n)), PGN_GPU_LOCAL1, err);
     return PGN_LAUNCH(x->dev, sumsq_ranges, args, 1, GLOBAL1(n), NULL, err);
 }
 
@@ -401,14 +403,14 @@ int pgn_op_clip_scale(int n_partials, const pgn_tensor *partials, float max_norm
               "clip_scale", "shape", err))
         return -1;
     if (!out->dev) {
-        float acc = 0.0f;
-        for (int i = 0; i < n_partials; i++) acc += F32(partials)[i];
-        float norm = pgn_sqrt(acc);
+        float norm = pgn_sqrt(pgn_sum_lanes(n_partials, F32(partials)));
         F32(out)[0] = norm;
         F32(out)[1] = pgn_clip_factor(norm, max_norm);
         return 0;
     }
     pgn_karg args[] = {KARG(n_partials), KARG(partials->mem), KARG(max_norm), KARG(out->mem)};
+    if (pgn_rows_on_gpu(out->dev))
+        return PGN_LAUNCH(out->dev, clip_scale_gpu, args, 1, GLOBAL1(PGN_LANES), GLOBAL1(PGN_LANES), err);
     return PGN_LAUNCH(out->dev, clip_scale, args, 1, GLOBAL1(1), NULL, err);
 }
 

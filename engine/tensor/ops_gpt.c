@@ -182,16 +182,14 @@ int pgn_op_layernorm_forward(int rows, const pgn_tensor *x, const pgn_tensor *w,
                     pgn_tensor_count(b), C);
     float eps = PGN_LAYERNORM_EPS;
     if (!x->dev) {
-        for (int r0 = 0; r0 < rows; r0 += PGN_LN_ROWS)
-            pgn_layernorm_forward_rows(r0, pgn_gpt_min(PGN_LN_ROWS, rows - r0), PGN_LN_ROWS, C, eps, F32(x),
-                                       F32(w), F32(b), F32(y), F32(stats));
+        for (int r = 0; r < rows; r++) pgn_layernorm_forward_row(r, C, eps, F32(x), F32(w), F32(b), F32(y), F32(stats));
         return 0;
     }
     pgn_karg args[] = {KARG(rows),   KARG(C),      KARG(eps),    KARG(x->mem),
                        KARG(w->mem), KARG(b->mem), KARG(y->mem), KARG(stats->mem)};
     if (pgn_rows_on_gpu(x->dev))
-        return PGN_LAUNCH(x->dev, layernorm_forward_gpu, args, 1, GLOBAL1(pgn_gpu_range(rows)), PGN_GPU_LOCAL1,
-                          err);
+        return PGN_LAUNCH(x->dev, layernorm_forward_gpu, args, 1, GLOBAL1(pgn_gpu_lanes_range(rows)),
+                          PGN_GPU_LOCAL1, err);
     return PGN_LAUNCH(x->dev, layernorm_forward, args, 1,
                       GLOBAL1((rows + PGN_LN_ROWS - 1) / PGN_LN_ROWS), NULL, err);
 }
@@ -212,9 +210,7 @@ int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w
     if ((dw && pgn_tensor_count(dw) != (size_t)C) || (db && pgn_tensor_count(db) != (size_t)C))
         return fail(err, op, "dw and db must have C = %d elements", C);
     if (!x->dev) {
-        for (int r0 = 0; r0 < rows; r0 += PGN_LN_ROWS)
-            pgn_layernorm_backward_rows(r0, pgn_gpt_min(PGN_LN_ROWS, rows - r0), PGN_LN_ROWS, C, F32(x), F32(w),
-                                        F32(stats), F32(dy), F32(dx));
+        for (int r = 0; r < rows; r++) pgn_layernorm_backward_row(r, C, F32(x), F32(w), F32(stats), F32(dy), F32(dx));
         if (dw || db)
             for (int c0 = 0; c0 < C; c0 += PGN_COL_BLOCK)
                 pgn_layernorm_params_block(rows, C, c0, pgn_gpt_min(PGN_COL_BLOCK, C - c0), F32(x),
@@ -225,8 +221,8 @@ int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w
     pgn_karg args[] = {KARG(rows),      KARG(C),      KARG(x->mem), KARG(w->mem),
                        KARG(stats->mem), KARG(dy->mem), KARG(dx->mem)};
     bool gpu = pgn_rows_on_gpu(x->dev);
-    if (gpu ? PGN_LAUNCH(x->dev, layernorm_backward_gpu, args, 1, GLOBAL1(pgn_gpu_range(rows)), PGN_GPU_LOCAL1,
-                         err)
+    if (gpu ? PGN_LAUNCH(x->dev, layernorm_backward_gpu, args, 1, GLOBAL1(pgn_gpu_lanes_range(rows)),
+                         PGN_GPU_LOCAL1, err)
             : PGN_LAUNCH(x->dev, layernorm_backward, args, 1, GLOBAL1((rows + PGN_LN_ROWS - 1) / PGN_LN_ROWS), NULL,
                          err))
         return -1;

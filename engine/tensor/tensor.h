@@ -415,8 +415,8 @@ int pgn_checkpoint_spec(const pgn_st_file *f, pgn_train_spec *t, pgn_error *err)
 int pgn_checkpoint_vocab(const pgn_st_file *f, pgn_vocab *v, pgn_error *err);
 
 /* Whether dev runs the gpu family's row and column kernels (kernels/tensor_gpu.cl; its profile,
- * engine/profile.c): ops.c and ops_gpt.c launch those, a row or a column a work-item, in groups
- * of PGN_GPU_GROUP. */
+ * engine/profile.c): ops.c and ops_gpt.c launch those, PGN_LANES work-items a row (sums over a
+ * row) or a row or column a work-item, in groups of PGN_GPU_GROUP. */
 static inline bool pgn_rows_on_gpu(const pgn_device *dev) {
     return dev && dev->profile.family[PGN_OPS_ROWS] == PGN_FAMILY_GPU;
 }
@@ -426,5 +426,7 @@ static inline bool pgn_rows_on_gpu(const pgn_device *dev) {
 #define pgn_range_of(n, group) (((size_t)(n) + (size_t)(group) - 1) / (size_t)(group) * (size_t)(group))
 #define pgn_gpu_range(n) pgn_range_of(n, PGN_GPU_GROUP)
 #define PGN_GPU_LOCAL1 ((size_t[1]){PGN_GPU_GROUP})
+/* The range of a gpu-family kernel giving each of n rows PGN_LANES work-items. */
+#define pgn_gpu_lanes_range(n) pgn_gpu_range((size_t)(n) * PGN_LANES)
 
 #endif
