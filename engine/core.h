@@ -58,6 +58,8 @@ typedef struct pgn_karg {
     const void *value;
 } pgn_karg;
 #define KARG(x) {sizeof(x), &(x)}
+/* A __local argument of bytes bytes (OpenCL allocates it per work-group). */
+#define KARG_LOCAL(bytes) {(bytes), NULL}
 
 /* Sets the arguments (as many as kernels.h lists for it) and queues kernel id over a dims-D
  * range (local may be NULL). Launchers call it through PGN_LAUNCH, which checks the count of

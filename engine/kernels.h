@@ -53,7 +53,8 @@
     X(embed_backward_wpe, 6, CPU, ROWS)                                                        \
     X(layernorm_forward, 8, CPU, ROWS)                                                         \
     X(layernorm_backward, 7, CPU, ROWS)                                                        \
-    X(layernorm_backward_params, 7, CPU, ROWS)                                                 \
+    X(layernorm_backward_params, 6, CPU, ROWS)                                                 \
+    X(layernorm_params_finish, 5, CPU, ROWS)                                                   \
     X(attention_forward, 7, CPU, ROWS)                                                         \
     X(attention_decode, 7, CPU, ROWS)                                                          \
     X(attention_backward_query, 9, CPU, ROWS)                                                  \
@@ -71,7 +72,7 @@
     /* kernels/tensor_gpu.cl */                                                                \
     X(layernorm_forward_gpu, 8, GPU, ROWS)                                                     \
     X(layernorm_backward_gpu, 7, GPU, ROWS)                                                    \
-    X(layernorm_backward_params_gpu, 7, GPU, ROWS)                                             \
+    X(layernorm_backward_params_gpu, 6, GPU, ROWS)                                             \
     X(colsum_partial_gpu, 4, GPU, ROWS)                                                        \
     X(bias_act_backward_gpu, 8, GPU, ROWS)                                                     \
     X(embed_backward_wte_gpu, 6, GPU, ROWS)                                                    \
@@ -80,8 +81,8 @@
     X(sumsq_ranges_gpu, 4, GPU, ROWS)                                                          \
     X(clip_scale_gpu, 4, GPU, ROWS)                                                            \
     /* kernels/gpt_gpu.cl */                                                                   \
-    X(attention_forward_gpu, 7, GPU, ROWS)                                                     \
-    X(attention_backward_query_gpu, 9, GPU, ROWS)                                              \
+    X(attention_forward_gpu, 8, GPU, ROWS)                                                     \
+    X(attention_backward_query_gpu, 10, GPU, ROWS)                                             \
     X(attention_backward_key_gpu, 9, GPU, ROWS)
 
 typedef enum {

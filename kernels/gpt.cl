@@ -53,17 +53,26 @@ __kernel void layernorm_backward(int rows, int C, __global const float *x,
     for (int r = r0; r < rows && r < r0 + PGN_LN_ROWS; r++) pgn_layernorm_backward_row(r, C, x, w, stats, dy, dx);
 }
 
-/* dw, db (either may be NULL): PGN_COL_BLOCK columns per work-item walking the rows;
- * global: ceil(C / PGN_COL_BLOCK). */
+/* The LayerNorm parameters' gradient partials (pgn_layernorm_params_block) of PGN_COL_BLOCK
+ * columns of chunk get_global_id(1) a work-item, into partials (chunks, 2C);
+ * global: (ceil(C / PGN_COL_BLOCK), chunks). */
 __kernel void layernorm_backward_params(int rows, int C, __global const float *x,
                                         __global const float *stats, __global const float *dy,
-                                        __global float *dw, __global float *db) {
-    int c0 = get_global_id(0) * PGN_COL_BLOCK;
+                                        __global float *partials) {
+    int c0 = get_global_id(0) * PGN_COL_BLOCK, r0 = get_global_id(1) * PGN_SUM_ROWS, r1 = min(rows, r0 + PGN_SUM_ROWS);
     if (c0 >= C) return;
+    __global float *pw = partials + (size_t)get_global_id(1) * 2 * C;
     if (C - c0 >= PGN_COL_BLOCK)
-        pgn_layernorm_params_block(rows, C, c0, PGN_COL_BLOCK, x, stats, dy, dw, db);
+        pgn_layernorm_params_block(r0, r1, C, c0, PGN_COL_BLOCK, x, stats, dy, pw);
     else
-        pgn_layernorm_params_block(rows, C, c0, C - c0, x, stats, dy, dw, db);
+        pgn_layernorm_params_block(r0, r1, C, c0, C - c0, x, stats, dy, pw);
+}
+
+/* dw, db (either may be NULL) from the partials, a column a work-item (both families); global: C. */
+__kernel void layernorm_params_finish(int chunks, int C, __global const float *partials, __global float *dw,
+                                      __global float *db) {
+    int c = get_global_id(0);
+    if (c < C) pgn_layernorm_params_finish(chunks, C, c, partials, dw, db);
 }
 
 /* Work-item id -> (sequence b, head h, block): blocks vary fastest, so that a work-group holds

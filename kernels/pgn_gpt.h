@@ -126,16 +126,17 @@ PGN_INLINE void pgn_layernorm_backward_row(size_t r, int C, PGN_GLOBAL const flo
     pgn_layernorm_backward_dx(C, 0, 1, xr, w, dyr, mean, rstd, mdn, mdnx, dx + r * C);
 }
 
-/* Columns [c0, c0 + w) (w <= PGN_COL_BLOCK) of dw = sum over rows (ascending, fma) of
- * dy xhat and db = sum of dy; either output may be absent (NULL). */
-PGN_INLINE void pgn_layernorm_params_block(int rows, int C, int c0, int w,
-                                           PGN_GLOBAL const float *x,
-                                           PGN_GLOBAL const float *stats,
-                                           PGN_GLOBAL const float *dy, PGN_GLOBAL float *dw,
-                                           PGN_GLOBAL float *db) {
+/* dw = sum over rows of dy xhat (fma) and db = sum of dy are column sums, in their order (pgn_ops.h:
+ * chunks of PGN_SUM_ROWS rows, each in row order, then the chunks in order). Partials (chunks, 2C):
+ * a chunk's row holds its dw sums in [0, C) and its db sums in [C, 2C). This takes columns
+ * [c0, c0 + w) (w <= PGN_COL_BLOCK) of rows [r0, r1) into pw[c] (dw) and pw[C + c] (db), pw the
+ * chunk's row of the partials. */
+PGN_INLINE void pgn_layernorm_params_block(int r0, int r1, int C, int c0, int w, PGN_GLOBAL const float *x,
+                                           PGN_GLOBAL const float *stats, PGN_GLOBAL const float *dy,
+                                           PGN_GLOBAL float *pw) {
     float aw[PGN_COL_BLOCK], ab[PGN_COL_BLOCK];
     for (int j = 0; j < PGN_COL_BLOCK; j++) aw[j] = ab[j] = 0.0f;
-    for (int r = 0; r < rows; r++) {
+    for (int r = r0; r < r1; r++) {
         float mean = stats[2 * (size_t)r], rstd = stats[2 * (size_t)r + 1];
         size_t o = (size_t)r * C + c0;
         for (int j = 0; j < w; j++) {
@@ -145,9 +146,16 @@ PGN_INLINE void pgn_layernorm_params_block(int rows, int C, int c0, int w,
         }
     }
     for (int j = 0; j < w; j++) {
-        if (dw) dw[c0 + j] = aw[j];
-        if (db) db[c0 + j] = ab[j];
+        pw[c0 + j] = aw[j];
+        pw[C + c0 + j] = ab[j];
     }
+}
+
+/* Column c of dw and db (either may be absent: NULL) from the chunks' partials, in chunk order. */
+PGN_INLINE void pgn_layernorm_params_finish(int chunks, int C, int c, PGN_GLOBAL const float *partials,
+                                            PGN_GLOBAL float *dw, PGN_GLOBAL float *db) {
+    if (dw) dw[c] = pgn_sum_partials(chunks, 2 * C, partials, c);
+    if (db) db[c] = pgn_sum_partials(chunks, 2 * C, partials, C + c);
 }
 
 /* ---- causal multi-head self-attention ---------------------------------------------------------
@@ -162,6 +170,15 @@ PGN_INLINE void pgn_layernorm_params_block(int rows, int C, int c0, int w,
 #define PGN_ATT_BLOCK 16
 
 typedef float pgn_att_tile[PGN_ATT_BLOCK][PGN_ATT_BLOCK];
+
+/* The gpu family's work-group takes a block of queries with their rows of scores (T floats each)
+ * in local memory, at most PGN_ATT_LOCAL_FLOATS of them (32 KB of the 48 KB OpenCL devices
+ * offer): PGN_ATT_BLOCK rows up to T = 512, 4 at the longest context (2048). */
+#define PGN_ATT_LOCAL_FLOATS 8192
+PGN_INLINE int pgn_att_group_rows(int T) {
+    int r = PGN_ATT_LOCAL_FLOATS / T;
+    return r < 1 ? 1 : r > PGN_ATT_BLOCK ? PGN_ATT_BLOCK : r;
+}
 
 /* 1 / sqrt(hd), the same expression on both sides. */
 PGN_INLINE float pgn_att_scale(int hd) { return 1.0f / pgn_sqrt((float)hd); }
@@ -403,68 +420,9 @@ PGN_INLINE void pgn_attention_backward_key_block(int T, int H, int C, int b, int
     pgn_att_mix(1, u0, nk, T, att + col0, 1, T, dyb, C, hd, out + 2 * C, C3);
 }
 
-/* ---- attention a row at a time (the gpu family: kernels/gpt_gpu.cl) ----------------------------
- * The same chains as the blocks above, for one query (forward, the backward's query half) or one
- * key (the backward's key half) a work-item: each score a chain over d, the softmax's sum and the
- * backward's dot in lane order, each output element a chain over its causal range ascending. The max is the same in any order. test_ops_gpt checks the bits against the host's
- * blocks. */
-
-/* Query t of sequence b, head h: its row of att and its y, as row t of
- * pgn_attention_forward_block. */
-PGN_INLINE void pgn_attention_forward_query(int T, int H, int C, int b, int h, int t, PGN_GLOBAL const float *qkv,
-                                            PGN_GLOBAL float *att, PGN_GLOBAL float *y) {
-    int hd = C / H, C3 = 3 * C;
-    float scale = pgn_att_scale(hd);
-    PGN_GLOBAL const float *base = qkv + (size_t)b * T * C3 + (size_t)h * hd, *q = base + (size_t)t * C3;
-    PGN_GLOBAL float *p = att + (((size_t)b * H + h) * T + t) * T;
-    for (int u = 0; u <= t; u++) {
-        PGN_GLOBAL const float *k = base + C + (size_t)u * C3;
-        float s = 0.0f;
-        for (int d = 0; d < hd; d++) s = pgn_fma(q[d], k[d], s);
-        p[u] = s * scale;
-    }
-    float mx = p[0];
-    for (int u = 1; u <= t; u++) mx = p[u] > mx ? p[u] : mx;
-    for (int u = 0; u <= t; u++) p[u] = pgn_expf(p[u] - mx);
-    float sum = pgn_sum_lanes(t + 1, p);
-    for (int u = 0; u <= t; u++) p[u] = p[u] / sum;
-    for (int u = t + 1; u < T; u++) p[u] = 0.0f;
-    PGN_GLOBAL float *out = y + ((size_t)b * T + t) * C + (size_t)h * hd;
-    for (int d = 0; d < hd; d++) {
-        float acc = 0.0f;
-        for (int u = 0; u <= t; u++) acc = pgn_fma(p[u], base[2 * C + (size_t)u * C3 + d], acc);
-        out[d] = acc;
-    }
-}
-
-/* The backward's query half for query t alone (row t of pgn_attention_backward_query_block): its
- * row of score gradients into ds and its dq. */
-PGN_INLINE void pgn_attention_backward_query(int T, int H, int C, int b, int h, int t, PGN_GLOBAL const float *qkv,
-                                             PGN_GLOBAL const float *att, PGN_GLOBAL const float *dy,
-                                             PGN_GLOBAL float *ds, PGN_GLOBAL float *dqkv) {
-    int hd = C / H, C3 = 3 * C;
-    float scale = pgn_att_scale(hd);
-    PGN_GLOBAL const float *base = qkv + (size_t)b * T * C3 + (size_t)h * hd;
-    PGN_GLOBAL const float *dyt = dy + ((size_t)b * T + t) * C + (size_t)h * hd;
-    size_t row = (((size_t)b * H + h) * T + t) * T;
-    PGN_GLOBAL const float *p = att + row;
-    PGN_GLOBAL float *g = ds + row;
-    for (int u = 0; u <= t; u++) {
-        PGN_GLOBAL const float *v = base + 2 * C + (size_t)u * C3;
-        float s = 0.0f;
-        for (int d = 0; d < hd; d++) s = pgn_fma(dyt[d], v[d], s);
-        g[u] = s;
-    }
-    float dot = pgn_dot_lanes(t + 1, p, g);
-    for (int u = 0; u <= t; u++) g[u] = (p[u] * (g[u] - dot)) * scale;
-    for (int u = t + 1; u < T; u++) g[u] = 0.0f;
-    PGN_GLOBAL float *dq = dqkv + ((size_t)b * T + t) * C3 + (size_t)h * hd;
-    for (int d = 0; d < hd; d++) {
-        float acc = 0.0f;
-        for (int u = 0; u <= t; u++) acc = pgn_fma(g[u], base[C + (size_t)u * C3 + d], acc);
-        dq[d] = acc;
-    }
-}
+/* ---- the backward's key half a key at a time (the gpu family: kernels/gpt_gpu.cl) -----------------
+ * The same chains as pgn_attention_backward_key_block's rows, for one key a work-item. test_ops_gpt
+ * checks the bits against the host's blocks. */
 
 /* The backward's key half for key u alone (row u of pgn_attention_backward_key_block), after
  * every query's ds: dk_u and dv_u, chains over t >= u ascending. */

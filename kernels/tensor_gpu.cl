@@ -177,11 +177,15 @@ __kernel void clip_scale_gpu(int n_partials, __global const float *partials, flo
     out[1] = pgn_clip_factor(norm, max_norm);
 }
 
-/* dw, db (either may be NULL) of column get_global_id(0) over all the rows; global: C. */
+/* The LayerNorm parameters' gradient partials of column get_global_id(0) of chunk
+ * get_global_id(1), into partials (chunks, 2C), which layernorm_params_finish adds up.
+ * global: (C, chunks). */
 __kernel void layernorm_backward_params_gpu(int rows, int C, __global const float *x, __global const float *stats,
-                                            __global const float *dy, __global float *dw, __global float *db) {
-    int c = get_global_id(0);
-    if (c < C) pgn_layernorm_params_block(rows, C, c, 1, x, stats, dy, dw, db);
+                                            __global const float *dy, __global float *partials) {
+    int c = get_global_id(0), r0 = get_global_id(1) * PGN_SUM_ROWS;
+    if (c < C)
+        pgn_layernorm_params_block(r0, min(rows, r0 + PGN_SUM_ROWS), C, c, 1, x, stats, dy,
+                                   partials + (size_t)get_global_id(1) * 2 * C);
 }
 
 /* Column get_global_id(0) of chunk get_global_id(1) (PGN_SUM_ROWS rows): its sum into

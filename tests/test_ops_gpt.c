@@ -442,8 +442,8 @@ static void check_attention(att_shape s, uint64_t seed, float scale, int grad_st
     for (size_t i = 0; i < 6; i++) pair_release(all[i]);
 }
 
-/* The attention cases, each run by the cpu family (suite gpt) and the gpu family's a query or a
- * key a work-item (suite gpt_gpu): double math, and the host's bits. */
+/* The attention cases, each run by the cpu family (suite gpt) and the gpu family's work-groups
+ * (suite gpt_gpu): double math, and the host's bits. */
 static const struct {
     att_shape s;
     uint64_t seed;
@@ -458,6 +458,9 @@ static const struct {
     {{.B = 2, .T = 64, .H = 4, .hd = 32}, 50, 1.0f, 13},
     /* one token: each query attends to itself alone */
     {{.B = 3, .T = 1, .H = 2, .hd = 3}, 60, 1.0f, 1},
+    /* a context past 512: the gpu family's work-groups take 13 queries (pgn_att_group_rows) and
+     * each work-item several keys */
+    {{.B = 1, .T = 600, .H = 1, .hd = 5}, 70, 1.0f, 997},
 };
 static void att_case(int i) {
     check_attention(att_cases[i].s, att_cases[i].seed, att_cases[i].scale, att_cases[i].grad_stride);
@@ -469,6 +472,7 @@ ATT_CASE(attention_with_odd_heads_matches_double_math_and_the_device, 0)
 ATT_CASE(attention_across_block_edges, 1)
 ATT_CASE(attention_at_the_char_gpt_head_shape, 2)
 ATT_CASE(attention_of_one_token_copies_v, 3)
+ATT_CASE(attention_past_a_context_of_512, 4)
 
 Test(gpt, attention_refuses_wrong_shapes) {
     pgn_error err = {0};
@@ -496,7 +500,7 @@ Test(gpt, attention_refuses_wrong_shapes) {
 /* gpt-small's attention (64 sequences of 256, 6 heads of 64) on the device: left to pocl, its
  * blocks went in work-groups of 3,072 work-items whose private tiles overflowed the thread's
  * stack (a crash). Every probability row sums to about 1 and y is finite. */
-Test(gpt, attention_at_gpt_small_s_shape_runs) {
+static void attention_at_gpt_small_s_shape_runs(void) {
     enum { B = 64, T = 256, H = 6, C = 384 };
     pgn_error err = {0};
     pgn_tensor qkv, att, y;
@@ -523,3 +527,5 @@ Test(gpt, attention_at_gpt_small_s_shape_runs) {
     pgn_tensor_release(&att);
     pgn_tensor_release(&y);
 }
+Test(gpt, attention_at_gpt_small_s_shape_runs) { attention_at_gpt_small_s_shape_runs(); }
+Test(gpt_gpu, attention_at_gpt_small_s_shape_runs) { attention_at_gpt_small_s_shape_runs(); }

@@ -49,20 +49,17 @@ static bool fits(const pgn_tensor *t, int rows, int cols) { return rows <= t->ro
 
 /* ---- column sums in two passes (pgn_sum_chunks in kernels/pgn_ops.h) ----------------------- */
 
-/* Room in the device's reduction scratch for chunks x cols partial sums. */
-static int reserve_partials(pgn_device *dev, int chunks, int cols, pgn_error *err) {
+int pgn_tensor_partials(pgn_device *dev, int chunks, int cols, cl_mem *mem, pgn_error *err) {
     pgn_tensor_scratch *sc = pgn_tensor_scratch_of(dev, err);
-    return sc ? pgn_device_scratch_reserve(dev, &sc->reduce, &sc->reduce_bytes,
-                                           (size_t)chunks * (size_t)cols * sizeof(float), "column sums", err)
-              : -1;
+    if (!sc || pgn_device_scratch_reserve(dev, &sc->reduce, &sc->reduce_bytes,
+                                          (size_t)chunks * (size_t)cols * sizeof(float), "column sums", err))
+        return -1;
+    *mem = sc->reduce;
+    return 0;
 }
 
-/* The partials' scratch (reserve_partials made it). */
-static cl_mem partials(pgn_device *dev) { return ((pgn_tensor_scratch *)dev->part[PGN_PART_TENSOR])->reduce; }
-
-/* out (cols) = the partial sums in the scratch added up in chunk order. */
-static int finish_partials(pgn_device *dev, int chunks, int cols, pgn_tensor *out, pgn_error *err) {
-    cl_mem ws = partials(dev);
+/* out (cols) = the partial sums in ws added up in chunk order. */
+static int finish_partials(pgn_device *dev, cl_mem ws, int chunks, int cols, pgn_tensor *out, pgn_error *err) {
     pgn_karg args[] = {KARG(chunks), KARG(cols), KARG(ws), KARG(out->mem)};
     return PGN_LAUNCH(dev, colsum_finish, args, 1, GLOBAL1(cols), NULL, err);
 }
@@ -114,19 +111,19 @@ int pgn_op_bias_act_backward(int rows, const pgn_tensor *z, const pgn_tensor *y,
         return 0;
     }
     pgn_device *dev = z->dev;
-    if (reserve_partials(dev, chunks, cols, err)) return -1;
-    cl_mem ws = partials(dev);
+    cl_mem ws;
+    if (pgn_tensor_partials(dev, chunks, cols, &ws, err)) return -1;
     pgn_karg args[] = {KARG(rows),  KARG(cols),   KARG(act),    KARG(z->mem),
                        KARG(y->mem), KARG(dy->mem), KARG(dz->mem), KARG(ws)};
     if (pgn_rows_on_gpu(dev)) {
         size_t global[2] = {pgn_gpu_range(cols), (size_t)chunks}, local[2] = {PGN_GPU_GROUP, 1};
         return PGN_LAUNCH(dev, bias_act_backward_gpu, args, 2, global, local, err) ||
-               finish_partials(dev, chunks, cols, db, err);
+               finish_partials(dev, ws, chunks, cols, db, err);
     }
     int group = PGN_COL_BLOCK * PGN_COL_GROUP;
     size_t global[2] = {(size_t)(cols + group - 1) / group, (size_t)chunks};
     return PGN_LAUNCH(dev, bias_act_backward, args, 2, global, NULL, err) ||
-           finish_partials(dev, chunks, cols, db, err);
+           finish_partials(dev, ws, chunks, cols, db, err);
 }
 
 /* ---- act: y = act(x); dx = dy act'(x) --------------------------------------------------- */
@@ -238,18 +235,18 @@ int pgn_op_colsum(int rows, const pgn_tensor *x, pgn_tensor *out, pgn_error *err
         return 0;
     }
     pgn_device *dev = x->dev;
-    if (reserve_partials(dev, chunks, cols, err)) return -1;
-    cl_mem ws = partials(dev);
+    cl_mem ws;
+    if (pgn_tensor_partials(dev, chunks, cols, &ws, err)) return -1;
     pgn_karg args[] = {KARG(rows), KARG(cols), KARG(x->mem), KARG(ws)};
     if (pgn_rows_on_gpu(dev)) {
         size_t global[2] = {pgn_gpu_range(cols), (size_t)chunks}, local[2] = {PGN_GPU_GROUP, 1};
         return PGN_LAUNCH(dev, colsum_partial_gpu, args, 2, global, local, err) ||
-               finish_partials(dev, chunks, cols, out, err);
+               finish_partials(dev, ws, chunks, cols, out, err);
     }
     int group = PGN_COL_BLOCK * PGN_COL_GROUP;
     size_t global[2] = {(size_t)(cols + group - 1) / group, (size_t)chunks};
     return PGN_LAUNCH(dev, colsum_partial, args, 2, global, NULL, err) ||
-           finish_partials(dev, chunks, cols, out, err);
+           finish_partials(dev, ws, chunks, cols, out, err);
 }
 
 int pgn_op_broadcast_rows(int rows, const pgn_tensor *src, float scale, pgn_tensor *dst,

@@ -12,6 +12,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "tensor/tensor.h"
 #include "pgn_math.h"
@@ -23,14 +24,22 @@
 #define GLOBAL1(n) ((size_t[1]){(size_t)(n)})
 /* A work-group of one work-item, for launches of few heavy work-items: pocl makes a small range
  * one work-group, which one thread runs. On 2 cores embed_backward_wte over V = 65 took 0.075 ms
- * as one group, 0.035 ms as 65; layernorm_backward_params over 8 column blocks 0.065 -> 0.050
- * (fastest of 40 runs each). */
+ * as one group, 0.035 ms as 65 (fastest of 40 runs each). */
 #define ONE_PER_GROUP ((size_t[1]){1})
 /* The cpu family's attention blocks a work-group: left to pocl, a range of B H T/16 blocks went
  * in groups of up to 3,072 work-items, whose private tiles (over 1 KB each) overflowed the
  * stack of the thread that runs a group (gpt-small, batch 64, crashed; batch 48 ran). */
 #define ATT_GROUP 16
 #define ATT_RANGE(n) GLOBAL1(pgn_range_of(n, ATT_GROUP))
+
+/* The gpu family's query blocks (kernels/gpt_gpu.cl): a work-group of PGN_GPU_GROUP per
+ * (sequence, head, block of pgn_att_group_rows(T) queries), whose rows of scores take
+ * att_local_bytes(T) of local memory. */
+static size_t att_groups_range(int B, int H, int T) {
+    int qb = pgn_att_group_rows(T);
+    return (size_t)B * H * (size_t)((T + qb - 1) / qb) * PGN_GPU_GROUP;
+}
+static size_t att_local_bytes(int T) { return (size_t)pgn_att_group_rows(T) * T * sizeof(float); }
 
 /* Fails with "op: what": a caller's shapes or devices are wrong (the graph's bug, not a user's
  * input). Returns -1. */
@@ -194,6 +203,23 @@ int pgn_op_layernorm_forward(int rows, const pgn_tensor *x, const pgn_tensor *w,
                       GLOBAL1((rows + PGN_LN_ROWS - 1) / PGN_LN_ROWS), NULL, err);
 }
 
+/* The host's dw and db (either may be NULL): the chunks' partials, then their sums. */
+static int layernorm_params_host(int rows, int C, const pgn_tensor *x, const pgn_tensor *stats, const pgn_tensor *dy,
+                                 pgn_tensor *dw, pgn_tensor *db, pgn_error *err) {
+    int chunks = pgn_sum_chunks(rows);
+    float *part = malloc((size_t)chunks * 2 * C * sizeof *part);
+    if (!part) return fail(err, "layernorm_backward", "out of memory for %d x %d partial sums", chunks, 2 * C);
+    for (int k = 0; k < chunks; k++) {
+        int r0 = k * PGN_SUM_ROWS, r1 = pgn_gpt_min(rows, r0 + PGN_SUM_ROWS);
+        for (int c0 = 0; c0 < C; c0 += PGN_COL_BLOCK)
+            pgn_layernorm_params_block(r0, r1, C, c0, pgn_gpt_min(PGN_COL_BLOCK, C - c0), F32(x), F32(stats), F32(dy),
+                                       part + (size_t)k * 2 * C);
+    }
+    for (int c = 0; c < C; c++) pgn_layernorm_params_finish(chunks, C, c, part, dw ? F32(dw) : NULL, db ? F32(db) : NULL);
+    free(part);
+    return 0;
+}
+
 int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w,
                               const pgn_tensor *stats, const pgn_tensor *dy, pgn_tensor *dx,
                               pgn_tensor *dw, pgn_tensor *db, pgn_error *err) {
@@ -211,12 +237,7 @@ int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w
         return fail(err, op, "dw and db must have C = %d elements", C);
     if (!x->dev) {
         for (int r = 0; r < rows; r++) pgn_layernorm_backward_row(r, C, F32(x), F32(w), F32(stats), F32(dy), F32(dx));
-        if (dw || db)
-            for (int c0 = 0; c0 < C; c0 += PGN_COL_BLOCK)
-                pgn_layernorm_params_block(rows, C, c0, pgn_gpt_min(PGN_COL_BLOCK, C - c0), F32(x),
-                                           F32(stats), F32(dy), dw ? F32(dw) : NULL,
-                                           db ? F32(db) : NULL);
-        return 0;
+        return dw || db ? layernorm_params_host(rows, C, x, stats, dy, dw, db, err) : 0;
     }
     pgn_karg args[] = {KARG(rows),      KARG(C),      KARG(x->mem), KARG(w->mem),
                        KARG(stats->mem), KARG(dy->mem), KARG(dx->mem)};
@@ -227,15 +248,21 @@ int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w
                          err))
         return -1;
     if (!dw && !db) return 0;
+    int chunks = pgn_sum_chunks(rows);
+    cl_mem ws;
+    if (pgn_tensor_partials(x->dev, chunks, 2 * C, &ws, err)) return -1;
+    pgn_karg pargs[] = {KARG(rows), KARG(C), KARG(x->mem), KARG(stats->mem), KARG(dy->mem), KARG(ws)};
+    if (gpu) {
+        size_t global[2] = {pgn_gpu_range(C), (size_t)chunks}, local[2] = {PGN_GPU_GROUP, 1};
+        if (PGN_LAUNCH(x->dev, layernorm_backward_params_gpu, pargs, 2, global, local, err)) return -1;
+    } else {
+        size_t global[2] = {(size_t)(C + PGN_COL_BLOCK - 1) / PGN_COL_BLOCK, (size_t)chunks};
+        if (PGN_LAUNCH(x->dev, layernorm_backward_params, pargs, 2, global, NULL, err)) return -1;
+    }
     /* an absent output is a NULL buffer argument, which the kernel sees as a NULL pointer */
     cl_mem dw_mem = dw ? dw->mem : NULL, db_mem = db ? db->mem : NULL;
-    pgn_karg pargs[] = {KARG(rows),    KARG(C),      KARG(x->mem), KARG(stats->mem),
-                        KARG(dy->mem), KARG(dw_mem), KARG(db_mem)};
-    if (gpu)
-        return PGN_LAUNCH(x->dev, layernorm_backward_params_gpu, pargs, 1, GLOBAL1(pgn_gpu_range(C)),
-                          PGN_GPU_LOCAL1, err);
-    return PGN_LAUNCH(x->dev, layernorm_backward_params, pargs, 1,
-                      GLOBAL1((C + PGN_COL_BLOCK - 1) / PGN_COL_BLOCK), ONE_PER_GROUP, err);
+    pgn_karg fargs[] = {KARG(chunks), KARG(C), KARG(ws), KARG(dw_mem), KARG(db_mem)};
+    return PGN_LAUNCH(x->dev, layernorm_params_finish, fargs, 1, GLOBAL1(C), NULL, err);
 }
 
 /* ---- attention: qkv (rows, 3C) -> att (B, H, T, T), y (rows, C) ------------------------------- */
@@ -267,10 +294,13 @@ int pgn_op_attention_forward(int rows, int T, int H, const pgn_tensor *qkv, pgn_
                     pgn_attention_forward_block(T, H, C, b, h, qb, F32(qkv), F32(att), F32(y));
         return 0;
     }
+    if (pgn_rows_on_gpu(qkv->dev)) {
+        pgn_karg gargs[] = {KARG(rows),     KARG(T),    KARG(H),    KARG(C), KARG(qkv->mem),
+                            KARG(att->mem), KARG(y->mem), KARG_LOCAL(att_local_bytes(T))};
+        return PGN_LAUNCH(qkv->dev, attention_forward_gpu, gargs, 1, GLOBAL1(att_groups_range(B, H, T)),
+                          PGN_GPU_LOCAL1, err);
+    }
     pgn_karg args[] = {KARG(rows), KARG(T), KARG(H), KARG(C), KARG(qkv->mem), KARG(att->mem), KARG(y->mem)};
-    if (pgn_rows_on_gpu(qkv->dev))
-        return PGN_LAUNCH(qkv->dev, attention_forward_gpu, args, 1, GLOBAL1(pgn_gpu_range(rows * H)), PGN_GPU_LOCAL1,
-                          err);
     return PGN_LAUNCH(qkv->dev, attention_forward, args, 1, ATT_RANGE((size_t)B * H * blocks),
                       ((size_t[1]){ATT_GROUP}), err);
 }
@@ -320,9 +350,13 @@ int pgn_op_attention_backward(int rows, int T, int H, const pgn_tensor *qkv, con
     pgn_karg args[] = {KARG(rows),     KARG(T),      KARG(H),           KARG(C),        KARG(qkv->mem),
                        KARG(att->mem), KARG(dy->mem), KARG(scratch->mem), KARG(dqkv->mem)};
     if (pgn_rows_on_gpu(qkv->dev)) {
-        size_t g = pgn_gpu_range(rows * H);
-        return PGN_LAUNCH(qkv->dev, attention_backward_query_gpu, args, 1, GLOBAL1(g), PGN_GPU_LOCAL1, err) ||
-               PGN_LAUNCH(qkv->dev, attention_backward_key_gpu, args, 1, GLOBAL1(g), PGN_GPU_LOCAL1, err);
+        pgn_karg qargs[] = {KARG(rows),   KARG(T),       KARG(H),           KARG(C),
+                            KARG(qkv->mem), KARG(att->mem), KARG(dy->mem),   KARG(scratch->mem),
+                            KARG(dqkv->mem), KARG_LOCAL(att_local_bytes(T))};
+        return PGN_LAUNCH(qkv->dev, attention_backward_query_gpu, qargs, 1, GLOBAL1(att_groups_range(B, H, T)),
+                          PGN_GPU_LOCAL1, err) ||
+               PGN_LAUNCH(qkv->dev, attention_backward_key_gpu, args, 1, GLOBAL1(pgn_gpu_range(rows * H)),
+                          PGN_GPU_LOCAL1, err);
     }
     if (PGN_LAUNCH(qkv->dev, attention_backward_query, args, 1, ATT_RANGE(global), ((size_t[1]){ATT_GROUP}), err))
         return -1;

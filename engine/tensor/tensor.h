@@ -44,6 +44,8 @@ typedef struct pgn_tensor_scratch {
 } pgn_tensor_scratch;
 /* dev's scratch, made on first use; NULL (err says why) without memory. */
 pgn_tensor_scratch *pgn_tensor_scratch_of(pgn_device *dev, pgn_error *err);
+/* dev's column-sum partials scratch grown to chunks x cols floats, into *mem (ops.c). */
+int pgn_tensor_partials(pgn_device *dev, int chunks, int cols, cl_mem *mem, pgn_error *err);
 
 /* ---- ops (ops.c) -------------------------------------------------------------------------
  * Each op runs the host reference when the tensors live on the host, or queues its kernel
