@@ -52,7 +52,7 @@
     X(embed_backward_wte, 6, CPU, ROWS)                                                        \
     X(embed_backward_wpe, 6, CPU, ROWS)                                                        \
     X(layernorm_forward, 8, CPU, ROWS)                                                         \
-    X(layernorm_backward, 7, CPU, ROWS)                                                        \
+    X(layernorm_backward, 8, CPU, ROWS)                                                        \
     X(layernorm_backward_params, 6, CPU, ROWS)                                                 \
     X(layernorm_params_finish, 5, CPU, ROWS)                                                   \
     X(attention_forward, 7, CPU, ROWS)                                                         \
@@ -71,7 +71,7 @@
     X(gemm_gpu_row, 12, GPU, GEMM)                                                             \
     /* kernels/tensor_gpu.cl */                                                                \
     X(layernorm_forward_gpu, 8, GPU, ROWS)                                                     \
-    X(layernorm_backward_gpu, 7, GPU, ROWS)                                                    \
+    X(layernorm_backward_gpu, 8, GPU, ROWS)                                                    \
     X(layernorm_backward_params_gpu, 6, GPU, ROWS)                                             \
     X(colsum_partial_gpu, 4, GPU, ROWS)                                                        \
     X(bias_act_backward_gpu, 8, GPU, ROWS)                                                     \

@@ -45,12 +45,12 @@ __kernel void layernorm_forward(int rows, int C, float eps, __global const float
     for (int r = r0; r < rows && r < r0 + PGN_LN_ROWS; r++) pgn_layernorm_forward_row(r, C, eps, x, w, b, y, stats);
 }
 
-/* dx of PGN_LN_ROWS rows per work-item; global: ceil(rows / PGN_LN_ROWS). */
+/* dx (or dx += it, with add) of PGN_LN_ROWS rows per work-item; global: ceil(rows / PGN_LN_ROWS). */
 __kernel void layernorm_backward(int rows, int C, __global const float *x,
                                  __global const float *w, __global const float *stats,
-                                 __global const float *dy, __global float *dx) {
+                                 __global const float *dy, int add, __global float *dx) {
     int r0 = get_global_id(0) * PGN_LN_ROWS;
-    for (int r = r0; r < rows && r < r0 + PGN_LN_ROWS; r++) pgn_layernorm_backward_row(r, C, x, w, stats, dy, dx);
+    for (int r = r0; r < rows && r < r0 + PGN_LN_ROWS; r++) pgn_layernorm_backward_row(r, C, x, w, stats, dy, add, dx);
 }
 
 /* The LayerNorm parameters' gradient partials (pgn_layernorm_params_block) of PGN_COL_BLOCK

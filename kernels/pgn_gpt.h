@@ -100,19 +100,21 @@ PGN_INLINE void pgn_layernorm_backward_terms(int c, PGN_GLOBAL const float *xr, 
 }
 
 /* dx of row r with its sums mdn = sum(dn) / C and mdnx = sum(dn xhat) / C, as llm.c's
- * layernorm_backward: dx = (dnorm - mdn - xhat mdnx) rstd, columns c ≡ c0 (mod step). */
+ * layernorm_backward: dx = (dnorm - mdn - xhat mdnx) rstd, columns c ≡ c0 (mod step); with add,
+ * dx = dx + that (a gradient's second contribution, as adding it afterwards would). */
 PGN_INLINE void pgn_layernorm_backward_dx(int C, int c0, int step, PGN_GLOBAL const float *xr,
                                           PGN_GLOBAL const float *w, PGN_GLOBAL const float *dyr, float mean,
-                                          float rstd, float mdn, float mdnx, PGN_GLOBAL float *dxr) {
+                                          float rstd, float mdn, float mdnx, int add, PGN_GLOBAL float *dxr) {
     for (int c = c0; c < C; c += step) {
         float xhat = (xr[c] - mean) * rstd, dn = w[c] * dyr[c];
-        dxr[c] = (dn - mdn - xhat * mdnx) * rstd;
+        float v = (dn - mdn - xhat * mdnx) * rstd;
+        dxr[c] = add ? dxr[c] + v : v;
     }
 }
 
 /* dx of row r: the two sums in lane order, then pgn_layernorm_backward_dx. */
 PGN_INLINE void pgn_layernorm_backward_row(size_t r, int C, PGN_GLOBAL const float *x, PGN_GLOBAL const float *w,
-                                           PGN_GLOBAL const float *stats, PGN_GLOBAL const float *dy,
+                                           PGN_GLOBAL const float *stats, PGN_GLOBAL const float *dy, int add,
                                            PGN_GLOBAL float *dx) {
     PGN_GLOBAL const float *xr = x + r * C, *dyr = dy + r * C;
     float mean = stats[2 * r], rstd = stats[2 * r + 1], sdn[PGN_LANES], sdnx[PGN_LANES];
@@ -123,7 +125,7 @@ PGN_INLINE void pgn_layernorm_backward_row(size_t r, int C, PGN_GLOBAL const flo
             pgn_layernorm_backward_terms(c + l, xr, w, dyr, mean, rstd, &sdn[l], &sdnx[l]);
     for (int l = 0; c + l < C; l++) pgn_layernorm_backward_terms(c + l, xr, w, dyr, mean, rstd, &sdn[l], &sdnx[l]);
     float mdn = pgn_lanes_fold(sdn) / (float)C, mdnx = pgn_lanes_fold(sdnx) / (float)C;
-    pgn_layernorm_backward_dx(C, 0, 1, xr, w, dyr, mean, rstd, mdn, mdnx, dx + r * C);
+    pgn_layernorm_backward_dx(C, 0, 1, xr, w, dyr, mean, rstd, mdn, mdnx, add, dx + r * C);
 }
 
 /* dw = sum over rows of dy xhat (fma) and db = sum of dy are column sums, in their order (pgn_ops.h:

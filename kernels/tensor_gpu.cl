@@ -61,9 +61,10 @@ __kernel void layernorm_forward_gpu(int rows, int C, float eps, __global const f
     for (int c = l; c < C; c += PGN_LANES) y[r * C + c] = fma((xr[c] - mean) * rstd, w[c], b[c]);
 }
 
-/* dx (pgn_layernorm_backward_row) of a row per PGN_LANES work-items. */
+/* dx, or dx += it with add (pgn_layernorm_backward_row), of a row per PGN_LANES work-items. */
 __kernel void layernorm_backward_gpu(int rows, int C, __global const float *x, __global const float *w,
-                                     __global const float *stats, __global const float *dy, __global float *dx) {
+                                     __global const float *stats, __global const float *dy, int add,
+                                     __global float *dx) {
     __local float part[PGN_GPU_GROUP];
     int l;
     bool own;
@@ -73,7 +74,7 @@ __kernel void layernorm_backward_gpu(int rows, int C, __global const float *x, _
     float mean = stats[2 * r], rstd = stats[2 * r + 1], sdn = 0.0f, sdnx = 0.0f;
     for (int c = l; c < C; c += PGN_LANES) pgn_layernorm_backward_terms(c, xr, w, dyr, mean, rstd, &sdn, &sdnx);
     float mdn = fold_lanes(p, l, sdn) / (float)C, mdnx = fold_lanes(p, l, sdnx) / (float)C;
-    if (own) pgn_layernorm_backward_dx(C, l, PGN_LANES, xr, w, dyr, mean, rstd, mdn, mdnx, dx + r * C);
+    if (own) pgn_layernorm_backward_dx(C, l, PGN_LANES, xr, w, dyr, mean, rstd, mdn, mdnx, add, dx + r * C);
 }
 
 /* Softmax + cross-entropy, or squared error against one-hot labels when mse is set

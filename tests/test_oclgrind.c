@@ -346,7 +346,7 @@ Test(oclgrind, the_transformer_kernels_give_the_host_bits_without_a_report) {
 #define EMBED(s) pgn_op_embed_forward(rows, T, &tok.s, &wte.s, &wpe.s, &emb.s, &e)
 #define EMBED_BWD(s) pgn_op_embed_backward(rows, T, &tok.s, &emb.s, &dwte.s, &dwpe.s, &e)
 #define LN(s) pgn_op_layernorm_forward(rows, &emb.s, &lw.s, &lb.s, &ln.s, &stats.s, &e)
-#define LN_BWD(s) pgn_op_layernorm_backward(rows, &emb.s, &lw.s, &stats.s, &ln.s, &dx.s, &dw.s, &db.s, &e)
+#define LN_BWD(s) pgn_op_layernorm_backward(rows, &emb.s, &lw.s, &stats.s, &ln.s, &dx.s, &dw.s, &db.s, false, &e)
     BOTH(EMBED);
     BOTH(EMBED_BWD);
     BOTH(LN);

@@ -347,14 +347,16 @@ static int dropout_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error 
 static int add_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
     return pgn_op_add(rows_of(n, p->rows), &in_a(g, n)->value, &in_b(g, n)->value, &n->value, err);
 }
-/* da = dy, db = dy (copied by the identity activation) */
+/* da = dy, db = dy (copied by the identity activation), except into the input whose grad buffer
+ * n's is, which holds dy already when n is its first contribution. */
 static int add_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
     for (int in = 0; in < 2; in++) {
         pgn_node *X = in ? in_b(g, n) : in_a(g, n);
         if (!X->needs_grad) continue;
-        if (pgn_op_act_forward(rows_of(n, p->rows), PGN_ACT_CODE_NONE, &n->grad, grad_target(X), err) ||
-            finish_grad(X, p->rows, err))
+        if (!(in == n->grad_of_input && !X->grad_written) &&
+            pgn_op_act_forward(rows_of(n, p->rows), PGN_ACT_CODE_NONE, &n->grad, grad_target(X), err))
             return -1;
+        if (finish_grad(X, p->rows, err)) return -1;
     }
     return 0;
 }
@@ -426,13 +428,17 @@ static int layernorm_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error
 }
 /* dx = (dxhat - mean(dxhat) - xhat mean(dxhat xhat)) rstd with dxhat = dy w; dw = colsum dy xhat,
  * db = colsum dy */
+/* dx adds itself into a gradient already written (no second buffer, no add launch) */
 static int layernorm_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
     pgn_node *X = in_a(g, n), *W = in_b(g, n), *B = in_c(g, n);
     int r = rows_of(n, p->rows);
-    return pgn_op_layernorm_backward(r, &X->value, &W->value, &n->aux, &n->grad, grad_target(X),
-                                     W->needs_grad ? grad_target(W) : NULL, B->needs_grad ? grad_target(B) : NULL,
-                                     err) ||
-           finish_grad(X, p->rows, err) || (W->needs_grad && finish_grad(W, p->rows, err)) ||
+    bool add = X->grad_written;
+    if (pgn_op_layernorm_backward(r, &X->value, &W->value, &n->aux, &n->grad, &X->grad,
+                                  W->needs_grad ? grad_target(W) : NULL, B->needs_grad ? grad_target(B) : NULL, add,
+                                  err))
+        return -1;
+    X->grad_written = true;
+    return (W->needs_grad && finish_grad(W, p->rows, err)) ||
            (B->needs_grad && finish_grad(B, p->rows, err));
 }
 
@@ -531,13 +537,48 @@ static bool shares_matmul(const pgn_graph *g, const pgn_node *n) {
            g->nodes[n->a].epilogue == (int)(n - g->nodes) && g->nodes[n->a].needs_grad == n->needs_grad;
 }
 
+/* The input (0: a, 1: b) of add node n whose grad buffer n's grad can be, else -1: one that needs
+ * a gradient, is no parameter (those live in the gradient store), has n's shape and has n as its
+ * last consumer, so that n's backward is the first to write its gradient and n's gradient, which
+ * n's consumers write before that, is dead after it. A residual stream's adds so share one buffer
+ * and skip a copy each (fewer launches: docs/architecture.md). last[i] is node i's last consumer. */
+static int add_grad_input(const pgn_graph *g, const pgn_node *n, const int *last) {
+    if (n->kind != PGN_NODE_ADD || !n->needs_grad) return -1;
+    int self = (int)(n - g->nodes);
+    for (int in = 0; in < 2; in++) {
+        const pgn_node *X = &g->nodes[in ? n->b : n->a];
+        if (X->needs_grad && X->kind != PGN_NODE_PARAM && last[in ? n->b : n->a] == self && X->rows == n->rows &&
+            X->cols == n->cols && X->batched == n->batched)
+            return in;
+    }
+    return -1;
+}
+
 int pgn_graph_compile(pgn_graph *g, int loss, pgn_error *err) {
     g->loss = loss;
     if (plan_params(g, err)) return -1;
+    int *last = malloc((size_t)g->n_nodes * sizeof *last);
+    if (!last) {
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory compiling the graph");
+        return -1;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        last[i] = -1;
+        const pgn_node *n = &g->nodes[i];
+        const int in_ids[3] = {n->a, n->b, n->c};
+        for (int k = 0; k < 3; k++)
+            if (in_ids[k] >= 0) last[in_ids[k]] = i;
+    }
+    for (int i = 0; i < g->n_nodes; i++) g->nodes[i].grad_of_input = add_grad_input(g, &g->nodes[i], last);
+    free(last);
     for (int i = 0; i < g->n_nodes; i++) {
         pgn_node *n = &g->nodes[i];
         bool param = n->kind == PGN_NODE_PARAM;
-        if (shares_matmul(g, n)) {
+        if (n->grad_of_input >= 0) {
+            if (pgn_tensor_init(&n->value, g->dev, n->rows, n->cols, err) ||
+                pgn_tensor_share(&n->grad, &g->nodes[n->grad_of_input ? n->b : n->a].grad, err))
+                return -1;
+        } else if (shares_matmul(g, n)) {
             /* bias without an activation: y is z, and dy is the matmul's dz; one buffer each */
             pgn_node *A = &g->nodes[n->a];
             if (pgn_tensor_view(&n->value, &A->value, 0, n->rows, n->cols, err) ||

@@ -57,6 +57,7 @@ typedef struct pgn_node {
     char name[48];     /* parameters: "layers.0.weight" */
     pgn_tensor value;
     pgn_tensor grad;   /* dL/dvalue, when needs_grad */
+    int grad_of_input; /* add: its grad is input a's (0) or b's (1) grad buffer (pgn_graph_compile), else -1 */
     pgn_tensor aux;    /* dropout mask; loss nodes: int32 predictions */
     pgn_tensor tmp;    /* a second gradient contribution before it is added (consumers > 1) */
     pgn_tensor scratch; /* attention: the gradients of its scores, as large as aux */

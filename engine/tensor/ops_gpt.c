@@ -222,8 +222,9 @@ static int layernorm_params_host(int rows, int C, const pgn_tensor *x, const pgn
 
 int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w,
                               const pgn_tensor *stats, const pgn_tensor *dy, pgn_tensor *dx,
-                              pgn_tensor *dw, pgn_tensor *db, pgn_error *err) {
+                              pgn_tensor *dw, pgn_tensor *db, bool add_dx, pgn_error *err) {
     const char *op = "layernorm_backward";
+    int add = add_dx;
     int C = x->cols;
     if (!ONE_DEVICE(x, w, stats, dy, dx, dw, db)) return fail(err, op, "tensors on different devices");
     if (rows < 1) return fail(err, op, "rows = %d, must be >= 1", rows);
@@ -236,11 +237,12 @@ int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w
     if ((dw && pgn_tensor_count(dw) != (size_t)C) || (db && pgn_tensor_count(db) != (size_t)C))
         return fail(err, op, "dw and db must have C = %d elements", C);
     if (!x->dev) {
-        for (int r = 0; r < rows; r++) pgn_layernorm_backward_row(r, C, F32(x), F32(w), F32(stats), F32(dy), F32(dx));
+        for (int r = 0; r < rows; r++)
+            pgn_layernorm_backward_row(r, C, F32(x), F32(w), F32(stats), F32(dy), add, F32(dx));
         return dw || db ? layernorm_params_host(rows, C, x, stats, dy, dw, db, err) : 0;
     }
-    pgn_karg args[] = {KARG(rows),      KARG(C),      KARG(x->mem), KARG(w->mem),
-                       KARG(stats->mem), KARG(dy->mem), KARG(dx->mem)};
+    pgn_karg args[] = {KARG(rows),      KARG(C),       KARG(x->mem), KARG(w->mem),
+                       KARG(stats->mem), KARG(dy->mem), KARG(add),    KARG(dx->mem)};
     bool gpu = pgn_rows_on_gpu(x->dev);
     if (gpu ? PGN_LAUNCH(x->dev, layernorm_backward_gpu, args, 1, GLOBAL1(pgn_gpu_lanes_range(rows)),
                          PGN_GPU_LOCAL1, err)

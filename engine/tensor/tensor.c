@@ -111,6 +111,17 @@ size_t pgn_tensor_view_align(const pgn_device *dev) {
     return bytes / PGN_ELEM_SIZE;
 }
 
+int pgn_tensor_share(pgn_tensor *t, pgn_tensor *parent, pgn_error *err) {
+    *t = *parent;
+    t->view = true;
+    if (t->mem && clRetainMemObject(t->mem) != CL_SUCCESS) {
+        memset(t, 0, sizeof *t);
+        pgn_error_set(err, PGN_E_DEVICE, "", "sharing a buffer on %s failed", parent->dev->info.id);
+        return -1;
+    }
+    return 0;
+}
+
 int pgn_tensor_view(pgn_tensor *t, pgn_tensor *parent, size_t offset, int rows, int cols,
                     pgn_error *err) {
     memset(t, 0, sizeof *t);

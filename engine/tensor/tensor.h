@@ -22,6 +22,9 @@ typedef struct pgn_tensor {
 int pgn_tensor_init(pgn_tensor *t, pgn_device *dev, int rows, int cols, pgn_error *err);
 /* Before the tensor's device closes: under Oclgrind's checker the device keeps the buffer. */
 void pgn_tensor_release(pgn_tensor *t);
+/* t shares all of parent's storage (no copy, no sub-buffer: parent may itself be a view or a
+ * share). The parent must outlive it. */
+int pgn_tensor_share(pgn_tensor *t, pgn_tensor *parent, pgn_error *err);
 /* A (rows, cols) tensor over parent's elements from offset on; offset * 4 must be a multiple
  * of pgn_tensor_view_align(parent's device) elements. The parent must outlive the view. */
 int pgn_tensor_view(pgn_tensor *t, pgn_tensor *parent, size_t offset, int rows, int cols,
@@ -163,11 +166,12 @@ int pgn_op_embed_backward(int rows, int T, const pgn_tensor *tok, const pgn_tens
  * y = (x - mean) * rstd * w + b; stats (rows, 2) receives [mean, rstd] for the backward. */
 int pgn_op_layernorm_forward(int rows, const pgn_tensor *x, const pgn_tensor *w,
                              const pgn_tensor *b, pgn_tensor *y, pgn_tensor *stats, pgn_error *err);
-/* dx (rows, C) from dy, x, w and the forward's stats; dw, db (C elements) = the column sums
- * over rows (ascending) of dy * xhat and dy: written, not accumulated. dw and db may be NULL. */
+/* dx (rows, C) from dy, x, w and the forward's stats, or dx += that when add_dx (the bits of
+ * writing it elsewhere and adding: one launch fewer); dw, db (C elements) = the column sums over
+ * rows (chunks of 64 rows) of dy * xhat and dy: written, not accumulated. dw and db may be NULL. */
 int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w,
                               const pgn_tensor *stats, const pgn_tensor *dy, pgn_tensor *dx,
-                              pgn_tensor *dw, pgn_tensor *db, pgn_error *err);
+                              pgn_tensor *dw, pgn_tensor *db, bool add_dx, pgn_error *err);
 
 /* Causal multi-head self-attention of B = rows / T sequences. qkv (rows, 3C): head h (of H,
  * hd = C / H) reads q at columns h*hd.., k at C + h*hd.., v at 2C + h*hd... For each b, h and
