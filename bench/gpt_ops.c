@@ -77,7 +77,7 @@ static void run(op_kind op, tensors *t, bool dev, bool fwd, bool bwd) {
     case LAYERNORM:
         if (fwd) rc |= pgn_op_layernorm_forward(ROWS, S(x), S(lw), S(lb), S(ln), S(stats), &err);
         if (bwd)
-            rc |= pgn_op_layernorm_backward(ROWS, S(x), S(lw), S(stats), S(dy), S(dx), S(dlw), S(dlb), false, &err);
+            rc |= pgn_op_layernorm_backward(ROWS, S(x), S(lw), S(stats), S(dy), S(dx), S(dlw), S(dlb), false, NULL, &err);
         break;
     case ATTENTION:
         if (fwd) rc |= pgn_op_attention_forward(ROWS, T, H, S(qkv), S(att), S(y), &err);

@@ -35,6 +35,7 @@
     X(add, 4, CPU, ROWS)                                                                       \
     X(colsum_partial, 4, CPU, ROWS)                                                            \
     X(colsum_finish, 4, CPU, ROWS)                                                             \
+    X(finish_sums, 6, CPU, ROWS)                                                               \
     X(broadcast_rows, 5, CPU, ROWS)                                                            \
     X(fused_loss, 9, CPU, ROWS)                                                                \
     X(gather_rows, 6, CPU, ROWS)                                                               \

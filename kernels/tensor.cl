@@ -135,6 +135,18 @@ __kernel void colsum_finish(int chunks, int cols, __global const float *partials
     if (j < cols) out[j] = pgn_sum_partials(chunks, cols, partials, j);
 }
 
+/* Column j (of total) of the deferred column sums (pgn_op_finish_sums): its entry's out[out_off +
+ * j - first] = the chunks' partials in chunk order. table: 5 ints an entry (first, n, poff,
+ * stride, out_off), in column order. global: total. */
+__kernel void finish_sums(int n_entries, int total, int chunks, __global const int *table,
+                          __global const float *partials, __global float *out) {
+    int j = get_global_id(0), e = 0;
+    if (j >= total) return;
+    while (e + 1 < n_entries && table[5 * (e + 1)] <= j) e++;
+    __global const int *en = table + 5 * e;
+    out[en[4] + j - en[0]] = pgn_sum_partials(chunks, en[3], partials + en[2], j - en[0]);
+}
+
 /* dst (rows, cols) = src (cols) * scale, every row; global: n. */
 __kernel void broadcast_rows(int n, int cols, float scale, __global const float *src,
                              __global float *dst) {

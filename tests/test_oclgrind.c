@@ -234,7 +234,7 @@ Test(oclgrind, the_other_kernels_give_the_host_bits_without_a_report) {
     }
 #define BIAS_ACT(s) pgn_op_bias_act_forward(rows, &z.s, &bias.s, PGN_ACT_CODE_GELU, &y.s, &e)
 #define ADD(s) pgn_op_add(rows, &x.s, &b2.s, &out.s, &e)
-#define COLSUM(s) pgn_op_colsum(rows, &x.s, &row.s, &e)
+#define COLSUM(s) pgn_op_colsum(rows, &x.s, &row.s, NULL, &e)
 #define BROADCAST(s) pgn_op_broadcast_rows(rows, &bias.s, 0.5f, &out.s, &e)
     BOTH(BIAS_ACT);
     assert_same(&z, "bias_act_forward z");
@@ -346,7 +346,7 @@ Test(oclgrind, the_transformer_kernels_give_the_host_bits_without_a_report) {
 #define EMBED(s) pgn_op_embed_forward(rows, T, &tok.s, &wte.s, &wpe.s, &emb.s, &e)
 #define EMBED_BWD(s) pgn_op_embed_backward(rows, T, &tok.s, &emb.s, &dwte.s, &dwpe.s, &e)
 #define LN(s) pgn_op_layernorm_forward(rows, &emb.s, &lw.s, &lb.s, &ln.s, &stats.s, &e)
-#define LN_BWD(s) pgn_op_layernorm_backward(rows, &emb.s, &lw.s, &stats.s, &ln.s, &dx.s, &dw.s, &db.s, false, &e)
+#define LN_BWD(s) pgn_op_layernorm_backward(rows, &emb.s, &lw.s, &stats.s, &ln.s, &dx.s, &dw.s, &db.s, false, NULL, &e)
     BOTH(EMBED);
     BOTH(EMBED_BWD);
     BOTH(LN);

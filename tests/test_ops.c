@@ -235,9 +235,9 @@ static void bias_act_backward_and_colsum_span_column_groups(void) {
         pair_init(&sums, dev, 1, C, NULL);
         for (int side = 0; side < 2; side++) {
             cr_assert_eq(pgn_op_bias_act_backward(R, side ? &z.d : &z.h, side ? &y.d : &y.h, side ? &dy.d : &dy.h,
-                                                  acts[a], side ? &dz.d : &dz.h, side ? &db.d : &db.h, &err),
+                                                  acts[a], side ? &dz.d : &dz.h, side ? &db.d : &db.h, NULL, &err),
                          0, "%s", err.message);
-            cr_assert_eq(pgn_op_colsum(R, side ? &dy.d : &dy.h, side ? &sums.d : &sums.h, &err), 0, "%s",
+            cr_assert_eq(pgn_op_colsum(R, side ? &dy.d : &dy.h, side ? &sums.d : &sums.h, NULL, &err), 0, "%s",
                          err.message);
         }
         char what[48];
@@ -253,14 +253,62 @@ static void bias_act_backward_and_colsum_span_column_groups(void) {
 Test(ops, bias_act_backward_and_colsum_span_column_groups) { bias_act_backward_and_colsum_span_column_groups(); }
 Test(ops_gpu, bias_act_backward_and_colsum_span_column_groups) { bias_act_backward_and_colsum_span_column_groups(); }
 
+/* Column sums deferred (their chunk partials into regions of one buffer) and finished in one
+ * launch by a table, into offsets of one output, give the bits of finishing each at once. */
+static void deferred_sums_finish_to_the_same_bits(void) {
+    enum { R = 150, C1 = 37, C2 = 20, OUT = 100, CHUNKS = 3, AT2 = 128 };
+    pgn_error err = {0};
+    pair z, y, dy, x2, dz, db, sums, part, table, out;
+    pair_random(&z, dev, R, C1, 61, 4.0f);
+    pair_random(&y, dev, R, C1, 62, 1.0f);
+    pair_random(&dy, dev, R, C1, 63, 1.0f);
+    pair_random(&x2, dev, R, C2, 64, 2.0f);
+    pair_init(&dz, dev, R, C1, NULL);
+    pair_init(&db, dev, 1, C1, NULL);
+    pair_init(&sums, dev, 1, C2, NULL);
+    pair_init(&part, dev, 1, AT2 + CHUNKS * C2, NULL);
+    const int32_t t[2 * PGN_SUM_ENTRY] = {0, C1, 0, C1, 5, C1, C2, AT2, C2, 60};
+    pair_init(&table, dev, 2, PGN_SUM_ENTRY, t);
+    float zeros[OUT] = {0};
+    pair_init(&out, dev, 1, OUT, zeros);
+    for (int side = 0; side < 2; side++) {
+#define S(p) (side ? &(p).d : &(p).h)
+        pgn_tensor r1, r2;
+        cr_assert_eq(pgn_tensor_view(&r1, S(part), 0, CHUNKS, C1, &err), 0, "%s", err.message);
+        cr_assert_eq(pgn_tensor_view(&r2, S(part), AT2, CHUNKS, C2, &err), 0, "%s", err.message);
+        cr_assert_eq(pgn_op_bias_act_backward(R, S(z), S(y), S(dy), PGN_ACT_CODE_GELU, S(dz), S(db), NULL, &err), 0);
+        cr_assert_eq(pgn_op_colsum(R, S(x2), S(sums), NULL, &err), 0, "%s", err.message);
+        cr_assert_eq(pgn_op_bias_act_backward(R, S(z), S(y), S(dy), PGN_ACT_CODE_GELU, S(dz), NULL, &r1, &err), 0,
+                     "%s", err.message);
+        cr_assert_eq(pgn_op_colsum(R, S(x2), NULL, &r2, &err), 0, "%s", err.message);
+        cr_assert_eq(pgn_op_finish_sums(2, C1 + C2, CHUNKS, S(table), S(part), S(out), &err), 0, "%s", err.message);
+        pgn_tensor_release(&r1);
+        pgn_tensor_release(&r2);
+#undef S
+    }
+    uint32_t *o = assert_identical(&out, OUT, "finished"), *b = assert_identical(&db, C1, "db"),
+             *c = assert_identical(&sums, C2, "colsum");
+    for (int j = 0; j < OUT; j++) {
+        uint32_t want = j >= 5 && j < 5 + C1 ? b[j - 5] : j >= 60 && j < 60 + C2 ? c[j - 60] : 0;
+        cr_assert_eq(o[j], want, "out[%d]", j);
+    }
+    free(o);
+    free(b);
+    free(c);
+    pair *all[] = {&z, &y, &dy, &x2, &dz, &db, &sums, &part, &table, &out};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_release(all[i]);
+}
+Test(ops, deferred_sums_finish_to_the_same_bits) { deferred_sums_finish_to_the_same_bits(); }
+Test(ops_gpu, deferred_sums_finish_to_the_same_bits) { deferred_sums_finish_to_the_same_bits(); }
+
 static void colsum_sums_chunks_of_rows_in_order(void) {
     pgn_error err = {0};
     pair x, out;
     enum { R = 150, C = 21 }; /* three chunks of rows; a whole column block and a part */
     pair_random(&x, dev, R, C, 41, 3.0f);
     pair_init(&out, dev, 1, C, NULL);
-    cr_assert_eq(pgn_op_colsum(R, &x.h, &out.h, &err), 0, "%s", err.message);
-    cr_assert_eq(pgn_op_colsum(R, &x.d, &out.d, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_op_colsum(R, &x.h, &out.h, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(pgn_op_colsum(R, &x.d, &out.d, NULL, &err), 0, "%s", err.message);
     uint32_t *v = assert_identical(&out, C, "colsum");
     const float *xv = x.h.host;
     for (int j = 0; j < C; j++) { /* each chunk of PGN_SUM_ROWS in row order, then the chunks */
@@ -668,7 +716,7 @@ Test(ops, vector_activations_match_the_scalar_bits_everywhere) {
             cr_assert_eq(pgn_op_gemm_bias_act(M, N, 1, t[0], false, t[1], false, k ? &z.d : &z.h, t[2], act,
                                               k ? &y.d : &y.h, &err), 0, "%s", err.message);
             cr_assert_eq(pgn_op_bias_act_backward(M, k ? &z.d : &z.h, k ? &y.d : &y.h, k ? &dy.d : &dy.h, act,
-                                                  k ? &dz.d : &dz.h, k ? &db.d : &db.h, &err),
+                                                  k ? &dz.d : &dz.h, k ? &db.d : &db.h, NULL, &err),
                          0, "%s", err.message);
         }
         char what[64];

@@ -217,7 +217,7 @@ static void check_layernorm(int rows, int alloc, int C, uint64_t seed) {
     for (int side = 0; side < 2; side++) {
 #define S(p) (side ? &(p).d : &(p).h)
         cr_assert_eq(pgn_op_layernorm_forward(rows, S(x), S(w), S(b), S(y), S(stats), &err), 0, "%s", err.message);
-        cr_assert_eq(pgn_op_layernorm_backward(rows, S(x), S(w), S(stats), S(dy), S(dx), S(dw), S(db), false, &err), 0,
+        cr_assert_eq(pgn_op_layernorm_backward(rows, S(x), S(w), S(stats), S(dy), S(dx), S(dw), S(db), false, NULL, &err), 0,
                      "%s", err.message);
 #undef S
     }
@@ -282,11 +282,11 @@ static void check_layernorm(int rows, int alloc, int C, uint64_t seed) {
     pair_sentinel(&db2, 1, C);
     for (int side = 0; side < 2; side++) {
 #define S(p) (side ? &(p).d : &(p).h)
-        cr_assert_eq(pgn_op_layernorm_backward(rows, S(x), S(w), S(stats), S(dy), S(dx2), S(dw2), NULL, false, &err), 0,
+        cr_assert_eq(pgn_op_layernorm_backward(rows, S(x), S(w), S(stats), S(dy), S(dx2), S(dw2), NULL, false, NULL, &err), 0,
                      "%s", err.message);
-        cr_assert_eq(pgn_op_layernorm_backward(rows, S(x), S(w), S(stats), S(dy), S(dx2), NULL, S(db2), false, &err), 0,
+        cr_assert_eq(pgn_op_layernorm_backward(rows, S(x), S(w), S(stats), S(dy), S(dx2), NULL, S(db2), false, NULL, &err), 0,
                      "%s", err.message);
-        cr_assert_eq(pgn_op_layernorm_backward(rows, S(x), S(w), S(stats), S(dy), S(dx2), NULL, NULL, false, &err), 0,
+        cr_assert_eq(pgn_op_layernorm_backward(rows, S(x), S(w), S(stats), S(dy), S(dx2), NULL, NULL, false, NULL, &err), 0,
                      "%s", err.message);
 #undef S
     }
@@ -303,7 +303,7 @@ static void check_layernorm(int rows, int alloc, int C, uint64_t seed) {
     pair_init(&dx3, dev, alloc, C, before);
     for (int side = 0; side < 2; side++)
         cr_assert_eq(pgn_op_layernorm_backward(rows, side ? &x.d : &x.h, side ? &w.d : &w.h, side ? &stats.d : &stats.h,
-                                               side ? &dy.d : &dy.h, side ? &dx3.d : &dx3.h, NULL, NULL, true, &err),
+                                               side ? &dy.d : &dy.h, side ? &dx3.d : &dx3.h, NULL, NULL, true, NULL, &err),
                      0, "%s", err.message);
     assert_identical(&dx3, "dx added");
     const float *d1 = dx.h.host, *d3 = dx3.h.host;
@@ -334,9 +334,9 @@ Test(gpt, layernorm_refuses_wrong_shapes) {
     cr_assert_str_eq(err.message, "layernorm: stats has 6 elements, needs at least 8");
     cr_assert_eq(pgn_op_layernorm_forward(3, &x.d, &w.d, &b.d, &y.d, &stats.d, &err), -1);
     cr_assert_str_eq(err.message, "layernorm: w and b have 18 and 19 elements, need C = 19");
-    cr_assert_eq(pgn_op_layernorm_backward(3, &x.h, &b.h, &stats.h, &y.h, &y.h, &w.h, NULL, false, &err), -1);
+    cr_assert_eq(pgn_op_layernorm_backward(3, &x.h, &b.h, &stats.h, &y.h, &y.h, &w.h, NULL, false, NULL, &err), -1);
     cr_assert_str_eq(err.message, "layernorm_backward: dw and db must have C = 19 elements");
-    cr_assert_eq(pgn_op_layernorm_backward(3, &x.h, &b.h, &stats.d, &y.h, &y.h, NULL, NULL, false, &err), -1);
+    cr_assert_eq(pgn_op_layernorm_backward(3, &x.h, &b.h, &stats.d, &y.h, &y.h, NULL, NULL, false, NULL, &err), -1);
     cr_assert_str_eq(err.message, "layernorm_backward: tensors on different devices");
     pair *all[] = {&x, &w, &b, &y, &stats};
     for (size_t i = 0; i < 5; i++) pair_release(all[i]);

@@ -4,6 +4,7 @@
  * their initialisation and their weights' hash: graph_models.c. */
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -304,13 +305,16 @@ static int bias_act_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error 
 }
 /* dz = dy act'(z) into the matmul's grad, dbias = colsum dz (one fused kernel); without an
  * activation dz is dy, which the matmul's grad already is (it shares the buffer: plan_aliases) */
+/* The node's deferred column sums (plan_sums), or NULL: finish them now. */
+static pgn_tensor *deferred(pgn_node *n) { return n->sums.rows ? &n->sums : NULL; }
+
 static int bias_act_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
     pgn_node *A = in_a(g, n), *B = in_b(g, n);
     if (n->act == PGN_ACT_CODE_NONE)
-        return pgn_op_colsum(rows_of(n, p->rows), &n->grad, grad_target(B), err) ||
+        return pgn_op_colsum(rows_of(n, p->rows), &n->grad, grad_target(B), deferred(n), err) ||
                finish_grad(B, p->rows, err) || finish_grad(A, p->rows, err);
     if (pgn_op_bias_act_backward(rows_of(n, p->rows), &A->value, &n->value, &n->grad, n->act,
-                                 grad_target(A), grad_target(B), err))
+                                 grad_target(A), grad_target(B), deferred(n), err))
         return -1;
     return finish_grad(A, p->rows, err) || finish_grad(B, p->rows, err);
 }
@@ -365,7 +369,7 @@ static int add_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err
 static int sum_rows_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
     pgn_node *A = in_a(g, n);
     int ar = rows_of(A, p->rows);
-    if (pgn_op_colsum(ar, &A->value, &n->value, err)) return -1;
+    if (pgn_op_colsum(ar, &A->value, &n->value, NULL, err)) return -1;
     if (n->kind == PGN_NODE_SUM_ROWS) return 0;
     return pgn_op_broadcast_rows(1, &n->value, 1.0f / (float)ar, &n->value, err);
 }
@@ -435,7 +439,7 @@ static int layernorm_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_erro
     bool add = X->grad_written;
     if (pgn_op_layernorm_backward(r, &X->value, &W->value, &n->aux, &n->grad, &X->grad,
                                   W->needs_grad ? grad_target(W) : NULL, B->needs_grad ? grad_target(B) : NULL, add,
-                                  err))
+                                  deferred(n), err))
         return -1;
     X->grad_written = true;
     return (W->needs_grad && finish_grad(W, p->rows, err)) ||
@@ -554,6 +558,81 @@ static int add_grad_input(const pgn_graph *g, const pgn_node *n, const int *last
     return -1;
 }
 
+/* The gradient store's offset of parameter node id. */
+static size_t param_offset_of(const pgn_graph *g, int id) {
+    for (int p = 0; p < g->n_params; p++)
+        if (g->params[p] == id) return g->param_offset[p];
+    return 0; /* not reached: callers pass parameters */
+}
+
+/* Whether parameter node id's gradient can come from a deferred sum: it is a parameter with a
+ * gradient and this is its one consumer, so the deferred finish is its only write. */
+static bool sum_param(const pgn_graph *g, int id) {
+    const pgn_node *P = &g->nodes[id];
+    return P->kind == PGN_NODE_PARAM && P->consumers == 1;
+}
+
+/* The deferred column sums (graph.h): a batched bias_act whose bias, or a batched layernorm
+ * whose weight and bias (those that need a gradient), have it only from this node. Regions of
+ * sums_partials are aligned for views; the table is written once, here. */
+static int plan_sums(pgn_graph *g, pgn_error *err) {
+    int *table = malloc((size_t)g->n_nodes * 2 * PGN_SUM_ENTRY * sizeof *table);
+    g->sums_node = malloc((size_t)g->n_nodes * 2 * sizeof *g->sums_node);
+    size_t *at = malloc((size_t)g->n_nodes * sizeof *at), align = pgn_tensor_view_align(g->dev), total = 0;
+    if (!table || !g->sums_node || !at) {
+        free(table);
+        free(at);
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory compiling the graph");
+        return -1;
+    }
+    int n_entries = 0, cols = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        pgn_node *n = &g->nodes[i];
+        at[i] = SIZE_MAX;
+        bool ln = n->kind == PGN_NODE_LAYERNORM;
+        if (!n->needs_grad || !n->batched || (n->kind != PGN_NODE_BIAS_ACT && !ln)) continue;
+        int ids[2] = {n->b, ln ? n->c : -1}, want = 0, ok = 0;
+        for (int k = 0; k < 2; k++) {
+            bool grad = ids[k] >= 0 && g->nodes[ids[k]].needs_grad;
+            want += grad;
+            ok += grad && sum_param(g, ids[k]);
+        }
+        if (!want || ok != want) continue;
+        int width = ln ? 2 * n->cols : n->cols;
+        at[i] = total;
+        total += ((size_t)pgn_sum_chunks(n->rows) * width + align - 1) / align * align;
+        for (int k = 0; k < 2; k++) {
+            if (ids[k] < 0 || !g->nodes[ids[k]].needs_grad) continue;
+            int *e = table + (size_t)n_entries * PGN_SUM_ENTRY;
+            e[0] = cols;
+            e[1] = n->cols;
+            e[2] = (int)at[i] + k * n->cols;
+            e[3] = width;
+            e[4] = (int)param_offset_of(g, ids[k]);
+            g->sums_node[n_entries++] = i;
+            cols += n->cols;
+        }
+    }
+    g->n_sums = n_entries;
+    g->sums_total = cols;
+    int rc = 0;
+    if (n_entries) {
+        rc = pgn_tensor_init(&g->sums_partials, g->dev, 1, (int)total, err) ||
+             pgn_tensor_fill_zero(&g->sums_partials, err) ||
+             pgn_tensor_init(&g->sums_table, g->dev, n_entries, PGN_SUM_ENTRY, err) ||
+             pgn_tensor_write(&g->sums_table, table, (size_t)n_entries * PGN_SUM_ENTRY, err);
+        for (int i = 0; !rc && i < g->n_nodes; i++) {
+            pgn_node *n = &g->nodes[i];
+            if (at[i] == SIZE_MAX) continue;
+            int width = n->kind == PGN_NODE_LAYERNORM ? 2 * n->cols : n->cols;
+            rc = pgn_tensor_view(&n->sums, &g->sums_partials, at[i], pgn_sum_chunks(n->rows), width, err);
+        }
+    }
+    free(table);
+    free(at);
+    return rc ? -1 : 0;
+}
+
 int pgn_graph_compile(pgn_graph *g, int loss, pgn_error *err) {
     g->loss = loss;
     if (plan_params(g, err)) return -1;
@@ -598,6 +677,7 @@ int pgn_graph_compile(pgn_graph *g, int loss, pgn_error *err) {
         if (n->kind == PGN_NODE_ATTENTION && n->needs_grad && pgn_tensor_init(&n->scratch, g->dev, ar, ac, err))
             return -1;
     }
+    if (plan_sums(g, err)) return -1;
     /* The loss node's input gets its gradient from the fused loss kernel: it must exist. */
     const pgn_node *L = &g->nodes[loss];
     if (!ops[L->kind].loss) return shape_error(g, "compile", err, "the loss must be a loss op");
@@ -614,7 +694,13 @@ void pgn_graph_release(pgn_graph *g) {
         pgn_tensor_release(&n->aux);
         pgn_tensor_release(&n->tmp);
         pgn_tensor_release(&n->scratch);
+        pgn_tensor_release(&n->sums);
     }
+    pgn_tensor_release(&g->sums_partials); /* after the views into it */
+    pgn_tensor_release(&g->sums_table);
+    free(g->sums_node);
+    g->sums_node = NULL;
+    g->n_sums = 0;
     pgn_tensor_release(&g->param_store); /* after the views into it */
     pgn_tensor_release(&g->grad_store);
     free(g->nodes);
@@ -671,7 +757,12 @@ int pgn_graph_backward_from(pgn_graph *g, int from, int rows, pgn_error *err) {
         profile_begin(g, &n->prof_bwd);
         if (profile_end(g, &n->prof_bwd, ops[n->kind].backward(g, n, &p, err), t0)) return -1;
     }
-    return 0;
+    /* the deferred column sums of the nodes up to from (entries are in node order) */
+    int k = 0, total = 0;
+    for (; k < g->n_sums && g->sums_node[k] <= from; k++) total += g->nodes[g->sums_node[k]].cols;
+    return k ? pgn_op_finish_sums(k, total, pgn_sum_chunks(rows), &g->sums_table, &g->sums_partials, &g->grad_store,
+                                  err)
+             : 0;
 }
 
 const char *pgn_node_kind_name(pgn_node_kind kind) {

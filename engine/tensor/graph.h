@@ -61,6 +61,8 @@ typedef struct pgn_node {
     pgn_tensor aux;    /* dropout mask; loss nodes: int32 predictions */
     pgn_tensor tmp;    /* a second gradient contribution before it is added (consumers > 1) */
     pgn_tensor scratch; /* attention: the gradients of its scores, as large as aux */
+    pgn_tensor sums;    /* bias_act, layernorm: its parameter gradients' chunk partials, a view of
+                           the graph's sums_partials, finished with the others' in one launch */
     bool grad_written; /* this backward pass has written grad (later ones accumulate) */
     double prof_fwd, prof_bwd; /* seconds, with profiling on (pgn_graph_profile_enable) */
 } pgn_node;
@@ -85,6 +87,12 @@ typedef struct pgn_graph {
     int loss_rows; /* the rows the loss is the mean over (0: the pass's): data-parallel ranks
                       each take part of a batch whose mean loss is their sum */
     bool profile; /* pgn_graph_profile_enable: each node's prof_fwd and prof_bwd */
+    /* Column sums of parameter gradients (biases, LayerNorms' weights and biases) whose finish is
+     * deferred to the end of a backward pass, all in one launch (pgn_op_finish_sums): the nodes'
+     * chunk partials, the table of entries (PGN_SUM_ENTRY ints each) and each entry's node. */
+    pgn_tensor sums_partials, sums_table;
+    int n_sums, sums_total; /* entries, and their columns in all */
+    int *sums_node;         /* n_sums node ids, ascending; owned */
 } pgn_graph;
 
 /* ---- building --------------------------------------------------------------------------- */

@@ -86,44 +86,64 @@ int pgn_op_bias_act_forward(int rows, pgn_tensor *z, const pgn_tensor *bias, int
     return PGN_LAUNCH(z->dev, bias_act_forward, args, 1, GLOBAL1(n), NULL, err);
 }
 
+/* Where a column sum's chunk partials go: defer (chunks x cols floats at least), or the device's
+ * scratch (or the host's malloc) to be finished at once. *host_part is malloc'd when it is the
+ * host's own (the caller frees it). */
+static int partials_for(pgn_device *dev, int chunks, int cols, pgn_tensor *defer, cl_mem *ws, float **host_part,
+                        const char *op, pgn_error *err) {
+    if (defer && pgn_tensor_count(defer) < (size_t)chunks * cols)
+        return check(false, op, "deferred partials smaller than chunks x cols", err);
+    if (!dev) {
+        *host_part = defer ? F32(defer) : malloc((size_t)chunks * cols * sizeof **host_part);
+        return *host_part ? 0 : check(false, op, "out of memory", err);
+    }
+    if (defer) {
+        *ws = defer->mem;
+        return 0;
+    }
+    return pgn_tensor_partials(dev, chunks, cols, ws, err);
+}
+
 int pgn_op_bias_act_backward(int rows, const pgn_tensor *z, const pgn_tensor *y,
                              const pgn_tensor *dy, int act, pgn_tensor *dz, pgn_tensor *db,
-                             pgn_error *err) {
+                             pgn_tensor *defer, pgn_error *err) {
     int cols = z->cols;
-    if (check(same_dev(z, y) && same_dev(z, dy) && same_dev(z, dz) && same_dev(z, db),
+    if (check(same_dev(z, y) && same_dev(z, dy) && same_dev(z, dz) && (defer ? same_dev(z, defer) : same_dev(z, db)),
               "bias_act_backward", "tensors on different devices", err) ||
         check(fits(z, rows, cols) && fits(y, rows, cols) && fits(dy, rows, cols) &&
-                  fits(dz, rows, cols) && (int)pgn_tensor_count(db) == cols,
+                  fits(dz, rows, cols) && (defer || (int)pgn_tensor_count(db) == cols),
               "bias_act_backward", "shape", err))
         return -1;
     int chunks = pgn_sum_chunks(rows);
-    if (!z->dev) {
-        float *part = malloc((size_t)chunks * cols * sizeof *part);
-        if (!part) return check(false, "bias_act_backward", "out of memory", err);
+    pgn_device *dev = z->dev;
+    cl_mem ws = NULL;
+    float *part = NULL;
+    if (partials_for(dev, chunks, cols, defer, &ws, &part, "bias_act_backward", err)) return -1;
+    if (!dev) {
         for (int c = 0; c < chunks; c++) {
             int r0 = c * PGN_SUM_ROWS, r1 = r0 + PGN_SUM_ROWS < rows ? r0 + PGN_SUM_ROWS : rows;
             for (int j0 = 0; j0 < cols; j0 += PGN_COL_BLOCK)
                 pgn_bias_act_backward_block(r0, r1, cols, j0, cols - j0 < PGN_COL_BLOCK ? cols - j0 : PGN_COL_BLOCK,
                                             act, F32(z), F32(y), F32(dy), F32(dz), part + (size_t)c * cols);
         }
-        for (int j = 0; j < cols; j++) F32(db)[j] = pgn_sum_partials(chunks, cols, part, j);
-        free(part);
+        if (!defer) {
+            for (int j = 0; j < cols; j++) F32(db)[j] = pgn_sum_partials(chunks, cols, part, j);
+            free(part);
+        }
         return 0;
     }
-    pgn_device *dev = z->dev;
-    cl_mem ws;
-    if (pgn_tensor_partials(dev, chunks, cols, &ws, err)) return -1;
     pgn_karg args[] = {KARG(rows),  KARG(cols),   KARG(act),    KARG(z->mem),
                        KARG(y->mem), KARG(dy->mem), KARG(dz->mem), KARG(ws)};
+    int rc;
     if (pgn_rows_on_gpu(dev)) {
         size_t global[2] = {pgn_gpu_range(cols), (size_t)chunks}, local[2] = {PGN_GPU_GROUP, 1};
-        return PGN_LAUNCH(dev, bias_act_backward_gpu, args, 2, global, local, err) ||
-               finish_partials(dev, ws, chunks, cols, db, err);
+        rc = PGN_LAUNCH(dev, bias_act_backward_gpu, args, 2, global, local, err);
+    } else {
+        int group = PGN_COL_BLOCK * PGN_COL_GROUP;
+        size_t global[2] = {(size_t)(cols + group - 1) / group, (size_t)chunks};
+        rc = PGN_LAUNCH(dev, bias_act_backward, args, 2, global, NULL, err);
     }
-    int group = PGN_COL_BLOCK * PGN_COL_GROUP;
-    size_t global[2] = {(size_t)(cols + group - 1) / group, (size_t)chunks};
-    return PGN_LAUNCH(dev, bias_act_backward, args, 2, global, NULL, err) ||
-           finish_partials(dev, ws, chunks, cols, db, err);
+    return rc || (!defer && finish_partials(dev, ws, chunks, cols, db, err)) ? -1 : 0;
 }
 
 /* ---- act: y = act(x); dx = dy act'(x) --------------------------------------------------- */
@@ -216,37 +236,64 @@ int pgn_op_add(int rows, const pgn_tensor *a, const pgn_tensor *b, pgn_tensor *o
 
 /* ---- colsum and its backward, broadcast_rows --------------------------------------------- */
 
-int pgn_op_colsum(int rows, const pgn_tensor *x, pgn_tensor *out, pgn_error *err) {
-    if (check(same_dev(x, out), "colsum", "tensors on different devices", err) ||
-        check(rows <= x->rows && pgn_tensor_count(out) >= (size_t)x->cols, "colsum", "shape", err))
+int pgn_op_colsum(int rows, const pgn_tensor *x, pgn_tensor *out, pgn_tensor *defer, pgn_error *err) {
+    if (check(defer ? same_dev(x, defer) : same_dev(x, out), "colsum", "tensors on different devices", err) ||
+        check(rows <= x->rows && (defer || pgn_tensor_count(out) >= (size_t)x->cols), "colsum", "shape", err))
         return -1;
     int cols = x->cols, chunks = pgn_sum_chunks(rows);
-    if (!x->dev) {
-        float *part = malloc((size_t)chunks * cols * sizeof *part);
-        if (!part) return check(false, "colsum", "out of memory", err);
+    pgn_device *dev = x->dev;
+    cl_mem ws = NULL;
+    float *part = NULL;
+    if (partials_for(dev, chunks, cols, defer, &ws, &part, "colsum", err)) return -1;
+    if (!dev) {
         for (int c = 0; c < chunks; c++) {
             int r0 = c * PGN_SUM_ROWS, r1 = r0 + PGN_SUM_ROWS < rows ? r0 + PGN_SUM_ROWS : rows;
             for (int j0 = 0; j0 < cols; j0 += PGN_COL_BLOCK)
                 pgn_colsum_block(r0, r1, cols, j0, cols - j0 < PGN_COL_BLOCK ? cols - j0 : PGN_COL_BLOCK, F32(x),
                                  part + (size_t)c * cols);
         }
-        for (int j = 0; j < cols; j++) F32(out)[j] = pgn_sum_partials(chunks, cols, part, j);
-        free(part);
+        if (!defer) {
+            for (int j = 0; j < cols; j++) F32(out)[j] = pgn_sum_partials(chunks, cols, part, j);
+            free(part);
+        }
         return 0;
     }
-    pgn_device *dev = x->dev;
-    cl_mem ws;
-    if (pgn_tensor_partials(dev, chunks, cols, &ws, err)) return -1;
     pgn_karg args[] = {KARG(rows), KARG(cols), KARG(x->mem), KARG(ws)};
+    int rc;
     if (pgn_rows_on_gpu(dev)) {
         size_t global[2] = {pgn_gpu_range(cols), (size_t)chunks}, local[2] = {PGN_GPU_GROUP, 1};
-        return PGN_LAUNCH(dev, colsum_partial_gpu, args, 2, global, local, err) ||
-               finish_partials(dev, ws, chunks, cols, out, err);
+        rc = PGN_LAUNCH(dev, colsum_partial_gpu, args, 2, global, local, err);
+    } else {
+        int group = PGN_COL_BLOCK * PGN_COL_GROUP;
+        size_t global[2] = {(size_t)(cols + group - 1) / group, (size_t)chunks};
+        rc = PGN_LAUNCH(dev, colsum_partial, args, 2, global, NULL, err);
     }
-    int group = PGN_COL_BLOCK * PGN_COL_GROUP;
-    size_t global[2] = {(size_t)(cols + group - 1) / group, (size_t)chunks};
-    return PGN_LAUNCH(dev, colsum_partial, args, 2, global, NULL, err) ||
-           finish_partials(dev, ws, chunks, cols, out, err);
+    return rc || (!defer && finish_partials(dev, ws, chunks, cols, out, err)) ? -1 : 0;
+}
+
+/* Every entry e of table (PGN_SUM_ENTRY ints each: first, n, poff, stride, out_off): out[out_off +
+ * j] = the sum over chunks c in order of partials[poff + c stride + j], j < n: the finish of
+ * column sums deferred from several ops (pgn_sum_partials' order). */
+int pgn_op_finish_sums(int n_entries, int total, int chunks, const pgn_tensor *table, const pgn_tensor *partials,
+                       pgn_tensor *out, pgn_error *err) {
+    if (check(same_dev(table, partials) && same_dev(table, out), "finish_sums", "tensors on different devices", err) ||
+        check(pgn_tensor_count(table) >= (size_t)n_entries * PGN_SUM_ENTRY && chunks >= 1, "finish_sums", "shape", err))
+        return -1;
+    if (!n_entries) return 0;
+    if (!table->dev) {
+        const int *t = I32(table);
+        for (int e = 0; e < n_entries; e++) {
+            const int *en = t + (size_t)e * PGN_SUM_ENTRY;
+            if (check(en[3] >= en[1] && (size_t)en[2] + (size_t)(chunks - 1) * en[3] + en[1] <= pgn_tensor_count(partials) &&
+                          (size_t)en[4] + en[1] <= pgn_tensor_count(out),
+                      "finish_sums", "an entry past its tensors", err))
+                return -1;
+            for (int j = 0; j < en[1]; j++) F32(out)[en[4] + j] = pgn_sum_partials(chunks, en[3], F32(partials) + en[2], j);
+        }
+        return 0;
+    }
+    pgn_karg args[] = {KARG(n_entries), KARG(total), KARG(chunks), KARG(table->mem), KARG(partials->mem), KARG(out->mem)};
+    return PGN_LAUNCH(table->dev, finish_sums, args, 1, GLOBAL1(total), NULL, err);
 }
 
 int pgn_op_broadcast_rows(int rows, const pgn_tensor *src, float scale, pgn_tensor *dst,

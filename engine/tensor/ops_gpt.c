@@ -203,11 +203,12 @@ int pgn_op_layernorm_forward(int rows, const pgn_tensor *x, const pgn_tensor *w,
                       GLOBAL1((rows + PGN_LN_ROWS - 1) / PGN_LN_ROWS), NULL, err);
 }
 
-/* The host's dw and db (either may be NULL): the chunks' partials, then their sums. */
+/* The host's dw and db (either may be NULL): the chunks' partials (into defer when given), then
+ * their sums (unless deferred). */
 static int layernorm_params_host(int rows, int C, const pgn_tensor *x, const pgn_tensor *stats, const pgn_tensor *dy,
-                                 pgn_tensor *dw, pgn_tensor *db, pgn_error *err) {
+                                 pgn_tensor *dw, pgn_tensor *db, pgn_tensor *defer, pgn_error *err) {
     int chunks = pgn_sum_chunks(rows);
-    float *part = malloc((size_t)chunks * 2 * C * sizeof *part);
+    float *part = defer ? F32(defer) : malloc((size_t)chunks * 2 * C * sizeof *part);
     if (!part) return fail(err, "layernorm_backward", "out of memory for %d x %d partial sums", chunks, 2 * C);
     for (int k = 0; k < chunks; k++) {
         int r0 = k * PGN_SUM_ROWS, r1 = pgn_gpt_min(rows, r0 + PGN_SUM_ROWS);
@@ -215,6 +216,7 @@ static int layernorm_params_host(int rows, int C, const pgn_tensor *x, const pgn
             pgn_layernorm_params_block(r0, r1, C, c0, pgn_gpt_min(PGN_COL_BLOCK, C - c0), F32(x), F32(stats), F32(dy),
                                        part + (size_t)k * 2 * C);
     }
+    if (defer) return 0;
     for (int c = 0; c < C; c++) pgn_layernorm_params_finish(chunks, C, c, part, dw ? F32(dw) : NULL, db ? F32(db) : NULL);
     free(part);
     return 0;
@@ -222,11 +224,11 @@ static int layernorm_params_host(int rows, int C, const pgn_tensor *x, const pgn
 
 int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w,
                               const pgn_tensor *stats, const pgn_tensor *dy, pgn_tensor *dx,
-                              pgn_tensor *dw, pgn_tensor *db, bool add_dx, pgn_error *err) {
+                              pgn_tensor *dw, pgn_tensor *db, bool add_dx, pgn_tensor *defer, pgn_error *err) {
     const char *op = "layernorm_backward";
     int add = add_dx;
     int C = x->cols;
-    if (!ONE_DEVICE(x, w, stats, dy, dx, dw, db)) return fail(err, op, "tensors on different devices");
+    if (!ONE_DEVICE(x, w, stats, dy, dx, dw, db, defer)) return fail(err, op, "tensors on different devices");
     if (rows < 1) return fail(err, op, "rows = %d, must be >= 1", rows);
     if (check_rows(x, "x", rows, C, op, err) || check_rows(dy, "dy", rows, C, op, err) ||
         check_rows(dx, "dx", rows, C, op, err) ||
@@ -236,10 +238,13 @@ int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w
         return fail(err, op, "w has %zu elements, needs C = %d", pgn_tensor_count(w), C);
     if ((dw && pgn_tensor_count(dw) != (size_t)C) || (db && pgn_tensor_count(db) != (size_t)C))
         return fail(err, op, "dw and db must have C = %d elements", C);
+    if (defer && pgn_tensor_count(defer) < (size_t)pgn_sum_chunks(rows) * 2 * C)
+        return fail(err, op, "defer has %zu elements, needs %zu", pgn_tensor_count(defer),
+                    (size_t)pgn_sum_chunks(rows) * 2 * C);
     if (!x->dev) {
         for (int r = 0; r < rows; r++)
             pgn_layernorm_backward_row(r, C, F32(x), F32(w), F32(stats), F32(dy), add, F32(dx));
-        return dw || db ? layernorm_params_host(rows, C, x, stats, dy, dw, db, err) : 0;
+        return dw || db || defer ? layernorm_params_host(rows, C, x, stats, dy, dw, db, defer, err) : 0;
     }
     pgn_karg args[] = {KARG(rows),      KARG(C),       KARG(x->mem), KARG(w->mem),
                        KARG(stats->mem), KARG(dy->mem), KARG(add),    KARG(dx->mem)};
@@ -249,10 +254,13 @@ int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w
             : PGN_LAUNCH(x->dev, layernorm_backward, args, 1, GLOBAL1((rows + PGN_LN_ROWS - 1) / PGN_LN_ROWS), NULL,
                          err))
         return -1;
-    if (!dw && !db) return 0;
+    if (!dw && !db && !defer) return 0;
     int chunks = pgn_sum_chunks(rows);
     cl_mem ws;
-    if (pgn_tensor_partials(x->dev, chunks, 2 * C, &ws, err)) return -1;
+    if (defer)
+        ws = defer->mem;
+    else if (pgn_tensor_partials(x->dev, chunks, 2 * C, &ws, err))
+        return -1;
     pgn_karg pargs[] = {KARG(rows), KARG(C), KARG(x->mem), KARG(stats->mem), KARG(dy->mem), KARG(ws)};
     if (gpu) {
         size_t global[2] = {pgn_gpu_range(C), (size_t)chunks}, local[2] = {PGN_GPU_GROUP, 1};
@@ -261,6 +269,7 @@ int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w
         size_t global[2] = {(size_t)(C + PGN_COL_BLOCK - 1) / PGN_COL_BLOCK, (size_t)chunks};
         if (PGN_LAUNCH(x->dev, layernorm_backward_params, pargs, 2, global, NULL, err)) return -1;
     }
+    if (defer) return 0;
     /* an absent output is a NULL buffer argument, which the kernel sees as a NULL pointer */
     cl_mem dw_mem = dw ? dw->mem : NULL, db_mem = db ? db->mem : NULL;
     pgn_karg fargs[] = {KARG(chunks), KARG(C), KARG(ws), KARG(dw_mem), KARG(db_mem)};

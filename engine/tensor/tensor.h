@@ -84,10 +84,11 @@ int pgn_gemm_reserve(pgn_device *dev, size_t bytes, pgn_error *err);
 /* z (rows, cols) += bias (1, cols); y = act(z) (a PGN_ACT_CODE_*). y may be z for no act. */
 int pgn_op_bias_act_forward(int rows, pgn_tensor *z, const pgn_tensor *bias, int act,
                             pgn_tensor *y, pgn_error *err);
-/* dz = dy act'(z) (y is the forward output), db = column sums of dz. */
+/* dz = dy act'(z) (y is the forward output), db = column sums of dz; with defer (not NULL), the
+ * sums' chunk partials (chunks x cols) go there instead, for pgn_op_finish_sums, and db is unused. */
 int pgn_op_bias_act_backward(int rows, const pgn_tensor *z, const pgn_tensor *y,
                              const pgn_tensor *dy, int act, pgn_tensor *dz, pgn_tensor *db,
-                             pgn_error *err);
+                             pgn_tensor *defer, pgn_error *err);
 int pgn_op_act_forward(int rows, int act, const pgn_tensor *x, pgn_tensor *y, pgn_error *err);
 int pgn_op_act_backward(int rows, int act, const pgn_tensor *x, const pgn_tensor *y,
                         const pgn_tensor *dy, pgn_tensor *dx, pgn_error *err);
@@ -96,8 +97,16 @@ int pgn_op_dropout_forward(int rows, const pgn_tensor *x, float p, uint64_t seed
                            pgn_tensor *mask, pgn_tensor *y, pgn_error *err);
 int pgn_op_mul(int rows, const pgn_tensor *a, const pgn_tensor *b, pgn_tensor *out, pgn_error *err);
 int pgn_op_add(int rows, const pgn_tensor *a, const pgn_tensor *b, pgn_tensor *out, pgn_error *err);
-/* out (1, cols) = column sums of the first rows rows of x. */
-int pgn_op_colsum(int rows, const pgn_tensor *x, pgn_tensor *out, pgn_error *err);
+/* out (1, cols) = column sums of the first rows rows of x; with defer, their chunk partials there
+ * (as pgn_op_bias_act_backward's). */
+int pgn_op_colsum(int rows, const pgn_tensor *x, pgn_tensor *out, pgn_tensor *defer, pgn_error *err);
+/* The finish of column sums deferred from several ops, one launch: table holds n_entries entries
+ * of PGN_SUM_ENTRY int32 (first column of the entry among total, columns n, partials offset,
+ * partials row stride, out offset); out[out_off + j] = the chunks' partials[poff + c stride + j]
+ * summed in chunk order. */
+#define PGN_SUM_ENTRY 5
+int pgn_op_finish_sums(int n_entries, int total, int chunks, const pgn_tensor *table, const pgn_tensor *partials,
+                       pgn_tensor *out, pgn_error *err);
 /* dst (rows, cols) = src (1, cols) * scale in every row. */
 int pgn_op_broadcast_rows(int rows, const pgn_tensor *src, float scale, pgn_tensor *dst,
                           pgn_error *err);
@@ -168,10 +177,12 @@ int pgn_op_layernorm_forward(int rows, const pgn_tensor *x, const pgn_tensor *w,
                              const pgn_tensor *b, pgn_tensor *y, pgn_tensor *stats, pgn_error *err);
 /* dx (rows, C) from dy, x, w and the forward's stats, or dx += that when add_dx (the bits of
  * writing it elsewhere and adding: one launch fewer); dw, db (C elements) = the column sums over
- * rows (chunks of 64 rows) of dy * xhat and dy: written, not accumulated. dw and db may be NULL. */
+ * rows (chunks of 64 rows) of dy * xhat and dy: written, not accumulated. dw and db may be NULL.
+ * With defer, their chunk partials (chunks x 2C: dw's in [0, C), db's in [C, 2C)) go there
+ * instead, for pgn_op_finish_sums. */
 int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w,
                               const pgn_tensor *stats, const pgn_tensor *dy, pgn_tensor *dx,
-                              pgn_tensor *dw, pgn_tensor *db, bool add_dx, pgn_error *err);
+                              pgn_tensor *dw, pgn_tensor *db, bool add_dx, pgn_tensor *defer, pgn_error *err);
 
 /* Causal multi-head self-attention of B = rows / T sequences. qkv (rows, 3C): head h (of H,
  * hd = C / H) reads q at columns h*hd.., k at C + h*hd.., v at 2C + h*hd... For each b, h and
