@@ -12,9 +12,16 @@
 #define GEMM_GPU_VW 4
 #define GEMM_GPU_WI_MAX 8
 #define GEMM_GPU_VEC_MAX (GEMM_GPU_WI_MAX / GEMM_GPU_VW)
+/* Floats of padding after each k-row of a local tile (a row holds R + GEMM_GPU_PAD): staging an
+ * operand whose contiguous dimension is k writes down a column of the tile, neighbouring
+ * work-items GEMM_GPU_PAD + R floats apart; unpadded, R = 128 put 16 of them on one bank. Four
+ * keep the rows' float4 reads aligned. */
+#define GEMM_GPU_PAD 4
+#define GEMM_GPU_PITCH4(R) ((R) / 4 + GEMM_GPU_PAD / 4) /* a tile row in float4s */
 
-/* Stages rows [r0, r0 + R) x k [k0, k0 + KWG) of an operand into tile (KWG, R): tile[kk R + r]
- * = x(r0 + r, k0 + kk) = x[(r0 + r) rs + (k0 + kk) ks], zero past rows or K. The work-items
+/* Stages rows [r0, r0 + R) x k [k0, k0 + KWG) of an operand into tile (KWG rows of R + GEMM_GPU_PAD):
+ * tile[kk (R + GEMM_GPU_PAD) + r] = x(r0 + r, k0 + kk) = x[(r0 + r) rs + (k0 + kk) ks], zero past
+ * rows or K. The work-items
  * walk the operand's contiguous dimension (k when ks == 1, else the rows), so neighbours read
  * neighbouring floats. */
 PGN_INLINE void gemm_gpu_stage(int R, int KWG, int lid, int wg, int rows, int K, int r0, int k0,
@@ -23,13 +30,13 @@ PGN_INLINE void gemm_gpu_stage(int R, int KWG, int lid, int wg, int rows, int K,
         for (int idx = lid; idx < R * KWG; idx += wg) {
             int r = idx / KWG, kk = idx % KWG;
             int gr = r0 + r, gk = k0 + kk;
-            tile[kk * R + r] = gr < rows && gk < K ? x[(size_t)gr * rs + gk] : 0.0f;
+            tile[kk * (R + GEMM_GPU_PAD) + r] = gr < rows && gk < K ? x[(size_t)gr * rs + gk] : 0.0f;
         }
     } else {
         for (int idx = lid; idx < R * KWG; idx += wg) {
             int kk = idx / R, r = idx % R;
             int gr = r0 + r, gk = k0 + kk;
-            tile[kk * R + r] = gr < rows && gk < K ? x[(size_t)gr * rs + (size_t)gk * ks] : 0.0f;
+            tile[kk * (R + GEMM_GPU_PAD) + r] = gr < rows && gk < K ? x[(size_t)gr * rs + (size_t)gk * ks] : 0.0f;
         }
     }
 }
@@ -41,8 +48,8 @@ PGN_INLINE void gemm_gpu_stage(int R, int KWG, int lid, int wg, int rows, int K,
 #define GEMM_GPU_STEPS(kn)                                                                      \
     for (int kk = 0; kk < (kn); kk++) {                                                         \
         float4 av[GEMM_GPU_VEC_MAX], bv[GEMM_GPU_VEC_MAX];                                      \
-        _Pragma("unroll") for (int q = 0; q < mv; q++) av[q] = As[kk * (MWG / 4) + tm + q * MDIMC]; \
-        _Pragma("unroll") for (int q = 0; q < nv; q++) bv[q] = Bs[kk * (NWG / 4) + tn + q * NDIMC]; \
+        _Pragma("unroll") for (int q = 0; q < mv; q++) av[q] = As[kk * GEMM_GPU_PITCH4(MWG) + tm + q * MDIMC]; \
+        _Pragma("unroll") for (int q = 0; q < nv; q++) bv[q] = Bs[kk * GEMM_GPU_PITCH4(NWG) + tn + q * NDIMC]; \
         _Pragma("unroll") for (int q = 0; q < mv; q++) {                                        \
             float a4[4] = {av[q].s0, av[q].s1, av[q].s2, av[q].s3};                             \
             _Pragma("unroll") for (int v = 0; v < 4; v++) {                                     \
@@ -115,7 +122,7 @@ PGN_INLINE void gemm_gpu_body(int MWG, int NWG, int KWG, int MDIMC, int NDIMC, i
         int M, int N, int K, __global const float *a, int a_rs, int a_cs, __global const float *b, int b_rs, \
         int b_cs, __global float *c, int ldc, int epilogue, __global const float *bias, int act,         \
         __global float *y) {                                                                            \
-        __local float4 As[(KWG) * (MWG) / 4], Bs[(KWG) * (NWG) / 4];                                    \
+        __local float4 As[(KWG) * GEMM_GPU_PITCH4(MWG)], Bs[(KWG) * GEMM_GPU_PITCH4(NWG)];              \
         gemm_gpu_body(MWG, NWG, KWG, MDIMC, NDIMC, M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c, ldc, epilogue, \
                       bias, act, y, As, Bs);                                                            \
     }
