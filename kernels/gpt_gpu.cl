@@ -16,19 +16,6 @@ PGN_INLINE void att_block_of_group(int T, int H, int *b, int *h, int *t0, int *n
     *b = g / blocks / H;
 }
 
-/* The lanes' maxima v folded as fold_lanes folds sums (a maximum is the same in any order). */
-static inline float fold_lanes_max(__local float *p, int l, float v) {
-    p[l] = v;
-    for (int h = PGN_LANES / 2; h > 0; h /= 2) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (l < h) p[l] = p[l + h] > p[l] ? p[l + h] : p[l];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    float m = p[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return m;
-}
-
 /* S (nq rows of T in local memory) = the dot products, each a chain over d in order from zero
  * (pgn_att_dot_tile's), of rows a_i = a + (t0 + i) a_rs (i < nq) with b_u = b + u b_rs for the
  * causal pairs u <= t0 + i, times scale. A work-item takes keys u ≡ lid (mod PGN_GPU_GROUP) and
@@ -92,12 +79,12 @@ __kernel void attention_forward_gpu(int rows, int T, int H, int C, __global cons
         __local float *row = S + (i < nq ? i : 0) * T;
         float m = nu ? row[0] : 0.0f;
         for (int u = l; u < nu; u += PGN_LANES) m = row[u] > m ? row[u] : m;
-        float mx = fold_lanes_max(p, l, m), acc = 0.0f;
+        float mx = fold_lanes(p, l, m, true), acc = 0.0f;
         for (int u = l; u < nu; u += PGN_LANES) {
             row[u] = pgn_expf(row[u] - mx);
             acc = acc + row[u];
         }
-        float sum = fold_lanes(p, l, acc);
+        float sum = fold_lanes(p, l, acc, false);
         for (int u = l; u < nu; u += PGN_LANES) row[u] = row[u] / sum;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -125,7 +112,7 @@ __kernel void attention_backward_query_gpu(int rows, int T, int H, int C, __glob
         __global const float *pr = att + rows0 + (size_t)(i < nq ? i : 0) * T;
         float acc = 0.0f;
         for (int u = l; u < nu; u += PGN_LANES) acc = fma(pr[u], g[u], acc);
-        float dot = fold_lanes(p, l, acc);
+        float dot = fold_lanes(p, l, acc, false);
         for (int u = l; u < nu; u += PGN_LANES) g[u] = (pr[u] * (g[u] - dot)) * scale;
     }
     barrier(CLK_LOCAL_MEM_FENCE);

@@ -70,7 +70,7 @@ PGN_INLINE void pgn_layernorm_forward_row(size_t r, int C, float eps, PGN_GLOBAL
                                           PGN_GLOBAL const float *w, PGN_GLOBAL const float *b,
                                           PGN_GLOBAL float *y, PGN_GLOBAL float *stats) {
     PGN_GLOBAL const float *xr = x + r * C;
-    float mean = pgn_sum_lanes(C, xr) / (float)C, p[PGN_LANES];
+    float mean = pgn_lane_sum(C, xr, 0) / (float)C, p[PGN_LANES];
     for (int l = 0; l < PGN_LANES; l++) p[l] = 0.0f;
     int c = 0;
     for (; c + PGN_LANES <= C; c += PGN_LANES)
@@ -328,7 +328,7 @@ PGN_INLINE void pgn_att_softmax_rows(int t0, int n, int T, PGN_GLOBAL float *p) 
         float mx = m[0];
         for (int j = 1; j < PGN_ATT_BLOCK; j++) mx = m[j] > mx ? m[j] : mx;
         for (u = 0; u < nu; u++) row[u] = pgn_expf(row[u] - mx);
-        float sum = pgn_sum_lanes(nu, row);
+        float sum = pgn_lane_sum(nu, row, 0);
         for (u = 0; u < nu; u++) row[u] = row[u] / sum;
         for (u = nu; u < T; u++) row[u] = 0.0f;
     }
@@ -397,7 +397,7 @@ PGN_INLINE void pgn_attention_backward_query_block(int T, int H, int C, int b, i
     }
     for (int i = 0; i < nq; i++) {
         size_t o = (size_t)i * T;
-        float dot = pgn_dot_lanes(t0 + i + 1, p + o, g + o);
+        float dot = pgn_lane_sum(t0 + i + 1, p + o, g + o);
         for (int u = 0; u <= t0 + i; u++) g[o + u] = (p[o + u] * (g[o + u] - dot)) * scale;
         for (int u = t0 + i + 1; u < T; u++) g[o + u] = 0.0f;
     }

@@ -30,39 +30,23 @@ PGN_INLINE float pgn_lanes_fold(float p[PGN_LANES]) {
     return p[0];
 }
 
-/* x[0] + ... + x[n - 1] in lane order. */
-PGN_INLINE float pgn_sum_lanes(int n, PGN_GLOBAL const float *x) {
+/* x[0] + ... + x[n - 1] in lane order, or, with y, x[0] y[0] + ... + x[n - 1] y[n - 1], each lane
+ * a chain of fma. */
+PGN_INLINE float pgn_lane_sum(int n, PGN_GLOBAL const float *x, PGN_GLOBAL const float *y) {
     int i = 0;
 #ifdef __OPENCL_VERSION__ /* lane l in component l of one float16 */
     float16 v = (float16)(0.0f);
-    for (; i + PGN_LANES <= n; i += PGN_LANES) v += vload16(0, x + i);
+    for (; i + PGN_LANES <= n; i += PGN_LANES)
+        v = y ? fma(vload16(0, x + i), vload16(0, y + i), v) : v + vload16(0, x + i);
     float p[PGN_LANES];
     vstore16(v, 0, p);
 #else
     float p[PGN_LANES];
     for (int l = 0; l < PGN_LANES; l++) p[l] = 0.0f;
     for (; i + PGN_LANES <= n; i += PGN_LANES)
-        for (int l = 0; l < PGN_LANES; l++) p[l] = p[l] + x[i + l];
+        for (int l = 0; l < PGN_LANES; l++) p[l] = y ? pgn_fma(x[i + l], y[i + l], p[l]) : p[l] + x[i + l];
 #endif
-    for (int l = 0; i + l < n; l++) p[l] = p[l] + x[i + l];
-    return pgn_lanes_fold(p);
-}
-
-/* x[0] y[0] + ... + x[n - 1] y[n - 1] in lane order, each lane a chain of fma. */
-PGN_INLINE float pgn_dot_lanes(int n, PGN_GLOBAL const float *x, PGN_GLOBAL const float *y) {
-    int i = 0;
-#ifdef __OPENCL_VERSION__
-    float16 v = (float16)(0.0f);
-    for (; i + PGN_LANES <= n; i += PGN_LANES) v = fma(vload16(0, x + i), vload16(0, y + i), v);
-    float p[PGN_LANES];
-    vstore16(v, 0, p);
-#else
-    float p[PGN_LANES];
-    for (int l = 0; l < PGN_LANES; l++) p[l] = 0.0f;
-    for (; i + PGN_LANES <= n; i += PGN_LANES)
-        for (int l = 0; l < PGN_LANES; l++) p[l] = pgn_fma(x[i + l], y[i + l], p[l]);
-#endif
-    for (int l = 0; i + l < n; l++) p[l] = pgn_fma(x[i + l], y[i + l], p[l]);
+    for (int l = 0; i + l < n; l++) p[l] = y ? pgn_fma(x[i + l], y[i + l], p[l]) : p[l] + x[i + l];
     return pgn_lanes_fold(p);
 }
 
@@ -299,7 +283,7 @@ PGN_INLINE void pgn_adam_elem(PGN_GLOBAL float *w, PGN_GLOBAL float *m, PGN_GLOB
 }
 
 /* Sum of squares of x[0..n) in lane order: one chunk of the global-norm reduction. */
-PGN_INLINE float pgn_sumsq(int n, PGN_GLOBAL const float *x) { return pgn_dot_lanes(n, x, x); }
+PGN_INLINE float pgn_sumsq(int n, PGN_GLOBAL const float *x) { return pgn_lane_sum(n, x, x); }
 
 /* Global-norm clipping factor: min(1, max_norm / (norm + 1e-6)); 1 when clipping is off. */
 PGN_INLINE float pgn_clip_factor(float norm, float max_norm) {

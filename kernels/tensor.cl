@@ -197,7 +197,7 @@ __kernel void loss_stats(int rows, __global const float *loss, __global const in
     if (get_global_id(0) != 0) return;
     int correct = 0;
     for (int r = 0; r < rows; r++) correct += pred[r] == labels[r];
-    stats[2 * slot] = pgn_sum_lanes(rows, loss);
+    stats[2 * slot] = pgn_lane_sum(rows, loss, 0);
     stats[2 * slot + 1] = (float)correct;
 }
 
@@ -213,7 +213,7 @@ __kernel void sumsq_ranges(int n, __global const int *ranges, __global const flo
 __kernel void clip_scale(int n_partials, __global const float *partials, float max_norm,
                          __global float *out) {
     if (get_global_id(0) != 0) return;
-    float norm = pgn_sqrt(pgn_sum_lanes(n_partials, partials));
+    float norm = pgn_sqrt(pgn_lane_sum(n_partials, partials, 0));
     out[0] = norm;
     out[1] = pgn_clip_factor(norm, max_norm);
 }

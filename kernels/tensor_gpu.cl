@@ -21,13 +21,14 @@ static inline int lane_row(int rows, int *l, bool *own) {
     return *own ? r : rows - 1;
 }
 
-/* This row's lanes' partials v folded into their sum, returned to every lane, through p (the row's
- * PGN_LANES floats of local memory). Every work-item of the group calls it. */
-static inline float fold_lanes(__local float *p, int l, float v) {
+/* This row's lanes' partials v folded into their sum (or, with max, their maximum, which is the
+ * same in any order), returned to every lane, through p (the row's PGN_LANES floats of local
+ * memory). Every work-item of the group calls it. */
+static inline float fold_lanes(__local float *p, int l, float v, bool max) {
     p[l] = v;
     for (int h = PGN_LANES / 2; h > 0; h /= 2) {
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (l < h) p[l] = p[l] + p[l + h];
+        if (l < h) p[l] = max ? (p[l + h] > p[l] ? p[l + h] : p[l]) : p[l] + p[l + h];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     float s = p[0];
@@ -46,13 +47,13 @@ __kernel void layernorm_forward_gpu(int rows, int C, float eps, __global const f
     __global const float *xr = x + r * C;
     float acc = 0.0f;
     for (int c = l; c < C; c += PGN_LANES) acc = acc + xr[c];
-    float mean = fold_lanes(p, l, acc) / (float)C;
+    float mean = fold_lanes(p, l, acc, false) / (float)C;
     acc = 0.0f;
     for (int c = l; c < C; c += PGN_LANES) {
         float d = xr[c] - mean;
         acc = fma(d, d, acc);
     }
-    float rstd = 1.0f / sqrt(fold_lanes(p, l, acc) / (float)C + eps);
+    float rstd = 1.0f / sqrt(fold_lanes(p, l, acc, false) / (float)C + eps);
     if (!own) return;
     if (l == 0) {
         stats[2 * r] = mean;
@@ -73,7 +74,7 @@ __kernel void layernorm_backward_gpu(int rows, int C, __global const float *x, _
     __global const float *xr = x + r * C, *dyr = dy + r * C;
     float mean = stats[2 * r], rstd = stats[2 * r + 1], sdn = 0.0f, sdnx = 0.0f;
     for (int c = l; c < C; c += PGN_LANES) pgn_layernorm_backward_terms(c, xr, w, dyr, mean, rstd, &sdn, &sdnx);
-    float mdn = fold_lanes(p, l, sdn) / (float)C, mdnx = fold_lanes(p, l, sdnx) / (float)C;
+    float mdn = fold_lanes(p, l, sdn, false) / (float)C, mdnx = fold_lanes(p, l, sdnx, false) / (float)C;
     if (own) pgn_layernorm_backward_dx(C, l, PGN_LANES, xr, w, dyr, mean, rstd, mdn, mdnx, add, dx + r * C);
 }
 
@@ -120,7 +121,7 @@ __kernel void fused_loss_gpu(int mse, int rows, int n, __global const float *x, 
             acc = acc + pgn_expf(xr[j] - mx);
         }
     }
-    float sum = fold_lanes(part + o, l, acc);
+    float sum = fold_lanes(part + o, l, acc, false);
     if (!own) return;
     if (!mse)
         for (int j = l; j < n; j += PGN_LANES) dxr[j] = (pgn_expf(xr[j] - mx) / sum - (j == y ? 1.0f : 0.0f)) * scale;
@@ -143,7 +144,7 @@ __kernel void loss_stats_gpu(int rows, __global const float *loss, __global cons
         correct += pred[r] == labels[r];
     }
     count[l] = correct;
-    float sum = fold_lanes(part, l, acc); /* its barriers also publish count */
+    float sum = fold_lanes(part, l, acc, false); /* its barriers also publish count */
     if (l != 0) return;
     for (int i = 1; i < PGN_LANES; i++) correct += count[i];
     stats[2 * slot] = sum;
@@ -161,7 +162,7 @@ __kernel void sumsq_ranges_gpu(int n, __global const int *ranges, __global const
     __global const float *xc = x + ranges[2 * c];
     float acc = 0.0f;
     for (int i = l; i < ranges[2 * c + 1]; i += PGN_LANES) acc = fma(xc[i], xc[i], acc);
-    float sum = fold_lanes(part + get_local_id(0) - l, l, acc);
+    float sum = fold_lanes(part + get_local_id(0) - l, l, acc, false);
     if (own && l == 0) partials[c] = sum;
 }
 
@@ -172,7 +173,7 @@ __kernel void clip_scale_gpu(int n_partials, __global const float *partials, flo
     int l = get_local_id(0);
     float acc = 0.0f;
     for (int i = l; i < n_partials; i += PGN_LANES) acc = acc + partials[i];
-    float norm = sqrt(fold_lanes(part, l, acc));
+    float norm = sqrt(fold_lanes(part, l, acc, false));
     if (l != 0) return;
     out[0] = norm;
     out[1] = pgn_clip_factor(norm, max_norm);

@@ -303,11 +303,11 @@ static int bias_act_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error 
     if (A->epilogue == (int)(n - g->nodes)) return 0;
     return pgn_op_bias_act_forward(rows_of(n, p->rows), &A->value, &B->value, n->act, &n->value, err);
 }
-/* dz = dy act'(z) into the matmul's grad, dbias = colsum dz (one fused kernel); without an
- * activation dz is dy, which the matmul's grad already is (it shares the buffer: plan_aliases) */
 /* The node's deferred column sums (plan_sums), or NULL: finish them now. */
 static pgn_tensor *deferred(pgn_node *n) { return n->sums.rows ? &n->sums : NULL; }
 
+/* dz = dy act'(z) into the matmul's grad, dbias = colsum dz (one fused kernel); without an
+ * activation dz is dy, which the matmul's grad already is (it shares the buffer: shares_matmul) */
 static int bias_act_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
     pgn_node *A = in_a(g, n), *B = in_b(g, n);
     if (n->act == PGN_ACT_CODE_NONE)
@@ -430,9 +430,9 @@ static int layernorm_forward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error
     return pgn_op_layernorm_forward(rows_of(n, p->rows), &in_a(g, n)->value, &in_b(g, n)->value,
                                     &in_c(g, n)->value, &n->value, &n->aux, err);
 }
-/* dx = (dxhat - mean(dxhat) - xhat mean(dxhat xhat)) rstd with dxhat = dy w; dw = colsum dy xhat,
+/* dx = (dxhat - mean(dxhat) - xhat mean(dxhat xhat)) rstd with dxhat = dy w, added into X's
+ * gradient when that is already written (no second buffer, no add launch); dw = colsum dy xhat,
  * db = colsum dy */
-/* dx adds itself into a gradient already written (no second buffer, no add launch) */
 static int layernorm_backward(pgn_graph *g, pgn_node *n, const pass *p, pgn_error *err) {
     pgn_node *X = in_a(g, n), *W = in_b(g, n), *B = in_c(g, n);
     int r = rows_of(n, p->rows);
@@ -565,8 +565,8 @@ static size_t param_offset_of(const pgn_graph *g, int id) {
     return 0; /* not reached: callers pass parameters */
 }
 
-/* Whether parameter node id's gradient can come from a deferred sum: it is a parameter with a
- * gradient and this is its one consumer, so the deferred finish is its only write. */
+/* Whether parameter node id's gradient can come from a deferred sum: it is a parameter and its
+ * one consumer is the node asking, so the deferred finish is its only write. */
 static bool sum_param(const pgn_graph *g, int id) {
     const pgn_node *P = &g->nodes[id];
     return P->kind == PGN_NODE_PARAM && P->consumers == 1;

@@ -49,13 +49,37 @@ static bool fits(const pgn_tensor *t, int rows, int cols) { return rows <= t->ro
 
 /* ---- column sums in two passes (pgn_sum_chunks in kernels/pgn_ops.h) ----------------------- */
 
-int pgn_tensor_partials(pgn_device *dev, int chunks, int cols, cl_mem *mem, pgn_error *err) {
+int pgn_tensor_partials(pgn_device *dev, int chunks, int cols, pgn_tensor *defer, cl_mem *ws, float **host_part,
+                        const char *op, pgn_error *err) {
+    if (defer && pgn_tensor_count(defer) < (size_t)chunks * cols)
+        return check(false, op, "deferred partials smaller than chunks x cols", err);
+    if (!dev) {
+        *host_part = defer ? F32(defer) : malloc((size_t)chunks * cols * sizeof **host_part);
+        return *host_part ? 0 : check(false, op, "out of memory for the partial sums", err);
+    }
+    if (defer) {
+        *ws = defer->mem;
+        return 0;
+    }
     pgn_tensor_scratch *sc = pgn_tensor_scratch_of(dev, err);
     if (!sc || pgn_device_scratch_reserve(dev, &sc->reduce, &sc->reduce_bytes,
                                           (size_t)chunks * (size_t)cols * sizeof(float), "column sums", err))
         return -1;
-    *mem = sc->reduce;
+    *ws = sc->reduce;
     return 0;
+}
+
+/* Queues a chunk-partials kernel over (cols, chunks): the gpu family's (a column of a chunk a
+ * work-item, groups of PGN_GPU_GROUP) on a device that runs it, else the cpu family's
+ * (PGN_COL_GROUP blocks of PGN_COL_BLOCK columns a work-item). */
+static int launch_chunks(pgn_device *dev, int gpu, int cpu, const pgn_karg *args, int cols, int chunks, pgn_error *err) {
+    if (pgn_rows_on_gpu(dev)) {
+        size_t global[2] = {pgn_gpu_range(cols), (size_t)chunks}, local[2] = {PGN_GPU_GROUP, 1};
+        return pgn_launch(dev, (pgn_kernel_id)gpu, args, 2, global, local, err);
+    }
+    int group = PGN_COL_BLOCK * PGN_COL_GROUP;
+    size_t global[2] = {(size_t)(cols + group - 1) / group, (size_t)chunks};
+    return pgn_launch(dev, (pgn_kernel_id)cpu, args, 2, global, NULL, err);
 }
 
 /* out (cols) = the partial sums in ws added up in chunk order. */
@@ -86,24 +110,6 @@ int pgn_op_bias_act_forward(int rows, pgn_tensor *z, const pgn_tensor *bias, int
     return PGN_LAUNCH(z->dev, bias_act_forward, args, 1, GLOBAL1(n), NULL, err);
 }
 
-/* Where a column sum's chunk partials go: defer (chunks x cols floats at least), or the device's
- * scratch (or the host's malloc) to be finished at once. *host_part is malloc'd when it is the
- * host's own (the caller frees it). */
-static int partials_for(pgn_device *dev, int chunks, int cols, pgn_tensor *defer, cl_mem *ws, float **host_part,
-                        const char *op, pgn_error *err) {
-    if (defer && pgn_tensor_count(defer) < (size_t)chunks * cols)
-        return check(false, op, "deferred partials smaller than chunks x cols", err);
-    if (!dev) {
-        *host_part = defer ? F32(defer) : malloc((size_t)chunks * cols * sizeof **host_part);
-        return *host_part ? 0 : check(false, op, "out of memory", err);
-    }
-    if (defer) {
-        *ws = defer->mem;
-        return 0;
-    }
-    return pgn_tensor_partials(dev, chunks, cols, ws, err);
-}
-
 int pgn_op_bias_act_backward(int rows, const pgn_tensor *z, const pgn_tensor *y,
                              const pgn_tensor *dy, int act, pgn_tensor *dz, pgn_tensor *db,
                              pgn_tensor *defer, pgn_error *err) {
@@ -118,7 +124,7 @@ int pgn_op_bias_act_backward(int rows, const pgn_tensor *z, const pgn_tensor *y,
     pgn_device *dev = z->dev;
     cl_mem ws = NULL;
     float *part = NULL;
-    if (partials_for(dev, chunks, cols, defer, &ws, &part, "bias_act_backward", err)) return -1;
+    if (pgn_tensor_partials(dev, chunks, cols, defer, &ws, &part, "bias_act_backward", err)) return -1;
     if (!dev) {
         for (int c = 0; c < chunks; c++) {
             int r0 = c * PGN_SUM_ROWS, r1 = r0 + PGN_SUM_ROWS < rows ? r0 + PGN_SUM_ROWS : rows;
@@ -134,16 +140,11 @@ int pgn_op_bias_act_backward(int rows, const pgn_tensor *z, const pgn_tensor *y,
     }
     pgn_karg args[] = {KARG(rows),  KARG(cols),   KARG(act),    KARG(z->mem),
                        KARG(y->mem), KARG(dy->mem), KARG(dz->mem), KARG(ws)};
-    int rc;
-    if (pgn_rows_on_gpu(dev)) {
-        size_t global[2] = {pgn_gpu_range(cols), (size_t)chunks}, local[2] = {PGN_GPU_GROUP, 1};
-        rc = PGN_LAUNCH(dev, bias_act_backward_gpu, args, 2, global, local, err);
-    } else {
-        int group = PGN_COL_BLOCK * PGN_COL_GROUP;
-        size_t global[2] = {(size_t)(cols + group - 1) / group, (size_t)chunks};
-        rc = PGN_LAUNCH(dev, bias_act_backward, args, 2, global, NULL, err);
-    }
-    return rc || (!defer && finish_partials(dev, ws, chunks, cols, db, err)) ? -1 : 0;
+    return launch_chunks(dev, PGN_KERNEL_CHECKED(bias_act_backward_gpu, args), PGN_KERNEL_CHECKED(bias_act_backward, args),
+                         args, cols, chunks, err) ||
+                   (!defer && finish_partials(dev, ws, chunks, cols, db, err))
+               ? -1
+               : 0;
 }
 
 /* ---- act: y = act(x); dx = dy act'(x) --------------------------------------------------- */
@@ -244,7 +245,7 @@ int pgn_op_colsum(int rows, const pgn_tensor *x, pgn_tensor *out, pgn_tensor *de
     pgn_device *dev = x->dev;
     cl_mem ws = NULL;
     float *part = NULL;
-    if (partials_for(dev, chunks, cols, defer, &ws, &part, "colsum", err)) return -1;
+    if (pgn_tensor_partials(dev, chunks, cols, defer, &ws, &part, "colsum", err)) return -1;
     if (!dev) {
         for (int c = 0; c < chunks; c++) {
             int r0 = c * PGN_SUM_ROWS, r1 = r0 + PGN_SUM_ROWS < rows ? r0 + PGN_SUM_ROWS : rows;
@@ -259,16 +260,11 @@ int pgn_op_colsum(int rows, const pgn_tensor *x, pgn_tensor *out, pgn_tensor *de
         return 0;
     }
     pgn_karg args[] = {KARG(rows), KARG(cols), KARG(x->mem), KARG(ws)};
-    int rc;
-    if (pgn_rows_on_gpu(dev)) {
-        size_t global[2] = {pgn_gpu_range(cols), (size_t)chunks}, local[2] = {PGN_GPU_GROUP, 1};
-        rc = PGN_LAUNCH(dev, colsum_partial_gpu, args, 2, global, local, err);
-    } else {
-        int group = PGN_COL_BLOCK * PGN_COL_GROUP;
-        size_t global[2] = {(size_t)(cols + group - 1) / group, (size_t)chunks};
-        rc = PGN_LAUNCH(dev, colsum_partial, args, 2, global, NULL, err);
-    }
-    return rc || (!defer && finish_partials(dev, ws, chunks, cols, out, err)) ? -1 : 0;
+    return launch_chunks(dev, PGN_KERNEL_CHECKED(colsum_partial_gpu, args), PGN_KERNEL_CHECKED(colsum_partial, args),
+                         args, cols, chunks, err) ||
+                   (!defer && finish_partials(dev, ws, chunks, cols, out, err))
+               ? -1
+               : 0;
 }
 
 /* Every entry e of table (PGN_SUM_ENTRY ints each: first, n, poff, stride, out_off): out[out_off +
@@ -404,7 +400,7 @@ int pgn_op_loss_stats(int rows, const pgn_tensor *loss, const pgn_tensor *pred,
     if (!loss->dev) {
         int correct = 0;
         for (int r = 0; r < rows; r++) correct += I32(pred)[r] == I32(labels)[r];
-        F32(stats)[2 * slot] = pgn_sum_lanes(rows, F32(loss));
+        F32(stats)[2 * slot] = pgn_lane_sum(rows, F32(loss), 0);
         F32(stats)[2 * slot + 1] = (float)correct;
         return 0;
     }
@@ -447,7 +443,7 @@ int pgn_op_clip_scale(int n_partials, const pgn_tensor *partials, float max_norm
               "clip_scale", "shape", err))
         return -1;
     if (!out->dev) {
-        float norm = pgn_sqrt(pgn_sum_lanes(n_partials, F32(partials)));
+        float norm = pgn_sqrt(pgn_lane_sum(n_partials, F32(partials), 0));
         F32(out)[0] = norm;
         F32(out)[1] = pgn_clip_factor(norm, max_norm);
         return 0;

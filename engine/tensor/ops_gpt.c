@@ -208,8 +208,8 @@ int pgn_op_layernorm_forward(int rows, const pgn_tensor *x, const pgn_tensor *w,
 static int layernorm_params_host(int rows, int C, const pgn_tensor *x, const pgn_tensor *stats, const pgn_tensor *dy,
                                  pgn_tensor *dw, pgn_tensor *db, pgn_tensor *defer, pgn_error *err) {
     int chunks = pgn_sum_chunks(rows);
-    float *part = defer ? F32(defer) : malloc((size_t)chunks * 2 * C * sizeof *part);
-    if (!part) return fail(err, "layernorm_backward", "out of memory for %d x %d partial sums", chunks, 2 * C);
+    float *part = NULL;
+    if (pgn_tensor_partials(NULL, chunks, 2 * C, defer, NULL, &part, "layernorm_backward", err)) return -1;
     for (int k = 0; k < chunks; k++) {
         int r0 = k * PGN_SUM_ROWS, r1 = pgn_gpt_min(rows, r0 + PGN_SUM_ROWS);
         for (int c0 = 0; c0 < C; c0 += PGN_COL_BLOCK)
@@ -238,9 +238,6 @@ int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w
         return fail(err, op, "w has %zu elements, needs C = %d", pgn_tensor_count(w), C);
     if ((dw && pgn_tensor_count(dw) != (size_t)C) || (db && pgn_tensor_count(db) != (size_t)C))
         return fail(err, op, "dw and db must have C = %d elements", C);
-    if (defer && pgn_tensor_count(defer) < (size_t)pgn_sum_chunks(rows) * 2 * C)
-        return fail(err, op, "defer has %zu elements, needs %zu", pgn_tensor_count(defer),
-                    (size_t)pgn_sum_chunks(rows) * 2 * C);
     if (!x->dev) {
         for (int r = 0; r < rows; r++)
             pgn_layernorm_backward_row(r, C, F32(x), F32(w), F32(stats), F32(dy), add, F32(dx));
@@ -257,10 +254,7 @@ int pgn_op_layernorm_backward(int rows, const pgn_tensor *x, const pgn_tensor *w
     if (!dw && !db && !defer) return 0;
     int chunks = pgn_sum_chunks(rows);
     cl_mem ws;
-    if (defer)
-        ws = defer->mem;
-    else if (pgn_tensor_partials(x->dev, chunks, 2 * C, &ws, err))
-        return -1;
+    if (pgn_tensor_partials(x->dev, chunks, 2 * C, defer, &ws, NULL, op, err)) return -1;
     pgn_karg pargs[] = {KARG(rows), KARG(C), KARG(x->mem), KARG(stats->mem), KARG(dy->mem), KARG(ws)};
     if (gpu) {
         size_t global[2] = {pgn_gpu_range(C), (size_t)chunks}, local[2] = {PGN_GPU_GROUP, 1};

@@ -47,8 +47,11 @@ typedef struct pgn_tensor_scratch {
 } pgn_tensor_scratch;
 /* dev's scratch, made on first use; NULL (err says why) without memory. */
 pgn_tensor_scratch *pgn_tensor_scratch_of(pgn_device *dev, pgn_error *err);
-/* dev's column-sum partials scratch grown to chunks x cols floats, into *mem (ops.c). */
-int pgn_tensor_partials(pgn_device *dev, int chunks, int cols, cl_mem *mem, pgn_error *err);
+/* Where a column sum's chunk partials (chunks x cols floats) go (ops.c): defer when given (its
+ * storage, for pgn_op_finish_sums), else dev's reduction scratch (grown) into *ws, or on the host
+ * (dev NULL) a malloc'd *host_part the caller frees after finishing them. op names errors. */
+int pgn_tensor_partials(pgn_device *dev, int chunks, int cols, pgn_tensor *defer, cl_mem *ws, float **host_part,
+                        const char *op, pgn_error *err);
 
 /* ---- ops (ops.c) -------------------------------------------------------------------------
  * Each op runs the host reference when the tensors live on the host, or queues its kernel
