@@ -543,6 +543,8 @@ static int cmd_run(int argc, char **argv) {
                    (long long)json_integer_value(json_object_get(result, "interactions")),
                    json_real_value(json_object_get(result, "seconds")),
                    json_real_value(json_object_get(result, "mips")));
+        if (stats && json_object_get(result, "compile_seconds")) /* not HVM2's: its build is before its run */
+            printf("- COMPILE: %.2fs\n", json_real_value(json_object_get(result, "compile_seconds")));
         json_decref(result);
         return 0;
     }

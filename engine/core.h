@@ -12,7 +12,7 @@
 #include "paragon.h"
 
 /* The parts above the core that keep something per device (pgn_device.part). */
-enum { PGN_PART_TENSOR, PGN_PART_COUNT };
+enum { PGN_PART_TENSOR, PGN_PART_INET, PGN_PART_COUNT };
 
 struct pgn_device {
     pgn_device_info info;
@@ -108,9 +108,16 @@ int pgn_spec_no_controls(const char *s, const char *path, pgn_error *err);
 /* Name of an OpenCL status code ("CL_OUT_OF_RESOURCES"), for error messages. */
 const char *pgn_cl_status_name(cl_int status);
 
+/* Another in-order queue on the device (a thread's own: inet_build.c); the caller releases it. */
+cl_command_queue pgn_device_queue(pgn_device *dev, cl_int *st);
+
 /* Builds OpenCL C source for the device with paragon's options (no fast-math, correctly
  * rounded divide/sqrt). A compile error returns code "kernel_build" with the compiler's log. */
 int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_error *err);
+/* One kernel file's program (kernels/<file>, as embedded) with the shared headers first, prefix
+ * before the file and suffix after it: a kernel specialised at run time (inet_cl.c). malloc'd;
+ * NULL when out of memory or no such file. */
+char *pgn_program_source_one(const char *file, const char *prefix, const char *suffix);
 
 /* Builds the program of each family the device's profile runs and creates its kernels, each
  * checked against the kernel list (engine/kernels.h); program.c. */

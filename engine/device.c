@@ -333,6 +333,10 @@ static cl_command_queue open_queue(cl_platform_id p, cl_context ctx, cl_device_i
     return clCreateCommandQueueWithProperties(ctx, d, qprops, st);
 }
 
+cl_command_queue pgn_device_queue(pgn_device *dev, cl_int *st) {
+    return open_queue(dev->platform, dev->context, dev->device, st);
+}
+
 int pgn_device_open(const pgn_device_info *info, pgn_device **out, pgn_error *err) {
     *out = NULL;
     pgn_device_profile kind;

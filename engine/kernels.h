@@ -61,7 +61,7 @@
     X(attention_backward_query, 9, CPU, ROWS)                                                  \
     X(attention_backward_key, 9, CPU, ROWS)                                                    \
     /* kernels/inet.cl */                                                                      \
-    X(inet_reduce, 19, CPU, INET)                                                              \
+    X(inet_reduce, 20, CPU, INET)                                                              \
     /* kernels/gemm_gpu.cl */                                                                  \
     X(gemm_gpu_128x128, 15, GPU, GEMM)                                                         \
     X(gemm_gpu_128x64, 15, GPU, GEMM)                                                          \

@@ -86,6 +86,29 @@ static char *program_source(pgn_kernel_family family) {
     return src;
 }
 
+/* The headers every program starts with (those no kernel file includes), then prefix, the kernel
+ * file, suffix. */
+static void put_one(char *dst, size_t *off, const pgn_embedded *file, const char *prefix, const char *suffix) {
+    for (const pgn_embedded *e = pgn_kernel_sources; e->name; e++)
+        if (!ends_with(e->name, ".cl") && !included_anywhere(e)) put_file(dst, off, e);
+    put(dst, off, prefix, strlen(prefix));
+    put_file(dst, off, file);
+    put(dst, off, suffix, strlen(suffix));
+}
+
+char *pgn_program_source_one(const char *file, const char *prefix, const char *suffix) {
+    const pgn_embedded *e = kernel_file(file, strlen(file));
+    if (!e) return NULL;
+    size_t total = 0;
+    put_one(NULL, &total, e, prefix, suffix);
+    char *src = malloc(total + 1);
+    if (!src) return NULL;
+    size_t off = 0;
+    put_one(src, &off, e, prefix, suffix);
+    src[off] = '\0';
+    return src;
+}
+
 int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_error *err) {
     cl_int st;
     *out = NULL;

@@ -61,7 +61,7 @@ typedef struct {
     __global pgn_u64 *bag;      /* this worker's */
     __global pgn_u32 *nloc, *vloc;
     __global const pgn_u64 *bnodes, *brbag;
-    __global const pgn_u32 *defs;
+    __global const pgn_u32 *defs, *plan;
     volatile __global pgn_u32 *ctl;
     volatile __global pgn_u64 *mail;
     pgn_u32 me, workers, bag_cap, cap[2];
@@ -117,6 +117,16 @@ INET_COLD void inet_give_back(inet_w *w, int h) {
     a->foreign = a->foreign_tail = a->nforeign = 0;
 }
 
+/* Another worker's slot goes on the foreign list (out of line: it is inlined nowhere, so the
+ * many inlined frees of a program's compiled definitions stay small). */
+INET_COLD void inet_free_foreign(inet_w *w, int h, pgn_u32 i) {
+    pgn_inet_alloc *a = &w->s.heap[h];
+    inet_slot_set_next(w, h, i, a->foreign);
+    if (!a->foreign) a->foreign_tail = i;
+    a->foreign = i;
+    if (++a->nforeign == PGN_INET_FOREIGN_BATCH) inet_give_back(w, h);
+}
+
 /* A slot of this worker's chunks goes on its free list; another worker's on the foreign list. */
 INET_HOT void inet_free(inet_w *w, int h, pgn_u32 i) {
     pgn_inet_alloc *a = &w->s.heap[h];
@@ -127,10 +137,7 @@ INET_HOT void inet_free(inet_w *w, int h, pgn_u32 i) {
         a->nfree++;
         return;
     }
-    inet_slot_set_next(w, h, i, a->foreign);
-    if (!a->foreign) a->foreign_tail = i;
-    a->foreign = i;
-    if (++a->nforeign == PGN_INET_FOREIGN_BATCH) inet_give_back(w, h);
+    inet_free_foreign(w, h, i);
 }
 
 /* Makes `need` slots of heap h available without failing: the free list and the chunk's rest,
@@ -239,6 +246,8 @@ INET_HOT void inet_link(inet_w *w, pgn_u32 a, pgn_u32 b) {
 
 /* ---- the rules: kernels/pgn_inet_rules.h, over this file's memory and links --------------- */
 
+INET_HOT void inet_call(inet_w *w, pgn_u32 a, pgn_u32 b);
+
 #define PGN_INET_NET inet_w
 #define PGN_INET_RULE INET_HOT
 #define PGN_INET_BOOK __global
@@ -246,6 +255,7 @@ INET_HOT void inet_link(inet_w *w, pgn_u32 a, pgn_u32 b) {
 #define PGN_INET_NODE_FREE(w, i) inet_node_free((w), (i))
 #define PGN_INET_VAR_ALLOC(w) inet_var_alloc(w)
 #define PGN_INET_CONNECT(w, a, b) inet_link((w), (a), (b))
+#define PGN_INET_CALL_DEF(w, a, b) inet_call((w), (a), (b))
 #define PGN_INET_DEF(w, fid, v)                                                                              \
     do {                                                                                                     \
         __global const pgn_u32 *d_ = (w)->defs + PGN_INET_DEF_WORDS * (fid);                                 \
@@ -258,6 +268,38 @@ INET_HOT void inet_link(inet_w *w, pgn_u32 a, pgn_u32 b) {
     } while (0)
 #include "pgn_inet_rules.h"
 
+/* CALL runs the definition's plan (kernels/pgn_inet_plan.h): compiled into a program's own build
+ * of this file (engine/inet/inet_cl.c, inet_build.c) for its small definitions, where
+ * inet_call_compiled runs it; else interpreted from the plan buffer, with the registers in
+ * private memory; definitions without a plan are instantiated as they stand (pgn_inet_call). */
+#define PGN_INET_PLAN __global
+#define PGN_INET_ENTER(w, p) inet_enter((w), (p))
+#define PGN_INET_COUNT(w, k) ((w)->s.itrs += (k))
+#define PGN_INET_BAG(w) ((w)->bag)
+#define PGN_INET_BAG_TOP(w) ((w)->s.bag_hi)
+#include "pgn_inet_plan.h"
+
+#ifdef PGN_INET_COMPILED
+INET_HOT bool inet_call_compiled(inet_w *w, pgn_u32 fid, pgn_u32 b);
+#endif
+
+/* Out of line: the loop, its registers and the step's switch stay out of the worker's loop. */
+INET_COLD void inet_call_plan(inet_w *w, __global const pgn_u32 *d, pgn_u32 b) {
+    pgn_u32 k[PGN_INET_PLAN_REGS];
+    pgn_inet_plan_run(w, w->plan + d[PGN_INET_DEF_PLAN_OFF] * PGN_INET_STEP_WORDS, d[PGN_INET_DEF_PLAN_LEN],
+                      d[PGN_INET_DEF_PLAN_REGS], k, b);
+}
+
+INET_HOT void inet_call(inet_w *w, pgn_u32 a, pgn_u32 b) {
+    pgn_u32 fid = pgn_inet_val(a) & PGN_INET_REF_FID;
+#ifdef PGN_INET_COMPILED
+    if (inet_call_compiled(w, fid, b)) return;
+#endif
+    __global const pgn_u32 *d = w->defs + PGN_INET_DEF_WORDS * fid;
+    if (d[PGN_INET_DEF_PLAN_LEN]) inet_call_plan(w, d, b);
+    else pgn_inet_call(w, a, b);
+}
+
 /* ---- one redex ---------------------------------------------------------------------------- */
 
 /* Makes room for the worst case of rule on a ~ b: nodes, variables and bag slots (one per link
@@ -266,9 +308,9 @@ INET_HOT pgn_u32 inet_reserve(inet_w *w, pgn_u32 rule, pgn_u32 a, pgn_u32 b) {
     pgn_u32 nodes = 0, vars = 0, links = 2;
     if (rule == PGN_INET_CALL) {
         __global const pgn_u32 *d = w->defs + PGN_INET_DEF_WORDS * (pgn_inet_val(a) & PGN_INET_REF_FID);
-        nodes = d[PGN_INET_DEF_NODE_LEN];
+        nodes = d[PGN_INET_DEF_NODE_LEN]; /* a plan takes no more than the definition's */
         vars = d[PGN_INET_DEF_VARS_LEN];
-        links = d[PGN_INET_DEF_RBAG_LEN] + 1;
+        links = d[PGN_INET_DEF_LINKS];
     } else if (rule == PGN_INET_ERAS && pgn_inet_tag(a) == PGN_INET_REF) {
         __global const pgn_u32 *d = w->defs + PGN_INET_DEF_WORDS * (pgn_inet_val(a) & PGN_INET_REF_FID);
         if (!d[PGN_INET_DEF_SAFE]) {
@@ -351,14 +393,14 @@ static bool inet_wait(inet_w *w) {
 
 /* ---- the kernel ----------------------------------------------------------------------------
  * node[node_cap], vars[var_cap]: the heaps; node_owner, var_owner: who owns each of their chunks.
- * bnodes, brbag, defs: the book (pgn_inet_dev.h).
+ * bnodes, brbag, defs: the book (pgn_inet_dev.h); plan: its definitions' steps.
  * bags[workers * bag_cap], mail[PGN_INET_MAIL_WORDS], wk[workers], ctl[PGN_INET_CTL_WORDS]:
  * the workers. scratch[workers * scratch_stride]: where a CALL keeps the slots it allocated
  * (stride >= the largest definition's nodes + variables). budget: interactions per worker. */
 __kernel void inet_reduce(INET_HEAP pgn_u64 *node, volatile __global pgn_u32 *vars,
                           __global pgn_u32 *node_owner, __global pgn_u32 *var_owner,
                           __global const pgn_u64 *bnodes, __global const pgn_u64 *brbag,
-                          __global const pgn_u32 *defs, __global pgn_u64 *bags,
+                          __global const pgn_u32 *defs, __global const pgn_u32 *plan, __global pgn_u64 *bags,
                           volatile __global pgn_u64 *mail, __global pgn_inet_worker *wk,
                           volatile __global pgn_u32 *ctl, __global pgn_u32 *scratch,
                           pgn_u32 workers, pgn_u32 node_cap, pgn_u32 var_cap, pgn_u32 bag_cap,
@@ -376,6 +418,7 @@ __kernel void inet_reduce(INET_HEAP pgn_u64 *node, volatile __global pgn_u32 *va
     w.bnodes = bnodes;
     w.brbag = brbag;
     w.defs = defs;
+    w.plan = plan;
     w.ctl = ctl;
     w.mail = mail;
     w.me = me;

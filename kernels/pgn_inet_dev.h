@@ -75,6 +75,14 @@ typedef struct pgn_inet_worker {
 #define PGN_INET_DEF_RBAG_LEN 4
 #define PGN_INET_DEF_VARS_LEN 5
 #define PGN_INET_DEF_SAFE 6
-#define PGN_INET_DEF_WORDS 8
+#define PGN_INET_DEF_LINKS 7 /* the most redexes its CALL may queue (pgn_inet_def's links) */
+#define PGN_INET_DEF_PLAN_OFF 8  /* its plan: steps [off, off + len) of the plan buffer over */
+#define PGN_INET_DEF_PLAN_LEN 9  /* regs registers; len 0 (no plan, or more registers than */
+#define PGN_INET_DEF_PLAN_REGS 10 /* PGN_INET_PLAN_REGS): interpreted */
+#define PGN_INET_DEF_WORDS 12
+
+/* The most registers a plan the kernel interprets may use (they live in the work-item's private
+ * memory): larger definitions are called once or rarely (a program's @main, its tables). */
+#define PGN_INET_PLAN_REGS 128u
 
 #endif

@@ -13,6 +13,8 @@
  *                          hands out a scratch slot, the kernel reserved the worst case first)
  *   PGN_INET_CONNECT(n, a, b) links a ~ b
  *   PGN_INET_DEF(n, fid, d) a statement filling the pgn_inet_def_view *d with definition fid
+ *   PGN_INET_CALL_DEF(n, a, b) how it applies CALL (declared before this file): pgn_inet_call
+ *                          below, or the definition's plan (pgn_inet_plan.h) where it has one
  *
  * The OpenCL program has no include path: device.c puts this file's text where a kernel file
  * includes it (program_source), so it is not prepended to the program as other headers are.
@@ -140,7 +142,7 @@ PGN_INET_RULE pgn_u32 pgn_inet_rule_of(pgn_u32 a, pgn_u32 b) {
 /* Applies rule (pgn_inet_rule_of) to a ~ b. LINK is no interaction and never reaches here. */
 PGN_INET_RULE void pgn_inet_interact(PGN_INET_NET *n, pgn_u32 rule, pgn_u32 a, pgn_u32 b) {
     switch (rule) {
-    case PGN_INET_CALL: pgn_inet_call(n, a, b); break;
+    case PGN_INET_CALL: PGN_INET_CALL_DEF(n, a, b); break;
     case PGN_INET_VOID: break;
     case PGN_INET_ERAS: pgn_inet_eras(n, a, b); break;
     case PGN_INET_ANNI: pgn_inet_anni(n, a, b); break;

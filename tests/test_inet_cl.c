@@ -80,6 +80,7 @@ static char *read_example(const char *name) {
 }
 
 static const unsigned worker_counts[] = {1, 2, 4, 64};
+static char *random_program(uint64_t seed);
 
 Test(inet_cl, every_example_gives_the_expected_form_and_count_on_1_2_4_and_64_work_items) {
     const char *names[] = {"fib", "tree_sum", "tree_dup", "sort", "loop", "loops", "u24_ops", "i24_ops", "f24_ops"};
@@ -97,6 +98,84 @@ Test(inet_cl, every_example_gives_the_expected_form_and_count_on_1_2_4_and_64_wo
         free(program);
         free(expected);
     }
+}
+
+/* The program's own kernel, built before the first launch (PARAGON_INET_PLANS=now), gives the
+ * expected form and count: small definitions compiled into the worker's loop (fib, loops), the
+ * rest's plans interpreted (sort_bitonic's many, train_xor's, a pgl program's book; the ops
+ * examples' @main with operators whose first ports are variables), copies of numbers through DUPs
+ * (tree_dup), and random nets. One build a program: each costs the compiler seconds. */
+Test(inet_cl, compiled_kernels_give_the_expected_form_and_count, .timeout = 600) {
+    const char *names[] = {"fib", "tree_sum", "tree_dup", "sort", "loops", "u24_ops", "i24_ops", "f24_ops",
+                           "sort_bitonic", "train_xor"};
+    static const unsigned workers[] = {1, 2, 4};
+    setenv("PARAGON_INET_PLANS", "now", 1);
+    for (size_t i = 0; i < sizeof names / sizeof *names + 3; i++) {
+        char file[64], *program, *expected;
+        if (i < sizeof names / sizeof *names) {
+            bool pgl = !strcmp(names[i], "train_xor");
+            snprintf(file, sizeof file, "%s.%s", names[i], pgl ? "pgl" : "hvm");
+            program = read_example(file);
+            if (pgl) {
+                pgn_error err = {0};
+                char *net = pgn_pgl_compile(program, strlen(program), &err);
+                cr_assert_not_null(net, "%s", err.message);
+                free(program);
+                program = net;
+            }
+            if (pgl) {
+                expected = run_host(program);
+            } else {
+                snprintf(file, sizeof file, "%s.expected", names[i]);
+                expected = read_example(file);
+            }
+        } else {
+            program = random_program(7 * i);
+            expected = run_host(program);
+        }
+        for (size_t w = 0; w < sizeof workers / sizeof *workers; w++) {
+            pgn_inet_book *book = parse_ok(program);
+            uint32_t n_compiled;
+            free(pgn_inet_plan_source(book, &n_compiled)); /* none (the ops examples: @main alone): interpreted plans */
+            pgn_inet_result r;
+            pgn_error err = {0};
+            cr_assert_eq(pgn_inet_run_cl(dev, book, NULL, NULL, workers[w], NULL, &r, &err), 0, "%zu: %s", i, err.message);
+            cr_assert_eq(r.compiled, n_compiled > 0, "%zu: built before the first launch", i);
+            char *got = result_text(&r);
+            cr_assert_str_eq(got, expected, "%zu with %u work-items", i, workers[w]);
+            free(got);
+            pgn_inet_result_free(&r);
+            pgn_inet_book_free(book);
+        }
+        free(program);
+        free(expected);
+    }
+    unsetenv("PARAGON_INET_PLANS");
+}
+
+/* A run switches to the program's own kernel between two launches, once it has run for
+ * PGN_INET_COMPILE_AFTER_S, when a thread has built it: here built before (the device keeps it),
+ * so the switch comes at the first launch past that time; the heaps and bags it leaves are the
+ * new kernel's to go on with. */
+Test(inet_cl, a_run_switches_to_its_own_kernel_and_gives_the_same_form_and_count) {
+    char *program = read_example("tree_sum22.hvm"), *expected = read_example("tree_sum22.expected");
+    setenv("PARAGON_INET_PLANS", "now", 1);
+    free(run_cl(program, NULL, 2, NULL));
+    unsetenv("PARAGON_INET_PLANS");
+    for (unsigned workers = 1; workers <= 4; workers *= 2) {
+        pgn_inet_book *book = parse_ok(program);
+        pgn_inet_result r;
+        pgn_error err = {0};
+        cr_assert_eq(pgn_inet_run_cl(dev, book, NULL, NULL, workers, NULL, &r, &err), 0, "%s", err.message);
+        char *got = result_text(&r);
+        cr_assert_str_eq(got, expected, "%u work-items", workers);
+        cr_assert(r.compiled, "%u work-items: ended on the program's own kernel", workers);
+        free(got);
+        pgn_inet_result_free(&r);
+        pgn_inet_book_free(book);
+    }
+    free(program);
+    free(expected);
 }
 
 /* A random net in the shape of the host's fuzz test: definitions calling each other through

@@ -531,3 +531,32 @@ Test(oclgrind, inet_programs_on_4_and_32_work_items_give_the_host_result_without
     pgn_device_close(oclgrind);
     assert_no_reports();
 }
+
+/* The same with each program's own kernel (PARAGON_INET_PLANS=now): its small definitions'
+ * plans compiled into the worker's loop (engine/inet/inet_plan.c), the rest interpreted. */
+Test(oclgrind, inet_programs_own_kernels_give_the_host_result_without_a_report) {
+    char *programs[] = {
+        read_example("u24_ops.hvm"),
+        smaller_example("fib.hvm", "@fib ~ (22 r)", "@fib ~ (5 r)"),
+        smaller_example("tree_dup.hvm", "@gen ~ (12 {t1 t2})", "@gen ~ (2 {t1 t2})"),
+        smaller_example("sort.hvm", "@gen ~ (200 (1 l))", "@gen ~ (5 (1 l))"),
+    };
+    pgn_device *others[1];
+    size_t n_others;
+    pgn_device *oclgrind = open_devices(others, 0, &n_others);
+    setenv("PARAGON_INET_PLANS", "now", 1);
+    static const unsigned workers[] = {4, 32};
+    for (size_t p = 0; p < sizeof programs / sizeof *programs; p++) {
+        char *want = run_inet(programs[p], NULL, 0);
+        for (size_t w = 0; w < sizeof workers / sizeof *workers; w++) {
+            char *got = run_inet(programs[p], oclgrind, workers[w]);
+            cr_assert_str_eq(got, want, "%u work-items:\n%s", workers[w], programs[p]);
+            free(got);
+        }
+        free(want);
+        free(programs[p]);
+    }
+    unsetenv("PARAGON_INET_PLANS");
+    pgn_device_close(oclgrind);
+    assert_no_reports();
+}

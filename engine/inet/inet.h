@@ -27,6 +27,10 @@ typedef struct pgn_inet_def {
     uint32_t node_off, node_len; /* book->nodes[node_off .. node_off + node_len) */
     uint32_t rbag_off, rbag_len; /* book->rbag[rbag_off .. rbag_off + rbag_len) */
     uint32_t vars_len;
+    /* Its plan (kernels/pgn_inet_plan.h, engine/inet/inet_plan.c): book->plan's steps
+     * [plan_off, plan_off + plan_len) over plan_regs registers; plan_len 0: none (too deep), its
+     * CALL is interpreted. links: the most redexes its CALL may queue, either way. */
+    uint32_t plan_off, plan_len, plan_regs, links;
 } pgn_inet_def;
 
 typedef struct pgn_inet_book {
@@ -37,6 +41,9 @@ typedef struct pgn_inet_book {
     uint64_t *rbag; /* redexes; a `&!` redex's first port, when a REF, has PGN_INET_REF_PAR */
     uint32_t n_rbag;
     uint32_t max_def_nodes, max_def_vars; /* the largest definition, for scratch space */
+    uint32_t max_def_rbag, max_def_links, max_plan_regs;
+    uint32_t *plan; /* every definition's steps, PGN_INET_STEP_WORDS words each */
+    uint32_t n_plan;
     char *names;                          /* every name, NUL-terminated, one after another */
 } pgn_inet_book;
 
@@ -45,6 +52,21 @@ typedef struct pgn_inet_book {
  * new book (pgn_inet_book_free). text need not be NUL-terminated; a NUL byte is a syntax error. */
 int pgn_inet_parse(const char *text, size_t len, pgn_inet_book **out, pgn_error *err);
 void pgn_inet_book_free(pgn_inet_book *book);
+/* Compiles every definition of a parsed book into its plan (pgn_inet_parse does). */
+int pgn_inet_plan_book(pgn_inet_book *book, pgn_error *err);
+/* When the reducers run plans, from the environment's PARAGON_INET_PLANS: "0" never (to measure
+ * what they bring: counts and results are the same either way); unset or "1": always on the
+ * host, and on a device once a run has reduced for PGN_INET_COMPILE_AFTER_S, when its own kernel
+ * is built (engine/inet/inet_cl.c: a build takes seconds, the first time a program is seen);
+ * "now": on a device from the first launch. */
+typedef enum { PGN_INET_PLANS_OFF, PGN_INET_PLANS_ON, PGN_INET_PLANS_NOW } pgn_inet_plans;
+pgn_inet_plans pgn_inet_plans_mode(void);
+#define PGN_INET_COMPILE_AFTER_S 0.1
+/* The book's small definitions' plans as OpenCL C for kernels/inet.cl (one function each, and
+ * inet_call_compiled dispatching to them; *n_compiled of them), malloc'd; NULL when out of
+ * memory. */
+char *pgn_inet_plan_source(const pgn_inet_book *book, uint32_t *n_compiled);
+
 /* The id of the definition called name (without '@'), or -1. */
 int64_t pgn_inet_book_find(const pgn_inet_book *book, const char *name);
 
@@ -70,6 +92,10 @@ typedef struct {
     double seconds, mips;
     uint64_t peak_nodes;
     uint64_t peak_bytes, peak_device_bytes;
+    /* the run went on on the program's own kernel (pgn_inet_plans_mode), and how long it waited
+     * for it to be built (not part of seconds; 0 unless built before the first launch) */
+    bool compiled;
+    double compile_seconds;
     /* IO (pgn_inet_io): calls performed, and what the program wrote to stdout and stderr when the
      * run keeps it (malloc'd, NUL-terminated; output_dropped bytes past output_max not kept) */
     uint64_t io_calls;

@@ -14,7 +14,9 @@
 #include "inet/inet.h"
 #include "inet/inet_net.h"
 #include "core.h"
+#include "inet/inet_build.h"
 #include "pgn_inet_dev.h"
+#include "pgn_inet_plan.h"
 
 /* Starting sizes; each doubles when a worker finds it full, up to its cap (pgn_inet_caps_of).
  * Slots 0 of both heaps are reserved (0 ends a free list) and variable 1 is the root. */
@@ -45,7 +47,7 @@ typedef struct {
     pgn_inet_caps caps; /* how far the heaps and bags may grow (inet_mem.c) */
     uint64_t max_nodes;
     clheap heap[2];
-    cl_mem bnodes, brbag, defs, bags, mail, wk, ctl, scratch;
+    cl_mem bnodes, brbag, defs, plan, bags, mail, wk, ctl, scratch;
     uint32_t workers, bag_cap, bag_limit, scratch_stride, max_def_nodes;
     uint64_t max_alloc;                        /* the device's largest buffer */
     uint64_t dev_bytes, dev_peak;              /* device buffers held now and at the most */
@@ -57,6 +59,7 @@ typedef struct {
      * by them: after launches of one work-group, later two-group launches of a shared object ran
      * on one thread (loops.hvm on 2 work-items: 161 MIPS after 1-work-item runs, 343 before). */
     cl_kernel kernel;
+    cl_program program; /* the program's own kernel's, its definitions compiled in (or NULL) */
 } clnet;
 
 static int cl_fail(pgn_error *err, cl_int st, const char *what) {
@@ -93,7 +96,7 @@ static void drop_buffer(clnet *c, cl_mem *buf, size_t bytes) {
 
 static void clnet_release(clnet *c) {
     cl_mem *bufs[] = {&c->heap[0].slots, &c->heap[0].owner, &c->heap[1].slots, &c->heap[1].owner,
-                      &c->bnodes,        &c->brbag,         &c->defs,          &c->bags,
+                      &c->bnodes,        &c->brbag,         &c->defs,          &c->plan,          &c->bags,
                       &c->mail,          &c->wk,            &c->ctl,           &c->scratch};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         pgn_device_release_buffer(c->dev, *bufs[i]);
@@ -101,6 +104,17 @@ static void clnet_release(clnet *c) {
     free(c->ctl_host);
     free(c->mail_host);
     if (c->kernel) clReleaseKernel(c->kernel);
+    if (c->program) clReleaseProgram(c->program);
+}
+
+/* The reducer's kernel from program (its own object: see clnet's kernel). */
+static int use_kernel(clnet *c, cl_program program, pgn_error *err) {
+    cl_int st;
+    cl_kernel k = clCreateKernel(program, pgn_kernel_name(PGN_K_inet_reduce), &st);
+    if (st != CL_SUCCESS) return cl_fail(err, st, "creating the reducer's kernel");
+    if (c->kernel) clReleaseKernel(c->kernel);
+    c->kernel = k;
+    return 0;
 }
 
 /* Replaces *buf by a buffer of new_bytes holding the same first old_bytes. */
@@ -248,12 +262,7 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
                       unsigned workers, pgn_error *err) {
     c->dev = dev;
     c->workers = workers;
-    cl_int kst;
-    c->kernel = clCreateKernel(dev->programs[pgn_kernel_family_of(PGN_K_inet_reduce)], pgn_kernel_name(PGN_K_inet_reduce), &kst);
-    if (kst != CL_SUCCESS) {
-        c->kernel = NULL;
-        return cl_fail(err, kst, "creating the reducer's kernel");
-    }
+    if (use_kernel(c, dev->programs[pgn_kernel_family_of(PGN_K_inet_reduce)], err)) return -1;
     cl_ulong max_alloc = 0;
     clGetDeviceInfo(dev->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
     c->max_alloc = max_alloc ? max_alloc : (1ull << 30);
@@ -293,6 +302,11 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
         o[PGN_INET_DEF_RBAG_LEN] = d->rbag_len;
         o[PGN_INET_DEF_VARS_LEN] = d->vars_len;
         o[PGN_INET_DEF_SAFE] = d->safe;
+        o[PGN_INET_DEF_LINKS] = d->links;
+        bool plan = pgn_inet_plans_mode() != PGN_INET_PLANS_OFF && d->plan_regs <= PGN_INET_PLAN_REGS;
+        o[PGN_INET_DEF_PLAN_OFF] = d->plan_off;
+        o[PGN_INET_DEF_PLAN_LEN] = plan ? d->plan_len : 0;
+        o[PGN_INET_DEF_PLAN_REGS] = d->plan_regs;
     }
     c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_NODES)] = PGN_INET_CHUNK; /* chunk 0 is no worker's */
     c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_VARS)] = PGN_INET_CHUNK;
@@ -309,6 +323,8 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
              make_buffer(c, (size_t)book->n_nodes * 8, book->n_nodes ? book->nodes : NULL, &c->bnodes, err) ||
              make_buffer(c, (size_t)book->n_rbag * 8, book->n_rbag ? book->rbag : NULL, &c->brbag, err) ||
              make_buffer(c, (size_t)book->n_defs * PGN_INET_DEF_WORDS * 4, defs, &c->defs, err) ||
+             make_buffer(c, (size_t)book->n_plan * PGN_INET_STEP_WORDS * 4, book->n_plan ? book->plan : NULL, &c->plan,
+                         err) ||
              make_buffer(c, (size_t)c->bag_cap * 8 * workers, NULL, &c->bags, err) ||
              make_buffer(c, PGN_INET_MAIL_WORDS(workers) * 8, c->mail_host, &c->mail, err) ||
              make_buffer(c, workers * sizeof *c->w, c->w, &c->wk, err) ||
@@ -325,6 +341,21 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
                : 0;
 }
 
+/* Queues the reducer over `workers` workers (0: every work-item leaves at once). */
+static int enqueue_reduce(clnet *c, uint32_t workers, uint64_t budget, pgn_error *err) {
+    const clheap *nodes = &c->heap[PGN_INET_HEAP_NODES], *vars = &c->heap[PGN_INET_HEAP_VARS];
+    pgn_karg args[] = {KARG(nodes->slots),      KARG(vars->slots),       KARG(nodes->owner), KARG(vars->owner),
+                       KARG(c->bnodes),         KARG(c->brbag),          KARG(c->defs),      KARG(c->plan),
+                       KARG(c->bags),
+                       KARG(c->mail),           KARG(c->wk),             KARG(c->ctl),       KARG(c->scratch),
+                       KARG(workers),           KARG(nodes->cap),        KARG(vars->cap),    KARG(c->bag_cap),
+                       KARG(c->scratch_stride), KARG(c->max_def_nodes), KARG(budget)};
+    size_t local = c->dev->profile.inet_local;
+    size_t global = (c->workers + local - 1) / local * local;
+    return pgn_launch_kernel(c->dev, c->kernel, (pgn_kernel_id)PGN_KERNEL_CHECKED(inet_reduce, args), args, 1, &global,
+                             &local, err);
+}
+
 /* One launch with every flag cleared; returns after reading the workers, control and mail back. */
 static int launch(clnet *c, uint64_t budget, pgn_error *err) {
     c->ctl_host[PGN_INET_CTL_STOP] = 0;
@@ -333,17 +364,7 @@ static int launch(clnet *c, uint64_t budget, pgn_error *err) {
     cl_int st = clEnqueueWriteBuffer(c->dev->queue, c->ctl, CL_FALSE, 0, PGN_INET_CTL_WORDS(c->workers) * 4,
                                      c->ctl_host, 0, NULL, NULL);
     if (st != CL_SUCCESS) return cl_fail(err, st, "writing the control block");
-    const clheap *nodes = &c->heap[PGN_INET_HEAP_NODES], *vars = &c->heap[PGN_INET_HEAP_VARS];
-    pgn_karg args[] = {KARG(nodes->slots),      KARG(vars->slots),       KARG(nodes->owner), KARG(vars->owner),
-                       KARG(c->bnodes),         KARG(c->brbag),          KARG(c->defs),      KARG(c->bags),
-                       KARG(c->mail),           KARG(c->wk),             KARG(c->ctl),       KARG(c->scratch),
-                       KARG(c->workers),        KARG(nodes->cap),        KARG(vars->cap),    KARG(c->bag_cap),
-                       KARG(c->scratch_stride), KARG(c->max_def_nodes), KARG(budget)};
-    size_t local = c->dev->profile.inet_local;
-    size_t global = (c->workers + local - 1) / local * local;
-    if (pgn_launch_kernel(c->dev, c->kernel, (pgn_kernel_id)PGN_KERNEL_CHECKED(inet_reduce, args), args, 1,
-                          &global, &local, err))
-        return -1;
+    if (enqueue_reduce(c, c->workers, budget, err)) return -1;
     st = clEnqueueReadBuffer(c->dev->queue, c->wk, CL_FALSE, 0, c->workers * sizeof *c->w, c->w, 0, NULL, NULL);
     if (st == CL_SUCCESS)
         st = clEnqueueReadBuffer(c->dev->queue, c->mail, CL_FALSE, 0, PGN_INET_MAIL_WORDS(c->workers) * 8,
@@ -353,6 +374,20 @@ static int launch(clnet *c, uint64_t budget, pgn_error *err) {
                                  c->ctl_host, 0, NULL, NULL);
     if (st != CL_SUCCESS) return cl_fail(err, st, "running the reducer");
     return pgn_device_finish(c->dev, err);
+}
+
+/* The program's own kernel (kernels/inet.cl with the book's plans compiled in, src), from
+ * inet_build.c: waited for, or asked for between launches while a thread builds it. 1 when the
+ * run now uses it, 0 while it is being built, -1 when building it failed. */
+static int use_plans(clnet *c, const char *src, bool wait, double *waited, pgn_error *err) {
+    size_t local = c->dev->profile.inet_local;
+    size_t global = (c->workers + local - 1) / local * local;
+    cl_program program;
+    int rc = pgn_inet_build_kernel(c->dev, src, global, local, wait, &program, waited, err);
+    if (rc == PGN_INET_BUILD_RUNNING) return 0;
+    if (rc == PGN_INET_BUILD_FAILED) return -1;
+    c->program = program;
+    return use_kernel(c, program, err) ? -1 : 1;
 }
 
 /* Downloads the heaps as far as they are used: *nodes and *vars (malloc'd), counted in the
@@ -439,7 +474,32 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
         clnet_release(&c);
         return -1;
     }
-    double t0 = pgn_now_s(), next_report = t0 + PGN_INET_REPORT_EVERY_S;
+    /* The program's own kernel (inet_build.c): at once when asked ("now"), else once the run has
+     * gone on for PGN_INET_COMPILE_AFTER_S (built by a thread, or built before in this process).
+     * compiling: the seconds the run waited for it, not part of the reduction's. */
+    pgn_inet_plans plans = pgn_inet_plans_mode();
+    char *src = NULL;
+    if (plans != PGN_INET_PLANS_OFF && book->n_plan > 0) {
+        uint32_t n_compiled = 0;
+        char *defs = pgn_inet_plan_source(book, &n_compiled);
+        bool wrote = defs != NULL; /* and when none is compiled, the device's shared kernel runs */
+        src = defs && n_compiled ? pgn_program_source_one("inet.cl", "#define PGN_INET_COMPILED 1\n", defs) : NULL;
+        free(defs);
+        if (!src && (!wrote || n_compiled)) {
+            pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory writing the program's kernel");
+            clnet_release(&c);
+            return -1;
+        }
+    }
+    double compiling = 0;
+    int own = src && plans == PGN_INET_PLANS_NOW ? use_plans(&c, src, true, &compiling, err) : 0;
+    if (own < 0) {
+        free(src);
+        clnet_release(&c);
+        return -1;
+    }
+    bool compile = src && !own;
+    double t0 = pgn_now_s(), wall0 = t0 - compiling, next_report = t0 + PGN_INET_REPORT_EVERY_S;
     uint64_t budget = dev->profile.inet_first_budget, itrs = 0;
     int state;
     for (;;) {
@@ -473,7 +533,7 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
                                         (unsigned long long)L.max_interactions);
             break;
         }
-        if (L.timeout_s > 0 && now - t0 >= L.timeout_s) {
+        if (L.timeout_s > 0 && now - wall0 >= L.timeout_s) {
             state = pgn_inet_fail_limit(err, "timeout_s", "%g s reached (after %llu interactions)", L.timeout_s,
                                         (unsigned long long)itrs);
             break;
@@ -483,6 +543,20 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
             state = -1;
             break;
         }
+        /* A run still going after PGN_INET_COMPILE_AFTER_S is worth its own kernel: asked for at
+         * each launch from then on, it is used from the launch after it is built. */
+        if (compile && now - t0 >= PGN_INET_COMPILE_AFTER_S) {
+            double waited;
+            own = use_plans(&c, src, false, &waited, err);
+            if (own < 0) {
+                state = -1;
+                break;
+            }
+            if (own) {
+                compile = false;
+                slice = 0; /* the speed changes: the budget grows again from here */
+            }
+        }
         /* Size the next launch to take about SLICE_S. */
         double scale = slice > 0 ? SLICE_S / slice : 4;
         if (scale > 4) scale = 4;
@@ -491,7 +565,7 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
         if (budget < BUDGET_MIN) budget = BUDGET_MIN;
         if (budget > BUDGET_MAX) budget = BUDGET_MAX;
     }
-    char *nf = state == 1 ? clnet_finish(&c, book, &L, pgn_now_s() - t0, io, hooks, &itrs, out, err) : NULL;
+    char *nf = state == 1 ? clnet_finish(&c, book, &L, pgn_now_s() - wall0, io, hooks, &itrs, out, err) : NULL;
     double seconds = pgn_now_s() - t0;
     uint64_t peak = c.ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_NODES)];
     if (peak > c.heap[PGN_INET_HEAP_NODES].cap) peak = c.heap[PGN_INET_HEAP_NODES].cap;
@@ -505,5 +579,8 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
     out->peak_nodes = peak;
     out->peak_bytes = dev_peak + host_peak;
     out->peak_device_bytes = dev_peak;
+    out->compile_seconds = plans == PGN_INET_PLANS_NOW ? compiling : 0;
+    out->compiled = own > 0;
+    free(src);
     return nf ? 0 : -1;
 }

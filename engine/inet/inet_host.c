@@ -37,6 +37,8 @@ struct pgn_inet_net {
     uint64_t *bag; /* redexes still to reduce, reduced last-in first-out */
     size_t bag_len, bag_cap;
     uint32_t *nloc, *vloc; /* where CALL put a definition's nodes and variables */
+    uint32_t *k;           /* a plan's registers (kernels/pgn_inet_plan.h) */
+    bool plans;            /* CALL runs a definition's plan (pgn_inet_plans_mode) */
     uint64_t bytes, peak_bytes; /* held now (book, heaps, bag, scratch) and at the most */
     uint64_t itrs;              /* interactions so far */
     failure fail;
@@ -186,9 +188,17 @@ static void link_ports(net *n, uint32_t a, uint32_t b) {
 /* ---- the rules -----------------------------------------------------------------------------
  * Written once for every reducer (kernels/pgn_inet_rules.h), over this file's memory and links. */
 
+static inline void call_def(net *n, uint32_t a, uint32_t b);
+
 #define PGN_INET_NET net
 #define PGN_INET_RULE static inline
 #define PGN_INET_BOOK
+#define PGN_INET_PLAN
+#define PGN_INET_ENTER(n, p) enter((n), (p))
+#define PGN_INET_COUNT(n, k) ((n)->itrs += (k))
+#define PGN_INET_BAG(n) ((n)->bag)
+#define PGN_INET_BAG_TOP(n) ((uint32_t)(n)->bag_len)
+#define PGN_INET_CALL_DEF(n, a, b) call_def((n), (a), (b))
 #define PGN_INET_NODE_ALLOC(n) node_alloc(n)
 #define PGN_INET_NODE_FREE(n, i) node_free((n), (i))
 #define PGN_INET_VAR_ALLOC(n) var_alloc(n)
@@ -200,6 +210,17 @@ static void link_ports(net *n, uint32_t a, uint32_t b) {
                                    (n)->book->nodes + d_->node_off, (n)->book->rbag + d_->rbag_off};        \
     } while (0)
 #include "pgn_inet_rules.h"
+#include "pgn_inet_plan.h"
+
+/* CALL: the definition's plan, or the definition interpreted where it has none. */
+static inline void call_def(net *n, uint32_t a, uint32_t b) {
+    const pgn_inet_def *d = &n->book->defs[pgn_inet_val(a) & PGN_INET_REF_FID];
+    if (n->plans && d->plan_len)
+        pgn_inet_plan_run(n, n->book->plan + (size_t)d->plan_off * PGN_INET_STEP_WORDS, d->plan_len, d->plan_regs,
+                          n->k, b);
+    else
+        pgn_inet_call(n, a, b);
+}
 
 /* ---- the run ------------------------------------------------------------------------------- */
 
@@ -239,6 +260,7 @@ void pgn_inet_net_free(net *n) {
     free(n->bag);
     free(n->nloc);
     free(n->vloc);
+    free(n->k);
     free(n);
 }
 
@@ -256,13 +278,16 @@ static net *net_new(const pgn_inet_book *book, const pgn_inet_limits *lim, uint3
     if (n->node_cap < n_nodes) n->node_cap = n_nodes;
     if (n->var_cap < n_vars) n->var_cap = n_vars;
     n->bag_cap = INITIAL_BAG < n->caps.bag_slots ? INITIAL_BAG : n->caps.bag_slots;
-    size_t scratch = ((size_t)book->max_def_nodes + 1 + (size_t)book->max_def_vars + 1) * sizeof(uint32_t);
+    size_t scratch = ((size_t)book->max_def_nodes + 1 + (size_t)book->max_def_vars + 1 + (size_t)book->max_plan_regs + 1) *
+                     sizeof(uint32_t);
     n->node = malloc(n->node_cap * sizeof *n->node);
     n->vars = malloc(n->var_cap * sizeof *n->vars);
     n->bag = malloc(n->bag_cap * sizeof *n->bag);
     n->nloc = malloc(((size_t)book->max_def_nodes + 1) * sizeof *n->nloc);
     n->vloc = malloc(((size_t)book->max_def_vars + 1) * sizeof *n->vloc);
-    if (!n->node || !n->vars || !n->bag || !n->nloc || !n->vloc) {
+    n->k = malloc(((size_t)book->max_plan_regs + 1) * sizeof *n->k);
+    n->plans = pgn_inet_plans_mode() != PGN_INET_PLANS_OFF;
+    if (!n->node || !n->vars || !n->bag || !n->nloc || !n->vloc || !n->k) {
         pgn_inet_net_free(n);
         return NULL;
     }
@@ -394,7 +419,7 @@ void pgn_inet_net_boot(net *n, uint32_t a, uint32_t b) {
     n->vars[n->root] = PGN_INET_NONE;
     if (pgn_inet_tag(a) == PGN_INET_REF && b == pgn_inet_net_root(n)) {
         n->itrs++;
-        pgn_inet_call(n, a, b);
+        call_def(n, a, b);
     } else {
         link_ports(n, a, b);
     }

@@ -84,6 +84,10 @@ int pgn_inet_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_op
                         r.mips, "peak_nodes", (json_int_t)r.peak_nodes, "peak_bytes",
                         (json_int_t)r.peak_bytes, "device", dev ? pgn_device_get_info(dev)->id : "host");
     if (*result && use) json_object_set_new(*result, "io_calls", json_integer((json_int_t)r.io_calls));
+    if (*result && dev) /* whether it ended on its own kernel, and any wait for it (not in "seconds") */
+        json_object_set_new(*result, "compiled", json_boolean(r.compiled));
+    if (*result && r.compile_seconds > 0)
+        json_object_set_new(*result, "compile_seconds", json_real(r.compile_seconds));
     if (*result && s->source) { /* pgl: the value in pgl's syntax, where it has one */
         char *value = pgn_pgl_readback(s->source, strlen(s->source), r.normal_form);
         if (value) json_object_set_new(*result, "value", json_string(value));

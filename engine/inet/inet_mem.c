@@ -6,6 +6,7 @@
 
 #include "inet/inet.h"
 #include "pgn_inet_dev.h"
+#include "pgn_inet_plan.h"
 
 /* Variables per node. A variable is a wire, and every wire ends in a node's auxiliary port (two
  * per node) or the root; a wire made of several variables (linked end to end before either end
@@ -29,14 +30,11 @@ static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 typedef struct {
-    uint32_t nodes, vars, rbag; /* the largest definition's */
+    uint32_t nodes, vars, links, regs; /* the largest definition's; links: what its CALL may queue */
 } def_max;
 
 static def_max largest_def(const pgn_inet_book *book) {
-    def_max m = {book->max_def_nodes, book->max_def_vars, 0};
-    for (uint32_t i = 0; i < book->n_defs; i++)
-        if (book->defs[i].rbag_len > m.rbag) m.rbag = book->defs[i].rbag_len;
-    return m;
+    return (def_max){book->max_def_nodes, book->max_def_vars, book->max_def_links, book->max_plan_regs};
 }
 
 /* Host: max_nodes bounds the live nodes; slot 0 is reserved. The variable heap fails at
@@ -51,7 +49,7 @@ static def_max largest_def(const pgn_inet_book *book) {
 void pgn_inet_caps_of(const pgn_inet_book *book, uint64_t max_nodes, unsigned workers, pgn_inet_caps *out) {
     def_max d = largest_def(book);
     *out = (pgn_inet_caps){.workers = workers};
-    out->bag_reserve = (uint32_t)max_u64(RULE_LINKS, (uint64_t)d.rbag + 1);
+    out->bag_reserve = (uint32_t)max_u64(RULE_LINKS, d.links);
     if (!workers) {
         uint64_t most = HOST_SLOTS - 1;
         out->address_space = !max_nodes || max_nodes >= most;
@@ -77,7 +75,8 @@ uint64_t pgn_inet_book_bytes(const pgn_inet_book *book) {
     uint64_t names = 0;
     for (uint32_t i = 0; i < book->n_defs; i++) names += strlen(book->defs[i].name) + 1;
     return sizeof *book + (uint64_t)book->n_defs * sizeof *book->defs + names +
-           ((uint64_t)book->n_nodes + 1) * 8 + ((uint64_t)book->n_rbag + 1) * 8;
+           ((uint64_t)book->n_nodes + 1) * 8 + ((uint64_t)book->n_rbag + 1) * 8 +
+           (uint64_t)book->n_plan * PGN_INET_STEP_WORDS * 4;
 }
 
 /* Owner-table entries of a heap of cap slots (engine/inet/inet_cl.c): every chunk, and the chunks
@@ -121,7 +120,7 @@ int pgn_inet_memory_estimate(const pgn_inet_spec *spec, const pgn_device_info *w
         host->vars = var_bytes;
         host->bags = bag_bytes;
         host->growth = max_u64(node_bytes, max_u64(var_bytes, bag_bytes)); /* realloc may copy */
-        host->workers = ((uint64_t)d.nodes + 1 + d.vars + 1) * 4;          /* where a CALL puts its copy */
+        host->workers = ((uint64_t)d.nodes + 1 + d.vars + 1 + d.regs + 1) * 4; /* a CALL's copy or registers */
     } else {
         pgn_inet_memory_part *dev = &out->device;
         uint64_t owners[2] = {owner_entries(caps.node_slots, workers) * 4, owner_entries(caps.var_slots, workers) * 4};
@@ -133,7 +132,8 @@ int pgn_inet_memory_estimate(const pgn_inet_spec *spec, const pgn_device_info *w
         dev->growth = max_u64(max_u64(node_bytes, var_bytes), max_u64(bag_bytes, max_u64(owners[0], owners[1])));
         /* the book's nodes, redexes and definition table (an empty buffer still takes 8 bytes) */
         dev->book = max_u64((uint64_t)book->n_nodes * 8, 8) + max_u64((uint64_t)book->n_rbag * 8, 8) +
-                    max_u64((uint64_t)book->n_defs * PGN_INET_DEF_WORDS * 4, 8);
+                    max_u64((uint64_t)book->n_defs * PGN_INET_DEF_WORDS * 4, 8) +
+                    max_u64((uint64_t)book->n_plan * PGN_INET_STEP_WORDS * 4, 8);
         uint64_t scratch = ((uint64_t)d.nodes + d.vars + 16) / 16 * 16 * 4;
         dev->workers = (uint64_t)workers * (WORKER_BYTES + scratch) + 4u * PGN_INET_CTL_WORDS(0);
         part_total(dev);

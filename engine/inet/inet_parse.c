@@ -651,6 +651,7 @@ static int build_book(parser *p, pgn_inet_book **out) {
         name += s->len + 1;
         if (r->node_len > b->max_def_nodes) b->max_def_nodes = r->node_len;
         if (r->vars_len > b->max_def_vars) b->max_def_vars = r->vars_len;
+        if (r->rbag_len > b->max_def_rbag) b->max_def_rbag = r->rbag_len;
     }
     int rc = propagate_safety(b, has_dup);
     free(order);
@@ -659,6 +660,11 @@ static int build_book(parser *p, pgn_inet_book **out) {
     if (rc) {
         pgn_inet_book_free(b);
         return fail_oom(p);
+    }
+    if (pgn_inet_plan_book(b, p->err)) {
+        p->failed = true;
+        pgn_inet_book_free(b);
+        return -1;
     }
     *out = b;
     return 0;
@@ -694,6 +700,7 @@ void pgn_inet_book_free(pgn_inet_book *book) {
     free(book->nodes);
     free(book->rbag);
     free(book->names);
+    free(book->plan);
     free(book);
 }
 
