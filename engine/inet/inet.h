@@ -56,7 +56,8 @@ void pgn_inet_book_free(pgn_inet_book *book);
 int pgn_inet_plan_book(pgn_inet_book *book, pgn_error *err);
 /* When the reducers run plans, from the environment's PARAGON_INET_PLANS: "0" never (to measure
  * what they bring: counts and results are the same either way); unset or "1": always on the
- * host, and on a device once a run has reduced for PGN_INET_COMPILE_AFTER_S, when its own kernel
+ * host, and on a device once a run has reduced for PGN_INET_COMPILE_AFTER_S past its first
+ * launch, when its own kernel
  * is built (engine/inet/inet_cl.c: a build takes seconds, the first time a program is seen);
  * "now": on a device from the first launch. */
 typedef enum { PGN_INET_PLANS_OFF, PGN_INET_PLANS_ON, PGN_INET_PLANS_NOW } pgn_inet_plans;

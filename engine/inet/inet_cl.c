@@ -499,6 +499,7 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
         return -1;
     }
     bool compile = src && !own;
+    double first_end = 0; /* when the first launch ended: time from there tells a long run */
     double t0 = pgn_now_s(), wall0 = t0 - compiling, next_report = t0 + PGN_INET_REPORT_EVERY_S;
     uint64_t budget = dev->profile.inet_first_budget, itrs = 0;
     int state;
@@ -543,9 +544,11 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
             state = -1;
             break;
         }
-        /* A run still going after PGN_INET_COMPILE_AFTER_S is worth its own kernel: asked for at
-         * each launch from then on, it is used from the launch after it is built. */
-        if (compile && now - t0 >= PGN_INET_COMPILE_AFTER_S) {
+        /* A run still going PGN_INET_COMPILE_AFTER_S after its first launch (which may include the
+         * device compiling the shared kernel: seconds on a cold cache) is worth its own kernel:
+         * asked for at each launch from then on, it is used from the launch after it is built. */
+        if (!first_end) first_end = now; /* the first launch may hold the device's own compile */
+        if (compile && now - first_end >= PGN_INET_COMPILE_AFTER_S) {
             double waited;
             own = use_plans(&c, src, false, &waited, err);
             if (own < 0) {
