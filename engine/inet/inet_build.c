@@ -100,10 +100,12 @@ static int warm(build *b, pgn_error *err) {
     cl_mem buf = st == CL_SUCCESS ? clCreateBuffer(b->dev->context, CL_MEM_READ_WRITE, 64, NULL, &st) : NULL;
     uint32_t zero = 0;
     uint64_t none = 0;
-    /* inet_reduce's 13 buffers, then its 6 counts (workers first) and its budget */
-    for (cl_uint i = 0; st == CL_SUCCESS && i < 13; i++) st = clSetKernelArg(k, i, sizeof buf, &buf);
-    for (cl_uint i = 13; st == CL_SUCCESS && i < 19; i++) st = clSetKernelArg(k, i, sizeof zero, &zero);
-    if (st == CL_SUCCESS) st = clSetKernelArg(k, 19, sizeof none, &none);
+    /* inet_reduce's buffers, then its six counts (workers first) and last its budget */
+    cl_uint n = (cl_uint)pgn_kernel_nargs(PGN_K_inet_reduce), buffers = n - 7;
+    for (cl_uint i = 0; st == CL_SUCCESS && i < n; i++)
+        st = i < buffers ? clSetKernelArg(k, i, sizeof buf, &buf)
+             : i < n - 1 ? clSetKernelArg(k, i, sizeof zero, &zero)
+                         : clSetKernelArg(k, i, sizeof none, &none);
     if (st == CL_SUCCESS) st = clEnqueueNDRangeKernel(q, k, 1, NULL, &b->global, &b->local, 0, NULL, NULL);
     if (st == CL_SUCCESS) st = clFinish(q);
     if (buf) clReleaseMemObject(buf);

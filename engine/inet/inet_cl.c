@@ -292,6 +292,7 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
     hold(&c->host_bytes, &c->host_peak,
          pgn_inet_book_bytes(book) + defs_bytes + workers * sizeof *c->w +
              PGN_INET_CTL_WORDS(workers) * sizeof *c->ctl_host + PGN_INET_MAIL_WORDS(workers) * sizeof *c->mail_host);
+    bool plans = pgn_inet_plans_mode() != PGN_INET_PLANS_OFF;
     for (uint32_t i = 0; i < book->n_defs; i++) {
         const pgn_inet_def *d = &book->defs[i];
         uint32_t *o = defs + (size_t)i * PGN_INET_DEF_WORDS;
@@ -303,9 +304,8 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
         o[PGN_INET_DEF_VARS_LEN] = d->vars_len;
         o[PGN_INET_DEF_SAFE] = d->safe;
         o[PGN_INET_DEF_LINKS] = d->links;
-        bool plan = pgn_inet_plans_mode() != PGN_INET_PLANS_OFF && d->plan_regs <= PGN_INET_PLAN_REGS;
         o[PGN_INET_DEF_PLAN_OFF] = d->plan_off;
-        o[PGN_INET_DEF_PLAN_LEN] = plan ? d->plan_len : 0;
+        o[PGN_INET_DEF_PLAN_LEN] = plans && d->plan_regs <= PGN_INET_PLAN_REGS ? d->plan_len : 0;
         o[PGN_INET_DEF_PLAN_REGS] = d->plan_regs;
     }
     c->ctl_host[PGN_INET_CTL_TOP(PGN_INET_HEAP_NODES)] = PGN_INET_CHUNK; /* chunk 0 is no worker's */
@@ -341,19 +341,10 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
                : 0;
 }
 
-/* Queues the reducer over `workers` workers (0: every work-item leaves at once). */
-static int enqueue_reduce(clnet *c, uint32_t workers, uint64_t budget, pgn_error *err) {
-    const clheap *nodes = &c->heap[PGN_INET_HEAP_NODES], *vars = &c->heap[PGN_INET_HEAP_VARS];
-    pgn_karg args[] = {KARG(nodes->slots),      KARG(vars->slots),       KARG(nodes->owner), KARG(vars->owner),
-                       KARG(c->bnodes),         KARG(c->brbag),          KARG(c->defs),      KARG(c->plan),
-                       KARG(c->bags),
-                       KARG(c->mail),           KARG(c->wk),             KARG(c->ctl),       KARG(c->scratch),
-                       KARG(workers),           KARG(nodes->cap),        KARG(vars->cap),    KARG(c->bag_cap),
-                       KARG(c->scratch_stride), KARG(c->max_def_nodes), KARG(budget)};
-    size_t local = c->dev->profile.inet_local;
-    size_t global = (c->workers + local - 1) / local * local;
-    return pgn_launch_kernel(c->dev, c->kernel, (pgn_kernel_id)PGN_KERNEL_CHECKED(inet_reduce, args), args, 1, &global,
-                             &local, err);
+/* The launch's work-items: the workers, in whole work-groups of the profile's size. */
+static void geometry(const clnet *c, size_t *global, size_t *local) {
+    *local = c->dev->profile.inet_local;
+    *global = (c->workers + *local - 1) / *local * *local;
 }
 
 /* One launch with every flag cleared; returns after reading the workers, control and mail back. */
@@ -364,7 +355,17 @@ static int launch(clnet *c, uint64_t budget, pgn_error *err) {
     cl_int st = clEnqueueWriteBuffer(c->dev->queue, c->ctl, CL_FALSE, 0, PGN_INET_CTL_WORDS(c->workers) * 4,
                                      c->ctl_host, 0, NULL, NULL);
     if (st != CL_SUCCESS) return cl_fail(err, st, "writing the control block");
-    if (enqueue_reduce(c, c->workers, budget, err)) return -1;
+    const clheap *nodes = &c->heap[PGN_INET_HEAP_NODES], *vars = &c->heap[PGN_INET_HEAP_VARS];
+    pgn_karg args[] = {KARG(nodes->slots),      KARG(vars->slots),       KARG(nodes->owner), KARG(vars->owner),
+                       KARG(c->bnodes),         KARG(c->brbag),          KARG(c->defs),      KARG(c->plan),
+                       KARG(c->bags),           KARG(c->mail),           KARG(c->wk),        KARG(c->ctl),
+                       KARG(c->scratch),        KARG(c->workers),        KARG(nodes->cap),   KARG(vars->cap),
+                       KARG(c->bag_cap),        KARG(c->scratch_stride), KARG(c->max_def_nodes), KARG(budget)};
+    size_t global, local;
+    geometry(c, &global, &local);
+    if (pgn_launch_kernel(c->dev, c->kernel, (pgn_kernel_id)PGN_KERNEL_CHECKED(inet_reduce, args), args, 1,
+                          &global, &local, err))
+        return -1;
     st = clEnqueueReadBuffer(c->dev->queue, c->wk, CL_FALSE, 0, c->workers * sizeof *c->w, c->w, 0, NULL, NULL);
     if (st == CL_SUCCESS)
         st = clEnqueueReadBuffer(c->dev->queue, c->mail, CL_FALSE, 0, PGN_INET_MAIL_WORDS(c->workers) * 8,
@@ -380,14 +381,26 @@ static int launch(clnet *c, uint64_t budget, pgn_error *err) {
  * inet_build.c: waited for, or asked for between launches while a thread builds it. 1 when the
  * run now uses it, 0 while it is being built, -1 when building it failed. */
 static int use_plans(clnet *c, const char *src, bool wait, double *waited, pgn_error *err) {
-    size_t local = c->dev->profile.inet_local;
-    size_t global = (c->workers + local - 1) / local * local;
+    size_t global, local;
+    geometry(c, &global, &local);
     cl_program program;
     int rc = pgn_inet_build_kernel(c->dev, src, global, local, wait, &program, waited, err);
     if (rc == PGN_INET_BUILD_RUNNING) return 0;
     if (rc == PGN_INET_BUILD_FAILED) return -1;
     c->program = program;
     return use_kernel(c, program, err) ? -1 : 1;
+}
+
+/* The source of the program's own kernel: kernels/inet.cl with the book's small definitions
+ * compiled in (*src NULL when it has none: the shared kernel interprets every plan). */
+static int own_source(const pgn_inet_book *book, char **src, pgn_error *err) {
+    uint32_t n_compiled = 0;
+    char *defs = pgn_inet_plan_source(book, &n_compiled);
+    *src = defs && n_compiled ? pgn_program_source_one("inet.cl", "#define PGN_INET_COMPILED 1\n", defs) : NULL;
+    bool failed = !defs || (n_compiled && !*src);
+    free(defs);
+    if (failed) pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory writing the program's kernel");
+    return failed ? -1 : 0;
 }
 
 /* Downloads the heaps as far as they are used: *nodes and *vars (malloc'd), counted in the
@@ -479,17 +492,9 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
      * compiling: the seconds the run waited for it, not part of the reduction's. */
     pgn_inet_plans plans = pgn_inet_plans_mode();
     char *src = NULL;
-    if (plans != PGN_INET_PLANS_OFF && book->n_plan > 0) {
-        uint32_t n_compiled = 0;
-        char *defs = pgn_inet_plan_source(book, &n_compiled);
-        bool wrote = defs != NULL; /* and when none is compiled, the device's shared kernel runs */
-        src = defs && n_compiled ? pgn_program_source_one("inet.cl", "#define PGN_INET_COMPILED 1\n", defs) : NULL;
-        free(defs);
-        if (!src && (!wrote || n_compiled)) {
-            pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory writing the program's kernel");
-            clnet_release(&c);
-            return -1;
-        }
+    if (plans != PGN_INET_PLANS_OFF && own_source(book, &src, err)) {
+        clnet_release(&c);
+        return -1;
     }
     double compiling = 0;
     int own = src && plans == PGN_INET_PLANS_NOW ? use_plans(&c, src, true, &compiling, err) : 0;

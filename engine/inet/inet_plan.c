@@ -126,6 +126,13 @@ static uint32_t def_depth(planner *p, const pgn_inet_def *d) {
     return most;
 }
 
+/* When port is an operator whose first port is a variable, that variable is always allocated. */
+static void mark_operand(planner *p, uint32_t port) {
+    if (pgn_inet_tag(port) != PGN_INET_OPR) return;
+    uint32_t first = pgn_inet_fst(def_node(p, port));
+    if (pgn_inet_tag(first) == PGN_INET_VAR) p->forced[pgn_inet_val(first)] = true;
+}
+
 /* A definition's plan, or none (plan_len 0: its CALL is interpreted) when it nests too deep. */
 static void plan_def(planner *p, pgn_inet_def *d) {
     const pgn_inet_book *b = p->book;
@@ -134,22 +141,14 @@ static void plan_def(planner *p, pgn_inet_def *d) {
     memset(p->seen, 0, d->vars_len * sizeof *p->seen);
     memset(p->forced, 0, d->vars_len * sizeof *p->forced);
     /* an operator's first port: the ports pointing at OPR nodes say which nodes are operators */
-    for (uint32_t i = 0; i < d->node_len + d->rbag_len + 1; i++) {
-        uint32_t ports[2];
-        if (i < d->node_len) {
-            uint64_t node = b->nodes[d->node_off + i];
-            ports[0] = pgn_inet_fst(node), ports[1] = pgn_inet_snd(node);
-        } else if (i < d->node_len + d->rbag_len) {
-            uint64_t rx = b->rbag[d->rbag_off + i - d->node_len];
-            ports[0] = pgn_inet_fst(rx), ports[1] = pgn_inet_snd(rx);
-        } else {
-            ports[0] = ports[1] = d->root;
-        }
-        for (int j = 0; j < 2; j++) {
-            if (pgn_inet_tag(ports[j]) != PGN_INET_OPR) continue;
-            uint32_t first = pgn_inet_fst(b->nodes[d->node_off + pgn_inet_val(ports[j])]);
-            if (pgn_inet_tag(first) == PGN_INET_VAR) p->forced[pgn_inet_val(first)] = true;
-        }
+    mark_operand(p, d->root);
+    for (uint32_t i = 0; i < d->node_len; i++) {
+        mark_operand(p, pgn_inet_fst(b->nodes[d->node_off + i]));
+        mark_operand(p, pgn_inet_snd(b->nodes[d->node_off + i]));
+    }
+    for (uint32_t i = 0; i < d->rbag_len; i++) {
+        mark_operand(p, pgn_inet_fst(b->rbag[d->rbag_off + i]));
+        mark_operand(p, pgn_inet_snd(b->rbag[d->rbag_off + i]));
     }
     d->plan_off = (uint32_t)p->len;
     d->plan_len = d->plan_regs = 0;
