@@ -384,6 +384,36 @@ static void run_usage(FILE *out) {
             "exit status: 0 done, 1 failed, 2 bad arguments, 130 stopped by Ctrl-C\n");
 }
 
+/* A run's result on stdout: an HVM2 program's in HVM2's own format (a pgl program's value in
+ * pgl, its net after), anything else as JSON. */
+static void print_result(json_t *result, bool hvm_format, bool as_json, bool stats) {
+    if (hvm_format) {
+        const char *nf = json_string_value(json_object_get(result, "normal_form"));
+        const char *value = json_string_value(json_object_get(result, "value"));
+        printf("Result: %s\n", value ? value : nf);
+        if (value && stats && strcmp(value, nf)) printf("- NET: %s\n", nf);
+        if (stats)
+            printf("- ITRS: %lld\n- TIME: %.2fs\n- MIPS: %.2f\n",
+                   (long long)json_integer_value(json_object_get(result, "interactions")),
+                   json_real_value(json_object_get(result, "seconds")),
+                   json_real_value(json_object_get(result, "mips")));
+        if (stats && json_object_get(result, "compile_seconds")) /* not HVM2's: its build is before its run */
+            printf("- COMPILE: %.2fs\n", json_real_value(json_object_get(result, "compile_seconds")));
+    } else {
+        char *s = as_json ? pgn_json_dumps(result) : json_dumps(result, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+        printf("%s\n", s);
+        free(s);
+    }
+    fflush(stdout);
+}
+
+/* Closes the run's device, saying first what it waits for (the result is out by then). */
+static void close_device(pgn_device *dev) {
+    const char *pending = pgn_device_pending(dev);
+    if (pending) fprintf(stderr, "paragon run: waiting for %s (Ctrl-C skips it)\n", pending);
+    pgn_device_close(dev);
+}
+
 static int cmd_run(int argc, char **argv) {
     const char *file = NULL, *device = NULL, *data_dir = PGN_DEFAULT_DATA_DIR, *checkpoint_dir = NULL;
     bool as_json = false, resume = false, profile = false, stats = false;
@@ -526,32 +556,16 @@ static int cmd_run(int argc, char **argv) {
         pgn_spec_free(&spec);
         return CLI_EXIT_INTERRUPTED;
     }
-    pgn_device_close(dev);
     if (rc) {
+        close_device(dev);
         fprintf(stderr, "paragon run: %s failed: %s\n", spec.name, err.message);
         pgn_spec_free(&spec);
         return 1;
     }
     pgn_spec_free(&spec);
-    if (hvm && !as_json) { /* HVM2's own output format; a pgl program's value in pgl, its net after */
-        const char *nf = json_string_value(json_object_get(result, "normal_form"));
-        const char *value = json_string_value(json_object_get(result, "value"));
-        printf("Result: %s\n", value ? value : nf);
-        if (value && stats && strcmp(value, nf)) printf("- NET: %s\n", nf);
-        if (stats)
-            printf("- ITRS: %lld\n- TIME: %.2fs\n- MIPS: %.2f\n",
-                   (long long)json_integer_value(json_object_get(result, "interactions")),
-                   json_real_value(json_object_get(result, "seconds")),
-                   json_real_value(json_object_get(result, "mips")));
-        if (stats && json_object_get(result, "compile_seconds")) /* not HVM2's: its build is before its run */
-            printf("- COMPILE: %.2fs\n", json_real_value(json_object_get(result, "compile_seconds")));
-        json_decref(result);
-        return 0;
-    }
-    char *s = as_json ? pgn_json_dumps(result) : json_dumps(result, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
-    printf("%s\n", s);
-    free(s);
+    print_result(result, hvm && !as_json, as_json, stats);
     json_decref(result);
+    close_device(dev);
     return 0;
 }
 

@@ -29,6 +29,7 @@ struct pgn_device {
      * by that part on first use and released with the device through release */
     void *part[PGN_PART_COUNT];
     void (*part_release[PGN_PART_COUNT])(pgn_device *dev, void *data);
+    const char *(*part_pending[PGN_PART_COUNT])(void *data); /* pgn_device_pending's, or NULL */
     uint64_t launches; /* kernels queued since it opened (pgn_device_launches) */
     bool oclgrind;    /* the Oclgrind simulator */
     bool shadowed;    /* Oclgrind checking for uninitialised reads: see pgn_device_write */

@@ -400,6 +400,14 @@ int pgn_device_open_for_run(const pgn_device_info *info, pgn_device **out, pgn_e
     return profile.dev_class == PGN_CLASS_HOST ? 0 : pgn_device_open(info, out, err);
 }
 
+const char *pgn_device_pending(const pgn_device *dev) {
+    for (int i = 0; dev && i < PGN_PART_COUNT; i++) {
+        const char *what = dev->part[i] && dev->part_pending[i] ? dev->part_pending[i](dev->part[i]) : NULL;
+        if (what) return what;
+    }
+    return NULL;
+}
+
 void pgn_device_close(pgn_device *dev) {
     if (!dev) return;
     if (dev->queue) clFinish(dev->queue);

@@ -124,10 +124,16 @@ int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_err
      * inlined code calls llvm.experimental.noalias.scope.decl, which its interpreter does not
      * know ("Undefined external function"), so programs for Oclgrind alone are built without
      * optimisation (a simulator gains nothing from it). Never for pocl (docs/architecture.md: 25-60 %).
-     * PGN_OCLGRIND also lets kernels step around two more of its faults (gemm.cl, inet.cl). */
-    char options[192];
-    snprintf(options, sizeof options, "%s%s%s", PGN_CL_BUILD_OPTIONS, dev->profile.coherent ? " -D PGN_DEVICE_CPU" : "",
-             dev->oclgrind ? " -cl-opt-disable -D PGN_OCLGRIND" : "");
+     * PGN_OCLGRIND also lets kernels step around two more of its faults (gemm.cl, inet.cl).
+     * pocl's clang writes its warnings to the process's stderr (a user's first run printed "11
+     * warnings generated."): each is an unroll hint that one inlined instance of a shared body
+     * (gemm_tile_body in the five tile kernels, bias_act_backward_blocks) could not take (the
+     * kernels' measured speeds are with it so). pocl takes only OpenCL's options, so it builds
+     * with -w (no warnings): a warning there is noise to the user who sees it. */
+    char options[224];
+    bool pocl = !strcmp(dev->info.platform, "Portable Computing Language");
+    snprintf(options, sizeof options, "%s%s%s%s", PGN_CL_BUILD_OPTIONS, dev->profile.coherent ? " -D PGN_DEVICE_CPU" : "",
+             dev->oclgrind ? " -cl-opt-disable -D PGN_OCLGRIND" : "", pocl ? " -w" : "");
     st = clBuildProgram(program, 1, &dev->device, options, NULL, NULL);
     if (st != CL_SUCCESS) {
         size_t log_size = 0;

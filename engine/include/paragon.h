@@ -307,6 +307,9 @@ int pgn_device_open_named(const char *want, pgn_device_info *chosen, pgn_device 
  * pgn_device_select picks. *out is malloc'd (caller frees); each opens with
  * pgn_device_open_for_run. */
 int pgn_devices_named(const char *want, pgn_device_info **out, size_t *count, pgn_error *err);
+/* What the device's close will wait for, in words (a build of a program's own kernel still
+ * running: inet_build.c), or NULL when it closes at once. */
+const char *pgn_device_pending(const pgn_device *dev);
 void pgn_device_close(pgn_device *dev);
 const pgn_device_info *pgn_device_get_info(const pgn_device *dev);
 const pgn_device_profile *pgn_device_get_profile(const pgn_device *dev);

@@ -74,6 +74,15 @@ static void part_release(pgn_device *dev, void *data) {
     free(p);
 }
 
+static const char *part_pending(void *data) {
+    inet_part *p = data;
+    bool running = false;
+    pthread_mutex_lock(&p->mu);
+    for (build *b = p->list; b && !running; b = b->next) running = b->running;
+    pthread_mutex_unlock(&p->mu);
+    return running ? "the program's own kernel, being built for its next runs" : NULL;
+}
+
 static inet_part *part_of(pgn_device *dev) {
     pthread_mutex_lock(&part_mu);
     inet_part *p = dev->part[PGN_PART_INET];
@@ -82,6 +91,7 @@ static inet_part *part_of(pgn_device *dev) {
         pthread_cond_init(&p->cv, NULL);
         dev->part[PGN_PART_INET] = p;
         dev->part_release[PGN_PART_INET] = part_release;
+        dev->part_pending[PGN_PART_INET] = part_pending;
     }
     pthread_mutex_unlock(&part_mu);
     return p;
