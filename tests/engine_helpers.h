@@ -4,6 +4,8 @@
 #define PGN_TEST_ENGINE_HELPERS_H
 
 #include <criterion/criterion.h>
+#include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "tensor/tensor.h"
@@ -21,6 +23,14 @@ static inline pgn_device *test_open_cl_device(void) {
     cr_assert_eq(pgn_device_open(&info, &dev, &err), 0, "%s", err.message);
     return dev;
 }
+
+static inline int test_remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* Removes a test's temporary folder and everything under it. */
+static inline void test_remove_tree(const char *dir) { nftw(dir, test_remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* Host and device results agree when their bits do, a NaN matching any NaN: IEEE 754 leaves a
  * produced NaN's sign and payload open (docs/architecture.md, Determinism). */

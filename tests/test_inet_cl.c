@@ -157,7 +157,13 @@ Test(inet_cl, compiled_kernels_give_the_expected_form_and_count, .timeout = 600)
  * PGN_INET_COMPILE_AFTER_S, when a thread has built it: here built before (the device keeps it),
  * so the switch comes at the first launch past that time; the heaps and bags it leaves are the
  * new kernel's to go on with. */
+/* Builds' records (inet_build.c) go to a folder of the test's own, so that runs of 1 and 4
+ * work-items find none and switch to their own kernel during the run; a device opened afresh
+ * then knows the build from its record alone and builds before its first launch. */
 Test(inet_cl, a_run_switches_to_its_own_kernel_and_gives_the_same_form_and_count) {
+    char cache[] = "/tmp/paragon-inet-cache-XXXXXX";
+    cr_assert_not_null(mkdtemp(cache));
+    setenv("XDG_CACHE_HOME", cache, 1);
     char *program = read_example("tree_sum22.hvm"), *expected = read_example("tree_sum22.expected");
     setenv("PARAGON_INET_PLANS", "now", 1);
     free(run_cl(program, NULL, 2, NULL));
@@ -170,10 +176,25 @@ Test(inet_cl, a_run_switches_to_its_own_kernel_and_gives_the_same_form_and_count
         char *got = result_text(&r);
         cr_assert_str_eq(got, expected, "%u work-items", workers);
         cr_assert(r.compiled, "%u work-items: ended on the program's own kernel", workers);
+        cr_assert_eq(r.compile_seconds > 0, workers == 2, "%u work-items: built before the first launch only "
+                     "when built so before in this process", workers);
         free(got);
         pgn_inet_result_free(&r);
         pgn_inet_book_free(book);
     }
+    pgn_device *fresh = test_open_cl_device();
+    pgn_inet_book *book = parse_ok(program);
+    pgn_inet_result r;
+    pgn_error err = {0};
+    cr_assert_eq(pgn_inet_run_cl(fresh, book, NULL, NULL, 4, NULL, &r, &err), 0, "%s", err.message);
+    char *got = result_text(&r);
+    cr_assert_str_eq(got, expected);
+    cr_assert(r.compiled && r.compile_seconds > 0, "a fresh device finds the record and builds first");
+    free(got);
+    pgn_inet_result_free(&r);
+    pgn_inet_book_free(book);
+    pgn_device_close(fresh);
+    test_remove_tree(cache);
     free(program);
     free(expected);
 }

@@ -19,4 +19,9 @@
 int pgn_inet_build_kernel(pgn_device *dev, const char *src, size_t global, size_t local, bool wait, cl_program *out,
                           double *waited, pgn_error *err);
 
+/* Whether the kernel of src is built in this process, or was in an earlier one on this device
+ * (a record under the user's cache folder): then the device's compiler cache answers at once,
+ * and a run waits for it before its first launch. */
+bool pgn_inet_build_known(pgn_device *dev, const char *src, size_t global, size_t local);
+
 #endif

@@ -391,6 +391,13 @@ static int use_plans(clnet *c, const char *src, bool wait, double *waited, pgn_e
     return use_kernel(c, program, err) ? -1 : 1;
 }
 
+/* Whether the device has built src for this run's geometry before (inet_build.c). */
+static bool own_known(clnet *c, const char *src) {
+    size_t global, local;
+    geometry(c, &global, &local);
+    return pgn_inet_build_known(c->dev, src, global, local);
+}
+
 /* The source of the program's own kernel: kernels/inet.cl with the book's small definitions
  * compiled in (*src NULL when it has none: the shared kernel interprets every plan). */
 static int own_source(const pgn_inet_book *book, char **src, pgn_error *err) {
@@ -487,9 +494,10 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
         clnet_release(&c);
         return -1;
     }
-    /* The program's own kernel (inet_build.c): at once when asked ("now"), else once the run has
-     * gone on for PGN_INET_COMPILE_AFTER_S (built by a thread, or built before in this process).
-     * compiling: the seconds the run waited for it, not part of the reduction's. */
+    /* The program's own kernel (inet_build.c): at once when asked ("now") or when the device has
+     * built it before (its compiler cache answers at once), else once the run has gone on for
+     * PGN_INET_COMPILE_AFTER_S (built by a thread). compiling: the seconds the run waited for it
+     * before its first launch, not part of the reduction's. */
     pgn_inet_plans plans = pgn_inet_plans_mode();
     char *src = NULL;
     if (plans != PGN_INET_PLANS_OFF && own_source(book, &src, err)) {
@@ -497,7 +505,8 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
         return -1;
     }
     double compiling = 0;
-    int own = src && plans == PGN_INET_PLANS_NOW ? use_plans(&c, src, true, &compiling, err) : 0;
+    bool first = src && (plans == PGN_INET_PLANS_NOW || own_known(&c, src));
+    int own = first ? use_plans(&c, src, true, &compiling, err) : 0;
     if (own < 0) {
         free(src);
         clnet_release(&c);
@@ -587,7 +596,7 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
     out->peak_nodes = peak;
     out->peak_bytes = dev_peak + host_peak;
     out->peak_device_bytes = dev_peak;
-    out->compile_seconds = plans == PGN_INET_PLANS_NOW ? compiling : 0;
+    out->compile_seconds = first ? compiling : 0;
     out->compiled = own > 0;
     free(src);
     return nf ? 0 : -1;
