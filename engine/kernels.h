@@ -84,7 +84,9 @@
     /* kernels/gpt_gpu.cl */                                                                   \
     X(attention_forward_gpu, 8, GPU, ROWS)                                                     \
     X(attention_backward_query_gpu, 10, GPU, ROWS)                                             \
-    X(attention_backward_key_gpu, 9, GPU, ROWS)
+    X(attention_backward_key_gpu, 9, GPU, ROWS)                                                \
+    /* kernels/inet_gpu.cl */                                                                  \
+    X(inet_reduce_gpu, 20, GPU, INET)
 
 typedef enum {
 #define PGN_KERNEL_ID(name, nargs, family, group) PGN_K_##name,

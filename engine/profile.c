@@ -10,6 +10,9 @@
 #include "core.h"
 #include "embedded.h"
 #include "pgn_gemm.h"
+#include "pgn_math.h" /* with pgn_inet_port.h: what pgn_inet_dev.h uses */
+#include "pgn_inet_port.h"
+#include "pgn_inet_dev.h"
 
 /* The GEMM's shapes, the profile's gemm parameter: which is fastest depends on the device
  * (measured at first start, pgn_device_calibrate among its family's), and none changes a bit of
@@ -57,6 +60,24 @@ int pgn_gemm_tile_find(const char *name) {
 #define INET_GPU_LOCAL 64u
 #define INET_FIRST_BUDGET_CPU (1u << 22)
 #define INET_FIRST_BUDGET_GPU (1u << 14)
+/* The gpu family's reducer (kernels/inet_gpu.cl) deals redexes within a work-group at barriers.
+ * On a GPU its groups are the cpu family's there (64 workers a compute unit, groups of 64). On a
+ * CPU, where it runs to be checked, pocl runs a group's work-items one after another in one
+ * thread: a group a core, of INET_GPU_LOCAL_ON_CPU workers, enough to deal among. */
+#define INET_GPU_LOCAL_ON_CPU 2u
+
+/* The reducer's shape: workers, their group size and the first launch's budget, which follow
+ * the device's class and the family its inet group runs. */
+static void inet_shape(const pgn_device_info *info, pgn_device_profile *p) {
+    unsigned cus = info->compute_units ? info->compute_units : 1;
+    bool gpu = p->dev_class == PGN_CLASS_GPU, dealt = p->family[PGN_OPS_INET] == PGN_FAMILY_GPU;
+    unsigned per_cu = p->dev_class == PGN_CLASS_HOST ? 1 : gpu ? INET_GPU_WORKERS_PER_CU : dealt ? INET_GPU_LOCAL_ON_CPU : 1;
+    p->inet_workers = p->dev_class == PGN_CLASS_HOST ? 1 : cus * per_cu;
+    p->inet_local = gpu ? INET_GPU_LOCAL : dealt ? INET_GPU_LOCAL_ON_CPU : 1;
+    if (info->max_work_group && p->inet_local > info->max_work_group) p->inet_local = info->max_work_group;
+    if (dealt && p->inet_local > PGN_INET_GPU_LOCAL_MAX) p->inet_local = PGN_INET_GPU_LOCAL_MAX;
+    p->inet_first_budget = gpu ? INET_FIRST_BUDGET_GPU : INET_FIRST_BUDGET_CPU;
+}
 
 const char *pgn_kernel_family_name(pgn_kernel_family f) { return f == PGN_FAMILY_GPU ? "gpu" : "cpu"; }
 
@@ -109,12 +130,7 @@ void pgn_device_profile_default(const pgn_device_info *info, pgn_device_profile 
                    PGN_FROM_DEFAULT);
     out->row_group = 0;
     out->row_group_from = PGN_FROM_DEFAULT;
-    unsigned cus = info->compute_units ? info->compute_units : 1;
-    bool gpu = c == PGN_CLASS_GPU;
-    out->inet_workers = c == PGN_CLASS_HOST ? 1 : gpu ? cus * INET_GPU_WORKERS_PER_CU : cus;
-    out->inet_local = gpu ? INET_GPU_LOCAL : 1;
-    if (info->max_work_group && out->inet_local > info->max_work_group) out->inet_local = info->max_work_group;
-    out->inet_first_budget = gpu ? INET_FIRST_BUDGET_GPU : INET_FIRST_BUDGET_CPU;
+    inet_shape(info, out);
     out->inet_from = PGN_FROM_DEFAULT;
 }
 
@@ -143,6 +159,7 @@ int pgn_device_profile_of(const pgn_device_info *info, const char *kernels, pgn_
         set_family(out, (pgn_ops_group)g, family, PGN_FROM_OVERRIDE);
         any = true;
     }
+    inet_shape(info, out);
     if (!any) {
         pgn_error_set(err, PGN_E_DEVICE, field,
                       "%s: the %s kernel family cannot run on %s: this build has no kernels of that family yet "

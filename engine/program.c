@@ -14,8 +14,8 @@
 
 /* ---- program sources ----------------------------------------------------------------------
  * A family's program is the embedded headers and that family's kernel files (a gpu family's end
- * in _gpu.cl), concatenated in table order (headers first). A header that a kernel file names in
- * a line `#include "name"` is instead put there, as a compiler with an include path would: it is
+ * in _gpu.cl), concatenated in table order (headers first). A header that a kernel file (or a
+ * kernel-only header) names in a line `#include "name"` is instead put there, as a compiler with an include path would: it is
  * written over what that file defines first (kernels/pgn_inet_rules.h). */
 
 static const pgn_embedded *kernel_file(const char *name, size_t len) {
@@ -37,10 +37,11 @@ static const pgn_embedded *included_at(const char *p) {
     return close ? kernel_file(name, (size_t)(close - name)) : NULL;
 }
 
-/* Whether some kernel file includes e. */
+/* Whether a kernel file, or a header of kernel code alone (inet_worker.h), includes e. Headers
+ * shared with the host (pgn_*.h) include each other for the host's compiler only. */
 static bool included_anywhere(const pgn_embedded *e) {
     for (const pgn_embedded *k = pgn_kernel_sources; k->name; k++) {
-        if (!ends_with(k->name, ".cl")) continue;
+        if (!ends_with(k->name, ".cl") && !strncmp(k->name, "pgn_", 4)) continue;
         for (const char *p = (const char *)k->data; (p = strstr(p, "#include \"")); p++)
             if (included_at(p) == e) return true;
     }

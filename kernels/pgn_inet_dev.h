@@ -67,6 +67,10 @@ typedef struct pgn_inet_worker {
 #define PGN_INET_CHUNK 256u
 #define PGN_INET_NO_OWNER 0xFFFFFFFFu
 
+/* The largest work-group the gpu family's reducer (kernels/inet_gpu.cl) deals redexes in: its
+ * local arrays are this long. */
+#define PGN_INET_GPU_LOCAL_MAX 256u
+
 /* A definition in the device's table: PGN_INET_DEF_WORDS uints. */
 #define PGN_INET_DEF_ROOT 0
 #define PGN_INET_DEF_NODE_OFF 1

@@ -93,7 +93,7 @@ PGN_INET_RULE void pgn_inet_step_match(PGN_INET_NET *n, pgn_u32 tag, pgn_u32 *x,
     if (p == PGN_INET_NONE) return;
     pgn_u32 t = pgn_inet_tag(p);
     if (t == tag) {
-        pgn_u64 B = n->node[pgn_inet_val(p)];
+        pgn_u64 B = PGN_INET_NODE_LOAD(n, pgn_inet_val(p));
         PGN_INET_NODE_FREE(n, pgn_inet_val(p));
         *x1 = pgn_inet_fst(B);
         *x2 = pgn_inet_snd(B);
@@ -129,7 +129,7 @@ PGN_INET_RULE void pgn_inet_step_match_swi(PGN_INET_NET *n, pgn_u32 *x, pgn_u32 
         *xb = pgn_inet_port(PGN_INET_ERA, 0);
     } else {
         pgn_u32 j = PGN_INET_NODE_ALLOC(n);
-        n->node[j] = pgn_inet_pair(pgn_inet_port(PGN_INET_NUM, pgn_inet_u24(k - 1)), *r);
+        PGN_INET_NODE_STORE(n, j, pgn_inet_pair(pgn_inet_port(PGN_INET_NUM, pgn_inet_u24(k - 1)), *r));
         *xa = pgn_inet_port(PGN_INET_ERA, 0);
         *xb = pgn_inet_port(PGN_INET_CON, j);
     }
@@ -141,7 +141,7 @@ PGN_INET_RULE void pgn_inet_step_make(PGN_INET_NET *n, pgn_u32 tag, pgn_u32 *xa,
                                       pgn_u32 *f) {
     if (*f) return;
     pgn_u32 i = PGN_INET_NODE_ALLOC(n);
-    n->node[i] = pgn_inet_pair(*xa, *xb);
+    PGN_INET_NODE_STORE(n, i, pgn_inet_pair(*xa, *xb));
     pgn_inet_step_put(n, pgn_inet_port(tag, i), x);
 }
 

@@ -15,12 +15,20 @@
  *   PGN_INET_DEF(n, fid, d) a statement filling the pgn_inet_def_view *d with definition fid
  *   PGN_INET_CALL_DEF(n, a, b) how it applies CALL (declared before this file): pgn_inet_call
  *                          below, or the definition's plan (pgn_inet_plan.h) where it has one
+ * and may define PGN_INET_NODE_LOAD(n, i) and PGN_INET_NODE_STORE(n, i, v) (below: plain).
  *
  * The OpenCL program has no include path: device.c puts this file's text where a kernel file
  * includes it (program_source), so it is not prepended to the program as other headers are.
  * Requires pgn_math.h, pgn_inet_port.h and pgn_inet_num.h first. */
 #ifndef PGN_INET_RULES_H
 #define PGN_INET_RULES_H
+
+/* How the rules and plans read and write a node slot: plainly, unless the reducer says otherwise
+ * (kernels/inet_worker.h on Oclgrind, whose race checker sees atomics but not fences). */
+#ifndef PGN_INET_NODE_LOAD
+#define PGN_INET_NODE_LOAD(n, i) ((n)->node[i])
+#define PGN_INET_NODE_STORE(n, i, v) ((n)->node[i] = (v))
+#endif
 
 /* One definition of the book, as the rules read it: its root port, its nodes (ports numbered
  * within the definition) and its redexes, and how many variables a copy allocates. */
@@ -49,8 +57,8 @@ PGN_INET_RULE void pgn_inet_call(PGN_INET_NET *n, pgn_u32 a, pgn_u32 b) {
     for (pgn_u32 i = 0; i < d.vars_len; i++) n->vloc[i] = PGN_INET_VAR_ALLOC(n);
     for (pgn_u32 i = 0; i < d.node_len; i++) n->nloc[i] = PGN_INET_NODE_ALLOC(n);
     for (pgn_u32 i = 0; i < d.node_len; i++)
-        n->node[n->nloc[i]] = pgn_inet_pair(pgn_inet_adjust(n, pgn_inet_fst(d.nodes[i])),
-                                            pgn_inet_adjust(n, pgn_inet_snd(d.nodes[i])));
+        PGN_INET_NODE_STORE(n, n->nloc[i], pgn_inet_pair(pgn_inet_adjust(n, pgn_inet_fst(d.nodes[i])),
+                                                         pgn_inet_adjust(n, pgn_inet_snd(d.nodes[i]))));
     for (pgn_u32 i = 0; i < d.rbag_len; i++)
             PGN_INET_CONNECT(n, pgn_inet_adjust(n, pgn_inet_fst(d.rbag[i])), pgn_inet_adjust(n, pgn_inet_snd(d.rbag[i])));
     PGN_INET_CONNECT(n, pgn_inet_adjust(n, d.root), b);
@@ -59,7 +67,7 @@ PGN_INET_RULE void pgn_inet_call(PGN_INET_NET *n, pgn_u32 a, pgn_u32 b) {
 /* *  ~ X(b1 b2)  ---ERAS--->  * ~ b1, * ~ b2      (also a number, or a safe @ref, copied) */
 PGN_INET_RULE void pgn_inet_eras(PGN_INET_NET *n, pgn_u32 a, pgn_u32 b) {
     pgn_u32 i = pgn_inet_val(b);
-    pgn_u64 B = n->node[i];
+    pgn_u64 B = PGN_INET_NODE_LOAD(n, i);
     PGN_INET_NODE_FREE(n, i);
     PGN_INET_CONNECT(n, a, pgn_inet_fst(B));
     PGN_INET_CONNECT(n, a, pgn_inet_snd(B));
@@ -67,7 +75,7 @@ PGN_INET_RULE void pgn_inet_eras(PGN_INET_NET *n, pgn_u32 a, pgn_u32 b) {
 
 /* X(a1 a2) ~ X(b1 b2)  ---ANNI--->  a1 ~ b1, a2 ~ b2 */
 PGN_INET_RULE void pgn_inet_anni(PGN_INET_NET *n, pgn_u32 a, pgn_u32 b) {
-    pgn_u64 A = n->node[pgn_inet_val(a)], B = n->node[pgn_inet_val(b)];
+    pgn_u64 A = PGN_INET_NODE_LOAD(n, pgn_inet_val(a)), B = PGN_INET_NODE_LOAD(n, pgn_inet_val(b));
     PGN_INET_NODE_FREE(n, pgn_inet_val(a));
     PGN_INET_NODE_FREE(n, pgn_inet_val(b));
     PGN_INET_CONNECT(n, pgn_inet_fst(A), pgn_inet_fst(B));
@@ -76,7 +84,7 @@ PGN_INET_RULE void pgn_inet_anni(PGN_INET_NET *n, pgn_u32 a, pgn_u32 b) {
 
 /* X(a1 a2) ~ Y(b1 b2)  ---COMM--->  a1 ~ Y(x0 x1), a2 ~ Y(x2 x3), b1 ~ X(x0 x2), b2 ~ X(x1 x3) */
 PGN_INET_RULE void pgn_inet_comm(PGN_INET_NET *n, pgn_u32 a, pgn_u32 b) {
-    pgn_u64 A = n->node[pgn_inet_val(a)], B = n->node[pgn_inet_val(b)];
+    pgn_u64 A = PGN_INET_NODE_LOAD(n, pgn_inet_val(a)), B = PGN_INET_NODE_LOAD(n, pgn_inet_val(b));
     PGN_INET_NODE_FREE(n, pgn_inet_val(a));
     PGN_INET_NODE_FREE(n, pgn_inet_val(b));
     pgn_u32 x0 = pgn_inet_port(PGN_INET_VAR, PGN_INET_VAR_ALLOC(n));
@@ -85,10 +93,10 @@ PGN_INET_RULE void pgn_inet_comm(PGN_INET_NET *n, pgn_u32 a, pgn_u32 b) {
     pgn_u32 x3 = pgn_inet_port(PGN_INET_VAR, PGN_INET_VAR_ALLOC(n));
     pgn_u32 y0 = PGN_INET_NODE_ALLOC(n), y1 = PGN_INET_NODE_ALLOC(n);
     pgn_u32 z0 = PGN_INET_NODE_ALLOC(n), z1 = PGN_INET_NODE_ALLOC(n);
-    n->node[y0] = pgn_inet_pair(x0, x1);
-    n->node[y1] = pgn_inet_pair(x2, x3);
-    n->node[z0] = pgn_inet_pair(x0, x2);
-    n->node[z1] = pgn_inet_pair(x1, x3);
+    PGN_INET_NODE_STORE(n, y0, pgn_inet_pair(x0, x1));
+    PGN_INET_NODE_STORE(n, y1, pgn_inet_pair(x2, x3));
+    PGN_INET_NODE_STORE(n, z0, pgn_inet_pair(x0, x2));
+    PGN_INET_NODE_STORE(n, z1, pgn_inet_pair(x1, x3));
     pgn_u32 ta = pgn_inet_tag(a), tb = pgn_inet_tag(b);
     PGN_INET_CONNECT(n, pgn_inet_port(tb, y0), pgn_inet_fst(A));
     PGN_INET_CONNECT(n, pgn_inet_port(tb, y1), pgn_inet_snd(A));
@@ -102,13 +110,13 @@ PGN_INET_RULE void pgn_inet_comm(PGN_INET_NET *n, pgn_u32 a, pgn_u32 b) {
  * OPER swaps does not depend on timing, and counts match between reducers. */
 PGN_INET_RULE void pgn_inet_oper(PGN_INET_NET *n, pgn_u32 a, pgn_u32 b) {
     pgn_u32 i = pgn_inet_val(b);
-    pgn_u64 B = n->node[i];
+    pgn_u64 B = PGN_INET_NODE_LOAD(n, i);
     pgn_u32 b1 = pgn_inet_fst(B), b2 = pgn_inet_snd(B);
     if (pgn_inet_tag(b1) == PGN_INET_NUM) {
         PGN_INET_NODE_FREE(n, i);
         PGN_INET_CONNECT(n, pgn_inet_port(PGN_INET_NUM, pgn_inet_operate(pgn_inet_val(a), pgn_inet_val(b1))), b2);
     } else {
-        n->node[i] = pgn_inet_pair(a, b2);
+        PGN_INET_NODE_STORE(n, i, pgn_inet_pair(a, b2));
         PGN_INET_CONNECT(n, b1, pgn_inet_port(PGN_INET_OPR, i));
     }
 }
@@ -117,15 +125,15 @@ PGN_INET_RULE void pgn_inet_oper(PGN_INET_NET *n, pgn_u32 a, pgn_u32 b) {
  * #k ~ ?(b r)  ---SWIT--->  b ~ (* (#k-1 r))   (k read as u24 whatever the number's type) */
 PGN_INET_RULE void pgn_inet_swit(PGN_INET_NET *n, pgn_u32 a, pgn_u32 b) {
     pgn_u32 i = pgn_inet_val(b);
-    pgn_u64 B = n->node[i];
+    pgn_u64 B = PGN_INET_NODE_LOAD(n, i);
     pgn_u32 k = pgn_inet_get_u24(pgn_inet_val(a));
     pgn_u32 era = pgn_inet_port(PGN_INET_ERA, 0);
     if (k == 0) {
-        n->node[i] = pgn_inet_pair(pgn_inet_snd(B), era);
+        PGN_INET_NODE_STORE(n, i, pgn_inet_pair(pgn_inet_snd(B), era));
     } else {
         pgn_u32 j = PGN_INET_NODE_ALLOC(n);
-        n->node[j] = pgn_inet_pair(pgn_inet_port(PGN_INET_NUM, pgn_inet_u24(k - 1)), pgn_inet_snd(B));
-        n->node[i] = pgn_inet_pair(era, pgn_inet_port(PGN_INET_CON, j));
+        PGN_INET_NODE_STORE(n, j, pgn_inet_pair(pgn_inet_port(PGN_INET_NUM, pgn_inet_u24(k - 1)), pgn_inet_snd(B)));
+        PGN_INET_NODE_STORE(n, i, pgn_inet_pair(era, pgn_inet_port(PGN_INET_CON, j)));
     }
     PGN_INET_CONNECT(n, pgn_inet_port(PGN_INET_CON, i), pgn_inet_fst(B));
 }

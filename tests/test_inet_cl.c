@@ -231,6 +231,49 @@ Test(inet_cl, random_programs_match_the_host_reducer) {
     }
 }
 
+/* The gpu family's reducer (kernels/inet_gpu.cl, a GPU's default) on pocl: workers in groups of
+ * the profile's size that deal redexes at barriers, groups that hand work to idle groups. Every
+ * example and random programs give the expected form and count on counts that fill groups or
+ * not, and a program's own kernel of that family does too. */
+Test(inet_cl, the_gpu_family_gives_the_expected_form_and_count, .timeout = 600) {
+    pgn_device_close(dev);
+    setenv("PARAGON_KERNELS", "gpu", 1);
+    dev = test_open_cl_device();
+    cr_assert_eq(dev->profile.family[PGN_OPS_INET], PGN_FAMILY_GPU);
+    const char *names[] = {"fib", "tree_sum", "tree_dup", "sort", "loop", "loops", "u24_ops", "i24_ops", "f24_ops"};
+    static const unsigned counts[] = {1, 3, 4, 16};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char file[64];
+        snprintf(file, sizeof file, "%s.hvm", names[i]);
+        char *program = read_example(file);
+        snprintf(file, sizeof file, "%s.expected", names[i]);
+        char *expected = read_example(file);
+        for (size_t w = 0; w < sizeof counts / sizeof *counts; w++) {
+            char *got = run_cl(program, NULL, counts[w], NULL);
+            cr_assert_str_eq(got, expected, "%s with %u work-items", names[i], counts[w]);
+            free(got);
+        }
+        if (i == 0) { /* fib: its own kernel, built first */
+            setenv("PARAGON_INET_PLANS", "now", 1);
+            char *got = run_cl(program, NULL, 4, NULL);
+            cr_assert_str_eq(got, expected, "fib on its own kernel of the gpu family");
+            free(got);
+            unsetenv("PARAGON_INET_PLANS");
+        }
+        free(program);
+        free(expected);
+    }
+    for (uint64_t seed = 0; seed < 40; seed++) {
+        char *program = random_program(seed);
+        char *want = run_host(program);
+        char *got = run_cl(program, NULL, 1 + (unsigned)(seed % 8), NULL);
+        cr_assert_str_eq(got, want, "seed %llu:\n%s", (unsigned long long)seed, program);
+        free(got);
+        free(want);
+        free(program);
+    }
+}
+
 Test(inet_cl, random_well_formed_nets_give_the_host_result_or_fail_the_same_way) {
     /* the host's fuzz nets (tests/inet_gen.h): where the host finishes within the limits, the
      * device must print the same net after the same count; clone errors must match too */

@@ -102,12 +102,16 @@ static inet_part *part_of(pgn_device *dev) {
     pthread_mutex_unlock(&part_mu);
     return p;
 }
+pgn_kernel_id pgn_inet_kernel_of(const pgn_device *dev) {
+    return dev->profile.family[PGN_OPS_INET] == PGN_FAMILY_GPU ? PGN_K_inet_reduce_gpu : PGN_K_inet_reduce;
+}
+
 /* Launches the new kernel once with no worker (every work-item leaves at once) on a queue of its
  * own, so that a device that compiles a kernel at its first launch (pocl) does it here and not
  * in the run's next launch. The arguments only need to be valid: one small buffer for all. */
 static int warm(build *b, pgn_error *err) {
     cl_int st;
-    cl_kernel k = clCreateKernel(b->program, pgn_kernel_name(PGN_K_inet_reduce), &st);
+    cl_kernel k = clCreateKernel(b->program, pgn_kernel_name(pgn_inet_kernel_of(b->dev)), &st);
     if (st != CL_SUCCESS) {
         pgn_error_set(err, PGN_E_KERNEL_BUILD, "", "creating the reducer's kernel failed: %s", pgn_cl_status_name(st));
         return -1;
@@ -117,7 +121,7 @@ static int warm(build *b, pgn_error *err) {
     uint32_t zero = 0;
     uint64_t none = 0;
     /* inet_reduce's buffers, then its six counts (workers first) and last its budget */
-    cl_uint n = (cl_uint)pgn_kernel_nargs(PGN_K_inet_reduce), buffers = n - 7;
+    cl_uint n = (cl_uint)pgn_kernel_nargs(pgn_inet_kernel_of(b->dev)), buffers = n - 7;
     for (cl_uint i = 0; st == CL_SUCCESS && i < n; i++)
         st = i < buffers ? clSetKernelArg(k, i, sizeof buf, &buf)
              : i < n - 1 ? clSetKernelArg(k, i, sizeof zero, &zero)

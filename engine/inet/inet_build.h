@@ -11,6 +11,10 @@
 #define PGN_INET_BUILD_RUNNING 1 /* being built: this one, or (one at a time) another program */
 #define PGN_INET_BUILD_FAILED 2  /* err says why */
 
+/* The reducer kernel the device's profile runs: inet_reduce (kernels/inet.cl, the cpu family) or
+ * inet_reduce_gpu (kernels/inet_gpu.cl), which take the same arguments. */
+pgn_kernel_id pgn_inet_kernel_of(const pgn_device *dev);
+
 /* The program of src (kernels/inet.cl with a book's plans, pgn_program_source_one) on dev, its
  * kernel warmed by a first launch of global x local work-items that do nothing. wait: built here
  * (or an earlier build of it waited for), *waited the seconds that took; else a thread builds it

@@ -60,6 +60,7 @@ typedef struct {
      * on one thread (loops.hvm on 2 work-items: 161 MIPS after 1-work-item runs, 343 before). */
     cl_kernel kernel;
     cl_program program; /* the program's own kernel's, its definitions compiled in (or NULL) */
+    pgn_kernel_id kid;  /* the profile's reducer: inet_reduce (cpu family) or inet_reduce_gpu */
 } clnet;
 
 static int cl_fail(pgn_error *err, cl_int st, const char *what) {
@@ -110,7 +111,7 @@ static void clnet_release(clnet *c) {
 /* The reducer's kernel from program (its own object: see clnet's kernel). */
 static int use_kernel(clnet *c, cl_program program, pgn_error *err) {
     cl_int st;
-    cl_kernel k = clCreateKernel(program, pgn_kernel_name(PGN_K_inet_reduce), &st);
+    cl_kernel k = clCreateKernel(program, pgn_kernel_name(c->kid), &st);
     if (st != CL_SUCCESS) return cl_fail(err, st, "creating the reducer's kernel");
     if (c->kernel) clReleaseKernel(c->kernel);
     c->kernel = k;
@@ -262,7 +263,8 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
                       unsigned workers, pgn_error *err) {
     c->dev = dev;
     c->workers = workers;
-    if (use_kernel(c, dev->programs[pgn_kernel_family_of(PGN_K_inet_reduce)], err)) return -1;
+    c->kid = pgn_inet_kernel_of(dev);
+    if (use_kernel(c, dev->programs[pgn_kernel_family_of(c->kid)], err)) return -1;
     cl_ulong max_alloc = 0;
     clGetDeviceInfo(dev->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
     c->max_alloc = max_alloc ? max_alloc : (1ull << 30);
@@ -341,9 +343,11 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
                : 0;
 }
 
-/* The launch's work-items: the workers, in whole work-groups of the profile's size. */
+/* The launch's work-items: the workers, in whole work-groups of the profile's size (one group of
+ * all of them where they are fewer). */
 static void geometry(const clnet *c, size_t *global, size_t *local) {
     *local = c->dev->profile.inet_local;
+    if (*local > c->workers) *local = c->workers; /* no group larger than the run: idle padding */
     *global = (c->workers + *local - 1) / *local * *local;
 }
 
@@ -363,8 +367,9 @@ static int launch(clnet *c, uint64_t budget, pgn_error *err) {
                        KARG(c->bag_cap),        KARG(c->scratch_stride), KARG(c->max_def_nodes), KARG(budget)};
     size_t global, local;
     geometry(c, &global, &local);
-    if (pgn_launch_kernel(c->dev, c->kernel, (pgn_kernel_id)PGN_KERNEL_CHECKED(inet_reduce, args), args, 1,
-                          &global, &local, err))
+    (void)PGN_KERNEL_CHECKED(inet_reduce, args); /* the two reducers take the same arguments */
+    (void)PGN_KERNEL_CHECKED(inet_reduce_gpu, args);
+    if (pgn_launch_kernel(c->dev, c->kernel, c->kid, args, 1, &global, &local, err))
         return -1;
     st = clEnqueueReadBuffer(c->dev->queue, c->wk, CL_FALSE, 0, c->workers * sizeof *c->w, c->w, 0, NULL, NULL);
     if (st == CL_SUCCESS)
@@ -400,10 +405,11 @@ static bool own_known(clnet *c, const char *src) {
 
 /* The source of the program's own kernel: kernels/inet.cl with the book's small definitions
  * compiled in (*src NULL when it has none: the shared kernel interprets every plan). */
-static int own_source(const pgn_inet_book *book, char **src, pgn_error *err) {
+static int own_source(const clnet *c, const pgn_inet_book *book, char **src, pgn_error *err) {
     uint32_t n_compiled = 0;
     char *defs = pgn_inet_plan_source(book, &n_compiled);
-    *src = defs && n_compiled ? pgn_program_source_one("inet.cl", "#define PGN_INET_COMPILED 1\n", defs) : NULL;
+    const char *file = c->kid == PGN_K_inet_reduce_gpu ? "inet_gpu.cl" : "inet.cl";
+    *src = defs && n_compiled ? pgn_program_source_one(file, "#define PGN_INET_COMPILED 1\n", defs) : NULL;
     bool failed = !defs || (n_compiled && !*src);
     free(defs);
     if (failed) pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory writing the program's kernel");
@@ -500,7 +506,7 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
      * before its first launch, not part of the reduction's. */
     pgn_inet_plans plans = pgn_inet_plans_mode();
     char *src = NULL;
-    if (plans != PGN_INET_PLANS_OFF && own_source(book, &src, err)) {
+    if (plans != PGN_INET_PLANS_OFF && own_source(&c, book, &src, err)) {
         clnet_release(&c);
         return -1;
     }

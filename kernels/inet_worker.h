@@ -1,0 +1,408 @@
+/* inet_worker.h: an interaction-net worker on the device, for both reducers (kernels/inet.cl,
+ * kernels/inet_gpu.cl): its heap slots, its links (one atomic exchange each), the rules and plans
+ * over them (kernels/pgn_inet_rules.h, pgn_inet_plan.h: the host reference's, so the same
+ * counts), one redex's reservation, and the hand-off of redexes between workers. OpenCL only. */
+
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+
+/* Ordering between workers. On a CPU device (pocl on x86) an atomic is a full barrier, stores are
+ * not reordered and caches are coherent, so nothing more is needed. Elsewhere (GPUs: Oclgrind, and
+ * an NVIDIA H200 in docs/architecture.md) a fence goes before a port or a list of slots is
+ * published and after one is taken, and heap reads go through volatile pointers so a reused slot
+ * is not read from a stale cache. */
+#ifdef PGN_DEVICE_CPU
+#define INET_RELEASE()
+#define INET_ACQUIRE()
+#define INET_HEAP __global
+#else
+#define INET_RELEASE() mem_fence(CLK_GLOBAL_MEM_FENCE)
+#define INET_ACQUIRE() mem_fence(CLK_GLOBAL_MEM_FENCE)
+#define INET_HEAP volatile __global
+#endif
+
+/* Heap slots (nodes, variables, owner entries) pass between workers as messages: written, a fence,
+ * then published by an atomic on a variable, which the reader's atomic and fence follow. Oclgrind's
+ * race checker knows atomics and barriers but not fences, and the gpu family's workers run
+ * interleaved there (at its barriers), so on Oclgrind each such access is an atomic of its own:
+ * the same values, and the checker is left with what it can judge (local memory, the bags dealt
+ * at barriers, and any access that is neither). */
+#ifdef PGN_OCLGRIND
+#define INET_LOAD64(p) atom_add((p), (pgn_u64)0)
+#define INET_STORE64(p, v) ((void)atom_xchg((p), (v)))
+#define INET_LOAD(p) atomic_add((p), 0u)
+#define INET_STORE(p, v) ((void)atomic_xchg((p), (v)))
+#else
+#define INET_LOAD64(p) (*(p))
+#define INET_STORE64(p, v) (*(p) = (v))
+#define INET_LOAD(p) (*(p))
+#define INET_STORE(p, v) (*(p) = (v))
+#endif
+#define PGN_INET_NODE_LOAD(n, i) INET_LOAD64(&(n)->node[i])
+#define PGN_INET_NODE_STORE(n, i, v) INET_STORE64(&(n)->node[i], (v))
+
+/* The rules and the memory and linking they use are inlined into the worker's loop, so its state
+ * stays in registers: when LLVM kept inet_link out of line, a quarter of the time went to calls
+ * and to spilling the worker's state (loops.hvm on one work-item: 61-71 MIPS against 136-150).
+ * Handing slots back to their owner is rare and stays out of line. */
+#define INET_HOT static inline __attribute__((always_inline))
+#define INET_COLD static __attribute__((noinline))
+
+/* Interactions between polls of the stop flag, the budget and whether a worker is idle: each
+ * poll is two atomic reads, each a fence on x86 (pocl, loops.hvm on one work-item: polling every
+ * 64 interactions cost about 10 %, every 256 within the noise). */
+#define INET_POLL 256u
+/* An idle worker gives up waiting after this many polls (under a millisecond on pocl: a poll is
+ * three atomic reads, and 2048 take about as long as the 262144 plain reads polled before), so a
+ * worker whose partners are not running (more work-groups than the device runs at once) cannot
+ * hold a launch. Oclgrind runs a work-group's work-items one after another, switching only at
+ * barriers, so there no partner runs while a worker waits, and each poll is simulated: a few
+ * polls are enough. */
+#ifdef PGN_OCLGRIND
+#define INET_SPIN_MAX 16u
+#else
+#define INET_SPIN_MAX 2048u
+#endif
+
+/* The words workers share to coordinate (ctl, and the mail buffer) are read and written through
+ * atomics only: a plain read of a word that another worker changes atomically is a data race
+ * (Oclgrind's checker reported CTL_IDLE so). A read is an atomic add of 0, which LLVM turns on
+ * x86 into a fence and a plain load: the line stays with the workers that write it. */
+#define INET_READ(p) atomic_add((p), 0u)
+#define INET_READ64(p) atom_add((p), (pgn_u64)0)
+#define INET_SET(p, v) atomic_xchg((p), (v))
+
+typedef struct {
+    INET_HEAP pgn_u64 *node;
+    volatile __global pgn_u32 *vars;
+    __global pgn_u32 *owner[2]; /* per heap: the worker whose chunk each slot is in */
+    __global pgn_u64 *bag;      /* this worker's */
+    __global pgn_u32 *nloc, *vloc;
+    __global const pgn_u64 *bnodes, *brbag;
+    __global const pgn_u32 *defs, *plan;
+    volatile __global pgn_u32 *ctl;
+    volatile __global pgn_u64 *mail;
+    pgn_u32 me, workers, bag_cap, cap[2];
+    pgn_inet_worker s; /* the worker's state, in registers while it runs */
+} inet_w;
+
+/* ---- memory -------------------------------------------------------------------------------
+ * Allocation never fails inside a rule: before a redex is touched, inet_reserve makes sure the
+ * worker holds enough free slots and bag room for the rule's worst case. h is a heap,
+ * PGN_INET_HEAP_NODES or PGN_INET_HEAP_VARS; it is a constant wherever these are inlined. */
+
+/* The free-list link kept in a free slot. */
+INET_HOT pgn_u32 inet_slot_next(inet_w *w, int h, pgn_u32 i) {
+    return h == PGN_INET_HEAP_NODES ? (pgn_u32)INET_LOAD64(&w->node[i]) : INET_LOAD(&w->vars[i]);
+}
+
+INET_HOT void inet_slot_set_next(inet_w *w, int h, pgn_u32 i, pgn_u32 next) {
+    if (h == PGN_INET_HEAP_NODES) INET_STORE64(&w->node[i], (pgn_u64)next);
+    else INET_STORE(&w->vars[i], next);
+}
+
+/* Own free list, then the chunk's rest (inet_reserve_heap made sure there are enough). */
+INET_HOT pgn_u32 inet_alloc(inet_w *w, int h) {
+    pgn_inet_alloc *a = &w->s.heap[h];
+    pgn_u32 i = a->free;
+    if (i) {
+        a->free = inet_slot_next(w, h, i);
+        a->nfree--;
+        return i;
+    }
+    return a->next++;
+}
+
+/* Hands the foreign slots back to the owner of the first: one exchange for the whole batch. With
+ * more than two workers a batch may hold slots of several owners; they then stay with the one
+ * that gets them, which costs only speed. This may happen in the middle of a rule, so inet_alloc
+ * never takes a foreign slot: inet_reserve_heap moves them to the free list when they are needed.
+ * (When inet_alloc took them, a free that filled the batch could take away slots the reservation
+ * had counted on, and the rule's next allocation found none: slot 0, then garbage, and
+ * train_xor.pgl crashed so on 2-4 work-items.) */
+INET_COLD void inet_give_back(inet_w *w, int h) {
+    pgn_inet_alloc *a = &w->s.heap[h];
+    pgn_u32 owner = INET_LOAD(&w->owner[h][a->foreign / PGN_INET_CHUNK]);
+    volatile __global pgn_u64 *remote = &w->mail[PGN_INET_REMOTE(owner, h)];
+    pgn_u64 old = INET_READ64(remote);
+    for (;;) {
+        inet_slot_set_next(w, h, a->foreign_tail, (pgn_u32)old);
+        INET_RELEASE();
+        pgn_u64 seen = atom_cmpxchg(remote, old, (((old >> 32) + a->nforeign) << 32) | a->foreign);
+        if (seen == old) break;
+        old = seen;
+    }
+    a->foreign = a->foreign_tail = a->nforeign = 0;
+}
+
+/* Another worker's slot goes on the foreign list (out of line: it is inlined nowhere, so the
+ * many inlined frees of a program's compiled definitions stay small). */
+INET_COLD void inet_free_foreign(inet_w *w, int h, pgn_u32 i) {
+    pgn_inet_alloc *a = &w->s.heap[h];
+    inet_slot_set_next(w, h, i, a->foreign);
+    if (!a->foreign) a->foreign_tail = i;
+    a->foreign = i;
+    if (++a->nforeign == PGN_INET_FOREIGN_BATCH) inet_give_back(w, h);
+}
+
+/* A slot of this worker's chunks goes on its free list; another worker's on the foreign list. */
+INET_HOT void inet_free(inet_w *w, int h, pgn_u32 i) {
+    pgn_inet_alloc *a = &w->s.heap[h];
+    pgn_u32 owner = INET_LOAD(&w->owner[h][i / PGN_INET_CHUNK]);
+    if (owner == w->me || owner >= w->workers) {
+        inet_slot_set_next(w, h, i, a->free);
+        a->free = i;
+        a->nfree++;
+        return;
+    }
+    inet_free_foreign(w, h, i);
+}
+
+/* Makes `need` slots of heap h available without failing: the free list and the chunk's rest,
+ * then the foreign slots, then what other workers gave back, then new chunks from the shared bump
+ * pointer. False when the heap has no chunk left; a chunk that ends past the heap's size is kept,
+ * valid once the host has grown the heap, and until then only the free list counts. */
+INET_HOT bool inet_reserve_heap(inet_w *w, int h, pgn_u32 need) {
+    pgn_inet_alloc *a = &w->s.heap[h];
+    while (a->nfree + (a->end - a->next) < need) {
+        volatile __global pgn_u64 *remote = &w->mail[PGN_INET_REMOTE(w->me, h)];
+        if (a->nforeign) { /* foreign slots serve when own run out: they join the free list */
+            inet_slot_set_next(w, h, a->foreign_tail, a->free);
+            a->free = a->foreign;
+            a->nfree += a->nforeign;
+            a->foreign = a->foreign_tail = a->nforeign = 0;
+            continue;
+        }
+        if (a->nfree == 0 && INET_READ64(remote)) {
+            pgn_u64 back = atom_xchg(remote, (pgn_u64)0);
+            INET_ACQUIRE();
+            a->free = (pgn_u32)back;
+            a->nfree = (pgn_u32)(back >> 32);
+            continue;
+        }
+        if (a->end > w->cap[h]) return false;
+        while (a->next < a->end) { /* the chunk's rest goes on the free list */
+            pgn_u32 i = a->next++;
+            inet_slot_set_next(w, h, i, a->free);
+            a->free = i;
+            a->nfree++;
+        }
+        a->next = atomic_add(&w->ctl[PGN_INET_CTL_TOP(h)], PGN_INET_CHUNK);
+        a->end = a->next + PGN_INET_CHUNK;
+        INET_STORE(&w->owner[h][a->next / PGN_INET_CHUNK], w->me);
+    }
+    return a->end <= w->cap[h] || a->nfree >= need;
+}
+
+INET_HOT pgn_u32 inet_node_alloc(inet_w *w) { return inet_alloc(w, PGN_INET_HEAP_NODES); }
+INET_HOT void inet_node_free(inet_w *w, pgn_u32 i) { inet_free(w, PGN_INET_HEAP_NODES, i); }
+
+/* A new wire: both ends still unlinked. */
+INET_HOT pgn_u32 inet_var_alloc(inet_w *w) {
+    pgn_u32 i = inet_alloc(w, PGN_INET_HEAP_VARS);
+    INET_STORE(&w->vars[i], PGN_INET_NONE);
+    return i;
+}
+
+INET_HOT void inet_var_free(inet_w *w, pgn_u32 v) { inet_free(w, PGN_INET_HEAP_VARS, v); }
+
+/* A redex between two nullary ports (VOID) only counts, so it is counted here rather than left
+ * in the bag under the work pushed after it, where it would pile up (engine/inet/inet_host.c too). */
+INET_HOT void inet_push(inet_w *w, pgn_u32 a, pgn_u32 b) {
+    if (pgn_inet_tag(a) < PGN_INET_CON && pgn_inet_tag(b) < PGN_INET_CON) w->s.itrs++;
+    else w->bag[w->s.bag_hi++] = pgn_inet_pair(a, b);
+}
+
+/* ---- linking ------------------------------------------------------------------------------
+ * A variable's slot is written once by the first end to be linked (an atomic exchange that finds
+ * NONE) and read by the other, which then owns both ends and frees it. So a plain read that sees
+ * a port sees a final value, and only the exchange needs to be atomic. */
+
+/* One step along a wire: if p's other end has been linked, what it was linked to. Only one step,
+ * unlike the host's enter: the next variable of a chain is often an old one, such as the result
+ * wire a loop threads through every turn, whose cache line another worker is busy writing, and
+ * reading it on every turn halved two workers' speed. A chain left unfollowed is followed by
+ * whoever links its other end, with the same exchanges. */
+INET_HOT pgn_u32 inet_enter(inet_w *w, pgn_u32 p) {
+    if (pgn_inet_tag(p) == PGN_INET_VAR) {
+        pgn_u32 s = INET_LOAD(&w->vars[pgn_inet_val(p)]);
+        if (s != PGN_INET_NONE) {
+            INET_ACQUIRE();
+            inet_var_free(w, pgn_inet_val(p));
+            p = s;
+        }
+    }
+    return p;
+}
+
+/* a ~ b, as engine/inet/inet_host.c's link_ports, with the variable written by exchange. */
+INET_HOT void inet_link(inet_w *w, pgn_u32 a, pgn_u32 b) {
+    for (;;) {
+        if (pgn_inet_tag(a) != PGN_INET_VAR) {
+            if (pgn_inet_tag(b) != PGN_INET_VAR) {
+                inet_push(w, a, b);
+                return;
+            }
+            pgn_u32 t = a;
+            a = b;
+            b = t;
+        }
+        b = inet_enter(w, b);
+        pgn_u32 v = pgn_inet_val(a);
+        if (b == a) { /* both ends of one wire: a closed loop */
+            inet_var_free(w, v);
+            return;
+        }
+        INET_RELEASE();
+        pgn_u32 other = atomic_xchg(&w->vars[v], b);
+        if (other == PGN_INET_NONE) return;
+        INET_ACQUIRE();
+        inet_var_free(w, v);
+        a = other;
+    }
+}
+
+/* ---- the rules: kernels/pgn_inet_rules.h, over this file's memory and links --------------- */
+
+INET_HOT void inet_call(inet_w *w, pgn_u32 a, pgn_u32 b);
+
+#define PGN_INET_NET inet_w
+#define PGN_INET_RULE INET_HOT
+#define PGN_INET_BOOK __global
+#define PGN_INET_NODE_ALLOC(w) inet_node_alloc(w)
+#define PGN_INET_NODE_FREE(w, i) inet_node_free((w), (i))
+#define PGN_INET_VAR_ALLOC(w) inet_var_alloc(w)
+#define PGN_INET_CONNECT(w, a, b) inet_link((w), (a), (b))
+#define PGN_INET_CALL_DEF(w, a, b) inet_call((w), (a), (b))
+#define PGN_INET_DEF(w, fid, v)                                                                              \
+    do {                                                                                                     \
+        __global const pgn_u32 *d_ = (w)->defs + PGN_INET_DEF_WORDS * (fid);                                 \
+        (v)->root = d_[PGN_INET_DEF_ROOT];                                                                   \
+        (v)->node_len = d_[PGN_INET_DEF_NODE_LEN];                                                           \
+        (v)->rbag_len = d_[PGN_INET_DEF_RBAG_LEN];                                                           \
+        (v)->vars_len = d_[PGN_INET_DEF_VARS_LEN];                                                           \
+        (v)->nodes = (w)->bnodes + d_[PGN_INET_DEF_NODE_OFF];                                                \
+        (v)->rbag = (w)->brbag + d_[PGN_INET_DEF_RBAG_OFF];                                                  \
+    } while (0)
+#include "pgn_inet_rules.h"
+
+/* CALL runs the definition's plan (kernels/pgn_inet_plan.h): compiled into a program's own build
+ * of this file (engine/inet/inet_cl.c, inet_build.c) for its small definitions, where
+ * inet_call_compiled runs it; else interpreted from the plan buffer, with the registers in
+ * private memory; definitions without a plan are instantiated as they stand (pgn_inet_call). */
+#define PGN_INET_PLAN __global
+#define PGN_INET_ENTER(w, p) inet_enter((w), (p))
+#define PGN_INET_COUNT(w, k) ((w)->s.itrs += (k))
+#define PGN_INET_BAG(w) ((w)->bag)
+#define PGN_INET_BAG_TOP(w) ((w)->s.bag_hi)
+#include "pgn_inet_plan.h"
+
+#ifdef PGN_INET_COMPILED
+INET_HOT bool inet_call_compiled(inet_w *w, pgn_u32 fid, pgn_u32 b);
+#endif
+
+/* Out of line: the loop, its registers and the step's switch stay out of the worker's loop. */
+INET_COLD void inet_call_plan(inet_w *w, __global const pgn_u32 *d, pgn_u32 b) {
+    pgn_u32 k[PGN_INET_PLAN_REGS];
+    pgn_inet_plan_run(w, w->plan + d[PGN_INET_DEF_PLAN_OFF] * PGN_INET_STEP_WORDS, d[PGN_INET_DEF_PLAN_LEN],
+                      d[PGN_INET_DEF_PLAN_REGS], k, b);
+}
+
+INET_HOT void inet_call(inet_w *w, pgn_u32 a, pgn_u32 b) {
+    pgn_u32 fid = pgn_inet_val(a) & PGN_INET_REF_FID;
+#ifdef PGN_INET_COMPILED
+    if (inet_call_compiled(w, fid, b)) return;
+#endif
+    __global const pgn_u32 *d = w->defs + PGN_INET_DEF_WORDS * fid;
+    if (d[PGN_INET_DEF_PLAN_LEN]) inet_call_plan(w, d, b);
+    else pgn_inet_call(w, a, b);
+}
+
+/* ---- one redex ---------------------------------------------------------------------------- */
+
+/* Makes room for the worst case of rule on a ~ b: nodes, variables and bag slots (one per link
+ * a rule makes). Returns PGN_INET_ST_OK or why the worker must stop first. */
+INET_HOT pgn_u32 inet_reserve(inet_w *w, pgn_u32 rule, pgn_u32 a, pgn_u32 b) {
+    pgn_u32 nodes = 0, vars = 0, links = 2;
+    if (rule == PGN_INET_CALL) {
+        __global const pgn_u32 *d = w->defs + PGN_INET_DEF_WORDS * (pgn_inet_val(a) & PGN_INET_REF_FID);
+        nodes = d[PGN_INET_DEF_NODE_LEN]; /* a plan takes no more than the definition's */
+        vars = d[PGN_INET_DEF_VARS_LEN];
+        links = d[PGN_INET_DEF_LINKS];
+    } else if (rule == PGN_INET_ERAS && pgn_inet_tag(a) == PGN_INET_REF) {
+        __global const pgn_u32 *d = w->defs + PGN_INET_DEF_WORDS * (pgn_inet_val(a) & PGN_INET_REF_FID);
+        if (!d[PGN_INET_DEF_SAFE]) {
+            w->s.status_arg = pgn_inet_val(a) & PGN_INET_REF_FID;
+            return PGN_INET_ST_CLONE;
+        }
+    } else if (rule == PGN_INET_COMM) {
+        nodes = vars = links = 4;
+    } else if (rule == PGN_INET_SWIT) {
+        nodes = 1;
+    }
+    if (w->s.bag_hi + links > w->bag_cap) {
+        pgn_u32 n = w->s.bag_hi - w->s.bag_lo;
+        for (pgn_u32 i = 0; i < n; i++) w->bag[i] = w->bag[w->s.bag_lo + i];
+        w->s.bag_lo = 0;
+        w->s.bag_hi = n;
+        if (n + links > w->bag_cap) return PGN_INET_ST_NEED_BAG;
+    }
+    if (nodes && !inet_reserve_heap(w, PGN_INET_HEAP_NODES, nodes)) return PGN_INET_ST_NEED_NODES;
+    if (vars && !inet_reserve_heap(w, PGN_INET_HEAP_VARS, vars)) return PGN_INET_ST_NEED_VARS;
+    return PGN_INET_ST_OK;
+}
+
+/* ---- sharing -------------------------------------------------------------------------------
+ * An idle worker (in inet_gpu.cl: an idle work-group's first work-item, for its group) counts
+ * itself in CTL_IDLE and raises its HUNGRY flag. A busy worker looks at CTL_IDLE at each poll;
+ * with two or more redexes it claims a hungry one by exchanging its flag to 0 (so only one giver
+ * wins), uncounts it, then puts its oldest redex in that worker's mailbox. Since the giver is busy
+ * while it does this, CTL_IDLE equals the number of those that may count themselves only when no
+ * work is left anywhere. */
+
+/* Gives worker j the oldest redex if j is hungry and this worker wins it. */
+static bool inet_give(inet_w *w, pgn_u32 j) {
+    volatile __global pgn_u32 *hungry = &w->ctl[PGN_INET_CTL_HUNGRY(j)];
+    if (!INET_READ(hungry) || atomic_xchg(hungry, 0u) != 1u) return false;
+    /* Uncount it before it can start: once it has the redex it may go idle and count itself
+     * again, and counted twice it would end the launch with work left. */
+    atomic_dec(&w->ctl[PGN_INET_CTL_IDLE]);
+    INET_RELEASE();
+    atom_xchg(&w->mail[PGN_INET_MAIL(j)], w->bag[w->s.bag_lo++]);
+    return true;
+}
+
+/* Takes what is in this worker's mailbox, if anything. */
+static bool inet_take_mail(inet_w *w) {
+    volatile __global pgn_u64 *box = &w->mail[PGN_INET_MAIL(w->me)];
+    if (INET_READ64(box) == 0) return false;
+    pgn_u64 r = atom_xchg(box, (pgn_u64)0);
+    INET_ACQUIRE();
+    w->bag[0] = r; /* only called with an empty bag */
+    w->s.bag_lo = 0;
+    w->s.bag_hi = 1;
+    return true;
+}
+
+/* Waits for work with an empty bag. True when work came; false when the worker should leave: all
+ * `all` that count themselves idle are (the net is in normal form, or the rest lies in a bag of a
+ * worker not running), the launch is stopping, or it waited INET_SPIN_MAX polls. */
+static bool inet_wait(inet_w *w, pgn_u32 all) {
+    volatile __global pgn_u32 *hungry = &w->ctl[PGN_INET_CTL_HUNGRY(w->me)];
+    w->s.bag_lo = w->s.bag_hi = 0;
+    atomic_inc(&w->ctl[PGN_INET_CTL_IDLE]);
+    atomic_xchg(hungry, 1u);
+    for (pgn_u32 spins = 0;; spins++) {
+        if (INET_READ(hungry) == 0) { /* claimed: the giver has uncounted us and is filling the mailbox */
+            while (!inet_take_mail(w)) {
+            }
+            return true;
+        }
+        bool all_idle = INET_READ(&w->ctl[PGN_INET_CTL_IDLE]) == all;
+        if (all_idle || INET_READ(&w->ctl[PGN_INET_CTL_STOP]) || spins >= INET_SPIN_MAX) {
+            if (atomic_xchg(hungry, 0u) == 0u) continue; /* claimed just now: take the gift */
+            if (all_idle) INET_SET(&w->ctl[PGN_INET_CTL_STOP], 1u);
+            atomic_dec(&w->ctl[PGN_INET_CTL_IDLE]);
+            return false;
+        }
+    }
+}
