@@ -56,8 +56,8 @@ pack() {
     echo "carry $PACK; run: scripts/gpu-check.sh"
 }
 
-# The peer programs for the inet rows: each runs in seconds on a GPU and on the host.
-HVM2_PROGRAMS="sort_bitonic sum_rec fib30 sum_tree"
+# The peer programs for the inet rows (issue 28's): HVM2's CUDA runtime runs each beside paragon.
+HVM2_PROGRAMS="sum_tree_d22 stress_10 sort_bitonic_16 fib32"
 
 # small_spec FILE: examples/jobs/gpt-small.json cut to the 20 steps whose weights are checked
 small_spec() {
@@ -303,8 +303,19 @@ want inet && for p in $HVM2_PROGRAMS; do
     hm=$(awk '/MIPS/ {print $3}' "$OUT/hvm2_$p.out")
     hr=$(awk '/^Result:/ {print $2}' "$OUT/hvm2_$p.out")
     row "inet $p (MIPS)" "$(jget "$OUT/inet_$p.out" mips)" "${hm:--}" \
-        "$([ "$got" = "$want" ] && [ "$gi" = "$itrs" ] && echo yes || echo no)" "HVM2 result $([ "$hr" = "$want" ] && echo ok || echo "${hr:-none}")"
+        "$([ "$got" = "$want" ] && [ "$gi" = "$itrs" ] && echo yes || echo no)" \
+        "HVM2 result $([ "$hr" = "$want" ] && echo ok || echo "${hr:-none}"); own kernel $(jget "$OUT/inet_$p.out" compiled)"
 done
+# training as nets (paragon alone: HVM2 has no pgl): the host's value and count
+if want inet; then
+    step 120 inet_train_fashion "$P" run examples/inet/train_fashion.pgl --device "$GPU" --json
+    want_v=$(sed -n 's/^Result: //p' examples/inet/train_fashion.expected)
+    want_i=$(awk '/ITRS/ {print $3}' examples/inet/train_fashion.expected)
+    row "inet train_fashion.pgl (MIPS)" "$(jget "$OUT/inet_train_fashion.out" mips)" "-" \
+        "$([ "$(jget "$OUT/inet_train_fashion.out" value)" = "$want_v" ] &&
+            [ "$(jget "$OUT/inet_train_fashion.out" interactions)" = "$want_i" ] && echo yes || echo no)" \
+        "0.7 MIPS before the gpu family (H200)"
+fi
 
 # ---- the table ---------------------------------------------------------------------------------
 # the device tool brings back 8 files: everything but the log and the table in one archive
