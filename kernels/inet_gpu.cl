@@ -51,16 +51,9 @@ static pgn_u32 inet_deal(__local const pgn_u32 *cnt, __local const pgn_u32 *lo, 
     return stop ? INET_LEAVE : work ? INET_GO : INET_WAIT;
 }
 
-/* The arguments are inet.cl's inet_reduce's (the host launches either): workers need not fill
- * the last group, whose other work-items only take part in its barriers. */
-__kernel void inet_reduce_gpu(INET_HEAP pgn_u64 *node, volatile __global pgn_u32 *vars,
-                              __global pgn_u32 *node_owner, __global pgn_u32 *var_owner,
-                              __global const pgn_u64 *bnodes, __global const pgn_u64 *brbag,
-                              __global const pgn_u32 *defs, __global const pgn_u32 *plan, __global pgn_u64 *bags,
-                              volatile __global pgn_u64 *mail, __global pgn_inet_worker *wk,
-                              volatile __global pgn_u32 *ctl, __global pgn_u32 *scratch, pgn_u32 workers,
-                              pgn_u32 node_cap, pgn_u32 var_cap, pgn_u32 bag_cap, pgn_u32 scratch_stride,
-                              pgn_u32 max_def_nodes, pgn_u64 budget) {
+/* The arguments are inet.cl's (INET_REDUCE_PARAMS): workers need not fill the last group, whose
+ * other work-items only take part in its barriers. */
+__kernel void inet_reduce_gpu(INET_REDUCE_PARAMS) {
     __local pgn_u32 cnt[PGN_INET_GPU_LOCAL_MAX], lo[PGN_INET_GPU_LOCAL_MAX], from[PGN_INET_GPU_LOCAL_MAX],
         slot[PGN_INET_GPU_LOCAL_MAX], taken[PGN_INET_GPU_LOCAL_MAX];
     __local pgn_u32 decision, donor, got;
@@ -69,24 +62,7 @@ __kernel void inet_reduce_gpu(INET_HEAP pgn_u64 *node, volatile __global pgn_u32
     pgn_u32 first = me - lid, groups = (pgn_u32)get_num_groups(0);
     bool real = me < workers;
     inet_w w;
-    w.node = node;
-    w.vars = vars;
-    w.owner[PGN_INET_HEAP_NODES] = node_owner;
-    w.owner[PGN_INET_HEAP_VARS] = var_owner;
-    w.bag = bags + (pgn_u64)me * bag_cap;
-    w.nloc = scratch + (pgn_u64)me * scratch_stride;
-    w.vloc = w.nloc + max_def_nodes;
-    w.bnodes = bnodes;
-    w.brbag = brbag;
-    w.defs = defs;
-    w.plan = plan;
-    w.ctl = ctl;
-    w.mail = mail;
-    w.me = me;
-    w.workers = workers;
-    w.bag_cap = bag_cap;
-    w.cap[PGN_INET_HEAP_NODES] = node_cap;
-    w.cap[PGN_INET_HEAP_VARS] = var_cap;
+    inet_worker_init(&w, me, INET_REDUCE_ARGS);
     if (real) {
         w.s = wk[me];
     } else {
@@ -100,29 +76,12 @@ __kernel void inet_reduce_gpu(INET_HEAP pgn_u64 *node, volatile __global pgn_u32
     if (real && w.s.bag_lo == w.s.bag_hi) inet_take_mail(&w);
     for (;;) {
         for (pgn_u32 i = 0; i < INET_ROUND && !stopped && w.s.bag_lo != w.s.bag_hi; i++) {
-            pgn_u64 r = w.bag[w.s.bag_hi - 1];
-            pgn_u32 a = pgn_inet_fst(r), b = pgn_inet_snd(r);
-            if (pgn_inet_tag(b) < pgn_inet_tag(a)) {
-                pgn_u32 t = a;
-                a = b;
-                b = t;
-            }
-            pgn_u32 rule = pgn_inet_tag(a) == PGN_INET_VAR ? PGN_INET_CALL : pgn_inet_rule_of(a, b);
-            if (pgn_inet_tag(a) == PGN_INET_VAR) { /* the run's first redex, @main ~ root (inet.cl) */
-                pgn_u32 t = a;
-                a = b;
-                b = t;
-            }
-            pgn_u32 st = inet_reserve(&w, rule, a, b);
+            pgn_u32 st = inet_step(&w);
             if (st != PGN_INET_ST_OK) {
                 w.s.status = st;
                 INET_SET(&ctl[PGN_INET_CTL_STOP], 1u);
                 stopped = true;
-                break;
             }
-            w.s.bag_hi--;
-            pgn_inet_interact(&w, rule, a, b);
-            w.s.itrs++;
         }
         if (!stopped && w.s.itrs >= stop_at) {
             w.s.status = PGN_INET_ST_BUDGET;

@@ -351,6 +351,32 @@ INET_HOT pgn_u32 inet_reserve(inet_w *w, pgn_u32 rule, pgn_u32 a, pgn_u32 b) {
     return PGN_INET_ST_OK;
 }
 
+/* Reduces the newest redex of the worker's bag (which holds one): PGN_INET_ST_OK, or why the
+ * worker must stop first (the redex stays in the bag). */
+INET_HOT pgn_u32 inet_step(inet_w *w) {
+    pgn_u64 r = w->bag[w->s.bag_hi - 1];
+    pgn_u32 a = pgn_inet_fst(r), b = pgn_inet_snd(r);
+    if (pgn_inet_tag(b) < pgn_inet_tag(a)) {
+        pgn_u32 t = a;
+        a = b;
+        b = t;
+    }
+    /* The run's first redex, @main ~ the root variable, is the only one with a VAR (link never
+     * queues one); it is the first CALL, as in the host reducer. */
+    pgn_u32 rule = pgn_inet_tag(a) == PGN_INET_VAR ? PGN_INET_CALL : pgn_inet_rule_of(a, b);
+    if (pgn_inet_tag(a) == PGN_INET_VAR) {
+        pgn_u32 t = a;
+        a = b;
+        b = t;
+    }
+    pgn_u32 st = inet_reserve(w, rule, a, b);
+    if (st != PGN_INET_ST_OK) return st;
+    w->s.bag_hi--;
+    pgn_inet_interact(w, rule, a, b);
+    w->s.itrs++;
+    return PGN_INET_ST_OK;
+}
+
 /* ---- sharing -------------------------------------------------------------------------------
  * An idle worker (in inet_gpu.cl: an idle work-group's first work-item, for its group) counts
  * itself in CTL_IDLE and raises its HUNGRY flag. A busy worker looks at CTL_IDLE at each poll;
@@ -405,4 +431,45 @@ static bool inet_wait(inet_w *w, pgn_u32 all) {
             return false;
         }
     }
+}
+
+/* ---- a launch's worker ----------------------------------------------------------------------
+ * The reducers' arguments, the same for both families' kernels (engine/inet/inet_cl.c passes them):
+ * node[node_cap], vars[var_cap]: the heaps; node_owner, var_owner: who owns each of their chunks.
+ * bnodes, brbag, defs: the book (pgn_inet_dev.h); plan: its definitions' steps.
+ * bags[workers * bag_cap], mail[PGN_INET_MAIL_WORDS], wk[workers], ctl[PGN_INET_CTL_WORDS]:
+ * the workers. scratch[workers * scratch_stride]: where a CALL keeps the slots it allocated
+ * (stride >= the largest definition's nodes + variables). budget: interactions per worker. */
+#define INET_REDUCE_PARAMS                                                                                       \
+    INET_HEAP pgn_u64 *node, volatile __global pgn_u32 *vars, __global pgn_u32 *node_owner,                    \
+        __global pgn_u32 *var_owner, __global const pgn_u64 *bnodes, __global const pgn_u64 *brbag,             \
+        __global const pgn_u32 *defs, __global const pgn_u32 *plan, __global pgn_u64 *bags,                     \
+        volatile __global pgn_u64 *mail, __global pgn_inet_worker *wk, volatile __global pgn_u32 *ctl,          \
+        __global pgn_u32 *scratch, pgn_u32 workers, pgn_u32 node_cap, pgn_u32 var_cap, pgn_u32 bag_cap,         \
+        pgn_u32 scratch_stride, pgn_u32 max_def_nodes, pgn_u64 budget
+#define INET_REDUCE_ARGS                                                                                         \
+    node, vars, node_owner, var_owner, bnodes, brbag, defs, plan, bags, mail, wk, ctl, scratch, workers, node_cap, \
+        var_cap, bag_cap, scratch_stride, max_def_nodes, budget
+
+/* Worker me's view of the launch's buffers; its state (w->s) is the caller's to read. */
+INET_HOT void inet_worker_init(inet_w *w, pgn_u32 me, INET_REDUCE_PARAMS) {
+    (void)wk, (void)budget;
+    w->node = node;
+    w->vars = vars;
+    w->owner[PGN_INET_HEAP_NODES] = node_owner;
+    w->owner[PGN_INET_HEAP_VARS] = var_owner;
+    w->bag = bags + (pgn_u64)me * bag_cap;
+    w->nloc = scratch + (pgn_u64)me * scratch_stride;
+    w->vloc = w->nloc + max_def_nodes;
+    w->bnodes = bnodes;
+    w->brbag = brbag;
+    w->defs = defs;
+    w->plan = plan;
+    w->ctl = ctl;
+    w->mail = mail;
+    w->me = me;
+    w->workers = workers;
+    w->bag_cap = bag_cap;
+    w->cap[PGN_INET_HEAP_NODES] = node_cap;
+    w->cap[PGN_INET_HEAP_VARS] = var_cap;
 }

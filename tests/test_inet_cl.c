@@ -82,7 +82,8 @@ static char *read_example(const char *name) {
 static const unsigned worker_counts[] = {1, 2, 4, 64};
 static char *random_program(uint64_t seed);
 
-Test(inet_cl, every_example_gives_the_expected_form_and_count_on_1_2_4_and_64_work_items) {
+/* The small examples, each on each count of work-items, give their .expected form and count. */
+static void examples_give_the_expected(const unsigned *counts, size_t n_counts) {
     const char *names[] = {"fib", "tree_sum", "tree_dup", "sort", "loop", "loops", "u24_ops", "i24_ops", "f24_ops"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char file[64];
@@ -90,14 +91,18 @@ Test(inet_cl, every_example_gives_the_expected_form_and_count_on_1_2_4_and_64_wo
         char *program = read_example(file);
         snprintf(file, sizeof file, "%s.expected", names[i]);
         char *expected = read_example(file);
-        for (size_t w = 0; w < sizeof worker_counts / sizeof *worker_counts; w++) {
-            char *got = run_cl(program, NULL, worker_counts[w], NULL);
-            cr_assert_str_eq(got, expected, "%s with %u work-items", names[i], worker_counts[w]);
+        for (size_t w = 0; w < n_counts; w++) {
+            char *got = run_cl(program, NULL, counts[w], NULL);
+            cr_assert_str_eq(got, expected, "%s with %u work-items", names[i], counts[w]);
             free(got);
         }
         free(program);
         free(expected);
     }
+}
+
+Test(inet_cl, every_example_gives_the_expected_form_and_count_on_1_2_4_and_64_work_items) {
+    examples_give_the_expected(worker_counts, sizeof worker_counts / sizeof *worker_counts);
 }
 
 /* The program's own kernel, built before the first launch (PARAGON_INET_PLANS=now), gives the
@@ -219,17 +224,20 @@ static char *random_program(uint64_t seed) {
     return text;
 }
 
-Test(inet_cl, random_programs_match_the_host_reducer) {
+/* Random programs give the host reducer's result on 1 to most_workers work-items. */
+static void random_programs_match(unsigned most_workers) {
     for (uint64_t seed = 0; seed < 40; seed++) {
         char *program = random_program(seed);
         char *want = run_host(program);
-        char *got = run_cl(program, NULL, 1 + (unsigned)(seed % 4), NULL);
+        char *got = run_cl(program, NULL, 1 + (unsigned)(seed % most_workers), NULL);
         cr_assert_str_eq(got, want, "seed %llu:\n%s", (unsigned long long)seed, program);
         free(got);
         free(want);
         free(program);
     }
 }
+
+Test(inet_cl, random_programs_match_the_host_reducer) { random_programs_match(4); }
 
 /* The gpu family's reducer (kernels/inet_gpu.cl, a GPU's default) on pocl: workers in groups of
  * the profile's size that deal redexes at barriers, groups that hand work to idle groups. Every
@@ -240,38 +248,17 @@ Test(inet_cl, the_gpu_family_gives_the_expected_form_and_count, .timeout = 600) 
     setenv("PARAGON_KERNELS", "gpu", 1);
     dev = test_open_cl_device();
     cr_assert_eq(dev->profile.family[PGN_OPS_INET], PGN_FAMILY_GPU);
-    const char *names[] = {"fib", "tree_sum", "tree_dup", "sort", "loop", "loops", "u24_ops", "i24_ops", "f24_ops"};
     static const unsigned counts[] = {1, 3, 4, 16};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        char file[64];
-        snprintf(file, sizeof file, "%s.hvm", names[i]);
-        char *program = read_example(file);
-        snprintf(file, sizeof file, "%s.expected", names[i]);
-        char *expected = read_example(file);
-        for (size_t w = 0; w < sizeof counts / sizeof *counts; w++) {
-            char *got = run_cl(program, NULL, counts[w], NULL);
-            cr_assert_str_eq(got, expected, "%s with %u work-items", names[i], counts[w]);
-            free(got);
-        }
-        if (i == 0) { /* fib: its own kernel, built first */
-            setenv("PARAGON_INET_PLANS", "now", 1);
-            char *got = run_cl(program, NULL, 4, NULL);
-            cr_assert_str_eq(got, expected, "fib on its own kernel of the gpu family");
-            free(got);
-            unsetenv("PARAGON_INET_PLANS");
-        }
-        free(program);
-        free(expected);
-    }
-    for (uint64_t seed = 0; seed < 40; seed++) {
-        char *program = random_program(seed);
-        char *want = run_host(program);
-        char *got = run_cl(program, NULL, 1 + (unsigned)(seed % 8), NULL);
-        cr_assert_str_eq(got, want, "seed %llu:\n%s", (unsigned long long)seed, program);
-        free(got);
-        free(want);
-        free(program);
-    }
+    examples_give_the_expected(counts, sizeof counts / sizeof *counts);
+    char *fib = read_example("fib.hvm"), *fib_expected = read_example("fib.expected");
+    setenv("PARAGON_INET_PLANS", "now", 1); /* its own kernel of the gpu family, built first */
+    char *got = run_cl(fib, NULL, 4, NULL);
+    cr_assert_str_eq(got, fib_expected, "fib on its own kernel of the gpu family");
+    unsetenv("PARAGON_INET_PLANS");
+    free(got);
+    free(fib);
+    free(fib_expected);
+    random_programs_match(8);
 }
 
 Test(inet_cl, random_well_formed_nets_give_the_host_result_or_fail_the_same_way) {
