@@ -552,7 +552,7 @@ static int cmd_run(int argc, char **argv) {
         if (opts.checkpoint_dir && strstr(err.message, "; checkpointed"))
             fprintf(stderr, "paragon run: continue with: paragon run %s --checkpoint-dir %s --resume\n", file,
                     opts.checkpoint_dir);
-        pgn_device_close(dev);
+        close_device(dev);
         pgn_spec_free(&spec);
         return CLI_EXIT_INTERRUPTED;
     }

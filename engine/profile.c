@@ -71,9 +71,8 @@ int pgn_gemm_tile_find(const char *name) {
 static void inet_shape(const pgn_device_info *info, pgn_device_profile *p) {
     unsigned cus = info->compute_units ? info->compute_units : 1;
     bool gpu = p->dev_class == PGN_CLASS_GPU, dealt = p->family[PGN_OPS_INET] == PGN_FAMILY_GPU;
-    unsigned per_cu = p->dev_class == PGN_CLASS_HOST ? 1 : gpu ? INET_GPU_WORKERS_PER_CU : dealt ? INET_GPU_LOCAL_ON_CPU : 1;
-    p->inet_workers = p->dev_class == PGN_CLASS_HOST ? 1 : cus * per_cu;
-    p->inet_local = gpu ? INET_GPU_LOCAL : dealt ? INET_GPU_LOCAL_ON_CPU : 1;
+    p->inet_local = gpu ? INET_GPU_LOCAL : dealt ? INET_GPU_LOCAL_ON_CPU : 1; /* the host: 1 */
+    p->inet_workers = p->dev_class == PGN_CLASS_HOST ? 1 : cus * (gpu ? INET_GPU_WORKERS_PER_CU : p->inet_local);
     if (info->max_work_group && p->inet_local > info->max_work_group) p->inet_local = info->max_work_group;
     if (dealt && p->inet_local > PGN_INET_GPU_LOCAL_MAX) p->inet_local = PGN_INET_GPU_LOCAL_MAX;
     p->inet_first_budget = gpu ? INET_FIRST_BUDGET_GPU : INET_FIRST_BUDGET_CPU;

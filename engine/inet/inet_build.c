@@ -1,5 +1,5 @@
-/* inet_build.c: a program's own reducer kernel (kernels/inet.cl with its definitions compiled in,
- * engine/inet/inet_plan.c), built beside the run. Building takes the compiler seconds the first
+/* inet_build.c: a program's own reducer kernel (the profile's reducer file, kernels/inet.cl or
+ * inet_gpu.cl, with its definitions compiled in: engine/inet/inet_plan.c), built beside the run. Building takes the compiler seconds the first
  * time a device sees a program (pocl on a 2-core Xeon: 5-20 s, most of it optimising the
  * worker's loop; afterwards its cache answers in a tenth of a second), so a run starts on the
  * device's shared kernel and asks for its own once it has run for PGN_INET_COMPILE_AFTER_S: a
@@ -17,9 +17,9 @@
  * 0.1-0.3 s on the shared one (fib32 at 0.9 s: 100-135 MIPS so, 160-220 from the start). */
 #include <pthread.h>
 #include <stdio.h>
-#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "inet/inet.h"
 #include "inet/inet_build.h"
@@ -102,6 +102,7 @@ static inet_part *part_of(pgn_device *dev) {
     pthread_mutex_unlock(&part_mu);
     return p;
 }
+
 pgn_kernel_id pgn_inet_kernel_of(const pgn_device *dev) {
     return dev->profile.family[PGN_OPS_INET] == PGN_FAMILY_GPU ? PGN_K_inet_reduce_gpu : PGN_K_inet_reduce;
 }
@@ -120,7 +121,7 @@ static int warm(build *b, pgn_error *err) {
     cl_mem buf = st == CL_SUCCESS ? clCreateBuffer(b->dev->context, CL_MEM_READ_WRITE, 64, NULL, &st) : NULL;
     uint32_t zero = 0;
     uint64_t none = 0;
-    /* inet_reduce's buffers, then its six counts (workers first) and last its budget */
+    /* the reducer's buffers, then its six counts (workers first) and last its budget */
     cl_uint n = (cl_uint)pgn_kernel_nargs(pgn_inet_kernel_of(b->dev)), buffers = n - 7;
     for (cl_uint i = 0; st == CL_SUCCESS && i < n; i++)
         st = i < buffers ? clSetKernelArg(k, i, sizeof buf, &buf)

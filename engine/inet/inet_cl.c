@@ -1,4 +1,5 @@
-/* inet_cl.c: drives the OpenCL interaction-net reducer (kernels/inet.cl). Uploads the book,
+/* inet_cl.c: drives the OpenCL interaction-net reducer (kernels/inet.cl, or kernels/inet_gpu.cl
+ * where the profile runs the gpu family: the same arguments and launches). Uploads the book,
  * seeds worker 0 with @main ~ root, then launches the persistent kernel in slices: between
  * launches it grows whatever heap or bag a worker found full, up to the caps max_nodes sets
  * (pgn_inet_caps_of; bags at their cap have their redexes spread over all of them), checks
@@ -403,8 +404,8 @@ static bool own_known(clnet *c, const char *src) {
     return pgn_inet_build_known(c->dev, src, global, local);
 }
 
-/* The source of the program's own kernel: kernels/inet.cl with the book's small definitions
- * compiled in (*src NULL when it has none: the shared kernel interprets every plan). */
+/* The source of the program's own kernel: the reducer's file (kernels/inet.cl, or inet_gpu.cl for
+ * the gpu family) with the book's small definitions compiled in (*src NULL when it has none: the shared kernel interprets every plan). */
 static int own_source(const clnet *c, const pgn_inet_book *book, char **src, pgn_error *err) {
     uint32_t n_compiled = 0;
     char *defs = pgn_inet_plan_source(book, &n_compiled);
