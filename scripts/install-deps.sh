@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential pkg-config python3 meson ninja-build
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
-  libmicrohttpd-dev libjansson-dev libsqlite3-dev zlib1g-dev libcurl4-openssl-dev
+  libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev zlib1g-dev libcurl4-openssl-dev
   curl sqlite3 dataset-fashion-mnist fortunes
   openmpi-bin libopenmpi-dev
 )
@@ -16,8 +16,9 @@ case "${1:-}" in
   --test)
     # Criterion; Oclgrind, the OpenCL simulator test_oclgrind runs the kernels on; and for the
     # dashboard's browser test, Debian's Chromium and Node.js (npm comes with some Node.js
-    # builds; Debian packages it apart)
-    packages+=(libcriterion-dev oclgrind chromium nodejs)
+    # builds; Debian packages it apart); PostgreSQL, the server test_store_postgresql runs the
+    # store's tests on (a throwaway cluster through pg_virtualenv, tests/with_postgresql.sh)
+    packages+=(libcriterion-dev oclgrind chromium nodejs postgresql)
     command -v npm >/dev/null 2>&1 || packages+=(npm)
     ;;
   "") ;;

@@ -6,7 +6,8 @@
 #include "paragon.h"
 
 extern const pgn_embedded pgd_web_sources[];    /* web/: index.html, style.css, the modules */
-extern const pgn_embedded pgd_schema_sources[]; /* schema/NNN_name.sql in order */
+extern const pgn_embedded pgd_schema_sources[];    /* schema/NNN_name.sql in order (SQLite) */
+extern const pgn_embedded pgd_schema_postgresql[]; /* schema/postgresql/NNN_name.sql */
 extern const pgn_embedded pgd_api_docs[];       /* server/openapi.json: the API described */
 #define PGD_OPENAPI_FILE "openapi.json"
 

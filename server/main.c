@@ -29,8 +29,12 @@ static void usage(FILE *out) {
             "usage: paragond [options]\n"
             "  --host ADDR      address to listen on (default " PGD_DEFAULT_HOST ")\n"
             "  --port N         TCP port, 0 picks a free one (default %d)\n"
-            "  --db PATH        SQLite database (default " PGD_DEFAULT_DB "); one paragond per\n"
-            "                   database: it holds PATH" PGD_LOCK_SUFFIX " while it runs\n"
+            "  --store STORE    where jobs, metrics and benchmarks are kept: sqlite:PATH or a PATH\n"
+            "                   (SQLite, the default: " PGD_DEFAULT_DB "; paragond holds\n"
+            "                   PATH" PGD_LOCK_SUFFIX " while it runs), or postgresql://USER@HOST/DB\n"
+            "                   (libpq's URL: several hosts and target_session_attrs=read-write\n"
+            "                   follow a failover); one paragond per store\n"
+            "  --db PATH        the same as --store sqlite:PATH\n"
             "  --data-dir PATH  checkpoints and job files, created if missing (default "
             PGD_DEFAULT_DATA_DIR ")\n"
             "  --token-file PATH\n"
@@ -166,6 +170,7 @@ int main(int argc, char **argv) {
         const char **dest = strcmp(name, "--host") == 0         ? &cfg.host
                             : strcmp(name, "--kernels") == 0    ? &kernels
                             : strcmp(name, "--db") == 0         ? &cfg.db_path
+                            : strcmp(name, "--store") == 0      ? &cfg.db_path
                             : strcmp(name, "--data-dir") == 0   ? &cfg.data_dir
                             : strcmp(name, "--token-file") == 0 ? &cfg.token_file
                             : is_cors                           ? &cors[n_cors]

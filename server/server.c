@@ -80,8 +80,13 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
 
     /* Before anything is created, read or recovered: a second paragond on this database must
      * leave everything as it found it. */
-    if (pgd_lock_take(cfg->db_path ? cfg->db_path : PGD_DEFAULT_DB, &srv->lock, err) < 0)
+    const char *store = cfg->db_path ? cfg->db_path : PGD_DEFAULT_DB;
+    if (pgd_store_is_postgresql(store)) { /* the store's own lock, from its first connection */
+        if (pgd_store_open(store, &srv->store, err) < 0 || pgd_store_hold_alone(srv->store, err) < 0)
+            goto fail;
+    } else if (pgd_lock_take(strncmp(store, "sqlite:", 7) == 0 ? store + 7 : store, &srv->lock, err) < 0) {
         goto fail;
+    }
     srv->data_dir = strdup(cfg->data_dir ? cfg->data_dir : PGD_DEFAULT_DATA_DIR);
     if (!srv->data_dir) {
         pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
@@ -108,8 +113,7 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
         goto fail;
     }
 
-    if (pgd_store_open(cfg->db_path ? cfg->db_path : PGD_DEFAULT_DB, &srv->store, err) < 0)
-        goto fail;
+    if (!srv->store && pgd_store_open(store, &srv->store, err) < 0) goto fail;
     int64_t max_attempts = cfg->max_attempts > 0 ? cfg->max_attempts : PGD_DEFAULT_MAX_ATTEMPTS;
     pgd_recovery rec;
     if (pgd_store_recover(srv->store, max_attempts, &rec, err) < 0) goto fail;

@@ -31,7 +31,7 @@
 typedef struct pgd_config {
     const char *host;
     uint16_t port; /* 0: any free port */
-    const char *db_path;
+    const char *db_path; /* the store: a SQLite path, sqlite:PATH or postgresql://... (--store) */
     const char *data_dir; /* created (with parents) when missing */
     unsigned http_threads;
     bool no_calibration; /* do not measure devices never measured at start */

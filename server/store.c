@@ -11,7 +11,6 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,31 +35,19 @@ int pgd_job_state_parse(const char *name, pgd_job_state *out) {
 
 /* ---- helpers (callers hold the lock) ---------------------------------------------------- */
 
-/* Failures of the database's state (disk full, I/O, another writer, no memory) pass when it
- * recovers, and are code "store_unavailable": callers retry a job's end on them, and the API
- * answers 503. Anything else is "store". */
-int store_fail(pgd_store *s, pgn_error *err, const char *what) {
-    int rc = sqlite3_extended_errcode(s->db) & 0xff;
-    bool passing = rc == SQLITE_FULL || rc == SQLITE_IOERR || rc == SQLITE_BUSY ||
-                   rc == SQLITE_LOCKED || rc == SQLITE_READONLY || rc == SQLITE_NOMEM ||
-                   rc == SQLITE_CANTOPEN || rc == SQLITE_PROTOCOL;
-    pgn_error_set(err, passing ? PGN_E_STORE_UNAVAILABLE : PGN_E_STORE, "", "store: %s: %s", what,
-                  sqlite3_errmsg(s->db));
-    return -1;
-}
+/* A failed statement as code "store_unavailable" (the database's state: callers retry a job's
+ * end on it, and the API answers 503) or "store" (db.h). */
+int store_fail(pgd_store *s, pgn_error *err, const char *what) { return db_fail(s->db, err, what); }
 
 /* The cached statement for sql (a static string), reset and ready to bind. */
-sqlite3_stmt *store_stmt(pgd_store *s, const char *sql, pgn_error *err) {
+db_stmt *store_stmt(pgd_store *s, const char *sql, pgn_error *err) {
     for (int i = 0; i < s->n_cached; i++)
         if (s->cache[i].sql == sql) return s->cache[i].stmt;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK) {
-        store_fail(s, err, "prepare");
-        return NULL;
-    }
+    db_stmt *st = db_prepare(s->db, sql, err);
+    if (!st) return NULL;
     if (s->n_cached == STMT_CACHE_MAX) {
         /* Only a programming error gets here: the set of statements is fixed. */
-        sqlite3_finalize(st);
+        db_finalize(st);
         pgn_error_set(err, PGN_E_INTERNAL, "", "store: statement cache full");
         return NULL;
     }
@@ -71,10 +58,7 @@ sqlite3_stmt *store_stmt(pgd_store *s, const char *sql, pgn_error *err) {
 }
 
 /* Every statement is reset right after use so that it holds no read transaction open. */
-void store_stmt_done(sqlite3_stmt *st) {
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-}
+void store_stmt_done(db_stmt *st) { db_reset(st); }
 
 /* Fails with not_found naming the job id. */
 int store_no_such_job(pgn_error *err, int64_t id) {
@@ -83,22 +67,16 @@ int store_no_such_job(pgn_error *err, int64_t id) {
 }
 
 static int exec_sql(pgd_store *s, const char *sql, pgn_error *err, const char *what) {
-    char *msg = NULL;
-    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        pgn_error_set(err, PGN_E_STORE, "", "store: %s: %s", what, msg ? msg : "unknown error");
-        sqlite3_free(msg);
-        return -1;
-    }
-    return 0;
+    return db_exec(s->db, sql, err, what);
 }
 
 /* Runs a cached statement that returns no rows (BEGIN, COMMIT). */
 int store_run(pgd_store *s, const char *sql, pgn_error *err, const char *what) {
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
-    int rc = sqlite3_step(st);
+    int rc = db_step(st);
     store_stmt_done(st);
-    return rc == SQLITE_DONE ? 0 : store_fail(s, err, what);
+    return rc == DB_DONE ? 0 : store_fail(s, err, what);
 }
 
 const char store_begin_sql[] = "BEGIN";
@@ -114,43 +92,41 @@ int store_write_tx(pgd_store *s, int (*fn)(pgd_store *, void *, pgn_error *),
     int ret = store_run(s, store_begin_write_sql, err, "begin");
     if (ret == 0) ret = fn(s, ctx, err);
     if (ret == 0) ret = store_run(s, store_commit_sql, err, "commit");
-    if (ret < 0 && !sqlite3_get_autocommit(s->db))
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    if (ret < 0) db_rollback(s->db);
     pthread_mutex_unlock(&s->lock);
     return ret;
 }
 
 /* Steps st to its end, appending row(st) to arr for each row; resets st. */
-int store_collect_rows(pgd_store *s, sqlite3_stmt *st, json_t *(*row)(sqlite3_stmt *),
+int store_collect_rows(pgd_store *s, db_stmt *st, json_t *(*row)(db_stmt *),
                         json_t *arr, pgn_error *err, const char *what) {
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) json_array_append_new(arr, row(st));
+    while ((rc = db_step(st)) == DB_ROW) json_array_append_new(arr, row(st));
     store_stmt_done(st);
-    return rc == SQLITE_DONE ? 0 : store_fail(s, err, what);
+    return rc == DB_DONE ? 0 : store_fail(s, err, what);
 }
 
-void store_bind_text_or_null(sqlite3_stmt *st, int idx, const char *text) {
-    if (text) sqlite3_bind_text(st, idx, text, -1, SQLITE_TRANSIENT);
-    else sqlite3_bind_null(st, idx);
+void store_bind_text_or_null(db_stmt *st, int idx, const char *text) {
+    db_bind_text(st, idx, text);
 }
 
-json_t *store_col_text(sqlite3_stmt *st, int col) {
-    const unsigned char *t = sqlite3_column_text(st, col);
-    return t ? json_string((const char *)t) : json_null();
+json_t *store_col_text(db_stmt *st, int col) {
+    const char *t = db_column_text(st, col);
+    return t ? json_string(t) : json_null();
 }
 
 /* A JSON column as a JSON value; text that does not parse (never written by us) comes back
  * as a string rather than being dropped. */
-json_t *store_col_json(sqlite3_stmt *st, int col) {
-    const char *t = (const char *)sqlite3_column_text(st, col);
+json_t *store_col_json(db_stmt *st, int col) {
+    const char *t = db_column_text(st, col);
     if (!t) return json_null();
     json_t *v = json_loads(t, JSON_DECODE_ANY, NULL);
     return v ? v : json_string(t);
 }
 
-json_t *store_col_real(sqlite3_stmt *st, int col) {
-    if (sqlite3_column_type(st, col) == SQLITE_NULL) return json_null();
-    return json_real(sqlite3_column_double(st, col));
+json_t *store_col_real(db_stmt *st, int col) {
+    if (db_column_is_null(st, col)) return json_null();
+    return json_real(db_column_double(st, col));
 }
 
 /* ---- migrations ------------------------------------------------------------------------- */
@@ -185,41 +161,42 @@ static int apply_migration(pgd_store *s, const migration *m, pgn_error *err) {
     static const char record_sql[] =
         "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, ?2, " NOW_SQL ")";
 
-    /* IMMEDIATE takes the write lock first, so two processes starting at once cannot both
-     * decide that a version is missing. */
-    if (exec_sql(s, "BEGIN IMMEDIATE", err, "begin migration") < 0) return -1;
-    sqlite3_stmt *st = store_stmt(s, is_applied_sql, err);
+    /* A write transaction takes the write lock first, so two processes starting at once cannot
+     * both decide that a version is missing. */
+    if (store_run(s, store_begin_write_sql, err, "begin migration") < 0) return -1;
+    db_stmt *st = store_stmt(s, is_applied_sql, err);
     if (!st) goto fail;
-    sqlite3_bind_int64(st, 1, m->version);
-    int rc = sqlite3_step(st);
+    db_bind_int64(st, 1, m->version);
+    int rc = db_step(st);
     store_stmt_done(st);
-    if (rc == SQLITE_ROW) return exec_sql(s, "COMMIT", err, "commit migration");
-    if (rc != SQLITE_DONE) {
+    if (rc == DB_ROW) return exec_sql(s, "COMMIT", err, "commit migration");
+    if (rc != DB_DONE) {
         store_fail(s, err, "read schema_migrations");
         goto fail;
     }
 
-    char *msg = NULL;
-    if (sqlite3_exec(s->db, (const char *)m->file->data, NULL, NULL, &msg) != SQLITE_OK) {
-        pgn_error_set(err, PGN_E_STORE, "", "store: schema migration %s failed: %s", m->file->name,
-                      msg ? msg : "unknown error");
-        sqlite3_free(msg);
+    char what[160];
+    snprintf(what, sizeof what, "schema migration %s failed", m->file->name);
+    if (db_exec(s->db, (const char *)m->file->data, err, what) < 0) {
+        char msg[sizeof err->message];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        pgn_error_set(err, PGN_E_STORE, "", "%s", msg);
         goto fail;
     }
     st = store_stmt(s, record_sql, err);
     if (!st) goto fail;
-    sqlite3_bind_int64(st, 1, m->version);
-    sqlite3_bind_text(st, 2, m->file->name, -1, SQLITE_STATIC);
-    rc = sqlite3_step(st);
+    db_bind_int64(st, 1, m->version);
+    db_bind_text(st, 2, m->file->name);
+    rc = db_step(st);
     store_stmt_done(st);
-    if (rc != SQLITE_DONE) {
+    if (rc != DB_DONE) {
         store_fail(s, err, "record migration");
         goto fail;
     }
     if (exec_sql(s, "COMMIT", err, "commit migration") < 0) goto fail;
     return 0;
 fail:
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    db_rollback(s->db);
     return -1;
 }
 
@@ -259,9 +236,9 @@ static int migrate(pgd_store *s, const pgn_embedded *table, pgn_error *err) {
 
     /* A database written by a newer paragond has tables this one does not understand. */
     int64_t newest = 0;
-    sqlite3_stmt *st = store_stmt(s, "SELECT coalesce(max(version), 0) FROM schema_migrations", err);
+    db_stmt *st = store_stmt(s, "SELECT coalesce(max(version), 0) FROM schema_migrations", err);
     if (!st) goto out;
-    if (sqlite3_step(st) == SQLITE_ROW) newest = sqlite3_column_int64(st, 0);
+    if (db_step(st) == DB_ROW) newest = db_column_int64(st, 0);
     store_stmt_done(st);
     int64_t known = n ? list[n - 1].version : 0;
     if (newest > known) {
@@ -282,7 +259,7 @@ out:
 
 /* ---- open / close ----------------------------------------------------------------------- */
 
-int pgd_store_open_with(const char *path, const pgn_embedded *migrations, pgd_store **out,
+int pgd_store_open_with(const char *target, const pgn_embedded *migrations, pgd_store **out,
                         pgn_error *err) {
     *out = NULL;
     pgd_store *s = calloc(1, sizeof *s);
@@ -291,25 +268,17 @@ int pgd_store_open_with(const char *path, const pgn_embedded *migrations, pgd_st
         return -1;
     }
     pthread_mutex_init(&s->lock, NULL);
-    /* NOMUTEX: our own mutex serialises every use of the connection. */
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-    if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
-        pgn_error_set(err, PGN_E_STORE, "", "store: cannot open database '%s': %s", path,
-                      s->db ? sqlite3_errmsg(s->db) : "out of memory");
+    if (db_open(target, &s->db, err) < 0) {
         pgd_store_close(s);
         return -1;
     }
-    sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
-    sqlite3_extended_result_codes(s->db, 1);
-    /* WAL lets the test (or an operator's sqlite3 shell) read while we write; NORMAL sync is
-     * durable across process crashes, which is what job recovery needs. */
-    if (exec_sql(s, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
-                    "PRAGMA foreign_keys = ON;",
-                 err, "configure database") < 0 ||
-        migrate(s, migrations, err) < 0) {
+    if (!migrations)
+        migrations = db_engine_in(s->db) == DB_POSTGRESQL ? pgd_schema_postgresql : pgd_schema_sources;
+    if (migrate(s, migrations, err) < 0) {
         char msg[sizeof err->message];
         snprintf(msg, sizeof msg, "%s", err->message);
-        pgn_error_set(err, PGN_E_STORE, "", "%s (database '%s')", msg, path);
+        pgn_error_set(err, err->code == PGN_E_STORE_UNAVAILABLE ? PGN_E_STORE_UNAVAILABLE : PGN_E_STORE,
+                      "", "%s (database '%s')", msg, db_name(s->db));
         pgd_store_close(s);
         return -1;
     }
@@ -317,14 +286,26 @@ int pgd_store_open_with(const char *path, const pgn_embedded *migrations, pgd_st
     return 0;
 }
 
-int pgd_store_open(const char *path, pgd_store **out, pgn_error *err) {
-    return pgd_store_open_with(path, pgd_schema_sources, out, err);
+int pgd_store_open(const char *target, pgd_store **out, pgn_error *err) {
+    return pgd_store_open_with(target, NULL, out, err);
+}
+
+int pgd_store_hold_alone(pgd_store *s, pgn_error *err) {
+    pthread_mutex_lock(&s->lock);
+    int ret = db_hold_alone(s->db, err);
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+bool pgd_store_is_postgresql(const char *target) {
+    const char *rest;
+    return db_engine_of(target, &rest) == DB_POSTGRESQL;
 }
 
 void pgd_store_close(pgd_store *s) {
     if (!s) return;
-    for (int i = 0; i < s->n_cached; i++) sqlite3_finalize(s->cache[i].stmt);
-    if (s->db) sqlite3_close(s->db);
+    for (int i = 0; i < s->n_cached; i++) db_finalize(s->cache[i].stmt);
+    db_close(s->db);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
@@ -336,11 +317,11 @@ int store_read_numbers(pgd_store *s, const char *sql, const char *param, double 
     for (int i = 0; i < n; i++) out[i] = 0;
     pthread_mutex_lock(&s->lock);
     int ret = -1;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (st) {
-        if (param) sqlite3_bind_text(st, 1, param, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            for (int i = 0; i < n; i++) out[i] = sqlite3_column_double(st, i);
+        if (param) db_bind_text(st, 1, param);
+        if (db_step(st) == DB_ROW) {
+            for (int i = 0; i < n; i++) out[i] = db_column_double(st, i);
             ret = 0;
         } else {
             store_fail(s, err, what);

@@ -26,6 +26,12 @@ int pgd_store_open(const char *path, pgd_store **out, pgn_error *err);
 int pgd_store_open_with(const char *path, const pgn_embedded *migrations, pgd_store **out,
                         pgn_error *err);
 void pgd_store_close(pgd_store *store);
+/* One paragond per store: on PostgreSQL this store's connection takes the store's lock (code
+ * "locked" when another paragond holds it); on SQLite lock.c's file lock is that, taken before
+ * the store opens. */
+int pgd_store_hold_alone(pgd_store *store, pgn_error *err);
+/* Whether target names a PostgreSQL store (as --store reads it; else a SQLite file). */
+bool pgd_store_is_postgresql(const char *target);
 
 /* Highest applied migration version. */
 int pgd_store_schema_version(pgd_store *store, int64_t *version, pgn_error *err);

@@ -62,15 +62,15 @@ static const char *row_string(const json_t *row, const char *key) {
     return json_string_value(json_object_get(row, key)); /* NULL for null or absent */
 }
 
-static void bind_job_or_null(sqlite3_stmt *st, int idx, int64_t job_id) {
-    if (job_id > 0) sqlite3_bind_int64(st, idx, job_id);
-    else sqlite3_bind_null(st, idx);
+static void bind_job_or_null(db_stmt *st, int idx, int64_t job_id) {
+    if (job_id > 0) db_bind_int64(st, idx, job_id);
+    else db_bind_null(st, idx);
 }
 
 /* A figure, or NULL when the run did not measure it. */
-static void bind_figure(sqlite3_stmt *st, int idx, double v) {
-    if (v > 0) sqlite3_bind_double(st, idx, v);
-    else sqlite3_bind_null(st, idx);
+static void bind_figure(db_stmt *st, int idx, double v) {
+    if (v > 0) db_bind_double(st, idx, v);
+    else db_bind_null(st, idx);
 }
 
 /* What a run measured of its device's rates (nothing when rates is NULL or measured nothing),
@@ -80,18 +80,18 @@ static int insert_rates(pgd_store *s, int64_t job_id, const pgn_measured_rates *
     static const char sql[] = "INSERT INTO device_rates (job_id, device, gflops, mips, launch_us, created_at)"
                               " VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
     if (!rates || !(rates->gflops > 0 || rates->mips > 0 || rates->launch_us > 0)) return 0;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
     bind_job_or_null(st, 1, job_id);
-    sqlite3_bind_text(st, 2, rates->device, -1, SQLITE_STATIC);
+    db_bind_text(st, 2, rates->device);
     bind_figure(st, 3, rates->gflops);
     bind_figure(st, 4, rates->mips);
     bind_figure(st, 5, rates->launch_us);
-    sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
+    db_bind_text(st, 6, now);
+    int rc = db_step(st);
     store_stmt_done(st);
-    if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) return store_no_such_job(err, job_id);
-    return rc == SQLITE_DONE ? 0 : store_fail(s, err, "insert device rates");
+    if (rc == DB_NO_PARENT) return store_no_such_job(err, job_id);
+    return rc == DB_DONE ? 0 : store_fail(s, err, "insert device rates");
 }
 
 /* Inserts checked rows of job_id (0: none) and their run's rates with one created_at. Caller is
@@ -102,14 +102,14 @@ static int insert_bench_rows(pgd_store *s, int64_t job_id, const json_t *rows, c
     static const char sql[] =
         "INSERT INTO benchmarks (job_id, suite, case_id, device, adapter, version, created_at,"
         " data) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
-    sqlite3_stmt *st = store_stmt(s, now_sql, err);
+    db_stmt *st = store_stmt(s, now_sql, err);
     if (!st) return -1;
-    if (sqlite3_step(st) != SQLITE_ROW) {
+    if (db_step(st) != DB_ROW) {
         store_stmt_done(st);
         return store_fail(s, err, "read the time");
     }
     char now[32];
-    snprintf(now, sizeof now, "%s", (const char *)sqlite3_column_text(st, 0));
+    snprintf(now, sizeof now, "%s", db_column_text(st, 0));
     store_stmt_done(st);
 
     size_t i;
@@ -133,13 +133,13 @@ static int insert_bench_rows(pgd_store *s, int64_t job_id, const json_t *rows, c
         store_bind_text_or_null(st, 4, row_string(row, "device"));
         store_bind_text_or_null(st, 5, row_string(row, "adapter"));
         store_bind_text_or_null(st, 6, row_string(row, "version"));
-        sqlite3_bind_text(st, 7, now, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 8, data, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
+        db_bind_text(st, 7, now);
+        db_bind_text(st, 8, data);
+        int rc = db_step(st);
         store_stmt_done(st);
         free(data);
-        if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) return store_no_such_job(err, job_id);
-        if (rc != SQLITE_DONE) return store_fail(s, err, "insert benchmark row");
+        if (rc == DB_NO_PARENT) return store_no_such_job(err, job_id);
+        if (rc != DB_DONE) return store_fail(s, err, "insert benchmark row");
     }
     return insert_rates(s, job_id, rates, now, err);
 }
@@ -185,16 +185,16 @@ int pgd_store_bench_finish(pgd_store *s, int64_t job_id, const json_t *result, c
 }
 
 /* The stored row plus the store's "id", "job_id" and "created_at" (columns 0-3). */
-static json_t *bench_from_row(sqlite3_stmt *st) {
+static json_t *bench_from_row(db_stmt *st) {
     json_t *o = store_col_json(st, 3);
     if (!json_is_object(o)) { /* the CHECK constraint keeps this from happening */
         json_decref(o);
         o = json_object();
     }
-    json_object_set_new(o, "id", json_integer(sqlite3_column_int64(st, 0)));
-    json_object_set_new(o, "job_id", sqlite3_column_type(st, 1) == SQLITE_NULL
+    json_object_set_new(o, "id", json_integer(db_column_int64(st, 0)));
+    json_object_set_new(o, "job_id", db_column_is_null(st, 1)
                                          ? json_null()
-                                         : json_integer(sqlite3_column_int64(st, 1)));
+                                         : json_integer(db_column_int64(st, 1)));
     json_object_set_new(o, "created_at", store_col_text(st, 2));
     return o;
 }
@@ -208,14 +208,14 @@ static int bench_query(pgd_store *s, const char *sql, const char *suite, const c
     json_t *arr = json_array();
     pthread_mutex_lock(&s->lock);
     int ret = -1;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (st) {
-        if (suite) sqlite3_bind_text(st, 1, suite, -1, SQLITE_STATIC);
-        if (device) sqlite3_bind_text(st, 2, device, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, limit);
-        if (f && f->job) sqlite3_bind_int64(st, 4, f->job);
-        if (f && f->since) sqlite3_bind_text(st, 5, f->since, -1, SQLITE_STATIC);
-        if (f && f->until) sqlite3_bind_text(st, 6, f->until, -1, SQLITE_STATIC);
+        if (suite) db_bind_text(st, 1, suite);
+        if (device) db_bind_text(st, 2, device);
+        db_bind_int64(st, 3, limit);
+        if (f && f->job) db_bind_int64(st, 4, f->job);
+        if (f && f->since) db_bind_text(st, 5, f->since);
+        if (f && f->until) db_bind_text(st, 6, f->until);
         ret = store_collect_rows(s, st, bench_from_row, arr, err, "list benchmark rows");
     }
     pthread_mutex_unlock(&s->lock);
@@ -228,7 +228,7 @@ static int bench_query(pgd_store *s, const char *sql, const char *suite, const c
 #define BENCH_COLS "id, job_id, created_at, data"
 #define BENCH_NEWEST(where)                                                                    \
     "SELECT " BENCH_COLS " FROM (SELECT " BENCH_COLS " FROM benchmarks" where                  \
-    " ORDER BY id DESC LIMIT ?3) ORDER BY id"
+    " ORDER BY id DESC LIMIT ?3) AS newest ORDER BY id"
 
 /* The time window, [?5, ?6), each end open when NULL: created_at is ISO text of one width, so
  * text order is time order. */

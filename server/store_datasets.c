@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void copy_col(sqlite3_stmt *st, int col, char *out, size_t size) {
-    const unsigned char *t = sqlite3_column_text(st, col);
-    snprintf(out, size, "%s", t ? (const char *)t : "");
+static void copy_col(db_stmt *st, int col, char *out, size_t size) {
+    const char *t = db_column_text(st, col);
+    snprintf(out, size, "%s", t ? t : "");
 }
 
 int pgd_store_dataset_get(pgd_store *s, const char *name, pgd_dataset_meta *out, bool *found,
@@ -21,14 +21,14 @@ int pgd_store_dataset_get(pgd_store *s, const char *name, pgd_dataset_meta *out,
     *found = false;
     pthread_mutex_lock(&s->lock);
     int ret = -1;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (st) {
-        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
+        db_bind_text(st, 1, name);
+        int rc = db_step(st);
+        if (rc == DB_ROW) {
             snprintf(out->name, sizeof out->name, "%s", name);
-            out->bytes = sqlite3_column_int64(st, 0);
-            out->mtime_ns = sqlite3_column_int64(st, 1);
+            out->bytes = db_column_int64(st, 0);
+            out->mtime_ns = db_column_int64(st, 1);
             copy_col(st, 2, out->sha256, sizeof out->sha256);
             copy_col(st, 3, out->format, sizeof out->format);
             out->info = store_col_json(st, 4);
@@ -36,7 +36,7 @@ int pgd_store_dataset_get(pgd_store *s, const char *name, pgd_dataset_meta *out,
             *found = true;
         }
         store_stmt_done(st);
-        ret = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : store_fail(s, err, "read a dataset record");
+        ret = rc == DB_ROW || rc == DB_DONE ? 0 : store_fail(s, err, "read a dataset record");
     }
     pthread_mutex_unlock(&s->lock);
     return ret;
@@ -54,18 +54,18 @@ static int put_tx(pgd_store *s, void *ctx, pgn_error *err) {
         " bytes = excluded.bytes, mtime_ns = excluded.mtime_ns, sha256 = excluded.sha256,"
         " format = excluded.format, info = excluded.info, created_at = excluded.created_at";
     const put_ctx *p = ctx;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
-    sqlite3_bind_text(st, 1, p->m->name, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, p->m->bytes);
-    sqlite3_bind_int64(st, 3, p->m->mtime_ns);
-    sqlite3_bind_text(st, 4, p->m->sha256, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, p->m->format, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, p->info, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, p->m->name);
+    db_bind_int64(st, 2, p->m->bytes);
+    db_bind_int64(st, 3, p->m->mtime_ns);
+    db_bind_text(st, 4, p->m->sha256);
+    db_bind_text(st, 5, p->m->format);
+    db_bind_text(st, 6, p->info);
     store_bind_text_or_null(st, 7, p->m->created_at[0] ? p->m->created_at : NULL);
-    int rc = sqlite3_step(st);
+    int rc = db_step(st);
     store_stmt_done(st);
-    return rc == SQLITE_DONE ? 0 : store_fail(s, err, "record a dataset");
+    return rc == DB_DONE ? 0 : store_fail(s, err, "record a dataset");
 }
 
 int pgd_store_dataset_put(pgd_store *s, const pgd_dataset_meta *m, pgn_error *err) {
@@ -82,20 +82,20 @@ int pgd_store_dataset_put(pgd_store *s, const pgd_dataset_meta *m, pgn_error *er
 
 static int forget_tx(pgd_store *s, void *ctx, pgn_error *err) {
     static const char sql[] = "DELETE FROM datasets WHERE name = ?1";
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
-    sqlite3_bind_text(st, 1, ctx, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
+    db_bind_text(st, 1, ctx);
+    int rc = db_step(st);
     store_stmt_done(st);
-    return rc == SQLITE_DONE ? 0 : store_fail(s, err, "forget a dataset");
+    return rc == DB_DONE ? 0 : store_fail(s, err, "forget a dataset");
 }
 
 int pgd_store_dataset_forget(pgd_store *s, const char *name, pgn_error *err) {
     return store_write_tx(s, forget_tx, (void *)name, err);
 }
 
-static json_t *in_use_row(sqlite3_stmt *st) {
-    return json_pack("{s:I, s:o, s:o}", "id", (json_int_t)sqlite3_column_int64(st, 0), "state",
+static json_t *in_use_row(db_stmt *st) {
+    return json_pack("{s:I, s:o, s:o}", "id", (json_int_t)db_column_int64(st, 0), "state",
                      store_col_text(st, 1), "data", store_col_json(st, 2));
 }
 
@@ -105,7 +105,7 @@ int pgd_store_datasets_in_use(pgd_store *s, json_t **out, pgn_error *err) {
     *out = NULL;
     json_t *arr = json_array();
     pthread_mutex_lock(&s->lock);
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     int ret = st ? store_collect_rows(s, st, in_use_row, arr, err, "list the datasets in use") : -1;
     pthread_mutex_unlock(&s->lock);
     if (ret == 0) *out = arr;

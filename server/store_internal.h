@@ -6,25 +6,26 @@
 #ifndef PGD_STORE_INTERNAL_H
 #define PGD_STORE_INTERNAL_H
 
+#include "db.h"
 #include "store.h"
 
 #include <jansson.h>
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The time now as the store keeps times (ISO-8601 UTC with milliseconds); PostgreSQL's schema
+ * defines this strftime (schema/postgresql/001_init.sql). */
 #define NOW_SQL "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
-#define BUSY_TIMEOUT_MS 5000
 #define STMT_CACHE_MAX 64
 
 struct pgd_store {
-    sqlite3 *db;
+    pgd_db *db;
     pthread_mutex_t lock;
     /* Prepared statements keyed by the address of their static SQL text. */
     struct {
         const char *sql;
-        sqlite3_stmt *stmt;
+        db_stmt *stmt;
     } cache[STMT_CACHE_MAX];
     int n_cached;
 };
@@ -35,23 +36,23 @@ struct pgd_store {
 int store_fail(pgd_store *s, pgn_error *err, const char *what);
 /* The cached statement for sql (a static string: its address is the key), reset and ready to
  * bind. */
-sqlite3_stmt *store_stmt(pgd_store *s, const char *sql, pgn_error *err);
+db_stmt *store_stmt(pgd_store *s, const char *sql, pgn_error *err);
 /* Resets st right after use, so that it holds no read transaction open. */
-void store_stmt_done(sqlite3_stmt *st);
+void store_stmt_done(db_stmt *st);
 /* Fails with "not_found" naming the job id. */
 int store_no_such_job(pgn_error *err, int64_t id);
 /* Runs a cached statement that returns no rows (BEGIN, COMMIT). */
 int store_run(pgd_store *s, const char *sql, pgn_error *err, const char *what);
 extern const char store_begin_sql[], store_begin_write_sql[], store_commit_sql[];
 /* Steps st to its end, appending row(st) to arr for each row; resets st. */
-int store_collect_rows(pgd_store *s, sqlite3_stmt *st, json_t *(*row)(sqlite3_stmt *),
+int store_collect_rows(pgd_store *s, db_stmt *st, json_t *(*row)(db_stmt *),
                        json_t *arr, pgn_error *err, const char *what);
-void store_bind_text_or_null(sqlite3_stmt *st, int idx, const char *text);
+void store_bind_text_or_null(db_stmt *st, int idx, const char *text);
 /* A column as JSON: text (null for NULL), a JSON document (text that does not parse comes
  * back as a string), a real (null for NULL). */
-json_t *store_col_text(sqlite3_stmt *st, int col);
-json_t *store_col_json(sqlite3_stmt *st, int col);
-json_t *store_col_real(sqlite3_stmt *st, int col);
+json_t *store_col_text(db_stmt *st, int col);
+json_t *store_col_json(db_stmt *st, int col);
+json_t *store_col_real(db_stmt *st, int col);
 
 /* ---- helpers that take the lock ---- */
 

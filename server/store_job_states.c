@@ -24,15 +24,15 @@ int pgd_store_job_claim(pgd_store *s, const char *device, int64_t *id, json_t **
     *spec = NULL;
     pthread_mutex_lock(&s->lock);
     int ret = -1;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (st) {
-        sqlite3_bind_text(st, 1, device, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-            int64_t got = sqlite3_column_int64(st, 0);
+        db_bind_text(st, 1, device);
+        int rc = db_step(st);
+        if (rc == DB_ROW) {
+            int64_t got = db_column_int64(st, 0);
             json_t *sp = store_col_json(st, 1);
-            rc = sqlite3_step(st); /* runs the statement to completion: the commit */
-            if (rc == SQLITE_DONE) {
+            rc = db_step(st); /* runs the statement to completion: the commit */
+            if (rc == DB_DONE) {
                 *id = got;
                 *spec = sp;
                 ret = 0;
@@ -40,7 +40,7 @@ int pgd_store_job_claim(pgd_store *s, const char *device, int64_t *id, json_t **
                 json_decref(sp);
                 store_fail(s, err, "claim job");
             }
-        } else if (rc == SQLITE_DONE) {
+        } else if (rc == DB_DONE) {
             ret = 0;
         } else {
             store_fail(s, err, "claim job");
@@ -53,21 +53,21 @@ int pgd_store_job_claim(pgd_store *s, const char *device, int64_t *id, json_t **
 
 /* Runs a one-row UPDATE on job id; when it changed nothing, says whether the job is missing
  * ("not_found") or in another state ("conflict", naming it). Caller holds the lock. */
-static int update_job(pgd_store *s, sqlite3_stmt *st, int64_t id, const char *what,
+static int update_job(pgd_store *s, db_stmt *st, int64_t id, const char *what,
                       pgn_error *err) {
     static const char state_sql[] = "SELECT state FROM jobs WHERE id = ?1";
-    int rc = sqlite3_step(st);
+    int rc = db_step(st);
     store_stmt_done(st);
-    if (rc != SQLITE_DONE) return store_fail(s, err, what);
-    if (sqlite3_changes(s->db) > 0) return 0;
-    sqlite3_stmt *q = store_stmt(s, state_sql, err);
+    if (rc != DB_DONE) return store_fail(s, err, what);
+    if (db_changes(s->db) > 0) return 0;
+    db_stmt *q = store_stmt(s, state_sql, err);
     if (!q) return -1;
-    sqlite3_bind_int64(q, 1, id);
-    rc = sqlite3_step(q);
-    if (rc == SQLITE_ROW)
+    db_bind_int64(q, 1, id);
+    rc = db_step(q);
+    if (rc == DB_ROW)
         pgn_error_set(err, PGN_E_CONFLICT, "", "cannot %s job %lld: it is %s", what, (long long)id,
-                      (const char *)sqlite3_column_text(q, 0));
-    else if (rc == SQLITE_DONE)
+                      db_column_text(q, 0));
+    else if (rc == DB_DONE)
         store_no_such_job(err, id);
     else
         store_fail(s, err, what);
@@ -82,10 +82,10 @@ int pgd_store_job_progress(pgd_store *s, int64_t id, double fraction, pgn_error 
     if (fraction > 1) fraction = 1;
     pthread_mutex_lock(&s->lock);
     int ret = -1;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (st) {
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_double(st, 2, fraction);
+        db_bind_int64(st, 1, id);
+        db_bind_double(st, 2, fraction);
         ret = update_job(s, st, id, "update progress of", err);
     }
     pthread_mutex_unlock(&s->lock);
@@ -100,10 +100,10 @@ int store_finish_job(pgd_store *s, int64_t id, pgd_job_state state, const char *
         "UPDATE jobs SET state = ?2, result = ?3, error = ?4, finished_at = " NOW_SQL ","
         " progress = CASE WHEN ?2 = 'succeeded' THEN 1 ELSE progress END"
         " WHERE id = ?1 AND state IN ('queued', 'running')";
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
-    sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_text(st, 2, pgd_job_state_name(state), -1, SQLITE_STATIC);
+    db_bind_int64(st, 1, id);
+    db_bind_text(st, 2, pgd_job_state_name(state));
     store_bind_text_or_null(st, 3, result);
     store_bind_text_or_null(st, 4, error);
     return update_job(s, st, id, "finish", err);
@@ -137,14 +137,14 @@ static int end_cancel_requested(pgd_store *s, int64_t id, const char *why, int64
         "UPDATE jobs SET state = 'cancelled', finished_at = " NOW_SQL ","
         " error = json_object('code', 'cancelled', 'message', ?2, 'field', NULL)"
         " WHERE state = 'running' AND cancel_requested = 1 AND (?1 = 0 OR id = ?1)";
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
-    sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_text(st, 2, why, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
+    db_bind_int64(st, 1, id);
+    db_bind_text(st, 2, why);
+    int rc = db_step(st);
     store_stmt_done(st);
-    if (rc != SQLITE_DONE) return store_fail(s, err, "end cancelled jobs");
-    *n = sqlite3_changes(s->db);
+    if (rc != DB_DONE) return store_fail(s, err, "end cancelled jobs");
+    *n = db_changes(s->db);
     return 0;
 }
 
@@ -156,9 +156,9 @@ static int requeue_tx(pgd_store *s, void *ctx, pgn_error *err) {
                              err) < 0)
         return -1;
     if (ended) return 0;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
-    sqlite3_bind_int64(st, 1, id);
+    db_bind_int64(st, 1, id);
     return update_job(s, st, id, "requeue", err);
 }
 
@@ -183,15 +183,15 @@ static int cancel_tx(pgd_store *s, void *ctx, pgn_error *err) {
     static const char running_sql[] =
         "UPDATE jobs SET cancel_requested = 1 WHERE id = ?1 AND state = 'running'";
     cancel_args *a = ctx;
-    sqlite3_stmt *st = store_stmt(s, state_sql, err);
+    db_stmt *st = store_stmt(s, state_sql, err);
     if (!st) return -1;
-    sqlite3_bind_int64(st, 1, a->id);
-    int rc = sqlite3_step(st);
+    db_bind_int64(st, 1, a->id);
+    int rc = db_step(st);
     pgd_job_state state = PGD_JOB_QUEUED;
-    bool known = rc == SQLITE_ROW &&
-                 pgd_job_state_parse((const char *)sqlite3_column_text(st, 0), &state) == 0;
+    bool known = rc == DB_ROW &&
+                 pgd_job_state_parse(db_column_text(st, 0), &state) == 0;
     store_stmt_done(st);
-    if (rc == SQLITE_DONE) return store_no_such_job(err, a->id);
+    if (rc == DB_DONE) return store_no_such_job(err, a->id);
     if (!known) return store_fail(s, err, "read job state");
     if (state != PGD_JOB_QUEUED && state != PGD_JOB_RUNNING) {
         pgn_error_set(err, PGN_E_CONFLICT, "", "job %lld has already finished (%s): nothing to cancel",
@@ -200,7 +200,7 @@ static int cancel_tx(pgd_store *s, void *ctx, pgn_error *err) {
     }
     st = store_stmt(s, state == PGD_JOB_QUEUED ? queued_sql : running_sql, err);
     if (!st) return -1;
-    sqlite3_bind_int64(st, 1, a->id);
+    db_bind_int64(st, 1, a->id);
     if (update_job(s, st, a->id, "cancel", err) < 0) return -1;
     return store_read_job(s, a->id, true, a->job, err);
 }
@@ -215,18 +215,18 @@ int pgd_store_job_cancel(pgd_store *s, int64_t id, pgd_job *job, pgn_error *err)
 
 /* Runs sql (one row of job id, ?1) under the lock and hands the row to read(st, ctx); a missing
  * job is "not_found", what names the read in the database's errors. */
-static int read_job_row(pgd_store *s, const char *sql, int64_t id, void (*read)(sqlite3_stmt *, void *),
+static int read_job_row(pgd_store *s, const char *sql, int64_t id, void (*read)(db_stmt *, void *),
                         void *ctx, const char *what, pgn_error *err) {
     pthread_mutex_lock(&s->lock);
     int ret = -1;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (st) {
-        sqlite3_bind_int64(st, 1, id);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
+        db_bind_int64(st, 1, id);
+        int rc = db_step(st);
+        if (rc == DB_ROW) {
             read(st, ctx);
             ret = 0;
-        } else if (rc == SQLITE_DONE) {
+        } else if (rc == DB_DONE) {
             store_no_such_job(err, id);
         } else {
             store_fail(s, err, what);
@@ -237,7 +237,7 @@ static int read_job_row(pgd_store *s, const char *sql, int64_t id, void (*read)(
     return ret;
 }
 
-static void read_flag(sqlite3_stmt *st, void *ctx) { *(bool *)ctx = sqlite3_column_int(st, 0) != 0; }
+static void read_flag(db_stmt *st, void *ctx) { *(bool *)ctx = db_column_int64(st, 0) != 0; }
 
 int pgd_store_job_cancel_requested(pgd_store *s, int64_t id, bool *requested, pgn_error *err) {
     static const char sql[] = "SELECT cancel_requested FROM jobs WHERE id = ?1";
@@ -252,16 +252,16 @@ static int delete_tx(pgd_store *s, void *ctx, pgn_error *err) {
     static const char delete_sql[] =
         "DELETE FROM jobs WHERE id = ?1 AND state NOT IN ('queued', 'running')";
     int64_t id = *(const int64_t *)ctx;
-    sqlite3_stmt *st = store_stmt(s, state_sql, err);
+    db_stmt *st = store_stmt(s, state_sql, err);
     if (!st) return -1;
-    sqlite3_bind_int64(st, 1, id);
-    int rc = sqlite3_step(st);
+    db_bind_int64(st, 1, id);
+    int rc = db_step(st);
     char state[16] = "";
-    if (rc == SQLITE_ROW)
-        snprintf(state, sizeof state, "%s", (const char *)sqlite3_column_text(st, 0));
+    if (rc == DB_ROW)
+        snprintf(state, sizeof state, "%s", db_column_text(st, 0));
     store_stmt_done(st);
-    if (rc == SQLITE_DONE) return store_no_such_job(err, id);
-    if (rc != SQLITE_ROW) return store_fail(s, err, "read job state");
+    if (rc == DB_DONE) return store_no_such_job(err, id);
+    if (rc != DB_ROW) return store_fail(s, err, "read job state");
     if (strcmp(state, "queued") == 0 || strcmp(state, "running") == 0) {
         pgn_error_set(err, PGN_E_CONFLICT, "",
                       "job %lld is %s: only a finished job can be deleted (cancel it first: "
@@ -271,7 +271,7 @@ static int delete_tx(pgd_store *s, void *ctx, pgn_error *err) {
     }
     st = store_stmt(s, delete_sql, err);
     if (!st) return -1;
-    sqlite3_bind_int64(st, 1, id);
+    db_bind_int64(st, 1, id);
     return update_job(s, st, id, "delete", err);
 }
 
@@ -284,10 +284,10 @@ int pgd_store_job_reassign(pgd_store *s, int64_t id, const char *device, pgn_err
         "UPDATE jobs SET device = ?2 WHERE id = ?1 AND state = 'queued'";
     pthread_mutex_lock(&s->lock);
     int ret = -1;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (st) {
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_text(st, 2, device, -1, SQLITE_STATIC);
+        db_bind_int64(st, 1, id);
+        db_bind_text(st, 2, device);
         ret = update_job(s, st, id, "reassign", err);
     }
     pthread_mutex_unlock(&s->lock);
@@ -315,14 +315,14 @@ static int recover_tx(pgd_store *s, void *ctx, pgn_error *err) {
         " SELECT id, (SELECT coalesce(max(seq), 0) + 1 FROM logs WHERE job_id = jobs.id),"
         "  CASE WHEN interrupted >= ?1 THEN 'error' ELSE 'warn' END,"
         "  CASE WHEN interrupted >= ?1"
-        "   THEN printf('failed: crashed: %s, %d times (run %d was the last); it is not run again"
-        " (--max-attempts %d)', ?2, interrupted, attempts, ?1)"
-        "   ELSE printf('%s (interrupted run %d of at most %d); queued again', ?2, interrupted, ?1) END"
+        "   THEN format('failed: crashed: %s, %s times (run %s was the last); it is not run again"
+        " (--max-attempts %s)', ?2, interrupted, attempts, ?1)"
+        "   ELSE format('%s (interrupted run %s of at most %s); queued again', ?2, interrupted, ?1) END"
         " FROM jobs" RUNNING;
     static const char crash_sql[] =
         "UPDATE jobs SET state = 'failed', finished_at = " NOW_SQL ","
         " error = json_object('code', 'crashed', 'message',"
-        "  printf('%s, %d times; it is not run again (--max-attempts %d): %s', ?2, interrupted, ?1, ?4),"
+        "  format('%s, %s times; it is not run again (--max-attempts %s): %s', ?2, interrupted, ?1, ?4),"
         "  'field', NULL)" RUNNING " AND interrupted >= ?1";
     static const char requeue_sql[] =
         "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0" RUNNING;
@@ -335,16 +335,16 @@ static int recover_tx(pgd_store *s, void *ctx, pgn_error *err) {
                                 "end crashed jobs", "requeue running jobs"};
     int64_t *changed[] = {NULL, NULL, &a->out->crashed, &a->out->requeued};
     for (int i = 0; i < 4; i++) {
-        sqlite3_stmt *st = store_stmt(s, steps[i], err);
+        db_stmt *st = store_stmt(s, steps[i], err);
         if (!st) return -1;
-        sqlite3_bind_int64(st, 1, a->max_attempts);
-        sqlite3_bind_text(st, 2, a->what, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, a->id);
-        sqlite3_bind_text(st, 4, a->blame, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
+        db_bind_int64(st, 1, a->max_attempts);
+        db_bind_text(st, 2, a->what);
+        db_bind_int64(st, 3, a->id);
+        db_bind_text(st, 4, a->blame);
+        int rc = db_step(st);
         store_stmt_done(st);
-        if (rc != SQLITE_DONE) return store_fail(s, err, what[i]);
-        if (changed[i]) *changed[i] = sqlite3_changes(s->db);
+        if (rc != DB_DONE) return store_fail(s, err, what[i]);
+        if (changed[i]) *changed[i] = db_changes(s->db);
     }
     return 0;
 }

@@ -20,18 +20,18 @@
     "created_at, started_at, finished_at, placement, cancel_requested, interrupted, tags, "    \
     "submission_id"
 
-static void col_copy(sqlite3_stmt *st, int col, char *out, size_t size) {
-    const unsigned char *t = sqlite3_column_text(st, col);
-    snprintf(out, size, "%s", t ? (const char *)t : "");
+static void col_copy(db_stmt *st, int col, char *out, size_t size) {
+    const char *t = db_column_text(st, col);
+    snprintf(out, size, "%s", t ? t : "");
 }
 
 /* A JSON column as an owned value; NULL for SQL NULL. */
-static json_t *col_json_or_null(sqlite3_stmt *st, int col) {
-    return sqlite3_column_type(st, col) == SQLITE_NULL ? NULL : store_col_json(st, col);
+static json_t *col_json_or_null(db_stmt *st, int col) {
+    return db_column_is_null(st, col) ? NULL : store_col_json(st, col);
 }
 
-static void job_from_row(sqlite3_stmt *st, bool with_spec, pgd_job *job) {
-    *job = (pgd_job){.id = sqlite3_column_int64(st, 0)};
+static void job_from_row(db_stmt *st, bool with_spec, pgd_job *job) {
+    *job = (pgd_job){.id = db_column_int64(st, 0)};
     char text[32];
     col_copy(st, 1, text, sizeof text);
     if (pgn_job_kind_parse(text, &job->kind) < 0) job->kind = PGN_JOB_TRAIN; /* CHECKed by schema use */
@@ -40,8 +40,8 @@ static void job_from_row(sqlite3_stmt *st, bool with_spec, pgd_job *job) {
     if (pgd_job_state_parse(text, &job->state) < 0) job->state = PGD_JOB_FAILED; /* CHECK constraint */
     col_copy(st, 4, job->device_requested, sizeof job->device_requested);
     col_copy(st, 5, job->device, sizeof job->device);
-    job->progress = sqlite3_column_double(st, 6);
-    job->attempts = sqlite3_column_int64(st, 7);
+    job->progress = db_column_double(st, 6);
+    job->attempts = db_column_int64(st, 7);
     job->result = col_json_or_null(st, 8);
     json_t *error = col_json_or_null(st, 9);
     if (error) {
@@ -52,10 +52,10 @@ static void job_from_row(sqlite3_stmt *st, bool with_spec, pgd_job *job) {
     col_copy(st, 10, job->created_at, sizeof job->created_at);
     col_copy(st, 11, job->started_at, sizeof job->started_at);
     col_copy(st, 12, job->finished_at, sizeof job->finished_at);
-    if (pgd_placement_reason_parse((const char *)sqlite3_column_text(st, 13), &job->placement.reason) < 0)
+    if (pgd_placement_reason_parse(db_column_text(st, 13), &job->placement.reason) < 0)
         job->placement.reason = PGD_PLACED_BY_NAME; /* none (NULL): it has no candidates either */
-    job->cancel_requested = sqlite3_column_int(st, 14) != 0;
-    job->interrupted = sqlite3_column_int64(st, 15);
+    job->cancel_requested = db_column_int64(st, 14) != 0;
+    job->interrupted = db_column_int64(st, 15);
     job->tags = col_json_or_null(st, 16);
     col_copy(st, 17, job->submission_id, sizeof job->submission_id);
     if (with_spec) job->spec = col_json_or_null(st, 18);
@@ -76,11 +76,11 @@ void pgd_jobs_free(pgd_job *jobs, size_t n) {
 }
 
 /* Steps st to its end, appending each row as a job (without spec) to *jobs; resets st. */
-static int collect_jobs(pgd_store *s, sqlite3_stmt *st, pgd_job **jobs, size_t *n,
+static int collect_jobs(pgd_store *s, db_stmt *st, pgd_job **jobs, size_t *n,
                         pgn_error *err, const char *what) {
     size_t cap = 0;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         if (*n == cap) {
             size_t grown = cap ? cap * 2 : 16;
             pgd_job *more = realloc(*jobs, grown * sizeof *more);
@@ -95,7 +95,7 @@ static int collect_jobs(pgd_store *s, sqlite3_stmt *st, pgd_job **jobs, size_t *
         job_from_row(st, false, &(*jobs)[(*n)++]);
     }
     store_stmt_done(st);
-    if (rc != SQLITE_DONE) return store_fail(s, err, what);
+    if (rc != DB_DONE) return store_fail(s, err, what);
     for (size_t i = 0; i < *n; i++)
         if (store_placement_read(s, (*jobs)[i].id, &(*jobs)[i].placement, err) < 0) return -1;
     return 0;
@@ -104,14 +104,14 @@ static int collect_jobs(pgd_store *s, sqlite3_stmt *st, pgd_job **jobs, size_t *
 int store_read_job(pgd_store *s, int64_t id, bool with_spec, pgd_job *out, pgn_error *err) {
     static const char sql[] = "SELECT " JOB_COLS ", spec FROM jobs WHERE id = ?1";
     *out = (pgd_job){0};
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
-    sqlite3_bind_int64(st, 1, id);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) job_from_row(st, with_spec, out);
+    db_bind_int64(st, 1, id);
+    int rc = db_step(st);
+    if (rc == DB_ROW) job_from_row(st, with_spec, out);
     store_stmt_done(st);
-    if (rc == SQLITE_DONE) return store_no_such_job(err, id);
-    if (rc != SQLITE_ROW) return store_fail(s, err, "read job");
+    if (rc == DB_DONE) return store_no_such_job(err, id);
+    if (rc != DB_ROW) return store_fail(s, err, "read job");
     if (store_placement_read(s, id, &out->placement, err) == 0) return 0;
     pgd_job_release(out);
     return -1;
@@ -128,24 +128,24 @@ typedef struct insert_jobs {
 static int insert_first_log(pgd_store *s, int64_t id, const char *line, char *time_out, pgn_error *err) {
     static const char sql[] = "INSERT INTO logs (job_id, seq, level, line) VALUES (?1, 1, 'info', ?2)"
                               " RETURNING created_at";
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
     char *visible = pgn_text_visible(line);
     if (!visible) {
         pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "store: out of memory");
         return -1;
     }
-    sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_text(st, 2, visible, -1, SQLITE_TRANSIENT);
+    db_bind_int64(st, 1, id);
+    db_bind_text(st, 2, visible);
     free(visible);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW && time_out) {
-        const char *at = (const char *)sqlite3_column_text(st, 0);
+    int rc = db_step(st);
+    if (rc == DB_ROW && time_out) {
+        const char *at = db_column_text(st, 0);
         snprintf(time_out, 32, "%s", at ? at : "");
     }
-    if (rc == SQLITE_ROW) rc = sqlite3_step(st);
+    if (rc == DB_ROW) rc = db_step(st);
     store_stmt_done(st);
-    return rc == SQLITE_DONE ? 0 : store_fail(s, err, "insert log line");
+    return rc == DB_DONE ? 0 : store_fail(s, err, "insert log line");
 }
 
 /* Takes sub's key inside the inserting transaction, so that of two requests racing with one key
@@ -153,14 +153,14 @@ static int insert_first_log(pgd_store *s, int64_t id, const char *line, char *ti
 static int take_submission_key(pgd_store *s, const pgd_submission *sub, pgn_error *err) {
     static const char sql[] = "INSERT INTO submissions (key, body_sha256, job_id) VALUES (?1, ?2, 0)"
                               " ON CONFLICT (key) DO NOTHING";
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
-    sqlite3_bind_text(st, 1, sub->key, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, sub->body_sha256, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
+    db_bind_text(st, 1, sub->key);
+    db_bind_text(st, 2, sub->body_sha256);
+    int rc = db_step(st);
     store_stmt_done(st);
-    if (rc != SQLITE_DONE) return store_fail(s, err, "insert submission");
-    if (sqlite3_changes(s->db) > 0) return 0;
+    if (rc != DB_DONE) return store_fail(s, err, "insert submission");
+    if (db_changes(s->db) > 0) return 0;
     pgn_error_set(err, PGN_E_CONFLICT, "submission_id", "submission_id: '%s' is taken", sub->key);
     return -1;
 }
@@ -168,13 +168,13 @@ static int take_submission_key(pgd_store *s, const pgd_submission *sub, pgn_erro
 /* The key's row names the first job it made, known once that job is in. */
 static int note_submission_job(pgd_store *s, const pgd_submission *sub, int64_t id, pgn_error *err) {
     static const char sql[] = "UPDATE submissions SET job_id = ?2 WHERE key = ?1";
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
-    sqlite3_bind_text(st, 1, sub->key, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, id);
-    int rc = sqlite3_step(st);
+    db_bind_text(st, 1, sub->key);
+    db_bind_int64(st, 2, id);
+    int rc = db_step(st);
     store_stmt_done(st);
-    return rc == SQLITE_DONE ? 0 : store_fail(s, err, "record submission");
+    return rc == DB_DONE ? 0 : store_fail(s, err, "record submission");
 }
 
 /* An inet spec's work key (schema/010_job_work_key.sql): the SHA-256 of its program and files as
@@ -197,8 +197,10 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
     static const char sql[] =
         "INSERT INTO jobs (id, kind, name, state, device_requested, device, spec, placement, tags,"
         " submission_id, work_key)"
-        " VALUES ((SELECT max(coalesce(max(id), 0), (SELECT id FROM job_id_floor)) + 1"
-        "          FROM jobs), ?1, ?2, 'queued', ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+        " VALUES ((SELECT coalesce(max(id), 0) + 1 FROM"
+        "          (SELECT max(id) AS id FROM jobs UNION ALL SELECT id FROM job_id_floor) AS ids),"
+        "         ?1, ?2, 'queued', ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+        " RETURNING id";
     insert_jobs *a = ctx;
     bool keyed = a->sub && a->sub->key;
     if (keyed && take_submission_key(s, a->sub, err) < 0) return -1;
@@ -213,28 +215,31 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
             pgn_error_set(err, PGN_E_INTERNAL, "spec", "store: job spec cannot be serialised");
             return -1;
         }
-        sqlite3_stmt *st = store_stmt(s, sql, err);
+        db_stmt *st = store_stmt(s, sql, err);
         if (!st) {
             free(spec);
             free(tags);
             return -1;
         }
-        sqlite3_bind_text(st, 1, pgn_job_kind_name(job->kind), -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, job->name ? job->name : "", -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, job->device_requested, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 4, job->device, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 5, spec, -1, SQLITE_STATIC);
+        db_bind_text(st, 1, pgn_job_kind_name(job->kind));
+        db_bind_text(st, 2, job->name ? job->name : "");
+        db_bind_text(st, 3, job->device_requested);
+        db_bind_text(st, 4, job->device);
+        db_bind_text(st, 5, spec);
         store_bind_text_or_null(st, 6, placed ? pgd_placement_reason_name(job->placement->reason) : NULL);
         store_bind_text_or_null(st, 7, tags);
         store_bind_text_or_null(st, 8, keyed ? a->sub->key : NULL);
         char work_key[65];
         store_bind_text_or_null(st, 9, job->kind == PGN_JOB_INET && work_key_of(job->spec, work_key) ? work_key : NULL);
-        int rc = sqlite3_step(st);
+        int rc = db_step(st);
+        if (rc == DB_ROW) {
+            a->ids[i] = db_column_int64(st, 0);
+            rc = db_step(st);
+        }
         store_stmt_done(st);
         free(spec);
         free(tags);
-        if (rc != SQLITE_DONE) return store_fail(s, err, "insert job");
-        a->ids[i] = sqlite3_last_insert_rowid(s->db);
+        if (rc != DB_DONE) return store_fail(s, err, "insert job");
         if (placed && store_placement_insert(s, a->ids[i], job->placement, err) < 0) return -1;
         if (i == 0 && keyed && note_submission_job(s, a->sub, a->ids[0], err) < 0) return -1;
         if (job->log_line && insert_first_log(s, a->ids[i], job->log_line, job->log_time, err) < 0) return -1;
@@ -268,24 +273,24 @@ int pgd_store_submission_get(pgd_store *s, const char *key, bool *found, char *b
     pthread_mutex_lock(&s->lock);
     /* Both reads in one transaction: the key's row and its jobs agree. */
     if (store_run(s, store_begin_sql, err, "begin") < 0) goto unlock;
-    sqlite3_stmt *st = store_stmt(s, sub_sql, err);
+    db_stmt *st = store_stmt(s, sub_sql, err);
     if (!st) goto rollback;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
+    db_bind_text(st, 1, key);
+    int rc = db_step(st);
+    if (rc == DB_ROW) {
         *found = true;
         col_copy(st, 0, body_sha256, 65);
-        *first_job = sqlite3_column_int64(st, 1);
+        *first_job = db_column_int64(st, 1);
     }
     store_stmt_done(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    if (rc != DB_ROW && rc != DB_DONE) {
         store_fail(s, err, "read submission");
         goto rollback;
     }
     if (*found) {
         if (!(st = store_stmt(s, jobs_sql, err))) goto rollback;
-        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        db_bind_text(st, 1, key);
+        while ((rc = db_step(st)) == DB_ROW) {
             if (*n == cap) {
                 cap = cap ? cap * 2 : 4;
                 int64_t *more = realloc(*ids, cap * sizeof *more);
@@ -296,10 +301,10 @@ int pgd_store_submission_get(pgd_store *s, const char *key, bool *found, char *b
                 }
                 *ids = more;
             }
-            (*ids)[(*n)++] = sqlite3_column_int64(st, 0);
+            (*ids)[(*n)++] = db_column_int64(st, 0);
         }
         store_stmt_done(st);
-        if (rc != SQLITE_DONE) {
+        if (rc != DB_DONE) {
             store_fail(s, err, "read submission jobs");
             goto rollback;
         }
@@ -308,7 +313,7 @@ int pgd_store_submission_get(pgd_store *s, const char *key, bool *found, char *b
     ret = 0;
     goto unlock;
 rollback:
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    db_rollback(s->db);
     free(*ids);
     *ids = NULL;
     *n = 0;
@@ -332,14 +337,14 @@ int pgd_store_jobs_list(pgd_store *s, const pgd_job_filter *f, pgd_job **jobs, s
      * Keys are of [A-Za-z0-9_.-/] (api_submit.c), so a quoted JSON path holds any of them. */
 #define TAGS_MATCH                                                                              \
     " AND (?5 IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(?5) AS w WHERE json_extract(jobs.tags," \
-    " '$.\"' || json_extract(w.value, '$[0]') || '\"') IS NOT json_extract(w.value, '$[1]')))"
+    " '$.\"' || json_extract(w.value, '$[0]') || '\"') IS DISTINCT FROM json_extract(w.value, '$[1]')))"
 #define PAGE " AND id < ?6 ORDER BY id DESC LIMIT ?3 OFFSET ?4"
-    static const char list_any[] = "SELECT " JOB_COLS " FROM jobs WHERE 1" TAGS_MATCH PAGE;
+    static const char list_any[] = "SELECT " JOB_COLS " FROM jobs WHERE TRUE" TAGS_MATCH PAGE;
     static const char list_state[] = "SELECT " JOB_COLS " FROM jobs WHERE state = ?1" TAGS_MATCH PAGE;
     static const char list_kind[] = "SELECT " JOB_COLS " FROM jobs WHERE kind = ?2" TAGS_MATCH PAGE;
     static const char list_both[] =
         "SELECT " JOB_COLS " FROM jobs WHERE state = ?1 AND kind = ?2" TAGS_MATCH PAGE;
-    static const char count_any[] = "SELECT count(*) FROM jobs WHERE 1" TAGS_MATCH;
+    static const char count_any[] = "SELECT count(*) FROM jobs WHERE TRUE" TAGS_MATCH;
     static const char count_state[] = "SELECT count(*) FROM jobs WHERE state = ?1" TAGS_MATCH;
     static const char count_kind[] = "SELECT count(*) FROM jobs WHERE kind = ?2" TAGS_MATCH;
     static const char count_both[] = "SELECT count(*) FROM jobs WHERE state = ?1 AND kind = ?2" TAGS_MATCH;
@@ -363,27 +368,27 @@ int pgd_store_jobs_list(pgd_store *s, const pgd_job_filter *f, pgd_job **jobs, s
     pthread_mutex_lock(&s->lock);
     /* Both reads in one transaction so total and the page agree. */
     if (store_run(s, store_begin_sql, err, "begin") < 0) goto unlock;
-    sqlite3_stmt *st = store_stmt(s, count_sql[which], err);
+    db_stmt *st = store_stmt(s, count_sql[which], err);
     if (!st) goto rollback;
-    if (f->by_state) sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
-    if (f->by_kind) sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
+    if (f->by_state) db_bind_text(st, 1, state);
+    if (f->by_kind) db_bind_text(st, 2, kind);
     store_bind_text_or_null(st, 5, tags);
-    if (sqlite3_step(st) != SQLITE_ROW) {
+    if (db_step(st) != DB_ROW) {
         store_fail(s, err, "count jobs");
         store_stmt_done(st);
         goto rollback;
     }
-    *total = sqlite3_column_int64(st, 0);
+    *total = db_column_int64(st, 0);
     store_stmt_done(st);
 
     st = store_stmt(s, list_sql[which], err);
     if (!st) goto rollback;
-    if (f->by_state) sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
-    if (f->by_kind) sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, f->limit);
-    sqlite3_bind_int64(st, 4, f->offset);
+    if (f->by_state) db_bind_text(st, 1, state);
+    if (f->by_kind) db_bind_text(st, 2, kind);
+    db_bind_int64(st, 3, f->limit);
+    db_bind_int64(st, 4, f->offset);
     store_bind_text_or_null(st, 5, tags);
-    sqlite3_bind_int64(st, 6, f->before_id > 0 ? f->before_id : INT64_MAX);
+    db_bind_int64(st, 6, f->before_id > 0 ? f->before_id : INT64_MAX);
     if (collect_jobs(s, st, &list, &count, err, "list jobs") < 0) goto rollback;
     if (store_run(s, store_commit_sql, err, "commit") < 0) goto rollback;
     ret = 0;
@@ -393,7 +398,7 @@ int pgd_store_jobs_list(pgd_store *s, const pgd_job_filter *f, pgd_job **jobs, s
     count = 0;
     goto unlock;
 rollback:
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    db_rollback(s->db);
 unlock:
     pthread_mutex_unlock(&s->lock);
     pgd_jobs_free(list, count);
@@ -409,12 +414,12 @@ int pgd_store_inet_expected(pgd_store *s, const json_t *spec, int64_t *interacti
     if (!work_key_of(spec, key)) return 0;
     pthread_mutex_lock(&s->lock);
     int ret = -1;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (st) {
-        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
-            if (rc == SQLITE_ROW) *interactions = sqlite3_column_int64(st, 0);
+        db_bind_text(st, 1, key);
+        int rc = db_step(st);
+        if (rc == DB_ROW || rc == DB_DONE) {
+            if (rc == DB_ROW) *interactions = db_column_int64(st, 0);
             ret = 0;
         } else {
             store_fail(s, err, "read the interactions of an earlier run");
@@ -431,7 +436,7 @@ int pgd_store_queued_jobs(pgd_store *s, pgd_job **jobs, size_t *n, pgn_error *er
     *n = 0;
     pthread_mutex_lock(&s->lock);
     int ret = -1;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (st) ret = collect_jobs(s, st, jobs, n, err, "list queued jobs");
     pthread_mutex_unlock(&s->lock);
     if (ret < 0) {
@@ -449,13 +454,13 @@ int pgd_store_queued_counts(pgd_store *s, json_t **out, pgn_error *err) {
     json_t *obj = json_object();
     pthread_mutex_lock(&s->lock);
     int ret = -1;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (st) {
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-            json_object_set_new(obj, (const char *)sqlite3_column_text(st, 0),
-                                json_integer(sqlite3_column_int64(st, 1)));
-        if (rc == SQLITE_DONE) ret = 0;
+        while ((rc = db_step(st)) == DB_ROW)
+            json_object_set_new(obj, db_column_text(st, 0),
+                                json_integer(db_column_int64(st, 1)));
+        if (rc == DB_DONE) ret = 0;
         else store_fail(s, err, "count queued jobs");
         store_stmt_done(st);
     }
@@ -472,17 +477,17 @@ int pgd_store_job_state_counts(pgd_store *s, int64_t counts[PGD_JOB_STATES], pgn
     static const char sql[] = "SELECT state, count(*) FROM jobs GROUP BY state";
     for (int i = 0; i < PGD_JOB_STATES; i++) counts[i] = 0;
     pthread_mutex_lock(&s->lock);
-    int ret = -1, rc = SQLITE_ERROR;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    int ret = -1, rc = DB_FAIL;
+    db_stmt *st = store_stmt(s, sql, err);
     if (st) {
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        while ((rc = db_step(st)) == DB_ROW) {
             pgd_job_state state;
-            const char *name = (const char *)sqlite3_column_text(st, 0);
+            const char *name = db_column_text(st, 0);
             if (name && pgd_job_state_parse(name, &state) == 0)
-                counts[state] = sqlite3_column_int64(st, 1);
+                counts[state] = db_column_int64(st, 1);
         }
         store_stmt_done(st);
-        ret = rc == SQLITE_DONE ? 0 : store_fail(s, err, "count jobs by state");
+        ret = rc == DB_DONE ? 0 : store_fail(s, err, "count jobs by state");
     }
     pthread_mutex_unlock(&s->lock);
     return ret;

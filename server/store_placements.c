@@ -37,52 +37,52 @@ int store_placement_insert(pgd_store *s, int64_t job_id, const pgd_placement *p,
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
     for (size_t i = 0; p && i < p->n; i++) {
         const pgd_candidate *c = &p->candidates[i];
-        sqlite3_stmt *st = store_stmt(s, sql, err);
+        db_stmt *st = store_stmt(s, sql, err);
         if (!st) return -1;
-        sqlite3_bind_int64(st, 1, job_id);
-        sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
-        sqlite3_bind_int(st, 3, i == p->chosen);
-        sqlite3_bind_text(st, 4, c->device, -1, SQLITE_STATIC);
-        sqlite3_bind_double(st, 5, c->estimate.seconds);
-        sqlite3_bind_double(st, 6, c->queue_seconds);
-        sqlite3_bind_double(st, 7, c->estimate.work);
-        sqlite3_bind_text(st, 8, pgn_work_unit_name(c->estimate.unit), -1, SQLITE_STATIC);
-        sqlite3_bind_double(st, 9, c->estimate.launches);
-        sqlite3_bind_double(st, 10, c->rates.gflops);
-        sqlite3_bind_double(st, 11, c->rates.mips);
-        sqlite3_bind_double(st, 12, c->rates.launch_us);
-        sqlite3_bind_int(st, 13, c->rates.measured);
-        int rc = sqlite3_step(st);
+        db_bind_int64(st, 1, job_id);
+        db_bind_int64(st, 2, (int64_t)i);
+        db_bind_int64(st, 3, i == p->chosen);
+        db_bind_text(st, 4, c->device);
+        db_bind_double(st, 5, c->estimate.seconds);
+        db_bind_double(st, 6, c->queue_seconds);
+        db_bind_double(st, 7, c->estimate.work);
+        db_bind_text(st, 8, pgn_work_unit_name(c->estimate.unit));
+        db_bind_double(st, 9, c->estimate.launches);
+        db_bind_double(st, 10, c->rates.gflops);
+        db_bind_double(st, 11, c->rates.mips);
+        db_bind_double(st, 12, c->rates.launch_us);
+        db_bind_int64(st, 13, c->rates.measured);
+        int rc = db_step(st);
         store_stmt_done(st);
-        if (rc != SQLITE_DONE) return store_fail(s, err, "insert placement candidate");
+        if (rc != DB_DONE) return store_fail(s, err, "insert placement candidate");
     }
     return 0;
 }
 
-static void candidate_from_row(sqlite3_stmt *st, pgd_candidate *c) {
-    const unsigned char *device = sqlite3_column_text(st, 1);
-    snprintf(c->device, sizeof c->device, "%s", device ? (const char *)device : "");
-    c->estimate.seconds = sqlite3_column_double(st, 2);
-    c->queue_seconds = sqlite3_column_double(st, 3);
-    c->estimate.work = sqlite3_column_double(st, 4);
-    if (pgn_work_unit_parse((const char *)sqlite3_column_text(st, 5), &c->estimate.unit) < 0)
+static void candidate_from_row(db_stmt *st, pgd_candidate *c) {
+    const char *device = db_column_text(st, 1);
+    snprintf(c->device, sizeof c->device, "%s", device ? device : "");
+    c->estimate.seconds = db_column_double(st, 2);
+    c->queue_seconds = db_column_double(st, 3);
+    c->estimate.work = db_column_double(st, 4);
+    if (pgn_work_unit_parse(db_column_text(st, 5), &c->estimate.unit) < 0)
         c->estimate.unit = PGN_WORK_NONE; /* CHECK constraint */
-    c->estimate.launches = sqlite3_column_double(st, 6);
-    c->rates.gflops = sqlite3_column_double(st, 7);
-    c->rates.mips = sqlite3_column_double(st, 8);
-    c->rates.launch_us = sqlite3_column_double(st, 9);
-    c->rates.measured = sqlite3_column_int(st, 10) != 0;
+    c->estimate.launches = db_column_double(st, 6);
+    c->rates.gflops = db_column_double(st, 7);
+    c->rates.mips = db_column_double(st, 8);
+    c->rates.launch_us = db_column_double(st, 9);
+    c->rates.measured = db_column_int64(st, 10) != 0;
 }
 
 int store_placement_read(pgd_store *s, int64_t job_id, pgd_placement *p, pgn_error *err) {
     static const char sql[] = "SELECT chosen, device, seconds, queue_seconds, work, unit, launches, gflops, mips,"
                               " launch_us, measured FROM job_candidates WHERE job_id = ?1 ORDER BY rank";
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
-    sqlite3_bind_int64(st, 1, job_id);
+    db_bind_int64(st, 1, job_id);
     size_t cap = 0;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         if (p->n == cap) {
             size_t grown = cap ? cap * 2 : 4;
             pgd_candidate *more = realloc(p->candidates, grown * sizeof *more);
@@ -98,18 +98,18 @@ int store_placement_read(pgd_store *s, int64_t job_id, pgd_placement *p, pgn_err
         pgd_candidate *c = &p->candidates[p->n];
         *c = (pgd_candidate){0};
         candidate_from_row(st, c);
-        if (sqlite3_column_int(st, 0)) p->chosen = p->n;
+        if (db_column_int64(st, 0)) p->chosen = p->n;
         p->n++;
     }
     store_stmt_done(st);
-    if (rc == SQLITE_DONE) return 0;
+    if (rc == DB_DONE) return 0;
     pgd_placement_release(p);
     return store_fail(s, err, "read placement");
 }
 
 int pgd_store_queue_seconds(pgd_store *s, const char *device, double *seconds, pgn_error *err) {
-    static const char sql[] = "SELECT total(c.seconds) FROM jobs AS j"
-                              " JOIN job_candidates AS c ON c.job_id = j.id AND c.chosen"
+    static const char sql[] = "SELECT coalesce(sum(c.seconds), 0) FROM jobs AS j"
+                              " JOIN job_candidates AS c ON c.job_id = j.id AND c.chosen = 1"
                               " WHERE j.state IN ('queued', 'running') AND j.device = ?1";
     return store_read_numbers(s, sql, device, seconds, 1, "sum queued work", err);
 }

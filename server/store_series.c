@@ -19,16 +19,16 @@ int pgd_store_metric_add(pgd_store *s, int64_t job_id, const char *name, int64_t
         " SET value = excluded.value, created_at = excluded.created_at";
     pthread_mutex_lock(&s->lock);
     int ret = -1;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (st) {
-        sqlite3_bind_int64(st, 1, job_id);
-        sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, step);
-        if (isfinite(value)) sqlite3_bind_double(st, 4, value);
-        else sqlite3_bind_null(st, 4);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE) ret = 0;
-        else if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
+        db_bind_int64(st, 1, job_id);
+        db_bind_text(st, 2, name);
+        db_bind_int64(st, 3, step);
+        if (isfinite(value)) db_bind_double(st, 4, value);
+        else db_bind_null(st, 4);
+        int rc = db_step(st);
+        if (rc == DB_DONE) ret = 0;
+        else if (rc == DB_NO_PARENT)
             store_no_such_job(err, job_id);
         else store_fail(s, err, "insert metric");
         store_stmt_done(st);
@@ -40,21 +40,21 @@ int pgd_store_metric_add(pgd_store *s, int64_t job_id, const char *name, int64_t
 /* 0 when job_id exists; else -1 with "not_found" (or the database's error). Under s->lock. */
 static int job_exists(pgd_store *s, int64_t job_id, pgn_error *err) {
     static const char sql[] = "SELECT 1 FROM jobs WHERE id = ?1";
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
-    sqlite3_bind_int64(st, 1, job_id);
-    int rc = sqlite3_step(st);
+    db_bind_int64(st, 1, job_id);
+    int rc = db_step(st);
     store_stmt_done(st);
-    if (rc == SQLITE_ROW) return 0;
-    if (rc == SQLITE_DONE) store_no_such_job(err, job_id);
+    if (rc == DB_ROW) return 0;
+    if (rc == DB_DONE) store_no_such_job(err, job_id);
     else store_fail(s, err, "read job");
     return -1;
 }
 
-static json_t *metric_row(sqlite3_stmt *st) {
+static json_t *metric_row(db_stmt *st) {
     json_t *m = json_object();
     json_object_set_new(m, "name", store_col_text(st, 0));
-    json_object_set_new(m, "step", json_integer(sqlite3_column_int64(st, 1)));
+    json_object_set_new(m, "step", json_integer(db_column_int64(st, 1)));
     json_object_set_new(m, "value", store_col_real(st, 2));
     json_object_set_new(m, "created_at", store_col_text(st, 3));
     return m;
@@ -62,18 +62,18 @@ static json_t *metric_row(sqlite3_stmt *st) {
 
 /* A job's rows from sql (bound by the caller: ?1 is the job id), with the job's existence checked
  * in the same read transaction, so a job deleted meanwhile is a 404 rather than no rows. */
-static int list_job_rows(pgd_store *s, int64_t job_id, sqlite3_stmt *(*prepare)(pgd_store *, const void *, pgn_error *),
-                         const void *args, json_t *(*row)(sqlite3_stmt *), const char *what, json_t **out,
+static int list_job_rows(pgd_store *s, int64_t job_id, db_stmt *(*prepare)(pgd_store *, const void *, pgn_error *),
+                         const void *args, json_t *(*row)(db_stmt *), const char *what, json_t **out,
                          pgn_error *err) {
     *out = NULL;
     json_t *arr = json_array();
     int ret = -1;
     pthread_mutex_lock(&s->lock);
     if (store_run(s, store_begin_sql, err, "begin") < 0) goto unlock;
-    sqlite3_stmt *st = NULL;
+    db_stmt *st = NULL;
     if (job_exists(s, job_id, err) < 0 || !(st = prepare(s, args, err)) ||
         store_collect_rows(s, st, row, arr, err, what) < 0 || store_run(s, store_commit_sql, err, "commit") < 0) {
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        db_rollback(s->db);
         goto unlock;
     }
     *out = arr;
@@ -91,18 +91,18 @@ typedef struct {
     int64_t after;
 } metrics_query;
 
-static sqlite3_stmt *prepare_metrics(pgd_store *s, const void *args, pgn_error *err) {
+static db_stmt *prepare_metrics(pgd_store *s, const void *args, pgn_error *err) {
     static const char all_sql[] = "SELECT name, step, value, created_at FROM metrics"
                                   " WHERE job_id = ?1 AND step > ?3 ORDER BY name, step";
     static const char one_sql[] = "SELECT name, step, value, created_at FROM metrics"
                                   " WHERE job_id = ?1 AND name = ?2 AND step > ?3"
                                   " ORDER BY name, step";
     const metrics_query *q = args;
-    sqlite3_stmt *st = store_stmt(s, q->name ? one_sql : all_sql, err);
+    db_stmt *st = store_stmt(s, q->name ? one_sql : all_sql, err);
     if (!st) return NULL;
-    sqlite3_bind_int64(st, 1, q->job_id);
-    if (q->name) sqlite3_bind_text(st, 2, q->name, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, q->after);
+    db_bind_int64(st, 1, q->job_id);
+    if (q->name) db_bind_text(st, 2, q->name);
+    db_bind_int64(st, 3, q->after);
     return st;
 }
 
@@ -131,23 +131,23 @@ int pgd_store_log_add(pgd_store *s, int64_t job_id, const char *level, const cha
     }
     pthread_mutex_lock(&s->lock);
     int ret = -1;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (st) {
-        sqlite3_bind_int64(st, 1, job_id);
-        sqlite3_bind_text(st, 2, level, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, visible, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-            int64_t got = sqlite3_column_int64(st, 0);
-            const char *at = (const char *)sqlite3_column_text(st, 1);
+        db_bind_int64(st, 1, job_id);
+        db_bind_text(st, 2, level);
+        db_bind_text(st, 3, visible);
+        int rc = db_step(st);
+        if (rc == DB_ROW) {
+            int64_t got = db_column_int64(st, 0);
+            const char *at = db_column_text(st, 1);
             snprintf(created_at, 32, "%s", at ? at : "");
-            rc = sqlite3_step(st); /* runs the statement to completion: the commit */
-            if (rc == SQLITE_DONE) {
+            rc = db_step(st); /* runs the statement to completion: the commit */
+            if (rc == DB_DONE) {
                 *seq = got;
                 ret = 0;
             }
         }
-        if (ret < 0 && rc == SQLITE_CONSTRAINT_FOREIGNKEY)
+        if (ret < 0 && rc == DB_NO_PARENT)
             store_no_such_job(err, job_id);
         else if (ret < 0)
             store_fail(s, err, "insert log line");
@@ -158,10 +158,10 @@ int pgd_store_log_add(pgd_store *s, int64_t job_id, const char *level, const cha
     return ret;
 }
 
-static json_t *log_row(sqlite3_stmt *st) {
-    const char *line = (const char *)sqlite3_column_text(st, 2);
+static json_t *log_row(db_stmt *st) {
+    const char *line = db_column_text(st, 2);
     json_t *e = json_object();
-    json_object_set_new(e, "seq", json_integer(sqlite3_column_int64(st, 0)));
+    json_object_set_new(e, "seq", json_integer(db_column_int64(st, 0)));
     json_object_set_new(e, "level", store_col_text(st, 1));
     json_object_set_new(e, "line", pgd_json_string_lossy(line ? line : ""));
     json_object_set_new(e, "created_at", store_col_text(st, 3));
@@ -172,14 +172,14 @@ typedef struct {
     int64_t job_id, after;
 } logs_query;
 
-static sqlite3_stmt *prepare_logs(pgd_store *s, const void *args, pgn_error *err) {
+static db_stmt *prepare_logs(pgd_store *s, const void *args, pgn_error *err) {
     static const char sql[] = "SELECT seq, level, line, created_at FROM logs"
                               " WHERE job_id = ?1 AND seq > ?2 ORDER BY seq";
     const logs_query *q = args;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (!st) return NULL;
-    sqlite3_bind_int64(st, 1, q->job_id);
-    sqlite3_bind_int64(st, 2, q->after);
+    db_bind_int64(st, 1, q->job_id);
+    db_bind_int64(st, 2, q->after);
     return st;
 }
 

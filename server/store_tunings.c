@@ -15,19 +15,19 @@ int pgd_store_tuning_get(pgd_store *s, const char *device_id, pgn_kernel_family 
     pthread_mutex_lock(&s->lock);
     int ret = -1;
     json_t *record = NULL;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (st) {
-        sqlite3_bind_text(st, 1, device_id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, pgn_kernel_family_name(family), -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW)
+        db_bind_text(st, 1, device_id);
+        db_bind_text(st, 2, pgn_kernel_family_name(family));
+        int rc = db_step(st);
+        if (rc == DB_ROW)
             record = json_pack("{s:s, s:o, s:o, s:s, s:o, s:{s:o}, s:b, s:o}", "device_id", device_id,
                                "driver_version", store_col_text(st, 0), "kernels_hash", store_col_text(st, 1),
                                "family", pgn_kernel_family_name(family), "params", store_col_json(st, 2), "figure",
-                               "gflops", store_col_real(st, 3), "too_slow", sqlite3_column_int(st, 4),
+                               "gflops", store_col_real(st, 3), "too_slow", db_column_int64(st, 4),
                                "measured_at", store_col_text(st, 5));
         store_stmt_done(st);
-        ret = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : store_fail(s, err, "read a device's tuning");
+        ret = rc == DB_ROW || rc == DB_DONE ? 0 : store_fail(s, err, "read a device's tuning");
     }
     pthread_mutex_unlock(&s->lock);
     if (ret == 0 && record) {
@@ -51,20 +51,20 @@ static int put_tx(pgd_store *s, void *ctx, pgn_error *err) {
         " driver_version = excluded.driver_version, kernels_hash = excluded.kernels_hash, params = excluded.params,"
         " figure = excluded.figure, too_slow = excluded.too_slow, measured_at = excluded.measured_at";
     const put_ctx *p = ctx;
-    sqlite3_stmt *st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
-    sqlite3_bind_text(st, 1, p->t->device_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, pgn_kernel_family_name(p->t->family), -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, p->t->driver_version, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, p->t->kernels_hash, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, p->params, -1, SQLITE_STATIC);
-    if (p->t->too_slow) sqlite3_bind_null(st, 6);
-    else sqlite3_bind_double(st, 6, p->t->gflops);
-    sqlite3_bind_int(st, 7, p->t->too_slow);
-    sqlite3_bind_text(st, 8, p->t->measured_at, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
+    db_bind_text(st, 1, p->t->device_id);
+    db_bind_text(st, 2, pgn_kernel_family_name(p->t->family));
+    db_bind_text(st, 3, p->t->driver_version);
+    db_bind_text(st, 4, p->t->kernels_hash);
+    db_bind_text(st, 5, p->params);
+    if (p->t->too_slow) db_bind_null(st, 6);
+    else db_bind_double(st, 6, p->t->gflops);
+    db_bind_int64(st, 7, p->t->too_slow);
+    db_bind_text(st, 8, p->t->measured_at);
+    int rc = db_step(st);
     store_stmt_done(st);
-    return rc == SQLITE_DONE ? 0 : store_fail(s, err, "record a device's tuning");
+    return rc == DB_DONE ? 0 : store_fail(s, err, "record a device's tuning");
 }
 
 int pgd_store_tuning_put(pgd_store *s, const pgn_device_tuning *t, pgn_error *err) {
