@@ -46,6 +46,7 @@ int cmd_delete(int argc, char **argv);
 /* and files (client_files.c) */
 int cmd_export(int argc, char **argv);
 int cmd_datasets(int argc, char **argv);
+int cmd_nodes(int argc, char **argv);
 int cmd_upload(int argc, char **argv);
 
 #endif

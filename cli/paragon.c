@@ -57,6 +57,7 @@ static const command commands[] = {
     {"export", cmd_export, true, "benchmark rows, a checkpoint, or weights PyTorch loads"},
     {"datasets", cmd_datasets, true, "the datasets paragond holds (rm NAME: delete one)"},
     {"upload", cmd_upload, true, "upload a dataset file (idx, idx.gz, text) for specs to name"},
+    {"nodes", cmd_nodes, true, "the paragond nodes on the server's store, their devices and jobs"},
     {"version", cmd_version, false, "print the version"},
     {"help", cmd_help, false, "this overview, or a command's help (paragon help run)"},
 };

@@ -55,6 +55,15 @@ static const char *content_type_for(const char *name) {
 
 /* ---- small routes ----------------------------------------------------------------------- */
 
+/* Every paragond on the store, with its devices, heartbeat and the jobs it runs. */
+static enum MHD_Result get_nodes(pgd_api *api, const pgd_request *req, int64_t id) {
+    (void)id;
+    pgn_error err;
+    json_t *nodes;
+    if (pgd_store_nodes_list(api->store, &nodes, &err) < 0) return api_job_error(req, &err);
+    return pgd_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "nodes", nodes), NULL);
+}
+
 static enum MHD_Result get_devices(pgd_api *api, const pgd_request *req, int64_t id) {
     (void)id;
     pgn_error err;
@@ -182,6 +191,7 @@ static const pgd_route routes[] = {
     {"GET", "/api/v1/openapi.json", get_openapi, PGD_ROUTE_OPEN},
     {"GET", "/api/v1/devices", get_devices, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/devices/utilisation", get_utilisation, PGD_ROUTE_TOKEN},
+    {"GET", "/api/v1/nodes", get_nodes, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/jobs", api_list_jobs, PGD_ROUTE_TOKEN},
     {"POST", "/api/v1/jobs", api_post_job, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/jobs/{id}", api_get_job, PGD_ROUTE_TOKEN},

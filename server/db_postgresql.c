@@ -136,13 +136,24 @@ static bool pg_in_transaction(pgd_db *db) {
  * lock, which every paragond on the database takes the same way. */
 #define WRITE_LOCK_SQL "SELECT pg_advisory_xact_lock(8097879367661612644)" /* "paragond" */
 
-/* sql with ?N as $N (outside quotes); *nparams receives the highest N. */
+/* sql with ?N as $N (outside quotes), and each comment whose text starts "postgresql:" as the
+ * rest of its text: what only PostgreSQL reads (FOR UPDATE SKIP LOCKED), a comment to SQLite.
+ * *nparams receives the highest N. */
 static char *translate(const char *sql, int *nparams) {
     char *out = malloc(strlen(sql) + 1);
     if (!out) return NULL;
     char *o = out, quote = 0;
     *nparams = 0;
     for (const char *p = sql; *p; p++) {
+        if (!quote && strncmp(p, "/*postgresql:", 13) == 0) {
+            const char *end = strstr(p, "*/");
+            if (end) {
+                memcpy(o, p + 13, (size_t)(end - p - 13));
+                o += end - p - 13;
+                p = end + 1;
+                continue;
+            }
+        }
         if (quote) {
             if (*p == quote) quote = 0;
         } else if (*p == '\'' || *p == '"') {

@@ -216,7 +216,7 @@ void pgd_events_job_log_stored(pgd_events *ev, int64_t id, int64_t seq, const ch
     free(visible);
 }
 
-void pgd_events_job_log(pgd_events *ev, pgd_store *store, int64_t id, const char *level,
+void pgd_events_job_log(pgd_events *ev, pgd_store *store, int64_t id, int64_t attempt, const char *level,
                         const char *fmt, ...) {
     char raw[sizeof(((pgn_error *)0)->message) + 256];
     va_list ap;
@@ -234,7 +234,7 @@ void pgd_events_job_log(pgd_events *ev, pgd_store *store, int64_t id, const char
     int64_t seq = 0;
     char time[32];
     pgn_error err;
-    if (pgd_store_log_add(store, id, level, line, &seq, time, &err) < 0) {
+    if (pgd_store_log_add(store, id, attempt, level, line, &seq, time, &err) < 0) {
         fprintf(stderr, "paragond: job %" PRId64 ": log line not stored (%s): %s\n", id,
                 err.message, line);
     } else if (ev) {

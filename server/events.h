@@ -53,9 +53,11 @@ void pgd_events_job_log_stored(pgd_events *ev, int64_t id, int64_t seq, const ch
 
 /* Appends a line to the job's stored log (level "info", "warn" or "error") and publishes it
  * ("event: log", data {"job_id","seq","level","line","time"}). Newlines in the line are kept in
- * the store and in the event. Failures are reported on stderr: a log line never fails a job. */
-void pgd_events_job_log(pgd_events *ev, pgd_store *store, int64_t id, const char *level,
-                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+ * the store and in the event. A run's line names its attempt (0: a line of no run), and is not
+ * stored once that run is over (store.h, "runs"). Failures are reported on stderr: a log line
+ * never fails a job. */
+void pgd_events_job_log(pgd_events *ev, pgd_store *store, int64_t id, int64_t attempt, const char *level,
+                        const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* "event: metric", data {"job_id","name","step","value"} (value null when not finite). */
 void pgd_events_metric(pgd_events *ev, int64_t id, const char *name, int64_t step,

@@ -35,6 +35,12 @@ static void usage(FILE *out) {
             "                   (libpq's URL: several hosts and target_session_attrs=read-write\n"
             "                   follow a failover); one paragond per store\n"
             "  --db PATH        the same as --store sqlite:PATH\n"
+            "  --node NAME      this paragond's name among the store's nodes (default: the\n"
+            "                   host's name); its runs of jobs are recorded under it\n"
+            "  --lease-seconds N\n"
+            "                   a run holds its job for N seconds at a time, renewed every N/3\n"
+            "                   while it lives; a job whose run stops renewing (its paragond\n"
+            "                   died) runs again after that (default 30)\n"
             "  --data-dir PATH  checkpoints and job files, created if missing (default "
             PGD_DEFAULT_DATA_DIR ")\n"
             "  --token-file PATH\n"
@@ -132,6 +138,7 @@ int main(int argc, char **argv) {
         {"--port", &port, 0, 65535, "a port number (0-65535)"},
         {"--max-queued", &cfg.max_queued, 1, PGD_MAX_QUEUED_LIMIT, "a count of jobs (1-1000000000)"},
         {"--max-attempts", &cfg.max_attempts, 1, PGD_MAX_ATTEMPTS_LIMIT, "a count of runs (1-1000)"},
+        {"--lease-seconds", &cfg.lease_s, 1, 3600, "a number of seconds (1-3600)"},
         {"--max-connections", &cfg.max_connections, 1, PGD_MAX_CONNECTIONS_LIMIT,
          "a count of connections (1-1000000)"},
         {"--max-connections-per-ip", &cfg.max_connections_per_ip, 1, PGD_MAX_CONNECTIONS_LIMIT,
@@ -171,6 +178,7 @@ int main(int argc, char **argv) {
                             : strcmp(name, "--kernels") == 0    ? &kernels
                             : strcmp(name, "--db") == 0         ? &cfg.db_path
                             : strcmp(name, "--store") == 0      ? &cfg.db_path
+                            : strcmp(name, "--node") == 0       ? &cfg.node
                             : strcmp(name, "--data-dir") == 0   ? &cfg.data_dir
                             : strcmp(name, "--token-file") == 0 ? &cfg.token_file
                             : is_cors                           ? &cors[n_cors]

@@ -42,15 +42,15 @@ static int replace_orphans(pgd_scheduler *s, pgn_error *err) {
             if (pgd_store_job_reassign(s->store, id, info.id, &serr) < 0)
                 fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
             else
-                pgd_events_job_log(s->events, s->store, id, "warn",
+                pgd_events_job_log(s->events, s->store, id, 0, "warn",
                                    "device %s is gone: placed again on %s", device, info.id);
         } else {
             if (!want[0]) pgn_error_set(&e, PGN_E_INVALID_SPEC, "device", "device: not recorded");
             fprintf(stderr, "paragond: job %lld cannot be placed again: %s\n", (long long)id,
                     e.message);
-            if (pgd_store_job_finish(s->store, id, PGD_JOB_FAILED, NULL, &e, &serr) < 0)
+            if (pgd_store_job_finish(s->store, id, 0, PGD_JOB_FAILED, NULL, &e, &serr) < 0)
                 fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
-            pgd_events_job_log(s->events, s->store, id, "error", "failed: cannot be placed again: %s",
+            pgd_events_job_log(s->events, s->store, id, 0, "error", "failed: cannot be placed again: %s",
                                e.message);
             pgd_events_job_changed(s->events, s->store, id, NULL, &serr);
         }
@@ -76,6 +76,8 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
     pthread_mutex_init(&s->admit, NULL);
     atomic_init(&s->stopping, false);
     atomic_init(&s->cancel_gen, 0);
+    pthread_cond_init(&s->lease_tick, NULL);
+    s->lease_ms = pgd_store_lease_ms(store);
     s->n = count + 1;
     s->devices = calloc(s->n, sizeof *s->devices);
     s->workers = calloc(s->n, sizeof *s->workers);
@@ -84,6 +86,7 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
         free(s->workers);
         pthread_mutex_destroy(&s->lock);
         pthread_mutex_destroy(&s->admit);
+        pthread_cond_destroy(&s->lease_tick);
         free(s);
         goto oom;
     }
@@ -97,6 +100,8 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
         w->info = &s->devices[i];
         w->wake = true; /* look for jobs queued before we started */
         atomic_init(&w->running_job, 0);
+        atomic_init(&w->running_attempt, 0);
+        atomic_init(&w->lease_lost, false);
         pthread_cond_init(&w->cond, NULL);
     }
     for (size_t i = 0; i < s->n; i++) { /* a bad PARAGON_KERNELS stops the start here */
@@ -129,6 +134,13 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
         }
         w->started = true;
     }
+    int rc = pthread_create(&s->lease_thread, NULL, sched_lease_main, s);
+    if (rc != 0) {
+        pgn_error_set(err, PGN_E_INTERNAL, "", "scheduler: cannot start the lease keeper: %s", strerror(rc));
+        pgd_scheduler_stop(s);
+        return -1;
+    }
+    s->lease_started = true;
     *out = s;
     return 0;
 oom:
@@ -141,13 +153,18 @@ void pgd_scheduler_stop(pgd_scheduler *s) {
     pthread_mutex_lock(&s->lock);
     atomic_store(&s->stopping, true);
     for (size_t i = 0; i < s->n; i++) pthread_cond_signal(&s->workers[i].cond);
+    pthread_cond_signal(&s->lease_tick);
     pthread_mutex_unlock(&s->lock);
+    /* The keeper stops first: the workers' runs end after it and write their ends, which no
+     * lease needs (a requeue or an end takes the run from the store's running jobs). */
+    if (s->lease_started) pthread_join(s->lease_thread, NULL);
     for (size_t i = 0; i < s->n; i++) {
         if (s->workers[i].started) pthread_join(s->workers[i].thread, NULL);
         pthread_cond_destroy(&s->workers[i].cond);
     }
     pthread_mutex_destroy(&s->lock);
     pthread_mutex_destroy(&s->admit);
+    pthread_cond_destroy(&s->lease_tick);
     free(s->workers);
     free(s->devices);
     free(s);
@@ -175,14 +192,14 @@ int pgd_scheduler_cancel(pgd_scheduler *s, int64_t id, pgd_job *job, pgn_error *
             pgn_error why, ferr;
             pgn_error_clear(&why);
             pgn_error_set(&why, PGN_E_CANCELLED, "", "cancelled on request; no worker was running it");
-            int rc = pgd_store_job_finish(s->store, id, PGD_JOB_CANCELLED, NULL, &why, &ferr);
+            int rc = pgd_store_job_finish(s->store, id, 0, PGD_JOB_CANCELLED, NULL, &why, &ferr);
             pthread_mutex_unlock(&s->admit);
             pgd_job_release(job);
             if (rc < 0 && ferr.code != PGN_E_CONFLICT) {
                 *err = ferr;
                 return -1;
             }
-            pgd_events_job_log(s->events, s->store, id, "warn",
+            pgd_events_job_log(s->events, s->store, id, 0, "warn",
                                "cancelled: no worker was running it");
             pgn_error eerr;
             if (pgd_events_job_changed(s->events, s->store, id, NULL, &eerr) < 0)
@@ -191,12 +208,12 @@ int pgd_scheduler_cancel(pgd_scheduler *s, int64_t id, pgd_job *job, pgn_error *
         }
         pthread_mutex_unlock(&s->admit);
         atomic_fetch_add(&s->cancel_gen, 1);
-        pgd_events_job_log(s->events, s->store, id, "warn",
+        pgd_events_job_log(s->events, s->store, id, 0, "warn",
                            "cancel requested: it stops at its next step");
         return 0;
     }
     /* A queued job ended here, not in a worker: its log and stream hear it from us. */
-    pgd_events_job_log(s->events, s->store, id, "warn", "cancelled before it started");
+    pgd_events_job_log(s->events, s->store, id, 0, "warn", "cancelled before it started");
     pgn_error eerr;
     if (pgd_events_job_changed(s->events, s->store, id, NULL, &eerr) < 0)
         fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, eerr.message);

@@ -23,6 +23,9 @@ typedef struct worker {
     pthread_cond_t cond;
     bool wake;                   /* guarded by sched->lock: a job may be waiting */
     _Atomic int64_t running_job; /* 0 when idle */
+    _Atomic int64_t running_attempt; /* its run's attempt: the fencing token of its writes */
+    atomic_bool lease_lost; /* the run's lease could not be renewed: it stops at once */
+    _Atomic int64_t lease_renewed_ns; /* when its lease was last renewed (pgn_now_ns; lease.c) */
     /* Time spent running jobs, for /metrics: finished runs, and when the current one began
      * (0 when idle); both guarded by sched->lock so a reader sees them consistent. */
     int64_t busy_ns, run_started_ns;
@@ -61,12 +64,20 @@ struct pgd_scheduler {
     /* Bumped after every cancel request a running job got: each running job then reads its
      * own cancel_requested once, so a step costs an atomic load, not a query. */
     atomic_uint_fast64_t cancel_gen;
+    /* The lease keeper (lease.c): the lease a run holds, and the thread that renews it. */
+    int64_t lease_ms;
+    pthread_t lease_thread;
+    bool lease_started;
+    pthread_cond_t lease_tick; /* signalled at stop (with lock) */
 };
 
 /* The worker of device_id, or NULL when no device has that id (scheduler.c). */
 worker *sched_worker_of(pgd_scheduler *s, const char *device_id);
 /* Whether info is the host pseudo-device, by its profile's class (scheduler.c). */
 bool sched_is_host(const pgn_device_info *info);
+/* The lease keeper's thread: renews the node's heartbeat and its runs' leases, stops a run
+ * whose lease is lost, recovers the runs of nodes whose leases ran out (lease.c). */
+void *sched_lease_main(void *arg);
 /* A worker thread's body: calibrates its device when asked, then runs its device's queue until
  * the scheduler stops (worker.c). */
 void *sched_worker_main(void *arg);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct pgd_server {
     pgd_lock *lock; /* one paragond per database: taken first, released last */
@@ -46,6 +47,24 @@ static int token_readable_by_jobs(const char *token, const char *datasets, pgn_e
                   "could read it; keep the token elsewhere",
                   token, datasets);
     return -1;
+}
+
+/* This paragond among the store's nodes: where it listens and what it runs jobs on. */
+static int register_node(pgd_server *srv, const pgd_config *cfg, pgn_error *err) {
+    char address[300];
+    snprintf(address, sizeof address, "%s:%u", cfg->host ? cfg->host : PGD_DEFAULT_HOST,
+             (unsigned)pgd_http_port(srv->http));
+    json_t *devices = json_array();
+    for (size_t i = 0; i <= srv->n_devices; i++) {
+        pgn_device_info host;
+        const pgn_device_info *d = i < srv->n_devices ? &srv->devices[i] : &host;
+        if (i == srv->n_devices) pgn_device_info_host(&host);
+        json_array_append_new(devices, json_pack("{s:s, s:s, s:s}", "id", d->id, "name", d->name, "type",
+                                                 pgn_device_type_name(d->type)));
+    }
+    int rc = pgd_store_node_register(srv->store, address, PGN_VERSION, devices, err);
+    json_decref(devices);
+    return rc;
 }
 
 static int probe_devices(pgn_device_info **devices, size_t *count, pgn_error *err) {
@@ -114,6 +133,14 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
     }
 
     if (!srv->store && pgd_store_open(store, &srv->store, err) < 0) goto fail;
+    char node[64];
+    if (cfg->node && *cfg->node) {
+        snprintf(node, sizeof node, "%s", cfg->node);
+    } else if (gethostname(node, sizeof node) != 0 || !node[0]) {
+        snprintf(node, sizeof node, "paragond");
+    }
+    node[sizeof node - 1] = 0;
+    pgd_store_set_node(srv->store, node, cfg->lease_s > 0 ? cfg->lease_s * 1000 : PGD_LEASE_DEFAULT_MS);
     int64_t max_attempts = cfg->max_attempts > 0 ? cfg->max_attempts : PGD_DEFAULT_MAX_ATTEMPTS;
     pgd_recovery rec;
     if (pgd_store_recover(srv->store, max_attempts, &rec, err) < 0) goto fail;
@@ -164,6 +191,7 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
                        pgd_api_handle, pgd_api_route_slot, pgd_api_sink_open, srv->api, &srv->http,
                        err) < 0)
         goto fail;
+    if (register_node(srv, cfg, err) < 0) goto fail;
     atomic_store(&srv->ready, true);
     *out = srv;
     return 0;

@@ -268,6 +268,7 @@ int pgd_store_open_with(const char *target, const pgn_embedded *migrations, pgd_
         return -1;
     }
     pthread_mutex_init(&s->lock, NULL);
+    s->lease_ms = PGD_LEASE_DEFAULT_MS;
     if (db_open(target, &s->db, err) < 0) {
         pgd_store_close(s);
         return -1;
@@ -288,6 +289,20 @@ int pgd_store_open_with(const char *target, const pgn_embedded *migrations, pgd_
 
 int pgd_store_open(const char *target, pgd_store **out, pgn_error *err) {
     return pgd_store_open_with(target, NULL, out, err);
+}
+
+void pgd_store_set_node(pgd_store *s, const char *node, int64_t lease_ms) {
+    pthread_mutex_lock(&s->lock);
+    snprintf(s->node, sizeof s->node, "%s", node ? node : "");
+    s->lease_ms = lease_ms > 0 ? lease_ms : PGD_LEASE_DEFAULT_MS;
+    pthread_mutex_unlock(&s->lock);
+}
+
+int64_t pgd_store_lease_ms(pgd_store *s) {
+    pthread_mutex_lock(&s->lock);
+    int64_t ms = s->lease_ms;
+    pthread_mutex_unlock(&s->lock);
+    return ms;
 }
 
 int pgd_store_hold_alone(pgd_store *s, pgn_error *err) {

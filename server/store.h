@@ -174,11 +174,45 @@ typedef struct pgd_job_filter {
 int pgd_store_jobs_list(pgd_store *store, const pgd_job_filter *filter, pgd_job **jobs,
                         size_t *n, int64_t *total, pgn_error *err);
 
+/* ---- runs: claims, leases and fencing (schema/014_runs_and_nodes.sql) ----------------------
+ * A run of a job belongs to the node that claimed it, under a lease on the store's clock that
+ * the node renews while the run lives. The job's attempts count is the run's fencing token:
+ * every write a run makes (progress, metrics, log lines, its end) names its attempt, and is
+ * refused with code "conflict" once the job is on another attempt or no longer running, so a
+ * node that was cut off and comes back cannot write over the job's new run. attempt 0 writes
+ * unfenced (a cancel from the API, start-up recovery, a job that never ran). */
+
+/* The node this store's runs belong to (its id, up to 63 bytes) and the lease a claim or a
+ * renewal gives them; before it is set: node "" and PGD_LEASE_DEFAULT_MS. */
+#define PGD_LEASE_DEFAULT_MS 30000
+void pgd_store_set_node(pgd_store *store, const char *node, int64_t lease_ms);
+/* The lease a claim gives, in ms. */
+int64_t pgd_store_lease_ms(pgd_store *store);
+
+/* ---- nodes (store_nodes.c) ----
+ * Each paragond on the store registers itself at start as node pgd_store_set_node named, and
+ * renews its heartbeat on the store's clock while it lives. */
+
+/* Registers (or registers again, after a restart) this node: its address (host:port, as other
+ * nodes and clients reach it), version and devices (a JSON array, borrowed), started now. */
+int pgd_store_node_register(pgd_store *store, const char *address, const char *version,
+                            const json_t *devices, pgn_error *err);
+/* Renews this node's heartbeat (nothing before it registered). */
+int pgd_store_node_heartbeat(pgd_store *store, pgn_error *err);
+/* [{"id","address","version","devices","started_at","heartbeat_at","heartbeat_age_s",
+ * "running":[job ids]}] of every node, by id. */
+int pgd_store_nodes_list(pgd_store *store, json_t **out, pgn_error *err);
+
 /* Takes the oldest queued job on device and marks it running (started_at now, attempts + 1,
- * progress 0) in one statement. *id is 0 when nothing is queued there; otherwise *spec is
- * the stored spec (new reference). */
-int pgd_store_job_claim(pgd_store *store, const char *device, int64_t *id, json_t **spec,
-                        pgn_error *err);
+ * progress 0, this node, a lease from now) in one statement. *id is 0 when nothing is queued
+ * there; otherwise *attempt is the run's attempt and *spec the stored spec (new reference). */
+int pgd_store_job_claim(pgd_store *store, const char *device, int64_t *id, int64_t *attempt,
+                        json_t **spec, pgn_error *err);
+
+/* Renews the lease of run `attempt` of job id for this node's lease time; *held false (and
+ * nothing renewed) when that run is no longer the job's: another attempt took it, or it ended.
+ * A node whose renewal fails or is not held stops the run at once. */
+int pgd_store_lease_renew(pgd_store *store, int64_t id, int64_t attempt, bool *held, pgn_error *err);
 
 /* The interactions the latest succeeded inet job with the same program and files as spec
  * needed (a net's count does not depend on the reducer or the device), as *interactions; 0
@@ -187,17 +221,17 @@ int pgd_store_job_claim(pgd_store *store, const char *device, int64_t *id, json_
 int pgd_store_inet_expected(pgd_store *store, const json_t *spec, int64_t *interactions, pgn_error *err);
 
 /* Progress of a running job, clamped to [0, 1]. */
-int pgd_store_job_progress(pgd_store *store, int64_t id, double fraction, pgn_error *err);
+int pgd_store_job_progress(pgd_store *store, int64_t id, int64_t attempt, double fraction, pgn_error *err);
 
 /* Ends a queued or running job: state succeeded with result, or failed/cancelled with error
  * (borrowed; NULL stores null), finished_at now. Code "conflict" when the job has already
  * finished. */
-int pgd_store_job_finish(pgd_store *store, int64_t id, pgd_job_state state,
+int pgd_store_job_finish(pgd_store *store, int64_t id, int64_t attempt, pgd_job_state state,
                          const json_t *result, const pgn_error *error, pgn_error *err);
 
 /* Puts a running job back in the queue (shutdown mid-run); attempts are kept. A job whose
  * cancel was requested ends cancelled instead, in the same transaction. */
-int pgd_store_job_requeue(pgd_store *store, int64_t id, pgn_error *err);
+int pgd_store_job_requeue(pgd_store *store, int64_t id, int64_t attempt, pgn_error *err);
 
 /* Cancels a job in one transaction: a queued job ends at once (state cancelled, finished_at
  * now, error {"code":"cancelled",...}); a running one gets cancel_requested, which its worker
@@ -230,6 +264,9 @@ int pgd_store_recover(pgd_store *store, int64_t max_attempts, pgd_recovery *out,
  * of a distributed job died): what says what happened, for its log line and error. */
 int pgd_store_job_interrupted(pgd_store *store, int64_t id, int64_t max_attempts, const char *what,
                               pgd_recovery *out, pgn_error *err);
+/* The same for every running job whose lease ran out (its node died, or lost the store):
+ * whichever node calls it, one at a time (the store's write lock). */
+int pgd_store_recover_expired(pgd_store *store, int64_t max_attempts, pgd_recovery *out, pgn_error *err);
 
 /* Queued jobs (without their spec), oldest first: *jobs (malloc'd, *n; pgd_jobs_free). */
 int pgd_store_queued_jobs(pgd_store *store, pgd_job **jobs, size_t *n, pgn_error *err);
@@ -241,8 +278,8 @@ int pgd_store_queued_counts(pgd_store *store, json_t **out, pgn_error *err);
 
 /* Records value at (job, name, step); a re-run of the same step replaces it. A NaN or
  * infinite value is stored as NULL and reads back as null. */
-int pgd_store_metric_add(pgd_store *store, int64_t job_id, const char *name, int64_t step,
-                         double value, pgn_error *err);
+int pgd_store_metric_add(pgd_store *store, int64_t job_id, int64_t attempt, const char *name,
+                         int64_t step, double value, pgn_error *err);
 
 /* [{"name","step","value","created_at"}] ordered by name, step; name NULL means every series,
  * only steps > after_step when has_after. Code "not_found" when the job does not exist. */
@@ -254,8 +291,8 @@ int pgd_store_metrics_list(pgd_store *store, int64_t job_id, const char *name, b
 /* Appends line to job_id's log at level ("info", "warn", "error"): its seq is one more than the
  * job's last (1 for the first). *seq and created_at (ISO-8601 text) receive what was stored.
  * Code "not_found" when the job does not exist. */
-int pgd_store_log_add(pgd_store *store, int64_t job_id, const char *level, const char *line,
-                      int64_t *seq, char created_at[32], pgn_error *err);
+int pgd_store_log_add(pgd_store *store, int64_t job_id, int64_t attempt, const char *level,
+                      const char *line, int64_t *seq, char created_at[32], pgn_error *err);
 
 /* [{"seq","level","line","created_at"}] of the job's lines with seq > after, in seq order (bytes
  * that are not UTF-8 read back as '?'). Code "not_found" when the job does not exist. */
@@ -280,8 +317,8 @@ int pgd_store_bench_add(pgd_store *store, int64_t job_id, const json_t *rows, co
  * rates as what it measured, in one transaction: all happen or none, so a job's rows and rates
  * are stored once and only for a job that succeeded. Errors are pgd_store_job_finish's and
  * pgd_store_bench_add's. */
-int pgd_store_bench_finish(pgd_store *store, int64_t job_id, const json_t *result, const pgn_measured_rates *rates,
-                           pgn_error *err);
+int pgd_store_bench_finish(pgd_store *store, int64_t job_id, int64_t attempt, const json_t *result,
+                           const pgn_measured_rates *rates, pgn_error *err);
 
 /* The newest `limit` rows of suite on device (NULL: any), returned oldest first: each the stored
  * row plus "id", "job_id" (null without a job) and "created_at". *rows is a new array. */

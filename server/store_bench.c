@@ -145,7 +145,7 @@ static int insert_bench_rows(pgd_store *s, int64_t job_id, const json_t *rows, c
 }
 
 typedef struct bench_batch {
-    int64_t job_id;
+    int64_t job_id, attempt; /* attempt: bench_finish's run (0: any) */
     const json_t *rows;
     const pgn_measured_rates *rates;
     const char *result; /* bench_finish: the job's result as JSON text */
@@ -165,12 +165,12 @@ int pgd_store_bench_add(pgd_store *s, int64_t job_id, const json_t *rows, const 
 
 static int bench_finish_tx(pgd_store *s, void *ctx, pgn_error *err) {
     const bench_batch *b = ctx;
-    if (store_finish_job(s, b->job_id, PGD_JOB_SUCCEEDED, b->result, NULL, err) < 0) return -1;
+    if (store_finish_job(s, b->job_id, b->attempt, PGD_JOB_SUCCEEDED, b->result, NULL, err) < 0) return -1;
     return insert_bench_rows(s, b->job_id, b->rows, b->rates, err);
 }
 
-int pgd_store_bench_finish(pgd_store *s, int64_t job_id, const json_t *result, const pgn_measured_rates *rates,
-                           pgn_error *err) {
+int pgd_store_bench_finish(pgd_store *s, int64_t job_id, int64_t attempt, const json_t *result,
+                           const pgn_measured_rates *rates, pgn_error *err) {
     const json_t *rows = json_object_get(result, "rows");
     if (check_bench_rows(rows, err) < 0) return -1;
     char *text = pgn_json_dumps(result);
@@ -178,7 +178,7 @@ int pgd_store_bench_finish(pgd_store *s, int64_t job_id, const json_t *result, c
         pgn_error_set(err, PGN_E_INTERNAL, "", "store: the job's result cannot be serialised");
         return -1;
     }
-    bench_batch b = {.job_id = job_id, .rows = rows, .rates = rates, .result = text};
+    bench_batch b = {.job_id = job_id, .attempt = attempt, .rows = rows, .rates = rates, .result = text};
     int ret = store_write_tx(s, bench_finish_tx, &b, err);
     free(text);
     return ret;

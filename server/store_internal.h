@@ -28,7 +28,12 @@ struct pgd_store {
         db_stmt *stmt;
     } cache[STMT_CACHE_MAX];
     int n_cached;
+    char node[64];    /* pgd_store_set_node: the node runs claimed here belong to */
+    int64_t lease_ms; /* the lease a claim or a renewal gives */
 };
+
+/* The store's clock, in ms since 1970: one clock for every node, whatever theirs say. */
+#define NOW_MS_SQL "CAST((julianday('now') - 2440587.5) * 86400000.0 AS BIGINT)"
 
 /* ---- helpers (callers hold the lock) ---- */
 
@@ -41,6 +46,9 @@ db_stmt *store_stmt(pgd_store *s, const char *sql, pgn_error *err);
 void store_stmt_done(db_stmt *st);
 /* Fails with "not_found" naming the job id. */
 int store_no_such_job(pgn_error *err, int64_t id);
+/* A write of run `attempt` of job id changed nothing: "conflict" saying that the run is over
+ * (the job's attempt and state now), or "not_found". Returns -1. */
+int store_run_over(pgd_store *s, int64_t id, int64_t attempt, const char *what, pgn_error *err);
 /* Runs a cached statement that returns no rows (BEGIN, COMMIT). */
 int store_run(pgd_store *s, const char *sql, pgn_error *err, const char *what);
 extern const char store_begin_sql[], store_begin_write_sql[], store_commit_sql[];
@@ -72,7 +80,7 @@ int store_read_numbers(pgd_store *s, const char *sql, const char *param, double 
 int store_read_job(pgd_store *s, int64_t id, bool with_spec, pgd_job *out, pgn_error *err);
 /* The UPDATE that ends a queued or running job (store_job_states.c); result and error are JSON
  * text or NULL. Caller holds the lock. */
-int store_finish_job(pgd_store *s, int64_t id, pgd_job_state state, const char *result,
+int store_finish_job(pgd_store *s, int64_t id, int64_t attempt, pgd_job_state state, const char *result,
                      const char *error, pgn_error *err);
 /* A job's placement candidates (store_placements.c), written with the job and read back into
  * p (its reason is the job row's; p->candidates is appended to). Caller holds the lock. */

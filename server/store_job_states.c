@@ -12,28 +12,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-int pgd_store_job_claim(pgd_store *s, const char *device, int64_t *id, json_t **spec,
-                        pgn_error *err) {
+/* One statement: SQLite runs it under its one write lock; on PostgreSQL the row is locked as
+ * it is read (another node's claim skips it), and the outer state test makes a claim that
+ * waited for a row another node took come back empty instead of taking it twice. */
+int pgd_store_job_claim(pgd_store *s, const char *device, int64_t *id, int64_t *attempt,
+                        json_t **spec, pgn_error *err) {
     static const char sql[] =
         "UPDATE jobs SET state = 'running', started_at = " NOW_SQL ", finished_at = NULL,"
-        " attempts = attempts + 1, progress = 0"
+        " attempts = attempts + 1, progress = 0, node = ?2, lease_ms = " NOW_MS_SQL " + ?3"
         " WHERE id = (SELECT id FROM jobs WHERE state = 'queued' AND device = ?1"
-        "             ORDER BY id LIMIT 1)"
-        " RETURNING id, spec";
+        "             ORDER BY id LIMIT 1 /*postgresql: FOR UPDATE SKIP LOCKED*/)"
+        "   AND state = 'queued'"
+        " RETURNING id, spec, attempts";
     *id = 0;
+    *attempt = 0;
     *spec = NULL;
     pthread_mutex_lock(&s->lock);
     int ret = -1;
     db_stmt *st = store_stmt(s, sql, err);
     if (st) {
         db_bind_text(st, 1, device);
+        db_bind_text(st, 2, s->node);
+        db_bind_int64(st, 3, s->lease_ms);
         int rc = db_step(st);
         if (rc == DB_ROW) {
-            int64_t got = db_column_int64(st, 0);
+            int64_t got = db_column_int64(st, 0), run = db_column_int64(st, 2);
             json_t *sp = store_col_json(st, 1);
             rc = db_step(st); /* runs the statement to completion: the commit */
             if (rc == DB_DONE) {
                 *id = got;
+                *attempt = run;
                 *spec = sp;
                 ret = 0;
             } else {
@@ -51,20 +59,18 @@ int pgd_store_job_claim(pgd_store *s, const char *device, int64_t *id, json_t **
     return ret;
 }
 
-/* Runs a one-row UPDATE on job id; when it changed nothing, says whether the job is missing
- * ("not_found") or in another state ("conflict", naming it). Caller holds the lock. */
-static int update_job(pgd_store *s, db_stmt *st, int64_t id, const char *what,
-                      pgn_error *err) {
-    static const char state_sql[] = "SELECT state FROM jobs WHERE id = ?1";
-    int rc = db_step(st);
-    store_stmt_done(st);
-    if (rc != DB_DONE) return store_fail(s, err, what);
-    if (db_changes(s->db) > 0) return 0;
+int store_run_over(pgd_store *s, int64_t id, int64_t attempt, const char *what, pgn_error *err) {
+    static const char state_sql[] = "SELECT state, attempts FROM jobs WHERE id = ?1";
     db_stmt *q = store_stmt(s, state_sql, err);
     if (!q) return -1;
     db_bind_int64(q, 1, id);
-    rc = db_step(q);
-    if (rc == DB_ROW)
+    int rc = db_step(q);
+    if (rc == DB_ROW && attempt > 0 && db_column_int64(q, 1) != attempt)
+        pgn_error_set(err, PGN_E_CONFLICT, "",
+                      "cannot %s job %lld: its attempt %lld is over (the job is on attempt %lld, %s)",
+                      what, (long long)id, (long long)attempt, (long long)db_column_int64(q, 1),
+                      db_column_text(q, 0));
+    else if (rc == DB_ROW)
         pgn_error_set(err, PGN_E_CONFLICT, "", "cannot %s job %lld: it is %s", what, (long long)id,
                       db_column_text(q, 0));
     else if (rc == DB_DONE)
@@ -75,9 +81,21 @@ static int update_job(pgd_store *s, db_stmt *st, int64_t id, const char *what,
     return -1;
 }
 
-int pgd_store_job_progress(pgd_store *s, int64_t id, double fraction, pgn_error *err) {
+/* Runs a one-row UPDATE on job id (of run `attempt`, 0: any); when it changed nothing, says
+ * whether the job is missing ("not_found"), in another state or on another attempt
+ * ("conflict", naming it). Caller holds the lock. */
+static int update_job(pgd_store *s, db_stmt *st, int64_t id, int64_t attempt, const char *what,
+                      pgn_error *err) {
+    int rc = db_step(st);
+    store_stmt_done(st);
+    if (rc != DB_DONE) return store_fail(s, err, what);
+    if (db_changes(s->db) > 0) return 0;
+    return store_run_over(s, id, attempt, what, err);
+}
+
+int pgd_store_job_progress(pgd_store *s, int64_t id, int64_t attempt, double fraction, pgn_error *err) {
     static const char sql[] =
-        "UPDATE jobs SET progress = ?2 WHERE id = ?1 AND state = 'running'";
+        "UPDATE jobs SET progress = ?2 WHERE id = ?1 AND state = 'running' AND (?3 = 0 OR attempts = ?3)";
     if (!(fraction >= 0)) fraction = 0; /* NaN too */
     if (fraction > 1) fraction = 1;
     pthread_mutex_lock(&s->lock);
@@ -86,7 +104,8 @@ int pgd_store_job_progress(pgd_store *s, int64_t id, double fraction, pgn_error 
     if (st) {
         db_bind_int64(st, 1, id);
         db_bind_double(st, 2, fraction);
-        ret = update_job(s, st, id, "update progress of", err);
+        db_bind_int64(st, 3, attempt);
+        ret = update_job(s, st, id, attempt, "update progress of", err);
     }
     pthread_mutex_unlock(&s->lock);
     return ret;
@@ -94,23 +113,25 @@ int pgd_store_job_progress(pgd_store *s, int64_t id, double fraction, pgn_error 
 
 /* The UPDATE that ends a queued or running job; result and error are JSON text or NULL.
  * Caller holds the lock. */
-int store_finish_job(pgd_store *s, int64_t id, pgd_job_state state, const char *result,
+int store_finish_job(pgd_store *s, int64_t id, int64_t attempt, pgd_job_state state, const char *result,
                       const char *error, pgn_error *err) {
     static const char sql[] =
         "UPDATE jobs SET state = ?2, result = ?3, error = ?4, finished_at = " NOW_SQL ","
-        " progress = CASE WHEN ?2 = 'succeeded' THEN 1 ELSE progress END"
-        " WHERE id = ?1 AND state IN ('queued', 'running')";
+        " progress = CASE WHEN ?2 = 'succeeded' THEN 1 ELSE progress END, lease_ms = NULL"
+        " WHERE id = ?1 AND state IN ('queued', 'running')"
+        "   AND (?5 = 0 OR (attempts = ?5 AND state = 'running'))";
     db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
     db_bind_int64(st, 1, id);
     db_bind_text(st, 2, pgd_job_state_name(state));
     store_bind_text_or_null(st, 3, result);
     store_bind_text_or_null(st, 4, error);
-    return update_job(s, st, id, "finish", err);
+    db_bind_int64(st, 5, attempt);
+    return update_job(s, st, id, attempt, "finish", err);
 }
 
-int pgd_store_job_finish(pgd_store *s, int64_t id, pgd_job_state state, const json_t *result,
-                         const pgn_error *error, pgn_error *err) {
+int pgd_store_job_finish(pgd_store *s, int64_t id, int64_t attempt, pgd_job_state state,
+                         const json_t *result, const pgn_error *error, pgn_error *err) {
     if (state != PGD_JOB_SUCCEEDED && state != PGD_JOB_FAILED && state != PGD_JOB_CANCELLED) {
         pgn_error_set(err, PGN_E_INTERNAL, "", "store: %s is not a final state",
                       pgd_job_state_name(state));
@@ -121,26 +142,36 @@ int pgd_store_job_finish(pgd_store *s, int64_t id, pgd_job_state state, const js
     char *er = ej ? pgn_json_dumps(ej) : NULL;
     json_decref(ej);
     pthread_mutex_lock(&s->lock);
-    int ret = store_finish_job(s, id, state, res, er, err);
+    int ret = store_finish_job(s, id, attempt, state, res, er, err);
     pthread_mutex_unlock(&s->lock);
     free(res);
     free(er);
     return ret;
 }
 
-/* Ends running jobs (job id, or every one when id is 0) whose cancel was requested as
- * cancelled, with an error saying why: a job that was asked to stop never goes back to the
- * queue. *n receives how many. Caller is in a write transaction. */
-static int end_cancel_requested(pgd_store *s, int64_t id, const char *why, int64_t *n,
+/* Which running jobs a recovery or a requeue takes. */
+typedef struct run_set {
+    int64_t id;      /* 0: every running job */
+    int64_t attempt; /* > 0: only that run of job id */
+    bool expired;    /* only runs whose lease ran out */
+} run_set;
+
+/* Ends the running jobs of set whose cancel was requested as cancelled, with an error saying
+ * why: a job that was asked to stop never goes back to the queue. *n receives how many. Caller
+ * is in a write transaction. */
+static int end_cancel_requested(pgd_store *s, const run_set *set, const char *why, int64_t *n,
                                 pgn_error *err) {
     static const char sql[] =
-        "UPDATE jobs SET state = 'cancelled', finished_at = " NOW_SQL ","
+        "UPDATE jobs SET state = 'cancelled', finished_at = " NOW_SQL ", lease_ms = NULL,"
         " error = json_object('code', 'cancelled', 'message', ?2, 'field', NULL)"
-        " WHERE state = 'running' AND cancel_requested = 1 AND (?1 = 0 OR id = ?1)";
+        " WHERE state = 'running' AND cancel_requested = 1 AND (?1 = 0 OR id = ?1)"
+        "   AND (?3 = 0 OR attempts = ?3) AND (?4 = 0 OR lease_ms < " NOW_MS_SQL ")";
     db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
-    db_bind_int64(st, 1, id);
+    db_bind_int64(st, 1, set->id);
     db_bind_text(st, 2, why);
+    db_bind_int64(st, 3, set->attempt);
+    db_bind_int64(st, 4, set->expired);
     int rc = db_step(st);
     store_stmt_done(st);
     if (rc != DB_DONE) return store_fail(s, err, "end cancelled jobs");
@@ -149,21 +180,49 @@ static int end_cancel_requested(pgd_store *s, int64_t id, const char *why, int64
 }
 
 static int requeue_tx(pgd_store *s, void *ctx, pgn_error *err) {
-    static const char sql[] = "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0"
-                              " WHERE id = ?1 AND state = 'running'";
-    int64_t id = *(const int64_t *)ctx, ended = 0;
-    if (end_cancel_requested(s, id, "cancelled on request while paragond was stopping", &ended,
+    static const char sql[] = "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0,"
+                              " lease_ms = NULL"
+                              " WHERE id = ?1 AND state = 'running' AND (?2 = 0 OR attempts = ?2)";
+    const run_set *set = ctx;
+    int64_t ended = 0;
+    if (end_cancel_requested(s, set, "cancelled on request while paragond was stopping", &ended,
                              err) < 0)
         return -1;
     if (ended) return 0;
     db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
-    db_bind_int64(st, 1, id);
-    return update_job(s, st, id, "requeue", err);
+    db_bind_int64(st, 1, set->id);
+    db_bind_int64(st, 2, set->attempt);
+    return update_job(s, st, set->id, set->attempt, "requeue", err);
 }
 
-int pgd_store_job_requeue(pgd_store *s, int64_t id, pgn_error *err) {
-    return store_write_tx(s, requeue_tx, &id, err);
+int pgd_store_job_requeue(pgd_store *s, int64_t id, int64_t attempt, pgn_error *err) {
+    run_set set = {.id = id, .attempt = attempt};
+    return store_write_tx(s, requeue_tx, &set, err);
+}
+
+int pgd_store_lease_renew(pgd_store *s, int64_t id, int64_t attempt, bool *held, pgn_error *err) {
+    static const char sql[] = "UPDATE jobs SET lease_ms = " NOW_MS_SQL " + ?3"
+                              " WHERE id = ?1 AND attempts = ?2 AND state = 'running'";
+    *held = false;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    db_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        db_bind_int64(st, 1, id);
+        db_bind_int64(st, 2, attempt);
+        db_bind_int64(st, 3, s->lease_ms);
+        int rc = db_step(st);
+        store_stmt_done(st);
+        if (rc == DB_DONE) {
+            *held = db_changes(s->db) > 0;
+            ret = 0;
+        } else {
+            store_fail(s, err, "renew a lease");
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
 }
 
 /* The cancel of a queued job: it never ran, so there is nothing to stop. */
@@ -201,7 +260,7 @@ static int cancel_tx(pgd_store *s, void *ctx, pgn_error *err) {
     st = store_stmt(s, state == PGD_JOB_QUEUED ? queued_sql : running_sql, err);
     if (!st) return -1;
     db_bind_int64(st, 1, a->id);
-    if (update_job(s, st, a->id, "cancel", err) < 0) return -1;
+    if (update_job(s, st, a->id, 0, "cancel", err) < 0) return -1;
     return store_read_job(s, a->id, true, a->job, err);
 }
 
@@ -272,7 +331,7 @@ static int delete_tx(pgd_store *s, void *ctx, pgn_error *err) {
     st = store_stmt(s, delete_sql, err);
     if (!st) return -1;
     db_bind_int64(st, 1, id);
-    return update_job(s, st, id, "delete", err);
+    return update_job(s, st, id, 0, "delete", err);
 }
 
 int pgd_store_job_delete(pgd_store *s, int64_t id, pgn_error *err) {
@@ -288,7 +347,7 @@ int pgd_store_job_reassign(pgd_store *s, int64_t id, const char *device, pgn_err
     if (st) {
         db_bind_int64(st, 1, id);
         db_bind_text(st, 2, device);
-        ret = update_job(s, st, id, "reassign", err);
+        ret = update_job(s, st, id, 0, "reassign", err);
     }
     pthread_mutex_unlock(&s->lock);
     return ret;
@@ -296,17 +355,18 @@ int pgd_store_job_reassign(pgd_store *s, int64_t id, const char *device, pgn_err
 
 typedef struct recover_args {
     int64_t max_attempts;
-    int64_t id;                 /* 0: every running job */
+    run_set set;                /* the runs that ended */
     const char *what, *blame;   /* what ended the run; what a crash may mean */
     const char *cancelled;      /* the message of a job whose cancel was requested */
     pgd_recovery *out;
 } recover_args;
 
-/* Running jobs (all, or a->id) whose run ended without stopping them: each such run counts as
+/* Running jobs (a->set) whose run ended without stopping them: each such run counts as
  * interrupted; a job interrupted max_attempts times ends failed ("crashed"), the others go back
  * to the queue. Both get a log line saying what happened. */
 static int recover_tx(pgd_store *s, void *ctx, pgn_error *err) {
-#define RUNNING " WHERE state = 'running' AND (?3 = 0 OR id = ?3)"
+#define RUNNING                                                                                    \
+    " WHERE state = 'running' AND (?3 = 0 OR id = ?3) AND (?5 = 0 OR lease_ms < " NOW_MS_SQL ")"
     static const char count_sql[] = "UPDATE jobs SET interrupted = interrupted + 1" RUNNING;
     /* The log lines come first, while the jobs are still 'running' and the two kinds tell apart
      * by their count; seq is the job's next, as pgd_store_log_add numbers it. */
@@ -320,15 +380,15 @@ static int recover_tx(pgd_store *s, void *ctx, pgn_error *err) {
         "   ELSE format('%s (interrupted run %s of at most %s); queued again', ?2, interrupted, ?1) END"
         " FROM jobs" RUNNING;
     static const char crash_sql[] =
-        "UPDATE jobs SET state = 'failed', finished_at = " NOW_SQL ","
+        "UPDATE jobs SET state = 'failed', finished_at = " NOW_SQL ", lease_ms = NULL,"
         " error = json_object('code', 'crashed', 'message',"
         "  format('%s, %s times; it is not run again (--max-attempts %s): %s', ?2, interrupted, ?1, ?4),"
         "  'field', NULL)" RUNNING " AND interrupted >= ?1";
     static const char requeue_sql[] =
-        "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0" RUNNING;
+        "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0, lease_ms = NULL" RUNNING;
 #undef RUNNING
     recover_args *a = ctx;
-    if (end_cancel_requested(s, a->id, a->cancelled, &a->out->cancelled, err) < 0)
+    if (end_cancel_requested(s, &a->set, a->cancelled, &a->out->cancelled, err) < 0)
         return -1;
     const char *const steps[] = {count_sql, log_sql, crash_sql, requeue_sql};
     const char *const what[] = {"count interrupted runs", "log interrupted runs",
@@ -339,8 +399,9 @@ static int recover_tx(pgd_store *s, void *ctx, pgn_error *err) {
         if (!st) return -1;
         db_bind_int64(st, 1, a->max_attempts);
         db_bind_text(st, 2, a->what);
-        db_bind_int64(st, 3, a->id);
+        db_bind_int64(st, 3, a->set.id);
         db_bind_text(st, 4, a->blame);
+        db_bind_int64(st, 5, a->set.expired);
         int rc = db_step(st);
         store_stmt_done(st);
         if (rc != DB_DONE) return store_fail(s, err, what[i]);
@@ -366,8 +427,17 @@ int pgd_store_recover(pgd_store *s, int64_t max_attempts, pgd_recovery *out, pgn
 
 int pgd_store_job_interrupted(pgd_store *s, int64_t id, int64_t max_attempts, const char *what,
                               pgd_recovery *out, pgn_error *err) {
-    recover_args a = {.max_attempts = max_attempts, .id = id, .what = what,
+    recover_args a = {.max_attempts = max_attempts, .set = {.id = id}, .what = what,
                       .blame = "it may be what makes it fail",
                       .cancelled = "cancelled on request; its run ended before the job stopped", .out = out};
+    return recover(s, &a, err);
+}
+
+int pgd_store_recover_expired(pgd_store *s, int64_t max_attempts, pgd_recovery *out, pgn_error *err) {
+    recover_args a = {.max_attempts = max_attempts, .set = {.expired = true},
+                      .what = "its node stopped renewing the run's lease (it died, or lost the store)",
+                      .blame = "it may be what ends its node",
+                      .cancelled = "cancelled on request; its node stopped renewing the run's lease before the job stopped",
+                      .out = out};
     return recover(s, &a, err);
 }

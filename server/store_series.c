@@ -11,10 +11,17 @@
 
 /* ---- metrics ---------------------------------------------------------------------------- */
 
-int pgd_store_metric_add(pgd_store *s, int64_t job_id, const char *name, int64_t step,
-                         double value, pgn_error *err) {
+/* A run's writes name its attempt (0: unfenced): a row is added only while that run is the
+ * job's (store.h, "runs"). */
+#define RUN_IS_THE_JOBS(job, attempt)                                                             \
+    "(" attempt " = 0 OR EXISTS (SELECT 1 FROM jobs WHERE id = " job " AND attempts = " attempt    \
+    " AND state = 'running'))"
+
+int pgd_store_metric_add(pgd_store *s, int64_t job_id, int64_t attempt, const char *name,
+                         int64_t step, double value, pgn_error *err) {
     static const char sql[] =
-        "INSERT INTO metrics (job_id, name, step, value) VALUES (?1, ?2, ?3, ?4)"
+        "INSERT INTO metrics (job_id, name, step, value)"
+        " SELECT ?1, ?2, ?3, CAST(?4 AS DOUBLE PRECISION) WHERE " RUN_IS_THE_JOBS("?1", "?5")
         " ON CONFLICT (job_id, name, step) DO UPDATE"
         " SET value = excluded.value, created_at = excluded.created_at";
     pthread_mutex_lock(&s->lock);
@@ -26,8 +33,10 @@ int pgd_store_metric_add(pgd_store *s, int64_t job_id, const char *name, int64_t
         db_bind_int64(st, 3, step);
         if (isfinite(value)) db_bind_double(st, 4, value);
         else db_bind_null(st, 4);
+        db_bind_int64(st, 5, attempt);
         int rc = db_step(st);
-        if (rc == DB_DONE) ret = 0;
+        if (rc == DB_DONE && db_changes(s->db) > 0) ret = 0;
+        else if (rc == DB_DONE) store_run_over(s, job_id, attempt, "add a metric to", err);
         else if (rc == DB_NO_PARENT)
             store_no_such_job(err, job_id);
         else store_fail(s, err, "insert metric");
@@ -115,12 +124,13 @@ int pgd_store_metrics_list(pgd_store *s, int64_t job_id, const char *name, bool 
 /* ---- logs ------------------------------------------------------------------------------- */
 
 
-int pgd_store_log_add(pgd_store *s, int64_t job_id, const char *level, const char *line,
-                      int64_t *seq, char created_at[32], pgn_error *err) {
+int pgd_store_log_add(pgd_store *s, int64_t job_id, int64_t attempt, const char *level,
+                      const char *line, int64_t *seq, char created_at[32], pgn_error *err) {
     /* The next seq is read and written in one statement under the lock: no gaps, no repeats. */
     static const char sql[] =
         "INSERT INTO logs (job_id, seq, level, line)"
         " SELECT ?1, coalesce(max(seq), 0) + 1, ?2, ?3 FROM logs WHERE job_id = ?1"
+        " HAVING " RUN_IS_THE_JOBS("?1", "?4")
         " RETURNING seq, created_at";
     *seq = 0;
     created_at[0] = 0;
@@ -136,7 +146,9 @@ int pgd_store_log_add(pgd_store *s, int64_t job_id, const char *level, const cha
         db_bind_int64(st, 1, job_id);
         db_bind_text(st, 2, level);
         db_bind_text(st, 3, visible);
+        db_bind_int64(st, 4, attempt);
         int rc = db_step(st);
+        bool added = rc == DB_ROW;
         if (rc == DB_ROW) {
             int64_t got = db_column_int64(st, 0);
             const char *at = db_column_text(st, 1);
@@ -147,7 +159,9 @@ int pgd_store_log_add(pgd_store *s, int64_t job_id, const char *level, const cha
                 ret = 0;
             }
         }
-        if (ret < 0 && rc == DB_NO_PARENT)
+        if (ret < 0 && rc == DB_DONE && !added)
+            store_run_over(s, job_id, attempt, "log a line of", err);
+        else if (ret < 0 && rc == DB_NO_PARENT)
             store_no_such_job(err, job_id);
         else if (ret < 0)
             store_fail(s, err, "insert log line");

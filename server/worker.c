@@ -34,6 +34,7 @@
 typedef struct run_ctx {
     worker *w;
     int64_t job_id;
+    int64_t attempt;            /* the run's: every write names it (store.h, "runs") */
     struct timespec last_progress;
     bool wrote_progress;
     bool cancel_checked;        /* the store was asked at least once */
@@ -45,6 +46,15 @@ typedef struct run_ctx {
 
 static void hook_progress(void *ctx, double fraction);
 
+/* A write the store refused because this run is no longer the job's (another attempt took it):
+ * the run stops at its next step, said once. Any other failure is the caller's to report. */
+static bool run_refused(run_ctx *r, const pgn_error *err) {
+    if (err->code != PGN_E_CONFLICT) return false;
+    if (!atomic_exchange(&r->w->lease_lost, true))
+        fprintf(stderr, "paragond: job %lld: %s; this run stops now\n", (long long)r->job_id, err->message);
+    return true;
+}
+
 static void hook_metric(void *ctx, const char *name, int64_t step, double value) {
     run_ctx *r = ctx;
     /* An inet reducer reports no fraction (none is known before the normal form); a program run
@@ -55,7 +65,8 @@ static void hook_metric(void *ctx, const char *name, int64_t step, double value)
         hook_progress(ctx, f < 0.99 ? f : 0.99);
     }
     pgn_error err;
-    if (pgd_store_metric_add(r->w->sched->store, r->job_id, name, step, value, &err) < 0)
+    if (pgd_store_metric_add(r->w->sched->store, r->job_id, r->attempt, name, step, value, &err) < 0 &&
+        !run_refused(r, &err))
         fprintf(stderr, "paragond: job %lld: metric %s step %lld not stored: %s\n",
                 (long long)r->job_id, name, (long long)step, err.message);
     pgd_events_metric(r->w->sched->events, r->job_id, name, step, value);
@@ -82,7 +93,7 @@ static void hook_rates(void *ctx, const pgn_measured_rates *rates) {
 
 static void hook_log(void *ctx, const char *line) {
     run_ctx *r = ctx;
-    pgd_events_job_log(r->w->sched->events, r->w->sched->store, r->job_id, "info", "%s", line);
+    pgd_events_job_log(r->w->sched->events, r->w->sched->store, r->job_id, r->attempt, "info", "%s", line);
 }
 
 static int64_t elapsed_ns(const struct timespec *a, const struct timespec *b) {
@@ -99,13 +110,15 @@ static void hook_progress(void *ctx, double fraction) {
     r->last_progress = now;
     r->wrote_progress = true;
     pgn_error err;
-    if (pgd_store_job_progress(r->w->sched->store, r->job_id, fraction, &err) < 0)
+    if (pgd_store_job_progress(r->w->sched->store, r->job_id, r->attempt, fraction, &err) < 0 &&
+        !run_refused(r, &err))
         fprintf(stderr, "paragond: job %lld: progress not stored: %s\n", (long long)r->job_id,
                 err.message);
     pgd_events_progress(r->w->sched->events, r->job_id, fraction);
 }
 
-/* Stops at shutdown, or when this job's cancel was requested. The first poll always asks the
+/* Stops at shutdown, when this job's cancel was requested, or when its lease was lost (another
+ * node may run it now: store.h, "runs"). The first poll always asks the
  * store (a cancel may have come between the claim and the run); later ones only after a cancel
  * request somewhere. The generation is read before the store, so a request committed after the
  * read bumps it again and is seen at the next poll. */
@@ -123,7 +136,32 @@ static bool hook_should_stop(void *ctx) {
                     (long long)r->job_id, err.message);
         r->cancel = requested;
     }
-    return r->cancel || atomic_load(&s->stopping);
+    return r->cancel || atomic_load(&s->stopping) || atomic_load(&r->w->lease_lost);
+}
+
+/* A checkpoint is written only while the run holds its job: its lease, renewed here, keeps any
+ * other run off the job (and its files) for a whole lease from now. When the store cannot be
+ * asked, the lease renewed last still holds for the rest of its time (half of it, for margin). */
+static bool hook_may_commit(void *ctx) {
+    run_ctx *r = ctx;
+    worker *w = r->w;
+    if (atomic_load(&w->lease_lost)) return false;
+    bool held = false;
+    pgn_error err;
+    if (pgd_store_lease_renew(w->sched->store, r->job_id, r->attempt, &held, &err) < 0) {
+        bool holds = pgn_now_ns() - atomic_load(&w->lease_renewed_ns) < w->sched->lease_ms * 500000LL;
+        fprintf(stderr, "paragond: job %lld: its lease cannot be renewed (%s): checkpoint %s\n",
+                (long long)r->job_id, err.message, holds ? "written within the lease it holds" : "not written");
+        return holds;
+    }
+    if (!held) {
+        fprintf(stderr, "paragond: job %lld: checkpoint not written: attempt %lld no longer holds the job\n",
+                (long long)r->job_id, (long long)r->attempt);
+        atomic_store(&w->lease_lost, true);
+        return false;
+    }
+    atomic_store(&w->lease_renewed_ns, pgn_now_ns());
+    return true;
 }
 
 /* ---- the device ------------------------------------------------------------------------- */
@@ -213,13 +251,13 @@ typedef struct run_end {
     const pgn_measured_rates *rates; /* END_BENCH: what the run measured of the device */
 } run_end;
 
-static int write_end(pgd_scheduler *s, int64_t id, const run_end *end, pgn_error *err) {
+static int write_end(pgd_scheduler *s, int64_t id, int64_t attempt, const run_end *end, pgn_error *err) {
     switch (end->kind) {
-    case END_BENCH: return pgd_store_bench_finish(s->store, id, end->result, end->rates, err);
-    case END_REQUEUE: return pgd_store_job_requeue(s->store, id, err);
+    case END_BENCH: return pgd_store_bench_finish(s->store, id, attempt, end->result, end->rates, err);
+    case END_REQUEUE: return pgd_store_job_requeue(s->store, id, attempt, err);
     case END_FINISH: break;
     }
-    return pgd_store_job_finish(s->store, id, end->state, end->result, end->error, err);
+    return pgd_store_job_finish(s->store, id, attempt, end->state, end->result, end->error, err);
 }
 
 /* Sleeps up to ms, or less when the scheduler stops. */
@@ -247,13 +285,13 @@ static void pause_worker(worker *w, int64_t ms) {
 static int record_end(worker *w, int64_t id, const run_end *end, pgn_error *err) {
     int64_t pause_ms = END_RETRY_FIRST_MS, waited_ms = 0;
     for (;;) {
-        if (write_end(w->sched, id, end, err) == 0) {
+        if (write_end(w->sched, id, atomic_load(&w->running_attempt), end, err) == 0) {
             if (waited_ms)
                 fprintf(stderr, "paragond: job %lld: its end is recorded, %.1f s late\n",
                         (long long)id, (double)waited_ms / 1000.0);
             return 0;
         }
-        if (err->code == PGN_E_CONFLICT) {
+        if (err->code == PGN_E_CONFLICT) { /* it ended already, or its run is over (a lost lease) */
             fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, err->message);
             return 0;
         }
@@ -298,14 +336,15 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
     pgn_error err;
     json_t *result = NULL;
     pgn_error_clear(&err);
-    run_ctx ctx = {.w = w, .job_id = id};
+    run_ctx ctx = {.w = w, .job_id = id, .attempt = attempt};
     pgn_run_hooks hooks = {.ctx = &ctx,
                            .on_metric = hook_metric,
                            .on_log = hook_log,
                            .on_progress = hook_progress,
                            .should_stop = hook_should_stop,
                            .on_text = hook_text,
-                           .on_rates = hook_rates};
+                           .on_rates = hook_rates,
+                           .may_commit = hook_may_commit};
 
     /* Each job keeps its checkpoint in <data dir>/jobs/<id>/; a job that runs again after a
      * restart resumes from it (bit-identically: the engine's resume is deterministic). */
@@ -324,7 +363,7 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
         snprintf(stale, sizeof stale, "%s/dist/committed", job_dir); /* a distributed job's */
         removed |= unlink(stale) == 0;
         if (removed)
-            pgd_events_job_log(s->events, s->store, id, "warn",
+            pgd_events_job_log(s->events, s->store, id, attempt, "warn",
                                "removed a checkpoint left in %s by an earlier job with this id", job_dir);
     }
     opts.checkpoint_on_stop = true; /* a shutdown loses no step; a cancel keeps what it learnt */
@@ -376,6 +415,9 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
 
     bool stopped = rc < 0 && err.code == PGN_E_CANCELLED;
     if (recorded) {
+    } else if (atomic_load(&w->lease_lost)) {
+        /* The run lost its lease (lease.c said why): the job is another run's now, or will be
+         * once the store recovers it; this run writes nothing more (its writes would be refused). */
     } else if (stopped && ctx.cancel) {
         /* Stopped because someone asked: it ends cancelled, saying where it stopped. */
         char message[sizeof err.message];
@@ -472,25 +514,19 @@ double sched_busy_seconds(pgd_scheduler *s, worker *w) {
 
 /* A claimed job: its running state, then "started" with the attempt (a later attempt resumes
  * from the job's checkpoint). */
-/* Publishes the job's start; returns its attempt (1 for a first run; 0 when unknown). */
-static int64_t announce_start(worker *w, int64_t id) {
+static void announce_start(worker *w, int64_t id, int64_t attempt) {
     pgd_scheduler *s = w->sched;
-    pgd_job job;
     pgn_error err;
-    if (pgd_events_job_changed(s->events, s->store, id, &job, &err) < 0) {
+    if (pgd_events_job_changed(s->events, s->store, id, NULL, &err) < 0)
         fprintf(stderr, "paragond: job %" PRId64 ": %s\n", id, err.message);
-        return 0;
-    }
-    pgd_events_job_log(s->events, s->store, id, "info", "started on %s (attempt %" PRId64 ")", w->info->id,
-                       job.attempts);
-    pgd_job_release(&job);
-    return job.attempts;
+    pgd_events_job_log(s->events, s->store, id, attempt, "info", "started on %s (attempt %" PRId64 ")",
+                       w->info->id, attempt);
 }
 
 /* After a run: a line saying how it ended, then the state, in that order, because a job's event
  * stream closes at its final state. Read back from the store, so every ending is told the same
  * way whoever decided it (the engine, a cancel, shutdown). */
-static void announce_end(worker *w, int64_t id) {
+static void announce_end(worker *w, int64_t id, int64_t run) {
     pgd_scheduler *s = w->sched;
     pgd_job job;
     pgn_error err;
@@ -499,28 +535,31 @@ static void announce_end(worker *w, int64_t id) {
         return;
     }
     int64_t attempt = job.attempts;
+    if (attempt != run) { /* its lease was lost and another run took it: that run tells its end */
+        pgd_job_release(&job);
+        return;
+    }
     switch (job.state) {
     case PGD_JOB_SUCCEEDED: {
         int64_t resumed = json_integer_value(json_object_get(job.result, "resumed_from_epoch"));
         char from[64] = "";
         if (resumed > 0) snprintf(from, sizeof from, ", resumed from epoch %" PRId64, resumed);
-        pgd_events_job_log(s->events, s->store, id, "info", "succeeded (attempt %" PRId64 "%s)",
+        pgd_events_job_log(s->events, s->store, id, 0, "info", "succeeded (attempt %" PRId64 "%s)",
                            attempt, from);
         break;
     }
     case PGD_JOB_FAILED:
-        pgd_events_job_log(s->events, s->store, id, "error", "failed (attempt %" PRId64 "): %s: %s",
+        pgd_events_job_log(s->events, s->store, id, 0, "error", "failed (attempt %" PRId64 "): %s: %s",
                            attempt, pgn_error_code_name(job.has_error ? job.error.code : PGN_E_INTERNAL),
                            job.has_error ? job.error.message : "");
         break;
     case PGD_JOB_CANCELLED:
-        pgd_events_job_log(s->events, s->store, id, "warn", "cancelled (attempt %" PRId64 ")",
+        pgd_events_job_log(s->events, s->store, id, 0, "warn", "cancelled (attempt %" PRId64 ")",
                            attempt);
         break;
     case PGD_JOB_QUEUED: /* at shutdown; else the store's line said why (a distributed job's ranks) */
         if (atomic_load(&s->stopping))
-            pgd_events_job_log(s->events, s->store, id, "warn",
-                               "interrupted by shutdown (attempt %" PRId64 "); queued again", attempt);
+            pgd_events_job_log(s->events, s->store, id, 0, "warn", "interrupted by shutdown (attempt %" PRId64 "); queued again", attempt);
         break;
     case PGD_JOB_RUNNING: break; /* its end could not be recorded: nothing to tell yet */
     }
@@ -540,16 +579,21 @@ void *sched_worker_main(void *arg) {
         pthread_mutex_unlock(&s->lock);
         /* Drain this device's queue; a notify that arrives meanwhile costs one empty claim. */
         while (!atomic_load(&s->stopping)) {
-            int64_t id;
+            int64_t id, attempt;
             json_t *spec;
             pgn_error err;
             /* Not while a submission is between its insert and its announcement: a job's
              * "queued" state and "placed" line go out before its "running" and "started". */
             pthread_mutex_lock(&s->admit);
-            int claimed = pgd_store_job_claim(s->store, w->info->id, &id, &spec, &err);
+            int claimed = pgd_store_job_claim(s->store, w->info->id, &id, &attempt, &spec, &err);
             /* Under the admit lock, so that a cancel never sees the job running with no
              * worker (it would end it). */
-            if (claimed == 0 && id) atomic_store(&w->running_job, id);
+            if (claimed == 0 && id) {
+                atomic_store(&w->lease_renewed_ns, pgn_now_ns());
+                atomic_store(&w->lease_lost, false);
+                atomic_store(&w->running_attempt, attempt);
+                atomic_store(&w->running_job, id);
+            }
             pthread_mutex_unlock(&s->admit);
             if (claimed < 0) {
                 /* The job stays queued; the next submission retries. */
@@ -558,9 +602,9 @@ void *sched_worker_main(void *arg) {
             }
             if (id == 0) break;
             busy_mark(w, true);
-            int64_t attempt = announce_start(w, id);
+            announce_start(w, id, attempt);
             run_job(w, id, spec, attempt);
-            announce_end(w, id);
+            announce_end(w, id, attempt);
             busy_mark(w, false);
             json_decref(spec);
         }

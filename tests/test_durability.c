@@ -1,6 +1,7 @@
 /* test_durability.c: what a job's row outlives: a shutdown mid-job (queued again, run by the next
- * start), rows queued before a start (run, or placed again when their device is gone), and a
- * fresh database over an old data dir (no other job's checkpoint is resumed). */
+ * start), rows queued before a start (run, or placed again when their device is gone), a fresh
+ * database over an old data dir (no other job's checkpoint is resumed), and a run that no longer
+ * holds its job (its lease: it stops, writes nothing more, and the job runs again). */
 #include "paragond_harness.h"
 
 #include <criterion/criterion.h>
@@ -120,4 +121,58 @@ Test(durability, a_fresh_database_over_an_old_data_dir_does_not_resume_another_j
     cr_assert(strstr(r.body, "removed a checkpoint left in"), "the log says so: %s", r.body);
     http_response_free(&r);
     stop_server(&s);
+}
+
+/* Another run takes the job from under a running one (as a node that lost the store and came
+ * back would find): the running one stops within a lease, its late writes are refused, and the
+ * job, whose lease then runs out, runs again from its last checkpoint to the weights an
+ * uninterrupted run reaches. */
+Test(durability, a_run_that_no_longer_holds_its_job_stops_and_the_job_runs_again_to_the_same_weights) {
+    const char *flags[] = {"--lease-seconds", "1", "--node", "node-a", NULL};
+    int err_fd;
+    server s = start_server_with(flags, "127.0.0.1", &err_fd);
+    char *spec = spec_with("\"epochs\":300", "\"epochs\":10000,\"checkpoint_every\":1000");
+    int64_t ref = submit(&s, spec);
+    json_t *done = wait_succeeded(&s, ref);
+    char sha[65];
+    snprintf(sha, sizeof sha, "%s", str(json_object_get(done, "result"), "weights_sha256"));
+    json_decref(done);
+
+    int64_t id = submit(&s, spec);
+    free(spec);
+    json_t *job = wait_state(&s, id, "running succeeded failed", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "running");
+    json_decref(job);
+    usleep(1500 * 1000); /* a checkpoint or two */
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(s.db, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    char *msg = NULL;
+    char sql[128];
+    snprintf(sql, sizeof sql, "UPDATE jobs SET attempts = attempts + 1 WHERE id = %lld AND state = 'running'",
+             (long long)id);
+    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, &msg), SQLITE_OK, "%s", msg ? msg : "");
+    cr_assert_eq(sqlite3_changes(db), 1, "caught running");
+    sqlite3_close(db);
+
+    job = wait_succeeded(&s, id);
+    cr_assert_str_eq(str(json_object_get(job, "result"), "weights_sha256"), sha,
+                     "the run that took over reaches the uninterrupted run's weights");
+    cr_assert_eq(json_integer_value(json_object_get(job, "attempts")), 3,
+                 "attempt 1 stopped, attempt 2 (taken from under it) ran nowhere, attempt 3 finished");
+    json_decref(job);
+    cr_assert_eq(count_rows(&s, "SELECT count(*) FROM job_runs WHERE job_id = ?1 AND node = 'node-a'", id), 2);
+    cr_assert_eq(count_rows(&s, "SELECT count(*) FROM job_runs WHERE job_id = ?1 AND attempt = 3"
+                                " AND outcome = 'succeeded'", id), 1);
+    int64_t told = count_rows(&s, "SELECT count(*) FROM logs WHERE job_id = ?1 AND line LIKE"
+                                  " '%stopped renewing the run''s lease%'", id);
+    if (told != 1) {
+        char *all = NULL;
+        run_cli(&s, "logs 2", &all, NULL);
+        cr_assert_eq(told, 1, "%s", all ? all : "");
+    }
+    char *err = stop_server_with(&s, err_fd);
+    cr_assert(strstr(err, "job 2: attempt 1 is no longer the job's") || strstr(err, "its attempt 1 is over"), "%s", err);
+    cr_assert(strstr(err, "stops now"), "%s", err);
+    free(err);
 }

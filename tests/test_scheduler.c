@@ -268,9 +268,9 @@ Test(scheduler, a_cancel_of_a_running_job_that_no_worker_runs_ends_it) {
     /* Running in the store, on a device this scheduler has no worker for. */
     int64_t id = queue_inet(s, "gone-device", "@main = 1");
     pgn_error err;
-    int64_t claimed;
+    int64_t claimed, attempt;
     json_t *spec;
-    cr_assert_eq(pgd_store_job_claim(s, "gone-device", &claimed, &spec, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_job_claim(s, "gone-device", &claimed, &attempt, &spec, &err), 0, "%s", err.message);
     cr_assert_eq(claimed, id);
     json_decref(spec);
 

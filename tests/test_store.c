@@ -218,7 +218,7 @@ static int finish_json(pgd_store *s, int64_t id, pgd_job_state state, const json
                        const json_t *error, pgn_error *err) {
     pgn_error e;
     if (error) pgd_error_from_json(error, &e);
-    return pgd_store_job_finish(s, id, state, result, error ? &e : NULL, err);
+    return pgd_store_job_finish(s, id, 0, state, result, error ? &e : NULL, err);
 }
 
 static pgn_job_kind kind_of(const char *name) {
@@ -260,15 +260,21 @@ static void assert_timestamp(const char *t) {
               "timestamp '%s' is not ISO-8601 UTC with milliseconds", t);
 }
 
-static int64_t claim(pgd_store *s, const char *device) {
+/* Claims the oldest queued job on device: its id (0: none queued there), its run's attempt. */
+static int64_t claim_run(pgd_store *s, const char *device, int64_t *attempt) {
     int64_t id = -1;
     json_t *spec = NULL;
     pgn_error err;
-    cr_assert_eq(pgd_store_job_claim(s, device, &id, &spec, &err), 0, "claim: %s", err.message);
-    if (id) cr_assert(json_is_object(spec), "a claimed job comes with its spec");
+    cr_assert_eq(pgd_store_job_claim(s, device, &id, attempt, &spec, &err), 0, "claim: %s", err.message);
+    if (id) cr_assert(json_is_object(spec) && *attempt > 0, "a claimed job comes with its spec and attempt");
     else cr_assert_null(spec);
     json_decref(spec);
     return id;
+}
+
+static int64_t claim(pgd_store *s, const char *device) {
+    int64_t attempt;
+    return claim_run(s, device, &attempt);
 }
 
 /* ---- migrations ------------------------------------------------------------------------- */
@@ -517,11 +523,11 @@ Test(store, finish_records_result_or_error_once) {
     cr_assert_eq(claim(s, "d"), bad);
     pgn_error err;
 
-    cr_assert_eq(pgd_store_job_progress(s, ok, 0.25, &err), 0);
+    cr_assert_eq(pgd_store_job_progress(s, ok, 0, 0.25, &err), 0);
     json_t *o = get(s, ok);
     cr_assert_float_eq(json_real_value(json_object_get(o, "progress")), 0.25, 1e-12);
     json_decref(o);
-    cr_assert_eq(pgd_store_job_progress(s, ok, 7.0, &err), 0);
+    cr_assert_eq(pgd_store_job_progress(s, ok, 0, 7.0, &err), 0);
     o = get(s, ok);
     cr_assert_float_eq(json_real_value(json_object_get(o, "progress")), 1.0, 1e-12,
                        "progress is clamped to 1");
@@ -553,7 +559,7 @@ Test(store, finish_records_result_or_error_once) {
     cr_assert_eq(finish_json(s, ok, PGD_JOB_FAILED, NULL, ej, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
     cr_assert(strstr(err.message, "it is succeeded"), "%s", err.message);
-    cr_assert_eq(pgd_store_job_progress(s, ok, 0.5, &err), -1);
+    cr_assert_eq(pgd_store_job_progress(s, ok, 0, 0.5, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
     cr_assert_eq(finish_json(s, 999, PGD_JOB_FAILED, NULL, ej, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
@@ -645,8 +651,8 @@ Test(store, metrics_are_ordered_filtered_and_replaced) {
     int64_t id = insert(s, "train", "m", "d");
     pgn_error err;
     for (int step = 4; step >= 0; step--) { /* written out of order on purpose */
-        cr_assert_eq(pgd_store_metric_add(s, id, "loss", step, 1.0 / (step + 1), &err), 0);
-        cr_assert_eq(pgd_store_metric_add(s, id, "accuracy", step, step / 4.0, &err), 0);
+        cr_assert_eq(pgd_store_metric_add(s, id, 0, "loss", step, 1.0 / (step + 1), &err), 0);
+        cr_assert_eq(pgd_store_metric_add(s, id, 0, "accuracy", step, step / 4.0, &err), 0);
     }
     json_t *m;
     cr_assert_eq(pgd_store_metrics_list(s, id, NULL, false, 0, &m, &err), 0);
@@ -669,8 +675,8 @@ Test(store, metrics_are_ordered_filtered_and_replaced) {
     json_decref(m);
 
     /* A re-run of a step (after a restart) replaces it; a NaN reads back as null. */
-    cr_assert_eq(pgd_store_metric_add(s, id, "loss", 4, 0.5, &err), 0);
-    cr_assert_eq(pgd_store_metric_add(s, id, "loss", 5, NAN, &err), 0);
+    cr_assert_eq(pgd_store_metric_add(s, id, 0, "loss", 4, 0.5, &err), 0);
+    cr_assert_eq(pgd_store_metric_add(s, id, 0, "loss", 5, NAN, &err), 0);
     cr_assert_eq(pgd_store_metrics_list(s, id, "loss", true, 3, &m, &err), 0);
     cr_assert_eq(json_array_size(m), 2);
     cr_assert_float_eq(json_real_value(json_object_get(json_array_get(m, 0), "value")), 0.5,
@@ -682,7 +688,7 @@ Test(store, metrics_are_ordered_filtered_and_replaced) {
     cr_assert_eq(json_array_size(m), 0);
     json_decref(m);
 
-    cr_assert_eq(pgd_store_metric_add(s, 777, "loss", 0, 1.0, &err), -1);
+    cr_assert_eq(pgd_store_metric_add(s, 777, 0, "loss", 0, 1.0, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
     m = (json_t *)1;
     cr_assert_eq(pgd_store_metrics_list(s, 777, NULL, false, 0, &m, &err), -1);
@@ -830,7 +836,7 @@ Test(store, a_placement_is_kept_in_typed_columns_and_read_back_as_it_was_made) {
     cr_assert_eq(claim(s, "cpu-b"), id);
     cr_assert_eq(pgd_store_queue_seconds(s, "cpu-b", &q, &err), 0, "%s", err.message);
     cr_assert_eq(q, 0.158, "a running job still counts");
-    cr_assert_eq(pgd_store_job_finish(s, id, PGD_JOB_SUCCEEDED, NULL, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_job_finish(s, id, 0, PGD_JOB_SUCCEEDED, NULL, NULL, &err), 0, "%s", err.message);
     cr_assert_eq(pgd_store_queue_seconds(s, "cpu-b", &q, &err), 0, "%s", err.message);
     cr_assert_eq(q, 0, "a finished job does not");
 
@@ -1082,7 +1088,7 @@ Test(store, rates_are_the_newest_each_run_measured_and_go_with_their_job) {
     /* deleting the newer job withdraws its run from the cost model */
     cr_assert_eq(claim(s, "cpu-1"), old);
     cr_assert_eq(claim(s, "cpu-1"), new);
-    cr_assert_eq(pgd_store_job_finish(s, new, PGD_JOB_FAILED, NULL, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_job_finish(s, new, 0, PGD_JOB_FAILED, NULL, NULL, &err), 0, "%s", err.message);
     cr_assert_eq(pgd_store_job_delete(s, new, &err), 0, "%s", err.message);
     cr_assert_eq(pgd_store_rates_latest(s, "cpu-1", &m, &err), 0, "%s", err.message);
     cr_assert_eq(m.gflops, 100, "the older run's again");
@@ -1107,7 +1113,7 @@ Test(store, bench_finish_stores_rows_and_success_together_or_neither) {
                                bench_row("gemm", "N=128", "d", 1),
                                bench_row("gemm", "N=256", "d", 2));
     pgn_measured_rates rates = {.device = "d", .gflops = 42};
-    cr_assert_eq(pgd_store_bench_finish(s, ok, result, &rates, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_finish(s, ok, 0, result, &rates, &err), 0, "%s", err.message);
     pgn_measured_rates m;
     cr_assert_eq(pgd_store_rates_latest(s, "d", &m, &err), 0, "%s", err.message);
     cr_assert_eq(m.gflops, 42, "the rates are stored with the rows");
@@ -1121,7 +1127,7 @@ Test(store, bench_finish_stores_rows_and_success_together_or_neither) {
     json_decref(l);
 
     /* Finished already: conflict, and no second copy of the rows. */
-    cr_assert_eq(pgd_store_bench_finish(s, ok, result, NULL, &err), -1);
+    cr_assert_eq(pgd_store_bench_finish(s, ok, 0, result, NULL, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
     l = bench_list(s, NULL, NULL, 100);
     cr_assert_eq(json_array_size(l), 2);
@@ -1130,14 +1136,14 @@ Test(store, bench_finish_stores_rows_and_success_together_or_neither) {
     /* A bad row: the job is not marked succeeded and nothing is stored. */
     json_t *broken = json_pack("{s:[{s:s}]}", "rows", "suite", "gemm");
     pgn_measured_rates other = {.device = "d", .gflops = 7};
-    cr_assert_eq(pgd_store_bench_finish(s, bad, broken, &other, &err), -1);
+    cr_assert_eq(pgd_store_bench_finish(s, bad, 0, broken, &other, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "invalid_row");
     cr_assert_str_eq(err.field, "rows[0].case");
     o = get(s, bad);
     cr_assert_str_eq(str(o, "state"), "running");
     json_decref(o);
     json_t *no_rows = json_pack("{s:s}", "suite", "gemm");
-    cr_assert_eq(pgd_store_bench_finish(s, bad, no_rows, NULL, &err), -1);
+    cr_assert_eq(pgd_store_bench_finish(s, bad, 0, no_rows, NULL, &err), -1);
     cr_assert_str_eq(err.field, "rows");
     cr_assert_eq(pgd_store_rates_latest(s, "d", &m, &err), 0, "%s", err.message);
     cr_assert_eq(m.gflops, 42, "a refused run's rates are not stored either");
@@ -1146,8 +1152,8 @@ Test(store, bench_finish_stores_rows_and_success_together_or_neither) {
     json_decref(l);
 
     /* A queued job may finish too (as pgd_store_job_finish allows); a missing one may not. */
-    cr_assert_eq(pgd_store_bench_finish(s, queued, result, NULL, &err), 0, "%s", err.message);
-    cr_assert_eq(pgd_store_bench_finish(s, 4242, result, NULL, &err), -1);
+    cr_assert_eq(pgd_store_bench_finish(s, queued, 0, result, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_bench_finish(s, 4242, 0, result, NULL, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
     pgd_store_close(s);
 
@@ -1209,7 +1215,7 @@ Test(store, restart_puts_running_jobs_back_in_the_queue) {
     int64_t wait = insert(s, "train", "waiting", "d");
     cr_assert_eq(claim(s, "d"), run);
     pgn_error err;
-    cr_assert_eq(pgd_store_job_progress(s, run, 0.5, &err), 0);
+    cr_assert_eq(pgd_store_job_progress(s, run, 0, 0.5, &err), 0);
     pgd_store_close(s); /* the process "dies" with the job running */
 
     s = open_store();
@@ -1238,8 +1244,8 @@ Test(store, restart_puts_running_jobs_back_in_the_queue) {
     json_decref(o);
 
     /* A shutdown mid-run requeues the same way; reassign moves a queued job. */
-    cr_assert_eq(pgd_store_job_requeue(s, run, &err), 0);
-    cr_assert_eq(pgd_store_job_requeue(s, wait, &err), -1);
+    cr_assert_eq(pgd_store_job_requeue(s, run, 0, &err), 0);
+    cr_assert_eq(pgd_store_job_requeue(s, wait, 0, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
     cr_assert_eq(pgd_store_job_reassign(s, wait, "other", &err), 0);
     cr_assert_eq(claim(s, "other"), wait);
@@ -1265,11 +1271,11 @@ static void *hammer(void *p) {
                            .device = "shared", .spec = spec};
         int64_t id;
         if (pgd_store_jobs_insert(a->s, &job, 1, &id, &err) == 0)
-            pgd_store_metric_add(a->s, id, "loss", 0, 1.0, &err);
+            pgd_store_metric_add(a->s, id, 0, "loss", 0, 1.0, &err);
         json_decref(spec);
         json_t *got = NULL;
-        int64_t cid = 0;
-        if (pgd_store_job_claim(a->s, "shared", &cid, &got, &err) == 0 && cid)
+        int64_t cid = 0, run = 0;
+        if (pgd_store_job_claim(a->s, "shared", &cid, &run, &got, &err) == 0 && cid)
             a->claimed[a->n_claimed++] = cid;
         json_decref(got);
     }
@@ -1367,7 +1373,7 @@ Test(store, a_requested_cancel_survives_a_shutdown_and_a_crash) {
     cr_assert_eq(cancel_json(s, a, &job, &err), 0);
     json_decref(job);
     /* A shutdown puts a running job back in the queue, unless it was asked to stop. */
-    cr_assert_eq(pgd_store_job_requeue(s, a, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_job_requeue(s, a, 0, &err), 0, "%s", err.message);
     job = get(s, a);
     cr_assert_str_eq(str(job, "state"), "cancelled");
     cr_assert_str_eq(str(json_object_get(job, "error"), "code"), "cancelled");
@@ -1447,7 +1453,7 @@ Test(store, a_job_interrupted_max_attempts_times_fails_as_crashed) {
     /* A graceful requeue (SIGTERM) is not an interruption. */
     int64_t other = insert(s, "inet", "stopped politely", "d");
     cr_assert_eq(claim(s, "d"), other);
-    cr_assert_eq(pgd_store_job_requeue(s, other, &err), 0);
+    cr_assert_eq(pgd_store_job_requeue(s, other, 0, &err), 0);
     json_t *job = get(s, other);
     cr_assert_eq(json_integer_value(json_object_get(job, "interrupted")), 0);
     json_decref(job);
@@ -1501,8 +1507,8 @@ Test(store, delete_takes_a_finished_job_with_its_rows_in_one_go) {
     int64_t done = insert(s, "bench", "done", "d");
     int64_t other = insert(s, "train", "other", "d");
     pgn_error err;
-    cr_assert_eq(pgd_store_metric_add(s, done, "loss", 1, 0.5, &err), 0);
-    cr_assert_eq(pgd_store_metric_add(s, other, "loss", 1, 0.5, &err), 0);
+    cr_assert_eq(pgd_store_metric_add(s, done, 0, "loss", 1, 0.5, &err), 0);
+    cr_assert_eq(pgd_store_metric_add(s, other, 0, "loss", 1, 0.5, &err), 0);
     json_t *rows = json_pack("[{s:s, s:s, s:s, s:f}]", "suite", "gemm", "case", "N=128", "device",
                              "d", "gflops", 1.5);
     cr_assert_eq(pgd_store_bench_add(s, done, rows, NULL, &err), 0, "%s", err.message);
@@ -1552,13 +1558,13 @@ Test(store, log_lines_count_from_one_per_job_and_go_with_their_job) {
     char at[32];
     const char *lines[] = {"placed on d", "started on d (attempt 1)", "done"};
     for (int i = 0; i < 3; i++) {
-        cr_assert_eq(pgd_store_log_add(s, a, i == 2 ? "warn" : "info", lines[i], &seq, at, &err), 0,
+        cr_assert_eq(pgd_store_log_add(s, a, 0, i == 2 ? "warn" : "info", lines[i], &seq, at, &err), 0,
                      "%s", err.message);
         cr_assert_eq(seq, i + 1);
         assert_timestamp(at);
     }
     /* Bytes that are not UTF-8 are kept in the file and read back as '?'. */
-    cr_assert_eq(pgd_store_log_add(s, b, "error", "bad \xff byte\nsecond line", &seq, at, &err), 0);
+    cr_assert_eq(pgd_store_log_add(s, b, 0, "error", "bad \xff byte\nsecond line", &seq, at, &err), 0);
     cr_assert_eq(seq, 1, "each job counts its own lines");
 
     json_t *got;
@@ -1583,10 +1589,10 @@ Test(store, log_lines_count_from_one_per_job_and_go_with_their_job) {
     json_decref(got);
 
     /* Bad input: an unknown job, an unknown level; nothing is stored. */
-    cr_assert_eq(pgd_store_log_add(s, 99, "info", "x", &seq, at, &err), -1);
+    cr_assert_eq(pgd_store_log_add(s, 99, 0, "info", "x", &seq, at, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "not_found");
     cr_assert_str_eq(err.message, "job 99 does not exist");
-    cr_assert_eq(pgd_store_log_add(s, a, "loud", "x", &seq, at, &err), -1);
+    cr_assert_eq(pgd_store_log_add(s, a, 0, "loud", "x", &seq, at, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "store");
     cr_assert(strstr(err.message, "CHECK") || strstr(err.message, "check constraint"), "%s", err.message);
     cr_assert_eq(pgd_store_logs_list(s, 99, 0, &got, &err), -1);
@@ -1670,5 +1676,181 @@ Test(store, a_submission_key_is_taken_once) {
     cr_assert_eq(pgd_store_submission_get(s, "k-2", &found, sha, &first, &got, &n, &err), 0);
     cr_assert(!found && n == 0 && got == NULL);
     json_decref(spec);
+    pgd_store_close(s);
+}
+
+/* ---- runs: claims, leases, fencing ------------------------------------------------------- */
+
+/* The first column of every row of sql in order, as one "a,b,c" text (the caller frees). */
+static char *raw_column(const char *sql) {
+    raw_conn *db = raw_db();
+    char wrapped[512];
+    snprintf(wrapped, sizeof wrapped,
+             on_postgresql() ? "WITH r(v) AS (%s) SELECT string_agg(CAST(v AS TEXT), ',' ORDER BY v) FROM r"
+                             : "WITH r(v) AS (%s) SELECT group_concat(v, ',') FROM (SELECT v FROM r ORDER BY v)",
+             sql);
+    char *out = raw_text(db, wrapped);
+    raw_close(db);
+    return out ? out : strdup("");
+}
+
+Test(store, a_run_writes_only_while_it_is_the_jobs_attempt) {
+    pgd_store *s = open_store();
+    pgd_store_set_node(s, "node-a", 0);
+    int64_t id = insert(s, "train", "fenced", "d"), first = 0, second = 0;
+    cr_assert_eq(claim_run(s, "d", &first), id);
+    cr_assert_eq(first, 1);
+    pgn_error err;
+    int64_t seq;
+    char at[32];
+    cr_assert_eq(pgd_store_job_progress(s, id, first, 0.5, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_metric_add(s, id, first, "loss", 1, 0.25, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_log_add(s, id, first, "info", "from the first run", &seq, at, &err), 0, "%s", err.message);
+    /* a run that is not the job's writes nothing */
+    cr_assert_eq(pgd_store_job_progress(s, id, 7, 0.9, &err), -1);
+    cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
+    cr_assert(strstr(err.message, "attempt 7 is over (the job is on attempt 1, running)"), "%s", err.message);
+
+    /* The first run goes back to the queue (its node stopped), a second one claims it. */
+    cr_assert_eq(pgd_store_job_requeue(s, id, first, &err), 0, "%s", err.message);
+    pgd_store_set_node(s, "node-b", 0);
+    cr_assert_eq(claim_run(s, "d", &second), id);
+    cr_assert_eq(second, 2);
+
+    /* Every late write of the first run is refused, naming the attempt that is the job's now. */
+    cr_assert_eq(pgd_store_job_progress(s, id, first, 0.75, &err), -1);
+    cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
+    cr_assert(strstr(err.message, "attempt 1 is over (the job is on attempt 2, running)"), "%s", err.message);
+    cr_assert_eq(pgd_store_metric_add(s, id, first, "loss", 2, 0.125, &err), -1);
+    cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
+    cr_assert_eq(pgd_store_log_add(s, id, first, "info", "late", &seq, at, &err), -1);
+    cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
+    cr_assert_eq(pgd_store_job_finish(s, id, first, PGD_JOB_SUCCEEDED, NULL, NULL, &err), -1);
+    cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
+    cr_assert_eq(pgd_store_job_requeue(s, id, first, &err), -1);
+    cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
+    bool held = true;
+    cr_assert_eq(pgd_store_lease_renew(s, id, first, &held, &err), 0, "%s", err.message);
+    cr_assert_not(held, "the first run's lease is not renewed");
+
+    /* The second run's writes go in, and it ends the job. */
+    cr_assert_eq(pgd_store_lease_renew(s, id, second, &held, &err), 0, "%s", err.message);
+    cr_assert(held);
+    cr_assert_eq(pgd_store_metric_add(s, id, second, "loss", 2, 0.0625, &err), 0, "%s", err.message);
+    json_t *result = json_pack("{s:f}", "loss", 0.0625);
+    cr_assert_eq(pgd_store_job_finish(s, id, second, PGD_JOB_SUCCEEDED, result, NULL, &err), 0, "%s", err.message);
+    json_decref(result);
+    cr_assert_eq(pgd_store_job_finish(s, id, second, PGD_JOB_FAILED, NULL, NULL, &err), -1, "one final state");
+    cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
+
+    json_t *m;
+    cr_assert_eq(pgd_store_metrics_list(s, id, "loss", false, 0, &m, &err), 0, "%s", err.message);
+    cr_assert_eq(json_array_size(m), 2);
+    cr_assert_eq(json_real_value(json_object_get(json_array_get(m, 1), "value")), 0.0625,
+                 "step 2 is the second run's value, not the first run's late one");
+    json_decref(m);
+    json_t *logs;
+    cr_assert_eq(pgd_store_logs_list(s, id, 0, &logs, &err), 0, "%s", err.message);
+    cr_assert_eq(json_array_size(logs), 1, "the late line was not stored");
+    json_decref(logs);
+
+    /* Each run is kept: where it ran and how it ended. */
+    char *runs = raw_column("SELECT attempt || ':' || node || ':' || device || ':' || outcome"
+                            " FROM job_runs ORDER BY attempt");
+    cr_assert_str_eq(runs, "1:node-a:d:queued,2:node-b:d:succeeded");
+    free(runs);
+    pgd_store_close(s);
+}
+
+Test(store, a_run_whose_lease_runs_out_is_recovered_once_and_fenced) {
+    pgd_store *s = open_store();
+    pgd_store_set_node(s, "node-a", 50); /* a lease of 50 ms */
+    int64_t lapsed = insert(s, "train", "lapses", "d"), kept = insert(s, "train", "renewed", "e");
+    int64_t run = 0, other = 0;
+    cr_assert_eq(claim_run(s, "d", &run), lapsed);
+    cr_assert_eq(claim_run(s, "e", &other), kept);
+    pgn_error err;
+    pgd_recovery rec;
+    cr_assert_eq(pgd_store_recover_expired(s, 3, &rec, &err), 0, "%s", err.message);
+    cr_assert_eq(rec.requeued + rec.crashed + rec.cancelled, 0, "both leases still hold");
+
+    /* job `kept` renews its lease; `lapsed` does not */
+    pgd_store_set_node(s, "node-a", 5000);
+    usleep(120 * 1000);
+    bool held = false;
+    cr_assert_eq(pgd_store_lease_renew(s, kept, other, &held, &err), 0, "%s", err.message);
+    cr_assert(held);
+    cr_assert_eq(pgd_store_recover_expired(s, 3, &rec, &err), 0, "%s", err.message);
+    cr_assert_eq(rec.requeued, 1);
+    cr_assert_eq(rec.crashed + rec.cancelled, 0);
+    cr_assert_eq(pgd_store_recover_expired(s, 3, &rec, &err), 0, "%s", err.message);
+    cr_assert_eq(rec.requeued + rec.crashed + rec.cancelled, 0, "recovered once");
+
+    json_t *o = get(s, lapsed);
+    cr_assert_str_eq(json_string_value(json_object_get(o, "state")), "queued");
+    cr_assert_eq(json_integer_value(json_object_get(o, "interrupted")), 1);
+    json_decref(o);
+    o = get(s, kept);
+    cr_assert_str_eq(json_string_value(json_object_get(o, "state")), "running");
+    json_decref(o);
+    json_t *logs;
+    cr_assert_eq(pgd_store_logs_list(s, lapsed, 0, &logs, &err), 0, "%s", err.message);
+    const char *line = json_string_value(json_object_get(json_array_get(logs, json_array_size(logs) - 1), "line"));
+    cr_assert(line && strstr(line, "stopped renewing the run's lease"), "%s", line ? line : "(none)");
+    json_decref(logs);
+
+    /* the lapsed run, back from wherever it was, can write nothing and renew nothing */
+    cr_assert_eq(pgd_store_lease_renew(s, lapsed, run, &held, &err), 0);
+    cr_assert_not(held);
+    cr_assert_eq(pgd_store_job_finish(s, lapsed, run, PGD_JOB_SUCCEEDED, NULL, NULL, &err), -1);
+    cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
+    cr_assert(strstr(err.message, "it is queued"), "%s", err.message);
+    pgd_store_close(s);
+}
+
+/* Two stores on one database are two nodes: each claim gives a job to one of them only. */
+typedef struct node_arg {
+    pgd_store *s;
+    int64_t claimed[64];
+    int n;
+} node_arg;
+
+static void *claim_all(void *p) {
+    node_arg *a = p;
+    for (;;) {
+        int64_t id = 0, attempt = 0;
+        json_t *spec = NULL;
+        pgn_error err;
+        if (pgd_store_job_claim(a->s, "shared", &id, &attempt, &spec, &err) < 0) {
+            if (err.code == PGN_E_STORE_UNAVAILABLE) continue; /* SQLite: the other node writes */
+            cr_assert_fail("claim: %s", err.message);
+        }
+        json_decref(spec);
+        if (!id) return NULL;
+        a->claimed[a->n++] = id;
+    }
+}
+
+Test(store, two_nodes_claiming_at_once_never_take_one_job_twice) {
+    pgd_store *s = open_store();
+    for (int i = 0; i < 60; i++) insert(s, "train", "one", "shared");
+    node_arg nodes[2] = {{.s = s}, {.s = open_store()}};
+    pgd_store_set_node(nodes[0].s, "node-a", 0);
+    pgd_store_set_node(nodes[1].s, "node-b", 0);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, claim_all, &nodes[i]);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    cr_assert_eq(nodes[0].n + nodes[1].n, 60, "every job claimed: %d + %d", nodes[0].n, nodes[1].n);
+    bool seen[61] = {false};
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < nodes[i].n; k++) {
+            int64_t id = nodes[i].claimed[k];
+            cr_assert(id >= 1 && id <= 60 && !seen[id], "job %lld claimed twice", (long long)id);
+            seen[id] = true;
+        }
+    char *attempts = raw_column("SELECT DISTINCT attempts FROM jobs");
+    cr_assert_str_eq(attempts, "1");
+    free(attempts);
+    pgd_store_close(nodes[1].s);
     pgd_store_close(s);
 }

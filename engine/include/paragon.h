@@ -535,6 +535,10 @@ typedef struct pgn_run_hooks {
     void (*on_text)(void *ctx, int64_t index, const char *text, size_t len);
     /* bench: what a run that succeeded measured of its device's rates, for the cost model */
     void (*on_rates)(void *ctx, const struct pgn_measured_rates *rates);
+    /* train: asked before each checkpoint is written; false: the run no longer holds its job
+     * (a service's lease on it ran out: another run may own the job's files now), so nothing is
+     * written and the run stops. NULL: always written. */
+    bool (*may_commit)(void *ctx);
 } pgn_run_hooks;
 
 /* A log line through h->on_log, formatted (at most 1023 bytes); nothing when h or on_log is NULL. */

@@ -127,6 +127,10 @@ int pgn_checkpoint_save(const pgn_train_state *tr, int epochs_done, int epoch_st
                         pgn_error *err) {
     char path[PGN_PATH_MAX * 2];
     if (!checkpoint_path(tr, path, sizeof path)) return 0;
+    if (tr->hooks && tr->hooks->may_commit && !tr->hooks->may_commit(tr->hooks->ctx)) {
+        pgn_error_set(err, PGN_E_CANCELLED, "", "checkpoint not written: this run no longer holds its job");
+        return -1;
+    }
     st_list l;
     if (checkpoint_entries(tr, epoch_step, &l, err)) return -1;
     json_t *key = resume_key(tr->spec);

@@ -52,7 +52,8 @@ static pgn_train_state state_of(lm *m) {
                              .stats = &m->train_stats,
                              .steps_per_epoch = m->spec->train.steps,
                              .epochs = 1,
-                             .corpus = &m->corpus};
+                             .corpus = &m->corpus,
+                             .hooks = m->hooks};
 }
 
 static void lm_free(lm *m) {

@@ -417,6 +417,7 @@ typedef struct pgn_train_state {
     int n_extra;
     pgn_train_report *report; /* mlp: saved with a finished run (epochs_done == epochs); a load of
                                  one fills it (each figure the metadata lacks NaN); NULL: neither */
+    const pgn_run_hooks *hooks; /* may_commit, asked before a save (NULL: none) */
 } pgn_train_state;
 
 /* Writes <dir>/PGN_CHECKPOINT_FILE atomically: epochs_done whole epochs, then epoch_step steps

@@ -126,7 +126,8 @@ static pgn_train_state state_of(trainer *tr) {
                              .stats = &tr->stats,
                              .steps_per_epoch = tr->steps_per_epoch,
                              .epochs = tr->spec->train.epochs,
-                             .report = &tr->report};
+                             .report = &tr->report,
+                             .hooks = tr->hooks};
 }
 
 static void trainer_free(trainer *tr) {
