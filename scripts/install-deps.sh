@@ -3,6 +3,7 @@
 # present. Works as root or through sudo, non-interactively (CI has no standard input).
 #   scripts/install-deps.sh          what building and running paragond needs
 #   scripts/install-deps.sh --test   plus what the test suite needs
+#   scripts/install-deps.sh --cluster  plus the PostgreSQL server scripts/cluster.sh starts
 set -euo pipefail
 
 packages=(
@@ -21,8 +22,12 @@ case "${1:-}" in
     packages+=(libcriterion-dev oclgrind chromium nodejs postgresql)
     command -v npm >/dev/null 2>&1 || packages+=(npm)
     ;;
+  --cluster)
+    # scripts/cluster.sh: a throwaway PostgreSQL server for the nodes' store
+    packages+=(postgresql)
+    ;;
   "") ;;
-  *) echo "install-deps.sh: unknown option '$1' (expected --test or nothing)" >&2; exit 2 ;;
+  *) echo "install-deps.sh: unknown option '$1' (expected --test, --cluster or nothing)" >&2; exit 2 ;;
 esac
 
 missing=()

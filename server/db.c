@@ -50,6 +50,10 @@ bool db_column_is_null(db_stmt *st, int col) { return st->db->ops->column_is_nul
 int64_t db_column_int64(db_stmt *st, int col) { return st->db->ops->column_int64(st, col); }
 double db_column_double(db_stmt *st, int col) { return st->db->ops->column_double(st, col); }
 const char *db_column_text(db_stmt *st, int col) { return st->db->ops->column_text(st, col); }
-int db_hold_alone(pgd_db *db, pgn_error *err) { return db->ops->hold_alone(db, err); }
+int db_hold_name(pgd_db *db, const char *name, pgn_error *err) { return db->ops->hold_name(db, name, err); }
+int db_listen(pgd_db *db, const char *channel, pgn_error *err) { return db->ops->listen(db, channel, err); }
+int db_notifications(pgd_db *db, int timeout_ms, int64_t *out, size_t max, size_t *n, pgn_error *err) {
+    return db->ops->notifications(db, timeout_ms, out, max, n, err);
+}
 int64_t db_changes(pgd_db *db) { return db->ops->changes(db); }
 int db_fail(pgd_db *db, pgn_error *err, const char *what) { return db->ops->fail(db, err, what); }

@@ -65,11 +65,20 @@ int64_t db_column_int64(db_stmt *st, int col);
 double db_column_double(db_stmt *st, int col);
 const char *db_column_text(db_stmt *st, int col);
 
-/* Makes this connection the only one of its kind on the database (one paragond per store):
- * SQLite's is a file lock taken before the store opens (lock.c), so this holds nothing there;
- * on PostgreSQL a session advisory lock, taken again when a lost connection is made again.
- * Code "locked" when another connection holds it. */
-int db_hold_alone(pgd_db *db, pgn_error *err);
+/* Makes this connection the only one on the database that holds name (one paragond per node
+ * id on a store): on PostgreSQL a session advisory lock keyed by the name, which the server drops
+ * when the connection ends (a node that died holds nothing), taken again when a lost connection
+ * is made again. SQLite's store has one paragond, held by a file lock taken before it opens
+ * (lock.c): this holds nothing there. Code "locked" when another connection holds the name. */
+int db_hold_name(pgd_db *db, const char *name, pgn_error *err);
+
+/* Listens on channel (PostgreSQL's LISTEN; again after a lost connection is made again). 1 when
+ * listening, 0 where the engine has no notifications (SQLite: one process writes the store). */
+int db_listen(pgd_db *db, const char *channel, pgn_error *err);
+/* Waits up to timeout_ms for notifications, putting up to max payloads' numbers (each the
+ * payload read as a decimal integer) into out: *n of them. -1 with err when the connection
+ * failed (the next call makes it again). */
+int db_notifications(pgd_db *db, int timeout_ms, int64_t *out, size_t max, size_t *n, pgn_error *err);
 
 /* Rows the last INSERT, UPDATE or DELETE changed. */
 int64_t db_changes(pgd_db *db);

@@ -8,6 +8,7 @@
 
 #include <libpq-fe.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,8 @@ typedef struct {
     PGconn *conn;
     char *url;
     int64_t changes;
-    bool alone;    /* db_hold_alone took the store's lock: take it again on a new connection */
+    char *held;    /* the name db_hold_name holds: taken again on a new connection */
+    char *channel; /* the channel db_listen listens on: again on a new connection */
     bool taken;    /* ... and another connection had it by then */
     char state[6]; /* SQLSTATE of the last failure; "" when the connection was lost */
     char msg[256];
@@ -43,8 +45,8 @@ typedef struct {
 static pg_db *DB(pgd_db *db) { return (pg_db *)db; }
 static pg_stmt *ST(db_stmt *st) { return (pg_stmt *)st; }
 
-/* db_hold_alone's session lock, another key ("paragon1"). */
-#define ALONE_LOCK_SQL "SELECT pg_try_advisory_lock(8097879367661612593)"
+/* db_hold_name's session lock: the name's hash (PostgreSQL's own, 64 bits) as the key. */
+#define HOLD_NAME_SQL "SELECT pg_try_advisory_lock(hashtextextended($1, 0))"
 
 static void quiet(void *arg, const char *message) {
     (void)arg;
@@ -65,7 +67,8 @@ static void remember(pg_db *d, const PGresult *res) {
 /* A lost connection is made again, but the statement that finds it lost fails all the same
  * ("store_unavailable"): it may belong to a transaction the server forgot with the connection,
  * and must not run alone. The caller retries on the new connection. */
-static bool take_alone(pg_db *d);
+static bool take_name(pg_db *d, const char *name);
+static bool listen_on(pg_db *d, const char *channel);
 
 static bool connected(pg_db *d) {
     if (d->taken) { /* another paragond took the store while this one was away: no more writes */
@@ -78,36 +81,40 @@ static bool connected(pg_db *d) {
     PQreset(d->conn);
     if (PQstatus(d->conn) == CONNECTION_OK) {
         PQsetNoticeProcessor(d->conn, quiet, NULL);
-        if (d->alone && !take_alone(d)) d->taken = true;
+        if (d->held && !take_name(d, d->held)) d->taken = true;
+        if (d->channel) listen_on(d, d->channel);
         snprintf(d->msg, sizeof d->msg, "the connection to PostgreSQL was lost (made again: retry)");
     }
     return false;
 }
 
-/* Whether this session now holds the store's lock. */
-static bool take_alone(pg_db *d) {
-    PGresult *r = PQexec(d->conn, ALONE_LOCK_SQL);
+/* Whether this session now holds name's lock. */
+static bool take_name(pg_db *d, const char *name) {
+    const char *values[1] = {name};
+    PGresult *r = PQexecParams(d->conn, HOLD_NAME_SQL, 1, NULL, values, NULL, NULL, 0);
     bool got = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
     if (PQresultStatus(r) != PGRES_TUPLES_OK) remember(d, r);
     PQclear(r);
     return got;
 }
 
-static int pg_hold_alone(pgd_db *db, pgn_error *err) {
+static int pg_hold_name(pgd_db *db, const char *name, pgn_error *err) {
     pg_db *d = DB(db);
-    if (take_alone(d)) {
-        d->alone = true;
+    if (take_name(d, name)) {
+        free(d->held);
+        d->held = strdup(name);
         return 0;
     }
-    pgn_error_set(err, PGN_E_LOCKED, "",
-                  "the PostgreSQL store '%s' has its paragond already: one paragond per store",
-                  d->base.name);
+    pgn_error_set(err, PGN_E_LOCKED, "", "'%s' is held on the PostgreSQL store '%s' by another connection",
+                  name, d->base.name);
     return -1;
 }
 
 static void pg_close(pgd_db *db) {
     PQfinish(DB(db)->conn);
     free(DB(db)->url);
+    free(DB(db)->held);
+    free(DB(db)->channel);
     free(db);
 }
 
@@ -353,11 +360,52 @@ static int pg_fail(pgd_db *db, pgn_error *err, const char *what) {
     return -1;
 }
 
+/* LISTEN "channel" on this session. */
+static bool listen_on(pg_db *d, const char *channel) {
+    char *quoted = PQescapeIdentifier(d->conn, channel, strlen(channel));
+    if (!quoted) return false;
+    char sql[160];
+    snprintf(sql, sizeof sql, "LISTEN %s", quoted);
+    PQfreemem(quoted);
+    PGresult *r = PQexec(d->conn, sql);
+    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (!ok) remember(d, r);
+    PQclear(r);
+    return ok;
+}
+
+static int pg_listen(pgd_db *db, const char *channel, pgn_error *err) {
+    pg_db *d = DB(db);
+    if (!listen_on(d, channel)) return db_fail(db, err, "listen");
+    free(d->channel);
+    d->channel = strdup(channel);
+    return 1;
+}
+
+static int pg_notifications(pgd_db *db, int timeout_ms, int64_t *out, size_t max, size_t *n,
+                            pgn_error *err) {
+    pg_db *d = DB(db);
+    *n = 0;
+    if (!connected(d)) return db_fail(db, err, "hear notifications");
+    struct pollfd p = {.fd = PQsocket(d->conn), .events = POLLIN};
+    if (p.fd < 0 || poll(&p, 1, timeout_ms) < 0) return 0;
+    if (!PQconsumeInput(d->conn)) {
+        remember(d, NULL);
+        return db_fail(db, err, "hear notifications");
+    }
+    PGnotify *note;
+    while ((note = PQnotifies(d->conn)) != NULL) {
+        if (*n < max) out[(*n)++] = strtoll(note->extra, NULL, 10);
+        PQfreemem(note);
+    }
+    return 0;
+}
+
 static const db_ops pg_ops = {
     pg_close,      pg_exec,       pg_in_transaction, pg_prepare,   pg_finalize,
     pg_reset,      pg_bind_int64, pg_bind_double,    pg_bind_text, pg_bind_null,
     pg_step,       pg_is_null,    pg_column_int64,          pg_column_double,    pg_column_text,
-    pg_hold_alone, pg_changes,    pg_fail,
+    pg_hold_name,  pg_listen,     pg_notifications, pg_changes, pg_fail,
 };
 
 /* url without the password of its user part, for messages. */

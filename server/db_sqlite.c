@@ -94,8 +94,8 @@ static int64_t lite_int64(db_stmt *st, int col) { return sqlite3_column_int64(ST
 static double lite_double(db_stmt *st, int col) { return sqlite3_column_double(ST(st), col); }
 static const char *lite_text(db_stmt *st, int col) { return (const char *)sqlite3_column_text(ST(st), col); }
 static int64_t lite_changes(pgd_db *db) { return sqlite3_changes(DB(db)->db); }
-static int lite_hold_alone(pgd_db *db, pgn_error *err) {
-    (void)db, (void)err; /* lock.c's file lock, taken before the store opened */
+static int lite_hold_name(pgd_db *db, const char *name, pgn_error *err) {
+    (void)db, (void)name, (void)err; /* lock.c's file lock, taken before the store opened */
     return 0;
 }
 
@@ -112,11 +112,23 @@ static int lite_fail(pgd_db *db, pgn_error *err, const char *what) {
     return -1;
 }
 
+static int lite_listen(pgd_db *db, const char *channel, pgn_error *err) {
+    (void)db, (void)channel, (void)err; /* one process writes a SQLite store: nothing to hear */
+    return 0;
+}
+
+static int lite_notifications(pgd_db *db, int timeout_ms, int64_t *out, size_t max, size_t *n,
+                              pgn_error *err) {
+    (void)db, (void)timeout_ms, (void)out, (void)max, (void)err;
+    *n = 0;
+    return 0;
+}
+
 static const db_ops lite_ops = {
     lite_close,      lite_exec,       lite_in_transaction, lite_prepare,    lite_finalize,
     lite_reset,      lite_bind_int64, lite_bind_double,    lite_bind_text,  lite_bind_null,
     lite_step,       lite_is_null,    lite_int64,          lite_double,     lite_text,
-    lite_hold_alone, lite_changes,    lite_fail,
+    lite_hold_name,  lite_listen,     lite_notifications, lite_changes, lite_fail,
 };
 
 int db_sqlite_open(const char *path, pgd_db **out, pgn_error *err) {

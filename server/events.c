@@ -65,6 +65,7 @@ struct pgd_events {
     struct {
         int64_t id;
         int state;
+        int64_t log_seq; /* the last log line published for the job; -1: not known */
     } last[LAST_STATE_SLOTS];
 };
 
@@ -190,6 +191,7 @@ int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, pgd_job
         int state = (int)obj.state;
         size_t slot = (size_t)((uint64_t)id % LAST_STATE_SLOTS);
         if (ev->last[slot].id != id || ev->last[slot].state != state) {
+            if (ev->last[slot].id != id) ev->last[slot].log_seq = -1;
             ev->last[slot].id = id;
             ev->last[slot].state = state;
             char *text = job_data(&obj);
@@ -204,11 +206,23 @@ int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, pgd_job
     return rc;
 }
 
+/* The job's log lines up to seq are published (caller holds `order`). */
+static void note_log_seq(pgd_events *ev, int64_t id, int64_t seq) {
+    size_t slot = (size_t)((uint64_t)id % LAST_STATE_SLOTS);
+    if (ev->last[slot].id != id) {
+        ev->last[slot].id = id;
+        ev->last[slot].state = -1;
+        ev->last[slot].log_seq = -1;
+    }
+    if (seq > ev->last[slot].log_seq) ev->last[slot].log_seq = seq;
+}
+
 void pgd_events_job_log_stored(pgd_events *ev, int64_t id, int64_t seq, const char *level, const char *line,
                                const char *time) {
     if (!ev) return;
     char *visible = pgn_text_visible(line); /* as the store keeps it */
     pthread_mutex_lock(&ev->order);
+    note_log_seq(ev, id, seq);
     push_json(ev, id, "log",
               json_pack("{s:I, s:I, s:s, s:o, s:s}", "job_id", (json_int_t)id, "seq", (json_int_t)seq, "level",
                         level, "line", pgd_json_string_lossy(visible ? visible : line), "time", time));
@@ -238,6 +252,7 @@ void pgd_events_job_log(pgd_events *ev, pgd_store *store, int64_t id, int64_t at
         fprintf(stderr, "paragond: job %" PRId64 ": log line not stored (%s): %s\n", id,
                 err.message, line);
     } else if (ev) {
+        note_log_seq(ev, id, seq);
         push_json(ev, id, "log",
                   json_pack("{s:I, s:I, s:s, s:o, s:s}", "job_id", (json_int_t)id, "seq",
                             (json_int_t)seq, "level", level, "line", pgd_json_string_lossy(line),
@@ -273,6 +288,36 @@ void pgd_events_progress(pgd_events *ev, int64_t id, double fraction) {
     if (!ev) return;
     push_json(ev, id, "progress",
               json_pack("{s:I, s:f}", "job_id", (json_int_t)id, "progress", fraction));
+}
+
+int pgd_events_relay(pgd_events *ev, pgd_store *store, int64_t id, pgn_error *err) {
+    if (!ev) return 0;
+    pgd_job job;
+    if (pgd_events_job_changed(ev, store, id, &job, err) < 0) return -1;
+    if (job.state == PGD_JOB_RUNNING) pgd_events_progress(ev, id, job.progress);
+    pgd_job_release(&job);
+    pthread_mutex_lock(&ev->order);
+    size_t slot = (size_t)((uint64_t)id % LAST_STATE_SLOTS);
+    bool known = ev->last[slot].id == id && ev->last[slot].log_seq >= 0;
+    int64_t after = known ? ev->last[slot].log_seq : 0;
+    json_t *lines = NULL;
+    int rc = pgd_store_logs_list(store, id, after, &lines, err);
+    size_t i;
+    json_t *e;
+    json_array_foreach(lines, i, e) {
+        int64_t seq = json_integer_value(json_object_get(e, "seq"));
+        /* first heard of here: the lines so far are in the store, where a stream starts */
+        if (known)
+            push_json(ev, id, "log",
+                      json_pack("{s:I, s:I, s:O, s:O, s:O}", "job_id", (json_int_t)id, "seq", (json_int_t)seq,
+                                "level", json_object_get(e, "level"), "line", json_object_get(e, "line"), "time",
+                                json_object_get(e, "created_at")));
+        note_log_seq(ev, id, seq);
+    }
+    if (rc == 0 && !known) note_log_seq(ev, id, 0);
+    json_decref(lines);
+    pthread_mutex_unlock(&ev->order);
+    return rc;
 }
 
 /* ---- streams ---------------------------------------------------------------------------- */

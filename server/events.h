@@ -47,6 +47,12 @@ void pgd_events_destroy(pgd_events *ev);
 int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, pgd_job *job,
                            pgn_error *err);
 
+/* Publishes what another writer of the store (a cluster's other node) changed of job id: its
+ * state when it changed, its progress while it runs, and its log lines after the last one this
+ * bus published (for a job first heard of here, the lines from then on: streams read the earlier
+ * ones from the store when they start). */
+int pgd_events_relay(pgd_events *ev, pgd_store *store, int64_t id, pgn_error *err);
+
 /* Publishes a log line already stored (seq, created_at as stored), e.g. with its job. */
 void pgd_events_job_log_stored(pgd_events *ev, int64_t id, int64_t seq, const char *level, const char *line,
                                const char *time);

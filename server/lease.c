@@ -84,6 +84,9 @@ void *sched_lease_main(void *arg) {
             fprintf(stderr, "paragond: node heartbeat: %s\n", err.message);
         keep_runs(s, pgn_now_ns());
         recover_others(s);
+        /* a cancel requested through another node reaches this one's runs here: each reads its
+         * job's request again at its next step */
+        atomic_fetch_add(&s->cancel_gen, 1);
         pthread_mutex_lock(&s->lock);
     }
     pthread_mutex_unlock(&s->lock);

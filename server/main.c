@@ -37,6 +37,10 @@ static void usage(FILE *out) {
             "  --db PATH        the same as --store sqlite:PATH\n"
             "  --node NAME      this paragond's name among the store's nodes (default: the\n"
             "                   host's name); its runs of jobs are recorded under it\n"
+            "  --shared-dir DIR a cluster's files (with a PostgreSQL store, which makes this\n"
+            "                   paragond one of its nodes): checkpoints, datasets and the API\n"
+            "                   token, in a directory every node reaches (an NFS mount, or one\n"
+            "                   directory for nodes on one machine); in place of --data-dir\n"
             "  --lease-seconds N\n"
             "                   a run holds its job for N seconds at a time, renewed every N/3\n"
             "                   while it lives; a job whose run stops renewing (its paragond\n"
@@ -179,6 +183,7 @@ int main(int argc, char **argv) {
                             : strcmp(name, "--db") == 0         ? &cfg.db_path
                             : strcmp(name, "--store") == 0      ? &cfg.db_path
                             : strcmp(name, "--node") == 0       ? &cfg.node
+                            : strcmp(name, "--shared-dir") == 0 ? &cfg.shared_dir
                             : strcmp(name, "--data-dir") == 0   ? &cfg.data_dir
                             : strcmp(name, "--token-file") == 0 ? &cfg.token_file
                             : is_cors                           ? &cors[n_cors]

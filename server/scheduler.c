@@ -181,11 +181,18 @@ static bool has_worker(const pgd_scheduler *s, int64_t id) {
     return false;
 }
 
+bool pgd_scheduler_runs(pgd_scheduler *s, int64_t id) { return has_worker(s, id); }
+
 int pgd_scheduler_cancel(pgd_scheduler *s, int64_t id, pgd_job *job, pgn_error *err) {
     if (pgd_store_job_cancel(s->store, id, job, err) < 0) return -1;
     if (job->state == PGD_JOB_RUNNING) {
         pthread_mutex_lock(&s->admit);
-        bool orphan = !has_worker(s, id);
+        bool elsewhere = false;
+        pgn_error herr;
+        if (!has_worker(s, id) && pgd_store_job_held_elsewhere(s->store, id, &elsewhere, &herr) < 0)
+            fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, herr.message);
+        /* a cluster's other node runs it: it reads the request (lease.c polls for it) */
+        bool orphan = !has_worker(s, id) && !elsewhere;
         if (orphan) {
             /* Running in the store with nobody to stop it (its worker could not record its
              * end before it had to stop): the cancel ends it here. */
@@ -209,7 +216,8 @@ int pgd_scheduler_cancel(pgd_scheduler *s, int64_t id, pgd_job *job, pgn_error *
         pthread_mutex_unlock(&s->admit);
         atomic_fetch_add(&s->cancel_gen, 1);
         pgd_events_job_log(s->events, s->store, id, 0, "warn",
-                           "cancel requested: it stops at its next step");
+                           "cancel requested: it stops at its next step%s",
+                           elsewhere ? " (on the node that runs it)" : "");
         return 0;
     }
     /* A queued job ended here, not in a worker: its log and stream hear it from us. */

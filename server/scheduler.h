@@ -47,6 +47,9 @@ int pgd_scheduler_place_job(pgd_scheduler *sched, const pgn_job_spec *spec, pgn_
  * "not_found" and "conflict" as the store's. */
 int pgd_scheduler_cancel(pgd_scheduler *sched, int64_t id, pgd_job *job, pgn_error *err);
 
+/* Whether one of this scheduler's workers runs job id now. */
+bool pgd_scheduler_runs(pgd_scheduler *sched, int64_t id);
+
 /* <data_dir>/jobs/<id>: where job id keeps its files (checkpoint.safetensors). */
 void pgd_scheduler_job_dir(const pgd_scheduler *sched, int64_t id, char *out, size_t size);
 

@@ -9,6 +9,7 @@
 #include "events.h"
 #include "http.h"
 #include "lock.h"
+#include "relay.h"
 #include "scheduler.h"
 #include "store.h"
 
@@ -25,11 +26,13 @@ struct pgd_server {
     pgd_lock *lock; /* one paragond per database: taken first, released last */
     pgd_store *store;
     pgd_scheduler *sched;
+    pgd_relay *relay;   /* a cluster node's: other nodes' job changes to our streams */
     pgd_events *events; /* job events: the SSE streams read them */
     pgd_api *api;
     pgd_http *http;
     pgd_auth *auth;
-    char *data_dir;
+    char *data_dir;  /* --data-dir, or a cluster's --shared-dir */
+    bool cluster;    /* a node of a cluster (a PostgreSQL store) */
     pgn_device_info *devices; /* the OpenCL devices probed at start */
     size_t n_devices;
     char *version_json; /* GET /api/v1/version never changes while we run */
@@ -97,16 +100,43 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
     pgn_device_info *devices = NULL;
     size_t count = 0;
 
-    /* Before anything is created, read or recovered: a second paragond on this database must
-     * leave everything as it found it. */
+    char node[64];
+    if (cfg->node && *cfg->node) {
+        snprintf(node, sizeof node, "%s", cfg->node);
+    } else if (gethostname(node, sizeof node) != 0 || !node[0]) {
+        snprintf(node, sizeof node, "paragond");
+    }
+    node[sizeof node - 1] = 0;
+    int64_t lease_ms = cfg->lease_s > 0 ? cfg->lease_s * 1000 : PGD_LEASE_DEFAULT_MS;
+
+    /* A PostgreSQL store makes this paragond a node of a cluster: every node reaches the same
+     * files (checkpoints, datasets, the API token) in --shared-dir. */
     const char *store = cfg->db_path ? cfg->db_path : PGD_DEFAULT_DB;
-    if (pgd_store_is_postgresql(store)) { /* the store's own lock, from its first connection */
-        if (pgd_store_open(store, &srv->store, err) < 0 || pgd_store_hold_alone(srv->store, err) < 0)
-            goto fail;
+    bool cluster = pgd_store_is_postgresql(store);
+    if (cluster && !(cfg->shared_dir && *cfg->shared_dir)) {
+        pgn_error_set(err, PGN_E_DATA_DIR, "shared_dir",
+                      "--store postgresql://... makes this paragond a node of a cluster: it needs "
+                      "--shared-dir DIR, the directory every node reaches (checkpoints, datasets, "
+                      "the API token; an NFS mount, or one local directory for nodes on one machine)");
+        goto fail;
+    }
+    if (!cluster && cfg->shared_dir) {
+        pgn_error_set(err, PGN_E_DATA_DIR, "shared_dir",
+                      "--shared-dir is for the nodes of a cluster (--store postgresql://...); "
+                      "a SQLite store keeps its files in --data-dir");
+        goto fail;
+    }
+    /* Before anything is created, read or recovered: a second paragond on this database (or as
+     * this node of the cluster) must leave everything as it found it. */
+    if (cluster) {
+        if (pgd_store_open(store, &srv->store, err) < 0) goto fail;
+        pgd_store_set_node(srv->store, node, lease_ms);
+        if (pgd_store_hold_node(srv->store, err) < 0) goto fail;
     } else if (pgd_lock_take(strncmp(store, "sqlite:", 7) == 0 ? store + 7 : store, &srv->lock, err) < 0) {
         goto fail;
     }
-    srv->data_dir = strdup(cfg->data_dir ? cfg->data_dir : PGD_DEFAULT_DATA_DIR);
+    srv->cluster = cluster;
+    srv->data_dir = strdup(cluster ? cfg->shared_dir : cfg->data_dir ? cfg->data_dir : PGD_DEFAULT_DATA_DIR);
     if (!srv->data_dir) {
         pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
         goto fail;
@@ -133,17 +163,11 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
     }
 
     if (!srv->store && pgd_store_open(store, &srv->store, err) < 0) goto fail;
-    char node[64];
-    if (cfg->node && *cfg->node) {
-        snprintf(node, sizeof node, "%s", cfg->node);
-    } else if (gethostname(node, sizeof node) != 0 || !node[0]) {
-        snprintf(node, sizeof node, "paragond");
-    }
-    node[sizeof node - 1] = 0;
-    pgd_store_set_node(srv->store, node, cfg->lease_s > 0 ? cfg->lease_s * 1000 : PGD_LEASE_DEFAULT_MS);
+    pgd_store_set_node(srv->store, node, lease_ms);
     int64_t max_attempts = cfg->max_attempts > 0 ? cfg->max_attempts : PGD_DEFAULT_MAX_ATTEMPTS;
     pgd_recovery rec;
-    if (pgd_store_recover(srv->store, max_attempts, &rec, err) < 0) goto fail;
+    /* A cluster's other nodes keep their runs: theirs are recovered when their leases run out. */
+    if (pgd_store_recover(srv->store, max_attempts, cluster, &rec, err) < 0) goto fail;
     if (rec.requeued)
         fprintf(stderr, "paragond: %lld job(s) left running by a previous run are queued again\n",
                 (long long)rec.requeued);
@@ -159,6 +183,7 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
     if (pgd_scheduler_start(srv->store, srv->events, devices, count, srv->data_dir,
                             !cfg->no_calibration, max_attempts, &srv->sched, err) < 0)
         goto fail;
+    if (cluster && pgd_relay_start(store, srv->store, srv->events, srv->sched, &srv->relay, err) < 0) goto fail;
     srv->devices = devices;
     srv->n_devices = count;
     devices = NULL;
@@ -214,6 +239,7 @@ void pgd_server_stop(pgd_server *srv) {
     pgd_events_close(srv->events);
     pgd_http_stop(srv->http);
     pgd_api_destroy(srv->api);
+    pgd_relay_stop(srv->relay); /* before the scheduler it asks */
     pgd_scheduler_stop(srv->sched);
     pgd_events_destroy(srv->events); /* the workers publish until they stop */
     pgd_store_close(srv->store);

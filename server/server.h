@@ -40,6 +40,7 @@ typedef struct pgd_config {
     int64_t max_dataset_mb; /* dataset uploads beyond this many MiB get 413; 0: default */
     int64_t max_attempts;   /* interrupted runs before a job fails as "crashed"; 0: default */
     const char *node;       /* this paragond's node id on the store; NULL: the host's name */
+    const char *shared_dir; /* a cluster's files (a PostgreSQL store's nodes): data_dir's part */
     int64_t lease_s;        /* a run's lease (store.h, "runs"); 0: PGD_LEASE_DEFAULT_MS */
     /* Connection limits (0: the defaults above). */
     int64_t max_connections, max_connections_per_ip, header_timeout_s, max_streams;

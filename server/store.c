@@ -201,11 +201,16 @@ fail:
 }
 
 static int migrate(pgd_store *s, const pgn_embedded *table, pgn_error *err) {
+    /* In a write transaction: nodes of a cluster that start at once would race to create it. */
+    if (store_run(s, store_begin_write_sql, err, "begin") < 0) return -1;
     if (exec_sql(s,
                  "CREATE TABLE IF NOT EXISTS schema_migrations ("
                  " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
-                 err, "create schema_migrations") < 0)
+                 err, "create schema_migrations") < 0 ||
+        exec_sql(s, "COMMIT", err, "commit schema_migrations") < 0) {
+        db_rollback(s->db);
         return -1;
+    }
 
     size_t n = 0;
     while (table[n].name) n++;
@@ -305,9 +310,14 @@ int64_t pgd_store_lease_ms(pgd_store *s) {
     return ms;
 }
 
-int pgd_store_hold_alone(pgd_store *s, pgn_error *err) {
+int pgd_store_hold_node(pgd_store *s, pgn_error *err) {
     pthread_mutex_lock(&s->lock);
-    int ret = db_hold_alone(s->db, err);
+    char name[128];
+    snprintf(name, sizeof name, "paragond node %s", s->node);
+    int ret = db_hold_name(s->db, name, err);
+    if (ret < 0 && err->code == PGN_E_LOCKED)
+        pgn_error_set(err, PGN_E_LOCKED, "node",
+                      "node '%s' is running on this store already: give this paragond another --node", s->node);
     pthread_mutex_unlock(&s->lock);
     return ret;
 }
@@ -315,6 +325,41 @@ int pgd_store_hold_alone(pgd_store *s, pgn_error *err) {
 bool pgd_store_is_postgresql(const char *target) {
     const char *rest;
     return db_engine_of(target, &rest) == DB_POSTGRESQL;
+}
+
+struct pgd_store_watch {
+    pgd_db *db;
+};
+
+int pgd_store_watch_open(const char *target, pgd_store_watch **out, pgn_error *err) {
+    *out = NULL;
+    pgd_db *db;
+    if (db_open(target, &db, err) < 0) return -1;
+    int rc = db_listen(db, PGD_STORE_CHANNEL, err);
+    if (rc <= 0) {
+        db_close(db);
+        return rc;
+    }
+    pgd_store_watch *w = calloc(1, sizeof *w);
+    if (!w) {
+        db_close(db);
+        pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "store: out of memory");
+        return -1;
+    }
+    w->db = db;
+    *out = w;
+    return 0;
+}
+
+int pgd_store_watch_wait(pgd_store_watch *w, int timeout_ms, int64_t *ids, size_t max, size_t *n,
+                         pgn_error *err) {
+    return db_notifications(w->db, timeout_ms, ids, max, n, err);
+}
+
+void pgd_store_watch_close(pgd_store_watch *w) {
+    if (!w) return;
+    db_close(w->db);
+    free(w);
 }
 
 void pgd_store_close(pgd_store *s) {

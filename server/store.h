@@ -26,10 +26,10 @@ int pgd_store_open(const char *path, pgd_store **out, pgn_error *err);
 int pgd_store_open_with(const char *path, const pgn_embedded *migrations, pgd_store **out,
                         pgn_error *err);
 void pgd_store_close(pgd_store *store);
-/* One paragond per store: on PostgreSQL this store's connection takes the store's lock (code
- * "locked" when another paragond holds it); on SQLite lock.c's file lock is that, taken before
- * the store opens. */
-int pgd_store_hold_alone(pgd_store *store, pgn_error *err);
+/* One paragond per node id (pgd_store_set_node's) on a store: code "locked", naming the node,
+ * while another paragond runs as it (on PostgreSQL a lock its connection holds, dropped when
+ * that paragond dies; on SQLite, one paragond per file already: lock.c). */
+int pgd_store_hold_node(pgd_store *store, pgn_error *err);
 /* Whether target names a PostgreSQL store (as --store reads it; else a SQLite file). */
 bool pgd_store_is_postgresql(const char *target);
 
@@ -189,6 +189,20 @@ void pgd_store_set_node(pgd_store *store, const char *node, int64_t lease_ms);
 /* The lease a claim gives, in ms. */
 int64_t pgd_store_lease_ms(pgd_store *store);
 
+/* ---- hearing other nodes' writes (store.c) ----
+ * A node of a cluster hears, on a connection of its own, the ids of the jobs whose state,
+ * progress or log another writer changed (PostgreSQL's NOTIFY on channel PGD_STORE_CHANNEL, sent
+ * by triggers: schema/postgresql/015_job_notify.sql). A SQLite store has one writer: nothing. */
+#define PGD_STORE_CHANNEL "paragon_jobs"
+typedef struct pgd_store_watch pgd_store_watch;
+/* *out NULL (and 0) where there is nothing to hear. */
+int pgd_store_watch_open(const char *target, pgd_store_watch **out, pgn_error *err);
+/* Waits up to timeout_ms; up to max job ids into ids (*n; repeats possible). -1 with err when
+ * the connection failed (the next call makes it again). */
+int pgd_store_watch_wait(pgd_store_watch *w, int timeout_ms, int64_t *ids, size_t max, size_t *n,
+                         pgn_error *err);
+void pgd_store_watch_close(pgd_store_watch *w);
+
 /* ---- nodes (store_nodes.c) ----
  * Each paragond on the store registers itself at start as node pgd_store_set_node named, and
  * renews its heartbeat on the store's clock while it lives. */
@@ -208,6 +222,10 @@ int pgd_store_nodes_list(pgd_store *store, json_t **out, pgn_error *err);
  * there; otherwise *attempt is the run's attempt and *spec the stored spec (new reference). */
 int pgd_store_job_claim(pgd_store *store, const char *device, int64_t *id, int64_t *attempt,
                         json_t **spec, pgn_error *err);
+
+/* Whether job id runs on another node that holds its lease (a cancel there is that node's to
+ * carry out: it reads the job's cancel request within a third of a lease). */
+int pgd_store_job_held_elsewhere(pgd_store *store, int64_t id, bool *elsewhere, pgn_error *err);
 
 /* Renews the lease of run `attempt` of job id for this node's lease time; *held false (and
  * nothing renewed) when that run is no longer the job's: another attempt took it, or it ended.
@@ -255,11 +273,13 @@ int pgd_store_job_reassign(pgd_store *store, int64_t id, const char *device, pgn
  * ends cancelled; for the others the run counts as interrupted ("interrupted" in the job
  * object), and a job interrupted max_attempts times ends failed with code "crashed" (a job that
  * takes the server down must not do it on every start); the rest go back to the queue
- * (attempts kept). Each gets a log line saying which. */
+ * (attempts kept). Each gets a log line saying which. this_node_only: only the runs of this node
+ * (pgd_store_set_node's; a cluster's node leaves the others' runs to their leases). */
 typedef struct pgd_recovery {
     int64_t requeued, crashed, cancelled;
 } pgd_recovery;
-int pgd_store_recover(pgd_store *store, int64_t max_attempts, pgd_recovery *out, pgn_error *err);
+int pgd_store_recover(pgd_store *store, int64_t max_attempts, bool this_node_only, pgd_recovery *out,
+                      pgn_error *err);
 /* The same for one running job whose run ended without finishing while paragond lives (a rank
  * of a distributed job died): what says what happened, for its log line and error. */
 int pgd_store_job_interrupted(pgd_store *store, int64_t id, int64_t max_attempts, const char *what,

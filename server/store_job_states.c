@@ -154,6 +154,7 @@ typedef struct run_set {
     int64_t id;      /* 0: every running job */
     int64_t attempt; /* > 0: only that run of job id */
     bool expired;    /* only runs whose lease ran out */
+    const char *node; /* only runs of this node; NULL: any */
 } run_set;
 
 /* Ends the running jobs of set whose cancel was requested as cancelled, with an error saying
@@ -165,13 +166,15 @@ static int end_cancel_requested(pgd_store *s, const run_set *set, const char *wh
         "UPDATE jobs SET state = 'cancelled', finished_at = " NOW_SQL ", lease_ms = NULL,"
         " error = json_object('code', 'cancelled', 'message', ?2, 'field', NULL)"
         " WHERE state = 'running' AND cancel_requested = 1 AND (?1 = 0 OR id = ?1)"
-        "   AND (?3 = 0 OR attempts = ?3) AND (?4 = 0 OR lease_ms < " NOW_MS_SQL ")";
+        "   AND (?3 = 0 OR attempts = ?3) AND (?4 = 0 OR lease_ms < " NOW_MS_SQL ")"
+        "   AND (?5 IS NULL OR node = ?5)";
     db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
     db_bind_int64(st, 1, set->id);
     db_bind_text(st, 2, why);
     db_bind_int64(st, 3, set->attempt);
     db_bind_int64(st, 4, set->expired);
+    db_bind_text(st, 5, set->node);
     int rc = db_step(st);
     store_stmt_done(st);
     if (rc != DB_DONE) return store_fail(s, err, "end cancelled jobs");
@@ -199,6 +202,29 @@ static int requeue_tx(pgd_store *s, void *ctx, pgn_error *err) {
 int pgd_store_job_requeue(pgd_store *s, int64_t id, int64_t attempt, pgn_error *err) {
     run_set set = {.id = id, .attempt = attempt};
     return store_write_tx(s, requeue_tx, &set, err);
+}
+
+int pgd_store_job_held_elsewhere(pgd_store *s, int64_t id, bool *elsewhere, pgn_error *err) {
+    static const char sql[] = "SELECT 1 FROM jobs WHERE id = ?1 AND state = 'running' AND node IS NOT NULL"
+                              " AND node <> ?2 AND lease_ms >= " NOW_MS_SQL;
+    *elsewhere = false;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    db_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        db_bind_int64(st, 1, id);
+        db_bind_text(st, 2, s->node);
+        int rc = db_step(st);
+        store_stmt_done(st);
+        if (rc == DB_ROW || rc == DB_DONE) {
+            *elsewhere = rc == DB_ROW;
+            ret = 0;
+        } else {
+            store_fail(s, err, "read where a job runs");
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
 }
 
 int pgd_store_lease_renew(pgd_store *s, int64_t id, int64_t attempt, bool *held, pgn_error *err) {
@@ -366,7 +392,8 @@ typedef struct recover_args {
  * to the queue. Both get a log line saying what happened. */
 static int recover_tx(pgd_store *s, void *ctx, pgn_error *err) {
 #define RUNNING                                                                                    \
-    " WHERE state = 'running' AND (?3 = 0 OR id = ?3) AND (?5 = 0 OR lease_ms < " NOW_MS_SQL ")"
+    " WHERE state = 'running' AND (?3 = 0 OR id = ?3) AND (?5 = 0 OR lease_ms < " NOW_MS_SQL ")"    \
+    " AND (?6 IS NULL OR node = ?6)"
     static const char count_sql[] = "UPDATE jobs SET interrupted = interrupted + 1" RUNNING;
     /* The log lines come first, while the jobs are still 'running' and the two kinds tell apart
      * by their count; seq is the job's next, as pgd_store_log_add numbers it. */
@@ -402,6 +429,7 @@ static int recover_tx(pgd_store *s, void *ctx, pgn_error *err) {
         db_bind_int64(st, 3, a->set.id);
         db_bind_text(st, 4, a->blame);
         db_bind_int64(st, 5, a->set.expired);
+        db_bind_text(st, 6, a->set.node);
         int rc = db_step(st);
         store_stmt_done(st);
         if (rc != DB_DONE) return store_fail(s, err, what[i]);
@@ -418,8 +446,10 @@ static int recover(pgd_store *s, recover_args *a, pgn_error *err) {
     return ret;
 }
 
-int pgd_store_recover(pgd_store *s, int64_t max_attempts, pgd_recovery *out, pgn_error *err) {
-    recover_args a = {.max_attempts = max_attempts, .what = "paragond ended while this job ran",
+int pgd_store_recover(pgd_store *s, int64_t max_attempts, bool this_node_only, pgd_recovery *out,
+                      pgn_error *err) {
+    recover_args a = {.max_attempts = max_attempts, .set = {.node = this_node_only ? s->node : NULL},
+                      .what = "paragond ended while this job ran",
                       .blame = "it may be what ends the server",
                       .cancelled = "cancelled on request; paragond ended before the job stopped", .out = out};
     return recover(s, &a, err);

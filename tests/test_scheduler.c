@@ -252,7 +252,7 @@ Test(scheduler, shutdown_stops_the_retries_and_the_next_start_recovers_the_job) 
     atomic_store(&refuse_bytes, NULL);
     pgd_recovery rec;
     pgn_error err;
-    cr_assert_eq(pgd_store_recover(s, 3, &rec, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_recover(s, 3, false, &rec, &err), 0, "%s", err.message);
     cr_assert_eq(rec.requeued, 1);
     sched = start(s);
     json_t *o = wait_state(s, id, "succeeded");

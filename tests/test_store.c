@@ -1220,7 +1220,7 @@ Test(store, restart_puts_running_jobs_back_in_the_queue) {
 
     s = open_store();
     pgd_recovery rec;
-    cr_assert_eq(pgd_store_recover(s, 3, &rec, &err), 0);
+    cr_assert_eq(pgd_store_recover(s, 3, false, &rec, &err), 0);
     cr_assert_eq(rec.requeued, 1);
     cr_assert_eq(rec.crashed, 0);
     json_t *o = get(s, run);
@@ -1229,7 +1229,7 @@ Test(store, restart_puts_running_jobs_back_in_the_queue) {
     cr_assert(json_is_null(json_object_get(o, "started_at")));
     cr_assert_float_eq(json_real_value(json_object_get(o, "progress")), 0.0, 1e-12);
     json_decref(o);
-    cr_assert_eq(pgd_store_recover(s, 3, &rec, &err), 0);
+    cr_assert_eq(pgd_store_recover(s, 3, false, &rec, &err), 0);
     cr_assert_eq(rec.requeued, 0, "recovery is idempotent");
 
     json_t *q;
@@ -1387,7 +1387,7 @@ Test(store, a_requested_cancel_survives_a_shutdown_and_a_crash) {
 
     s = open_store();
     pgd_recovery rec;
-    cr_assert_eq(pgd_store_recover(s, 3, &rec, &err), 0);
+    cr_assert_eq(pgd_store_recover(s, 3, false, &rec, &err), 0);
     cr_assert_eq(rec.requeued, 1, "only c goes back to the queue");
     cr_assert_eq(rec.cancelled, 1);
     job = get(s, b);
@@ -1420,7 +1420,7 @@ Test(store, a_job_interrupted_max_attempts_times_fails_as_crashed) {
         cr_assert_eq(claim(s, "d"), id, "run %d", run);
         pgd_store_close(s); /* the server dies with it running */
         s = open_store();
-        cr_assert_eq(pgd_store_recover(s, 2, &rec, &err), 0, "%s", err.message);
+        cr_assert_eq(pgd_store_recover(s, 2, false, &rec, &err), 0, "%s", err.message);
         json_t *job = get(s, id);
         json_t *line = last_log(s, id);
         cr_assert_eq(json_integer_value(json_object_get(job, "interrupted")), run);
@@ -1448,7 +1448,7 @@ Test(store, a_job_interrupted_max_attempts_times_fails_as_crashed) {
         json_decref(job);
     }
     cr_assert_eq(claim(s, "d"), 0, "a crashed job is not run again");
-    cr_assert_eq(pgd_store_recover(s, 2, &rec, &err), 0);
+    cr_assert_eq(pgd_store_recover(s, 2, false, &rec, &err), 0);
     cr_assert_eq(rec.crashed + rec.requeued, 0, "recovery is idempotent");
     /* A graceful requeue (SIGTERM) is not an interruption. */
     int64_t other = insert(s, "inet", "stopped politely", "d");
@@ -1853,4 +1853,25 @@ Test(store, two_nodes_claiming_at_once_never_take_one_job_twice) {
     free(attempts);
     pgd_store_close(nodes[1].s);
     pgd_store_close(s);
+}
+
+Test(store, a_node_starting_again_recovers_its_own_runs_only) {
+    pgd_store *a = open_store(), *b = open_store();
+    pgd_store_set_node(a, "node-a", 0);
+    pgd_store_set_node(b, "node-b", 0);
+    int64_t mine = insert(a, "train", "mine", "d"), theirs = insert(a, "train", "theirs", "d");
+    cr_assert_eq(claim(a, "d"), mine);
+    cr_assert_eq(claim(b, "d"), theirs);
+    pgn_error err;
+    pgd_recovery rec;
+    cr_assert_eq(pgd_store_recover(a, 3, true, &rec, &err), 0, "%s", err.message);
+    cr_assert_eq(rec.requeued, 1, "node-a's run only: node-b's holds its lease");
+    json_t *o = get(a, theirs);
+    cr_assert_str_eq(json_string_value(json_object_get(o, "state")), "running");
+    json_decref(o);
+    o = get(a, mine);
+    cr_assert_str_eq(json_string_value(json_object_get(o, "state")), "queued");
+    json_decref(o);
+    pgd_store_close(b);
+    pgd_store_close(a);
 }

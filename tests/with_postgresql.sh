@@ -13,5 +13,11 @@ if ! command -v pg_virtualenv >/dev/null 2>&1; then
   echo "with_postgresql.sh: PostgreSQL is not installed (scripts/install-deps.sh --test installs it); skipped" >&2
   exit 77
 fi
+# A port of its own: pg_virtualenv takes the first free one, and two of these starting at once
+# (meson runs tests side by side) would both take it. One from our pid, past any in use.
+port=$((20000 + $$ % 20000))
+while [ -e "/var/run/postgresql/.s.PGSQL.$port" ] || (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+  port=$((port + 1))
+done
 # -t: the cluster in a temporary directory (as root too); fsync off: nothing in it outlives the run.
-exec pg_virtualenv -t -o fsync=off "$@"
+exec pg_virtualenv -t -c "-p $port" -o fsync=off "$@"

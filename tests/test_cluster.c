@@ -1,0 +1,246 @@
+/* test_cluster.c: paragond nodes sharing a PostgreSQL store (issue 29), three on this machine
+ * (tests/with_postgresql.sh gives a throwaway server; each test its own database and shared
+ * directory): a node killed with -9 mid-run loses its job to another node, which resumes it from
+ * the last committed checkpoint to the weights of an uninterrupted run; a cancel through any node
+ * stops the run on the node that holds it; many short jobs each run exactly once; a node refuses
+ * to start without --shared-dir or as a node that is already running. Skipped (exit 77 from the
+ * wrapper) where PostgreSQL is not installed. */
+#include "http_client.h"
+#include "paragond_harness.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NODES 3
+
+static char dbname[64], url[128], shared[300];
+
+static void pg_admin(const char *sql) {
+    PGconn *c = PQconnectdb("dbname=postgres");
+    cr_assert_eq(PQstatus(c), CONNECTION_OK, "PostgreSQL: %s", PQerrorMessage(c));
+    PGresult *r = PQexec(c, sql);
+    cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s: %s", sql, PQerrorMessage(c));
+    PQclear(r);
+    PQfinish(c);
+}
+
+/* One number from the store: the first column of the one row of sql. */
+static int64_t pg_int(const char *sql) {
+    PGconn *c = PQconnectdb(url);
+    cr_assert_eq(PQstatus(c), CONNECTION_OK, "%s", PQerrorMessage(c));
+    PGresult *r = PQexec(c, sql);
+    cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s: %s", sql, PQresultErrorMessage(r));
+    int64_t v = PQntuples(r) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+    PQclear(r);
+    PQfinish(c);
+    return v;
+}
+
+static void setup(void) {
+    harness_setup();
+    snprintf(dbname, sizeof dbname, "paragon_cluster_%d", (int)getpid());
+    char sql[128];
+    snprintf(sql, sizeof sql, "CREATE DATABASE %s", dbname);
+    pg_admin(sql);
+    snprintf(url, sizeof url, "postgresql:///%s", dbname);
+    snprintf(shared, sizeof shared, "%s/shared", tmpdir);
+}
+
+static void teardown(void) {
+    harness_teardown(); /* kills what a failed test left running first */
+    char sql[128];
+    snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s WITH (FORCE)", dbname);
+    pg_admin(sql);
+}
+
+TestSuite(cluster, .init = setup, .fini = teardown);
+
+/* Node k of the cluster (n1, n2, ...), its stderr captured into *err_fd when err_fd. */
+static server start_node(int k, int *err_fd) {
+    char name[16], lease[8] = "2";
+    snprintf(name, sizeof name, "n%d", k);
+    const char *args[] = {"--port", "0", "--store", url, "--shared-dir", shared, "--node", name,
+                          "--lease-seconds", lease, "--no-calibration", NULL};
+    server s = {0};
+    s.proc = spawn(args, NULL, err_fd != NULL);
+    if (err_fd) *err_fd = s.proc.err_fd;
+    char line[256];
+    read_listening_line(&s.proc, line, sizeof line);
+    const char *at = strrchr(line, ':');
+    cr_assert(at && atoi(at + 1) > 0, "unexpected first line: %s", line);
+    s.port = (uint16_t)atoi(at + 1);
+    snprintf(s.data, sizeof s.data, "%s", shared); /* the token is the cluster's */
+    snprintf(s.db, sizeof s.db, "%s", url);
+    return s;
+}
+
+/* The node (index into nodes) whose GET /api/v1/nodes says it runs job id; -1 when none. */
+static int runner_of(server *nodes, int64_t id) {
+    json_t *v = get_json(&nodes[0], "/api/v1/nodes", 200);
+    int found = -1;
+    size_t i, k;
+    json_t *n, *j;
+    json_array_foreach(json_object_get(v, "nodes"), i, n) {
+        json_array_foreach(json_object_get(n, "running"), k, j) {
+            if (json_integer_value(j) == id) found = atoi(str(n, "id") + 1) - 1;
+        }
+    }
+    json_decref(v);
+    return found;
+}
+
+static char *xor_long(void) {
+    return spec_with("\"epochs\":300", "\"epochs\":10000,\"checkpoint_every\":1000");
+}
+
+Test(cluster, a_node_killed_mid_run_loses_its_job_to_another_node_which_resumes_it_to_the_same_weights) {
+    server nodes[NODES];
+    for (int k = 0; k < NODES; k++) nodes[k] = start_node(k + 1, NULL);
+    char *spec = xor_long();
+    int64_t ref = submit(&nodes[0], spec);
+    json_t *done = wait_succeeded(&nodes[1], ref); /* any node answers for any job */
+    char sha[65];
+    snprintf(sha, sizeof sha, "%s", str(json_object_get(done, "result"), "weights_sha256"));
+    json_decref(done);
+
+    int64_t id = submit(&nodes[0], spec);
+    free(spec);
+    json_t *job = wait_state(&nodes[0], id, "running succeeded failed", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "running");
+    json_decref(job);
+    int victim = -1;
+    for (int tries = 0; victim < 0 && tries < 100; tries++) {
+        victim = runner_of(nodes, id);
+        if (victim < 0) usleep(50 * 1000);
+    }
+    cr_assert(victim >= 0, "a node says it runs job %lld", (long long)id);
+    /* past a checkpoint or two (every 1000 of 10000 epochs) */
+    for (int tries = 0; tries < 600; tries++) {
+        json_t *now = job_now(&nodes[0], id);
+        double progress = json_real_value(json_object_get(now, "progress"));
+        json_decref(now);
+        if (progress >= 0.25) break;
+        usleep(50 * 1000);
+    }
+    int64_t killed_at = now_ms();
+    kill_server(&nodes[victim]);
+
+    server *other = &nodes[(victim + 1) % NODES];
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM job_runs WHERE job_id = %lld AND attempt = 2", (long long)id);
+    int64_t took_ms = -1; /* until another node started attempt 2: a figure, not a test */
+    for (int tries = 0; tries < 1200 && took_ms < 0; tries++) {
+        if (pg_int(sql) == 1) took_ms = now_ms() - killed_at;
+        else usleep(25 * 1000);
+    }
+    job = wait_succeeded(other, id);
+    cr_assert_str_eq(str(json_object_get(job, "result"), "weights_sha256"), sha,
+                     "the run that took over reaches the uninterrupted run's weights");
+    cr_assert_eq(json_integer_value(json_object_get(job, "attempts")), 2);
+    cr_assert_geq(json_integer_value(json_object_get(json_object_get(job, "result"), "resumed_from_epoch")), 1000,
+                  "resumed from a checkpoint, not from step 0");
+    json_decref(job);
+    snprintf(sql, sizeof sql,
+             "SELECT count(DISTINCT node) FROM job_runs WHERE job_id = %lld AND attempt IN (1, 2)", (long long)id);
+    cr_assert_eq(pg_int(sql), 2, "the two runs were on two nodes");
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM job_runs WHERE job_id = %lld AND outcome = 'succeeded'", (long long)id);
+    cr_assert_eq(pg_int(sql), 1, "one run ran to completion");
+    fprintf(stderr, "cluster: job %lld: attempt 2 started on another node %.2f s after its node was killed "
+                    "(lease 2 s)\n", (long long)id, (double)took_ms / 1000.0);
+    for (int k = 0; k < NODES; k++)
+        if (k != victim) stop_server(&nodes[k]);
+}
+
+/* Submit on one node, follow the job's event stream on a second, cancel through a third: the
+ * stream hears the run stop. */
+Test(cluster, a_job_followed_on_one_node_and_cancelled_through_another_stops_where_it_runs) {
+    server nodes[NODES];
+    for (int k = 0; k < NODES; k++) nodes[k] = start_node(k + 1, NULL);
+    char *spec = spec_with("\"epochs\":300", "\"epochs\":100000,\"checkpoint_every\":1000");
+    int64_t id = submit(&nodes[0], spec);
+    free(spec);
+    json_t *job = wait_state(&nodes[2], id, "running succeeded failed", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "running");
+    json_decref(job);
+    int runner = -1;
+    for (int tries = 0; runner < 0 && tries < 100; tries++) {
+        runner = runner_of(nodes, id);
+        if (runner < 0) usleep(50 * 1000);
+    }
+    cr_assert(runner >= 0);
+    server *via = &nodes[(runner + 1) % NODES], *follower = &nodes[(runner + 2) % NODES];
+    char path[64], auth[128];
+    auth_header(follower, auth, sizeof auth);
+    const char *headers[] = {auth, NULL};
+    http_stream *stream = http_stream_open(follower->port, job_url(path, sizeof path, id, "/events"), headers,
+                                           HTTP_TIMEOUT_MS);
+    cr_assert_not_null(stream, "%s", http_last_error());
+    cr_assert_eq(http_stream_head(stream)->status, 200);
+    http_response r = request(via, "POST", job_url(path, sizeof path, id, "/cancel"), NULL, "");
+    cr_assert_eq(r.status, 202, "%ld: %s", r.status, r.body);
+    http_response_free(&r);
+    /* the follower's stream: what the node that runs the job did, relayed, to its end */
+    for (;;) {
+        int n = http_stream_read(stream, JOB_TIMEOUT_MS);
+        cr_assert_geq(n, 0, "event stream: %s", http_last_error());
+        if (n == 0) break;
+    }
+    size_t len;
+    const char *events = http_stream_data(stream, &len);
+    cr_assert(strstr(events, "event: end"), "the stream ends with the job: %s", events);
+    cr_assert(strstr(events, "\"state\":\"cancelled\"") || strstr(events, "\"state\": \"cancelled\""),
+              "the follower heard it cancelled: %s", events);
+    cr_assert(strstr(events, "cancel requested"), "and the log line of the request: %s", events);
+    http_stream_close(stream);
+    job = wait_state(&nodes[2], id, "cancelled succeeded failed", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "cancelled");
+    cr_assert(strstr(str(json_object_get(job, "error"), "message"), "cancelled on request"), "%s",
+              str(json_object_get(job, "error"), "message"));
+    json_decref(job);
+    char ck[400];
+    snprintf(ck, sizeof ck, "%s/jobs/%lld/checkpoint.safetensors", shared, (long long)id);
+    struct stat st;
+    cr_assert_eq(stat(ck, &st), 0, "the cancelled run left its checkpoint in the shared directory");
+    for (int k = 0; k < NODES; k++) stop_server(&nodes[k]);
+}
+
+Test(cluster, short_jobs_over_three_nodes_each_run_exactly_once) {
+    server nodes[NODES];
+    for (int k = 0; k < NODES; k++) nodes[k] = start_node(k + 1, NULL);
+    enum { JOBS = 30 };
+    int64_t ids[JOBS];
+    for (int i = 0; i < JOBS; i++) ids[i] = submit_xor(&nodes[i % NODES], 20, NULL);
+    for (int i = 0; i < JOBS; i++) json_decref(wait_succeeded(&nodes[(i + 1) % NODES], ids[i]));
+    cr_assert_eq(pg_int("SELECT count(*) FROM jobs WHERE attempts <> 1"), 0, "no job ran twice");
+    cr_assert_eq(pg_int("SELECT count(*) FROM job_runs"), JOBS, "one run a job");
+    int64_t used = pg_int("SELECT count(DISTINCT node) FROM job_runs");
+    fprintf(stderr, "cluster: %d jobs ran on %lld of %d nodes\n", JOBS, (long long)used, NODES);
+    for (int k = 0; k < NODES; k++) stop_server(&nodes[k]);
+}
+
+Test(cluster, a_node_needs_the_shared_dir_and_a_name_of_its_own) {
+    const char *no_shared[] = {"--port", "0", "--store", url, "--node", "n1", "--no-calibration", NULL};
+    char *out = NULL, *err = NULL;
+    cr_assert_eq(run_to_exit(no_shared, NULL, &out, &err), 1);
+    cr_assert(strstr(err, "needs --shared-dir DIR"), "%s", err);
+    free(out);
+    free(err);
+
+    server first = start_node(1, NULL);
+    char name[] = "n1";
+    const char *same[] = {"--port", "0", "--store", url, "--shared-dir", shared, "--node", name,
+                          "--no-calibration", NULL};
+    cr_assert_eq(run_to_exit(same, NULL, &out, &err), 1);
+    cr_assert(strstr(err, "node 'n1' is running on this store already"), "%s", err);
+    free(out);
+    free(err);
+    stop_server(&first);
+}
