@@ -244,3 +244,52 @@ Test(cluster, a_node_needs_the_shared_dir_and_a_name_of_its_own) {
     free(err);
     stop_server(&first);
 }
+
+/* A node stopped (SIGSTOP) past its lease, as one cut off from the store would be: another node
+ * takes the job; when the first comes back (SIGCONT) it stops its run at once, its late writes
+ * are refused, and the job ends once, by the run that holds it. */
+Test(cluster, a_node_that_comes_back_after_its_lease_ran_out_stops_its_run_and_writes_nothing) {
+    server nodes[NODES];
+    int err_fd[NODES];
+    for (int k = 0; k < NODES; k++) nodes[k] = start_node(k + 1, &err_fd[k]);
+    char *spec = xor_long();
+    int64_t id = submit(&nodes[0], spec);
+    free(spec);
+    int sleeper = -1;
+    for (int tries = 0; sleeper < 0 && tries < 1200; tries++) {
+        sleeper = runner_of(nodes, id);
+        if (sleeper < 0) usleep(25 * 1000);
+    }
+    cr_assert(sleeper >= 0, "a node runs job %lld", (long long)id);
+    cr_assert_eq(kill(nodes[sleeper].proc.pid, SIGSTOP), 0);
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM job_runs WHERE job_id = %lld AND attempt = 2", (long long)id);
+    bool taken = false;
+    for (int tries = 0; tries < 2400 && !taken; tries++) {
+        taken = pg_int(sql) == 1;
+        if (!taken) usleep(25 * 1000);
+    }
+    cr_assert(taken, "another node took the job while its node was stopped");
+    cr_assert_eq(kill(nodes[sleeper].proc.pid, SIGCONT), 0);
+
+    server *other = &nodes[(sleeper + 1) % NODES];
+    json_t *job = wait_succeeded(other, id);
+    cr_assert_eq(json_integer_value(json_object_get(job, "attempts")), 2, "no third run: the first wrote no end");
+    json_decref(job);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM job_runs WHERE job_id = %lld AND outcome = 'succeeded'", (long long)id);
+    cr_assert_eq(pg_int(sql), 1, "one final state");
+    char who[64];
+    snprintf(who, sizeof who, "n%d", sleeper + 1);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM job_runs WHERE job_id = %lld AND attempt = 2 AND node = '%s'",
+             (long long)id, who);
+    cr_assert_eq(pg_int(sql), 0, "the run that finished was not the stopped node's");
+    /* the node that came back is a node like the others: it runs the next job it claims */
+    int64_t next = submit_xor(&nodes[sleeper], 20, NULL);
+    json_decref(wait_succeeded(&nodes[sleeper], next));
+    for (int k = 0; k < NODES; k++) {
+        char *err = stop_server_with(&nodes[k], err_fd[k]);
+        if (k == sleeper)
+            cr_assert(strstr(err, "stops now"), "node %s said its run stopped: %s", who, err);
+        free(err);
+    }
+}
