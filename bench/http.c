@@ -16,7 +16,9 @@
  * Phases 1-2 are closed loops: every connection sends its next request when the answer to the
  * previous one is complete. Latency is per request, send to last byte.
  *   build/bench/bench-http [--connections N] [--threads T] [--seconds S] [--samples K]
- *                          [--paragond PATH]
+ *                          [--paragond PATH] [--store postgresql://...]
+ * --store runs paragond as a node of a cluster on that PostgreSQL store (its files in the
+ * temporary directory as --shared-dir) instead of on a temporary SQLite file.
  * Every socket wait is bounded (IO_TIMEOUT_MS); an answer larger than RESP_MAX fails the run.
  * This client stays hand-written where the tests' and the CLI's use libcurl: a closed loop over a
  * thousand connections from one epoll set measures the server only if the client's cost per
@@ -394,6 +396,7 @@ static void print_result(const char *what, const char *unit, const result *r) {
 
 static char tmpdir[256];
 static char token[256];
+static const char *store_url; /* --store: a PostgreSQL store, else a SQLite file in tmpdir */
 
 static uint16_t start_paragond(const char *path, int log_fd) {
     char db[300], data[300];
@@ -402,13 +405,15 @@ static uint16_t start_paragond(const char *path, int log_fd) {
     /* High enough that no submission of the run meets the queue limit. */
     const char *argv[] = {path, "--port", "0", "--db", db, "--data-dir", data,
                           "--no-calibration", "--max-queued", "1000000000", NULL};
+    const char *cluster[] = {path, "--port", "0", "--store", store_url, "--shared-dir", data,
+                             "--no-calibration", "--max-queued", "1000000000", NULL};
     int out[2];
     if (pipe2(out, O_CLOEXEC) < 0) die("pipe: %s", strerror(errno));
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
     posix_spawn_file_actions_adddup2(&fa, log_fd, STDERR_FILENO);
-    int rc = posix_spawn(&server_pid, path, &fa, NULL, (char *const *)argv, environ);
+    int rc = posix_spawn(&server_pid, path, &fa, NULL, (char *const *)(store_url ? cluster : argv), environ);
     posix_spawn_file_actions_destroy(&fa);
     close(out[1]);
     if (rc != 0) die("cannot start %s: %s", path, strerror(rc));
@@ -632,10 +637,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--samples") && v) n_samples = atoi(argv[++i]);
         else if (!strcmp(a, "--paragond") && v) paragond = argv[++i];
         else if (!strcmp(a, "--only") && v) only = argv[++i];
+        else if (!strcmp(a, "--store") && v) store_url = argv[++i];
         else {
             fprintf(stderr,
                     "usage: bench-http [--connections N] [--threads T] [--seconds S] "
-                    "[--samples K] [--paragond PATH] [--only get|post|latency|held]\n");
+                    "[--samples K] [--paragond PATH] [--only get|post|latency|held] "
+                    "[--store postgresql://...]\n");
             return 2;
         }
     }
