@@ -8,7 +8,7 @@ import {API, HttpError, TERMINAL, getJSON} from './api.js';
 import {benchAfterJobs, setBenchSuite} from './bench.js';
 import {initDatasets} from './datasets.js';
 import {closeDetail, openFromHash, refreshDetail} from './detail.js';
-import {renderDevices} from './devices.js';
+import {renderDevices, renderNodes} from './devices.js';
 import {$, setText} from './dom.js';
 import {initForm, offerTemplates} from './form.js';
 import {initJobs, pageWanted, showPage} from './jobs.js';
@@ -37,8 +37,10 @@ async function refresh() {
   let delay = RETRY_MS;
   try {
     const want = pageWanted();
-    const [jobs, devs] = await Promise.all([getJSON(want.url), getJSON(API + '/devices')]);
+    const [jobs, devs, nodes] = await Promise.all([getJSON(want.url), getJSON(API + '/devices'),
+      getJSON(API + '/nodes')]);
     const devices = Array.isArray(devs.devices) ? devs.devices : [];
+    renderNodes(Array.isArray(nodes.nodes) ? nodes.nodes : []);
     const list = Array.isArray(jobs.jobs) ? jobs.jobs : [];
     const total = typeof jobs.total === 'number' ? jobs.total : list.length;
     renderDevices(devices);

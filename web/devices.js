@@ -85,6 +85,28 @@ function utilChart(id) {
   return {root, text: u ? fmtPct(u.total) + ', last ' + spanText(u.span) : 'loading\u2026'};
 }
 
+// The paragond nodes on the store (GET /api/v1/nodes): one on SQLite; a cluster's each, with
+// when it was last heard from and the jobs it runs. A node not heard from for a minute is marked.
+const SILENT_S = 60;
+export function renderNodes(nodes) {
+  const box = $('nodes');
+  box.textContent = '';
+  if (!nodes.length) return;
+  box.append(nodes.length > 1 ? 'Nodes on this store: ' : 'Node: ');
+  nodes.forEach((n, i) => {
+    const age = Number(n.heartbeat_age_s) || 0;
+    const item = el('span', 'node' + (age > SILENT_S ? ' silent' : ''));
+    item.dataset.id = n.id || '';
+    const running = Array.isArray(n.running) && n.running.length
+      ? ', running ' + n.running.map((j) => '#' + j).join(' ') : '';
+    item.append(el('strong', null, n.id || '?'), ' ' + (n.address || '') +
+      ' (heard ' + (age < 1 ? 'now' : fmtNum(age) + ' s ago') + running + ')');
+    item.title = (n.devices || []).map((d) => d.id).join(', ');
+    if (i) box.append(' \u00b7 ');
+    box.append(item);
+  });
+}
+
 export function renderDevices(devices) {
   fetchHistory(devices);
   drawDevices(devices);

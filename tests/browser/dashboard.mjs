@@ -428,6 +428,9 @@ async function addressesAndHistory(page, server, token, context) {
   }));
   if (kernels.some(([id, k]) => id === 'host' ? k !== 'host reference (C)' : !/^cpu family, GEMM \d+x\d+/.test(k || '')))
     throw new Error('kernels: ' + JSON.stringify(kernels));
+  // The node this paragond is on the store, heard from.
+  const node = await fresh.$eval('#nodes', (p) => p.textContent);
+  if (!/^Node: \S+ 127\.0\.0\.1:\d+ \(heard /.test(node)) throw new Error('nodes: ' + node);
   mkdirSync(join(here, 'screenshots'), {recursive: true});
   await fresh.locator('#devices').screenshot({path: join(here, 'screenshots', 'dashboard-devices.png')});
 
