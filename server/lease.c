@@ -68,14 +68,7 @@ void *sched_lease_main(void *arg) {
     if (tick_ms < 1) tick_ms = 1;
     pthread_mutex_lock(&s->lock);
     while (!atomic_load(&s->stopping)) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += tick_ms / 1000;
-        until.tv_nsec += (tick_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = sched_deadline(tick_ms);
         pthread_cond_timedwait(&s->lease_tick, &s->lock, &until);
         if (atomic_load(&s->stopping)) break;
         pthread_mutex_unlock(&s->lock);

@@ -183,6 +183,18 @@ static bool has_worker(const pgd_scheduler *s, int64_t id) {
 
 bool pgd_scheduler_runs(pgd_scheduler *s, int64_t id) { return has_worker(s, id); }
 
+struct timespec sched_deadline(int64_t ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    return until;
+}
+
 int pgd_scheduler_cancel(pgd_scheduler *s, int64_t id, pgd_job *job, pgn_error *err) {
     if (pgd_store_job_cancel(s->store, id, job, err) < 0) return -1;
     if (job->state == PGD_JOB_RUNNING) {

@@ -75,6 +75,8 @@ struct pgd_scheduler {
 worker *sched_worker_of(pgd_scheduler *s, const char *device_id);
 /* Whether info is the host pseudo-device, by its profile's class (scheduler.c). */
 bool sched_is_host(const pgn_device_info *info);
+/* The CLOCK_REALTIME time ms from now, for pthread_cond_timedwait (scheduler.c). */
+struct timespec sched_deadline(int64_t ms);
 /* The lease keeper's thread: renews the node's heartbeat and its runs' leases, stops a run
  * whose lease is lost, recovers the runs of nodes whose leases ran out (lease.c). */
 void *sched_lease_main(void *arg);

@@ -263,14 +263,7 @@ static int write_end(pgd_scheduler *s, int64_t id, int64_t attempt, const run_en
 /* Sleeps up to ms, or less when the scheduler stops. */
 static void pause_worker(worker *w, int64_t ms) {
     pgd_scheduler *s = w->sched;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = sched_deadline(ms);
     pthread_mutex_lock(&s->lock);
     if (!atomic_load(&s->stopping)) pthread_cond_timedwait(&w->cond, &s->lock, &until);
     pthread_mutex_unlock(&s->lock);

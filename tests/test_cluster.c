@@ -7,6 +7,7 @@
  * wrapper) where PostgreSQL is not installed. */
 #include "http_client.h"
 #include "paragond_harness.h"
+#include "pg_admin.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -22,15 +23,6 @@
 #define NODES 3
 
 static char dbname[64], url[128], shared[300];
-
-static void pg_admin(const char *sql) {
-    PGconn *c = PQconnectdb("dbname=postgres");
-    cr_assert_eq(PQstatus(c), CONNECTION_OK, "PostgreSQL: %s", PQerrorMessage(c));
-    PGresult *r = PQexec(c, sql);
-    cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s: %s", sql, PQerrorMessage(c));
-    PQclear(r);
-    PQfinish(c);
-}
 
 /* One number from the store: the first column of the one row of sql. */
 static int64_t pg_int(const char *sql) {
@@ -83,6 +75,19 @@ static server start_node(int k, int *err_fd) {
 }
 
 /* The node (index into nodes) whose GET /api/v1/nodes says it runs job id; -1 when none. */
+static int runner_of(server *nodes, int64_t id);
+
+/* The node that runs job id, once one says so (asserted). */
+static int wait_runner(server *nodes, int64_t id) {
+    int k = -1;
+    for (int tries = 0; k < 0 && tries < 1200; tries++) {
+        k = runner_of(nodes, id);
+        if (k < 0) usleep(25 * 1000);
+    }
+    cr_assert(k >= 0, "a node says it runs job %lld", (long long)id);
+    return k;
+}
+
 static int runner_of(server *nodes, int64_t id) {
     json_t *v = get_json(&nodes[0], "/api/v1/nodes", 200);
     int found = -1;
@@ -116,12 +121,7 @@ Test(cluster, a_node_killed_mid_run_loses_its_job_to_another_node_which_resumes_
     json_t *job = wait_state(&nodes[0], id, "running succeeded failed", JOB_TIMEOUT_MS);
     cr_assert_str_eq(str(job, "state"), "running");
     json_decref(job);
-    int victim = -1;
-    for (int tries = 0; victim < 0 && tries < 100; tries++) {
-        victim = runner_of(nodes, id);
-        if (victim < 0) usleep(50 * 1000);
-    }
-    cr_assert(victim >= 0, "a node says it runs job %lld", (long long)id);
+    int victim = wait_runner(nodes, id);
     /* past a checkpoint or two (every 1000 of 10000 epochs) */
     for (int tries = 0; tries < 600; tries++) {
         json_t *now = job_now(&nodes[0], id);
@@ -170,12 +170,7 @@ Test(cluster, a_job_followed_on_one_node_and_cancelled_through_another_stops_whe
     json_t *job = wait_state(&nodes[2], id, "running succeeded failed", JOB_TIMEOUT_MS);
     cr_assert_str_eq(str(job, "state"), "running");
     json_decref(job);
-    int runner = -1;
-    for (int tries = 0; runner < 0 && tries < 100; tries++) {
-        runner = runner_of(nodes, id);
-        if (runner < 0) usleep(50 * 1000);
-    }
-    cr_assert(runner >= 0);
+    int runner = wait_runner(nodes, id);
     server *via = &nodes[(runner + 1) % NODES], *follower = &nodes[(runner + 2) % NODES];
     char path[64], auth[128];
     auth_header(follower, auth, sizeof auth);
@@ -255,12 +250,7 @@ Test(cluster, a_node_that_comes_back_after_its_lease_ran_out_stops_its_run_and_w
     char *spec = xor_long();
     int64_t id = submit(&nodes[0], spec);
     free(spec);
-    int sleeper = -1;
-    for (int tries = 0; sleeper < 0 && tries < 1200; tries++) {
-        sleeper = runner_of(nodes, id);
-        if (sleeper < 0) usleep(25 * 1000);
-    }
-    cr_assert(sleeper >= 0, "a node runs job %lld", (long long)id);
+    int sleeper = wait_runner(nodes, id);
     cr_assert_eq(kill(nodes[sleeper].proc.pid, SIGSTOP), 0);
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM job_runs WHERE job_id = %lld AND attempt = 2", (long long)id);

@@ -6,6 +6,7 @@
  * figures, a bench job's success), start-up recovery, and concurrent use from several threads.
  * The few tests of SQLite's own files and migrations say so and skip on PostgreSQL. */
 #include "assets.h"
+#include "pg_admin.h"
 #include "store.h"
 #include "views.h"
 
@@ -29,15 +30,6 @@ static bool on_postgresql(void) {
     return e && strcmp(e, "postgresql") == 0;
 }
 
-/* Runs sql on the server's maintenance database (host, port and user from libpq's PG* vars). */
-static void pg_admin(const char *sql) {
-    PGconn *c = PQconnectdb("dbname=postgres");
-    cr_assert_eq(PQstatus(c), CONNECTION_OK, "PostgreSQL: %s", PQerrorMessage(c));
-    PGresult *r = PQexec(c, sql);
-    cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s: %s", sql, PQerrorMessage(c));
-    PQclear(r);
-    PQfinish(c);
-}
 
 /* Tests of SQLite's own file and migration history. */
 #define SQLITE_ONLY()                                                                              \
