@@ -91,6 +91,14 @@ void pgd_placement_release(pgd_placement *placement);
  * client's own scheme with a prefix, short enough to index. */
 #define PGD_SUBMISSION_ID_MAX 128
 
+/* One run of a job (job_runs): where its attempt ran and how it ended. */
+typedef struct pgd_job_run {
+    int64_t attempt;
+    char node[64], device[64];
+    char started_at[32], ended_at[32]; /* ended_at "" while it runs */
+    char outcome[16]; /* succeeded, failed, cancelled, or queued (it ran again); "" while it runs */
+} pgd_job_run;
+
 /* A job as the store keeps it. The JSON parts are documents in their own right (the validated
  * spec, the engine's result, its tags): owned, NULL when absent. */
 typedef struct pgd_job {
@@ -112,6 +120,8 @@ typedef struct pgd_job {
     pgn_error error;
     json_t *tags;     /* {"key":"value",...} as submitted; NULL when it had none */
     char submission_id[PGD_SUBMISSION_ID_MAX + 1]; /* its idempotency key; "" when none */
+    pgd_job_run *runs; /* pgd_store_job_get's: each run by attempt (malloc'd; NULL in lists) */
+    size_t n_runs;
 } pgd_job;
 
 /* Releases what a job owns; safe on a zeroed one. */

@@ -68,6 +68,37 @@ void pgd_job_release(pgd_job *job) {
     json_decref(job->tags);
     job->spec = job->result = job->tags = NULL;
     pgd_placement_release(&job->placement);
+    free(job->runs);
+    job->runs = NULL;
+    job->n_runs = 0;
+}
+
+/* The job's runs into job->runs (caller holds the lock). */
+static int read_runs(pgd_store *s, int64_t id, pgd_job *job, pgn_error *err) {
+    static const char sql[] = "SELECT attempt, node, device, started_at, ended_at, outcome FROM job_runs"
+                              " WHERE job_id = ?1 ORDER BY attempt";
+    db_stmt *st = store_stmt(s, sql, err);
+    if (!st) return -1;
+    db_bind_int64(st, 1, id);
+    int rc;
+    while ((rc = db_step(st)) == DB_ROW) {
+        pgd_job_run *grown = realloc(job->runs, (job->n_runs + 1) * sizeof *grown);
+        if (!grown) {
+            store_stmt_done(st);
+            pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "store: out of memory");
+            return -1;
+        }
+        job->runs = grown;
+        pgd_job_run *r = &job->runs[job->n_runs++];
+        *r = (pgd_job_run){.attempt = db_column_int64(st, 0)};
+        col_copy(st, 1, r->node, sizeof r->node);
+        col_copy(st, 2, r->device, sizeof r->device);
+        col_copy(st, 3, r->started_at, sizeof r->started_at);
+        col_copy(st, 4, r->ended_at, sizeof r->ended_at);
+        col_copy(st, 5, r->outcome, sizeof r->outcome);
+    }
+    store_stmt_done(st);
+    return rc == DB_DONE ? 0 : store_fail(s, err, "read a job's runs");
 }
 
 void pgd_jobs_free(pgd_job *jobs, size_t n) {
@@ -112,7 +143,7 @@ int store_read_job(pgd_store *s, int64_t id, bool with_spec, pgd_job *out, pgn_e
     store_stmt_done(st);
     if (rc == DB_DONE) return store_no_such_job(err, id);
     if (rc != DB_ROW) return store_fail(s, err, "read job");
-    if (store_placement_read(s, id, &out->placement, err) == 0) return 0;
+    if (store_placement_read(s, id, &out->placement, err) == 0 && read_runs(s, id, out, err) == 0) return 0;
     pgd_job_release(out);
     return -1;
 }

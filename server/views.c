@@ -193,5 +193,17 @@ json_t *pgd_job_json(const pgd_job *job, bool with_spec) {
     json_object_set_new(o, "tags", job->tags ? json_incref(job->tags) : json_object());
     json_object_set_new(o, "submission_id",
                         job->submission_id[0] ? pgd_json_string_lossy(job->submission_id) : json_null());
+    if (job->runs) { /* a job read alone: where each attempt ran */
+        json_t *runs = json_array();
+        for (size_t i = 0; i < job->n_runs; i++) {
+            const pgd_job_run *r = &job->runs[i];
+            json_array_append_new(runs, json_pack("{s:I, s:o, s:o, s:o, s:o, s:o}", "attempt", (json_int_t)r->attempt,
+                                                  "node", pgd_json_string_lossy(r->node), "device",
+                                                  pgd_json_string_lossy(r->device), "started_at", time_json(r->started_at),
+                                                  "ended_at", time_json(r->ended_at), "outcome",
+                                                  r->outcome[0] ? json_string(r->outcome) : json_null()));
+        }
+        json_object_set_new(o, "runs", runs);
+    }
     return o;
 }

@@ -148,6 +148,17 @@ Test(cluster, a_node_killed_mid_run_loses_its_job_to_another_node_which_resumes_
     cr_assert_geq(json_integer_value(json_object_get(json_object_get(job, "result"), "resumed_from_epoch")), 1000,
                   "resumed from a checkpoint, not from step 0");
     json_decref(job);
+    job = job_now(&nodes[(victim + 2) % NODES], id); /* where each attempt ran, as the API says */
+    json_t *runs = json_object_get(job, "runs");
+    cr_assert_eq(json_array_size(runs), 2, "%s", json_dumps(job, 0));
+    char victim_name[8];
+    snprintf(victim_name, sizeof victim_name, "n%d", victim + 1);
+    cr_assert_str_eq(str(json_array_get(runs, 0), "node"), victim_name);
+    cr_assert_str_eq(str(json_array_get(runs, 0), "outcome"), "queued", "the killed node's run was run again");
+    cr_assert_str_neq(str(json_array_get(runs, 1), "node"), victim_name);
+    cr_assert_str_eq(str(json_array_get(runs, 1), "outcome"), "succeeded");
+    cr_assert_str_eq(str(json_array_get(runs, 1), "device"), str(job, "device"));
+    json_decref(job);
     snprintf(sql, sizeof sql,
              "SELECT count(DISTINCT node) FROM job_runs WHERE job_id = %lld AND attempt IN (1, 2)", (long long)id);
     cr_assert_eq(pg_int(sql), 2, "the two runs were on two nodes");
