@@ -151,7 +151,7 @@ Test(cluster, a_node_killed_mid_run_loses_its_job_to_another_node_which_resumes_
     job = job_now(&nodes[(victim + 2) % NODES], id); /* where each attempt ran, as the API says */
     json_t *runs = json_object_get(job, "runs");
     cr_assert_eq(json_array_size(runs), 2, "%s", json_dumps(job, 0));
-    char victim_name[8];
+    char victim_name[16];
     snprintf(victim_name, sizeof victim_name, "n%d", victim + 1);
     cr_assert_str_eq(str(json_array_get(runs, 0), "node"), victim_name);
     cr_assert_str_eq(str(json_array_get(runs, 0), "outcome"), "queued", "the killed node's run was run again");
