@@ -100,7 +100,7 @@ export function renderNodes(nodes) {
     const running = Array.isArray(n.running) && n.running.length
       ? ', running ' + n.running.map((j) => '#' + j).join(' ') : '';
     item.append(el('strong', null, n.id || '?'), ' ' + (n.address || '') +
-      ' (heard ' + (age < 1 ? 'now' : fmtNum(age) + ' s ago') + running + ')');
+      ' (heard ' + (age < 1 ? 'now' : Math.round(age) + ' s ago') + running + ')');
     item.title = (n.devices || []).map((d) => d.id).join(', ');
     if (i) box.append(' \u00b7 ');
     box.append(item);
