@@ -40,6 +40,19 @@ void cli_print_json(const json_t *v) {
     free(s);
 }
 
+json_t *cli_listing(cli_server *s, const char *path, bool as_json, int *rc) {
+    long status = 0;
+    json_t *v = cli_call(s, "GET", path, NULL, &status);
+    cli_server_close(s);
+    *rc = v ? CLI_EXIT_OK : cli_exit_for(status);
+    if (v && as_json) {
+        cli_print_json(v);
+        json_decref(v);
+        return NULL;
+    }
+    return v;
+}
+
 static bool is_state(const json_t *job, const char *state) {
     const char *s = json_string_value(json_object_get(job, "state"));
     return s && !strcmp(s, state);

@@ -19,6 +19,10 @@ int cli_job_arg(const char *cmd, int argc, char **argv, long long *id);
 
 /* v as indented JSON on stdout (--json). */
 void cli_print_json(const json_t *v);
+/* A listing command's request (datasets, nodes): GET path, then closes s. A failure returns NULL
+ * with *rc its exit status; with as_json the answer is printed as it came and NULL returned with
+ * *rc CLI_EXIT_OK; else the answer is the caller's to print (and free), *rc CLI_EXIT_OK. */
+json_t *cli_listing(cli_server *s, const char *path, bool as_json, int *rc);
 /* A string field of o, "" when it has none. */
 const char *cli_str(const json_t *o, const char *key);
 /* Whether a job (as the API gives it) has ended: succeeded, failed or cancelled. */

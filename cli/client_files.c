@@ -142,15 +142,8 @@ int cmd_datasets(int argc, char **argv) {
         cli_server_close(&s);
         return rc;
     }
-    long status = 0;
-    json_t *v = cli_call(&s, "GET", "/api/v1/datasets", NULL, &status);
-    cli_server_close(&s);
-    if (!v) return cli_exit_for(status);
-    if (as_json) {
-        cli_print_json(v);
-        json_decref(v);
-        return CLI_EXIT_OK;
-    }
+    json_t *v = cli_listing(&s, "/api/v1/datasets", as_json, &rc);
+    if (!v) return rc;
     json_t *list = json_object_get(v, "datasets");
     if (!json_array_size(list)) printf("no datasets (paragon upload FILE puts one there)\n");
     else printf("%-32s %12s %-7s %-16s %-12s %s\n", "NAME", "BYTES", "FORMAT", "MODIFIED", "SHA256", "HOLDS");

@@ -28,15 +28,8 @@ int cmd_nodes(int argc, char **argv) {
     cli_server s;
     rc = cli_server_open(&s, "paragon nodes", server.url, server.token_file);
     if (rc) return rc;
-    long status = 0;
-    json_t *v = cli_call(&s, "GET", "/api/v1/nodes", NULL, &status);
-    cli_server_close(&s);
-    if (!v) return cli_exit_for(status);
-    if (as_json) {
-        cli_print_json(v);
-        json_decref(v);
-        return CLI_EXIT_OK;
-    }
+    json_t *v = cli_listing(&s, "/api/v1/nodes", as_json, &rc);
+    if (!v) return rc;
     printf("%-20s %-22s %-10s %-9s %-12s %s\n", "NODE", "ADDRESS", "VERSION", "HEARD", "RUNNING", "DEVICES");
     size_t i;
     json_t *n;

@@ -32,7 +32,6 @@ const char *db_name(const pgd_db *db) { return db->name; }
 int db_exec(pgd_db *db, const char *sql, pgn_error *err, const char *what) {
     return db->ops->exec(db, sql, err, what);
 }
-bool db_in_transaction(pgd_db *db) { return db->ops->in_transaction(db); }
 void db_rollback(pgd_db *db) {
     if (db->ops->in_transaction(db)) db->ops->exec(db, "ROLLBACK", NULL, "rollback");
 }

@@ -39,9 +39,7 @@ const char *db_name(const pgd_db *db);
 
 /* Runs sql, which may hold several statements and no parameters (a migration, ROLLBACK). */
 int db_exec(pgd_db *db, const char *sql, pgn_error *err, const char *what);
-/* Whether a transaction is open (a failed statement inside one leaves it open). */
-bool db_in_transaction(pgd_db *db);
-/* Rolls back the open transaction, if any. */
+/* Rolls back the open transaction, if any (a failed statement inside one leaves it open). */
 void db_rollback(pgd_db *db);
 
 /* Prepares sql (valid while the statement lives). NULL with err set on failure. */

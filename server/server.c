@@ -112,7 +112,8 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
     /* A PostgreSQL store makes this paragond a node of a cluster: every node reaches the same
      * files (checkpoints, datasets, the API token) in --shared-dir. */
     const char *store = cfg->db_path ? cfg->db_path : PGD_DEFAULT_DB;
-    bool cluster = pgd_store_is_postgresql(store);
+    const char *file = pgd_store_file(store);
+    bool cluster = !file;
     if (cluster && !(cfg->shared_dir && *cfg->shared_dir)) {
         pgn_error_set(err, PGN_E_DATA_DIR, "shared_dir",
                       "--store postgresql://... makes this paragond a node of a cluster: it needs "
@@ -132,7 +133,7 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
         if (pgd_store_open(store, &srv->store, err) < 0) goto fail;
         pgd_store_set_node(srv->store, node, lease_ms);
         if (pgd_store_hold_node(srv->store, err) < 0) goto fail;
-    } else if (pgd_lock_take(strncmp(store, "sqlite:", 7) == 0 ? store + 7 : store, &srv->lock, err) < 0) {
+    } else if (pgd_lock_take(file, &srv->lock, err) < 0) {
         goto fail;
     }
     srv->cluster = cluster;
@@ -162,8 +163,10 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
         goto fail;
     }
 
-    if (!srv->store && pgd_store_open(store, &srv->store, err) < 0) goto fail;
-    pgd_store_set_node(srv->store, node, lease_ms);
+    if (!cluster) { /* a cluster's store is open already, as this node */
+        if (pgd_store_open(store, &srv->store, err) < 0) goto fail;
+        pgd_store_set_node(srv->store, node, lease_ms);
+    }
     int64_t max_attempts = cfg->max_attempts > 0 ? cfg->max_attempts : PGD_DEFAULT_MAX_ATTEMPTS;
     pgd_recovery rec;
     /* A cluster's other nodes keep their runs: theirs are recovered when their leases run out. */

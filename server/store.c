@@ -322,9 +322,9 @@ int pgd_store_hold_node(pgd_store *s, pgn_error *err) {
     return ret;
 }
 
-bool pgd_store_is_postgresql(const char *target) {
+const char *pgd_store_file(const char *target) {
     const char *rest;
-    return db_engine_of(target, &rest) == DB_POSTGRESQL;
+    return db_engine_of(target, &rest) == DB_SQLITE ? rest : NULL;
 }
 
 struct pgd_store_watch {

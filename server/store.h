@@ -30,8 +30,9 @@ void pgd_store_close(pgd_store *store);
  * while another paragond runs as it (on PostgreSQL a lock its connection holds, dropped when
  * that paragond dies; on SQLite, one paragond per file already: lock.c). */
 int pgd_store_hold_node(pgd_store *store, pgn_error *err);
-/* Whether target names a PostgreSQL store (as --store reads it; else a SQLite file). */
-bool pgd_store_is_postgresql(const char *target);
+/* The SQLite file target names (as --store reads it: "sqlite:PATH" or a PATH); NULL when it
+ * names a PostgreSQL store. */
+const char *pgd_store_file(const char *target);
 
 /* Highest applied migration version. */
 int pgd_store_schema_version(pgd_store *store, int64_t *version, pgn_error *err);
