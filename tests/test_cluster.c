@@ -77,8 +77,11 @@ static server start_node(int k, int *err_fd) {
 /* The node (index into nodes) whose GET /api/v1/nodes says it runs job id; -1 when none. */
 static int runner_of(server *nodes, int64_t id);
 
-/* The node that runs job id, once one says so (asserted). */
+/* The node that runs job id, once it runs and a node says so (asserted). */
 static int wait_runner(server *nodes, int64_t id) {
+    json_t *job = wait_state(&nodes[NODES - 1], id, "running succeeded failed", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "running");
+    json_decref(job);
     int k = -1;
     for (int tries = 0; k < 0 && tries < 1200; tries++) {
         k = runner_of(nodes, id);
@@ -129,9 +132,6 @@ Test(cluster, a_node_killed_mid_run_loses_its_job_to_another_node_which_resumes_
 
     int64_t id = submit(&nodes[0], spec);
     free(spec);
-    json_t *job = wait_state(&nodes[0], id, "running succeeded failed", JOB_TIMEOUT_MS);
-    cr_assert_str_eq(str(job, "state"), "running");
-    json_decref(job);
     int victim = wait_runner(nodes, id);
     /* past a checkpoint or two (every 1000 of 10000 epochs) */
     for (int tries = 0; tries < 600; tries++) {
@@ -147,7 +147,7 @@ Test(cluster, a_node_killed_mid_run_loses_its_job_to_another_node_which_resumes_
     server *other = &nodes[(victim + 1) % NODES];
     int64_t took_ms = wait_second_run(id) ? now_ms() - killed_at : -1; /* a figure, not a test */
     char sql[256];
-    job = wait_succeeded(other, id);
+    json_t *job = wait_succeeded(other, id);
     cr_assert_str_eq(str(json_object_get(job, "result"), "weights_sha256"), sha,
                      "the run that took over reaches the uninterrupted run's weights");
     cr_assert_eq(json_integer_value(json_object_get(job, "attempts")), 2);
@@ -184,9 +184,6 @@ Test(cluster, a_job_followed_on_one_node_and_cancelled_through_another_stops_whe
     char *spec = spec_with("\"epochs\":300", "\"epochs\":100000,\"checkpoint_every\":1000");
     int64_t id = submit(&nodes[0], spec);
     free(spec);
-    json_t *job = wait_state(&nodes[2], id, "running succeeded failed", JOB_TIMEOUT_MS);
-    cr_assert_str_eq(str(job, "state"), "running");
-    json_decref(job);
     int runner = wait_runner(nodes, id);
     server *via = &nodes[(runner + 1) % NODES], *follower = &nodes[(runner + 2) % NODES];
     char path[64], auth[128];
@@ -212,7 +209,7 @@ Test(cluster, a_job_followed_on_one_node_and_cancelled_through_another_stops_whe
               "the follower heard it cancelled: %s", events);
     cr_assert(strstr(events, "cancel requested"), "and the log line of the request: %s", events);
     http_stream_close(stream);
-    job = wait_state(&nodes[2], id, "cancelled succeeded failed", JOB_TIMEOUT_MS);
+    json_t *job = wait_state(&nodes[2], id, "cancelled succeeded failed", JOB_TIMEOUT_MS);
     cr_assert_str_eq(str(job, "state"), "cancelled");
     cr_assert(strstr(str(json_object_get(job, "error"), "message"), "cancelled on request"), "%s",
               str(json_object_get(job, "error"), "message"));
