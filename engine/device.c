@@ -277,6 +277,38 @@ json_t *pgn_device_info_json(const pgn_device_info *d) {
                      "driver_version", d->driver_version);
 }
 
+static void text_field(const json_t *j, const char *key, char *out, size_t size) {
+    const char *v = json_string_value(json_object_get(j, key));
+    snprintf(out, size, "%s", v ? v : "");
+}
+
+static uint64_t count_field(const json_t *j, const char *key) {
+    json_int_t v = json_integer_value(json_object_get(j, key));
+    return v > 0 ? (uint64_t)v : 0;
+}
+
+int pgn_device_info_from_json(const json_t *j, pgn_device_info *out) {
+    memset(out, 0, sizeof *out);
+    const char *id = json_string_value(json_object_get(j, "id"));
+    const char *type = json_string_value(json_object_get(j, "type"));
+    if (!id || !*id || !type) return -1;
+    pgn_device_type t = PGN_DEVICE_HOST;
+    while (t < PGN_DEVICE_OTHER && strcmp(pgn_device_type_name(t), type)) t++;
+    out->type = t;
+    text_field(j, "id", out->id, sizeof out->id);
+    text_field(j, "name", out->name, sizeof out->name);
+    text_field(j, "vendor", out->vendor, sizeof out->vendor);
+    text_field(j, "platform", out->platform, sizeof out->platform);
+    text_field(j, "opencl_c_version", out->opencl_c_version, sizeof out->opencl_c_version);
+    text_field(j, "driver_version", out->driver_version, sizeof out->driver_version);
+    out->compute_units = (unsigned)count_field(j, "compute_units");
+    out->global_mem_bytes = count_field(j, "global_mem_bytes");
+    out->max_clock_mhz = (unsigned)count_field(j, "max_clock_mhz");
+    out->local_mem_bytes = count_field(j, "local_mem_bytes");
+    out->max_work_group = (unsigned)count_field(j, "max_work_group");
+    return 0;
+}
+
 json_t *pgn_opencl_platforms_json(void) {
     json_t *arr = json_array();
     cl_platform_id platforms[PGN_MAX_PLATFORMS];

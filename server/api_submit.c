@@ -22,8 +22,19 @@
  * worker is woken only after that line and its queued state are published, so that "running"
  * follows them. */
 static void placed_line(char *out, size_t size, const char *device, const char *requested,
-                        const pgd_placement *placement) {
-    if (placement && placement->n > 0)
+                        const pgd_placement *placement, const char *nodes) {
+    if (nodes && nodes[0]) { /* a cluster's: a kind any node's device takes, or another node's */
+        char estimate[48] = "";
+        if (placement && placement->n > 0)
+            snprintf(estimate, sizeof estimate, "; estimate %.3g s here",
+                     placement->candidates[placement->chosen].estimate.seconds);
+        if (strcmp(device, requested))
+            snprintf(out, size, "placed on %s (asked for %s; %s%s)", device, requested, nodes, estimate);
+        else if (!strcmp(device, "cpu") || !strcmp(device, "gpu")) /* a kind: pgd_target */
+            snprintf(out, size, "queued for any node's %s device (%s%s)", device, nodes, estimate);
+        else
+            snprintf(out, size, "placed on %s (asked for by name; %s%s)", device, nodes, estimate);
+    } else if (placement && placement->n > 0)
         snprintf(out, size, "placed on %s (asked for %s; %s; estimate %.3g s)", device, requested,
                  pgd_placement_reason_text(placement->reason),
                  placement->candidates[placement->chosen].estimate.seconds);
@@ -44,8 +55,8 @@ static void announce_queued(pgd_api *api, const pgd_new_job *jobs, size_t n, con
  * For a spec that asked for "all", each stored spec names its own device, so that it re-runs
  * (`paragon run`, or a restart) as it ran, and device_requested keeps "all". */
 static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *targets,
-                       const pgd_placement *placement, const pgd_submission *sub, const json_t *tags, size_t n,
-                       int64_t *ids, pgn_error *err) {
+                       const pgd_placement *placement, const char *nodes, const pgd_submission *sub,
+                       const json_t *tags, size_t n, int64_t *ids, pgn_error *err) {
     char requested[sizeof spec->device];
     snprintf(requested, sizeof requested, "%s", spec->device[0] ? spec->device : "auto");
     bool all = strcmp(requested, "all") == 0;
@@ -71,7 +82,8 @@ static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *
             rc = -1;
             break;
         }
-        placed_line(logs[made].line, sizeof logs[made].line, targets[made].id, requested, placement);
+        placed_line(logs[made].line, sizeof logs[made].line, targets[made].id, requested, placement,
+                    nodes);
         jobs[made] = (pgd_new_job){.kind = spec->kind,
                                    .name = spec->name,
                                    .device_requested = requested,
@@ -132,9 +144,9 @@ int api_queue_spec(pgd_api *api, const pgd_request *req, pgn_job_spec *spec, con
     json_t *extra;
     /* "all" (bench jobs only: the parser refuses it elsewhere) is one job per OpenCL device. */
     bool all = strcmp(spec->device, "all") == 0;
-    pgn_device_info placed;
+    pgd_target where = {0};
     pgd_placement placement = {0}; /* "all": none */
-    if (!all && pgd_scheduler_place_job(api->sched, spec, &placed, &placement, &err) < 0) {
+    if (!all && pgd_scheduler_place_job(api->sched, spec, &where, &placement, &err) < 0) {
         *reply = pgd_reply_pgn_error(req, &err, NULL, NULL);
         return -1;
     }
@@ -142,11 +154,13 @@ int api_queue_spec(pgd_api *api, const pgd_request *req, pgn_job_spec *spec, con
      * (or worse, left to exhaust the device under the jobs beside it). */
     pgd_host_memory mem;
     if (pgd_host_memory_read(&mem) < 0) mem = (pgd_host_memory){0}; /* not judged */
-    if (!all && pgd_admit_job(spec, &placed, &mem, &lerr, &extra) < 0) {
+    if (!all && pgd_admit_job(spec, &where.device, &mem, &lerr, &extra) < 0) {
         pgd_placement_release(&placement);
         *reply = api_reply_limit(req, &lerr, extra, NULL);
         return -1;
     }
+    pgn_device_info placed = where.device; /* queued on where.queue: a device or a cluster's kind */
+    snprintf(placed.id, sizeof placed.id, "%s", where.queue);
     const pgn_device_info *targets = all ? api->devices : &placed;
     size_t n = all ? api->n_devices : 1; /* >= 1: the server does not start without a device */
     int64_t *ids = calloc(n, sizeof *ids);
@@ -156,7 +170,7 @@ int api_queue_spec(pgd_api *api, const pgd_request *req, pgn_job_spec *spec, con
     bool full = rc == 1;
     if (rc == 0) {
         pgd_scheduler_admit_lock(api->sched);
-        rc = insert_jobs(api, spec, targets, &placement, extras ? &extras->sub : NULL,
+        rc = insert_jobs(api, spec, targets, &placement, where.nodes, extras ? &extras->sub : NULL,
                          extras ? extras->tags : NULL, n, ids, &err);
         pgd_scheduler_admit_unlock(api->sched);
     }

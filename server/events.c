@@ -290,11 +290,14 @@ void pgd_events_progress(pgd_events *ev, int64_t id, double fraction) {
               json_pack("{s:I, s:f}", "job_id", (json_int_t)id, "progress", fraction));
 }
 
-int pgd_events_relay(pgd_events *ev, pgd_store *store, int64_t id, pgn_error *err) {
+int pgd_events_relay(pgd_events *ev, pgd_store *store, int64_t id, char *queued_on, size_t size,
+                     pgn_error *err) {
+    queued_on[0] = '\0';
     if (!ev) return 0;
     pgd_job job;
     if (pgd_events_job_changed(ev, store, id, &job, err) < 0) return -1;
     if (job.state == PGD_JOB_RUNNING) pgd_events_progress(ev, id, job.progress);
+    if (job.state == PGD_JOB_QUEUED) snprintf(queued_on, size, "%s", job.device);
     pgd_job_release(&job);
     pthread_mutex_lock(&ev->order);
     size_t slot = (size_t)((uint64_t)id % LAST_STATE_SLOTS);

@@ -50,8 +50,10 @@ int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, pgd_job
 /* Publishes what another writer of the store (a cluster's other node) changed of job id: its
  * state when it changed, its progress while it runs, and its log lines after the last one this
  * bus published (for a job first heard of here, the lines from then on: streams read the earlier
- * ones from the store when they start). */
-int pgd_events_relay(pgd_events *ev, pgd_store *store, int64_t id, pgn_error *err);
+ * ones from the store when they start). When the job is queued, queued_on (size bytes) receives
+ * what it is queued on (a device, or a cluster's kind); otherwise "". */
+int pgd_events_relay(pgd_events *ev, pgd_store *store, int64_t id, char *queued_on, size_t size,
+                     pgn_error *err);
 
 /* Publishes a log line already stored (seq, created_at as stored), e.g. with its job. */
 void pgd_events_job_log_stored(pgd_events *ev, int64_t id, int64_t seq, const char *level, const char *line,

@@ -92,11 +92,75 @@ static void weigh(pgd_scheduler *s, const pgn_job_spec *spec, const pgn_device_i
 
 static double finish_seconds(const pgd_candidate *c) { return c->estimate.seconds + c->queue_seconds; }
 
-int pgd_scheduler_place_job(pgd_scheduler *s, const pgn_job_spec *spec, pgn_device_info *out,
-                            pgd_placement *placement, pgn_error *err) {
-    *placement = (pgd_placement){0};
-    bool auto_ = strcmp(spec->device, "auto") == 0;
-    if (!auto_ && sched_place(s, spec->device, out, err) < 0) return -1;
+/* Appends name to a comma-separated list in out (", " between), as far as it fits. */
+static void list_add(char *out, size_t size, const char *name) {
+    size_t len = strlen(out);
+    if (len < size) snprintf(out + len, size - len, "%s%s", len ? ", " : "", name);
+}
+
+/* A cluster's request this node cannot place on a device of its own (or, for a kind, any
+ * request: every node's device of that kind may take it), resolved against the devices the
+ * nodes registered: out->device is one of them (a live node's first, else this node's own for a
+ * kind), out->nodes which live nodes have one. An id no node ever registered is refused, naming
+ * those that exist. */
+static int cluster_place(pgd_scheduler *s, const char *want, const char *kind, pgd_target *out, pgn_error *err) {
+    json_t *nodes;
+    if (pgd_store_nodes_list(s->store, &nodes, err) < 0) return -1;
+    bool found = false, live_found = false;
+    int live_holders = 0;
+    char ids[400] = "", holders[160] = "";
+    size_t i, k;
+    json_t *node, *dev;
+    json_array_foreach(nodes, i, node) {
+        double age = json_number_value(json_object_get(node, "heartbeat_age_s"));
+        bool live = age * 1000.0 < (double)s->lease_ms;
+        bool holds = false;
+        json_array_foreach(json_object_get(node, "devices"), k, dev) {
+            pgn_device_info info;
+            if (pgn_device_info_from_json(dev, &info) < 0) continue;
+            if (!strstr(ids, info.id)) list_add(ids, sizeof ids, info.id);
+            const char *its = sched_kind_of(&info);
+            if (kind ? !(its && !strcmp(its, kind)) : strcmp(info.id, want) != 0) continue;
+            holds = true;
+            if (!found || (live && !live_found)) out->device = info;
+            found = true;
+            live_found |= live;
+        }
+        if (holds && live) {
+            live_holders++;
+            const char *name = json_string_value(json_object_get(node, "id"));
+            list_add(holders, sizeof holders, name ? name : "?");
+        }
+    }
+    json_decref(nodes);
+    if (!found && !kind) {
+        pgn_error_set(err, PGN_E_INVALID_SPEC, "device",
+                      "device: no node of the cluster has a device '%s' (expected auto, cpu, gpu, host "
+                      "or an id a node lists: %s)",
+                      want, ids[0] ? ids : "none");
+        return -1;
+    }
+    pgn_error e;
+    pgn_error_clear(&e);
+    /* a kind is judged by this node's own device of that kind where it has one; by none (no
+     * memory known) where no node has one */
+    if (kind && sched_place(s, kind, &out->device, &e) < 0 && !found) {
+        out->device = (pgn_device_info){.type = kind[0] == 'g' ? PGN_DEVICE_GPU : PGN_DEVICE_CPU};
+        snprintf(out->device.id, sizeof out->device.id, "%s", kind);
+    }
+    if (kind && !live_found) {
+        snprintf(out->nodes, sizeof out->nodes, "no node that has one is up now: it waits for one");
+    } else {
+        snprintf(out->nodes, sizeof out->nodes, "node%s with one: %s", live_holders == 1 ? "" : "s", holders);
+    }
+    snprintf(out->queue, sizeof out->queue, "%s", kind ? kind : want);
+    return 0;
+}
+
+/* Weighs a job on this node's devices: the one asked for (out), or for "auto" each OpenCL
+ * device, choosing the one the cost model expects to finish it first (into out). */
+static int place_here(pgd_scheduler *s, const pgn_job_spec *spec, bool auto_, pgn_device_info *out,
+                      pgd_placement *placement, pgn_error *err) {
     /* auto weighs every OpenCL device; the host pseudo-device only when there is no OpenCL
      * device (it is asked for by name) */
     placement->candidates = calloc(auto_ ? s->n : 1, sizeof *placement->candidates);
@@ -126,4 +190,22 @@ int pgd_scheduler_place_job(pgd_scheduler *s, const pgn_job_spec *spec, pgn_devi
     }
     queue_add(s, out->id, placement->candidates[placement->chosen].estimate.seconds);
     return 0;
+}
+
+int pgd_scheduler_place_job(pgd_scheduler *s, const pgn_job_spec *spec, pgd_target *out,
+                            pgd_placement *placement, pgn_error *err) {
+    *placement = (pgd_placement){0};
+    *out = (pgd_target){0};
+    bool auto_ = strcmp(spec->device, "auto") == 0;
+    const char *kind = sched_kind_named(spec->device);
+    if (!auto_ && s->cluster && (kind || !sched_worker_of(s, spec->device))) {
+        if (cluster_place(s, spec->device, kind, out, err) < 0) return -1;
+        /* judged on a device this node does not have, or on none: no estimate to weigh */
+        if (!sched_worker_of(s, out->device.id)) return 0;
+    } else if (!auto_ && sched_place(s, spec->device, &out->device, err) < 0) {
+        return -1;
+    }
+    int rc = place_here(s, spec, auto_, &out->device, placement, err);
+    if (rc == 0 && !out->queue[0]) snprintf(out->queue, sizeof out->queue, "%s", out->device.id);
+    return rc;
 }

@@ -47,8 +47,13 @@ static void *relay_main(void *arg) {
         for (size_t i = 0; i < n; i++) {
             if (i && ids[i] == ids[i - 1]) continue;
             if (ids[i] <= 0 || pgd_scheduler_runs(r->sched, ids[i])) continue;
-            if (pgd_events_relay(r->events, r->store, ids[i], &err) < 0 && err.code != PGN_E_NOT_FOUND)
-                fprintf(stderr, "paragond: relay: job %lld: %s\n", (long long)ids[i], err.message);
+            char queued_on[sizeof ((pgd_job *)0)->device];
+            if (pgd_events_relay(r->events, r->store, ids[i], queued_on, sizeof queued_on, &err) < 0) {
+                if (err.code != PGN_E_NOT_FOUND)
+                    fprintf(stderr, "paragond: relay: job %lld: %s\n", (long long)ids[i], err.message);
+            } else if (queued_on[0]) { /* queued by another node: ours may take it */
+                pgd_scheduler_notify(r->sched, queued_on);
+            }
         }
     }
     return NULL;

@@ -22,6 +22,19 @@ bool sched_is_host(const pgn_device_info *info) {
     return profile.dev_class == PGN_CLASS_HOST;
 }
 
+const char *sched_kind_named(const char *want) {
+    return !strcmp(want, "cpu") ? "cpu" : !strcmp(want, "gpu") ? "gpu" : NULL;
+}
+
+const char *sched_kind_of(const pgn_device_info *info) {
+    return info->type == PGN_DEVICE_CPU ? "cpu" : info->type == PGN_DEVICE_GPU ? "gpu" : NULL;
+}
+
+bool sched_serves(const worker *w, const char *device) {
+    const char *kind = sched_kind_of(w->info);
+    return !strcmp(w->info->id, device) || (kind && !strcmp(kind, device));
+}
+
 /* Jobs queued by an earlier run on a device that is gone (a GPU removed, a driver changed)
  * are placed again from what they asked for, or fail saying why. */
 static int replace_orphans(pgd_scheduler *s, pgn_error *err) {
@@ -32,7 +45,7 @@ static int replace_orphans(pgd_scheduler *s, pgn_error *err) {
         const pgd_job *job = &queued[i];
         int64_t id = job->id;
         const char *device = job->device, *want = job->device_requested;
-        if (sched_worker_of(s, device)) continue;
+        if (sched_worker_of(s, device) || sched_kind_named(device)) continue;
         pgn_device_info info;
         pgn_error e, serr;
         pgn_error_clear(&e);
@@ -78,6 +91,7 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
     atomic_init(&s->cancel_gen, 0);
     pthread_cond_init(&s->lease_tick, NULL);
     s->lease_ms = pgd_store_lease_ms(store);
+    s->cluster = pgd_store_shared(store);
     s->n = count + 1;
     s->devices = calloc(s->n, sizeof *s->devices);
     s->workers = calloc(s->n, sizeof *s->workers);
@@ -119,7 +133,8 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
             pgn_device_tuning_fits(&t, w->info, family))
             pgn_device_profile_tune(&w->profile, &t);
     }
-    if (replace_orphans(s, err) < 0) {
+    /* A cluster's job queued on a device this node lacks waits for a node that has it. */
+    if (!s->cluster && replace_orphans(s, err) < 0) {
         pgd_scheduler_stop(s);
         return -1;
     }
@@ -243,13 +258,35 @@ int pgd_scheduler_cancel(pgd_scheduler *s, int64_t id, pgd_job *job, pgn_error *
 void pgd_scheduler_admit_lock(pgd_scheduler *s) { pthread_mutex_lock(&s->admit); }
 void pgd_scheduler_admit_unlock(pgd_scheduler *s) { pthread_mutex_unlock(&s->admit); }
 
-void pgd_scheduler_notify(pgd_scheduler *s, const char *device_id) {
-    worker *w = sched_worker_of(s, device_id);
-    if (!w) return;
+void pgd_scheduler_notify(pgd_scheduler *s, const char *device) {
     pthread_mutex_lock(&s->lock);
-    w->wake = true;
-    pthread_cond_signal(&w->cond);
+    for (size_t i = 0; i < s->n; i++) {
+        worker *w = &s->workers[i];
+        if (!sched_serves(w, device)) continue;
+        w->wake = true;
+        pthread_cond_signal(&w->cond);
+    }
     pthread_mutex_unlock(&s->lock);
+}
+
+/* devices[i]'s description and profile. */
+static json_t *device_json(pgd_scheduler *s, size_t i) {
+    json_t *d = pgn_device_info_json(&s->devices[i]);
+    if (!json_is_object(d)) {
+        json_decref(d);
+        d = json_pack("{s:s}", "id", s->devices[i].id);
+    }
+    pthread_mutex_lock(&s->lock);
+    pgn_device_profile profile = s->workers[i].profile;
+    pthread_mutex_unlock(&s->lock);
+    json_object_set_new(d, "profile", pgn_device_profile_json(&profile));
+    return d;
+}
+
+json_t *pgd_scheduler_profiles_json(pgd_scheduler *s) {
+    json_t *arr = json_array();
+    for (size_t i = 0; i < s->n; i++) json_array_append_new(arr, device_json(s, i));
+    return arr;
 }
 
 json_t *pgd_scheduler_devices_json(pgd_scheduler *s, pgn_error *err) {
@@ -257,20 +294,12 @@ json_t *pgd_scheduler_devices_json(pgd_scheduler *s, pgn_error *err) {
     if (pgd_store_queued_counts(s->store, &counts, err) < 0) return NULL;
     json_t *arr = json_array();
     for (size_t i = 0; i < s->n; i++) {
-        json_t *d = pgn_device_info_json(&s->devices[i]);
-        if (!json_is_object(d)) {
-            json_decref(d);
-            d = json_pack("{s:s}", "id", s->devices[i].id);
-        }
+        json_t *d = device_json(s, i);
         json_t *q = json_object_get(counts, s->devices[i].id);
         json_object_set_new(d, "queued", json_integer(q ? json_integer_value(q) : 0));
         int64_t running = atomic_load(&s->workers[i].running_job);
         json_object_set_new(d, "running_job", running ? json_integer(running) : json_null());
         json_object_set_new(d, "busy_seconds", json_real(sched_busy_seconds(s, &s->workers[i])));
-        pthread_mutex_lock(&s->lock);
-        pgn_device_profile profile = s->workers[i].profile;
-        pthread_mutex_unlock(&s->lock);
-        json_object_set_new(d, "profile", pgn_device_profile_json(&profile));
         json_array_append_new(arr, d);
     }
     json_decref(counts);

@@ -31,13 +31,28 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
  * requested; then joins the workers, closes the devices and frees the scheduler. */
 void pgd_scheduler_stop(pgd_scheduler *sched);
 
+/* Where a job is queued. */
+typedef struct pgd_target {
+    /* The device its admission and estimate judge by: the one it is queued on, or for a
+     * cluster's kind one of that kind (zero memory: none is known, nothing is judged). */
+    pgn_device_info device;
+    /* What it is queued on (the job's device): device.id, or in a cluster a kind ("cpu",
+     * "gpu") that the first free device of that kind on any node takes. */
+    char queue[sizeof ((pgn_device_info *)0)->id];
+    /* For a cluster's kind or another node's device: which live nodes have one, or that none
+     * has ("" otherwise), for the job's "placed" line. */
+    char nodes[200];
+} pgd_target;
+
 /* Places a validated job: a named device ("cpu", "gpu", "host" or an id; an unknown or
  * unavailable one is code "invalid_spec" with field "device") as asked; "auto" on the OpenCL device
  * where the cost model expects it to finish first (its estimate from the device's measured
- * rates, plus the estimates of the jobs queued or running there). *placement receives every
+ * rates, plus the estimates of the jobs queued or running there). A node of a cluster queues a
+ * kind ("cpu", "gpu") for any node's device of that kind, even when no node has one yet (it
+ * waits for one), and an id another node registered for that node. *placement receives every
  * device weighed, the chosen one and why, to record on the job; the caller releases it
  * (pgd_placement_release). */
-int pgd_scheduler_place_job(pgd_scheduler *sched, const pgn_job_spec *spec, pgn_device_info *out,
+int pgd_scheduler_place_job(pgd_scheduler *sched, const pgn_job_spec *spec, pgd_target *out,
                             pgd_placement *placement, pgn_error *err);
 
 /* Cancels job id (pgd_store_job_cancel): a queued job ends at once; a running one stops at
@@ -58,8 +73,13 @@ void pgd_scheduler_job_dir(const pgd_scheduler *sched, int64_t id, char *out, si
 void pgd_scheduler_admit_lock(pgd_scheduler *sched);
 void pgd_scheduler_admit_unlock(pgd_scheduler *sched);
 
-/* Wakes the worker of device_id: a job was queued for it. */
-void pgd_scheduler_notify(pgd_scheduler *sched, const char *device_id);
+/* Wakes the workers that take jobs queued on device (an id, or a cluster's kind): a job was
+ * queued there. */
+void pgd_scheduler_notify(pgd_scheduler *sched, const char *device);
+
+/* [{pgn_device_info_json fields..., "profile":{...}}] for each device, host last: what a node
+ * registers in a cluster. New reference. */
+json_t *pgd_scheduler_profiles_json(pgd_scheduler *sched);
 
 /* [{pgn_device_info_json fields..., "queued":N, "running_job":ID|null, "busy_seconds":S}] for
  * every device, host last; busy_seconds is the time its worker has spent running jobs since

@@ -66,6 +66,7 @@ struct pgd_scheduler {
     atomic_uint_fast64_t cancel_gen;
     /* The lease keeper (lease.c): the lease a run holds, and the thread that renews it. */
     int64_t lease_ms;
+    bool cluster; /* the store is shared (pgd_store_shared): other nodes run its jobs too */
     pthread_t lease_thread;
     bool lease_started;
     pthread_cond_t lease_tick; /* signalled at stop (with lock) */
@@ -75,6 +76,14 @@ struct pgd_scheduler {
 worker *sched_worker_of(pgd_scheduler *s, const char *device_id);
 /* Whether info is the host pseudo-device, by its profile's class (scheduler.c). */
 bool sched_is_host(const pgn_device_info *info);
+/* The kind of device a request names ("cpu", "gpu"), or NULL when it names something else
+ * (scheduler.c). */
+const char *sched_kind_named(const char *want);
+/* The kind a worker's device takes jobs queued for (a cluster's "cpu" or "gpu"); NULL for the
+ * host pseudo-device and kinds nobody asks for (scheduler.c). */
+const char *sched_kind_of(const pgn_device_info *info);
+/* Whether w takes jobs queued on device (its id or its kind) (scheduler.c). */
+bool sched_serves(const worker *w, const char *device);
 /* The CLOCK_REALTIME time ms from now, for pthread_cond_timedwait (scheduler.c). */
 struct timespec sched_deadline(int64_t ms);
 /* The lease keeper's thread: renews the node's heartbeat and its runs' leases, stops a run

@@ -57,14 +57,7 @@ static int register_node(pgd_server *srv, const pgd_config *cfg, pgn_error *err)
     char address[300];
     snprintf(address, sizeof address, "%s:%u", cfg->host ? cfg->host : PGD_DEFAULT_HOST,
              (unsigned)pgd_http_port(srv->http));
-    json_t *devices = json_array();
-    for (size_t i = 0; i <= srv->n_devices; i++) {
-        pgn_device_info host;
-        const pgn_device_info *d = i < srv->n_devices ? &srv->devices[i] : &host;
-        if (i == srv->n_devices) pgn_device_info_host(&host);
-        json_array_append_new(devices, json_pack("{s:s, s:s, s:s}", "id", d->id, "name", d->name, "type",
-                                                 pgn_device_type_name(d->type)));
-    }
+    json_t *devices = pgd_scheduler_profiles_json(srv->sched);
     int rc = pgd_store_node_register(srv->store, address, PGN_VERSION, devices, err);
     json_decref(devices);
     return rc;

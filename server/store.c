@@ -278,8 +278,8 @@ int pgd_store_open_with(const char *target, const pgn_embedded *migrations, pgd_
         pgd_store_close(s);
         return -1;
     }
-    if (!migrations)
-        migrations = db_engine_in(s->db) == DB_POSTGRESQL ? pgd_schema_postgresql : pgd_schema_sources;
+    s->shared = db_engine_in(s->db) == DB_POSTGRESQL;
+    if (!migrations) migrations = s->shared ? pgd_schema_postgresql : pgd_schema_sources;
     if (migrate(s, migrations, err) < 0) {
         char msg[sizeof err->message];
         snprintf(msg, sizeof msg, "%s", err->message);
@@ -295,6 +295,8 @@ int pgd_store_open_with(const char *target, const pgn_embedded *migrations, pgd_
 int pgd_store_open(const char *target, pgd_store **out, pgn_error *err) {
     return pgd_store_open_with(target, NULL, out, err);
 }
+
+bool pgd_store_shared(const pgd_store *s) { return s->shared; }
 
 void pgd_store_set_node(pgd_store *s, const char *node, int64_t lease_ms) {
     pthread_mutex_lock(&s->lock);

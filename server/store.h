@@ -33,6 +33,9 @@ int pgd_store_hold_node(pgd_store *store, pgn_error *err);
 /* The SQLite file target names (as --store reads it: "sqlite:PATH" or a PATH); NULL when it
  * names a PostgreSQL store. */
 const char *pgd_store_file(const char *target);
+/* Whether several nodes share the store (PostgreSQL: a cluster's), so that a job queued in it
+ * may be run by any of them. */
+bool pgd_store_shared(const pgd_store *store);
 
 /* Highest applied migration version. */
 int pgd_store_schema_version(pgd_store *store, int64_t *version, pgn_error *err);
@@ -228,10 +231,12 @@ int pgd_store_node_heartbeat(pgd_store *store, pgn_error *err);
  * "running":[job ids]}] of every node, by id. */
 int pgd_store_nodes_list(pgd_store *store, json_t **out, pgn_error *err);
 
-/* Takes the oldest queued job on device and marks it running (started_at now, attempts + 1,
- * progress 0, this node, a lease from now) in one statement. *id is 0 when nothing is queued
- * there; otherwise *attempt is the run's attempt and *spec the stored spec (new reference). */
-int pgd_store_job_claim(pgd_store *store, const char *device, int64_t *id, int64_t *attempt,
+/* Takes the oldest queued job on device, or queued for any device of kind (a cluster's job
+ * that asked for "gpu" waits as "gpu" for the first node with one; NULL: device only), and
+ * marks it running on device (started_at now, attempts + 1, progress 0, this node, a lease
+ * from now) in one statement. *id is 0 when nothing is queued there; otherwise *attempt is the
+ * run's attempt and *spec the stored spec (new reference). */
+int pgd_store_job_claim(pgd_store *store, const char *device, const char *kind, int64_t *id, int64_t *attempt,
                         json_t **spec, pgn_error *err);
 
 /* Whether job id runs on another node that holds its lease (a cancel there is that node's to

@@ -30,6 +30,7 @@ struct pgd_store {
     int n_cached;
     char node[64];    /* pgd_store_set_node: the node runs claimed here belong to */
     int64_t lease_ms; /* the lease a claim or a renewal gives */
+    bool shared;      /* a store several nodes share (PostgreSQL): a cluster's */
 };
 
 /* The store's clock, in ms since 1970: one clock for every node, whatever theirs say. */

@@ -15,12 +15,13 @@
 /* One statement: SQLite runs it under its one write lock; on PostgreSQL the row is locked as
  * it is read (another node's claim skips it), and the outer state test makes a claim that
  * waited for a row another node took come back empty instead of taking it twice. */
-int pgd_store_job_claim(pgd_store *s, const char *device, int64_t *id, int64_t *attempt,
-                        json_t **spec, pgn_error *err) {
+int pgd_store_job_claim(pgd_store *s, const char *device, const char *kind, int64_t *id,
+                        int64_t *attempt, json_t **spec, pgn_error *err) {
     static const char sql[] =
         "UPDATE jobs SET state = 'running', started_at = " NOW_SQL ", finished_at = NULL,"
-        " attempts = attempts + 1, progress = 0, node = ?2, lease_ms = " NOW_MS_SQL " + ?3"
-        " WHERE id = (SELECT id FROM jobs WHERE state = 'queued' AND device = ?1"
+        " attempts = attempts + 1, progress = 0, node = ?2, lease_ms = " NOW_MS_SQL " + ?3,"
+        " device = ?1"
+        " WHERE id = (SELECT id FROM jobs WHERE state = 'queued' AND device IN (?1, ?4)"
         "             ORDER BY id LIMIT 1 /*postgresql: FOR UPDATE SKIP LOCKED*/)"
         "   AND state = 'queued'"
         " RETURNING id, spec, attempts";
@@ -34,6 +35,7 @@ int pgd_store_job_claim(pgd_store *s, const char *device, int64_t *id, int64_t *
         db_bind_text(st, 1, device);
         db_bind_text(st, 2, s->node);
         db_bind_int64(st, 3, s->lease_ms);
+        db_bind_text(st, 4, kind ? kind : device);
         int rc = db_step(st);
         if (rc == DB_ROW) {
             int64_t got = db_column_int64(st, 0), run = db_column_int64(st, 2);
@@ -182,9 +184,16 @@ static int end_cancel_requested(pgd_store *s, const run_set *set, const char *wh
     return 0;
 }
 
+/* The device a job goes back to the queue on: in a shared store (a cluster), a job that asked
+ * for a kind of device ("cpu", "gpu") waits for any node's device of that kind again, not only
+ * for the one its last run had (its node may be gone); elsewhere its device stays. */
+#define REQUEUED_DEVICE_SQL(shared)                                                               \
+    "CASE WHEN " shared " = 1 AND device_requested IN ('cpu', 'gpu', 'accelerator')"             \
+    " THEN device_requested ELSE device END"
+
 static int requeue_tx(pgd_store *s, void *ctx, pgn_error *err) {
     static const char sql[] = "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0,"
-                              " lease_ms = NULL"
+                              " lease_ms = NULL, device = " REQUEUED_DEVICE_SQL("?3")
                               " WHERE id = ?1 AND state = 'running' AND (?2 = 0 OR attempts = ?2)";
     const run_set *set = ctx;
     int64_t ended = 0;
@@ -196,6 +205,7 @@ static int requeue_tx(pgd_store *s, void *ctx, pgn_error *err) {
     if (!st) return -1;
     db_bind_int64(st, 1, set->id);
     db_bind_int64(st, 2, set->attempt);
+    db_bind_int64(st, 3, s->shared);
     return update_job(s, st, set->id, set->attempt, "requeue", err);
 }
 
@@ -412,7 +422,8 @@ static int recover_tx(pgd_store *s, void *ctx, pgn_error *err) {
         "  format('%s, %s times; it is not run again (--max-attempts %s): %s', ?2, interrupted, ?1, ?4),"
         "  'field', NULL)" RUNNING " AND interrupted >= ?1";
     static const char requeue_sql[] =
-        "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0, lease_ms = NULL" RUNNING;
+        "UPDATE jobs SET state = 'queued', started_at = NULL, progress = 0, lease_ms = NULL,"
+        " device = " REQUEUED_DEVICE_SQL("?7") RUNNING;
 #undef RUNNING
     recover_args *a = ctx;
     if (end_cancel_requested(s, &a->set, a->cancelled, &a->out->cancelled, err) < 0)
@@ -430,6 +441,7 @@ static int recover_tx(pgd_store *s, void *ctx, pgn_error *err) {
         db_bind_text(st, 4, a->blame);
         db_bind_int64(st, 5, a->set.expired);
         db_bind_text(st, 6, a->set.node);
+        db_bind_int64(st, 7, s->shared);
         int rc = db_step(st);
         store_stmt_done(st);
         if (rc != DB_DONE) return store_fail(s, err, what[i]);

@@ -578,7 +578,8 @@ void *sched_worker_main(void *arg) {
             /* Not while a submission is between its insert and its announcement: a job's
              * "queued" state and "placed" line go out before its "running" and "started". */
             pthread_mutex_lock(&s->admit);
-            int claimed = pgd_store_job_claim(s->store, w->info->id, &id, &attempt, &spec, &err);
+            int claimed = pgd_store_job_claim(s->store, w->info->id, sched_kind_of(w->info), &id, &attempt,
+                                              &spec, &err);
             /* Under the admit lock, so that a cancel never sees the job running with no
              * worker (it would end it). */
             if (claimed == 0 && id) {

@@ -55,14 +55,15 @@ static void teardown(void) {
 
 TestSuite(cluster, .init = setup, .fini = teardown);
 
-/* Node k of the cluster (n1, n2, ...), its stderr captured into *err_fd when err_fd. */
-static server start_node(int k, int *err_fd) {
+/* Node k of the cluster (n1, n2, ...) with extra_env (NULL: none), its stderr captured into
+ * *err_fd when err_fd. */
+static server start_node_env(int k, int *err_fd, const char *const *extra_env) {
     char name[16], lease[8] = "2";
     snprintf(name, sizeof name, "n%d", k);
     const char *args[] = {"--port", "0", "--store", url, "--shared-dir", shared, "--node", name,
                           "--lease-seconds", lease, "--no-calibration", NULL};
     server s = {0};
-    s.proc = spawn(args, NULL, err_fd != NULL);
+    s.proc = spawn(args, extra_env, err_fd != NULL);
     if (err_fd) *err_fd = s.proc.err_fd;
     char line[256];
     read_listening_line(&s.proc, line, sizeof line);
@@ -73,6 +74,8 @@ static server start_node(int k, int *err_fd) {
     snprintf(s.db, sizeof s.db, "%s", url);
     return s;
 }
+
+static server start_node(int k, int *err_fd) { return start_node_env(k, err_fd, NULL); }
 
 /* The node (index into nodes) whose GET /api/v1/nodes says it runs job id; -1 when none. */
 static int runner_of(server *nodes, int64_t id);
@@ -290,4 +293,77 @@ Test(cluster, a_node_that_comes_back_after_its_lease_ran_out_stops_its_run_and_w
             cr_assert(strstr(err, "stops now"), "node %s said its run stopped: %s", who, err);
         free(err);
     }
+}
+
+/* Nodes with different devices: n1 has pocl's CPU device, n2 only Oclgrind's simulated GPU (its
+ * ICD alone, as a node with one GPU). A job that asks n1 for "gpu" is queued for any node's GPU
+ * and runs on n2; one that asks for an id only n2 has runs there; an id no node has is refused
+ * naming those that exist; with n2 stopped, a "gpu" job waits, saying why, and runs when n2 is
+ * back. */
+Test(cluster, a_job_asking_for_a_gpu_waits_for_a_node_that_has_one) {
+    char icd_dir[300], icd[340];
+    snprintf(icd_dir, sizeof icd_dir, "%s/icd", tmpdir);
+    cr_assert_eq(mkdir(icd_dir, 0700), 0);
+    snprintf(icd, sizeof icd, "%s/oclgrind.icd", icd_dir);
+    FILE *f = fopen(icd, "w");
+    cr_assert_not_null(f);
+    fputs("/usr/lib/oclgrind/liboclgrind-rt-icd.so\n", f);
+    fclose(f);
+    char env[340];
+    snprintf(env, sizeof env, "OCL_ICD_VENDORS=%s", icd_dir);
+    const char *gpu_env[] = {env, NULL};
+    server cpu_node = start_node(1, NULL);
+
+    /* no node has a GPU yet: the job waits, and says so */
+    int64_t early = submit_xor(&cpu_node, 1, "gpu");
+    json_t *job = job_now(&cpu_node, early);
+    cr_assert_str_eq(str(job, "state"), "queued");
+    cr_assert_str_eq(str(job, "device"), "gpu", "queued for any node's GPU");
+    json_decref(job);
+    char path[64];
+    http_response r = request(&cpu_node, "GET", job_url(path, sizeof path, early, "/logs"), NULL, NULL);
+    cr_assert(strstr(r.body, "queued for any node's gpu device (no node that has one is up now: it waits for one"),
+              "%s", r.body);
+    http_response_free(&r);
+    usleep(500 * 1000);
+    job = job_now(&cpu_node, early);
+    cr_assert_str_eq(str(job, "state"), "queued", "a node without a GPU does not take it");
+    json_decref(job);
+
+    server gpu_node = start_node_env(2, NULL, gpu_env);
+    job = wait_succeeded(&cpu_node, early);
+    json_t *run = json_array_get(json_object_get(job, "runs"), 0);
+    cr_assert_str_eq(str(run, "node"), "n2");
+    cr_assert(!strncmp(str(run, "device"), "gpu-", 4), "ran on n2's GPU: %s", str(run, "device"));
+    char gpu_id[64];
+    snprintf(gpu_id, sizeof gpu_id, "%s", str(run, "device"));
+    json_decref(job);
+
+    /* an id only n2 has, asked of n1 */
+    int64_t by_id = submit_xor(&cpu_node, 1, gpu_id);
+    job = wait_succeeded(&gpu_node, by_id);
+    cr_assert_str_eq(str(json_array_get(json_object_get(job, "runs"), 0), "node"), "n2");
+    json_decref(job);
+    r = request(&cpu_node, "GET", job_url(path, sizeof path, by_id, "/logs"), NULL, NULL);
+    cr_assert(strstr(r.body, "node with one: n2"), "%s", r.body);
+    http_response_free(&r);
+
+    /* an id no node has */
+    char *spec = spec_with("\"epochs\":300", "\"epochs\":1,\"device\":\"gpu-00000000\"");
+    r = request(&cpu_node, "POST", "/api/v1/jobs", json_headers, spec);
+    free(spec);
+    assert_error(&r, 400, "invalid_spec", "device");
+    cr_assert(strstr(r.body, "no node of the cluster has a device 'gpu-00000000'") && strstr(r.body, gpu_id),
+              "%s", r.body);
+    http_response_free(&r);
+
+    /* "cpu" asked of the GPU node runs on n1's CPU device */
+    int64_t cpu_job = submit_xor(&gpu_node, 1, "cpu");
+    job = wait_succeeded(&gpu_node, cpu_job);
+    run = json_array_get(json_object_get(job, "runs"), 0);
+    cr_assert_str_eq(str(run, "node"), "n1");
+    cr_assert(!strncmp(str(run, "device"), "cpu-", 4), "%s", str(run, "device"));
+    json_decref(job);
+    stop_server(&gpu_node);
+    stop_server(&cpu_node);
 }

@@ -198,8 +198,14 @@ int pgn_device_select(const char *want, const pgn_device_info *list, size_t coun
                       pgn_device_info *out, pgn_error *err);
 
 /* JSON object with id, name, vendor, platform, type, compute_units, global_mem_bytes,
- * max_clock_mhz, opencl_c_version, driver_version. New reference. */
+ * max_clock_mhz, local_mem_bytes, max_work_group, opencl_c_version, driver_version. New
+ * reference. */
 json_t *pgn_device_info_json(const pgn_device_info *info);
+
+/* The inverse of pgn_device_info_json (what another node of a cluster registered): id and type
+ * are required; a field missing or of the wrong JSON type is left zero. -1 when j is not such
+ * an object. */
+int pgn_device_info_from_json(const json_t *j, pgn_device_info *out);
 
 /* JSON array of {"name","version","vendor"} for each OpenCL platform. New reference. */
 json_t *pgn_opencl_platforms_json(void);
