@@ -148,14 +148,15 @@ static void jobs_usage(FILE *out) {
             "usage: paragon jobs [--state STATE] [--kind KIND] [--tag KEY:VALUE]... [--limit N]\n"
             "                    [--offset N | --cursor C] [--json]\n"
             "  --state  queued, running, succeeded, failed or cancelled\n"
-            "  --kind   train, inet, bench or generate\n"
+            "  --kind   %s\n"
             "  --tag    only jobs tagged KEY with VALUE; repeatable, all must match\n"
             "  --limit  how many, newest first [20]\n"
             "  --offset skip the newest N first [0]\n"
             "  --cursor the page after the one that printed this cursor (it does not shift as jobs\n"
             "           arrive)\n"
             "  --json   the server's answer as it is\n" CLI_SERVER_HELP
-            "exit status: 0 listed, 1 refused, 2 bad arguments, 4 no answer from paragond\n");
+            "exit status: 0 listed, 1 refused, 2 bad arguments, 4 no answer from paragond\n",
+            pgn_job_kinds_text(false));
 }
 
 int cmd_jobs(int argc, char **argv) {

@@ -278,6 +278,7 @@ int pgd_admit_job(const pgn_job_spec *spec, const pgn_device_info *placed,
     case PGN_JOB_INET: return admit_inet(spec, placed, mem, err, extra);
     case PGN_JOB_BENCH: break; /* its suites' sizes are fixed and small */
     case PGN_JOB_GENERATE: break; /* one sequence of a model that trained on this machine */
+    case PGN_JOB_SLEEP: break;    /* holds no memory */
     }
     return 0;
 }

@@ -113,8 +113,11 @@ enum MHD_Result api_list_jobs(pgd_api *api, const pgd_request *req, int64_t id) 
         f.by_state = true;
     }
     if ((v = api_query(req, "kind"))) {
-        if (pgn_job_kind_parse(v, &f.kind) < 0)
-            return api_bad_param(req, "kind", v, "a job kind (train, inet, bench)");
+        if (pgn_job_kind_parse(v, &f.kind) < 0) {
+            char expected[160];
+            snprintf(expected, sizeof expected, "a job kind (%s)", pgn_job_kinds_text(false));
+            return api_bad_param(req, "kind", v, expected);
+        }
         f.by_kind = true;
     }
     enum MHD_Result reply;

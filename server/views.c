@@ -122,6 +122,7 @@ static const struct {
     {PGN_JOB_INET, {"interactions", "mips", "seconds"}, {"normal_form", "value"}, NULL},
     {PGN_JOB_BENCH, {"suite"}, {NULL}, "rows"},
     {PGN_JOB_GENERATE, {"tokens", "tokens_per_second", "seconds"}, {"text"}, NULL},
+    {PGN_JOB_SLEEP, {"seconds"}, {NULL}, NULL},
 };
 
 /* text's first max characters (UTF-8 code points) and an ellipsis when there were more. */

@@ -508,3 +508,24 @@ Test(jobs, an_inet_job_shows_progress_once_its_program_ran_before) {
     json_decref(spec);
     stop_server(&s);
 }
+
+/* A sleep job holds its device for its seconds without computing, and a cancel stops it within
+ * a slice. */
+Test(jobs, a_sleep_job_holds_its_device_for_its_seconds_and_stops_on_cancel) {
+    server s = start_server();
+    int64_t id = submit(&s, "{\"kind\":\"sleep\",\"seconds\":0.3,\"device\":\"host\"}");
+    json_t *job = wait_succeeded(&s, id);
+    double held = json_real_value(json_object_get(json_object_get(job, "result"), "seconds"));
+    cr_assert(held >= 0.3 && held < 10, "held %g s", held);
+    cr_assert_str_eq(str(job, "device"), "host");
+    json_decref(job);
+    id = submit(&s, "{\"kind\":\"sleep\",\"seconds\":600,\"device\":\"host\"}");
+    json_decref(wait_state(&s, id, "running", JOB_TIMEOUT_MS));
+    cr_assert_eq(status_of(&s, "POST", id, "/cancel"), 202);
+    int64_t asked = now_ms();
+    job = wait_state(&s, id, "cancelled succeeded failed", JOB_TIMEOUT_MS);
+    cr_assert_str_eq(str(job, "state"), "cancelled");
+    fprintf(stderr, "jobs: a sleep job stopped %lld ms after its cancel\n", (long long)(now_ms() - asked));
+    json_decref(job);
+    stop_server(&s);
+}

@@ -65,7 +65,12 @@ Test(spec, errors_name_their_field) {
     } cases[] = {
         {"[1,2]", "(root)", "must be a JSON object"},
         {"{}", "kind", "required"},
-        {"{\"kind\":\"paint\"}", "kind", "unknown job kind 'paint'"},
+        {"{\"kind\":\"paint\"}", "kind",
+         "unknown job kind 'paint' (this build runs: \"train\", \"inet\", \"bench\", \"generate\" or \"sleep\")"},
+        {"{\"kind\":\"sleep\"}", "seconds", "required"},
+        {"{\"kind\":\"sleep\",\"seconds\":-1}", "seconds", "must be between 0 and 86400"},
+        {"{\"kind\":\"sleep\",\"seconds\":\"1\"}", "seconds", "must be a number"},
+        {"{\"kind\":\"sleep\",\"seconds\":1,\"epochs\":3}", "epochs", "unknown field"},
         {"{\"kind\":7}", "kind", "must be a string"},
         {"{\"kind\":\"train\",\"colour\":1," XOR_BODY "}", "colour", "unknown field"},
         {"{\"kind\":\"train\",\"data\":{\"source\":\"xor\"}}", "model", "missing"},
@@ -445,4 +450,23 @@ Test(spec, every_example_job_parses) {
             cr_assert_eq(spec.train.dropout, 0.0f);
         }
     }
+}
+
+Test(spec, a_sleep_spec_round_trips) {
+    pgn_job_spec spec;
+    pgn_error err;
+    const char text[] = "{\"kind\":\"sleep\",\"seconds\":0.25,\"device\":\"host\"}";
+    cr_assert_eq(pgn_spec_parse_text(text, strlen(text), &spec, &err), 0, "%s", err.message);
+    cr_assert_eq(spec.kind, PGN_JOB_SLEEP);
+    cr_assert_float_eq(spec.sleep.seconds, 0.25, 0);
+    cr_assert_str_eq(spec.name, "sleep");
+    json_t *stored = pgn_spec_to_json(&spec);
+    cr_assert_float_eq(json_real_value(json_object_get(stored, "seconds")), 0.25, 0);
+    pgn_job_spec again;
+    cr_assert_eq(pgn_spec_parse_stored(stored, &again, &err), 0, "%s", err.message);
+    cr_assert_float_eq(again.sleep.seconds, 0.25, 0);
+    json_decref(stored);
+    pgn_spec_free(&spec);
+    pgn_spec_free(&again);
+    cr_assert_str_eq(pgn_job_kinds_text(false), "train, inet, bench, generate or sleep");
 }

@@ -126,6 +126,10 @@ void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *r, pg
         /* a few seconds at most; it runs where its model trained unless the request says */
         out->unit = PGN_WORK_NONE;
         break;
+    case PGN_JOB_SLEEP: /* its length, on any device */
+        out->unit = PGN_WORK_NONE;
+        out->seconds = spec->sleep.seconds;
+        break;
     }
 }
 

@@ -325,7 +325,13 @@ uint64_t pgn_device_launches(const pgn_device *dev);
 
 /* ---- job specs -------------------------------------------------------------------------- */
 
-typedef enum { PGN_JOB_TRAIN, PGN_JOB_INET, PGN_JOB_BENCH, PGN_JOB_GENERATE } pgn_job_kind;
+typedef enum { PGN_JOB_TRAIN, PGN_JOB_INET, PGN_JOB_BENCH, PGN_JOB_GENERATE, PGN_JOB_SLEEP } pgn_job_kind;
+/* Every kind, in the order messages list them ("train", "inet", "bench", "generate", "sleep"). */
+#define PGN_JOB_KINDS 5
+extern const pgn_job_kind pgn_job_kinds[PGN_JOB_KINDS];
+/* The kinds as messages list them: "train, inet, bench, generate or sleep", quoted (with '"')
+ * or not. */
+const char *pgn_job_kinds_text(bool quoted);
 
 /* Values are the kernels' PGN_ACT_CODE_* (kernels/pgn_ops.h); engine/tensor/ops.c checks that at
  * compile time. */
@@ -467,6 +473,13 @@ typedef struct pgn_generate_spec {
     bool stream;       /* paragond: answer as Server-Sent Events, a token each */
 } pgn_generate_spec;
 
+/* A sleep job: holds its device for a time without computing (for trying out the queue,
+ * placement and a cluster: bench-cluster's jobs of fixed length). */
+typedef struct pgn_sleep_spec {
+    double seconds; /* 0..PGN_SLEEP_MAX_SECONDS */
+} pgn_sleep_spec;
+#define PGN_SLEEP_MAX_SECONDS 86400
+
 typedef struct pgn_job_spec {
     pgn_job_kind kind;
     char name[128];
@@ -476,6 +489,7 @@ typedef struct pgn_job_spec {
     pgn_inet_spec inet;
     pgn_bench_spec bench;
     pgn_generate_spec generate;
+    pgn_sleep_spec sleep;
 } pgn_job_spec;
 
 /* Parses and validates the "data" object of a train spec (path prefix "data"). */

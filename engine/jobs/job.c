@@ -1,6 +1,7 @@
 /* job.c: pgn_job_run, the engine's single entry point for running a validated job spec. */
 #include "bench/bench.h"
 #include "inet/inet.h"
+#include "jobs/sleep.h"
 #include "tensor/tensor.h"
 
 int pgn_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options *opts,
@@ -13,6 +14,7 @@ int pgn_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_options
     case PGN_JOB_INET: return pgn_inet_job_run(spec, dev, opts, hooks, result, err);
     case PGN_JOB_BENCH: return pgn_bench_job_run(spec, dev, opts, hooks, result, err);
     case PGN_JOB_GENERATE: return pgn_generate_run(spec, dev, opts, hooks, result, err);
+    case PGN_JOB_SLEEP: return pgn_sleep_run(&spec->sleep, hooks, result, err);
     }
     pgn_error_set(err, PGN_E_INVALID_SPEC, "kind", "kind: unsupported job kind");
     return -1;

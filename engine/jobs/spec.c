@@ -1,13 +1,15 @@
 /* spec.c: job specs, the front door shared by paragond and the CLI: the fields every job has
  * (kind, name, device, and a train job's seed), then the kind's own part, parsed by its owner
- * (tensor/train_spec.c, inet/inet_spec.c, bench/bench_spec.c); and the stored form. Every
+ * (tensor/train_spec.c, inet/inet_spec.c, bench/bench_spec.c, jobs/sleep.c); and the stored form. Every
  * error names the JSON path of the field at fault; unknown fields are errors. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/bench.h"
 #include "inet/inet.h"
+#include "jobs/sleep.h"
 #include "tensor/tensor.h"
 
 void pgn_spec_free(pgn_job_spec *spec) {
@@ -30,11 +32,10 @@ static int parse(const json_t *root, pgn_job_spec *out, bool compile, pgn_error 
     if (!json_is_object(root)) return pgn_spec_fail(err, "(root)", "a job spec must be a JSON object");
     char kind[32] = "";
     if (pgn_spec_string(root, "kind", "kind", kind, sizeof kind, err)) return -1;
-    if (!kind[0]) return pgn_spec_fail(err, "kind", "required (\"train\", \"inet\", \"bench\" or \"generate\")");
+    if (!kind[0]) return pgn_spec_fail(err, "kind", "required (%s)", pgn_job_kinds_text(true));
     if (pgn_job_kind_parse(kind, &out->kind))
-        return pgn_spec_fail(err, "kind",
-                             "unknown job kind '%s' (this build runs: \"train\", \"inet\", \"bench\", "
-                             "\"generate\")", kind);
+        return pgn_spec_fail(err, "kind", "unknown job kind '%s' (this build runs: %s)", kind,
+                             pgn_job_kinds_text(true));
     snprintf(out->name, sizeof out->name, "%s", kind);
     snprintf(out->device, sizeof out->device, "auto");
     if (pgn_spec_string(root, "name", "name", out->name, sizeof out->name, err) ||
@@ -55,6 +56,7 @@ static int parse(const json_t *root, pgn_job_spec *out, bool compile, pgn_error 
         pgn_spec_free(out);
         return -1;
     }
+    if (out->kind == PGN_JOB_SLEEP) return pgn_sleep_spec_parse(root, &out->sleep, err);
     long long seed = 0;
     if (pgn_spec_int(root, "seed", "seed", 0, (long long)9007199254740991LL, &seed, err)) return -1;
     out->seed = (uint64_t)seed;
@@ -78,11 +80,32 @@ int pgn_spec_parse_text(const char *text, size_t len, pgn_job_spec *out, pgn_err
     return rc;
 }
 
+const pgn_job_kind pgn_job_kinds[PGN_JOB_KINDS] = {PGN_JOB_TRAIN, PGN_JOB_INET, PGN_JOB_BENCH,
+                                                   PGN_JOB_GENERATE, PGN_JOB_SLEEP};
+
+static char kinds_text[2][128]; /* [quoted] */
+
+static void make_kinds_text(void) {
+    for (int q = 0; q < 2; q++) {
+        size_t len = 0;
+        for (size_t i = 0; i < PGN_JOB_KINDS; i++) {
+            const char *sep = i == 0 ? "" : i + 1 == PGN_JOB_KINDS ? " or " : ", ";
+            len += (size_t)snprintf(kinds_text[q] + len, sizeof kinds_text[q] - len, "%s%s%s%s", sep,
+                                    q ? "\"" : "", pgn_job_kind_name(pgn_job_kinds[i]), q ? "\"" : "");
+        }
+    }
+}
+
+const char *pgn_job_kinds_text(bool quoted) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, make_kinds_text);
+    return kinds_text[quoted ? 1 : 0];
+}
+
 int pgn_job_kind_parse(const char *name, pgn_job_kind *out) {
-    static const pgn_job_kind kinds[] = {PGN_JOB_TRAIN, PGN_JOB_INET, PGN_JOB_BENCH, PGN_JOB_GENERATE};
-    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
-        if (name && !strcmp(name, pgn_job_kind_name(kinds[i]))) {
-            *out = kinds[i];
+    for (size_t i = 0; i < PGN_JOB_KINDS; i++)
+        if (name && !strcmp(name, pgn_job_kind_name(pgn_job_kinds[i]))) {
+            *out = pgn_job_kinds[i];
             return 0;
         }
     return -1;
@@ -94,6 +117,7 @@ const char *pgn_job_kind_name(pgn_job_kind kind) {
     case PGN_JOB_INET: return "inet";
     case PGN_JOB_BENCH: return "bench";
     case PGN_JOB_GENERATE: return "generate";
+    case PGN_JOB_SLEEP: return "sleep";
     }
     return "unknown";
 }
@@ -110,6 +134,7 @@ json_t *pgn_spec_to_json(const pgn_job_spec *spec) {
     case PGN_JOB_INET: own = pgn_inet_spec_to_json(&spec->inet); break;
     case PGN_JOB_BENCH: own = pgn_bench_spec_to_json(&spec->bench); break;
     case PGN_JOB_GENERATE: own = pgn_generate_spec_to_json(&spec->generate); break;
+    case PGN_JOB_SLEEP: own = pgn_sleep_spec_to_json(&spec->sleep); break;
     }
     if (!o || !own) {
         json_decref(o);
