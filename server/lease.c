@@ -42,18 +42,22 @@ static void keep_runs(pgd_scheduler *s, int64_t now_ns) {
     }
 }
 
+/* Recovers the runs whose lease ran out; wakes every worker when it queued some again, and in a
+ * cluster on every tick, since a job queued through another node reaches this one's workers by
+ * its announcement, which a connection lost meanwhile (a PostgreSQL restart) does not hear. */
 static void recover_others(pgd_scheduler *s) {
     pgd_recovery rec;
     pgn_error err;
     if (pgd_store_recover_expired(s->store, s->max_attempts, &rec, &err) < 0) {
         fprintf(stderr, "paragond: recovering runs whose lease ran out: %s\n", err.message);
-        return;
+        rec = (pgd_recovery){0};
     }
-    if (rec.requeued + rec.crashed + rec.cancelled == 0) return;
-    fprintf(stderr,
-            "paragond: runs whose lease ran out: %lld job(s) queued again, %lld failed as crashed, "
-            "%lld cancelled\n",
-            (long long)rec.requeued, (long long)rec.crashed, (long long)rec.cancelled);
+    if (rec.requeued + rec.crashed + rec.cancelled > 0)
+        fprintf(stderr,
+                "paragond: runs whose lease ran out: %lld job(s) queued again, %lld failed as crashed, "
+                "%lld cancelled\n",
+                (long long)rec.requeued, (long long)rec.crashed, (long long)rec.cancelled);
+    if (rec.requeued == 0 && !s->cluster) return;
     pthread_mutex_lock(&s->lock);
     for (size_t i = 0; i < s->n; i++) {
         s->workers[i].wake = true;

@@ -42,6 +42,7 @@ typedef struct run_ctx {
     bool cancel;                /* a cancel of this job was requested */
     int64_t expected_interactions; /* inet: what an earlier run of its program needed, 0: unknown */
     pgn_measured_rates rates;   /* bench: what the run measured, stored with its rows */
+    int64_t unstored;           /* metrics and progress the store did not take since it last did */
 } run_ctx;
 
 static void hook_progress(void *ctx, double fraction);
@@ -55,6 +56,23 @@ static bool run_refused(run_ctx *r, const pgn_error *err) {
     return true;
 }
 
+/* How a metric or progress write went (rc, err): while the store is away (a PostgreSQL restart)
+ * a fast run makes hundreds, so the first failure is said, then how many were lost once it takes
+ * them again. */
+static void note_write(run_ctx *r, int rc, const pgn_error *err, const char *what) {
+    if (rc == 0) {
+        if (r->unstored > 0)
+            fprintf(stderr, "paragond: job %lld: the store takes its metrics again (%lld not stored)\n",
+                    (long long)r->job_id, (long long)r->unstored);
+        r->unstored = 0;
+        return;
+    }
+    if (run_refused(r, err)) return;
+    if (r->unstored++ == 0)
+        fprintf(stderr, "paragond: job %lld: %s not stored: %s (said once until the store takes them again)\n",
+                (long long)r->job_id, what, err->message);
+}
+
 static void hook_metric(void *ctx, const char *name, int64_t step, double value) {
     run_ctx *r = ctx;
     /* An inet reducer reports no fraction (none is known before the normal form); a program run
@@ -65,10 +83,10 @@ static void hook_metric(void *ctx, const char *name, int64_t step, double value)
         hook_progress(ctx, f < 0.99 ? f : 0.99);
     }
     pgn_error err;
-    if (pgd_store_metric_add(r->w->sched->store, r->job_id, r->attempt, name, step, value, &err) < 0 &&
-        !run_refused(r, &err))
-        fprintf(stderr, "paragond: job %lld: metric %s step %lld not stored: %s\n",
-                (long long)r->job_id, name, (long long)step, err.message);
+    int rc = pgd_store_metric_add(r->w->sched->store, r->job_id, r->attempt, name, step, value, &err);
+    char what[96];
+    snprintf(what, sizeof what, "metric %.48s step %lld", name, (long long)step);
+    note_write(r, rc, &err, what);
     pgd_events_metric(r->w->sched->events, r->job_id, name, step, value);
 }
 
@@ -110,10 +128,8 @@ static void hook_progress(void *ctx, double fraction) {
     r->last_progress = now;
     r->wrote_progress = true;
     pgn_error err;
-    if (pgd_store_job_progress(r->w->sched->store, r->job_id, r->attempt, fraction, &err) < 0 &&
-        !run_refused(r, &err))
-        fprintf(stderr, "paragond: job %lld: progress not stored: %s\n", (long long)r->job_id,
-                err.message);
+    int rc = pgd_store_job_progress(r->w->sched->store, r->job_id, r->attempt, fraction, &err);
+    note_write(r, rc, &err, "progress");
     pgd_events_progress(r->w->sched->events, r->job_id, fraction);
 }
 
