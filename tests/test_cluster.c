@@ -120,7 +120,7 @@ static bool wait_second_run(int64_t id) {
 }
 
 static char *xor_long(void) {
-    return spec_with("\"epochs\":300", "\"epochs\":10000,\"checkpoint_every\":1000");
+    return spec_with("\"epochs\":300", "\"epochs\":4000,\"checkpoint_every\":500");
 }
 
 Test(cluster, a_node_killed_mid_run_loses_its_job_to_another_node_which_resumes_it_to_the_same_weights) {
@@ -136,7 +136,7 @@ Test(cluster, a_node_killed_mid_run_loses_its_job_to_another_node_which_resumes_
     int64_t id = submit(&nodes[0], spec);
     free(spec);
     int victim = wait_runner(nodes, id);
-    /* past a checkpoint or two (every 1000 of 10000 epochs) */
+    /* past a checkpoint or two (every 500 of 4000 epochs) */
     for (int tries = 0; tries < 600; tries++) {
         json_t *now = job_now(&nodes[0], id);
         double progress = json_real_value(json_object_get(now, "progress"));
@@ -154,7 +154,7 @@ Test(cluster, a_node_killed_mid_run_loses_its_job_to_another_node_which_resumes_
     cr_assert_str_eq(str(json_object_get(job, "result"), "weights_sha256"), sha,
                      "the run that took over reaches the uninterrupted run's weights");
     cr_assert_eq(json_integer_value(json_object_get(job, "attempts")), 2);
-    cr_assert_geq(json_integer_value(json_object_get(json_object_get(job, "result"), "resumed_from_epoch")), 1000,
+    cr_assert_geq(json_integer_value(json_object_get(json_object_get(job, "result"), "resumed_from_epoch")), 500,
                   "resumed from a checkpoint, not from step 0");
     json_decref(job);
     job = job_now(&nodes[(victim + 2) % NODES], id); /* where each attempt ran, as the API says */
