@@ -25,6 +25,8 @@
 /* Last published state per job, to drop repeats (two threads reporting one change); a slot is
  * shared by ids equal modulo this, and a collision only lets one repeat through. */
 #define LAST_STATE_SLOTS 1024
+/* The series names a relayed job's last metric step is remembered by (more are sent again). */
+#define RELAYED_NAMES_MAX 192
 /* At shutdown, how long pgd_events_close lets the ended streams finish sending (a client that
  * reads nothing is cut off by the daemon's stop instead). */
 #define DRAIN_MS 2000
@@ -62,10 +64,15 @@ struct pgd_events {
     /* Serialises "read a job, publish its state" (so that published states follow commits)
      * and "store a log line, publish it" (so that the ring has a job's lines in seq order). */
     pthread_mutex_t order;
-    struct {
+    struct last_job {
         int64_t id;
         int state;
         int64_t log_seq; /* the last log line published for the job; -1: not known */
+        /* A relayed job's metrics (pgd_events_relay): published up to metric_step, of which
+         * the series in metric_names ('\n' after each) at metric_step itself. */
+        bool metrics_known;
+        int64_t metric_step;
+        char metric_names[RELAYED_NAMES_MAX];
     } last[LAST_STATE_SLOTS];
 };
 
@@ -191,7 +198,10 @@ int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, pgd_job
         int state = (int)obj.state;
         size_t slot = (size_t)((uint64_t)id % LAST_STATE_SLOTS);
         if (ev->last[slot].id != id || ev->last[slot].state != state) {
-            if (ev->last[slot].id != id) ev->last[slot].log_seq = -1;
+            if (ev->last[slot].id != id) {
+                ev->last[slot].log_seq = -1;
+                ev->last[slot].metrics_known = false;
+            }
             ev->last[slot].id = id;
             ev->last[slot].state = state;
             char *text = job_data(&obj);
@@ -213,6 +223,7 @@ static void note_log_seq(pgd_events *ev, int64_t id, int64_t seq) {
         ev->last[slot].id = id;
         ev->last[slot].state = -1;
         ev->last[slot].log_seq = -1;
+        ev->last[slot].metrics_known = false;
     }
     if (seq > ev->last[slot].log_seq) ev->last[slot].log_seq = seq;
 }
@@ -290,6 +301,65 @@ void pgd_events_progress(pgd_events *ev, int64_t id, double fraction) {
               json_pack("{s:I, s:f}", "job_id", (json_int_t)id, "progress", fraction));
 }
 
+/* Whether name is among the '\n'-terminated names. */
+static bool has_name(const char *names, const char *name) {
+    size_t len = strlen(name);
+    for (const char *p = names; *p;) {
+        const char *end = strchr(p, '\n');
+        if (!end) break;
+        if ((size_t)(end - p) == len && !strncmp(p, name, len)) return true;
+        p = end + 1;
+    }
+    return false;
+}
+
+static void add_name(char *names, const char *name) {
+    size_t len = strlen(names), add = strlen(name);
+    if (len + add + 2 > RELAYED_NAMES_MAX) return; /* forgotten: sent again, which a chart tolerates */
+    memcpy(names + len, name, add);
+    names[len + add] = '\n';
+    names[len + add + 1] = 0;
+}
+
+/* Publishes the metrics of job id (in last[slot], which is its) written after those published:
+ * steps past metric_step, and series at metric_step not yet sent. A job first heard of starts
+ * at its last step (a stream reads the earlier ones from the store). Caller holds `order`. */
+static int relay_metrics(pgd_events *ev, pgd_store *store, int64_t id, size_t slot, pgn_error *err) {
+    struct last_job *m = &ev->last[slot];
+    bool first = !m->metrics_known;
+    if (first) {
+        if (pgd_store_metrics_last_step(store, id, &m->metric_step, err) < 0) return -1;
+        m->metric_names[0] = 0;
+        m->metrics_known = true;
+    }
+    json_t *rows;
+    if (pgd_store_metrics_list(store, id, NULL, true, m->metric_step - 1, &rows, err) < 0) return -1;
+    int64_t top = m->metric_step;
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) {
+        int64_t step = json_integer_value(json_object_get(row, "step"));
+        if (step > top) top = step;
+    }
+    char names[RELAYED_NAMES_MAX] = "";
+    if (top == m->metric_step) memcpy(names, m->metric_names, sizeof names);
+    json_array_foreach(rows, i, row) {
+        int64_t step = json_integer_value(json_object_get(row, "step"));
+        const char *name = json_string_value(json_object_get(row, "name"));
+        if (!name) continue;
+        bool sent = step < m->metric_step || (step == m->metric_step && has_name(m->metric_names, name));
+        if (!sent && !first) {
+            json_t *v = json_object_get(row, "value");
+            pgd_events_metric(ev, id, name, step, json_is_number(v) ? json_number_value(v) : NAN);
+        }
+        if (step == top && !has_name(names, name)) add_name(names, name);
+    }
+    json_decref(rows);
+    m->metric_step = top;
+    memcpy(m->metric_names, names, sizeof names);
+    return 0;
+}
+
 int pgd_events_relay(pgd_events *ev, pgd_store *store, int64_t id, char *queued_on, size_t size,
                      pgn_error *err) {
     queued_on[0] = '\0';
@@ -319,6 +389,7 @@ int pgd_events_relay(pgd_events *ev, pgd_store *store, int64_t id, char *queued_
     }
     if (rc == 0 && !known) note_log_seq(ev, id, 0);
     json_decref(lines);
+    if (rc == 0) rc = relay_metrics(ev, store, id, slot, err);
     pthread_mutex_unlock(&ev->order);
     return rc;
 }

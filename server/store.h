@@ -317,6 +317,9 @@ int pgd_store_queued_counts(pgd_store *store, json_t **out, pgn_error *err);
 int pgd_store_metric_add(pgd_store *store, int64_t job_id, int64_t attempt, const char *name,
                          int64_t step, double value, pgn_error *err);
 
+/* The highest step of any of job id's metrics; -1 when it has none. */
+int pgd_store_metrics_last_step(pgd_store *store, int64_t job_id, int64_t *step, pgn_error *err);
+
 /* [{"name","step","value","created_at"}] ordered by name, step; name NULL means every series,
  * only steps > after_step when has_after. Code "not_found" when the job does not exist. */
 int pgd_store_metrics_list(pgd_store *store, int64_t job_id, const char *name, bool has_after,

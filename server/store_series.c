@@ -121,6 +121,25 @@ int pgd_store_metrics_list(pgd_store *s, int64_t job_id, const char *name, bool 
     return list_job_rows(s, job_id, prepare_metrics, &q, metric_row, "list metrics", out, err);
 }
 
+int pgd_store_metrics_last_step(pgd_store *s, int64_t job_id, int64_t *step, pgn_error *err) {
+    static const char sql[] = "SELECT coalesce(max(step), -1) FROM metrics WHERE job_id = ?1";
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    db_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        db_bind_int64(st, 1, job_id);
+        if (db_step(st) == DB_ROW) {
+            *step = db_column_int64(st, 0);
+            ret = 0;
+        } else {
+            store_fail(s, err, "read the last step of metrics");
+        }
+        store_stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
 /* ---- logs ------------------------------------------------------------------------------- */
 
 

@@ -196,6 +196,9 @@ Test(cluster, a_job_followed_on_one_node_and_cancelled_through_another_stops_whe
                                            HTTP_TIMEOUT_MS);
     cr_assert_not_null(stream, "%s", http_last_error());
     cr_assert_eq(http_stream_head(stream)->status, 200);
+    /* the run's metrics, written on another node, reach this node's stream */
+    for (size_t len = 0; !strstr(http_stream_data(stream, &len), "event: metric");)
+        cr_assert_gt(http_stream_read(stream, JOB_TIMEOUT_MS), 0, "event stream: %s", http_last_error());
     http_response r = request(via, "POST", job_url(path, sizeof path, id, "/cancel"), NULL, "");
     cr_assert_eq(r.status, 202, "%ld: %s", r.status, r.body);
     http_response_free(&r);
