@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <libpq-fe.h>
 #include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -53,6 +54,42 @@ void forget(pid_t pid) {
         if (live[i] == pid) live[i] = live[--n_live];
 }
 
+/* ---- the store: SQLite, or PostgreSQL under tests/with_postgresql.sh ------------------------ */
+
+/* A suite registered a second time under tests/with_postgresql.sh (PARAGON_TEST_STORE=postgresql)
+ * runs its servers on a PostgreSQL database of the test's own, as a lone node of a cluster: the
+ * API on both engines. */
+static bool on_postgresql(void) {
+    const char *v = getenv("PARAGON_TEST_STORE");
+    return v && !strcmp(v, "postgresql");
+}
+
+static char pg_db[64]; /* the test's database, once made */
+
+static void pg_statement(const char *sql) {
+    PGconn *c = PQconnectdb("dbname=postgres");
+    cr_assert_eq(PQstatus(c), CONNECTION_OK, "PostgreSQL: %s", PQerrorMessage(c));
+    PGresult *r = PQexec(c, sql);
+    cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s: %s", sql, PQerrorMessage(c));
+    PQclear(r);
+    PQfinish(c);
+}
+
+/* The --store value of the test's servers into out (and their --data-dir's role). */
+static void test_store(char *out, size_t size) {
+    if (!on_postgresql()) {
+        snprintf(out, size, "%s/t.db", tmpdir);
+        return;
+    }
+    if (!pg_db[0]) {
+        snprintf(pg_db, sizeof pg_db, "paragon_h_%d_%s", (int)getpid(), strrchr(tmpdir, '-') + 1);
+        char sql[128];
+        snprintf(sql, sizeof sql, "CREATE DATABASE \"%s\"", pg_db);
+        pg_statement(sql);
+    }
+    snprintf(out, size, "postgresql:///%s", pg_db);
+}
+
 void harness_teardown(void) {
     for (size_t i = 0; i < n_live; i++) {
         kill(live[i], SIGKILL);
@@ -60,6 +97,12 @@ void harness_teardown(void) {
     }
     n_live = 0;
     nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (pg_db[0]) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS \"%s\" WITH (FORCE)", pg_db);
+        pg_statement(sql);
+        pg_db[0] = 0;
+    }
 }
 
 /* ---- process helpers -------------------------------------------------------------------- */
@@ -189,10 +232,17 @@ void read_listening_line(const child *c, char *line, size_t size) {
 
 server start_server_env(bool calibrate, const char *const *extra_env) {
     server s;
-    snprintf(s.db, sizeof s.db, "%s/t.db", tmpdir);
+    test_store(s.db, sizeof s.db);
     snprintf(s.data, sizeof s.data, "%s/data", tmpdir);
-    const char *args[] = {"--port", "0", "--db", s.db, "--data-dir", s.data,
-                          calibrate ? NULL : "--no-calibration", NULL};
+    const char *args[10] = {"--port", "0", "--store", s.db, "--data-dir", s.data};
+    size_t n = 6;
+    if (on_postgresql()) { /* a lone node of a cluster: its files in the shared directory */
+        args[4] = "--shared-dir";
+        args[n++] = "--node";
+        args[n++] = "harness";
+    }
+    if (!calibrate) args[n++] = "--no-calibration";
+    args[n] = NULL;
     s.proc = spawn(args, extra_env, false);
 
     char line[256];
@@ -443,6 +493,22 @@ json_t *wait_bench(const server *s, int64_t id) {
 
 /* The first column of the first row of sql (?1 bound to id) in the server's database. */
 int64_t count_rows(const server *s, const char *sql, int64_t id) {
+    if (!strncmp(s->db, "postgresql:", 11)) { /* the same SQL, ?1 written $1 */
+        char pg_sql[1024], param[24];
+        size_t o = 0;
+        for (const char *p = sql; *p && o + 2 < sizeof pg_sql; p++) pg_sql[o++] = *p == '?' ? '$' : *p;
+        pg_sql[o] = 0;
+        snprintf(param, sizeof param, "%lld", (long long)id);
+        PGconn *c = PQconnectdb(s->db);
+        cr_assert_eq(PQstatus(c), CONNECTION_OK, "PostgreSQL: %s", PQerrorMessage(c));
+        const char *values[1] = {param};
+        PGresult *r = PQexecParams(c, pg_sql, strstr(pg_sql, "$1") ? 1 : 0, NULL, values, NULL, NULL, 0);
+        cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s: %s", pg_sql, PQerrorMessage(c));
+        int64_t n = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        PQclear(r);
+        PQfinish(c);
+        return n;
+    }
     sqlite3 *db;
     cr_assert_eq(sqlite3_open(s->db, &db), SQLITE_OK);
     sqlite3_busy_timeout(db, 5000);
