@@ -182,6 +182,7 @@ void pgd_scheduler_stop(pgd_scheduler *s) {
     pthread_cond_destroy(&s->lease_tick);
     free(s->workers);
     free(s->devices);
+    json_decref(s->nodes);
     free(s);
 }
 

@@ -67,6 +67,8 @@ struct pgd_scheduler {
     /* The lease keeper (lease.c): the lease a run holds, and the thread that renews it. */
     int64_t lease_ms;
     bool cluster; /* the store is shared (pgd_store_shared): other nodes run its jobs too */
+    json_t *nodes;          /* a cluster's nodes as placement last read them (placement.c), */
+    int64_t nodes_read_ns;  /* and when; both under lock */
     pthread_t lease_thread;
     bool lease_started;
     pthread_cond_t lease_tick; /* signalled at stop (with lock) */
