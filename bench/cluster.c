@@ -233,20 +233,27 @@ static double pct(double *v, size_t n, double p) {
     return v[i < n ? i : n - 1];
 }
 
-/* ---- 1. throughput ------------------------------------------------------------------------ */
-
-static double throughput(int nodes, double job_s, int *per_node, double *span_out) {
-    char db[64], url[128], dir[320];
-    snprintf(db, sizeof db, "bench_cluster_%d_%d", (int)getpid(), nodes);
-    fresh_db(db, url, sizeof url);
-    snprintf(dir, sizeof dir, "%s/shared-%d", tmp, nodes);
+/* nodes nodes b1.. on a fresh database `<tag>` and shared directory: its URL into url. */
+static void start_cluster(const char *tag, int nodes, node *n, char *db, size_t db_size, char *url, size_t url_size) {
+    char dir[320];
+    snprintf(db, db_size, "bench_cluster_%d_%s", (int)getpid(), tag);
+    fresh_db(db, url, url_size);
+    snprintf(dir, sizeof dir, "%s/shared-%s", tmp, tag);
     mkdir(dir, 0700);
-    node n[MAX_NODES];
     for (int k = 0; k < nodes; k++) {
         char name[16];
         snprintf(name, sizeof name, "b%d", k + 1);
         n[k] = start_node(url, dir, name);
     }
+}
+
+/* ---- 1. throughput ------------------------------------------------------------------------ */
+
+static double throughput(int nodes, double job_s, int *per_node, double *span_out) {
+    char db[64], url[128], tag[16];
+    node n[MAX_NODES];
+    snprintf(tag, sizeof tag, "%d", nodes);
+    start_cluster(tag, nodes, n, db, sizeof db, url, sizeof url);
     CURL *c = curl_easy_init();
     char spec[96];
     snprintf(spec, sizeof spec, "{\"kind\":\"sleep\",\"seconds\":%g,\"device\":\"cpu\"}", job_s);
@@ -270,17 +277,9 @@ static double throughput(int nodes, double job_s, int *per_node, double *span_ou
 /* ---- 2. claim latency --------------------------------------------------------------------- */
 
 static void claim_latency(void) {
-    char db[64], url[128], dir[320];
-    snprintf(db, sizeof db, "bench_cluster_%d_claim", (int)getpid());
-    fresh_db(db, url, sizeof url);
-    snprintf(dir, sizeof dir, "%s/shared-claim", tmp);
-    mkdir(dir, 0700);
+    char db[64], url[128];
     node n[MAX_NODES];
-    for (int k = 0; k < MAX_NODES; k++) {
-        char name[16];
-        snprintf(name, sizeof name, "b%d", k + 1);
-        n[k] = start_node(url, dir, name);
-    }
+    start_cluster("claim", MAX_NODES, n, db, sizeof db, url, sizeof url);
     CURL *c = curl_easy_init();
     int64_t ids[CLAIM_JOBS];
     int via[CLAIM_JOBS];

@@ -3,7 +3,8 @@
  * as its owner or as anyone, tables of refused requests, bounded waits on a job's state, and the
  * set-ups several files use (XOR for N epochs, a gemm bench job). Declared in paragond_harness.h. */
 #include "paragond_harness.h"
-#include "paragon.h" /* pgn_read_file */
+#include "paragon.h"  /* pgn_read_file */
+#include "pg_admin.h" /* a test's database on a PostgreSQL store */
 
 #include <dirent.h>
 #include <errno.h>
@@ -66,15 +67,6 @@ static bool on_postgresql(void) {
 
 static char pg_db[64]; /* the test's database, once made */
 
-static void pg_statement(const char *sql) {
-    PGconn *c = PQconnectdb("dbname=postgres");
-    cr_assert_eq(PQstatus(c), CONNECTION_OK, "PostgreSQL: %s", PQerrorMessage(c));
-    PGresult *r = PQexec(c, sql);
-    cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s: %s", sql, PQerrorMessage(c));
-    PQclear(r);
-    PQfinish(c);
-}
-
 /* The --store value of the test's servers into out (and their --data-dir's role). */
 static void test_store(char *out, size_t size) {
     if (!on_postgresql()) {
@@ -85,7 +77,7 @@ static void test_store(char *out, size_t size) {
         snprintf(pg_db, sizeof pg_db, "paragon_h_%d_%s", (int)getpid(), strrchr(tmpdir, '-') + 1);
         char sql[128];
         snprintf(sql, sizeof sql, "CREATE DATABASE \"%s\"", pg_db);
-        pg_statement(sql);
+        pg_admin(sql);
     }
     snprintf(out, size, "postgresql:///%s", pg_db);
 }
@@ -100,7 +92,7 @@ void harness_teardown(void) {
     if (pg_db[0]) {
         char sql[128];
         snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS \"%s\" WITH (FORCE)", pg_db);
-        pg_statement(sql);
+        pg_admin(sql);
         pg_db[0] = 0;
     }
 }
