@@ -51,7 +51,7 @@ double db_column_double(db_stmt *st, int col) { return st->db->ops->column_doubl
 const char *db_column_text(db_stmt *st, int col) { return st->db->ops->column_text(st, col); }
 int db_hold_name(pgd_db *db, const char *name, pgn_error *err) { return db->ops->hold_name(db, name, err); }
 int db_listen(pgd_db *db, const char *channel, pgn_error *err) { return db->ops->listen(db, channel, err); }
-int db_notifications(pgd_db *db, int timeout_ms, int64_t *out, size_t max, size_t *n, pgn_error *err) {
+int db_notifications(pgd_db *db, int timeout_ms, db_note *out, size_t max, size_t *n, pgn_error *err) {
     return db->ops->notifications(db, timeout_ms, out, max, n, err);
 }
 int64_t db_changes(pgd_db *db) { return db->ops->changes(db); }

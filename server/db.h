@@ -73,10 +73,14 @@ int db_hold_name(pgd_db *db, const char *name, pgn_error *err);
 /* Listens on channel (PostgreSQL's LISTEN; again after a lost connection is made again). 1 when
  * listening, 0 where the engine has no notifications (SQLite: one process writes the store). */
 int db_listen(pgd_db *db, const char *channel, pgn_error *err);
-/* Waits up to timeout_ms for notifications, putting up to max payloads' numbers (each the
- * payload read as a decimal integer) into out: *n of them. -1 with err when the connection
- * failed (the next call makes it again). */
-int db_notifications(pgd_db *db, int timeout_ms, int64_t *out, size_t max, size_t *n, pgn_error *err);
+/* A notification's payload: a decimal number, then optionally a space and a word. */
+typedef struct db_note {
+    int64_t number;
+    char word[16]; /* "" when the payload has none */
+} db_note;
+/* Waits up to timeout_ms for notifications, putting up to max payloads into out: *n of them.
+ * -1 with err when the connection failed (the next call makes it again). */
+int db_notifications(pgd_db *db, int timeout_ms, db_note *out, size_t max, size_t *n, pgn_error *err);
 
 /* Rows the last INSERT, UPDATE or DELETE changed. */
 int64_t db_changes(pgd_db *db);

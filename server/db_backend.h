@@ -23,7 +23,7 @@ typedef struct db_ops {
     const char *(*column_text)(db_stmt *st, int col);
     int (*hold_name)(pgd_db *db, const char *name, pgn_error *err);
     int (*listen)(pgd_db *db, const char *channel, pgn_error *err);
-    int (*notifications)(pgd_db *db, int timeout_ms, int64_t *out, size_t max, size_t *n, pgn_error *err);
+    int (*notifications)(pgd_db *db, int timeout_ms, db_note *out, size_t max, size_t *n, pgn_error *err);
     int64_t (*changes)(pgd_db *db);
     int (*fail)(pgd_db *db, pgn_error *err, const char *what);
 } db_ops;

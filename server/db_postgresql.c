@@ -196,7 +196,7 @@ static db_stmt *pg_prepare(pgd_db *db, const char *sql, pgn_error *err) {
     pg_stmt *s = calloc(1, sizeof *s);
     if (s) {
         s->serial = strcmp(sql, "BEGIN IMMEDIATE") == 0;
-        s->sql = translate(s->serial ? "BEGIN" : sql, &s->nparams);
+        s->sql = translate(s->serial ? "BEGIN" : sql, &s->nparams); /* serial: see pg_step */
     }
     if (s && s->sql && s->nparams) {
         s->types = calloc((size_t)s->nparams, sizeof *s->types);
@@ -280,6 +280,20 @@ static void pg_bind_null(db_stmt *st, int idx) { bind(st, idx, 0, NULL); }
 static int pg_step(db_stmt *st) {
     pg_stmt *s = ST(st);
     pg_db *d = DB(st->db);
+    if (!s->res && s->serial) { /* BEGIN and the write lock in one round trip */
+        if (!connected(d)) return DB_FAIL;
+        s->res = PQexec(d->conn, "BEGIN; " WRITE_LOCK_SQL);
+        if (PQresultStatus(s->res) != PGRES_TUPLES_OK) {
+            remember(d, s->res);
+            PQclear(s->res);
+            s->res = NULL;
+            if (pg_in_transaction(st->db)) PQclear(PQexec(d->conn, "ROLLBACK"));
+            return DB_FAIL;
+        }
+        d->changes = 0;
+        s->row = PQntuples(s->res); /* the lock's row is not the statement's: BEGIN has none */
+        return DB_DONE;
+    }
     if (!s->res) {
         if (!connected(d)) return DB_FAIL;
         for (int i = 0; i < s->nparams; i++) /* unbound is NULL, as on SQLite, typed text */
@@ -295,18 +309,6 @@ static int pg_step(db_stmt *st) {
         }
         const char *n = PQcmdTuples(s->res);
         d->changes = *n ? strtoll(n, NULL, 10) : 0;
-        if (s->serial) {
-            PGresult *lock = PQexec(d->conn, WRITE_LOCK_SQL);
-            bool locked = PQresultStatus(lock) == PGRES_TUPLES_OK;
-            if (!locked) remember(d, lock);
-            PQclear(lock);
-            if (!locked) {
-                PQclear(PQexec(d->conn, "ROLLBACK"));
-                PQclear(s->res);
-                s->res = NULL;
-                return DB_FAIL;
-            }
-        }
     }
     if (s->row + 1 < PQntuples(s->res)) {
         s->row++;
@@ -382,7 +384,7 @@ static int pg_listen(pgd_db *db, const char *channel, pgn_error *err) {
     return 1;
 }
 
-static int pg_notifications(pgd_db *db, int timeout_ms, int64_t *out, size_t max, size_t *n,
+static int pg_notifications(pgd_db *db, int timeout_ms, db_note *out, size_t max, size_t *n,
                             pgn_error *err) {
     pg_db *d = DB(db);
     *n = 0;
@@ -395,7 +397,12 @@ static int pg_notifications(pgd_db *db, int timeout_ms, int64_t *out, size_t max
     }
     PGnotify *note;
     while ((note = PQnotifies(d->conn)) != NULL) {
-        if (*n < max) out[(*n)++] = strtoll(note->extra, NULL, 10);
+        if (*n < max) {
+            char *end;
+            db_note *o = &out[(*n)++];
+            o->number = strtoll(note->extra, &end, 10);
+            snprintf(o->word, sizeof o->word, "%s", *end == ' ' ? end + 1 : "");
+        }
         PQfreemem(note);
     }
     return 0;

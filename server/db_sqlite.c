@@ -117,7 +117,7 @@ static int lite_listen(pgd_db *db, const char *channel, pgn_error *err) {
     return 0;
 }
 
-static int lite_notifications(pgd_db *db, int timeout_ms, int64_t *out, size_t max, size_t *n,
+static int lite_notifications(pgd_db *db, int timeout_ms, db_note *out, size_t max, size_t *n,
                               pgn_error *err) {
     (void)db, (void)timeout_ms, (void)out, (void)max, (void)err;
     *n = 0;

@@ -301,6 +301,15 @@ void pgd_events_progress(pgd_events *ev, int64_t id, double fraction) {
               json_pack("{s:I, s:f}", "job_id", (json_int_t)id, "progress", fraction));
 }
 
+int pgd_events_published_state(pgd_events *ev, int64_t id) {
+    if (!ev) return -1;
+    size_t slot = (size_t)((uint64_t)id % LAST_STATE_SLOTS);
+    pthread_mutex_lock(&ev->order);
+    int state = ev->last[slot].id == id ? ev->last[slot].state : -1;
+    pthread_mutex_unlock(&ev->order);
+    return state;
+}
+
 /* Whether name is among the '\n'-terminated names. */
 static bool has_name(const char *names, const char *name) {
     size_t len = strlen(name);
@@ -367,7 +376,8 @@ int pgd_events_relay(pgd_events *ev, pgd_store *store, int64_t id, char *queued_
     pgd_job job;
     if (pgd_events_job_changed(ev, store, id, &job, err) < 0) return -1;
     if (job.state == PGD_JOB_RUNNING) pgd_events_progress(ev, id, job.progress);
-    if (job.state == PGD_JOB_QUEUED) snprintf(queued_on, size, "%s", job.device);
+    bool queued = job.state == PGD_JOB_QUEUED; /* no run has written metrics yet */
+    if (queued) snprintf(queued_on, size, "%s", job.device);
     pgd_job_release(&job);
     pthread_mutex_lock(&ev->order);
     size_t slot = (size_t)((uint64_t)id % LAST_STATE_SLOTS);
@@ -389,7 +399,7 @@ int pgd_events_relay(pgd_events *ev, pgd_store *store, int64_t id, char *queued_
     }
     if (rc == 0 && !known) note_log_seq(ev, id, 0);
     json_decref(lines);
-    if (rc == 0) rc = relay_metrics(ev, store, id, slot, err);
+    if (rc == 0 && !queued) rc = relay_metrics(ev, store, id, slot, err);
     pthread_mutex_unlock(&ev->order);
     return rc;
 }

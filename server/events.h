@@ -47,6 +47,10 @@ void pgd_events_destroy(pgd_events *ev);
 int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, pgd_job *job,
                            pgn_error *err);
 
+/* The state this bus last published for job id (a pgd_job_state), or -1 when it does not
+ * remember one. */
+int pgd_events_published_state(pgd_events *ev, int64_t id);
+
 /* Publishes what another writer of the store (a cluster's other node) changed of job id: its
  * state when it changed, its progress while it runs, and its log lines after the last one this
  * bus published (for a job first heard of here, the lines from then on: streams read the earlier

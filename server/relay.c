@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* How long a wait lasts before the thread looks at its stop flag. */
 #define RELAY_WAIT_MS 250
@@ -24,18 +25,18 @@ struct pgd_relay {
 };
 
 static int cmp_id(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    int64_t x = ((const pgd_job_note *)a)->id, y = ((const pgd_job_note *)b)->id;
     return (x > y) - (x < y);
 }
 
 static void *relay_main(void *arg) {
     pgd_relay *r = arg;
-    int64_t ids[RELAY_BATCH];
+    pgd_job_note notes[RELAY_BATCH];
     bool said = false;
     while (!atomic_load(&r->stopping)) {
         size_t n = 0;
         pgn_error err;
-        if (pgd_store_watch_wait(r->watch, RELAY_WAIT_MS, ids, RELAY_BATCH, &n, &err) < 0) {
+        if (pgd_store_watch_wait(r->watch, RELAY_WAIT_MS, notes, RELAY_BATCH, &n, &err) < 0) {
             if (!said) fprintf(stderr, "paragond: relay: %s (retrying)\n", err.message);
             said = true;
             struct timespec pause = {.tv_nsec = RELAY_WAIT_MS * 1000000L};
@@ -43,14 +44,20 @@ static void *relay_main(void *arg) {
             continue;
         }
         said = false;
-        qsort(ids, n, sizeof ids[0], cmp_id);
-        for (size_t i = 0; i < n; i++) {
-            if (i && ids[i] == ids[i - 1]) continue;
-            if (ids[i] <= 0 || pgd_scheduler_runs(r->sched, ids[i])) continue;
+        qsort(notes, n, sizeof notes[0], cmp_id);
+        for (size_t i = 0, next; i < n; i = next) {
+            int64_t id = notes[i].id;
+            /* a job only announced queued, which this node's streams already have as queued (this
+             * node queued it): nothing to read */
+            bool only_queued = true;
+            for (next = i; next < n && notes[next].id == id; next++)
+                only_queued &= strcmp(notes[next].state, "queued") == 0;
+            if (id <= 0 || pgd_scheduler_runs(r->sched, id)) continue;
+            if (only_queued && pgd_events_published_state(r->events, id) == (int)PGD_JOB_QUEUED) continue;
             char queued_on[sizeof ((pgd_job *)0)->device];
-            if (pgd_events_relay(r->events, r->store, ids[i], queued_on, sizeof queued_on, &err) < 0) {
+            if (pgd_events_relay(r->events, r->store, id, queued_on, sizeof queued_on, &err) < 0) {
                 if (err.code != PGN_E_NOT_FOUND)
-                    fprintf(stderr, "paragond: relay: job %lld: %s\n", (long long)ids[i], err.message);
+                    fprintf(stderr, "paragond: relay: job %lld: %s\n", (long long)id, err.message);
             } else if (queued_on[0]) { /* queued by another node: ours may take it */
                 pgd_scheduler_notify(r->sched, queued_on);
             }

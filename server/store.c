@@ -353,9 +353,16 @@ int pgd_store_watch_open(const char *target, pgd_store_watch **out, pgn_error *e
     return 0;
 }
 
-int pgd_store_watch_wait(pgd_store_watch *w, int timeout_ms, int64_t *ids, size_t max, size_t *n,
+int pgd_store_watch_wait(pgd_store_watch *w, int timeout_ms, pgd_job_note *notes, size_t max, size_t *n,
                          pgn_error *err) {
-    return db_notifications(w->db, timeout_ms, ids, max, n, err);
+    db_note got[256];
+    if (max > sizeof got / sizeof *got) max = sizeof got / sizeof *got;
+    if (db_notifications(w->db, timeout_ms, got, max, n, err) < 0) return -1;
+    for (size_t i = 0; i < *n; i++) {
+        notes[i].id = got[i].number;
+        snprintf(notes[i].state, sizeof notes[i].state, "%s", got[i].word);
+    }
+    return 0;
 }
 
 void pgd_store_watch_close(pgd_store_watch *w) {

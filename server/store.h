@@ -211,9 +211,15 @@ int64_t pgd_store_lease_ms(pgd_store *store);
 typedef struct pgd_store_watch pgd_store_watch;
 /* *out NULL (and 0) where there is nothing to hear. */
 int pgd_store_watch_open(const char *target, pgd_store_watch **out, pgn_error *err);
-/* Waits up to timeout_ms; up to max job ids into ids (*n; repeats possible). -1 with err when
- * the connection failed (the next call makes it again). */
-int pgd_store_watch_wait(pgd_store_watch *w, int timeout_ms, int64_t *ids, size_t max, size_t *n,
+/* What one announcement says: job id changed; state, when the change was of the job's row, is
+ * the state it has now ("" for a new log line). */
+typedef struct pgd_job_note {
+    int64_t id;
+    char state[16];
+} pgd_job_note;
+/* Waits up to timeout_ms; up to max announcements into notes (*n; repeats possible). -1 with
+ * err when the connection failed (the next call makes it again). */
+int pgd_store_watch_wait(pgd_store_watch *w, int timeout_ms, pgd_job_note *notes, size_t max, size_t *n,
                          pgn_error *err);
 void pgd_store_watch_close(pgd_store_watch *w);
 
