@@ -259,6 +259,12 @@ static void print_status(const json_t *job) {
            cli_str(job, "device_requested"));
     printf("  progress   %.1f%%\n", 100 * json_number_value(json_object_get(job, "progress")));
     printf("  attempts   %lld\n", (long long)json_integer_value(json_object_get(job, "attempts")));
+    size_t i;
+    const json_t *run;
+    json_array_foreach(json_object_get(job, "runs"), i, run) /* where each attempt ran */
+        printf("    run %lld  node %s  device %s  %s\n", (long long)json_integer_value(json_object_get(run, "attempt")),
+               cli_str(run, "node"), cli_str(run, "device"),
+               *cli_str(run, "outcome") ? cli_str(run, "outcome") : "running");
     static const char *const times[][2] = {{"created_at", "created"}, {"started_at", "started"},
                                            {"finished_at", "finished"}};
     for (int i = 0; i < 3; i++)
