@@ -22,7 +22,7 @@
 
 #define NODES 3
 
-static char dbname[64], url[128], shared[300];
+static char dbname[64], url[256], shared[300];
 
 /* One number from the store: the first column of the one row of sql. */
 static int64_t pg_int(const char *sql) {
@@ -278,6 +278,21 @@ Test(cluster, a_node_needs_the_shared_dir_and_a_name_of_its_own) {
     free(out);
     free(err);
     stop_server(&first);
+}
+
+/* A store URL that lists several hosts, the first of them down, with target_session_attrs (as a
+ * primary and its standbys are named): libpq takes the first that answers read-write, and the
+ * node runs jobs on it. */
+Test(cluster, a_url_listing_several_hosts_reaches_the_one_that_answers) {
+    const char *port = getenv("PGPORT");
+    if (!port) cr_skip_test("PGPORT does not name the server's port");
+    char multi[256];
+    snprintf(multi, sizeof multi, "postgresql://localhost:1,localhost:%s/%s?target_session_attrs=read-write", port,
+             dbname);
+    snprintf(url, sizeof url, "%s", multi); /* start_node reads url */
+    server node = start_node(1, NULL);
+    json_decref(wait_succeeded(&node, submit_xor(&node, 1, NULL)));
+    stop_server(&node);
 }
 
 /* A node stopped (SIGSTOP) past its lease, as one cut off from the store would be: another node
