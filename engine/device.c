@@ -260,10 +260,14 @@ int pgn_device_select(const char *want, const pgn_device_info *list, size_t coun
             *out = list[i];
             return 0;
         }
+    char ids[512] = "host";
+    for (size_t i = 0; i < count; i++) {
+        if (!strcmp(list[i].id, "host")) continue; /* a list may hold the host pseudo-device */
+        size_t len = strlen(ids);
+        if (len < sizeof ids) snprintf(ids + len, sizeof ids - len, ", %s", list[i].id);
+    }
     pgn_error_set(err, PGN_E_NO_DEVICE, "device",
-                  "device: unknown device '%s' (expected auto, cpu, gpu, host or an id from "
-                  "the device list)",
-                  want);
+                  "device: unknown device '%s' (expected auto, cpu, gpu or a device id: %s)", want, ids);
     return -1;
 }
 

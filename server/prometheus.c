@@ -1,13 +1,16 @@
 /* prometheus.c: owns GET /metrics, paragond's Prometheus text exposition (format 0.0.4): the
- * request metrics (metrics.c) and the job, queue, device and work figures read at scrape time
- * from the store, the scheduler and /proc. */
+ * standard process_* series, the request metrics (metrics.c) and the job, queue, device and
+ * work figures read at scrape time from the store, the scheduler and /proc. */
 #include "prometheus.h"
 
 #include "metrics.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 /* What the host has free for jobs that run on it, as /proc/meminfo says (0 when it does not). */
 static double mem_available_bytes(void) {
@@ -21,6 +24,62 @@ static double mem_available_bytes(void) {
     return (double)kb * 1024.0;
 }
 
+/* The standard process_* series every Prometheus client library exports (what dashboards and
+ * alerts built for any service read), from /proc: CPU seconds, resident and virtual memory, open
+ * and allowed file descriptors, start time. A figure /proc does not give is left out. */
+static void process_series(pgn_text *t) {
+    double tick = (double)sysconf(_SC_CLK_TCK), page = (double)sysconf(_SC_PAGESIZE);
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = 0;
+    /* after the command's name, which may hold spaces: field 3 (state) on; utime and stime are
+     * fields 14 and 15, starttime 22 (clock ticks since boot) */
+    const char *p = strrchr(buf, ')');
+    unsigned long long utime, stime, start;
+    if (p && tick > 0 &&
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %llu", &utime,
+               &stime, &start) == 3) {
+        pgd_metrics_family(t, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
+        pgn_text_printf(t, "process_cpu_seconds_total %.9g\n", (double)(utime + stime) / tick);
+        FILE *s = fopen("/proc/stat", "r");
+        char line[256];
+        unsigned long long btime = 0;
+        while (s && fgets(line, sizeof line, s))
+            if (sscanf(line, "btime %llu", &btime) == 1) break;
+        if (s) fclose(s);
+        if (btime) {
+            pgd_metrics_family(t, "process_start_time_seconds", "gauge",
+                               "Start time of the process since unix epoch in seconds.");
+            pgn_text_printf(t, "process_start_time_seconds %.13g\n", (double)btime + (double)start / tick);
+        }
+    }
+    unsigned long long size, resident;
+    f = fopen("/proc/self/statm", "r");
+    if (f && fscanf(f, "%llu %llu", &size, &resident) == 2) {
+        pgd_metrics_family(t, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+        pgn_text_printf(t, "process_virtual_memory_bytes %.17g\n", (double)size * page);
+        pgd_metrics_family(t, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+        pgn_text_printf(t, "process_resident_memory_bytes %.17g\n", (double)resident * page);
+    }
+    if (f) fclose(f);
+    DIR *fds = opendir("/proc/self/fd");
+    if (fds) {
+        long open = 0;
+        for (struct dirent *e; (e = readdir(fds));)
+            if (e->d_name[0] != '.') open++;
+        closedir(fds);
+        pgd_metrics_family(t, "process_open_fds", "gauge", "Number of open file descriptors.");
+        pgn_text_printf(t, "process_open_fds %ld\n", open - 1); /* less the directory's own */
+    }
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+        pgd_metrics_family(t, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
+        pgn_text_printf(t, "process_max_fds %.17g\n", (double)lim.rlim_cur);
+    }
+}
+
 char *pgd_prometheus_render(pgd_store *store, pgd_scheduler *sched, pgn_error *err) {
     int64_t states[PGD_JOB_STATES];
     pgd_counters counters;
@@ -31,6 +90,7 @@ char *pgd_prometheus_render(pgd_store *store, pgd_scheduler *sched, pgn_error *e
     if (!devices) return NULL;
 
     pgn_text t = {0};
+    process_series(&t);
 
     pgd_metrics_family(&t, "paragon_build_info", "gauge", "The running paragond's version (always 1).");
     pgn_text_printf(&t, "paragon_build_info{version=\"%s\"} 1\n", PGN_VERSION);

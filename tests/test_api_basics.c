@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -217,6 +218,15 @@ Test(api_basics, metrics_exposes_jobs_queues_requests_and_work_done) {
     char id_path[64];
     snprintf(id_path, sizeof id_path, "/api/v1/jobs/%lld\"", (long long)fib);
     cr_assert_null(strstr(m, id_path), "job ids are not labels");
+    /* the standard process series, as every Prometheus client exports them */
+    cr_assert_gt(metric_value(m, "process_cpu_seconds_total"), 0, "the jobs took CPU time");
+    cr_assert_gt(metric_value(m, "process_resident_memory_bytes"), 1 << 20);
+    cr_assert_geq(metric_value(m, "process_virtual_memory_bytes"), metric_value(m, "process_resident_memory_bytes"));
+    double fds = metric_value(m, "process_open_fds");
+    cr_assert(fds >= 3 && fds <= metric_value(m, "process_max_fds"), "%g open fds", fds);
+    double start = metric_value(m, "process_start_time_seconds"), now = (double)time(NULL);
+    cr_assert(start > now - 600 && start <= now + 1, "started at %.0f, now %.0f", start, now);
+    cr_assert(strstr(m, "# TYPE process_cpu_seconds_total counter\n"), "%s", m);
     double count = metric_value(m, "paragon_http_request_duration_seconds_count{method=\"GET\","
                                    "route=\"/api/v1/jobs/{id}\"}");
     cr_assert_eq(metric_value(m, "paragon_http_request_duration_seconds_bucket{method=\"GET\","

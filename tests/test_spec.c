@@ -147,6 +147,8 @@ Test(spec, device_selection) {
     cr_assert_eq(pgn_device_select("tpu-9", list, 2, &out, &err), -1);
     cr_assert_str_eq(err.field, "device");
     cr_assert(strstr(err.message, "unknown device 'tpu-9'"), "%s", err.message);
+    cr_assert(strstr(err.message, "a device id: host, cpu-00000001, gpu-00000002"), "the ids that exist: %s",
+              err.message);
     cr_assert_eq(pgn_device_select("gpu", list, 1, &out, &err), -1);
     cr_assert(strstr(err.message, "no OpenCL gpu device"), "%s", err.message);
     cr_assert_eq(pgn_device_select("auto", list, 0, &out, &err), -1);
