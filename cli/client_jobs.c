@@ -17,11 +17,13 @@
 
 static void submit_usage(FILE *out) {
     fprintf(out,
-            "usage: paragon submit SPEC [--device DEV] [--name NAME] [--wait | --follow] [--json | -q]\n"
+            "usage: paragon submit SPEC [--device DEV] [--name NAME] [--tag KEY:VALUE]... [--wait | --follow]\n"
+            "                      [--json | -q]\n"
             "  SPEC          a job spec (JSON), an HVM2 or pgl program (FILE.hvm, FILE.pgl: an inet job)\n"
             "                or - (standard input)\n"
             "  --device DEV  where it runs: auto, cpu, gpu, host, all (bench) or a device id [the spec's]\n"
             "  --name NAME   the job's name [the spec's]\n"
+            "  --tag K:V     a tag (key K, value V) beside the spec's \"tags\"; repeatable\n"
             "  --wait        wait for the job to end: the exit status says how it ended\n"
             "  --follow      show its log and progress while it runs, then its result\n"
             "                (Ctrl-C stops following, not the job)\n"
@@ -73,29 +75,66 @@ static json_t *read_spec(const char *file) {
     return spec;
 }
 
+/* Each --tag KEY:VALUE as {"KEY": "VALUE"} (the server judges them); NULL after writing into bad
+ * which one is not KEY:VALUE. */
+static json_t *submit_tags(const cli_values *tags, char *bad, size_t size) {
+    json_t *out = json_object();
+    for (size_t i = 0; i < tags->count; i++) {
+        const char *colon = strchr(tags->at[i], ':');
+        json_t *value = colon ? json_string(colon + 1) : NULL;
+        if (!colon || colon == tags->at[i] || !value ||
+            json_object_setn_new(out, tags->at[i], (size_t)(colon - tags->at[i]), value) < 0) {
+            snprintf(bad, size, "--tag '%.100s': a tag is KEY:VALUE in UTF-8 (team:vision)", tags->at[i]);
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
 int cmd_submit(int argc, char **argv) {
     cli_server_args server = {0};
     const char *device = NULL, *name = NULL;
     bool wait = false, follow = false, as_json = false, quiet = false;
+    cli_values tags = {0}; /* the server judges them */
     const cli_opt options[] = {{"device", .value = &device}, {"name", .value = &name},   {"wait", .flag = &wait},
                                {"follow", .flag = &follow},  {"json", .flag = &as_json}, {"quiet", 'q', .flag = &quiet},
-                               {0}};
+                               {"tag", .values = &tags},     {0}};
     int rc = cli_args(argc, argv, &(cli_command_args){"submit", submit_usage, options, &server});
     if (rc != CLI_ARGS_GO_ON) return rc;
-    if (optind >= argc) return cli_usage_error("submit", "%s", "missing the job spec (a file, or - for standard input)");
-    if (optind + 1 < argc) return cli_usage_error("submit", "only one spec, got '%s' too", argv[optind + 1]);
-    if (wait && follow) return cli_usage_error("submit", "%s", "--wait or --follow, not both");
-    if (quiet && (as_json || follow)) return cli_usage_error("submit", "%s", "-q prints the id alone: not with --json or --follow");
+    char bad[200];
+    json_t *tag_obj = submit_tags(&tags, bad, sizeof bad);
+    free(tags.at);
+    if (!tag_obj) return cli_usage_error("submit", "%s", bad);
+    if (optind >= argc) snprintf(bad, sizeof bad, "missing the job spec (a file, or - for standard input)");
+    else if (optind + 1 < argc) snprintf(bad, sizeof bad, "only one spec, got '%.100s' too", argv[optind + 1]);
+    else if (wait && follow) snprintf(bad, sizeof bad, "--wait or --follow, not both");
+    else if (quiet && (as_json || follow)) snprintf(bad, sizeof bad, "-q prints the id alone: not with --json or --follow");
+    else bad[0] = 0;
+    if (bad[0]) {
+        json_decref(tag_obj);
+        return cli_usage_error("submit", "%s", bad);
+    }
     cli_server s;
     rc = cli_server_open(&s, "paragon submit", server.url, server.token_file);
-    if (rc) return rc;
+    if (rc) {
+        json_decref(tag_obj);
+        return rc;
+    }
     json_t *spec = read_spec(argv[optind]);
     if (!spec) {
+        json_decref(tag_obj);
         cli_server_close(&s);
         return CLI_EXIT_FAILED;
     }
     if (device) json_object_set_new(spec, "device", json_string(device));
     if (name) json_object_set_new(spec, "name", json_string(name));
+    if (json_object_size(tag_obj)) { /* beside the spec's own; --tag wins for a key in both */
+        json_t *own = json_object_get(spec, "tags");
+        if (json_is_object(own)) json_object_update(own, tag_obj);
+        else json_object_set(spec, "tags", tag_obj);
+    }
+    json_decref(tag_obj);
     long status;
     json_t *job = cli_call(&s, "POST", "/api/v1/jobs", spec, &status);
     json_decref(spec);
@@ -258,6 +297,18 @@ static void print_status(const json_t *job) {
     printf("  device     %s (asked for %s)\n", *cli_str(job, "device") ? cli_str(job, "device") : "-",
            cli_str(job, "device_requested"));
     printf("  progress   %.1f%%\n", 100 * json_number_value(json_object_get(job, "progress")));
+    const char *key;
+    json_t *value;
+    if (json_object_size(json_object_get(job, "tags"))) {
+        printf("  tags      ");
+        json_object_foreach(json_object_get(job, "tags"), key, value) {
+            char k[160], v[400];
+            cli_visible_text(key, k, sizeof k);
+            cli_visible_text(json_string_value(value) ? json_string_value(value) : "", v, sizeof v);
+            printf(" %s:%s", k, v);
+        }
+        printf("\n");
+    }
     printf("  attempts   %lld\n", (long long)json_integer_value(json_object_get(job, "attempts")));
     size_t i;
     const json_t *run;

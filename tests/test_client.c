@@ -196,6 +196,34 @@ Test(client, submit_takes_a_pgl_program) {
     stop_server(&s);
 }
 
+/* --tag KEY:VALUE (repeatable) tags a submission beside the spec's own tags, status shows them,
+ * and a tag that is not KEY:VALUE is a usage error. */
+Test(client, submit_tags_a_job_and_status_shows_its_tags) {
+    server s = start_server();
+    char *out, *err, args[600];
+    snprintf(args, sizeof args, "submit '%s' --tag team:vision --tag run:3 --tag 'note:a:b' -q",
+             spec_file("nap.json", "{\"kind\":\"sleep\",\"seconds\":0,\"tags\":{\"team\":\"speech\",\"own\":\"x\"}}"));
+    cr_assert_eq(paragon(&s, args, &out, &err), 0, "%s%s", out, err);
+    long long id = atoll(out);
+    free(out), free(err);
+    json_t *job = wait_succeeded(&s, id);
+    json_t *tags = json_object_get(job, "tags");
+    cr_assert_str_eq(str(tags, "team"), "vision", "--tag wins over the spec's");
+    cr_assert_str_eq(str(tags, "run"), "3");
+    cr_assert_str_eq(str(tags, "note"), "a:b", "the value is what follows the first colon");
+    cr_assert_str_eq(str(tags, "own"), "x", "the spec's other tags stay");
+    json_decref(job);
+    snprintf(args, sizeof args, "status %lld", id);
+    cr_assert_eq(paragon(&s, args, &out, &err), 0, "%s", err);
+    cr_assert(strstr(out, "  tags       ") && strstr(out, " team:vision") && strstr(out, " run:3"), "%s", out);
+    free(out), free(err);
+    snprintf(args, sizeof args, "submit '%s' --tag nocolon", spec_file("nap2.json", "{\"kind\":\"sleep\",\"seconds\":0}"));
+    cr_assert_eq(paragon(&s, args, &out, &err), 2, "%s%s", out, err);
+    cr_assert(strstr(err, "--tag 'nocolon': a tag is KEY:VALUE"), "%s", err);
+    free(out), free(err);
+    stop_server(&s);
+}
+
 /* A program's output is the user's terminal's only as text: an escape sequence it writes reaches
  * status and submit --wait as \x1b, not as a command to the terminal. */
 Test(client, a_jobs_output_reaches_the_terminal_escaped) {
