@@ -28,9 +28,7 @@ static void placed_line(char *out, size_t size, const char *device, const char *
         if (placement && placement->n > 0)
             snprintf(estimate, sizeof estimate, "; estimate %.3g s here",
                      placement->candidates[placement->chosen].estimate.seconds);
-        if (strcmp(device, requested))
-            snprintf(out, size, "placed on %s (asked for %s; %s%s)", device, requested, nodes, estimate);
-        else if (!strcmp(device, "cpu") || !strcmp(device, "gpu")) /* a kind: pgd_target */
+        if (pgd_device_kind_named(device))
             snprintf(out, size, "queued for any node's %s device (%s%s)", device, nodes, estimate);
         else
             snprintf(out, size, "placed on %s (asked for by name; %s%s)", device, nodes, estimate);

@@ -14,9 +14,6 @@
 /* How long the cost model trusts a device's rates before it reads them from the store again
  * (new measurements come from calibration and bench jobs: rarely). */
 #define RATES_REFRESH_NS 1000000000LL
-/* How stale a cluster's list of nodes and their devices may get for placement (their heartbeats
- * count in thirds of a lease: 10 s by default). */
-#define NODES_REFRESH_NS 1000000000LL
 
 int sched_place(const pgd_scheduler *s, const char *want, pgn_device_info *out, pgn_error *err) {
     pgn_error e;
@@ -101,33 +98,14 @@ static void list_add(char *out, size_t size, const char *name) {
     if (len < size) snprintf(out + len, size - len, "%s%s", len ? ", " : "", name);
 }
 
-/* The store's nodes and their devices (pgd_store_nodes_list), re-read at most every
- * NODES_REFRESH_NS: a submission that asks for a kind reads them, and nodes change rarely. New
- * reference, or NULL with err. */
-static json_t *cluster_nodes(pgd_scheduler *s, bool fresh, pgn_error *err) {
-    int64_t now = pgn_now_ns();
-    pthread_mutex_lock(&s->lock);
-    json_t *nodes = !fresh && s->nodes && now - s->nodes_read_ns < NODES_REFRESH_NS ? json_incref(s->nodes) : NULL;
-    pthread_mutex_unlock(&s->lock);
-    if (nodes) return nodes;
-    if (pgd_store_nodes_list(s->store, &nodes, err) < 0) return NULL;
-    pthread_mutex_lock(&s->lock);
-    json_decref(s->nodes);
-    s->nodes = json_incref(nodes);
-    s->nodes_read_ns = now;
-    pthread_mutex_unlock(&s->lock);
-    return nodes;
-}
-
 /* A cluster's request this node cannot place on a device of its own (or, for a kind, any
  * request: every node's device of that kind may take it), resolved against the devices the
- * nodes registered (as last read, unless fresh; read again before it refuses or waits): out->device
- * is one of them (a live node's first, else this node's own for a kind), out->nodes which live
- * nodes have one. An id no node ever registered is refused, naming those that exist. */
-static int cluster_place(pgd_scheduler *s, const char *want, const char *kind, bool fresh, pgd_target *out,
-                            pgn_error *err) {
-    json_t *nodes = cluster_nodes(s, fresh, err);
-    if (!nodes) return -1;
+ * nodes registered: out->device is one of them (a live node's first, else this node's own for a
+ * kind), out->nodes which live nodes have one. An id no node ever registered is refused, naming
+ * those that exist. */
+static int cluster_place(pgd_scheduler *s, const char *want, const char *kind, pgd_target *out, pgn_error *err) {
+    json_t *nodes;
+    if (pgd_store_nodes_list(s->store, &nodes, err) < 0) return -1;
     bool found = false, live_found = false;
     int live_holders = 0;
     char ids[400] = "", holders[160] = "";
@@ -155,11 +133,6 @@ static int cluster_place(pgd_scheduler *s, const char *want, const char *kind, b
         }
     }
     json_decref(nodes);
-    /* a node that joined since the list was read: read it again before refusing or waiting */
-    if (!fresh && (kind ? !live_found : !found)) {
-        *out = (pgd_target){0};
-        return cluster_place(s, want, kind, true, out, err);
-    }
     if (!found && !kind) {
         pgn_error_set(err, PGN_E_INVALID_SPEC, "device",
                       "device: no node of the cluster has a device '%s' (expected auto, cpu, gpu, host "
@@ -224,9 +197,9 @@ int pgd_scheduler_place_job(pgd_scheduler *s, const pgn_job_spec *spec, pgd_targ
     *placement = (pgd_placement){0};
     *out = (pgd_target){0};
     bool auto_ = strcmp(spec->device, "auto") == 0;
-    const char *kind = sched_kind_named(spec->device);
+    const char *kind = pgd_device_kind_named(spec->device);
     if (!auto_ && s->cluster && (kind || !sched_worker_of(s, spec->device))) {
-        if (cluster_place(s, spec->device, kind, false, out, err) < 0) return -1;
+        if (cluster_place(s, spec->device, kind, out, err) < 0) return -1;
         /* judged on a device this node does not have, or on none: no estimate to weigh */
         if (!sched_worker_of(s, out->device.id)) return 0;
     } else if (!auto_ && sched_place(s, spec->device, &out->device, err) < 0) {

@@ -13,7 +13,7 @@
 /* How long a wait lasts before the thread looks at its stop flag. */
 #define RELAY_WAIT_MS 250
 /* Job ids taken from one wait. */
-#define RELAY_BATCH 1024
+#define RELAY_BATCH PGD_STORE_WATCH_MAX
 
 struct pgd_relay {
     pgd_store_watch *watch;

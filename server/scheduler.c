@@ -22,7 +22,7 @@ bool sched_is_host(const pgn_device_info *info) {
     return profile.dev_class == PGN_CLASS_HOST;
 }
 
-const char *sched_kind_named(const char *want) {
+const char *pgd_device_kind_named(const char *want) {
     return !strcmp(want, "cpu") ? "cpu" : !strcmp(want, "gpu") ? "gpu" : NULL;
 }
 
@@ -45,7 +45,7 @@ static int replace_orphans(pgd_scheduler *s, pgn_error *err) {
         const pgd_job *job = &queued[i];
         int64_t id = job->id;
         const char *device = job->device, *want = job->device_requested;
-        if (sched_worker_of(s, device) || sched_kind_named(device)) continue;
+        if (sched_worker_of(s, device) || pgd_device_kind_named(device)) continue;
         pgn_device_info info;
         pgn_error e, serr;
         pgn_error_clear(&e);
@@ -182,7 +182,6 @@ void pgd_scheduler_stop(pgd_scheduler *s) {
     pthread_cond_destroy(&s->lease_tick);
     free(s->workers);
     free(s->devices);
-    json_decref(s->nodes);
     free(s);
 }
 

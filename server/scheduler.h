@@ -31,6 +31,10 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
  * requested; then joins the workers, closes the devices and frees the scheduler. */
 void pgd_scheduler_stop(pgd_scheduler *sched);
 
+/* The kind of device a request names ("cpu", "gpu"), or NULL when it names something else. A
+ * cluster queues a job that asked for a kind on the kind itself (pgd_target). */
+const char *pgd_device_kind_named(const char *want);
+
 /* Where a job is queued. */
 typedef struct pgd_target {
     /* The device its admission and estimate judge by: the one it is queued on, or for a

@@ -67,8 +67,6 @@ struct pgd_scheduler {
     /* The lease keeper (lease.c): the lease a run holds, and the thread that renews it. */
     int64_t lease_ms;
     bool cluster; /* the store is shared (pgd_store_shared): other nodes run its jobs too */
-    json_t *nodes;          /* a cluster's nodes as placement last read them (placement.c), */
-    int64_t nodes_read_ns;  /* and when; both under lock */
     pthread_t lease_thread;
     bool lease_started;
     pthread_cond_t lease_tick; /* signalled at stop (with lock) */
@@ -78,9 +76,6 @@ struct pgd_scheduler {
 worker *sched_worker_of(pgd_scheduler *s, const char *device_id);
 /* Whether info is the host pseudo-device, by its profile's class (scheduler.c). */
 bool sched_is_host(const pgn_device_info *info);
-/* The kind of device a request names ("cpu", "gpu"), or NULL when it names something else
- * (scheduler.c). */
-const char *sched_kind_named(const char *want);
 /* The kind a worker's device takes jobs queued for (a cluster's "cpu" or "gpu"); NULL for the
  * host pseudo-device and kinds nobody asks for (scheduler.c). */
 const char *sched_kind_of(const pgn_device_info *info);

@@ -355,7 +355,7 @@ int pgd_store_watch_open(const char *target, pgd_store_watch **out, pgn_error *e
 
 int pgd_store_watch_wait(pgd_store_watch *w, int timeout_ms, pgd_job_note *notes, size_t max, size_t *n,
                          pgn_error *err) {
-    db_note got[256];
+    db_note got[PGD_STORE_WATCH_MAX];
     if (max > sizeof got / sizeof *got) max = sizeof got / sizeof *got;
     if (db_notifications(w->db, timeout_ms, got, max, n, err) < 0) return -1;
     for (size_t i = 0; i < *n; i++) {

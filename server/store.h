@@ -217,8 +217,9 @@ typedef struct pgd_job_note {
     int64_t id;
     char state[16];
 } pgd_job_note;
-/* Waits up to timeout_ms; up to max announcements into notes (*n; repeats possible). -1 with
- * err when the connection failed (the next call makes it again). */
+/* Waits up to timeout_ms; up to max (at most PGD_STORE_WATCH_MAX) announcements into notes (*n;
+ * repeats possible). -1 with err when the connection failed (the next call makes it again). */
+#define PGD_STORE_WATCH_MAX 256
 int pgd_store_watch_wait(pgd_store_watch *w, int timeout_ms, pgd_job_note *notes, size_t max, size_t *n,
                          pgn_error *err);
 void pgd_store_watch_close(pgd_store_watch *w);

@@ -188,7 +188,7 @@ static int end_cancel_requested(pgd_store *s, const run_set *set, const char *wh
  * for a kind of device ("cpu", "gpu") waits for any node's device of that kind again, not only
  * for the one its last run had (its node may be gone); elsewhere its device stays. */
 #define REQUEUED_DEVICE_SQL(shared)                                                               \
-    "CASE WHEN " shared " = 1 AND device_requested IN ('cpu', 'gpu', 'accelerator')"             \
+    "CASE WHEN " shared " = 1 AND device_requested IN ('cpu', 'gpu')"                             \
     " THEN device_requested ELSE device END"
 
 static int requeue_tx(pgd_store *s, void *ctx, pgn_error *err) {

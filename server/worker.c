@@ -56,10 +56,10 @@ static bool run_refused(run_ctx *r, const pgn_error *err) {
     return true;
 }
 
-/* How a metric or progress write went (rc, err): while the store is away (a PostgreSQL restart)
- * a fast run makes hundreds, so the first failure is said, then how many were lost once it takes
- * them again. */
-static void note_write(run_ctx *r, int rc, const pgn_error *err, const char *what) {
+/* How a write of metric `name` at step (NULL: of progress) went (rc, err): while the store is
+ * away (a PostgreSQL restart) a fast run makes hundreds, so the first failure is said, then how
+ * many were lost once it takes them again. */
+static void note_write(run_ctx *r, int rc, const pgn_error *err, const char *name, int64_t step) {
     if (rc == 0) {
         if (r->unstored > 0)
             fprintf(stderr, "paragond: job %lld: the store takes its metrics again (%lld not stored)\n",
@@ -68,9 +68,11 @@ static void note_write(run_ctx *r, int rc, const pgn_error *err, const char *wha
         return;
     }
     if (run_refused(r, err)) return;
-    if (r->unstored++ == 0)
-        fprintf(stderr, "paragond: job %lld: %s not stored: %s (said once until the store takes them again)\n",
-                (long long)r->job_id, what, err->message);
+    if (r->unstored++ > 0) return;
+    char what[96] = "progress";
+    if (name) snprintf(what, sizeof what, "metric %.48s step %lld", name, (long long)step);
+    fprintf(stderr, "paragond: job %lld: %s not stored: %s (said once until the store takes them again)\n",
+            (long long)r->job_id, what, err->message);
 }
 
 static void hook_metric(void *ctx, const char *name, int64_t step, double value) {
@@ -84,9 +86,7 @@ static void hook_metric(void *ctx, const char *name, int64_t step, double value)
     }
     pgn_error err;
     int rc = pgd_store_metric_add(r->w->sched->store, r->job_id, r->attempt, name, step, value, &err);
-    char what[96];
-    snprintf(what, sizeof what, "metric %.48s step %lld", name, (long long)step);
-    note_write(r, rc, &err, what);
+    note_write(r, rc, &err, name, step);
     pgd_events_metric(r->w->sched->events, r->job_id, name, step, value);
 }
 
@@ -129,7 +129,7 @@ static void hook_progress(void *ctx, double fraction) {
     r->wrote_progress = true;
     pgn_error err;
     int rc = pgd_store_job_progress(r->w->sched->store, r->job_id, r->attempt, fraction, &err);
-    note_write(r, rc, &err, "progress");
+    note_write(r, rc, &err, NULL, 0);
     pgd_events_progress(r->w->sched->events, r->job_id, fraction);
 }
 
