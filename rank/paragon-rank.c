@@ -2,7 +2,7 @@
  * docs/distributed.md):
  *
  *   mpirun -np N paragon-rank SPEC.json [--device DEV] [--data-dir DIR]
- *                             [--checkpoint-dir DIR] [--resume]
+ *                             [--checkpoint-dir DIR] [--resume] [--ask-commit]
  *
  * Each rank opens its own device (DEV, else the spec's; "host" is the host reference) and runs
  * the engine's training loop with the MPI communicator bound to pgn_comm. Rank 0 writes the
@@ -14,6 +14,10 @@
  * mpirun's standard input (which it forwards to rank 0), or SIGUSR1, SIGTERM or SIGINT sent to a
  * rank, asks for a stop: the ranks agree on it where they next meet, checkpoint there and exit 3.
  * (mpirun itself answers SIGTERM by killing the ranks, and here did not forward SIGUSR1.)
+ * With --ask-commit (paragond passes it), rank 0 asks before it commits a checkpoint: it writes
+ * {"event":"commit"} and waits for a line "commit yes" or "commit no" on its standard input; on
+ * "no" (the job is another run's now), or when its input ends, it commits nothing and the ranks
+ * are aborted (exit 1).
  * Exit status: 0 done, 1 the job failed (the other ranks are aborted), 2 bad usage, 3 stopped. */
 #include <errno.h>
 #include <limits.h>
@@ -83,35 +87,73 @@ static void catch_stop_signals(void) {
     sigaction(SIGINT, &sa, NULL);
 }
 
-/* Rank 0 reads standard input, which mpirun forwards from its own: a line "stop" asks for a stop
- * (the way paragond asks, on whatever hosts the ranks run). End of input just ends the reading. */
-static void read_stop_line(void) {
+/* How long rank 0 waits for paragond's answer to a commit before it gives up (commits nothing). */
+#define COMMIT_ANSWER_MS (120 * 1000)
+
+/* Set when paragond answered "commit no": the ranks did not agree to stop, so they are aborted. */
+static bool commit_refused;
+
+/* Rank 0 reads standard input, which mpirun forwards from its own (the way paragond speaks to the
+ * ranks, on whatever hosts they run): the next whole line into line (without its newline).
+ * 1: a line; 0: none within timeout_ms; -1: the input ended. */
+static int next_line(char *line, size_t size, int timeout_ms) {
     static bool closed;
-    static char line[64];
+    static char buf[64];
     static size_t len;
-    if (closed || rank_of_world() != 0) return;
+    if (closed) return -1;
     struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
-    while (!stop_requested && poll(&p, 1, 0) == 1) {
+    while (poll(&p, 1, timeout_ms) == 1) {
         char c;
         ssize_t n = read(STDIN_FILENO, &c, 1);
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             closed = true;
-            return;
+            return -1;
         }
         if (c != '\n') {
-            if (len + 1 < sizeof line) line[len++] = c;
+            if (len + 1 < sizeof buf) buf[len++] = c;
             continue;
         }
-        line[len] = '\0';
+        buf[len] = '\0';
+        snprintf(line, size, "%s", buf);
         len = 0;
-        if (!strcmp(line, "stop")) stop_requested = 1;
+        return 1;
     }
+    return 0;
+}
+
+/* A line "stop" asks for a stop; other lines here are answers nobody waits for. */
+static void read_stop_line(void) {
+    char line[64];
+    while (rank_of_world() == 0 && !stop_requested && next_line(line, sizeof line, 0) == 1)
+        if (!strcmp(line, "stop")) stop_requested = 1;
 }
 
 static bool should_stop(void *ctx) {
     (void)ctx;
     read_stop_line();
     return stop_requested != 0;
+}
+
+/* Rank 0 asks paragond whether this run still holds its job before a checkpoint is committed
+ * (its lease: another node may run the job now, docs/distributed.md); the other ranks write only
+ * files named by their step, which no commit names until rank 0's. */
+static bool may_commit(void *ctx) {
+    (void)ctx;
+    if (rank_of_world() != 0) return true;
+    emit(json_pack("{s:s}", "event", "commit"));
+    char line[64];
+    int64_t deadline = pgn_now_ns() + COMMIT_ANSWER_MS * 1000000LL;
+    for (int64_t left; (left = deadline - pgn_now_ns()) > 0;) {
+        int got = next_line(line, sizeof line, (int)(left / 1000000) + 1);
+        if (got < 0) break;
+        if (got == 0) continue;
+        if (!strcmp(line, "stop")) stop_requested = 1;
+        else if (!strcmp(line, "commit yes")) return true;
+        else if (!strcmp(line, "commit no")) break;
+    }
+    commit_refused = true;
+    return false;
 }
 
 /* ---- pgn_comm over MPI_COMM_WORLD ------------------------------------------------------------ */
@@ -143,10 +185,12 @@ static int mpi_barrier(pgn_comm *c, pgn_error *err) {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: mpirun -np N paragon-rank SPEC.json [--device DEV] [--data-dir DIR]\n"
-               "                              [--checkpoint-dir DIR] [--resume]\n"
+               "                              [--checkpoint-dir DIR] [--resume] [--ask-commit]\n"
                "One rank of a distributed train job (the spec's \"distributed\" object); events go to\n"
                "standard output as JSON lines. DEV is auto, cpu, gpu, host, or a device id.\n"
                "A line \"stop\" on standard input stops the ranks at their next meeting, checkpointed.\n"
+               "--ask-commit: rank 0 asks on standard output before each checkpoint commit and waits\n"
+               "for \"commit yes\" or \"commit no\" on standard input.\n"
                "Exit status: 0 done, 1 failed, 2 bad usage, 3 stopped.\n");
 }
 
@@ -154,12 +198,12 @@ static void usage(FILE *f) {
 static int fail(const pgn_error *err) {
     emit(json_pack("{s:s, s:s, s:s}", "event", "error", "code", pgn_error_code_name(err->code), "message",
                    err->message));
-    return err->code == PGN_E_CANCELLED ? 3 : 1;
+    return err->code == PGN_E_CANCELLED && !commit_refused ? 3 : 1;
 }
 
 static int run(int argc, char **argv) {
     const char *file = NULL, *device = NULL, *data_dir = PGN_DEFAULT_DATA_DIR, *checkpoint_dir = NULL;
-    bool resume = false;
+    bool resume = false, ask_commit = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc)
             device = argv[++i];
@@ -169,6 +213,8 @@ static int run(int argc, char **argv) {
             checkpoint_dir = argv[++i];
         else if (!strcmp(argv[i], "--resume"))
             resume = true;
+        else if (!strcmp(argv[i], "--ask-commit"))
+            ask_commit = true;
         else if (!strcmp(argv[i], "--help")) {
             usage(stdout);
             return 0;
@@ -217,7 +263,7 @@ static int run(int argc, char **argv) {
     pgn_run_options opts = {.data_dir = data_dir, .checkpoint_dir = checkpoint_dir, .resume = resume,
                             .checkpoint_on_stop = true, .comm = &comm};
     pgn_run_hooks hooks = {.on_log = on_log, .on_metric = on_metric, .on_progress = on_progress,
-                           .should_stop = should_stop};
+                           .should_stop = should_stop, .may_commit = ask_commit ? may_commit : NULL};
     json_t *result = NULL;
     catch_stop_signals();
     rc = pgn_job_run(&spec, dev, &opts, &hooks, &result, &err);

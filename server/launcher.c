@@ -2,7 +2,9 @@
  * paragon-rank <job dir>/spec.json, with a hostfile from the spec's hosts. The ranks write JSON
  * lines (rank/paragon-rank.c); this file turns them into the job's logs, metrics, progress and
  * result, and asks for a stop with a "stop" line on mpirun's standard input, which mpirun hands
- * to rank 0 and rank 0 to the others at their next meeting (docs/distributed.md). */
+ * to rank 0 and rank 0 to the others at their next meeting (docs/distributed.md). Rank 0 asks
+ * before each checkpoint commit ({"event":"commit"}) and commits only on "commit yes": the run's
+ * may_commit, so ranks of a run that lost its lease never commit over the job's new run. */
 #include "launcher.h"
 
 #include <errno.h>
@@ -70,6 +72,7 @@ typedef struct {
 typedef struct {
     const pgn_run_hooks *hooks;
     json_t *result;
+    int to_ranks;     /* mpirun's standard input, which it forwards to rank 0 */
     bool started;     /* rank 0 said it is up: mpirun launched the ranks */
     bool failed;      /* a rank said why it ended: first */
     pgn_error error;
@@ -88,6 +91,15 @@ static void on_event(run_state *st, json_t *ev) {
     if (!kind) return;
     if (!strcmp(kind, "started")) {
         st->started = true;
+    } else if (!strcmp(kind, "commit") && rank == 0) {
+        /* rank 0 waits for the answer before it commits a checkpoint: only while this run holds
+         * the job (its lease), as a run in this process asks (store.h, "runs") */
+        bool yes = !h || !h->may_commit || h->may_commit(h->ctx);
+        const char *answer = yes ? "commit yes\n" : "commit no\n";
+        if (write(st->to_ranks, answer, strlen(answer)) != (ssize_t)strlen(answer))
+            pgn_hooks_log(h, "could not answer the ranks' commit: %s", strerror(errno));
+        else if (!yes)
+            pgn_hooks_log(h, "the ranks' checkpoint was not committed: this run no longer holds its job");
     } else if (!strcmp(kind, "log") && rank == 0) {
         const char *line = json_string_value(json_object_get(ev, "line"));
         if (line) pgn_hooks_log(st->hooks, "%s", line);
@@ -240,6 +252,7 @@ int pgd_launch_run(const pgn_job_spec *spec, const json_t *spec_json, const pgn_
     argv[n++] = "--checkpoint-dir";
     argv[n++] = opts->checkpoint_dir;
     if (opts->resume) argv[n++] = "--resume";
+    argv[n++] = "--ask-commit";
     argv[n] = NULL;
 
     int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
@@ -274,7 +287,7 @@ int pgd_launch_run(const pgn_job_spec *spec, const json_t *spec_json, const pgn_
     pgn_hooks_log(hooks, "started %d ranks: mpirun -np %d%s%s paragon-rank (pid %d)", d->ranks,
              d->ranks, d->n_hosts ? " --hostfile " : "", d->n_hosts ? hosts_path : "", (int)pid);
 
-    run_state st = {.hooks = hooks};
+    run_state st = {.hooks = hooks, .to_ranks = in[1]};
     line_buf bufs[2] = {{0}, {0}};
     struct pollfd fds[2] = {{.fd = out[0], .events = POLLIN}, {.fd = errp[0], .events = POLLIN}};
     bool asked = false;

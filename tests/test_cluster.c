@@ -333,6 +333,102 @@ Test(cluster, a_node_that_comes_back_after_its_lease_ran_out_stops_its_run_and_w
     }
 }
 
+/* The pids of program's processes whose parent is parent (pgrep -P), up to max; how many. */
+static int children_named(int parent, const char *program, int *pids, int max) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "pgrep -P %d -x %s", parent, program);
+    FILE *p = popen(cmd, "r");
+    int n = 0;
+    while (p && n < max && fscanf(p, "%d", &pids[n]) == 1) n++;
+    if (p) pclose(p);
+    return n;
+}
+
+/* A file's whole text (asserted readable); free it. */
+static char *file_text(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s is there", path);
+    char *text = NULL;
+    size_t cap = 0;
+    *len = 0;
+    for (size_t got; (cap = cap ? cap * 2 : 65536, text = realloc(text, cap)) &&
+                     (got = fread(text + *len, 1, cap - *len, f)) > 0;)
+        *len += got;
+    fclose(f);
+    return text;
+}
+
+/* A distributed job (mpirun's ranks beside paragond) on a node that freezes whole past its lease,
+ * paragond, mpirun and ranks (SIGSTOP), as a machine cut off: another node runs the job to its end;
+ * when the first comes back (SIGCONT) its ranks ask before they commit, are refused, and end
+ * without writing over the job's committed step or its final checkpoint. Run by
+ * test_cluster_distributed (PARAGON_RANK set: Open MPI's ranks under ASan's slow unwinder). */
+Test(cluster, a_distributed_jobs_ranks_cut_off_past_their_lease_never_commit_over_the_new_run) {
+    const char *rank = getenv("PARAGON_RANK");
+    if (!rank || !*rank) cr_skip_test("test_cluster_distributed runs it (PARAGON_RANK: Open MPI's paragon-rank)");
+    server nodes[NODES];
+    int err_fd[NODES];
+    for (int k = 0; k < NODES; k++) nodes[k] = start_node(k + 1, &err_fd[k]);
+    const char *spec = "{\"kind\":\"train\",\"name\":\"spiral-diloco\",\"device\":\"host\",\"seed\":3,"
+                       "\"model\":{\"type\":\"mlp\",\"layers\":[2,32,32,3],\"activation\":\"relu\"},"
+                       "\"data\":{\"source\":\"spiral\",\"samples\":200,\"classes\":3},"
+                       "\"optimizer\":{\"type\":\"adamw\",\"lr\":0.003},\"batch_size\":32,\"epochs\":400,"
+                       "\"distributed\":{\"ranks\":2,\"algorithm\":\"diloco\",\"inner_steps\":10}}";
+    int64_t id = submit(&nodes[0], spec);
+    int cut = wait_runner(nodes, id);
+    char committed[400], final[400];
+    snprintf(committed, sizeof committed, "%s/jobs/%lld/dist/committed", shared, (long long)id);
+    snprintf(final, sizeof final, "%s/jobs/%lld/checkpoint.safetensors", shared, (long long)id);
+    struct stat st;
+    for (int i = 0; i < 6000 && stat(committed, &st); i++) usleep(10000);
+    cr_assert_eq(stat(committed, &st), 0, "the ranks committed a checkpoint within 60 s");
+
+    int mpirun = 0, ranks[8], n_ranks = 0;
+    cr_assert_eq(children_named(nodes[cut].proc.pid, "mpirun", &mpirun, 1), 1, "the node started mpirun");
+    n_ranks = children_named(mpirun, "paragon-rank", ranks, 8);
+    cr_assert_eq(n_ranks, 2, "mpirun started two ranks");
+    for (int i = 0; i < n_ranks; i++) cr_assert_eq(kill(ranks[i], SIGSTOP), 0);
+    cr_assert_eq(kill(mpirun, SIGSTOP), 0);
+    cr_assert_eq(kill(nodes[cut].proc.pid, SIGSTOP), 0);
+
+    cr_assert(wait_second_run(id), "another node took the job while the first was stopped");
+    server *other = &nodes[(cut + 1) % NODES];
+    json_t *job = wait_succeeded(other, id);
+    cr_assert_eq(json_integer_value(json_object_get(job, "attempts")), 2);
+    cr_assert_gt(json_integer_value(json_object_get(json_object_get(job, "result"), "resumed_from_step")), 0,
+                 "the new run resumed from the committed checkpoint");
+    json_decref(job);
+    size_t committed_len, final_len;
+    char *committed_then = file_text(committed, &committed_len), *final_then = file_text(final, &final_len);
+
+    cr_assert_eq(kill(nodes[cut].proc.pid, SIGCONT), 0);
+    cr_assert_eq(kill(mpirun, SIGCONT), 0);
+    for (int i = 0; i < n_ranks; i++) cr_assert_eq(kill(ranks[i], SIGCONT), 0);
+    int left = 1;
+    for (int i = 0; i < 6000 && (left = children_named(nodes[cut].proc.pid, "mpirun", &mpirun, 1)); i++)
+        usleep(10000);
+    cr_assert_eq(left, 0, "the ranks of the node that came back ended within 60 s");
+
+    size_t len;
+    char *now = file_text(committed, &len);
+    cr_assert(len == committed_len && !memcmp(now, committed_then, len), "the committed step stayed the new run's: "
+              "%.*s, not %.*s", (int)committed_len, committed_then, (int)len, now);
+    free(now);
+    now = file_text(final, &len);
+    cr_assert(len == final_len && !memcmp(now, final_then, len), "the final checkpoint stayed the new run's");
+    free(now);
+    free(committed_then);
+    free(final_then);
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM job_runs WHERE job_id = %lld AND outcome = 'succeeded'", (long long)id);
+    cr_assert_eq(pg_int(sql), 1, "one final state");
+    for (int k = 0; k < NODES; k++) {
+        char *err = stop_server_with(&nodes[k], err_fd[k]);
+        if (k == cut) cr_assert(strstr(err, "stops now"), "node n%d said its run stopped: %s", k + 1, err);
+        free(err);
+    }
+}
+
 #define OCLGRIND_ICD "/usr/lib/oclgrind/liboclgrind-rt-icd.so"
 
 /* Nodes with different devices: n1 has pocl's CPU device, n2 only Oclgrind's simulated GPU (its

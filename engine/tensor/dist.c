@@ -283,8 +283,12 @@ int pgn_dist_checkpoint(pgn_dist *d, pgn_train_state state, int epoch, int step,
     char name[96], sha[65];
     int64_t t = state.optim->t;
     rank_state(d, &state, t, name, sizeof name);
+    /* a rank's own file is named by its step, which nothing reads until the commit names it: the
+     * commit alone asks whether this run still holds its job */
+    const pgn_run_hooks *hooks = state.hooks;
+    state.hooks = NULL;
     if (pgn_dist_prepare(state.dir, err) || pgn_graph_weights_sha256(state.graph, sha, err) ||
-        pgn_checkpoint_save(&state, epoch, step, sha, err) || pgn_dist_commit(d, state.dir, t, d->committed, err))
+        pgn_checkpoint_save(&state, epoch, step, sha, err) || pgn_dist_commit(d, state.dir, t, d->committed, hooks, err))
         return -1;
     d->committed = t;
     return 0;
@@ -336,10 +340,16 @@ static int write_commit(const char *path, int64_t step, pgn_error *err) {
     return -1;
 }
 
-int pgn_dist_commit(pgn_dist *d, const char *dir, int64_t step, int64_t prev, pgn_error *err) {
+int pgn_dist_commit(pgn_dist *d, const char *dir, int64_t step, int64_t prev, const pgn_run_hooks *hooks,
+                    pgn_error *err) {
     char path[PGN_PATH_MAX * 2], name[96];
     if (barrier(d, &d->comm->seconds, err)) return -1; /* every rank's file for step is whole */
     snprintf(path, sizeof path, "%s/" PGN_DIST_SUBDIR "/" PGN_DIST_COMMIT_FILE, dir);
+    if (d->comm->rank == 0 && hooks && hooks->may_commit && !hooks->may_commit(hooks->ctx)) {
+        pgn_error_set(err, PGN_E_CANCELLED, "", "step %lld not committed: this run no longer holds its job",
+                      (long long)step);
+        return -1;
+    }
     if (d->comm->rank == 0 && write_commit(path, step, err)) return -1;
     if (barrier(d, &d->comm->seconds, err)) return -1; /* committed: the previous set may go */
     if (prev >= 0 && prev != step) {

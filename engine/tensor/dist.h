@@ -99,8 +99,10 @@ void pgn_dist_checkpoint_name(int rank, int64_t step, char *out, size_t size);
 /* Before the ranks write their files for step: makes <dir>/dist. */
 int pgn_dist_prepare(const char *dir, pgn_error *err);
 /* After this rank wrote its file for step: waits for all, commits, removes the file of prev
- * (< 0: none). */
-int pgn_dist_commit(pgn_dist *d, const char *dir, int64_t step, int64_t prev, pgn_error *err);
+ * (< 0: none). Rank 0 first asks hooks->may_commit (when given): on no, nothing is committed and
+ * the call fails (PGN_E_CANCELLED) on rank 0 alone, whose caller aborts the ranks. */
+int pgn_dist_commit(pgn_dist *d, const char *dir, int64_t step, int64_t prev, const pgn_run_hooks *hooks,
+                    pgn_error *err);
 /* The committed step, or -1 when none; an unreadable commit file is an error. */
 int pgn_dist_committed(const char *dir, int64_t *step, pgn_error *err);
 
