@@ -42,6 +42,7 @@ int cmd_status(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
+int cmd_resume(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
 /* and files (client_files.c) */
 int cmd_export(int argc, char **argv);

@@ -17,13 +17,15 @@
 
 static void submit_usage(FILE *out) {
     fprintf(out,
-            "usage: paragon submit SPEC [--device DEV] [--name NAME] [--tag KEY:VALUE]... [--wait | --follow]\n"
-            "                      [--json | -q]\n"
+            "usage: paragon submit SPEC [--device DEV] [--name NAME] [--tag KEY:VALUE]... [--priority N]\n"
+            "                      [--wait | --follow] [--json | -q]\n"
             "  SPEC          a job spec (JSON), an HVM2 or pgl program (FILE.hvm, FILE.pgl: an inet job)\n"
             "                or - (standard input)\n"
             "  --device DEV  where it runs: auto, cpu, gpu, host, all (bench) or a device id [the spec's]\n"
             "  --name NAME   the job's name [the spec's]\n"
             "  --tag K:V     a tag (key K, value V) beside the spec's \"tags\"; repeatable\n"
+            "  --priority N  -1000..1000 [the spec's, else 0]: its device takes higher first, and a\n"
+            "                higher one stops a train job running there at its next step (it resumes)\n"
             "  --wait        wait for the job to end: the exit status says how it ended\n"
             "  --follow      show its log and progress while it runs, then its result\n"
             "                (Ctrl-C stops following, not the job)\n"
@@ -92,21 +94,35 @@ static json_t *submit_tags(const cli_values *tags, char *bad, size_t size) {
     return out;
 }
 
+/* Where a queued job waits, when it waits behind something (its "queue": submit and status). */
+static void print_queue(const json_t *job, const char *indent) {
+    const json_t *q = json_object_get(job, "queue");
+    if (!json_is_object(q) || (!json_object_get(q, "running") && json_integer_value(json_object_get(q, "ahead")) == 0))
+        return;
+    char reason[512];
+    cli_visible_text(cli_str(q, "reason"), reason, sizeof reason);
+    printf("%s%s\n", indent, reason);
+}
+
 int cmd_submit(int argc, char **argv) {
     cli_server_args server = {0};
-    const char *device = NULL, *name = NULL;
+    const char *device = NULL, *name = NULL, *priority = NULL;
     bool wait = false, follow = false, as_json = false, quiet = false;
     cli_values tags = {0}; /* the server judges them */
     const cli_opt options[] = {{"device", .value = &device}, {"name", .value = &name},   {"wait", .flag = &wait},
                                {"follow", .flag = &follow},  {"json", .flag = &as_json}, {"quiet", 'q', .flag = &quiet},
-                               {"tag", .values = &tags},     {0}};
+                               {"tag", .values = &tags},     {"priority", .value = &priority}, {0}};
     int rc = cli_args(argc, argv, &(cli_command_args){"submit", submit_usage, options, &server});
     if (rc != CLI_ARGS_GO_ON) return rc;
     char bad[200];
     json_t *tag_obj = submit_tags(&tags, bad, sizeof bad);
     free(tags.at);
     if (!tag_obj) return cli_usage_error("submit", "%s", bad);
-    if (optind >= argc) snprintf(bad, sizeof bad, "missing the job spec (a file, or - for standard input)");
+    char *end = NULL;
+    long long prio = priority ? strtoll(priority, &end, 10) : 0;
+    if (priority && (!*priority || *end))
+        snprintf(bad, sizeof bad, "--priority '%.60s': a whole number (-1000..1000)", priority);
+    else if (optind >= argc) snprintf(bad, sizeof bad, "missing the job spec (a file, or - for standard input)");
     else if (optind + 1 < argc) snprintf(bad, sizeof bad, "only one spec, got '%.100s' too", argv[optind + 1]);
     else if (wait && follow) snprintf(bad, sizeof bad, "--wait or --follow, not both");
     else if (quiet && (as_json || follow)) snprintf(bad, sizeof bad, "-q prints the id alone: not with --json or --follow");
@@ -129,6 +145,7 @@ int cmd_submit(int argc, char **argv) {
     }
     if (device) json_object_set_new(spec, "device", json_string(device));
     if (name) json_object_set_new(spec, "name", json_string(name));
+    if (priority) json_object_set_new(spec, "priority", json_integer(prio)); /* the server judges its range */
     if (json_object_size(tag_obj)) { /* beside the spec's own; --tag wins for a key in both */
         json_t *own = json_object_get(spec, "tags");
         if (json_is_object(own)) json_object_update(own, tag_obj);
@@ -159,10 +176,12 @@ int cmd_submit(int argc, char **argv) {
                        n > 1 ? "" : "");
             else
                 printf("job %lld queued\n", id);
+            if (n == 1) print_queue(job, "  ");
             continue;
         }
         if (follow) printf("job %lld queued on %s; following it (Ctrl-C stops following, not the job)\n", id,
                            i == 0 ? cli_str(job, "device") : "its device");
+        if (n == 1 && !as_json) print_queue(job, follow ? "  " : "");
         int jrc;
         json_t *ended = cli_follow_job(&s, id, follow ? CLI_FOLLOW_PROGRESS : CLI_FOLLOW_QUIET, json_object_get(job, "spec"), &jrc);
         if (ended) {
@@ -240,13 +259,20 @@ int cmd_jobs(int argc, char **argv) {
     size_t i;
     json_t *job;
     printf("%6s  %-8s  %-9s  %5s  %-14s  %-14s  %-16s  %s\n", "ID", "KIND", "STATE", "DONE", "DEVICE", "CREATED",
-           "NAME", "SUMMARY");
+           "NAME", "TAGS, SUMMARY");
     json_array_foreach(jobs, i, job) {
-        char created[32], summary[160] = "";
+        char created[32], summary[320] = "";
         cli_short_time(cli_str(job, "created_at"), created, sizeof created);
-        /* the row's summary: its result's headline figures, "key value" each */
+        /* the row's tags ("key:value" each), then its summary: its result's headline figures,
+         * "key value" each */
         const char *key;
         json_t *v;
+        json_object_foreach(json_object_get(job, "tags"), key, v) {
+            char text[160];
+            size_t used = strlen(summary);
+            cli_visible_text(json_string_value(v) ? json_string_value(v) : "", text, sizeof text);
+            snprintf(summary + used, sizeof summary - used, "%s%s:%s", used ? " " : "", key, text);
+        }
         json_object_foreach(json_object_get(job, "summary"), key, v) {
             char text[96];
             cli_scalar_text(v, text, sizeof text);
@@ -286,6 +312,10 @@ static void cancel_usage(FILE *out) {
     fputs(ID_USAGE("cancel", "cancel a job: at once when queued, at its next step when running"), out);
 }
 
+static void resume_usage(FILE *out) {
+    fputs(ID_USAGE("resume", "queue a cancelled job again: it continues from its last checkpoint"), out);
+}
+
 static void delete_usage(FILE *out) {
     fputs(ID_USAGE("delete", "delete an ended job with its metrics, logs and files"), out);
 }
@@ -297,6 +327,9 @@ static void print_status(const json_t *job) {
     printf("  device     %s (asked for %s)\n", *cli_str(job, "device") ? cli_str(job, "device") : "-",
            cli_str(job, "device_requested"));
     printf("  progress   %.1f%%\n", 100 * json_number_value(json_object_get(job, "progress")));
+    if (json_integer_value(json_object_get(job, "priority")))
+        printf("  priority   %lld\n", (long long)json_integer_value(json_object_get(job, "priority")));
+    print_queue(job, "  waits      ");
     const char *key;
     json_t *value;
     if (json_object_size(json_object_get(job, "tags"))) {
@@ -354,6 +387,13 @@ static int id_command(int argc, char **argv, const char *cmd, void (*usage)(FILE
     else if (!strcmp(cmd, "status")) print_status(answer);
     else if (!strcmp(cmd, "delete")) printf("job %lld deleted, with its metrics, logs and files\n", id);
     else if (status == 202) printf("job %lld stops at its next step boundary (a train job checkpoints there)\n", id);
+    else if (!strcmp(cmd, "resume")) {
+        bool ran = json_integer_value(json_object_get(answer, "attempts")) > 0;
+        printf("job %lld queued again on %s%s\n", id, cli_str(answer, "device"),
+               !ran ? "" : !strcmp(cli_str(answer, "kind"), "train") ? "; it continues from its last checkpoint"
+                                                                    : "; it runs again from the start");
+        print_queue(answer, "  ");
+    }
     else printf("job %lld %s\n", id, cli_str(answer, "state"));
     json_decref(answer);
     return CLI_EXIT_OK;
@@ -362,6 +402,8 @@ static int id_command(int argc, char **argv, const char *cmd, void (*usage)(FILE
 int cmd_status(int argc, char **argv) { return id_command(argc, argv, "status", status_usage, "GET", ""); }
 
 int cmd_cancel(int argc, char **argv) { return id_command(argc, argv, "cancel", cancel_usage, "POST", "/cancel"); }
+
+int cmd_resume(int argc, char **argv) { return id_command(argc, argv, "resume", resume_usage, "POST", "/resume"); }
 
 int cmd_delete(int argc, char **argv) { return id_command(argc, argv, "delete", delete_usage, "DELETE", ""); }
 

@@ -53,6 +53,7 @@ static const command commands[] = {
     {"logs", cmd_logs, true, "a job's log (-f: and the lines to come)"},
     {"metrics", cmd_metrics, true, "a job's metrics as a table, --csv or --json"},
     {"cancel", cmd_cancel, true, "cancel a job"},
+    {"resume", cmd_resume, true, "queue a cancelled job again, from its last checkpoint"},
     {"delete", cmd_delete, true, "delete an ended job and what it stored"},
     {"export", cmd_export, true, "benchmark rows, a checkpoint, or weights PyTorch loads"},
     {"datasets", cmd_datasets, true, "the datasets paragond holds (rm NAME: delete one)"},

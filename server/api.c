@@ -198,6 +198,7 @@ static const pgd_route routes[] = {
     {"DELETE", "/api/v1/jobs/{id}", api_delete_job, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/jobs/{id}/metrics", api_get_metrics, PGD_ROUTE_TOKEN},
     {"POST", "/api/v1/jobs/{id}/cancel", api_cancel_job, PGD_ROUTE_TOKEN},
+    {"POST", "/api/v1/jobs/{id}/resume", api_resume_job, PGD_ROUTE_TOKEN},
     {"POST", "/api/v1/jobs/{id}/generate", api_post_generate, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/jobs/{id}/logs", api_get_job_logs, PGD_ROUTE_TOKEN},
     {"GET", "/api/v1/jobs/{id}/events", api_get_job_events, PGD_ROUTE_TOKEN},

@@ -46,6 +46,7 @@ enum MHD_Result api_get_job(pgd_api *api, const pgd_request *req, int64_t id);
 enum MHD_Result api_delete_job(pgd_api *api, const pgd_request *req, int64_t id);
 enum MHD_Result api_get_metrics(pgd_api *api, const pgd_request *req, int64_t id);
 enum MHD_Result api_cancel_job(pgd_api *api, const pgd_request *req, int64_t id);
+enum MHD_Result api_resume_job(pgd_api *api, const pgd_request *req, int64_t id);
 enum MHD_Result api_post_generate(pgd_api *api, const pgd_request *req, int64_t id);
 enum MHD_Result api_get_job_logs(pgd_api *api, const pgd_request *req, int64_t id);
 enum MHD_Result api_get_job_events(pgd_api *api, const pgd_request *req, int64_t id);
@@ -63,6 +64,11 @@ bool api_parse_count(const char *text, int64_t *out);
 bool api_parse_int(const char *text, int64_t *out);
 /* Milliseconds since the epoch of the store's "2024-05-01T12:00:00.123Z"; false if it is not. */
 bool api_iso_ms(const char *text, int64_t *ms);
+/* A queued job's place in its device's queue, as o's "queue": {"position", "ahead", "device",
+ * "running": {"id", "name", "priority", "seconds_left"} (the job running there, if any), "reason"
+ * ("queued 2nd behind job 5 (char-gpt, 4 min left)")}. Nothing for other states, or when the
+ * store cannot say. */
+void api_job_queue(pgd_api *api, const pgd_job *job, json_t *o);
 /* An ISO 8601 time parameter as the store writes created_at ("2025-01-31T12:00:00.000Z", UTC)
  * into out: NULL when it is one, else what is wrong (for api_bad_param). */
 const char *api_iso_param(const char *text, char out[32]);

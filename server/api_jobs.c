@@ -146,6 +146,74 @@ enum MHD_Result api_list_jobs(pgd_api *api, const pgd_request *req, int64_t id) 
                           NULL);
 }
 
+/* "1st", "2nd", "3rd", "11th" ... */
+static const char *ordinal(int64_t n, char *out, size_t size) {
+    int64_t tens = n % 100, ones = n % 10;
+    const char *suffix = tens >= 11 && tens <= 13 ? "th" : ones == 1 ? "st" : ones == 2 ? "nd" : ones == 3 ? "rd" : "th";
+    snprintf(out, size, "%" PRId64 "%s", n, suffix);
+    return out;
+}
+
+/* "40 s", "4 min", "1 h 5 min": a wait as people say it. */
+static const char *duration_words(double s, char *out, size_t size) {
+    if (s < 1) snprintf(out, size, "under a second");
+    else if (s < 90) snprintf(out, size, "%.0f s", s);
+    else if (s < 3600) snprintf(out, size, "%.0f min", s / 60);
+    else snprintf(out, size, "%d h %d min", (int)(s / 3600), (int)(s - 3600 * (int)(s / 3600)) / 60);
+    return out;
+}
+
+/* Seconds a running job has left: from its pace so far once it has made progress, else its
+ * estimate less the time it has run; < 0 when neither is known. */
+static double seconds_left(const pgd_job *r) {
+    int64_t started;
+    if (!api_iso_ms(r->started_at, &started)) return -1;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now); /* the store's times are UTC wall-clock times */
+    double ran = (double)((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 - started) / 1000.0;
+    if (ran < 0) ran = 0;
+    if (r->progress >= 0.02) return ran * (1 - r->progress) / r->progress;
+    if (r->placement.n > 0) {
+        double left = r->placement.candidates[r->placement.chosen].estimate.seconds - ran;
+        return left > 0 ? left : 0;
+    }
+    return -1;
+}
+
+void api_job_queue(pgd_api *api, const pgd_job *job, json_t *o) {
+    if (job->state != PGD_JOB_QUEUED) return;
+    int64_t ahead, running_id;
+    pgn_error err;
+    if (pgd_store_job_queue_place(api->store, job->id, &ahead, &running_id, &err) < 0) return; /* not said */
+    pgd_job running = {0};
+    bool has_running = running_id > 0 && pgd_store_job_get(api->store, running_id, false, &running, &err) == 0;
+    char pos[24], left_words[32], reason[400];
+    ordinal(ahead + 1, pos, sizeof pos);
+    json_t *q = json_pack("{s:I, s:I, s:s}", "position", (json_int_t)(ahead + 1), "ahead", (json_int_t)ahead,
+                          "device", job->device);
+    if (has_running) {
+        double left = seconds_left(&running);
+        json_object_set_new(q, "running", json_pack("{s:I, s:s, s:I, s:o}", "id", (json_int_t)running.id, "name",
+                                                    running.name, "priority", (json_int_t)running.priority,
+                                                    "seconds_left", left >= 0 ? json_real(left) : json_null()));
+        int n = snprintf(reason, sizeof reason, "queued %s behind job %" PRId64 " (%s%s%s%s)", pos, running.id,
+                         running.name[0] ? running.name : pgn_job_kind_name(running.kind),
+                         left >= 0 ? ", " : "", left >= 0 ? duration_words(left, left_words, sizeof left_words) : "",
+                         left >= 0 ? " left" : "");
+        if (ahead == 0 && job->priority > running.priority && running.kind == PGN_JOB_TRAIN && n > 0 &&
+            (size_t)n < sizeof reason)
+            snprintf(reason + n, sizeof reason - (size_t)n, "; it stops at its next step for this one (priority %" PRId64
+                     " over %" PRId64 ")", job->priority, running.priority);
+    } else if (ahead > 0) {
+        snprintf(reason, sizeof reason, "queued %s on %s", pos, job->device);
+    } else {
+        snprintf(reason, sizeof reason, "queued 1st on %s: it starts when its device takes it", job->device);
+    }
+    json_object_set_new(q, "reason", json_string(reason));
+    json_object_set_new(o, "queue", q);
+    pgd_job_release(&running);
+}
+
 enum MHD_Result api_get_job(pgd_api *api, const pgd_request *req, int64_t id) {
     pgd_job job;
     pgn_error err;
@@ -155,6 +223,7 @@ enum MHD_Result api_get_job(pgd_api *api, const pgd_request *req, int64_t id) {
         return api_internal_error(req, &err);
     }
     json_t *o = pgd_job_json(&job, true);
+    api_job_queue(api, &job, o);
     pgd_job_release(&job);
     return pgd_reply_json(req, MHD_HTTP_OK, o, NULL);
 }
@@ -190,6 +259,18 @@ enum MHD_Result api_cancel_job(pgd_api *api, const pgd_request *req, int64_t id)
     return pgd_reply_json(req, ended ? MHD_HTTP_OK : MHD_HTTP_ACCEPTED, o, NULL);
 }
 
+/* POST /api/v1/jobs/{id}/resume: 200 with a cancelled job queued again (its next run resumes
+ * from its checkpoint); 409 when it is not cancelled. */
+enum MHD_Result api_resume_job(pgd_api *api, const pgd_request *req, int64_t id) {
+    pgd_job job;
+    pgn_error err;
+    if (pgd_scheduler_resume(api->sched, id, &job, &err) < 0) return api_job_error(req, &err);
+    json_t *o = pgd_job_json(&job, true);
+    api_job_queue(api, &job, o);
+    pgd_job_release(&job);
+    return pgd_reply_json(req, MHD_HTTP_OK, o, NULL);
+}
+
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
     (void)st, (void)flag, (void)ftw;
     return remove(path);
@@ -214,7 +295,8 @@ enum MHD_Result api_delete_job(pgd_api *api, const pgd_request *req, int64_t id)
 }
 
 /* POST /api/v1/jobs/{id}/generate: text from train job id's gpt checkpoint, as a generate job
- * that runs like any other (on the device the train job ran on, unless the body names one).
+ * that runs like any other (on the device the train job ran on, or on the host while it still
+ * trains, unless the body names one).
  * The body: prompt, max_tokens, temperature, top_k, seed, stream, device, name. With "stream"
  * the reply is the new job's events (a "token" event per character, then its final state with
  * the whole text); otherwise one JSON body, the ended job (its result: text, completion,
@@ -248,7 +330,10 @@ enum MHD_Result api_post_generate(pgd_api *api, const pgd_request *req, int64_t 
     json_object_set_new(root, "kind", json_string("generate"));
     json_object_set_new(root, "job", json_integer((json_int_t)id));
     if (!json_object_get(root, "name")) json_object_set_new(root, "name", json_string(name));
-    if (!json_object_get(root, "device")) json_object_set_new(root, "device", json_string(source.device));
+    /* on the train job's device; while it still trains there, on the host (the same bits), so that
+     * the text does not wait for the training to end */
+    bool training = source.state == PGD_JOB_QUEUED || source.state == PGD_JOB_RUNNING;
+    if (!json_object_get(root, "device")) json_object_set_new(root, "device", json_string(training ? "host" : source.device));
     pgd_job_release(&source);
     pgn_job_spec spec;
     int rc = pgn_spec_parse(root, &spec, &err);

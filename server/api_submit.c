@@ -54,7 +54,7 @@ static void announce_queued(pgd_api *api, const pgd_new_job *jobs, size_t n, con
  * (`paragon run`, or a restart) as it ran, and device_requested keeps "all". */
 static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *targets,
                        const pgd_placement *placement, const char *nodes, const pgd_submission *sub,
-                       const json_t *tags, size_t n, int64_t *ids, pgn_error *err) {
+                       const json_t *tags, int64_t priority, size_t n, int64_t *ids, pgn_error *err) {
     char requested[sizeof spec->device];
     snprintf(requested, sizeof requested, "%s", spec->device[0] ? spec->device : "auto");
     bool all = strcmp(requested, "all") == 0;
@@ -90,7 +90,8 @@ static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *
                                    .placement = placement,
                                    .log_line = logs[made].line,
                                    .log_time = logs[made].time,
-                                   .tags = tags};
+                                   .tags = tags,
+                                   .priority = priority};
         made++;
     }
     if (rc == 0) rc = pgd_store_jobs_insert_keyed(api->store, jobs, n, sub, ids, err);
@@ -128,10 +129,12 @@ static int queue_room(pgd_api *api, size_t n, int64_t *queued, pgn_error *err) {
     return *queued + (int64_t)n > api->max_queued ? 1 : 0;
 }
 
-/* What a submission carries beside its spec (NULL: nothing): its idempotency key and tags. */
+/* What a submission carries beside its spec (NULL: nothing): its idempotency key, tags and
+ * priority. */
 struct api_job_extras {
     pgd_submission sub;
     const json_t *tags;
+    int64_t priority;
 };
 
 /* Places, admits and queues a parsed spec (api_internal.h). */
@@ -169,7 +172,7 @@ int api_queue_spec(pgd_api *api, const pgd_request *req, pgn_job_spec *spec, con
     if (rc == 0) {
         pgd_scheduler_admit_lock(api->sched);
         rc = insert_jobs(api, spec, targets, &placement, where.nodes, extras ? &extras->sub : NULL,
-                         extras ? extras->tags : NULL, n, ids, &err);
+                         extras ? extras->tags : NULL, extras ? extras->priority : 0, n, ids, &err);
         pgd_scheduler_admit_unlock(api->sched);
     }
     if (rc == 0) api->queued_bound += (int64_t)n;
@@ -199,7 +202,10 @@ int api_queue_spec(pgd_api *api, const pgd_request *req, pgn_job_spec *spec, con
         *reply = api_internal_error(req, &err);
         return -1;
     }
-    for (size_t i = 0; i < n; i++) pgd_scheduler_notify(api->sched, targets[i].id);
+    for (size_t i = 0; i < n; i++) {
+        pgd_scheduler_notify(api->sched, targets[i].id);
+        if (extras && extras->priority > PGD_PRIORITY_MIN) pgd_scheduler_preempt(api->sched, targets[i].id, extras->priority, ids[i]);
+    }
     *ids_out = ids;
     *n_out = n;
     return 0;
@@ -385,6 +391,28 @@ static int take_tags(const pgd_request *req, json_t *root, json_t **tags, enum M
     return 0;
 }
 
+/* The body's "priority" (taken out of root: the engine never sees it; a job's order in its
+ * device's queue is no part of what it computes) into *priority, 0 when absent; -1 after
+ * replying what is wrong with it. */
+static int take_priority(const pgd_request *req, json_t *root, int64_t *priority, enum MHD_Result *reply) {
+    *priority = 0;
+    json_t *p = json_is_object(root) ? json_object_get(root, "priority") : NULL;
+    if (!p) return 0;
+    double v = json_number_value(p);
+    if (!json_is_number(p) || v != (double)(int64_t)v || v < PGD_PRIORITY_MIN || v > PGD_PRIORITY_MAX) {
+        *reply = pgd_reply_error(req, PGN_E_INVALID_SPEC, "priority",
+                                 "priority: must be a whole number from %d to %d (higher runs first; 0 by "
+                                 "default), not %s",
+                                 PGD_PRIORITY_MIN, PGD_PRIORITY_MAX,
+                                 json_is_string(p) ? "a string" : json_is_number(p) ? "that number"
+                                 : json_is_null(p) ? "null" : "that");
+        return -1;
+    }
+    *priority = (int64_t)v;
+    json_object_del(root, "priority");
+    return 0;
+}
+
 /* Answers a request whose key was used before: 200 with the job it made (and "ids" for "all")
  * when the bodies agree, else 409 naming the key and that job. 1 once answered; 0 when the key
  * was never used (nothing answered). */
@@ -444,7 +472,7 @@ enum MHD_Result api_post_job(pgd_api *api, const pgd_request *req, int64_t id) {
     const char *key_field = "submission_id";
     json_t *tags = NULL;
     if (take_submission(req, root, &x, key, sha, &key_field, &reply) < 0 ||
-        take_tags(req, root, &tags, &reply) < 0 ||
+        take_tags(req, root, &tags, &reply) < 0 || take_priority(req, root, &x.priority, &reply) < 0 ||
         (x.sub.key && answer_submission(api, req, &x, key_field, &reply))) {
         json_decref(root);
         json_decref(tags);
@@ -493,6 +521,7 @@ enum MHD_Result api_post_job(pgd_api *api, const pgd_request *req, int64_t id) {
     json_t *obj = NULL;
     rc = pgd_store_job_get(api->store, ids[0], true, &first, &err);
     if (rc == 0) obj = pgd_job_json(&first, true);
+    if (rc == 0) api_job_queue(api, &first, obj);
     pgd_job_release(&first);
     if (rc == 0 && all) {
         json_t *list = json_array();

@@ -1,6 +1,7 @@
 /* placement.c: owns where a job goes: the device its spec names, or for "auto" the OpenCL
  * device where the cost model (engine/bench/cost.c) expects it to finish first, counting the
- * work already queued or running there. Each device's rates and queue are cached on its worker,
+ * work already queued or running there; the host pseudo-device joins them when no OpenCL device
+ * is idle, so short jobs backfill it. Each device's rates and queue are cached on its worker,
  * re-read from the store only when stale, and each placement adds its own estimate to its
  * device's queue at once, so a burst of submissions spreads over the devices. */
 #include "scheduler_internal.h"
@@ -161,8 +162,10 @@ static int cluster_place(pgd_scheduler *s, const char *want, const char *kind, p
  * device, choosing the one the cost model expects to finish it first (into out). */
 static int place_here(pgd_scheduler *s, const pgn_job_spec *spec, bool auto_, pgn_device_info *out,
                       pgd_placement *placement, pgn_error *err) {
-    /* auto weighs every OpenCL device; the host pseudo-device only when there is no OpenCL
-     * device (it is asked for by name) */
+    /* auto weighs every OpenCL device; the host pseudo-device when there is none, and as the
+     * backfill when none is idle (work queued or running on each): its results are the same
+     * bits, so a short job runs there at once instead of waiting behind a long one. A bench job
+     * measures an OpenCL device: the host only when there is none (or by name). */
     placement->candidates = calloc(auto_ ? s->n : 1, sizeof *placement->candidates);
     if (!placement->candidates) {
         pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "placement: out of memory");
@@ -175,7 +178,10 @@ static int place_here(pgd_scheduler *s, const pgn_job_spec *spec, bool auto_, pg
     /* auto: the device that would finish it first, counting what it already has to do */
     const pgn_device_info *best = NULL;
     for (size_t i = 0; auto_ && i < s->n; i++) {
-        if (sched_is_host(&s->devices[i]) && s->n > 1) continue;
+        bool host = sched_is_host(&s->devices[i]);
+        if (host && s->n > 1 &&
+            (spec->kind == PGN_JOB_BENCH || placement->candidates[placement->chosen].queue_seconds <= 0))
+            continue; /* the host comes last (scheduler.h): best is the OpenCL devices' */
         pgd_candidate *c = &placement->candidates[placement->n];
         weigh(s, spec, &s->devices[i], c);
         if (!best || finish_seconds(c) < finish_seconds(&placement->candidates[placement->chosen])) {

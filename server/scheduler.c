@@ -255,6 +255,23 @@ int pgd_scheduler_cancel(pgd_scheduler *s, int64_t id, pgd_job *job, pgn_error *
     return 0;
 }
 
+int pgd_scheduler_resume(pgd_scheduler *s, int64_t id, pgd_job *job, pgn_error *err) {
+    pthread_mutex_lock(&s->admit); /* its "queued" goes out before any worker's "running" */
+    int rc = pgd_store_job_resume(s->store, id, job, err);
+    if (rc == 0) {
+        pgd_events_job_log(s->events, s->store, id, 0, "info", "resumed on request: queued again on %s%s", job->device,
+                           job->attempts == 0             ? ""
+                           : job->kind == PGN_JOB_TRAIN ? "; it continues from its last checkpoint"
+                                                        : "; it runs again from the start");
+        pgn_error eerr;
+        if (pgd_events_job_changed(s->events, s->store, id, NULL, &eerr) < 0)
+            fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, eerr.message);
+    }
+    pthread_mutex_unlock(&s->admit);
+    if (rc == 0) pgd_scheduler_notify(s, job->device);
+    return rc;
+}
+
 void pgd_scheduler_admit_lock(pgd_scheduler *s) { pthread_mutex_lock(&s->admit); }
 void pgd_scheduler_admit_unlock(pgd_scheduler *s) { pthread_mutex_unlock(&s->admit); }
 

@@ -49,9 +49,11 @@ typedef struct pgd_target {
 } pgd_target;
 
 /* Places a validated job: a named device ("cpu", "gpu", "host" or an id; an unknown or
- * unavailable one is code "invalid_spec" with field "device") as asked; "auto" on the OpenCL device
- * where the cost model expects it to finish first (its estimate from the device's measured
- * rates, plus the estimates of the jobs queued or running there). A node of a cluster queues a
+ * unavailable one is code "invalid_spec" with field "device") as asked; "auto" on the OpenCL
+ * device where the cost model expects it to finish first (its estimate from the device's
+ * measured rates, plus the estimates of the jobs queued or running there), or on the host
+ * pseudo-device when no OpenCL device is idle and the host would finish it first (not a bench
+ * job: it measures a device). A node of a cluster queues a
  * kind ("cpu", "gpu") for any node's device of that kind, even when no node has one yet (it
  * waits for one), and an id another node registered for that node. *placement receives every
  * device weighed, the chosen one and why, to record on the job; the caller releases it
@@ -65,6 +67,10 @@ int pgd_scheduler_place_job(pgd_scheduler *sched, const pgn_job_spec *spec, pgd_
  * afterwards (the caller releases it): cancelled, or running with cancel_requested. Codes
  * "not_found" and "conflict" as the store's. */
 int pgd_scheduler_cancel(pgd_scheduler *sched, int64_t id, pgd_job *job, pgn_error *err);
+
+/* Resumes cancelled job id (pgd_store_job_resume) and wakes the workers that take it; its log
+ * and event stream say so. *job is the job afterwards (the caller releases it). */
+int pgd_scheduler_resume(pgd_scheduler *sched, int64_t id, pgd_job *job, pgn_error *err);
 
 /* Whether one of this scheduler's workers runs job id now. */
 bool pgd_scheduler_runs(pgd_scheduler *sched, int64_t id);
@@ -80,6 +86,12 @@ void pgd_scheduler_admit_unlock(pgd_scheduler *sched);
 /* Wakes the workers that take jobs queued on device (an id, or a cluster's kind): a job was
  * queued there. */
 void pgd_scheduler_notify(pgd_scheduler *sched, const char *device);
+
+/* A job of `priority` (id by) was queued on device (an id, or a cluster's kind): a train job of
+ * lower priority that one of this node's workers runs there stops at its next step, checkpointed,
+ * and is queued again (it resumes from that checkpoint when its device takes it again); the
+ * device then takes the higher one first. Jobs of other kinds, which cannot resume, run on. */
+void pgd_scheduler_preempt(pgd_scheduler *sched, const char *device, int64_t priority, int64_t by);
 
 /* [{pgn_device_info_json fields..., "profile":{...}}] for each device, host last: what a node
  * registers in a cluster. New reference. */

@@ -24,6 +24,11 @@ typedef struct worker {
     bool wake;                   /* guarded by sched->lock: a job may be waiting */
     _Atomic int64_t running_job; /* 0 when idle */
     _Atomic int64_t running_attempt; /* its run's attempt: the fencing token of its writes */
+    _Atomic int64_t running_priority; /* its job's priority */
+    atomic_bool running_train;        /* it is a train job: it can stop at a step, checkpointed */
+    /* Preemption: the running job that stops at its next step for a queued job of higher
+     * priority (0: none), and that job. */
+    _Atomic int64_t preempt_job, preempted_by;
     atomic_bool lease_lost; /* the run's lease could not be renewed: it stops at once */
     _Atomic int64_t lease_renewed_ns; /* when its lease was last renewed (pgn_now_ns; lease.c) */
     /* Time spent running jobs, for /metrics: finished runs, and when the current one began

@@ -124,6 +124,7 @@ typedef struct pgd_job {
     pgn_error error;
     json_t *tags;     /* {"key":"value",...} as submitted; NULL when it had none */
     char submission_id[PGD_SUBMISSION_ID_MAX + 1]; /* its idempotency key; "" when none */
+    int64_t priority; /* its device takes higher first (PGD_PRIORITY_MIN..MAX; 0 by default) */
     pgd_job_run *runs; /* pgd_store_job_get's: each run by attempt (malloc'd; NULL in lists) */
     size_t n_runs;
 } pgd_job;
@@ -143,13 +144,25 @@ typedef struct pgd_new_job {
     const char *log_line;         /* the job's first log line (seq 1, "info"), stored with it; NULL: none */
     char *log_time;               /* receives that line's created_at (32 bytes) when given */
     const json_t *tags;           /* the job's tags object (NULL: none) */
+    int64_t priority;             /* PGD_PRIORITY_MIN..PGD_PRIORITY_MAX */
 } pgd_new_job;
+
+/* A job's priority: its device takes queued jobs of higher priority first (then the oldest
+ * first), and a queued job of higher priority than the train job running on its device stops
+ * that job at its next step, checkpointed, to be queued again (worker.c, "preemption"). */
+#define PGD_PRIORITY_MIN (-1000)
+#define PGD_PRIORITY_MAX 1000
 
 /* An idempotency key with the fingerprint of the request that used it (submissions table). */
 typedef struct pgd_submission {
     const char *key;         /* NULL: the jobs are inserted without one */
     const char *body_sha256; /* hex */
 } pgd_submission;
+
+/* Where queued job id stands: *ahead, the jobs queued where it is (its device, or a cluster's
+ * kind) that are taken before it (higher priority, or the same and older); *running, the job
+ * running on that device (0: none; the oldest when several). */
+int pgd_store_job_queue_place(pgd_store *store, int64_t id, int64_t *ahead, int64_t *running, pgn_error *err);
 
 /* The estimated seconds of the jobs queued or running on device (each its chosen candidate's). */
 int pgd_store_queue_seconds(pgd_store *store, const char *device, double *seconds, pgn_error *err);
@@ -238,13 +251,14 @@ int pgd_store_node_heartbeat(pgd_store *store, pgn_error *err);
  * "running":[job ids]}] of every node, by id. */
 int pgd_store_nodes_list(pgd_store *store, json_t **out, pgn_error *err);
 
-/* Takes the oldest queued job on device, or queued for any device of kind (a cluster's job
+/* Takes the queued job of highest priority, the oldest of those, on device, or queued for any device of kind (a cluster's job
  * that asked for "gpu" waits as "gpu" for the first node with one; NULL: device only), and
  * marks it running on device (started_at now, attempts + 1, progress 0, this node, a lease
  * from now) in one statement. *id is 0 when nothing is queued there; otherwise *attempt is the
- * run's attempt and *spec the stored spec (new reference). */
+ * run's attempt, *priority (when given) the job's priority and *spec the stored spec (new
+ * reference). */
 int pgd_store_job_claim(pgd_store *store, const char *device, const char *kind, int64_t *id, int64_t *attempt,
-                        json_t **spec, pgn_error *err);
+                        int64_t *priority, json_t **spec, pgn_error *err);
 
 /* Whether job id runs on another node that holds its lease (a cancel there is that node's to
  * carry out: it reads the job's cancel request within a third of a lease). */
@@ -279,6 +293,12 @@ int pgd_store_job_requeue(pgd_store *store, int64_t id, int64_t attempt, pgn_err
  * acts on at the next step boundary. *job is the job afterwards (with spec; the caller releases
  * it). Code "conflict" when the job has finished, "not_found" when it does not exist. */
 int pgd_store_job_cancel(pgd_store *store, int64_t id, pgd_job *job, pgn_error *err);
+
+/* Queues a cancelled job again, on the device it was placed on (in a cluster, a kind it asked
+ * for), its error and cancel request cleared and its attempts kept: a train job's next run
+ * resumes from its checkpoint (one that never ran starts afresh; other kinds run again whole). *job is the job afterwards (with spec; the
+ * caller releases it). "conflict" naming the state when the job is not cancelled. */
+int pgd_store_job_resume(pgd_store *store, int64_t id, pgd_job *job, pgn_error *err);
 
 /* Whether a cancel of the job was requested. */
 int pgd_store_job_cancel_requested(pgd_store *store, int64_t id, bool *requested,

@@ -16,17 +16,18 @@
  * it is read (another node's claim skips it), and the outer state test makes a claim that
  * waited for a row another node took come back empty instead of taking it twice. */
 int pgd_store_job_claim(pgd_store *s, const char *device, const char *kind, int64_t *id,
-                        int64_t *attempt, json_t **spec, pgn_error *err) {
+                        int64_t *attempt, int64_t *priority, json_t **spec, pgn_error *err) {
     static const char sql[] =
         "UPDATE jobs SET state = 'running', started_at = " NOW_SQL ", finished_at = NULL,"
         " attempts = attempts + 1, progress = 0, node = ?2, lease_ms = " NOW_MS_SQL " + ?3,"
         " device = ?1"
         " WHERE id = (SELECT id FROM jobs WHERE state = 'queued' AND device IN (?1, ?4)"
-        "             ORDER BY id LIMIT 1 /*postgresql: FOR UPDATE SKIP LOCKED*/)"
+        "             ORDER BY priority DESC, id LIMIT 1 /*postgresql: FOR UPDATE SKIP LOCKED*/)"
         "   AND state = 'queued'"
-        " RETURNING id, spec, attempts";
+        " RETURNING id, spec, attempts, priority";
     *id = 0;
     *attempt = 0;
+    if (priority) *priority = 0;
     *spec = NULL;
     pthread_mutex_lock(&s->lock);
     int ret = -1;
@@ -38,12 +39,13 @@ int pgd_store_job_claim(pgd_store *s, const char *device, const char *kind, int6
         db_bind_text(st, 4, kind ? kind : device);
         int rc = db_step(st);
         if (rc == DB_ROW) {
-            int64_t got = db_column_int64(st, 0), run = db_column_int64(st, 2);
+            int64_t got = db_column_int64(st, 0), run = db_column_int64(st, 2), prio = db_column_int64(st, 3);
             json_t *sp = store_col_json(st, 1);
             rc = db_step(st); /* runs the statement to completion: the commit */
             if (rc == DB_DONE) {
                 *id = got;
                 *attempt = run;
+                if (priority) *priority = prio;
                 *spec = sp;
                 ret = 0;
             } else {
@@ -298,6 +300,46 @@ static int cancel_tx(pgd_store *s, void *ctx, pgn_error *err) {
     db_bind_int64(st, 1, a->id);
     if (update_job(s, st, a->id, 0, "cancel", err) < 0) return -1;
     return store_read_job(s, a->id, true, a->job, err);
+}
+
+static int resume_tx(pgd_store *s, void *ctx, pgn_error *err) {
+    static const char state_sql[] = "SELECT state FROM jobs WHERE id = ?1";
+    static const char sql[] =
+        "UPDATE jobs SET state = 'queued', started_at = NULL, finished_at = NULL, error = NULL,"
+        " cancel_requested = 0, progress = 0, lease_ms = NULL, device = " REQUEUED_DEVICE_SQL("?2")
+        " WHERE id = ?1 AND state = 'cancelled'";
+    cancel_args *a = ctx;
+    db_stmt *st = store_stmt(s, state_sql, err);
+    if (!st) return -1;
+    db_bind_int64(st, 1, a->id);
+    int rc = db_step(st);
+    pgd_job_state state = PGD_JOB_QUEUED;
+    bool known = rc == DB_ROW && pgd_job_state_parse(db_column_text(st, 0), &state) == 0;
+    store_stmt_done(st);
+    if (rc == DB_DONE) return store_no_such_job(err, a->id);
+    if (!known) return store_fail(s, err, "read job state");
+    if (state != PGD_JOB_CANCELLED) {
+        pgn_error_set(err, PGN_E_CONFLICT, "", "job %lld is %s: only a cancelled job resumes%s", (long long)a->id,
+                      pgd_job_state_name(state),
+                      state == PGD_JOB_QUEUED || state == PGD_JOB_RUNNING ? " (it has not stopped)"
+                      : state == PGD_JOB_FAILED ? " (a failed one would fail again: submit it anew)"
+                                                : "");
+        return -1;
+    }
+    st = store_stmt(s, sql, err);
+    if (!st) return -1;
+    db_bind_int64(st, 1, a->id);
+    db_bind_int64(st, 2, s->shared);
+    if (update_job(s, st, a->id, 0, "resume", err) < 0) return -1;
+    return store_read_job(s, a->id, true, a->job, err);
+}
+
+int pgd_store_job_resume(pgd_store *s, int64_t id, pgd_job *job, pgn_error *err) {
+    *job = (pgd_job){0};
+    cancel_args a = {.id = id, .job = job};
+    int ret = store_write_tx(s, resume_tx, &a, err);
+    if (ret < 0) pgd_job_release(job);
+    return ret;
 }
 
 int pgd_store_job_cancel(pgd_store *s, int64_t id, pgd_job *job, pgn_error *err) {

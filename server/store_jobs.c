@@ -13,12 +13,12 @@
 
 /* ---- jobs ------------------------------------------------------------------------------- */
 
-/* Column order every job query shares; spec, when selected, comes last (index 18). A job's
+/* Column order every job query shares; spec, when selected, comes last (index 19). A job's
  * placement candidates are read after its row (store_placement_read). */
 #define JOB_COLS                                                                               \
     "id, kind, name, state, device_requested, device, progress, attempts, result, error, "     \
     "created_at, started_at, finished_at, placement, cancel_requested, interrupted, tags, "    \
-    "submission_id"
+    "submission_id, priority"
 
 static void col_copy(db_stmt *st, int col, char *out, size_t size) {
     const char *t = db_column_text(st, col);
@@ -58,7 +58,8 @@ static void job_from_row(db_stmt *st, bool with_spec, pgd_job *job) {
     job->interrupted = db_column_int64(st, 15);
     job->tags = col_json_or_null(st, 16);
     col_copy(st, 17, job->submission_id, sizeof job->submission_id);
-    if (with_spec) job->spec = col_json_or_null(st, 18);
+    job->priority = db_column_int64(st, 18);
+    if (with_spec) job->spec = col_json_or_null(st, 19);
 }
 
 void pgd_job_release(pgd_job *job) {
@@ -227,10 +228,10 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
     /* Ids only grow: above every job there is and every job deleted (job_id_floor). */
     static const char sql[] =
         "INSERT INTO jobs (id, kind, name, state, device_requested, device, spec, placement, tags,"
-        " submission_id, work_key)"
+        " submission_id, work_key, priority)"
         " VALUES ((SELECT coalesce(max(id), 0) + 1 FROM"
         "          (SELECT max(id) AS id FROM jobs UNION ALL SELECT id FROM job_id_floor) AS ids),"
-        "         ?1, ?2, 'queued', ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+        "         ?1, ?2, 'queued', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
         " RETURNING id";
     insert_jobs *a = ctx;
     bool keyed = a->sub && a->sub->key;
@@ -262,6 +263,7 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
         store_bind_text_or_null(st, 8, keyed ? a->sub->key : NULL);
         char work_key[65];
         store_bind_text_or_null(st, 9, job->kind == PGN_JOB_INET && work_key_of(job->spec, work_key) ? work_key : NULL);
+        db_bind_int64(st, 10, job->priority);
         int rc = db_step(st);
         if (rc == DB_ROW) {
             a->ids[i] = db_column_int64(st, 0);
@@ -454,6 +456,34 @@ int pgd_store_inet_expected(pgd_store *s, const json_t *spec, int64_t *interacti
             ret = 0;
         } else {
             store_fail(s, err, "read the interactions of an earlier run");
+        }
+        store_stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+int pgd_store_job_queue_place(pgd_store *s, int64_t id, int64_t *ahead, int64_t *running, pgn_error *err) {
+    static const char sql[] =
+        "SELECT (SELECT count(*) FROM jobs AS q WHERE q.state = 'queued' AND q.device = j.device"
+        "          AND (q.priority > j.priority OR (q.priority = j.priority AND q.id < j.id))),"
+        "       coalesce((SELECT min(r.id) FROM jobs AS r WHERE r.state = 'running' AND r.device = j.device), 0)"
+        " FROM jobs AS j WHERE j.id = ?1";
+    *ahead = *running = 0;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    db_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        db_bind_int64(st, 1, id);
+        int rc = db_step(st);
+        if (rc == DB_ROW) {
+            *ahead = db_column_int64(st, 0);
+            *running = db_column_int64(st, 1);
+            ret = 0;
+        } else if (rc == DB_DONE) {
+            store_no_such_job(err, id);
+        } else {
+            store_fail(s, err, "read a job's place in its queue");
         }
         store_stmt_done(st);
     }

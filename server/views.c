@@ -192,6 +192,7 @@ json_t *pgd_job_json(const pgd_job *job, bool with_spec) {
     json_object_set_new(o, "cancel_requested", json_boolean(job->cancel_requested));
     json_object_set_new(o, "interrupted", json_integer(job->interrupted));
     json_object_set_new(o, "tags", job->tags ? json_incref(job->tags) : json_object());
+    json_object_set_new(o, "priority", json_integer(job->priority));
     json_object_set_new(o, "submission_id",
                         job->submission_id[0] ? pgd_json_string_lossy(job->submission_id) : json_null());
     if (job->runs) { /* a job read alone: where each attempt ran */

@@ -152,7 +152,8 @@ static bool hook_should_stop(void *ctx) {
                     (long long)r->job_id, err.message);
         r->cancel = requested;
     }
-    return r->cancel || atomic_load(&s->stopping) || atomic_load(&r->w->lease_lost);
+    return r->cancel || atomic_load(&s->stopping) || atomic_load(&r->w->lease_lost) ||
+           atomic_load(&r->w->preempt_job) == r->job_id;
 }
 
 /* A checkpoint is written only while the run holds its job: its lease, renewed here, keeps any
@@ -433,6 +434,17 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
         snprintf(message, sizeof message, "%s", err.message);
         pgn_error_set(&err, PGN_E_CANCELLED, "", "cancelled on request: %s", message);
         record_outcome(w, id, PGD_JOB_CANCELLED, NULL, &err);
+    } else if (stopped && atomic_load(&w->preempt_job) == id) {
+        /* Preempted by a job of higher priority (pgd_scheduler_preempt): queued again, it resumes
+         * from the checkpoint it just wrote once its device takes it back. */
+        pgn_error serr;
+        if (record_end(w, id, &(run_end){.kind = END_REQUEUE}, &serr) < 0)
+            fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
+        else
+            pgd_events_job_log(s->events, s->store, id, 0, "warn",
+                               "preempted by job %" PRId64 " of higher priority (attempt %" PRId64
+                               "); queued again, it resumes from its checkpoint",
+                               atomic_load(&w->preempted_by), attempt);
     } else if (stopped && atomic_load(&s->stopping)) {
         /* Interrupted by shutdown, not by the job: it runs again after the restart (unless a
          * cancel arrived meanwhile: the store then ends it cancelled). */
@@ -577,6 +589,25 @@ static void announce_end(worker *w, int64_t id, int64_t run) {
         fprintf(stderr, "paragond: job %" PRId64 ": %s\n", id, err.message);
 }
 
+void pgd_scheduler_preempt(pgd_scheduler *s, const char *device, int64_t priority, int64_t by) {
+    for (size_t i = 0; i < s->n; i++) {
+        worker *w = &s->workers[i];
+        int64_t running = atomic_load(&w->running_job);
+        /* a device's own queue: a job queued on a kind may go to another device of it */
+        if (!running || strcmp(w->info->id, device) != 0 || !atomic_load(&w->running_train) ||
+            atomic_load(&w->running_priority) >= priority)
+            continue;
+        int64_t none = 0;
+        if (!atomic_compare_exchange_strong(&w->preempt_job, &none, running)) continue; /* already stopping */
+        atomic_store(&w->preempted_by, by);
+        pgd_events_job_log(s->events, s->store, running, atomic_load(&w->running_attempt), "warn",
+                           "job %" PRId64 " (priority %" PRId64 ") preempts this one (priority %" PRId64
+                           "): it stops at its next step, checkpointed",
+                           by, priority, atomic_load(&w->running_priority));
+        return; /* one device stops for it */
+    }
+}
+
 void *sched_worker_main(void *arg) {
     worker *w = arg;
     pgd_scheduler *s = w->sched;
@@ -594,14 +625,19 @@ void *sched_worker_main(void *arg) {
             /* Not while a submission is between its insert and its announcement: a job's
              * "queued" state and "placed" line go out before its "running" and "started". */
             pthread_mutex_lock(&s->admit);
+            int64_t priority;
             int claimed = pgd_store_job_claim(s->store, w->info->id, sched_kind_of(w->info), &id, &attempt,
-                                              &spec, &err);
+                                              &priority, &spec, &err);
             /* Under the admit lock, so that a cancel never sees the job running with no
              * worker (it would end it). */
             if (claimed == 0 && id) {
                 atomic_store(&w->lease_renewed_ns, pgn_now_ns());
                 atomic_store(&w->lease_lost, false);
                 atomic_store(&w->running_attempt, attempt);
+                atomic_store(&w->running_priority, priority);
+                const char *kind = json_string_value(json_object_get(spec, "kind"));
+                atomic_store(&w->running_train, kind && !strcmp(kind, "train"));
+                atomic_store(&w->preempt_job, 0);
                 atomic_store(&w->running_job, id);
             }
             pthread_mutex_unlock(&s->admit);

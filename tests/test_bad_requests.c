@@ -171,7 +171,8 @@ Test(bad_requests, a_full_queue_answers_429_with_retry_after) {
     const char *const flags[] = {"--max-queued", "2", NULL};
     int err_fd;
     server s = start_server_with(flags, "127.0.0.1", &err_fd);
-    char *spec = spec_with("\"epochs\":300", "\"epochs\":100000");
+    /* on one device by name: "auto" would backfill the idle host with the second */
+    char *spec = spec_with("\"epochs\":300", "\"epochs\":100000,\"device\":\"cpu\"");
     int64_t first = submit(&s, spec);
     json_t *job = wait_state(&s, first, "running succeeded failed", JOB_TIMEOUT_MS);
     cr_assert_str_eq(str(job, "state"), "running");

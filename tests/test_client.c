@@ -224,6 +224,64 @@ Test(client, submit_tags_a_job_and_status_shows_its_tags) {
     stop_server(&s);
 }
 
+/* --priority N orders a device's queue; submit --wait says in one line what a job waits behind;
+ * status shows priority and place; jobs shows tags; resume queues a cancelled job again. */
+Test(client, submit_priority_and_wait_say_where_a_job_waits_and_resume_queues_it_again) {
+    server s = start_server();
+    char *out, *err, args[700];
+    snprintf(args, sizeof args, "submit '%s' -q --tag team:vision",
+             spec_file("hold.json", "{\"kind\":\"sleep\",\"seconds\":1.5,\"device\":\"host\",\"name\":\"hold\"}"));
+    cr_assert_eq(paragon(&s, args, &out, &err), 0, "%s%s", out, err);
+    long long hold = atoll(out);
+    free(out), free(err);
+    json_decref(wait_state(&s, hold, "running", JOB_TIMEOUT_MS));
+    const char *nap = spec_file("nap.json", "{\"kind\":\"sleep\",\"seconds\":0,\"device\":\"host\"}");
+    snprintf(args, sizeof args, "submit '%s' --priority 3 --wait", nap);
+    cr_assert_eq(paragon(&s, args, &out, &err), 0, "%s%s", out, err);
+    char want[96];
+    snprintf(want, sizeof want, "queued 1st behind job %lld (hold, ", hold);
+    cr_assert(strstr(out, want), "submit --wait says what it waits behind: %s", out);
+    free(out), free(err);
+    snprintf(args, sizeof args, "submit '%s' --priority high", nap);
+    cr_assert_eq(paragon(&s, args, &out, &err), 2, "%s%s", out, err);
+    cr_assert(strstr(err, "--priority 'high': a whole number"), "%s", err);
+    free(out), free(err);
+    snprintf(args, sizeof args, "submit '%s' --priority 5000", nap);
+    cr_assert_eq(paragon(&s, args, &out, &err), 1, "%s%s", out, err);
+    cr_assert(strstr(err, "priority: must be a whole number from -1000 to 1000"), "%s", err);
+    free(out), free(err);
+    cr_assert_eq(paragon(&s, "jobs", &out, &err), 0, "%s", err);
+    cr_assert(strstr(out, "team:vision"), "the jobs table shows tags: %s", out);
+    free(out), free(err);
+
+    snprintf(args, sizeof args, "submit '%s' -q",
+             spec_file("long.json", "{\"kind\":\"sleep\",\"seconds\":600,\"device\":\"host\",\"priority\":-2}"));
+    cr_assert_eq(paragon(&s, args, &out, &err), 0, "%s%s", out, err);
+    long long id = atoll(out);
+    free(out), free(err);
+    snprintf(args, sizeof args, "status %lld", id);
+    cr_assert_eq(paragon(&s, args, &out, &err), 0, "%s", err);
+    cr_assert(strstr(out, "  priority   -2"), "%s", out);
+    free(out), free(err);
+    snprintf(args, sizeof args, "resume %lld", id);
+    cr_assert_eq(paragon(&s, args, &out, &err), 1, "%s%s", out, err);
+    cr_assert(strstr(err, "only a cancelled job resumes"), "%s", err);
+    free(out), free(err);
+    snprintf(args, sizeof args, "cancel %lld", id);
+    cr_assert_eq(paragon(&s, args, &out, &err), 0, "%s%s", out, err);
+    free(out), free(err);
+    json_decref(wait_state(&s, id, "cancelled", JOB_TIMEOUT_MS));
+    snprintf(args, sizeof args, "resume %lld", id);
+    cr_assert_eq(paragon(&s, args, &out, &err), 0, "%s%s", out, err);
+    snprintf(want, sizeof want, "job %lld queued again on host", id);
+    cr_assert(strstr(out, want), "%s", out);
+    free(out), free(err);
+    json_decref(wait_state(&s, id, "running", JOB_TIMEOUT_MS));
+    cr_assert_eq(status_of(&s, "POST", id, "/cancel"), 202);
+    json_decref(wait_state(&s, id, "cancelled", JOB_TIMEOUT_MS));
+    stop_server(&s);
+}
+
 /* A program's output is the user's terminal's only as text: an escape sequence it writes reaches
  * status and submit --wait as \x1b, not as a command to the terminal. */
 Test(client, a_jobs_output_reaches_the_terminal_escaped) {

@@ -2,7 +2,7 @@
  * datasets directory, its per-step metrics, then text from its checkpoint with
  * POST /api/v1/jobs/{id}/generate as one JSON body and as a stream of token events, the same
  * text as the engine gives, and the refusals: prompts the model cannot read, jobs without a
- * gpt checkpoint. */
+ * gpt checkpoint; text from a job still training runs on the host at once. */
 #include "paragond_harness.h"
 
 #include <criterion/criterion.h>
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 TestSuite(generate, .init = harness_setup, .fini = harness_teardown);
 
@@ -107,5 +108,40 @@ Test(generate, requests_it_cannot_serve_are_refused_naming_the_problem) {
          "invalid_spec", .field = "kind", .says = "/generate"},
     };
     assert_refusals(&s, cases, sizeof cases / sizeof *cases);
+    stop_server(&s);
+}
+
+/* Text from a gpt job that still trains runs on the host, beside the training, instead of waiting
+ * for its device; once the training ends, on the device it ran on. */
+Test(generate, text_from_a_job_still_training_runs_on_the_host_at_once) {
+    server s = start_server();
+    write_tiny_text(&s);
+    int64_t id = submit(&s, "{\"kind\":\"train\",\"name\":\"tiny-gpt\",\"device\":\"cpu\",\"seed\":1,\"model\":{\"type\":"
+                            "\"gpt\",\"n_layer\":1,\"n_head\":2,\"d_model\":16,\"context\":8},\"data\":{\"source\":"
+                            "\"text\",\"path\":\"tiny.txt\"},\"optimizer\":{\"type\":\"adamw\",\"lr\":0.01},"
+                            "\"batch_size\":4,\"steps\":1000000,\"checkpoint_every\":5,\"log_every\":100}");
+    char url[128];
+    http_response r = {0};
+    for (int tries = 0; tries < 3000; tries++) { /* its first checkpoint */
+        http_response_free(&r);
+        r = request(&s, "GET", job_url(url, sizeof url, id, "/checkpoint"), NULL, NULL);
+        if (r.status == 200) break;
+        usleep(10000);
+    }
+    cr_assert_eq(r.status, 200, "a checkpoint within 30 s: %s", r.body);
+    http_response_free(&r);
+    r = request(&s, "POST", job_url(url, sizeof url, id, "/generate"), json_headers,
+                "{\"prompt\":\"a\",\"max_tokens\":5}");
+    cr_assert_eq(r.status, 200, "%ld: %s", r.status, r.body);
+    json_t *gen = parse_body(&r);
+    http_response_free(&r);
+    cr_assert_str_eq(str(gen, "state"), "succeeded", "it did not wait for the training: %s", json_dumps(gen, 0));
+    cr_assert_str_eq(str(gen, "device"), "host");
+    json_decref(gen);
+    json_t *job = job_now(&s, id);
+    cr_assert_str_eq(str(job, "state"), "running", "the training goes on");
+    json_decref(job);
+    cr_assert_eq(status_of(&s, "POST", id, "/cancel"), 202);
+    json_decref(wait_state(&s, id, "cancelled", JOB_TIMEOUT_MS));
     stop_server(&s);
 }

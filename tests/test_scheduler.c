@@ -270,7 +270,7 @@ Test(scheduler, a_cancel_of_a_running_job_that_no_worker_runs_ends_it) {
     pgn_error err;
     int64_t claimed, attempt;
     json_t *spec;
-    cr_assert_eq(pgd_store_job_claim(s, "gone-device", NULL, &claimed, &attempt, &spec, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_job_claim(s, "gone-device", NULL, &claimed, &attempt, NULL, &spec, &err), 0, "%s", err.message);
     cr_assert_eq(claimed, id);
     json_decref(spec);
 

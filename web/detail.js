@@ -217,13 +217,18 @@ export function openDetail(id, pinned = false) {
   const cancel = el('button', 'cancel', 'Cancel job');
   cancel.type = 'button';
   cancel.id = 'cancel-job';
+  const resume = el('button', null, 'Resume');
+  resume.type = 'button';
+  resume.id = 'resume-job';
+  resume.title = 'Queue it again: a train job continues from its last checkpoint';
+  resume.hidden = true;
   const ckpt = el('a', 'btn', 'Download checkpoint');
   ckpt.id = 'checkpoint';
   ckpt.href = API + '/jobs/' + id + '/checkpoint';
   ckpt.setAttribute('download', 'job-' + id + '.safetensors');
   const actMsg = el('span', 'act-msg small');
   actMsg.setAttribute('role', 'status');
-  actions.append(cancel, ckpt, actMsg);
+  actions.append(cancel, resume, ckpt, actMsg);
   const spec = el('details', 'spec');
   spec.append(el('summary', null, 'Spec'), el('pre', 'json', 'loading\u2026'));
   const logBox = el('div', 'logs');
@@ -239,7 +244,8 @@ export function openDetail(id, pinned = false) {
   tr.append(td);
   const r = rows.get(id);
   const d = {
-    id, tr, main, charts, info, cancel, ckpt, actMsg, spec, logPre, logHead,
+    id, tr, main, charts, info, cancel, resume, ckpt, actMsg, spec, logPre, logHead,
+    queue: null,            // a queued job's place (GET /jobs/{id}'s "queue"), read while it waits
     job: r ? r.job : null, specValue: undefined, done: false, fetched: false, error: '', tokens: [], tokenBase: null,
     listed: !!r,
     pin: null,              // its pinned row (pin) while the list does not show it
@@ -255,6 +261,7 @@ export function openDetail(id, pinned = false) {
     drawn: '', infoKey: '', drawTimer: 0, logTimer: 0,
   };
   cancel.addEventListener('click', (ev) => { ev.stopPropagation(); cancelJob(d); });
+  resume.addEventListener('click', (ev) => { ev.stopPropagation(); resumeJob(d); });
   tr.addEventListener('click', (ev) => ev.stopPropagation());
   shown = d;
   setHash(jobHash(id));
@@ -398,6 +405,9 @@ function drawLogs(d) {
 }
 
 async function cancelJob(d) {
+  const train = d.job && d.job.kind === 'train';
+  if (!window.confirm('Cancel job #' + d.id + '?' + (train
+    ? ' It stops at its next step, checkpointed; Resume continues it from there.' : ''))) return;
   d.cancel.disabled = true;
   d.actMsg.className = 'act-msg small';
   setText(d.actMsg, 'Cancelling\u2026');
@@ -432,6 +442,45 @@ async function cancelJob(d) {
   }
 }
 
+// Resume: a cancelled job queued again; its next run continues from its last checkpoint.
+async function resumeJob(d) {
+  d.resume.disabled = true;
+  d.actMsg.className = 'act-msg small';
+  setText(d.actMsg, 'Resuming\u2026');
+  try {
+    const r = await api(API + '/jobs/' + d.id + '/resume', {method: 'POST'});
+    if (shown !== d) return;
+    if (r.status === 200) {
+      const ran = r.body && r.body.attempts > 0;
+      setText(d.actMsg, 'Queued again' + (!ran ? '.' : r.body.kind === 'train'
+        ? ': it continues from its last checkpoint.' : ': it runs again from the start.'));
+      d.actMsg.className = 'act-msg small ok';
+      if (r.body && r.body.id === d.id) {
+        d.queue = r.body.queue || null;
+        d.done = false;
+        setJob(d, r.body);
+      }
+      refresh();
+      return;
+    }
+    d.actMsg.className = 'act-msg small err';
+    if (r.status === 401) {
+      setText(d.actMsg, 'Not resumed: the server needs the API token (paste data/token into "API token" at the top). ' + errText(r));
+      flagToken();
+    } else {
+      setText(d.actMsg, 'Not resumed: ' + errText(r));
+    }
+  } catch (e) {
+    if (shown === d) {
+      d.actMsg.className = 'act-msg small err';
+      setText(d.actMsg, 'Not resumed: ' + (e.name === 'AbortError' ? 'timed out' : 'server unreachable'));
+    }
+  } finally {
+    d.resume.disabled = false;
+    if (shown === d) drawDetail(d, true);
+  }
+}
+
 // Fetches what the open detail lacks: the spec once, the points recorded so far once, then,
 // while no stream carries them, new points (after_step) until the job has finished.
 export async function refreshDetail() {
@@ -441,8 +490,11 @@ export async function refreshDetail() {
     // the whole job: once for the spec (and all of the job, for one opened from its address), and
     // again for the result when it ended without one here (list rows carry only its summary; a
     // state event too big for a frame drops it)
-    if (d.specValue === undefined || (d.job && d.job.state === 'succeeded' && !d.job.result)) {
+    // (and while it is queued, for its place in the queue, which only a job read alone carries)
+    if (d.specValue === undefined || (d.job && d.job.state === 'succeeded' && !d.job.result) ||
+        (d.job && d.job.state === 'queued')) {
       const full = await getJSON(API + '/jobs/' + d.id);
+      d.queue = full.queue || null;
       d.specValue = full.spec || null;
       d.layout = chartsFor(full);
       if (shown === d && full.id === d.id) {
@@ -530,6 +582,7 @@ function drawDetail(d, force) {
   if (!j) return;
   const active = !TERMINAL.has(j.state);
   d.cancel.hidden = !active;
+  d.resume.hidden = j.state !== 'cancelled';
   if (j.cancel_requested && active) {
     d.cancel.disabled = true;
     setText(d.cancel, 'Cancel requested');
@@ -551,7 +604,8 @@ function drawDetail(d, force) {
   }
   const itrs = j.kind === 'inet' && active ? inetLive(j.id) : null;   // an inet job has no fraction
   const key = JSON.stringify([j.state, j.result, j.error, j.started_at, j.finished_at,
-    j.device, j.attempts, j.estimate, j.cancel_requested, j.progress, itrs]);
+    j.device, j.attempts, j.estimate, j.cancel_requested, j.progress, itrs, j.priority, j.tags,
+    j.state === 'queued' && d.queue ? d.queue.reason : '']);
   if (key === d.infoKey && !force) return;
   d.infoKey = key;
   const info = d.info;
@@ -571,6 +625,10 @@ function drawDetail(d, force) {
     ['Finished', j.finished_at ? fmtTime(j.finished_at) : '\u2014'],
     ['Run time', j.started_at ? fmtDur(jobDuration(j)) + (j.finished_at ? '' : ' so far') : '\u2014'],
   ];
+  if (j.priority) facts.push(['Priority', String(j.priority)]);
+  if (j.state === 'queued' && d.queue && d.queue.reason) facts.push(['Waits', d.queue.reason]);
+  const tags = j.tags && typeof j.tags === 'object' ? Object.entries(j.tags) : [];
+  if (tags.length) facts.push(['Tags', tags.map(([k, v]) => k + ':' + v).join('  ')]);
   if (itrs) facts.push(['Interactions', fmtQty(itrs.interactions) + ' so far, ' + fmtNum(itrs.mips) + ' MIPS']);
   if (typeof j.progress === 'number' && active && j.state !== 'queued' && (j.kind !== 'inet' || j.progress > 0)) {
     facts.push(['Progress', fmtPct(j.progress)]);

@@ -88,6 +88,9 @@ export function makeRow(id, onActivate) {
   c.btn.setAttribute('aria-label', 'Job ' + id + ': show metrics and result');
   tdId.append(c.btn);
   c.name = el('td', 'col-name');
+  c.nameText = el('span');
+  c.tags = el('span', 'tags small muted');   // its tags, "key:value" each
+  c.name.append(c.nameText, c.tags);
   c.kind = el('td', 'col-kind');
   c.state = el('span', 'badge');
   const tdState = el('td', 'col-state');
@@ -116,8 +119,10 @@ export function makeRow(id, onActivate) {
 export function updateRow(r, j) {
   const c = r.c;
   r.job = j;
-  setText(c.name, j.name || '');
-  setAttr(c.name, 'title', j.name || '');
+  const tags = j.tags && typeof j.tags === 'object' ? Object.entries(j.tags).map(([k, v]) => k + ':' + v).join(' ') : '';
+  setText(c.nameText, j.name || '');
+  setText(c.tags, tags ? ' ' + tags : '');
+  setAttr(c.name, 'title', (j.name || '') + (tags ? ' (' + tags + ')' : ''));
   setText(c.kind, j.kind || '');
   setText(c.state, j.state || '?');
   setAttr(c.state, 'class', 'badge state-' + (j.state || 'unknown'));

@@ -1,4 +1,4 @@
-// jobs.js: the Jobs panel: which page of the job list is shown (offset, state and kind filters,
+// jobs.js: the Jobs panel: which page of the job list is shown (offset, state, kind and tag filters,
 // PAGE jobs a page), the table drawn from it with the open detail under its job, and the pagers.
 // Only what changed moves in the table, so that a focused row keeps its focus.
 
@@ -9,7 +9,7 @@ import {makeRow, rows, updateRow} from './jobrow.js';
 import {refresh} from './refresh.js';
 
 const PAGE = 50;            // jobs per page; the table stays fast however many jobs exist
-const view = {offset: 0, state: '', kind: ''};   // the page being shown
+const view = {offset: 0, state: '', kind: '', tag: ''};   // the page being shown
 
 // The page to fetch, as the user has asked for it now; showPage gets it back with the answer.
 export function pageWanted() {
@@ -17,6 +17,7 @@ export function pageWanted() {
   const q = new URLSearchParams({limit: String(PAGE), offset: String(want.offset)});
   if (want.state) q.set('state', want.state);
   if (want.kind) q.set('kind', want.kind);
+  if (want.tag) q.set('tag', want.tag);
   want.url = API + '/jobs?' + q;
   return want;
 }
@@ -24,7 +25,8 @@ export function pageWanted() {
 // Draws the answer for `want`; false when it must be fetched again instead: the user paged or
 // filtered meanwhile, or the page vanished (its jobs were deleted) and the last one is asked.
 export function showPage(want, list, total) {
-  if (want.offset !== view.offset || want.state !== view.state || want.kind !== view.kind) return false;
+  if (want.offset !== view.offset || want.state !== view.state || want.kind !== view.kind || want.tag !== view.tag)
+    return false;
   if (list.length === 0 && total > 0 && view.offset > 0) {
     view.offset = Math.max(0, Math.floor((total - 1) / PAGE) * PAGE);
     return false;
@@ -67,7 +69,7 @@ function renderJobs(list, total) {
 
   const empty = $('jobs-empty');
   empty.hidden = list.length > 0;
-  setText(empty, view.state || view.kind ? 'No jobs match these filters.' : 'No jobs yet.');
+  setText(empty, view.state || view.kind || view.tag ? 'No jobs match these filters.' : 'No jobs yet.');
   const a = list.length ? view.offset + 1 : 0, b = view.offset + list.length;
   const range = list.length ? 'showing ' + a + '\u2013' + b + ' of ' + total : 'showing 0 of ' + total;
   for (const e of document.querySelectorAll('.range')) setText(e, range);
@@ -84,8 +86,8 @@ function setPage(offset) {
 // A job just submitted: the first page, with no filter that could hide it, its detail open.
 export function showJob(id) {
   view.offset = 0;
-  view.state = view.kind = '';
-  $('f-state').value = $('f-kind').value = '';
+  view.state = view.kind = view.tag = '';
+  $('f-state').value = $('f-kind').value = $('f-tag').value = '';
   closeDetail();
   if (id != null) openDetail(id); else refresh();
 }
@@ -95,4 +97,5 @@ export function initJobs() {
   for (const e of document.querySelectorAll('.next')) e.addEventListener('click', () => setPage(view.offset + PAGE));
   $('f-state').addEventListener('change', (e) => { view.state = e.target.value; setPage(0); });
   $('f-kind').addEventListener('change', (e) => { view.kind = e.target.value; setPage(0); });
+  $('f-tag').addEventListener('change', (e) => { view.tag = e.target.value.trim(); setPage(0); });
 }

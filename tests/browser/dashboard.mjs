@@ -302,9 +302,17 @@ async function gptFromTheForm(page, server) {
   const live1 = await page.$eval('tr.detail .gen-text', (e) => e.textContent.length);
   await page.waitForFunction((n) => (document.querySelector('tr.detail .gen-text')?.textContent.length || 0) > n + 5,
     live1, {timeout: STEP_MS});
+  // Cancel asks first: dismissed, nothing happens; accepted, the job is cancelled and Resume shows
+  let asked = '';
+  page.once('dialog', (dialog) => { asked = dialog.message(); dialog.dismiss(); });
+  await page.click('#cancel-job');
+  if (!/^Cancel job #\d+\?/.test(asked)) throw new Error('Cancel did not ask to confirm: ' + JSON.stringify(asked));
+  if (/cancelled/.test(await page.$eval('#job-state', (e) => e.textContent))) throw new Error('a dismissed Cancel cancelled');
+  page.once('dialog', (dialog) => dialog.accept());
   await page.click('#cancel-job');
   await page.waitForFunction(() => /cancelled/.test(document.querySelector('#job-state')?.textContent || ''),
     null, {timeout: STEP_MS});
+  await page.waitForSelector('#resume-job:not([hidden])', {timeout: STEP_MS});
   return `GPT refused beside #steps, trained from the form with both curves drawn, "${text}" ` +
     `streamed a character at a time (in ${batches} batches: ${stats}); Stop kept "${stopped}"; a generate ` +
     `job's detail followed its text live from ${live1} characters, then was cancelled`;

@@ -1,0 +1,184 @@
+/* test_scheduling.c: how jobs wait (issue 30): a device takes its queued jobs highest priority
+ * first; a queued job of higher priority stops the train job running on its device at its next
+ * step, checkpointed, which is queued again and ends with the weights of an uninterrupted run; a
+ * queued job says where it stands and behind what; an "auto" job backfills the host while the
+ * OpenCL device is busy; a bad priority is a 400 naming the field. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "paragond_harness.h"
+
+TestSuite(scheduling, .init = harness_setup, .fini = harness_teardown);
+
+static int64_t submit_sleep(const server *s, double seconds, const char *device, int priority, const char *name) {
+    char body[256];
+    snprintf(body, sizeof body, "{\"kind\":\"sleep\",\"seconds\":%g,\"device\":\"%s\",\"priority\":%d,\"name\":\"%s\"}",
+             seconds, device, priority, name);
+    return submit(s, body);
+}
+
+/* The job's runs' first start time as the API gives it ("" before it ran). */
+static char *first_start(const server *s, int64_t id) {
+    json_t *job = job_now(s, id);
+    json_t *run = json_array_get(json_object_get(job, "runs"), 0);
+    char *t = strdup(run ? str(run, "started_at") : "");
+    json_decref(job);
+    return t;
+}
+
+Test(scheduling, a_device_takes_its_queued_jobs_highest_priority_first) {
+    server s = start_server();
+    int64_t hold = submit_sleep(&s, 0.6, "host", 0, "hold");
+    json_decref(wait_state(&s, hold, "running", JOB_TIMEOUT_MS));
+    int64_t low = submit_sleep(&s, 0.05, "host", 0, "low");
+    int64_t high = submit_sleep(&s, 0.05, "host", 7, "high");
+    json_t *job = job_now(&s, high);
+    cr_assert_eq(json_integer_value(json_object_get(job, "priority")), 7);
+    json_t *queue = json_object_get(job, "queue");
+    cr_assert_eq(json_integer_value(json_object_get(queue, "position")), 1, "the higher one is first: %s",
+                 json_dumps(job, 0));
+    json_decref(job);
+    job = job_now(&s, low);
+    queue = json_object_get(job, "queue");
+    cr_assert_eq(json_integer_value(json_object_get(queue, "position")), 2);
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(queue, "running"), "id")), hold);
+    char want[64];
+    snprintf(want, sizeof want, "queued 2nd behind job %lld (hold, ", (long long)hold);
+    cr_assert(strstr(str(queue, "reason"), want), "%s", str(queue, "reason"));
+    json_decref(job);
+    json_decref(wait_succeeded(&s, low));
+    json_decref(wait_succeeded(&s, high));
+    char *t_low = first_start(&s, low), *t_high = first_start(&s, high);
+    cr_assert_lt(strcmp(t_high, t_low), 0, "high started %s, before low at %s", t_high, t_low);
+    free(t_low);
+    free(t_high);
+    /* a job of another kind is not stopped for a higher one: the sleep ran once */
+    job = job_now(&s, hold);
+    cr_assert_eq(json_integer_value(json_object_get(job, "attempts")), 1);
+    json_decref(job);
+    stop_server(&s);
+}
+
+Test(scheduling, a_higher_priority_job_preempts_a_train_job_which_resumes_to_the_same_weights) {
+    server s = start_server();
+    char *spec = spec_with("\"epochs\":300", "\"epochs\":3000,\"checkpoint_every\":100,\"device\":\"host\"");
+    int64_t ref = submit(&s, spec);
+    json_t *done = wait_succeeded(&s, ref);
+    char sha[65];
+    snprintf(sha, sizeof sha, "%s", str(json_object_get(done, "result"), "weights_sha256"));
+    json_decref(done);
+
+    int64_t id = submit(&s, spec);
+    free(spec);
+    for (int tries = 0; tries < 2000; tries++) { /* past a checkpoint or two */
+        json_t *now = job_now(&s, id);
+        double progress = json_real_value(json_object_get(now, "progress"));
+        json_decref(now);
+        if (progress >= 0.1) break;
+        usleep(5000);
+    }
+    int64_t urgent = submit_sleep(&s, 0.05, "host", 10, "urgent");
+    json_decref(wait_succeeded(&s, urgent));
+    json_t *job = wait_succeeded(&s, id);
+    cr_assert_eq(json_integer_value(json_object_get(job, "attempts")), 2, "stopped once, run again");
+    cr_assert_gt(json_integer_value(json_object_get(json_object_get(job, "result"), "resumed_from_epoch")), 0,
+                 "resumed from the checkpoint it wrote when it stopped");
+    cr_assert_str_eq(str(json_object_get(job, "result"), "weights_sha256"), sha, "an uninterrupted run's weights");
+    json_decref(job);
+    char url[128];
+    http_response r = request(&s, "GET", job_url(url, sizeof url, id, "/logs"), NULL, NULL);
+    char want[96];
+    snprintf(want, sizeof want, "preempted by job %lld of higher priority", (long long)urgent);
+    cr_assert(strstr(r.body, want), "%s", r.body);
+    http_response_free(&r);
+    char *t_urgent = first_start(&s, urgent);
+    json_t *again = job_now(&s, id);
+    const char *second = str(json_array_get(json_object_get(again, "runs"), 1), "started_at");
+    cr_assert_lt(strcmp(t_urgent, second), 0, "the urgent job ran before the train job's second run");
+    free(t_urgent);
+    json_decref(again);
+    stop_server(&s);
+}
+
+/* A cancelled train job resumed (POST /resume) continues from the checkpoint it stopped at to the
+ * weights of an uninterrupted run; a job that is not cancelled does not resume. */
+Test(scheduling, a_cancelled_job_resumes_from_its_checkpoint_to_the_same_weights) {
+    server s = start_server();
+    char *spec = spec_with("\"epochs\":300", "\"epochs\":3000,\"checkpoint_every\":100,\"device\":\"host\"");
+    int64_t ref = submit(&s, spec);
+    json_t *done = wait_succeeded(&s, ref);
+    char sha[65];
+    snprintf(sha, sizeof sha, "%s", str(json_object_get(done, "result"), "weights_sha256"));
+    json_decref(done);
+    char url[128];
+    http_response r = request(&s, "POST", job_url(url, sizeof url, ref, "/resume"), NULL, "");
+    assert_error(&r, 409, "conflict", NULL);
+    cr_assert(strstr(r.body, "only a cancelled job resumes"), "%s", r.body);
+    http_response_free(&r);
+    r = request(&s, "POST", "/api/v1/jobs/999999/resume", NULL, "");
+    assert_error(&r, 404, "not_found", NULL);
+    http_response_free(&r);
+
+    int64_t id = submit(&s, spec);
+    free(spec);
+    for (int tries = 0; tries < 2000; tries++) {
+        json_t *now = job_now(&s, id);
+        double progress = json_real_value(json_object_get(now, "progress"));
+        json_decref(now);
+        if (progress >= 0.1) break;
+        usleep(5000);
+    }
+    cr_assert_eq(status_of(&s, "POST", id, "/cancel"), 202);
+    json_decref(wait_state(&s, id, "cancelled", JOB_TIMEOUT_MS));
+    r = request(&s, "POST", job_url(url, sizeof url, id, "/resume"), NULL, "");
+    cr_assert_eq(r.status, 200, "%ld: %s", r.status, r.body);
+    json_t *job = parse_body(&r);
+    http_response_free(&r);
+    cr_assert(!strcmp(str(job, "state"), "queued") || !strcmp(str(job, "state"), "running"), "%s", str(job, "state"));
+    cr_assert(json_is_null(json_object_get(job, "error")), "its cancel's error is gone");
+    json_decref(job);
+    job = wait_succeeded(&s, id);
+    cr_assert_eq(json_integer_value(json_object_get(job, "attempts")), 2);
+    cr_assert_gt(json_integer_value(json_object_get(json_object_get(job, "result"), "resumed_from_epoch")), 0);
+    cr_assert_str_eq(str(json_object_get(job, "result"), "weights_sha256"), sha, "an uninterrupted run's weights");
+    json_decref(job);
+    r = request(&s, "GET", job_url(url, sizeof url, id, "/logs"), NULL, NULL);
+    cr_assert(strstr(r.body, "resumed on request: queued again on host; it continues from its last checkpoint"), "%s",
+              r.body);
+    http_response_free(&r);
+    stop_server(&s);
+}
+
+/* While the OpenCL device is busy, an "auto" job backfills the host instead of waiting there. */
+Test(scheduling, an_auto_job_backfills_the_host_while_the_opencl_device_is_busy) {
+    server s = start_server();
+    int64_t busy = submit_sleep(&s, 600, "cpu", 0, "long");
+    json_decref(wait_state(&s, busy, "running", JOB_TIMEOUT_MS));
+    json_t *spec = json_pack("{s:s, s:s, s:s, s:s}", "kind", "inet", "device", "auto", "language", "pgl",
+                             "program", "main = 6 * 7");
+    char *text = json_dumps(spec, 0);
+    json_decref(spec);
+    int64_t t0 = now_ms();
+    int64_t id = submit(&s, text);
+    free(text);
+    json_t *job = wait_succeeded(&s, id);
+    int64_t took = now_ms() - t0;
+    cr_assert_str_eq(str(job, "device"), "host", "backfilled the idle host: %s", json_dumps(job, 0));
+    cr_assert_str_eq(str(job, "device_requested"), "auto");
+    json_decref(job);
+    fprintf(stderr, "scheduling: a pgl program beside a busy device finished %lld ms after its submission\n",
+            (long long)took);
+    cr_assert_eq(status_of(&s, "POST", busy, "/cancel"), 202);
+    json_decref(wait_state(&s, busy, "cancelled", JOB_TIMEOUT_MS));
+    stop_server(&s);
+}
+
+Test(scheduling, a_bad_priority_is_refused_naming_the_field) {
+    server s = start_server();
+    post_expect(&s, "{\"kind\":\"sleep\",\"seconds\":0.1,\"priority\":\"high\"}", 400, "invalid_spec", "priority");
+    post_expect(&s, "{\"kind\":\"sleep\",\"seconds\":0.1,\"priority\":2.5}", 400, "invalid_spec", "priority");
+    post_expect(&s, "{\"kind\":\"sleep\",\"seconds\":0.1,\"priority\":1001}", 400, "invalid_spec", "priority");
+    stop_server(&s);
+}
