@@ -76,7 +76,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--programs", default=",".join(PROGRAMS))
     ap.add_argument("--device", default="auto")
-    ap.add_argument("--markdown", action="store_true", help="the table as Markdown (the README's)")
+    ap.add_argument("--markdown", action="store_true", help="the table as Markdown (docs/benchmarks.md's)")
     a = ap.parse_args()
     peer = os.path.abspath(a.peer)
     if not os.path.isfile(os.path.join(peer, "build.sh")):

@@ -9,7 +9,7 @@
 
 #include "paragon.h"
 
-/* Exit statuses, the same for every command (the README's "Exit statuses" lists them). */
+/* Exit statuses, the same for every command (docs/guide.md lists them after its command examples). */
 enum {
     CLI_EXIT_OK = 0,
     CLI_EXIT_FAILED = 1,      /* the work failed, or the server refused the request */

@@ -346,7 +346,7 @@ static int find_by_id(void *ctx, cl_platform_id p, cl_device_id d, const pgn_dev
     return 1;
 }
 
-/* Oclgrind, the OpenCL device simulator (README: "Oclgrind"), names its platform so. */
+/* Oclgrind, the OpenCL device simulator (docs/guide.md: "Oclgrind"), names its platform so. */
 static bool is_oclgrind(const char *platform) { return !strcmp(platform, "Oclgrind"); }
 
 /* Whether Oclgrind's uninitialised-value checker is on: `oclgrind --uninitialized` sets this

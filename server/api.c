@@ -180,7 +180,7 @@ static enum MHD_Result delete_dataset(pgd_api *api, const pgd_request *req, int6
  * are literal, or {id} (a non-empty segment; a job id, parsed after the method is known, so a
  * bad one is a 404 naming it) or {file} (an embedded web file); a final {name} takes the rest of
  * the path (a dataset's name, which its handler judges: "a/b" is a 400 naming the rule, not a
- * 404). The README's API table lists
+ * 404). docs/api.md's route table lists
  * exactly these (tests/test_api_routes.c). */
 static const pgd_route routes[] = {
     {"GET", "/", get_web_file, PGD_ROUTE_OPEN},

@@ -1,6 +1,6 @@
 /* api.h: paragond's HTTP API: one table of routes (method, path pattern, handler, whether the
  * token is asked for) drives routing, the Allow header of a 405, the route labels of the request
- * metrics, and the README's API table (a test compares them). Handlers answer with the JSON of
+ * metrics, and docs/api.md's route table (a test compares them). Handlers answer with the JSON of
  * the store's typed records; jobs run in scheduler.c. */
 #ifndef PGD_API_H
 #define PGD_API_H

@@ -1,5 +1,5 @@
 /* test_api_routes.c: server/api.c's route table: every path falls under one of a fixed set of
- * metric labels (ids never become labels, unknown paths share "other"), and the README's API
+ * metric labels (ids never become labels, unknown paths share "other"), and docs/api.md's route
  * table lists exactly the routes. The exposition itself is tested against a live paragond. */
 #include "api.h"
 #include "metrics.h"
@@ -60,18 +60,18 @@ Test(api_routes, paths_fall_under_their_route_pattern) {
     pgd_api_destroy(api);
 }
 
-/* README.md's "## API" table: its rows' (method, path) pairs, each path cell split at ", " and
+/* docs/api.md's "## Routes" table: its rows' (method, path) pairs, each path cell split at ", " and
  * cut at '?', with the backticks gone. */
 static size_t readme_routes(char rows[][2][96], size_t cap) {
     char path[512];
-    snprintf(path, sizeof path, "%s/README.md", getenv("PARAGON_SOURCE_ROOT"));
+    snprintf(path, sizeof path, "%s/docs/api.md", getenv("PARAGON_SOURCE_ROOT"));
     FILE *f = fopen(path, "r");
     cr_assert_not_null(f, "%s", path);
     char line[2048];
     bool in_api = false;
     size_t n = 0;
     while (fgets(line, sizeof line, f)) {
-        if (!strncmp(line, "## ", 3)) in_api = !strncmp(line, "## API", 6);
+        if (!strncmp(line, "## ", 3)) in_api = !strncmp(line, "## Routes", 9);
         if (!in_api || line[0] != '|' || !strncmp(line, "| method", 8) || !strncmp(line, "|---", 4))
             continue;
         char method[16], cell[512];
@@ -101,12 +101,12 @@ Test(api_routes, the_readme_api_table_lists_exactly_the_routes) {
         bool listed = false;
         for (size_t j = 0; j < n_rows && !listed; j++)
             listed = !strcmp(rows[j][0], routes[i].method) && !strcmp(rows[j][1], routes[i].pattern);
-        cr_assert(listed, "README's API table lists %s %s", routes[i].method, routes[i].pattern);
+        cr_assert(listed, "docs/api.md's route table lists %s %s", routes[i].method, routes[i].pattern);
     }
     for (size_t j = 0; j < n_rows; j++) {
         bool routed = false;
         for (size_t i = 0; i < n && !routed; i++)
             routed = !strcmp(rows[j][0], routes[i].method) && !strcmp(rows[j][1], routes[i].pattern);
-        cr_assert(routed, "README's %s %s is a route", rows[j][0], rows[j][1]);
+        cr_assert(routed, "docs/api.md's %s %s is a route", rows[j][0], rows[j][1]);
     }
 }
