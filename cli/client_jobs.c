@@ -95,6 +95,18 @@ static json_t *submit_tags(const cli_values *tags, char *bad, size_t size) {
 }
 
 /* Where a queued job waits, when it waits behind something (its "queue": submit and status). */
+static void print_queue(const json_t *job, const char *indent);
+
+/* The same for job id, read alone (a submission's reply does not carry it). */
+static void print_queue_of(cli_server *s, long long id, const char *indent) {
+    char path[64];
+    long status;
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld", id);
+    json_t *now = cli_call(s, "GET", path, NULL, &status);
+    if (now) print_queue(now, indent);
+    json_decref(now);
+}
+
 static void print_queue(const json_t *job, const char *indent) {
     const json_t *q = json_object_get(job, "queue");
     if (!json_is_object(q) || (!json_object_get(q, "running") && json_integer_value(json_object_get(q, "ahead")) == 0))
@@ -176,12 +188,12 @@ int cmd_submit(int argc, char **argv) {
                        n > 1 ? "" : "");
             else
                 printf("job %lld queued\n", id);
-            if (n == 1) print_queue(job, "  ");
+            if (n == 1 && !strcmp(cli_str(job, "state"), "queued")) print_queue_of(&s, id, "  ");
             continue;
         }
         if (follow) printf("job %lld queued on %s; following it (Ctrl-C stops following, not the job)\n", id,
                            i == 0 ? cli_str(job, "device") : "its device");
-        if (n == 1 && !as_json) print_queue(job, follow ? "  " : "");
+        if (n == 1 && !as_json && !strcmp(cli_str(job, "state"), "queued")) print_queue_of(&s, id, follow ? "  " : "");
         int jrc;
         json_t *ended = cli_follow_job(&s, id, follow ? CLI_FOLLOW_PROGRESS : CLI_FOLLOW_QUIET, json_object_get(job, "spec"), &jrc);
         if (ended) {

@@ -520,8 +520,7 @@ enum MHD_Result api_post_job(pgd_api *api, const pgd_request *req, int64_t id) {
     pgd_job first;
     json_t *obj = NULL;
     rc = pgd_store_job_get(api->store, ids[0], true, &first, &err);
-    if (rc == 0) obj = pgd_job_json(&first, true);
-    if (rc == 0) api_job_queue(api, &first, obj);
+    if (rc == 0) obj = pgd_job_json(&first, true); /* no "queue": reading it costs a submission two queries */
     pgd_job_release(&first);
     if (rc == 0 && all) {
         json_t *list = json_array();

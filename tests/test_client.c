@@ -475,6 +475,9 @@ Test(client, the_curl_example_talks_to_paragon_url_with_paragon_token) {
     snprintf(want, sizeof want, "submitted job 1 (%s/api/v1/jobs/1)", url);
     cr_assert(strstr(out, want), "%s", out);
     cr_assert(strstr(out, "result:\n  accuracy: 1"), "%s", out);
+    cr_assert(strstr(out, "metrics:\nname ") && strstr(out, "\ntest_accuracy ") && strstr(out, " 100  "),
+              "a line per metric (100 epochs' points): %s", out);
+    cr_assert_lt(strlen(out), 4000, "a summary, not every point: %s", out);
     free(out), free(token);
     json_t *job = job_now(&s, 1);
     cr_assert_str_eq(str(job, "state"), "succeeded");

@@ -36,6 +36,11 @@ Test(generate, a_gpt_job_trains_and_generates_as_json_and_as_a_stream) {
     json_t *m = get_json(&s, path, 200);
     cr_assert_eq(json_array_size(json_object_get(m, "metrics")), 10);
     json_decref(m);
+    /* and a log line each log_every steps (logs -f follows them), an evaluation's own at its steps */
+    http_response log = request(&s, "GET", job_url(path, sizeof path, id, "/logs"), NULL, NULL);
+    cr_assert(strstr(log.body, "step 2/20: loss ") && strstr(log.body, "step 8/20: loss ") &&
+              strstr(log.body, "step 10/20: loss ") && strstr(log.body, "val_loss"), "%s", log.body);
+    http_response_free(&log);
 
     const char *ask = "{\"prompt\":\"the lazy\",\"max_tokens\":24,\"temperature\":0.7,\"top_k\":4,\"seed\":5}";
     http_response r = post_generate(&s, id, ask);

@@ -178,6 +178,23 @@ Test(jobs, inet_jobs_run_and_report_their_normal_form) {
     cr_assert_str_neq(str(job, "device"), "host", "auto places inet jobs on an OpenCL device");
     cr_assert_str_eq(str(result, "device"), str(job, "device"));
     json_decref(job);
+    /* its metrics end with the final count and rate, at the count as their step */
+    char url[128];
+    json_t *m = get_json(&s, job_url(url, sizeof url, id, "/metrics"), 200);
+    json_t *rows = json_object_get(m, "metrics");
+    int64_t last_step = 0;
+    size_t i;
+    json_t *row;
+    bool final_count = false, final_rate = false;
+    json_array_foreach(rows, i, row) {
+        int64_t step = json_integer_value(json_object_get(row, "step"));
+        if (step > last_step) last_step = step;
+        final_count |= !strcmp(str(row, "name"), "interactions") && step == 718993 &&
+                       json_number_value(json_object_get(row, "value")) == 718993;
+        final_rate |= !strcmp(str(row, "name"), "mips") && step == 718993;
+    }
+    cr_assert(final_count && final_rate && last_step == 718993, "%s", json_dumps(m, 0));
+    json_decref(m);
     free(body);
 
     json_object_set_new(spec, "limits", json_pack("{s:i}", "max_interactions", 1000));

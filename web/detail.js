@@ -44,15 +44,26 @@ const MLP_CHARTS = [
     {name: 'test_loss', label: 'test', color: HELD_OUT}], bySteps: MLP_LOSS_BY_STEP},
   {title: 'Accuracy', unit: true, x: 'epoch', series: [{name: 'accuracy', label: 'training', color: TRAIN},
     {name: 'test_accuracy', label: 'test', color: HELD_OUT}], bySteps: MLP_ACCURACY_BY_STEP},
+  {title: 'Samples per second', unit: false, x: 'step', series: [
+    {name: 'samples_per_second', label: 'training', color: TRAIN}]},
 ];
 const GPT_CHARTS = [
   {title: 'Loss', unit: false, x: 'step', series: [{name: 'loss', label: 'training', color: TRAIN},
     {name: 'val_loss', label: 'validation', color: HELD_OUT}]},
   {title: 'Next-character accuracy', unit: true, x: 'step', series: [
     {name: 'val_accuracy', label: 'validation', color: HELD_OUT}]},
+  {title: 'Learning rate', unit: false, x: 'step', series: [{name: 'lr', label: 'schedule', color: TRAIN}]},
+  {title: 'Tokens per second', unit: false, x: 'step', series: [
+    {name: 'tokens_per_second', label: 'training', color: TRAIN}]},
+];
+// An inet job reports its rate about every half second at the interactions done so far (its
+// count is its step), and its final rate at its final count.
+const INET_CHARTS = [
+  {title: 'MIPS', unit: false, x: 'interactions', series: [{name: 'mips', label: 'rate', color: TRAIN}]},
 ];
 
 function chartsFor(job) {
+  if (job.kind === 'inet') return INET_CHARTS;
   if (job.kind !== 'train') return [];
   const m = job.spec && job.spec.model;
   return m && m.type === 'gpt' ? GPT_CHARTS : MLP_CHARTS;
@@ -560,7 +571,7 @@ function noCharts(j, d) {
   const r = j.result;
   if (j.kind !== 'generate') {
     return [el('p', 'muted', 'No charts: a' + (/^[aeiou]/.test(j.kind) ? 'n ' : ' ') + j.kind +
-      ' job records no loss or accuracy metrics.')];
+      ' job records no metrics over its run.')];
   }
   if (r && typeof r.text === 'string') {
     return [generatedText(r.prompt, r.completion), el('p', 'gen-stats small', generateStats(r))];

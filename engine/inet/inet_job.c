@@ -78,7 +78,12 @@ int pgn_inet_job_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_op
         pgn_inet_result_free(&r);
         return -1;
     }
-    if (hooks && hooks->on_metric) hooks->on_metric(hooks->ctx, "interactions", 1, (double)r.interactions);
+    /* the final count and rate, at the count as their step as the reports during the run are, so
+     * a job's metrics in step order end with them */
+    if (hooks && hooks->on_metric) {
+        hooks->on_metric(hooks->ctx, "interactions", (int64_t)r.interactions, (double)r.interactions);
+        hooks->on_metric(hooks->ctx, "mips", (int64_t)r.interactions, r.mips);
+    }
     *result = json_pack("{s:s, s:I, s:f, s:f, s:I, s:I, s:s}", "normal_form", r.normal_form,
                         "interactions", (json_int_t)r.interactions, "seconds", r.seconds, "mips",
                         r.mips, "peak_nodes", (json_int_t)r.peak_nodes, "peak_bytes",

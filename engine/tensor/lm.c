@@ -247,6 +247,11 @@ static int train_steps(lm *m, int from, double *train_loss, double *val_loss, do
             pgn_hooks_metric(hooks, "loss", done, *train_loss);
             pgn_hooks_metric(hooks, "lr", done, pgn_optim_lr(&m->optim, s));
             pgn_hooks_metric(hooks, "tokens_per_second", done, (double)m->rows * (double)ranks / (ms * 1e-3));
+            /* a line per log_every steps, as an MLP's epochs have (an evaluation's own line says
+             * the same and more) */
+            if (!(done % t->eval_every == 0 || last))
+                pgn_hooks_log(hooks, "step %d/%d: loss %.4f (%.1f ms/step, %.0f tokens/s)", done, t->steps, *train_loss,
+                              ms, (double)m->rows * (double)ranks / (ms * 1e-3));
             t_window = now;
             window_start = done;
         }

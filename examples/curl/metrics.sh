@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prints a job's recorded metrics (one loss and one accuracy point per epoch for training)
-# as a table: name, step, value.
-#   usage: metrics.sh ID [NAME]     NAME keeps one series, e.g. loss
+# as a table: name, step, value; with --summary, one line per metric instead: how many points,
+# the first and the last (step and value), the lowest and the highest value.
+#   usage: metrics.sh [--summary] ID [NAME]     NAME keeps one series, e.g. loss
 #   PARAGON_URL  server address (default http://127.0.0.1:8080)
 #   PARAGON_TOKEN, else PARAGON_TOKEN_FILE  paragond's API token, sent when readable (reads need it only when
 #                       paragond listens off loopback; default: data/token of this checkout)
@@ -9,11 +10,16 @@ set -euo pipefail
 
 url=${PARAGON_URL:-http://127.0.0.1:8080}
 url=${url%/}
+summary=0
+if [[ ${1:-} == --summary ]]; then
+    summary=1
+    shift
+fi
 id=${1:-}
 name=${2:-}
 
 if [[ ! $id =~ ^[0-9]+$ ]]; then
-    echo "usage: $(basename "$0") ID [NAME]" >&2
+    echo "usage: $(basename "$0") [--summary] ID [NAME]" >&2
     exit 1
 fi
 if [[ -n $name && ! $name =~ ^[A-Za-z0-9_.-]+$ ]]; then
@@ -37,7 +43,7 @@ if [[ $status != 2?? ]]; then
 fi
 
 # One metric object per line, then pick its three fields; plain awk, no JSON tool needed.
-tr -d '\n' < "$tmp/body" | tr '{}' '\n' | awk '
+tr -d '\n' < "$tmp/body" | tr '{}' '\n' | awk -v summary="$summary" '
     function field(key,    s) {
         if (!match($0, "\"" key "\"[ \t]*:[ \t]*(\"[^\"]*\"|[-0-9.eE+]+|null)")) return ""
         s = substr($0, RSTART, RLENGTH)
@@ -46,7 +52,24 @@ tr -d '\n' < "$tmp/body" | tr '{}' '\n' | awk '
         return s
     }
     /"step"/ && /"value"/ {
+        k = field("name"); s = field("step"); v = field("value")
+        if (summary) {  # the server answers each series in step order
+            if (!(k in count)) { order[++names] = k; first[k] = s " " v; lo[k] = hi[k] = v }
+            count[k]++; last[k] = s " " v
+            if (v + 0 < lo[k] + 0) lo[k] = v
+            if (v + 0 > hi[k] + 0) hi[k] = v
+            n++
+            next
+        }
         if (!n++) printf "%-12s %8s  %s\n", "name", "step", "value"
-        printf "%-12s %8s  %s\n", field("name"), field("step"), field("value")
+        printf "%-12s %8s  %s\n", k, s, v
     }
-    END { if (!n) print "(no metrics recorded)" > "/dev/stderr" }'
+    END {
+        if (!n) { print "(no metrics recorded)" > "/dev/stderr"; exit }
+        if (!summary) exit
+        printf "%-20s %7s  %-22s  %-22s  %s\n", "name", "points", "first (step value)", "last (step value)", "range"
+        for (i = 1; i <= names; i++) {
+            k = order[i]
+            printf "%-20s %7d  %-22s  %-22s  %s..%s\n", k, count[k], first[k], last[k], lo[k], hi[k]
+        }
+    }'

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole XOR example against a running paragond: submit the job, wait for it, print its
-# per-epoch metrics, then its final result. Exits 1 if the job does not succeed.
+# The whole XOR example against a running paragond: submit the job, wait for it, print a summary
+# of its metrics (each one's points, first, last and range; ALL_METRICS=1: every point), then its
+# final result. Exits 1 if the job does not succeed.
 #   PARAGON_URL  server address (default http://127.0.0.1:8080)
 #   TIMEOUT      seconds to wait for the job (default 300)
 #   PARAGON_TOKEN, else PARAGON_TOKEN_FILE  paragond's API token (default: data/token of this checkout)
@@ -19,7 +20,11 @@ status=0
 
 echo
 echo "metrics:"
-"$here/metrics.sh" "$id" || true
+if [[ ${ALL_METRICS:-0} == 1 ]]; then
+    "$here/metrics.sh" "$id" || true
+else
+    "$here/metrics.sh" --summary "$id" || true
+fi
 
 if ((status != 0)); then
     exit 1

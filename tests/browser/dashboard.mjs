@@ -109,6 +109,10 @@ async function chartInteractions(page) {
     marks: b.querySelectorAll('[data-mark]').length,
   })));
   const want = {Loss: ['step_loss', 'loss', 'test_loss'], Accuracy: ['accuracy', 'test_accuracy']};
+  // then every other figure it records, by step: its throughput
+  const rate = charts.pop();
+  if (!rate || rate.title !== 'Samples per second' || rate.x !== 'step' || rate.curves.join() !== 'samples_per_second')
+    throw new Error('charts: ' + JSON.stringify([...charts, rate]));
   if (charts.length !== 2 || charts.some((c) => c.x !== 'step' || !(c.marks > 0) ||
       c.curves.join() !== want[c.title].join() || c.legend.map(([n]) => n).join() !== want[c.title].join() ||
       !c.legend.some(([, t]) => /^training/.test(t)) || !c.legend.some(([n, t]) => /^test_/.test(n) && /^test \S/.test(t))))
@@ -214,7 +218,12 @@ async function pglFromTheForm(page) {
   await page.click('#submit-job');
   await page.waitForFunction(() => /succeeded/.test(document.querySelector('#job-state')?.textContent || '') &&
     /\(0\.006620407, 4\)/.test(document.querySelector('tr.detail')?.textContent || ''), null, {timeout: STEP_MS});
-  return `pgl from the form: the error "${said}", then fib(22) = 17711, then XOR trained by nets: (0.006620407, 4)`;
+  // an inet job's chart: its rate by the interactions done
+  await page.waitForFunction(() => [...document.querySelectorAll('tr.detail .chart-box')].some((b) =>
+    b.querySelector('.chart-title')?.textContent === 'MIPS' && b.querySelector('.c-xname')?.textContent === 'interactions' &&
+    Number(b.querySelector('path[data-series="mips"]')?.dataset.points) >= 1), null, {timeout: STEP_MS})
+    .catch(async () => { throw new Error('no MIPS chart: ' + await page.textContent('tr.detail .charts')); });
+  return `pgl from the form: the error "${said}", then fib(22) = 17711, then XOR trained by nets: (0.006620407, 4), its MIPS charted`;
 }
 
 // The GPT template refused beside its steps input, then the tiny GPT submitted from the form
