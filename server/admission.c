@@ -6,6 +6,7 @@
 
 #include "launcher.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -109,7 +110,11 @@ static const char *human_bytes(double b, char *buf, size_t size) {
 
 /* ---- memory ----------------------------------------------------------------------------- */
 
-int pgd_host_memory_read(pgd_host_memory *out) {
+/* How long a reading of /proc/meminfo stands for the next submissions: reading and scanning it
+ * was a twentieth of a durable submission's CPU, and what is available moves slower than this. */
+#define MEMINFO_REUSE_NS 100000000LL
+
+static int meminfo_read(pgd_host_memory *out) {
     *out = (pgd_host_memory){0};
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f) return -1;
@@ -121,6 +126,23 @@ int pgd_host_memory_read(pgd_host_memory *out) {
     }
     fclose(f);
     return out->total > 0 && out->available > 0 ? 0 : -1;
+}
+
+int pgd_host_memory_read(pgd_host_memory *out) {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static pgd_host_memory last;
+    static int64_t read_ns;
+    static int last_rc;
+    int64_t now = pgn_now_ns();
+    pthread_mutex_lock(&lock);
+    if (!read_ns || now - read_ns >= MEMINFO_REUSE_NS) {
+        last_rc = meminfo_read(&last);
+        read_ns = now;
+    }
+    *out = last;
+    int rc = last_rc;
+    pthread_mutex_unlock(&lock);
+    return rc;
 }
 
 /* What a job may take of the host's memory: what the kernel says is available now (MemAvailable:

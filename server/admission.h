@@ -27,8 +27,8 @@
  * with err set and *extra a new object {"limit","max","line","column"} for the error reply. */
 int pgd_admit_json(const char *body, size_t len, pgn_error *err, json_t **extra);
 
-/* The host's memory now, from /proc/meminfo (bytes); -1 when it cannot be read (then nothing is
- * judged against it). */
+/* The host's memory now, from /proc/meminfo (bytes; a reading stands for 100 ms); -1 when it
+ * cannot be read (then nothing is judged against it). */
 typedef struct pgd_host_memory {
     double total, available; /* MemTotal, MemAvailable */
 } pgd_host_memory;

@@ -94,9 +94,10 @@ typedef struct api_job_extras api_job_extras;
 /* Places, admits and queues a parsed spec: one job, or one per OpenCL device for "all".
  * 0 with *ids (malloc'd, *n of them); -1 after replying why not (*reply); -2 without a reply
  * when extras' key was taken meanwhile (a concurrent request with it won): nothing queued.
- * extras NULL: no key, no tags. (api_submit.c) */
+ * extras NULL: no key, no tags. *first (when given) receives the first job as it was announced
+ * queued, with its spec (id 0 when it could not be read back: the caller reads it). (api_submit.c) */
 int api_queue_spec(pgd_api *api, const pgd_request *req, pgn_job_spec *spec, const api_job_extras *extras,
-                   int64_t **ids_out, size_t *n_out, enum MHD_Result *reply);
+                   int64_t **ids_out, size_t *n_out, pgd_job *first, enum MHD_Result *reply);
 /* Whether k (len bytes) is a tag key, or v a tag value; else why not, into why. (api_submit.c) */
 bool api_tag_key_valid(const char *k, size_t len, char *why, size_t size);
 bool api_tag_value_valid(const char *v, size_t len, char *why, size_t size);

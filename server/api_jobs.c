@@ -217,15 +217,23 @@ void api_job_queue(pgd_api *api, const pgd_job *job, json_t *o) {
 enum MHD_Result api_get_job(pgd_api *api, const pgd_request *req, int64_t id) {
     pgd_job job;
     pgn_error err;
-    if (pgd_store_job_get(api->store, id, true, &job, &err) < 0) {
+    char *spec;
+    if (pgd_store_job_get_spec_text(api->store, id, &job, &spec, &err) < 0) {
         if (err.code == PGN_E_NOT_FOUND)
             return pgd_reply_pgn_error(req, &err, NULL, NULL);
         return api_internal_error(req, &err);
     }
-    json_t *o = pgd_job_json(&job, true);
-    api_job_queue(api, &job, o);
+    json_t *queue = json_object();
+    api_job_queue(api, &job, queue);
+    char *text = pgd_job_text(&job, spec, queue);
+    json_decref(queue);
     pgd_job_release(&job);
-    return pgd_reply_json(req, MHD_HTTP_OK, o, NULL);
+    free(spec);
+    if (!text) {
+        pgn_error_set(&err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
+        return api_internal_error(req, &err);
+    }
+    return pgd_reply_text(req, MHD_HTTP_OK, text, "application/json", NULL);
 }
 
 enum MHD_Result api_get_metrics(pgd_api *api, const pgd_request *req, int64_t id) {
@@ -360,7 +368,7 @@ enum MHD_Result api_post_generate(pgd_api *api, const pgd_request *req, int64_t 
     uint64_t since = pgd_events_next(api->events);
     int64_t *ids;
     size_t n;
-    rc = api_queue_spec(api, req, &spec, NULL, &ids, &n, &reply);
+    rc = api_queue_spec(api, req, &spec, NULL, &ids, &n, NULL, &reply);
     pgn_spec_free(&spec);
     if (rc < 0) return reply;
     int64_t gen = ids[0];

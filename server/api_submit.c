@@ -40,12 +40,14 @@ static void placed_line(char *out, size_t size, const char *device, const char *
         snprintf(out, size, "placed on %s (asked for %s)", device, requested);
 }
 
-static void announce_queued(pgd_api *api, const pgd_new_job *jobs, size_t n, const int64_t *ids) {
+static void announce_queued(pgd_api *api, const pgd_new_job *jobs, size_t n, const int64_t *ids, pgd_job *first) {
     for (size_t i = 0; i < n; i++) {
         pgd_events_job_log_stored(api->events, ids[i], 1, "info", jobs[i].log_line, jobs[i].log_time);
         pgn_error err;
-        if (pgd_events_job_changed(api->events, api->store, ids[i], NULL, &err) < 0)
+        /* the first job as announced is the submission's answer too: the store is read once */
+        if (pgd_events_job_changed(api->events, api->store, ids[i], i == 0 ? first : NULL, &err) < 0)
             fprintf(stderr, "paragond: job %" PRId64 ": %s\n", ids[i], err.message);
+        else if (i == 0 && first) first->spec = json_incref((json_t *)jobs[0].spec);
     }
 }
 
@@ -54,7 +56,8 @@ static void announce_queued(pgd_api *api, const pgd_new_job *jobs, size_t n, con
  * (`paragon run`, or a restart) as it ran, and device_requested keeps "all". */
 static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *targets,
                        const pgd_placement *placement, const char *nodes, const pgd_submission *sub,
-                       const json_t *tags, int64_t priority, size_t n, int64_t *ids, pgn_error *err) {
+                       const json_t *tags, int64_t priority, size_t n, int64_t *ids, pgd_job *first,
+                       pgn_error *err) {
     char requested[sizeof spec->device];
     snprintf(requested, sizeof requested, "%s", spec->device[0] ? spec->device : "auto");
     bool all = strcmp(requested, "all") == 0;
@@ -95,7 +98,7 @@ static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *
         made++;
     }
     if (rc == 0) rc = pgd_store_jobs_insert_keyed(api->store, jobs, n, sub, ids, err);
-    if (rc == 0) announce_queued(api, jobs, n, ids);
+    if (rc == 0) announce_queued(api, jobs, n, ids, first);
     for (size_t i = 0; i < made; i++) json_decref((json_t *)jobs[i].spec);
     free(jobs);
     free(logs);
@@ -139,7 +142,8 @@ struct api_job_extras {
 
 /* Places, admits and queues a parsed spec (api_internal.h). */
 int api_queue_spec(pgd_api *api, const pgd_request *req, pgn_job_spec *spec, const api_job_extras *extras,
-                   int64_t **ids_out, size_t *n_out, enum MHD_Result *reply) {
+                   int64_t **ids_out, size_t *n_out, pgd_job *first, enum MHD_Result *reply) {
+    if (first) *first = (pgd_job){0};
     pgn_error err, lerr;
     pgn_error_clear(&err);
     json_t *extra;
@@ -172,7 +176,7 @@ int api_queue_spec(pgd_api *api, const pgd_request *req, pgn_job_spec *spec, con
     if (rc == 0) {
         pgd_scheduler_admit_lock(api->sched);
         rc = insert_jobs(api, spec, targets, &placement, where.nodes, extras ? &extras->sub : NULL,
-                         extras ? extras->tags : NULL, extras ? extras->priority : 0, n, ids, &err);
+                         extras ? extras->tags : NULL, extras ? extras->priority : 0, n, ids, first, &err);
         pgd_scheduler_admit_unlock(api->sched);
     }
     if (rc == 0) api->queued_bound += (int64_t)n;
@@ -497,6 +501,7 @@ enum MHD_Result api_post_job(pgd_api *api, const pgd_request *req, int64_t id) {
     }
     int64_t *ids;
     size_t n;
+    pgd_job first = {0};
     bool all = strcmp(spec.device, "all") == 0;
     /* The datasets a train spec names exist, and stay until its job is queued: a delete or a
      * replace checks the queue under the same lock. Other specs do not wait for it. */
@@ -507,7 +512,7 @@ enum MHD_Result api_post_job(pgd_api *api, const pgd_request *req, int64_t id) {
         reply = pgd_reply_pgn_error(req, &err, NULL, NULL);
         rc = -1;
     } else {
-        rc = api_queue_spec(api, req, &spec, &x, &ids, &n, &reply);
+        rc = api_queue_spec(api, req, &spec, &x, &ids, &n, &first, &reply);
     }
     if (names_data) pgd_datasets_unlock(api->datasets);
     pgn_spec_free(&spec);
@@ -516,10 +521,16 @@ enum MHD_Result api_post_job(pgd_api *api, const pgd_request *req, int64_t id) {
         pgn_error_set(&err, PGN_E_INTERNAL, "", "%s '%s' was taken, then not found", key_field, key);
         return api_internal_error(req, &err);
     }
-    if (rc < 0) return reply;
-    pgd_job first;
+    if (rc < 0) {
+        pgd_job_release(&first);
+        return reply;
+    }
     json_t *obj = NULL;
-    rc = pgd_store_job_get(api->store, ids[0], true, &first, &err);
+    rc = 0;
+    if (first.id != ids[0] || !first.spec) { /* not read back as it was announced: read it now */
+        pgd_job_release(&first);
+        rc = pgd_store_job_get(api->store, ids[0], true, &first, &err);
+    }
     if (rc == 0) obj = pgd_job_json(&first, true); /* no "queue": reading it costs a submission two queries */
     pgd_job_release(&first);
     if (rc == 0 && all) {

@@ -185,6 +185,9 @@ int pgd_store_submission_get(pgd_store *store, const char *key, bool *found, cha
 /* Job id into *out (the caller releases it); its spec only when with_spec. */
 int pgd_store_job_get(pgd_store *store, int64_t id, bool with_spec, pgd_job *out,
                       pgn_error *err);
+/* The same without the spec parsed: *spec_text is its stored JSON text (malloc'd; the caller
+ * frees it), for an answer that carries it as it is (GET /api/v1/jobs/{id}). */
+int pgd_store_job_get_spec_text(pgd_store *store, int64_t id, pgd_job *out, char **spec_text, pgn_error *err);
 
 typedef struct pgd_job_filter {
     bool by_state, by_kind;

@@ -76,9 +76,10 @@ int store_read_numbers(pgd_store *s, const char *sql, const char *param, double 
 
 /* ---- across files ---- */
 
-/* Job id with its placement (its spec when with_spec) into *out, or "not_found" (store_jobs.c).
- * Caller holds the lock; *out is released on failure. */
-int store_read_job(pgd_store *s, int64_t id, bool with_spec, pgd_job *out, pgn_error *err);
+/* Job id with its placement (its spec when with_spec; its spec's stored text into *spec_text
+ * when that is not NULL) into *out, or "not_found" (store_jobs.c). Caller holds the lock; *out
+ * (and *spec_text) are released on failure. */
+int store_read_job(pgd_store *s, int64_t id, bool with_spec, char **spec_text, pgd_job *out, pgn_error *err);
 /* The UPDATE that ends a queued or running job (store_job_states.c); result and error are JSON
  * text or NULL. Caller holds the lock. */
 int store_finish_job(pgd_store *s, int64_t id, int64_t attempt, pgd_job_state state, const char *result,

@@ -299,7 +299,7 @@ static int cancel_tx(pgd_store *s, void *ctx, pgn_error *err) {
     if (!st) return -1;
     db_bind_int64(st, 1, a->id);
     if (update_job(s, st, a->id, 0, "cancel", err) < 0) return -1;
-    return store_read_job(s, a->id, true, a->job, err);
+    return store_read_job(s, a->id, true, NULL, a->job, err);
 }
 
 static int resume_tx(pgd_store *s, void *ctx, pgn_error *err) {
@@ -331,7 +331,7 @@ static int resume_tx(pgd_store *s, void *ctx, pgn_error *err) {
     db_bind_int64(st, 1, a->id);
     db_bind_int64(st, 2, s->shared);
     if (update_job(s, st, a->id, 0, "resume", err) < 0) return -1;
-    return store_read_job(s, a->id, true, a->job, err);
+    return store_read_job(s, a->id, true, NULL, a->job, err);
 }
 
 int pgd_store_job_resume(pgd_store *s, int64_t id, pgd_job *job, pgn_error *err) {

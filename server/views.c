@@ -171,6 +171,33 @@ json_t *pgd_job_list_json(const pgd_job *job) {
     return o;
 }
 
+/* What stands in the object for the spec while it is printed: a string no other member can print
+ * as (outside a string a quote is never escaped, inside one always). */
+#define SPEC_STAND_IN "\"spec\":\"\\u0001\""
+
+char *pgd_job_text(const pgd_job *job, const char *spec_text, json_t *more) {
+    pgd_job stand_in = *job; /* shallow: only its spec differs, and nothing is released here */
+    stand_in.spec = json_string("\x01");
+    json_t *o = pgd_job_json(&stand_in, true);
+    json_decref(stand_in.spec);
+    if (more) json_object_update(o, more);
+    char *text = pgn_json_dumps(o);
+    json_decref(o);
+    char *at = text ? strstr(text, SPEC_STAND_IN) : NULL;
+    if (!at) return text; /* NULL: out of memory; else cannot happen (printed as it was set) */
+    size_t key = strlen("\"spec\":"), head = (size_t)(at - text) + key, spec = strlen(spec_text);
+    const char *after = at + strlen(SPEC_STAND_IN);
+    size_t tail = strlen(after);
+    char *out = malloc(head + spec + tail + 1);
+    if (out) {
+        memcpy(out, text, head);
+        memcpy(out + head, spec_text, spec);
+        memcpy(out + head + spec, after, tail + 1);
+    }
+    free(text);
+    return out;
+}
+
 json_t *pgd_job_json(const pgd_job *job, bool with_spec) {
     json_t *o = json_object();
     json_object_set_new(o, "id", json_integer(job->id));

@@ -12,8 +12,13 @@
 
 /* {"id","kind","name","state","device_requested","device",["spec",]"progress","attempts",
  * "result","summary","error","created_at","started_at","finished_at","estimate",
- * "cancel_requested","interrupted","tags","submission_id"}: a new reference. */
+ * "cancel_requested","interrupted","tags","priority","submission_id"[,"runs"]}: a new reference. */
 json_t *pgd_job_json(const pgd_job *job, bool with_spec);
+/* The same with its spec as compact JSON text (malloc'd; NULL out of memory), "spec" in its
+ * place taken as it is from spec_text, the stored spec's JSON (never parsed: a GET otherwise
+ * spends a fifth of its time parsing and printing it again), more's members (a queued job's
+ * "queue"; NULL: none) at the end. */
+char *pgd_job_text(const pgd_job *job, const char *spec_text, json_t *more);
 /* A row of GET /api/v1/jobs: the same without spec and result ("summary" stands for it). */
 json_t *pgd_job_list_json(const pgd_job *job);
 /* A result's headline figures by kind (views.c's table), null without a result: a train job's
