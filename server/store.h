@@ -159,6 +159,15 @@ typedef struct pgd_submission {
     const char *body_sha256; /* hex */
 } pgd_submission;
 
+/* The latest succeeded train job of spec's shape (020_job_shape_key.sql) that ran on device in
+ * one attempt: its id (0: none), its run's seconds (start to end) and its epochs (a gpt's steps). */
+typedef struct pgd_train_history {
+    int64_t job;
+    double seconds, units;
+} pgd_train_history;
+int pgd_store_train_history(pgd_store *store, const json_t *spec, const char *device, pgd_train_history *out,
+                            pgn_error *err);
+
 /* Where queued job id stands: *ahead, the jobs queued where it is (its device, or a cluster's
  * kind) that are taken before it (higher priority, or the same and older); *running, the job
  * running on that device (0: none; the oldest when several). */

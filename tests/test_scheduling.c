@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "paragond_harness.h"
@@ -180,5 +181,47 @@ Test(scheduling, a_bad_priority_is_refused_naming_the_field) {
     post_expect(&s, "{\"kind\":\"sleep\",\"seconds\":0.1,\"priority\":\"high\"}", 400, "invalid_spec", "priority");
     post_expect(&s, "{\"kind\":\"sleep\",\"seconds\":0.1,\"priority\":2.5}", 400, "invalid_spec", "priority");
     post_expect(&s, "{\"kind\":\"sleep\",\"seconds\":0.1,\"priority\":1001}", 400, "invalid_spec", "priority");
+    stop_server(&s);
+}
+
+/* Milliseconds since 1970 of the API's "2024-05-01T12:00:00.123Z". */
+static int64_t iso_ms(const char *t) {
+    struct tm tm = {0};
+    int milli = 0;
+    cr_assert_eq(sscanf(t, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                        &tm.tm_min, &tm.tm_sec, &milli), 7, "%s", t);
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return (int64_t)timegm(&tm) * 1000 + milli;
+}
+
+/* A train job of a shape that ran on a device before takes its estimate there from that run: an
+ * epoch as long as that run's (another seed, length or learning rate is the same shape). */
+Test(scheduling, a_train_jobs_estimate_comes_from_an_earlier_run_of_its_shape) {
+    server s = start_server();
+    char *first = spec_with("\"epochs\":300", "\"epochs\":100,\"device\":\"cpu\"");
+    int64_t a = submit(&s, first);
+    free(first);
+    json_t *done = wait_succeeded(&s, a);
+    double ran = (double)(iso_ms(str(done, "finished_at")) - iso_ms(str(done, "started_at"))) / 1000.0;
+    char device[64];
+    snprintf(device, sizeof device, "%s", str(done, "device"));
+    json_decref(done);
+    char *again = spec_with("\"epochs\":300", "\"epochs\":300,\"device\":\"cpu\"");
+    char *seeded = strstr(again, "\"seed\":1");
+    cr_assert_not_null(seeded);
+    seeded[7] = '7'; /* another seed: the same shape */
+    char *lr = strstr(again, "\"lr\":0.1");
+    cr_assert_not_null(lr);
+    memcpy(lr, "\"lr\":0.2", 8);
+    int64_t b = submit(&s, again);
+    free(again);
+    json_t *job = job_now(&s, b);
+    double estimate = json_number_value(json_object_get(json_object_get(job, "estimate"), "seconds"));
+    cr_assert_str_eq(str(job, "device"), device);
+    cr_assert_float_eq(estimate, ran * 3, ran * 3 * 1e-9, "300 epochs at the 100-epoch run's pace (%.4f s): %.4f s",
+                       ran, estimate);
+    json_decref(job);
+    json_decref(wait_succeeded(&s, b));
     stop_server(&s);
 }

@@ -634,7 +634,8 @@ function drawDetail(d, force) {
     ['Created', fmtTime(j.created_at)],
     ['Started', j.started_at ? fmtTime(j.started_at) + (wait >= 0 ? ' (queued ' + fmtDur(wait) + ')' : '') : '\u2014'],
     ['Finished', j.finished_at ? fmtTime(j.finished_at) : '\u2014'],
-    ['Run time', j.started_at ? fmtDur(jobDuration(j)) + (j.finished_at ? '' : ' so far') : '\u2014'],
+    ['Run time', (j.started_at ? fmtDur(jobDuration(j)) + (j.finished_at ? '' : ' so far') : '\u2014') +
+      (j.estimate && num(j.estimate.seconds) ? ' (estimated ' + fmtDur(j.estimate.seconds * 1000) + ')' : '')],
   ];
   if (j.priority) facts.push(['Priority', String(j.priority)]);
   if (j.state === 'queued' && d.queue && d.queue.reason) facts.push(['Waits', d.queue.reason]);
