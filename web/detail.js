@@ -44,9 +44,11 @@ const MLP_CHARTS = [
     {name: 'test_loss', label: 'test', color: HELD_OUT}], bySteps: MLP_LOSS_BY_STEP},
   {title: 'Accuracy', unit: true, x: 'epoch', series: [{name: 'accuracy', label: 'training', color: TRAIN},
     {name: 'test_accuracy', label: 'test', color: HELD_OUT}], bySteps: MLP_ACCURACY_BY_STEP},
-  {title: 'Samples per second', unit: false, x: 'step', series: [
-    {name: 'samples_per_second', label: 'training', color: TRAIN}]},
 ];
+// A run in one process also records its speed by step (a distributed one, each rank's own
+// figures: ranks.js)
+const MLP_SPEED = {title: 'Samples per second', unit: false, x: 'step', series: [
+  {name: 'samples_per_second', label: 'training', color: TRAIN}]};
 const GPT_CHARTS = [
   {title: 'Loss', unit: false, x: 'step', series: [{name: 'loss', label: 'training', color: TRAIN},
     {name: 'val_loss', label: 'validation', color: HELD_OUT}]},
@@ -62,11 +64,14 @@ const INET_CHARTS = [
   {title: 'MIPS', unit: false, x: 'interactions', series: [{name: 'mips', label: 'rate', color: TRAIN}]},
 ];
 
+const MLP_WITH_SPEED = [...MLP_CHARTS, MLP_SPEED];
+
 function chartsFor(job) {
   if (job.kind === 'inet') return INET_CHARTS;
   if (job.kind !== 'train') return [];
   const m = job.spec && job.spec.model;
-  return m && m.type === 'gpt' ? GPT_CHARTS : MLP_CHARTS;
+  if (m && m.type === 'gpt') return GPT_CHARTS;
+  return job.spec && job.spec.distributed ? MLP_CHARTS : MLP_WITH_SPEED;
 }
 
 // Every metric a layout's charts draw, once: their series, and where they have a view by step,
@@ -237,9 +242,14 @@ export function openDetail(id, pinned = false) {
   ckpt.id = 'checkpoint';
   ckpt.href = API + '/jobs/' + id + '/checkpoint';
   ckpt.setAttribute('download', 'job-' + id + '.safetensors');
+  const weights = el('a', 'btn', 'Download weights');   // as PyTorch's load_state_dict takes them
+  weights.id = 'weights';
+  weights.title = 'The weights alone, named and shaped as PyTorch loads them (torch.nn.Sequential, GPT2LMHeadModel)';
+  weights.href = API + '/jobs/' + id + '/weights';
+  weights.setAttribute('download', 'job-' + id + '-weights.safetensors');
   const actMsg = el('span', 'act-msg small');
   actMsg.setAttribute('role', 'status');
-  actions.append(cancel, resume, ckpt, actMsg);
+  actions.append(cancel, resume, ckpt, weights, actMsg);
   const spec = el('details', 'spec');
   spec.append(el('summary', null, 'Spec'), el('pre', 'json', 'loading\u2026'));
   const logBox = el('div', 'logs');
@@ -255,7 +265,7 @@ export function openDetail(id, pinned = false) {
   tr.append(td);
   const r = rows.get(id);
   const d = {
-    id, tr, main, charts, info, cancel, resume, ckpt, actMsg, spec, logPre, logHead,
+    id, tr, main, charts, info, cancel, resume, ckpt, weights, actMsg, spec, logPre, logHead,
     queue: null,            // a queued job's place (GET /jobs/{id}'s "queue"), read while it waits
     job: r ? r.job : null, specValue: undefined, done: false, fetched: false, error: '', tokens: [], tokenBase: null,
     listed: !!r,
@@ -598,7 +608,7 @@ function drawDetail(d, force) {
     d.cancel.disabled = true;
     setText(d.cancel, 'Cancel requested');
   }
-  d.ckpt.hidden = j.kind !== 'train';
+  d.ckpt.hidden = d.weights.hidden = j.kind !== 'train';
   if (d.layout === GPT_CHARTS && !d.gen) {
     d.gen = generatePanel(d.id);
     d.main.append(d.gen.root);
@@ -635,7 +645,8 @@ function drawDetail(d, force) {
     ['Started', j.started_at ? fmtTime(j.started_at) + (wait >= 0 ? ' (queued ' + fmtDur(wait) + ')' : '') : '\u2014'],
     ['Finished', j.finished_at ? fmtTime(j.finished_at) : '\u2014'],
     ['Run time', (j.started_at ? fmtDur(jobDuration(j)) + (j.finished_at ? '' : ' so far') : '\u2014') +
-      (j.estimate && num(j.estimate.seconds) ? ' (estimated ' + fmtDur(j.estimate.seconds * 1000) + ')' : '')],
+      (j.estimate && num(j.estimate.seconds) && j.estimate.seconds >= 0.001
+        ? ' (estimated ' + fmtDur(j.estimate.seconds * 1000) + ')' : '')],
   ];
   if (j.priority) facts.push(['Priority', String(j.priority)]);
   if (j.state === 'queued' && d.queue && d.queue.reason) facts.push(['Waits', d.queue.reason]);
@@ -697,7 +708,9 @@ function resultFacts(r) {
   const dl = el('dl', 'facts result');
   const add = (k, v, cls) => { const dd = el('dd', cls, v); dl.append(el('dt', null, k), dd); };
   if (typeof r.normal_form === 'string') {
-    add('Normal form', r.normal_form, 'mono');
+    // a pgl program's value, read back; its net in the Result JSON below (an HVM2 program has none)
+    if (typeof r.value === 'string') add('Value', r.value, 'mono');
+    else add('Normal form', r.normal_form, 'mono');
     add('Interactions', fmtQty(r.interactions));
     add('MIPS', fmtNum(r.mips));
     if (num(r.seconds)) add('Seconds', fmtNum(r.seconds));

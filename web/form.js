@@ -222,6 +222,28 @@ function writeSpec(v) {
     (_, inner) => '[' + inner.split(/,\n\s*/).join(', ') + ']');
 }
 
+// The name a program gives its job: its first definition other than main (pgl's `fib(n) = ...`,
+// HVM2's `@fib = ...`), or null.
+function programName(text, language) {
+  const re = language === 'hvm' ? /^@([A-Za-z0-9_.-]+)\s*=/gm : /^([A-Za-z_][A-Za-z0-9_]*)\s*(?:\(|=)/gm;
+  for (const m of text.matchAll(re)) if (m[1] !== 'main') return m[1];
+  return null;
+}
+
+// The job's name follows the program while nobody has typed one: it is the template's, or one
+// this followed before.
+let followedName = null;
+function followProgramName() {
+  const v = readSpec();
+  const own = v && TEMPLATES[$('template').value] && TEMPLATES[$('template').value].spec().name;
+  if (!v || (v.name !== own && v.name !== followedName)) return;
+  const n = programName($('program').value, $('language').value);
+  if (n && n !== v.name) {
+    patchSpec('name', n);
+    followedName = n;
+  }
+}
+
 // A template's spec, its inputs shown and filled from it.
 function applyTemplate(name) {
   const t = TEMPLATES[name] || TEMPLATES.xor;
@@ -357,7 +379,10 @@ export function initForm() {
       patchSpec(key, e.target.value.trim() !== '' && Number.isFinite(n) ? n : e.target.value);
     });
   }
-  $('program').addEventListener('input', (e) => patchSpec('program', e.target.value));
+  $('program').addEventListener('input', (e) => {
+    patchSpec('program', e.target.value);
+    followProgramName();
+  });
   $('language').addEventListener('change', (e) => {   // the other language's example, unless edited
     if (Object.values(EXAMPLES).includes($('program').value)) $('program').value = EXAMPLES[e.target.value];
     patchSpec('language', e.target.value);

@@ -98,4 +98,6 @@ export function initJobs() {
   $('f-state').addEventListener('change', (e) => { view.state = e.target.value; setPage(0); });
   $('f-kind').addEventListener('change', (e) => { view.kind = e.target.value; setPage(0); });
   $('f-tag').addEventListener('change', (e) => { view.tag = e.target.value.trim(); setPage(0); });
+  // the list comes first; the form is under it
+  $('to-new-job').addEventListener('click', () => $('new-job').scrollIntoView({behavior: 'smooth'}));
 }

@@ -101,6 +101,9 @@ async function waitForCurves(page, want) {
 // a drag that zooms both charts to the same steps, and a double-click that shows them all again.
 // Returns what it saw.
 async function chartInteractions(page) {
+  // a train job's detail offers its weights in PyTorch's layout beside the checkpoint
+  if (await page.$eval('#weights', (a) => a.hidden || !/\/api\/v1\/jobs\/\d+\/weights$/.test(a.href)))
+    throw new Error('no Download weights on the train job\'s detail');
   const charts = await page.$$eval('tr.detail .chart-box', (boxes) => boxes.map((b) => ({
     title: b.querySelector('.chart-title').textContent,
     x: b.querySelector('.c-xname')?.textContent,
@@ -208,7 +211,12 @@ async function pglFromTheForm(page) {
     throw new Error('no compile error beside the program: ' + await page.textContent('#submit-msg'));
   });
   const said = (await page.textContent('#program-error')).trim();
+  // the job's name follows a program pasted in, while nobody typed one
+  await page.fill('#program', 'sq(x) = x * x\nmain = sq(7)');
+  if (!/"name": "sq"/.test(await page.inputValue('#spec'))) throw new Error('the name did not follow the program: ' +
+    await page.inputValue('#spec'));
   await page.fill('#program', fib);
+  if (!/"name": "fib"/.test(await page.inputValue('#spec'))) throw new Error('the name did not follow back to fib');
   await page.click('#submit-job');
   await page.waitForFunction(() => /succeeded/.test(document.querySelector('#job-state')?.textContent || '') &&
     /17711/.test(document.querySelector('tr.detail')?.textContent || ''), null, {timeout: STEP_MS});
