@@ -271,8 +271,20 @@ typedef struct cancel_args {
     pgd_job *job; /* out: the job after the cancel */
 } cancel_args;
 
+/* Job id's state, in the caller's transaction; "not_found" when there is no such job. */
+static int read_state(pgd_store *s, int64_t id, pgd_job_state *state, pgn_error *err) {
+    static const char sql[] = "SELECT state FROM jobs WHERE id = ?1";
+    db_stmt *st = store_stmt(s, sql, err);
+    if (!st) return -1;
+    db_bind_int64(st, 1, id);
+    int rc = db_step(st);
+    bool known = rc == DB_ROW && pgd_job_state_parse(db_column_text(st, 0), state) == 0;
+    store_stmt_done(st);
+    if (rc == DB_DONE) return store_no_such_job(err, id);
+    return known ? 0 : store_fail(s, err, "read job state");
+}
+
 static int cancel_tx(pgd_store *s, void *ctx, pgn_error *err) {
-    static const char state_sql[] = "SELECT state FROM jobs WHERE id = ?1";
     static const char queued_sql[] =
         "UPDATE jobs SET state = 'cancelled', finished_at = " NOW_SQL ", cancel_requested = 1,"
         " error = json_object('code', 'cancelled', 'message', '" CANCELLED_QUEUED_MESSAGE "',"
@@ -280,22 +292,14 @@ static int cancel_tx(pgd_store *s, void *ctx, pgn_error *err) {
     static const char running_sql[] =
         "UPDATE jobs SET cancel_requested = 1 WHERE id = ?1 AND state = 'running'";
     cancel_args *a = ctx;
-    db_stmt *st = store_stmt(s, state_sql, err);
-    if (!st) return -1;
-    db_bind_int64(st, 1, a->id);
-    int rc = db_step(st);
-    pgd_job_state state = PGD_JOB_QUEUED;
-    bool known = rc == DB_ROW &&
-                 pgd_job_state_parse(db_column_text(st, 0), &state) == 0;
-    store_stmt_done(st);
-    if (rc == DB_DONE) return store_no_such_job(err, a->id);
-    if (!known) return store_fail(s, err, "read job state");
+    pgd_job_state state;
+    if (read_state(s, a->id, &state, err) < 0) return -1;
     if (state != PGD_JOB_QUEUED && state != PGD_JOB_RUNNING) {
         pgn_error_set(err, PGN_E_CONFLICT, "", "job %lld has already finished (%s): nothing to cancel",
                       (long long)a->id, pgd_job_state_name(state));
         return -1;
     }
-    st = store_stmt(s, state == PGD_JOB_QUEUED ? queued_sql : running_sql, err);
+    db_stmt *st = store_stmt(s, state == PGD_JOB_QUEUED ? queued_sql : running_sql, err);
     if (!st) return -1;
     db_bind_int64(st, 1, a->id);
     if (update_job(s, st, a->id, 0, "cancel", err) < 0) return -1;
@@ -303,21 +307,13 @@ static int cancel_tx(pgd_store *s, void *ctx, pgn_error *err) {
 }
 
 static int resume_tx(pgd_store *s, void *ctx, pgn_error *err) {
-    static const char state_sql[] = "SELECT state FROM jobs WHERE id = ?1";
     static const char sql[] =
         "UPDATE jobs SET state = 'queued', started_at = NULL, finished_at = NULL, error = NULL,"
         " cancel_requested = 0, progress = 0, lease_ms = NULL, device = " REQUEUED_DEVICE_SQL("?2")
         " WHERE id = ?1 AND state = 'cancelled'";
     cancel_args *a = ctx;
-    db_stmt *st = store_stmt(s, state_sql, err);
-    if (!st) return -1;
-    db_bind_int64(st, 1, a->id);
-    int rc = db_step(st);
-    pgd_job_state state = PGD_JOB_QUEUED;
-    bool known = rc == DB_ROW && pgd_job_state_parse(db_column_text(st, 0), &state) == 0;
-    store_stmt_done(st);
-    if (rc == DB_DONE) return store_no_such_job(err, a->id);
-    if (!known) return store_fail(s, err, "read job state");
+    pgd_job_state state;
+    if (read_state(s, a->id, &state, err) < 0) return -1;
     if (state != PGD_JOB_CANCELLED) {
         pgn_error_set(err, PGN_E_CONFLICT, "", "job %lld is %s: only a cancelled job resumes%s", (long long)a->id,
                       pgd_job_state_name(state),
@@ -326,7 +322,7 @@ static int resume_tx(pgd_store *s, void *ctx, pgn_error *err) {
                                                 : "");
         return -1;
     }
-    st = store_stmt(s, sql, err);
+    db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
     db_bind_int64(st, 1, a->id);
     db_bind_int64(st, 2, s->shared);

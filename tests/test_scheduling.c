@@ -29,6 +29,26 @@ static char *first_start(const server *s, int64_t id) {
     return t;
 }
 
+/* Runs spec once, uninterrupted, into sha (its weights' SHA-256); the job's id. */
+static int64_t uninterrupted_sha(const server *s, const char *spec, char sha[65]) {
+    int64_t id = submit(s, spec);
+    json_t *done = wait_succeeded(s, id);
+    snprintf(sha, 65, "%s", str(json_object_get(done, "result"), "weights_sha256"));
+    json_decref(done);
+    return id;
+}
+
+/* Waits (bounded, 10 s) until job id has made `fraction` of its progress. */
+static void wait_progress(const server *s, int64_t id, double fraction) {
+    for (int tries = 0; tries < 2000; tries++) {
+        json_t *now = job_now(s, id);
+        double progress = json_real_value(json_object_get(now, "progress"));
+        json_decref(now);
+        if (progress >= fraction) return;
+        usleep(5000);
+    }
+}
+
 Test(scheduling, a_device_takes_its_queued_jobs_highest_priority_first) {
     server s = start_server();
     int64_t hold = submit_sleep(&s, 0.6, "host", 0, "hold");
@@ -65,21 +85,12 @@ Test(scheduling, a_device_takes_its_queued_jobs_highest_priority_first) {
 Test(scheduling, a_higher_priority_job_preempts_a_train_job_which_resumes_to_the_same_weights) {
     server s = start_server();
     char *spec = spec_with("\"epochs\":300", "\"epochs\":3000,\"checkpoint_every\":100,\"device\":\"host\"");
-    int64_t ref = submit(&s, spec);
-    json_t *done = wait_succeeded(&s, ref);
     char sha[65];
-    snprintf(sha, sizeof sha, "%s", str(json_object_get(done, "result"), "weights_sha256"));
-    json_decref(done);
+    uninterrupted_sha(&s, spec, sha);
 
     int64_t id = submit(&s, spec);
     free(spec);
-    for (int tries = 0; tries < 2000; tries++) { /* past a checkpoint or two */
-        json_t *now = job_now(&s, id);
-        double progress = json_real_value(json_object_get(now, "progress"));
-        json_decref(now);
-        if (progress >= 0.1) break;
-        usleep(5000);
-    }
+    wait_progress(&s, id, 0.1); /* past a checkpoint or two */
     int64_t urgent = submit_sleep(&s, 0.05, "host", 10, "urgent");
     json_decref(wait_succeeded(&s, urgent));
     json_t *job = wait_succeeded(&s, id);
@@ -108,11 +119,8 @@ Test(scheduling, a_higher_priority_job_preempts_a_train_job_which_resumes_to_the
 Test(scheduling, a_cancelled_job_resumes_from_its_checkpoint_to_the_same_weights) {
     server s = start_server();
     char *spec = spec_with("\"epochs\":300", "\"epochs\":3000,\"checkpoint_every\":100,\"device\":\"host\"");
-    int64_t ref = submit(&s, spec);
-    json_t *done = wait_succeeded(&s, ref);
     char sha[65];
-    snprintf(sha, sizeof sha, "%s", str(json_object_get(done, "result"), "weights_sha256"));
-    json_decref(done);
+    int64_t ref = uninterrupted_sha(&s, spec, sha);
     char url[128];
     http_response r = request(&s, "POST", job_url(url, sizeof url, ref, "/resume"), NULL, "");
     assert_error(&r, 409, "conflict", NULL);
@@ -124,13 +132,7 @@ Test(scheduling, a_cancelled_job_resumes_from_its_checkpoint_to_the_same_weights
 
     int64_t id = submit(&s, spec);
     free(spec);
-    for (int tries = 0; tries < 2000; tries++) {
-        json_t *now = job_now(&s, id);
-        double progress = json_real_value(json_object_get(now, "progress"));
-        json_decref(now);
-        if (progress >= 0.1) break;
-        usleep(5000);
-    }
+    wait_progress(&s, id, 0.1);
     cr_assert_eq(status_of(&s, "POST", id, "/cancel"), 202);
     json_decref(wait_state(&s, id, "cancelled", JOB_TIMEOUT_MS));
     r = request(&s, "POST", job_url(url, sizeof url, id, "/resume"), NULL, "");
