@@ -163,8 +163,10 @@ static const char *duration_words(double s, char *out, size_t size) {
     return out;
 }
 
-/* Seconds a running job has left: from its pace so far once it has made progress, else its
- * estimate less the time it has run; < 0 when neither is known. */
+/* Seconds a running job has left: from its pace so far once its first run has made progress,
+ * else its estimate less the time it has run (a run that resumed started at its checkpoint's
+ * progress, which its pace would count as its own: the estimate's share left instead); < 0 when
+ * neither is known. */
 static double seconds_left(const pgd_job *r) {
     int64_t started;
     if (!api_iso_ms(r->started_at, &started)) return -1;
@@ -172,12 +174,11 @@ static double seconds_left(const pgd_job *r) {
     clock_gettime(CLOCK_REALTIME, &now); /* the store's times are UTC wall-clock times */
     double ran = (double)((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 - started) / 1000.0;
     if (ran < 0) ran = 0;
-    if (r->progress >= 0.02) return ran * (1 - r->progress) / r->progress;
-    if (r->placement.n > 0) {
-        double left = r->placement.candidates[r->placement.chosen].estimate.seconds - ran;
-        return left > 0 ? left : 0;
-    }
-    return -1;
+    if (r->attempts <= 1 && r->progress >= 0.02) return ran * (1 - r->progress) / r->progress;
+    if (r->placement.n == 0) return -1;
+    double estimate = r->placement.candidates[r->placement.chosen].estimate.seconds;
+    double left = r->attempts <= 1 ? estimate - ran : estimate * (1 - r->progress);
+    return left > 0 ? left : 0;
 }
 
 void api_job_queue(pgd_api *api, const pgd_job *job, json_t *o) {
