@@ -62,8 +62,6 @@ const char *api_query(const pgd_request *req, const char *name);
 bool api_parse_count(const char *text, int64_t *out);
 /* A decimal integer with an optional '-'. */
 bool api_parse_int(const char *text, int64_t *out);
-/* Milliseconds since the epoch of the store's "2024-05-01T12:00:00.123Z"; false if it is not. */
-bool api_iso_ms(const char *text, int64_t *ms);
 /* A queued job's place in its device's queue (GET /api/v1/jobs/{id}, a resume), as o's "queue": {"position", "ahead", "device",
  * "running": {"id", "name", "priority", "seconds_left"} (the job running there, if any), "reason"
  * ("queued 2nd behind job 5 (char-gpt, 4 min left)")}. Nothing for other states, or when the

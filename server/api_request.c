@@ -121,20 +121,6 @@ enum MHD_Result api_job_error(const pgd_request *req, const pgn_error *err) {
     return api_internal_error(req, err);
 }
 
-/* Milliseconds since the epoch of the store's "2024-05-01T12:00:00.123Z"; false if it is not. */
-bool api_iso_ms(const char *text, int64_t *ms) {
-    struct tm tm = {0};
-    int milli = 0, used = 0;
-    if (!text || sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &tm.tm_year, &tm.tm_mon,
-                        &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &milli, &used) != 7 ||
-        text[used] != 0)
-        return false;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    *ms = (int64_t)timegm(&tm) * 1000 + milli;
-    return true;
-}
-
 /* Exactly n decimal digits at *p into *out, moving past them. */
 static bool take_digits(const char **p, int n, int *out) {
     int v = 0;

@@ -82,11 +82,11 @@ static void queue_add(pgd_scheduler *s, const char *device_id, double seconds) {
 }
 
 /* One candidate: the job's estimate on info's device, and the work already queued or running
- * there. A train job of a shape that ran there before (spec_json, its stored form; NULL for other
- * kinds) takes its time from that run, an epoch (a gpt's step) as long as that run's, start to
+ * there. A train job of a shape that ran there before (shape, its pgd_store_shape_key; NULL for
+ * other kinds) takes its time from that run, an epoch (a gpt's step) as long as that run's, start to
  * end: the cost model's figures alone missed real runs by 0.3-10x (a small net's launches, data
  * loading, evaluation), which no rate of the device's says. */
-static void weigh(pgd_scheduler *s, const pgn_job_spec *spec, const json_t *spec_json, const pgn_device_info *info,
+static void weigh(pgd_scheduler *s, const pgn_job_spec *spec, const char *shape, const pgn_device_info *info,
                   pgd_candidate *c) {
     *c = (pgd_candidate){0};
     snprintf(c->device, sizeof c->device, "%s", info->id);
@@ -95,7 +95,7 @@ static void weigh(pgd_scheduler *s, const pgn_job_spec *spec, const json_t *spec
     c->queue_seconds = queue_seconds(s, info->id);
     pgd_train_history h;
     pgn_error err;
-    if (spec_json && pgd_store_train_history(s->store, spec_json, info->id, &h, &err) == 0 && h.job > 0) {
+    if (shape && pgd_store_train_history(s->store, shape, info->id, &h, &err) == 0 && h.job > 0) {
         double units = spec->train.model == PGN_MODEL_GPT ? spec->train.steps : spec->train.epochs;
         c->estimate.seconds = h.seconds * units / h.units;
     }
@@ -181,9 +181,13 @@ static int place_here(pgd_scheduler *s, const pgn_job_spec *spec, bool auto_, pg
         pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "placement: out of memory");
         return -1;
     }
+    /* a train job's shape, once for every device weighed */
+    char key[65];
     json_t *spec_json = spec->kind == PGN_JOB_TRAIN ? pgn_spec_to_json(spec) : NULL;
+    const char *shape = spec_json && pgd_store_shape_key(spec_json, key) ? key : NULL;
+    json_decref(spec_json);
     if (!auto_) {
-        weigh(s, spec, spec_json, out, &placement->candidates[placement->n++]);
+        weigh(s, spec, shape, out, &placement->candidates[placement->n++]);
         placement->reason = PGD_PLACED_BY_NAME;
     }
     /* auto: the device that would finish it first, counting what it already has to do */
@@ -194,7 +198,7 @@ static int place_here(pgd_scheduler *s, const pgn_job_spec *spec, bool auto_, pg
             (spec->kind == PGN_JOB_BENCH || placement->candidates[placement->chosen].queue_seconds <= 0))
             continue; /* the host comes last (scheduler.h): best is the OpenCL devices' */
         pgd_candidate *c = &placement->candidates[placement->n];
-        weigh(s, spec, spec_json, &s->devices[i], c);
+        weigh(s, spec, shape, &s->devices[i], c);
         if (!best || finish_seconds(c) < finish_seconds(&placement->candidates[placement->chosen])) {
             best = &s->devices[i];
             placement->chosen = placement->n;
@@ -205,7 +209,6 @@ static int place_here(pgd_scheduler *s, const pgn_job_spec *spec, bool auto_, pg
         *out = *best;
         placement->reason = placement->n > 1 ? PGD_PLACED_FASTEST : PGD_PLACED_ONLY;
     }
-    json_decref(spec_json);
     queue_add(s, out->id, placement->candidates[placement->chosen].estimate.seconds);
     return 0;
 }

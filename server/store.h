@@ -37,6 +37,10 @@ const char *pgd_store_file(const char *target);
  * may be run by any of them. */
 bool pgd_store_shared(const pgd_store *store);
 
+/* Milliseconds since the epoch of a time as the store writes it ("2024-05-01T12:00:00.123Z",
+ * UTC); false if text is not one. */
+bool pgd_store_time_ms(const char *text, int64_t *ms);
+
 /* Highest applied migration version. */
 int pgd_store_schema_version(pgd_store *store, int64_t *version, pgn_error *err);
 
@@ -159,13 +163,16 @@ typedef struct pgd_submission {
     const char *body_sha256; /* hex */
 } pgd_submission;
 
-/* The latest succeeded train job of spec's shape (020_job_shape_key.sql) that ran on device in
- * one attempt: its id (0: none), its run's seconds (start to end) and its epochs (a gpt's steps). */
+/* A train job's shape (schema/020_job_shape_key.sql) from its stored spec: the SHA-256 (hex) of
+ * the spec without what leaves a step's time as it is. false for other kinds. */
+bool pgd_store_shape_key(const json_t *spec, char key[65]);
+/* The latest succeeded train job of that shape that ran on device in one attempt: its id (0:
+ * none), its run's seconds (start to end) and its epochs (a gpt's steps). */
 typedef struct pgd_train_history {
     int64_t job;
     double seconds, units;
 } pgd_train_history;
-int pgd_store_train_history(pgd_store *store, const json_t *spec, const char *device, pgd_train_history *out,
+int pgd_store_train_history(pgd_store *store, const char *shape_key, const char *device, pgd_train_history *out,
                             pgn_error *err);
 
 /* Where queued job id stands: *ahead, the jobs queued where it is (its device, or a cluster's

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- jobs ------------------------------------------------------------------------------- */
 
@@ -239,9 +238,7 @@ static bool work_key_of(const json_t *spec, char key[65]) {
     return true;
 }
 
-/* A train job's shape (020_job_shape_key.sql): its spec without what leaves a step's time as it
- * is. false for other kinds. */
-static bool shape_key_of(const json_t *spec, char key[65]) {
+bool pgd_store_shape_key(const json_t *spec, char key[65]) {
     const char *kind = json_string_value(json_object_get(spec, "kind"));
     if (!kind || strcmp(kind, "train") != 0) return false;
     json_t *shape = json_deep_copy(spec);
@@ -300,7 +297,7 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
         store_bind_text_or_null(st, 9, job->kind == PGN_JOB_INET && work_key_of(job->spec, work_key) ? work_key : NULL);
         db_bind_int64(st, 10, job->priority);
         char shape_key[65];
-        store_bind_text_or_null(st, 11, shape_key_of(job->spec, shape_key) ? shape_key : NULL);
+        store_bind_text_or_null(st, 11, pgd_store_shape_key(job->spec, shape_key) ? shape_key : NULL);
         int rc = db_step(st);
         if (rc == DB_ROW) {
             a->ids[i] = db_column_int64(st, 0);
@@ -521,31 +518,16 @@ int pgd_store_inet_expected(pgd_store *s, const json_t *spec, int64_t *interacti
     return ret;
 }
 
-/* Milliseconds since 1970 of the store's "2024-05-01T12:00:00.123Z"; false if it is not one. */
-static bool iso_ms(const char *text, int64_t *ms) {
-    struct tm tm = {0};
-    int milli = 0, used = 0;
-    if (!text || sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                        &tm.tm_min, &tm.tm_sec, &milli, &used) != 7 || text[used] != 0)
-        return false;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    *ms = (int64_t)timegm(&tm) * 1000 + milli;
-    return true;
-}
-
-int pgd_store_train_history(pgd_store *s, const json_t *spec, const char *device, pgd_train_history *out,
+int pgd_store_train_history(pgd_store *s, const char *shape_key, const char *device, pgd_train_history *out,
                             pgn_error *err) {
     static const char sql[] = "SELECT id, started_at, finished_at, spec FROM jobs WHERE shape_key = ?1 AND device = ?2"
                               " AND state = 'succeeded' AND attempts = 1 ORDER BY id DESC LIMIT 1";
     *out = (pgd_train_history){0};
-    char key[65];
-    if (!shape_key_of(spec, key)) return 0;
     pthread_mutex_lock(&s->lock);
     int ret = -1;
     db_stmt *st = store_stmt(s, sql, err);
     if (st) {
-        db_bind_text(st, 1, key);
+        db_bind_text(st, 1, shape_key);
         db_bind_text(st, 2, device);
         int rc = db_step(st);
         if (rc == DB_ROW) {
@@ -553,7 +535,7 @@ int pgd_store_train_history(pgd_store *s, const json_t *spec, const char *device
             json_t *prior = store_col_json(st, 3);
             const char *unit = json_object_get(prior, "steps") ? "steps" : "epochs";
             double units = (double)json_integer_value(json_object_get(prior, unit));
-            if (iso_ms(db_column_text(st, 1), &a) && iso_ms(db_column_text(st, 2), &b) && b > a && units > 0) {
+            if (pgd_store_time_ms(db_column_text(st, 1), &a) && pgd_store_time_ms(db_column_text(st, 2), &b) && b > a && units > 0) {
                 out->job = db_column_int64(st, 0);
                 out->seconds = (double)(b - a) / 1000.0;
                 out->units = units;

@@ -434,23 +434,20 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
         snprintf(message, sizeof message, "%s", err.message);
         pgn_error_set(&err, PGN_E_CANCELLED, "", "cancelled on request: %s", message);
         record_outcome(w, id, PGD_JOB_CANCELLED, NULL, &err);
-    } else if (stopped && atomic_load(&w->preempt_job) == id) {
-        /* Preempted by a job of higher priority (pgd_scheduler_preempt): queued again, it resumes
-         * from the checkpoint it just wrote once its device takes it back. */
+    } else if (stopped && (atomic_load(&s->stopping) || atomic_load(&w->preempt_job) == id)) {
+        /* Interrupted by shutdown, or preempted by a job of higher priority
+         * (pgd_scheduler_preempt), not by the job: it runs again, from the checkpoint it just
+         * wrote, after the restart or once its device takes it back (unless a cancel arrived
+         * meanwhile: the store then ends it cancelled). */
+        bool preempted = !atomic_load(&s->stopping);
         pgn_error serr;
         if (record_end(w, id, &(run_end){.kind = END_REQUEUE}, &serr) < 0)
             fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
-        else
+        else if (preempted)
             pgd_events_job_log(s->events, s->store, id, 0, "warn",
                                "preempted by job %" PRId64 " of higher priority (attempt %" PRId64
                                "); queued again, it resumes from its checkpoint",
                                atomic_load(&w->preempted_by), attempt);
-    } else if (stopped && atomic_load(&s->stopping)) {
-        /* Interrupted by shutdown, not by the job: it runs again after the restart (unless a
-         * cancel arrived meanwhile: the store then ends it cancelled). */
-        pgn_error serr;
-        if (record_end(w, id, &(run_end){.kind = END_REQUEUE}, &serr) < 0)
-            fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
     } else if (rc == 0) {
         record_outcome(w, id, PGD_JOB_SUCCEEDED, result, NULL);
     } else if (interrupted) {
@@ -590,22 +587,17 @@ static void announce_end(worker *w, int64_t id, int64_t run) {
 }
 
 void pgd_scheduler_preempt(pgd_scheduler *s, const char *device, int64_t priority, int64_t by) {
-    for (size_t i = 0; i < s->n; i++) {
-        worker *w = &s->workers[i];
-        int64_t running = atomic_load(&w->running_job);
-        /* a device's own queue: a job queued on a kind may go to another device of it */
-        if (!running || strcmp(w->info->id, device) != 0 || !atomic_load(&w->running_train) ||
-            atomic_load(&w->running_priority) >= priority)
-            continue;
-        int64_t none = 0;
-        if (!atomic_compare_exchange_strong(&w->preempt_job, &none, running)) continue; /* already stopping */
-        atomic_store(&w->preempted_by, by);
-        pgd_events_job_log(s->events, s->store, running, atomic_load(&w->running_attempt), "warn",
-                           "job %" PRId64 " (priority %" PRId64 ") preempts this one (priority %" PRId64
-                           "): it stops at its next step, checkpointed",
-                           by, priority, atomic_load(&w->running_priority));
-        return; /* one device stops for it */
-    }
+    /* a device's own queue only: a job queued on a kind may go to another device of it */
+    worker *w = sched_worker_of(s, device);
+    int64_t running = w ? atomic_load(&w->running_job) : 0;
+    if (!running || !atomic_load(&w->running_train) || atomic_load(&w->running_priority) >= priority) return;
+    int64_t none = 0;
+    if (!atomic_compare_exchange_strong(&w->preempt_job, &none, running)) return; /* already stopping */
+    atomic_store(&w->preempted_by, by);
+    pgd_events_job_log(s->events, s->store, running, atomic_load(&w->running_attempt), "warn",
+                       "job %" PRId64 " (priority %" PRId64 ") preempts this one (priority %" PRId64
+                       "): it stops at its next step, checkpointed",
+                       by, priority, atomic_load(&w->running_priority));
 }
 
 void *sched_worker_main(void *arg) {

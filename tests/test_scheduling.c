@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "paragond_harness.h"
+#include "store.h"
 
 TestSuite(scheduling, .init = harness_setup, .fini = harness_teardown);
 
@@ -186,15 +186,11 @@ Test(scheduling, a_bad_priority_is_refused_naming_the_field) {
     stop_server(&s);
 }
 
-/* Milliseconds since 1970 of the API's "2024-05-01T12:00:00.123Z". */
+/* Milliseconds since 1970 of a time the API gives (the store's form), asserted one. */
 static int64_t iso_ms(const char *t) {
-    struct tm tm = {0};
-    int milli = 0;
-    cr_assert_eq(sscanf(t, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                        &tm.tm_min, &tm.tm_sec, &milli), 7, "%s", t);
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return (int64_t)timegm(&tm) * 1000 + milli;
+    int64_t ms = 0;
+    cr_assert(pgd_store_time_ms(t, &ms), "a time: %s", t);
+    return ms;
 }
 
 /* A train job of a shape that ran on a device before takes its estimate there from that run: an
