@@ -66,6 +66,26 @@ int pgn_gemm_tile_find(const char *name) {
  * thread: a group a core, of INET_GPU_LOCAL_ON_CPU workers, enough to deal among. */
 #define INET_GPU_LOCAL_ON_CPU 2u
 
+/* The gpu family's local net (kernels/inet_worker.h): the most slots of each heap, a power of two
+ * up to PGN_INET_LOCAL_SLOTS_MAX, whose 12 bytes (a node and a variable) fit in the device's local
+ * memory beside the deal's arrays; 0 when not even 64 fit, and the inet group keeps the cpu
+ * family. NVIDIA's 48 KB and pocl take the most; Oclgrind's 32 KB half of it. */
+static unsigned inet_local_slots(const pgn_device_info *info) {
+    uint64_t mem = info->local_mem_bytes ? info->local_mem_bytes : 32768;
+    unsigned n = PGN_INET_LOCAL_SLOTS_MAX;
+    while (n >= 64 && (uint64_t)n * 12 + PGN_INET_GPU_DEAL_BYTES > mem) n /= 2;
+    return n >= 64 ? n : 0;
+}
+
+/* PARAGON_INET_LOCAL_SLOTS=N (64 up to what fits) makes the local net smaller: tests use it to
+ * make it fill, flush and fall back to global slots often on small programs. */
+static unsigned inet_local_slots_wanted(const pgn_device_info *info) {
+    unsigned fit = inet_local_slots(info);
+    const char *want = getenv("PARAGON_INET_LOCAL_SLOTS");
+    unsigned long n = want && *want ? strtoul(want, NULL, 10) : 0;
+    return n >= 64 && n < fit ? (unsigned)n : fit;
+}
+
 /* The reducer's shape: workers, their group size and the first launch's budget, which follow
  * the device's class and the family its inet group runs. */
 static void inet_shape(const pgn_device_info *info, pgn_device_profile *p) {
@@ -76,6 +96,7 @@ static void inet_shape(const pgn_device_info *info, pgn_device_profile *p) {
     if (info->max_work_group && p->inet_local > info->max_work_group) p->inet_local = info->max_work_group;
     if (dealt && p->inet_local > PGN_INET_GPU_LOCAL_MAX) p->inet_local = PGN_INET_GPU_LOCAL_MAX;
     p->inet_first_budget = gpu ? INET_FIRST_BUDGET_GPU : INET_FIRST_BUDGET_CPU;
+    p->inet_local_slots = dealt ? inet_local_slots_wanted(info) : 0;
 }
 
 const char *pgn_kernel_family_name(pgn_kernel_family f) { return f == PGN_FAMILY_GPU ? "gpu" : "cpu"; }
@@ -98,6 +119,13 @@ static bool family_built(pgn_kernel_family f, pgn_ops_group g) {
     for (int k = 0; k < PGN_KERNEL_COUNT; k++)
         if (pgn_kernel_family_of((pgn_kernel_id)k) == f && pgn_kernel_group_of((pgn_kernel_id)k) == g) return true;
     return false;
+}
+
+/* Whether family f runs group g on this device: built, and for the gpu family's reducer, its
+ * local net fits. */
+static bool family_runs(const pgn_device_info *info, pgn_kernel_family f, pgn_ops_group g) {
+    if (f == PGN_FAMILY_GPU && g == PGN_OPS_INET && !inet_local_slots(info)) return false;
+    return family_built(f, g);
 }
 
 /* Sets group g's family (and, for the GEMM, that family's default shape). */
@@ -125,7 +153,7 @@ void pgn_device_profile_default(const pgn_device_info *info, pgn_device_profile 
      * shape that family's default until a tuning measures another (pgn_device_calibrate) */
     for (int g = 0; g < PGN_OPS_COUNT; g++)
         set_family(out, (pgn_ops_group)g,
-                   c == PGN_CLASS_GPU && family_built(PGN_FAMILY_GPU, (pgn_ops_group)g) ? PGN_FAMILY_GPU : PGN_FAMILY_CPU,
+                   c == PGN_CLASS_GPU && family_runs(info, PGN_FAMILY_GPU, (pgn_ops_group)g) ? PGN_FAMILY_GPU : PGN_FAMILY_CPU,
                    PGN_FROM_DEFAULT);
     out->row_group = 0;
     out->row_group_from = PGN_FROM_DEFAULT;
@@ -151,7 +179,7 @@ int pgn_device_profile_of(const pgn_device_info *info, const char *kernels, pgn_
      * group has that), so the profile says which group runs what */
     bool any = false;
     for (int g = 0; g < PGN_OPS_COUNT; g++) {
-        if (!family_built(family, (pgn_ops_group)g)) {
+        if (!family_runs(info, family, (pgn_ops_group)g)) {
             set_family(out, (pgn_ops_group)g, PGN_FAMILY_CPU, PGN_FROM_DEFAULT);
             continue;
         }
@@ -183,5 +211,7 @@ json_t *pgn_device_profile_json(const pgn_device_profile *p) {
                      (json_int_t)p->inet_workers, "local", (json_int_t)p->inet_local, "first_budget",
                      (json_int_t)p->inet_first_budget, "from", pgn_profile_source_name(p->inet_from));
     if (j && p->gemm_gflops > 0) json_object_set_new(json_object_get(j, "gemm"), "gflops", json_real(p->gemm_gflops));
+    if (j && p->inet_local_slots) /* the gpu family's local net */
+        json_object_set_new(json_object_get(j, "inet"), "local_slots", json_integer((json_int_t)p->inet_local_slots));
     return j;
 }

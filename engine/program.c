@@ -131,10 +131,12 @@ int pgn_program_build(pgn_device *dev, const char *src, cl_program *out, pgn_err
      * (gemm_tile_body in the five tile kernels, bias_act_backward_blocks) could not take (the
      * kernels' measured speeds are with it so). pocl takes only OpenCL's options, so it builds
      * with -w (no warnings): a warning there is noise to the user who sees it. */
-    char options[224];
+    char options[256], slots[48] = "";
     bool pocl = !strcmp(dev->info.platform, "Portable Computing Language");
-    snprintf(options, sizeof options, "%s%s%s%s", PGN_CL_BUILD_OPTIONS, dev->profile.coherent ? " -D PGN_DEVICE_CPU" : "",
-             dev->oclgrind ? " -cl-opt-disable -D PGN_OCLGRIND" : "", pocl ? " -w" : "");
+    if (dev->profile.inet_local_slots) /* the gpu family's local net, as the profile fitted it */
+        snprintf(slots, sizeof slots, " -D PGN_INET_LOCAL_SLOTS=%uu", dev->profile.inet_local_slots);
+    snprintf(options, sizeof options, "%s%s%s%s%s", PGN_CL_BUILD_OPTIONS, dev->profile.coherent ? " -D PGN_DEVICE_CPU" : "",
+             dev->oclgrind ? " -cl-opt-disable -D PGN_OCLGRIND" : "", pocl ? " -w" : "", slots);
     st = clBuildProgram(program, 1, &dev->device, options, NULL, NULL);
     if (st != CL_SUCCESS) {
         size_t log_size = 0;

@@ -7,16 +7,16 @@
 
 /* Ordering between workers. On a CPU device (pocl on x86) an atomic is a full barrier, stores are
  * not reordered and caches are coherent, so nothing more is needed. Elsewhere (GPUs: Oclgrind, and
- * an NVIDIA H200 in docs/architecture.md) a fence goes before a port or a list of slots is
- * published and after one is taken, and heap reads go through volatile pointers so a reused slot
+ * an NVIDIA H200 in docs/architecture.md) a fence (of global memory, and of the gpu family's local
+ * net) goes before a port or a list of slots is published and after one is taken, and heap reads go through volatile pointers so a reused slot
  * is not read from a stale cache. */
 #ifdef PGN_DEVICE_CPU
 #define INET_RELEASE()
 #define INET_ACQUIRE()
 #define INET_HEAP __global
 #else
-#define INET_RELEASE() mem_fence(CLK_GLOBAL_MEM_FENCE)
-#define INET_ACQUIRE() mem_fence(CLK_GLOBAL_MEM_FENCE)
+#define INET_RELEASE() mem_fence(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE)
+#define INET_ACQUIRE() mem_fence(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE)
 #define INET_HEAP volatile __global
 #endif
 
@@ -37,8 +37,41 @@
 #define INET_LOAD(p) (*(p))
 #define INET_STORE(p, v) (*(p) = (v))
 #endif
-#define PGN_INET_NODE_LOAD(n, i) INET_LOAD64(&(n)->node[i])
-#define PGN_INET_NODE_STORE(n, i, v) INET_STORE64(&(n)->node[i], (v))
+
+/* ---- the local net (kernels/inet_gpu.cl defines INET_LOCAL_NET) ------------------------------
+ * A work-group keeps the nodes and variables its rules make in local memory: slots whose value is
+ * PGN_INET_LOCAL_BASE + i are slot i of the group's local arrays. Each work-item allocates from its
+ * own slice of them (a free slot holds 0, found by a scan from a cursor, a count per slice in
+ * local memory); any work-item of the group frees into any slice. Global memory never holds a port
+ * of a local slot, so that what another group reads is always whole: a global variable linked to
+ * a local node waits as a pending link (w->links) and a local variable linked to a global one
+ * points at it. Every live local slot has a global slot reserved in its owner's allocator (its
+ * twin), so the group's flush (inet_gpu.cl), which moves the whole local net to global memory at
+ * a barrier, never fails: when a slice is full, a link is pending or the launch ends. A redex
+ * without local ports whose rule does not fit in local memory runs on global slots (w->gmode). */
+#ifdef INET_LOCAL_NET
+#ifdef PGN_OCLGRIND
+#define INET_LLOAD64(p) atom_add((p), (pgn_u64)0)
+#define INET_LSTORE64(p, v) ((void)atom_xchg((p), (v)))
+#define INET_LLOAD(p) atomic_add((p), 0u)
+#define INET_LSTORE(p, v) ((void)atomic_xchg((p), (v)))
+#else
+#define INET_LLOAD64(p) (*(p))
+#define INET_LSTORE64(p, v) (*(p) = (v))
+#define INET_LLOAD(p) (*(p))
+#define INET_LSTORE(p, v) (*(p) = (v))
+#endif
+#define INET_IS_LOCAL(i) ((i) >= PGN_INET_LOCAL_BASE)
+#else
+#define INET_IS_LOCAL(i) false
+#endif
+/* Whether port p leads to a local slot (a variable or a node: other tags' values are no slots). */
+#define INET_LOCAL_PORT(p)                                                                               \
+    ((pgn_inet_tag(p) == PGN_INET_VAR || pgn_inet_tag(p) >= PGN_INET_CON) && INET_IS_LOCAL(pgn_inet_val(p)))
+
+#define PGN_INET_NODE_LOAD(n, i) inet_node_load((n), (i))
+#define PGN_INET_NODE_STORE(n, i, v) inet_node_store((n), (i), (v))
+#define PGN_INET_NODE_ALLOC_NEAR(n, i) inet_node_alloc_near((n), (i))
 
 /* The rules and the memory and linking they use are inlined into the worker's loop, so its state
  * stays in registers: when LLVM kept inet_link out of line, a quarter of the time went to calls
@@ -83,7 +116,91 @@ typedef struct {
     volatile __global pgn_u64 *mail;
     pgn_u32 me, workers, bag_cap, cap[2];
     pgn_inet_worker s; /* the worker's state, in registers while it runs */
+#ifdef INET_LOCAL_NET
+    volatile __local pgn_u64 *lnode; /* the group's local net */
+    volatile __local pgn_u32 *lvar;
+    volatile __local pgn_u32 *lfree; /* [heap * PGN_INET_GPU_LOCAL_MAX + slice]: slots others freed there */
+    __global pgn_u32 *links;         /* pending links: global variable, local node (2 words each) */
+    pgn_u32 lid, nlinks, slice[2], cur[2], lown[2]; /* lown: free slots of its slices it counts */
+    pgn_u32 used[2]; /* its slices' slots [0, used) have been allocated since the last flush */
+    bool gmode; /* this redex's rule allocates global slots */
+#endif
 } inet_w;
+
+/* A node slot's pair, local or global. */
+INET_HOT pgn_u64 inet_node_load(inet_w *w, pgn_u32 i) {
+#ifdef INET_LOCAL_NET
+    if (INET_IS_LOCAL(i)) return INET_LLOAD64(&w->lnode[i - PGN_INET_LOCAL_BASE]);
+#endif
+    return INET_LOAD64(&w->node[i]);
+}
+
+INET_HOT void inet_node_store(inet_w *w, pgn_u32 i, pgn_u64 v) {
+#ifdef INET_LOCAL_NET
+    if (INET_IS_LOCAL(i)) {
+        INET_LSTORE64(&w->lnode[i - PGN_INET_LOCAL_BASE], v);
+        return;
+    }
+#endif
+    INET_STORE64(&w->node[i], v);
+}
+
+/* A variable slot's value, and its exchange (the link's one atomic), local or global. */
+INET_HOT pgn_u32 inet_var_load(inet_w *w, pgn_u32 v) {
+#ifdef INET_LOCAL_NET
+    if (INET_IS_LOCAL(v)) return INET_LLOAD(&w->lvar[v - PGN_INET_LOCAL_BASE]);
+#endif
+    return INET_LOAD(&w->vars[v]);
+}
+
+INET_HOT pgn_u32 inet_var_xchg(inet_w *w, pgn_u32 v, pgn_u32 x) {
+#ifdef INET_LOCAL_NET
+    if (INET_IS_LOCAL(v)) return atomic_xchg(&w->lvar[v - PGN_INET_LOCAL_BASE], x);
+#endif
+    return atomic_xchg(&w->vars[v], x);
+}
+
+#ifdef INET_LOCAL_NET
+/* Makes sure this work-item's slice of local heap h has `need` free slots: those it counts itself
+ * (w->lown: it allocates them, and frees most of them), then those other work-items freed into
+ * it, counted in local memory, which it takes whole. */
+INET_HOT bool inet_local_room(inet_w *w, int h, pgn_u32 need) {
+    if (w->lown[h] >= need) return true;
+    volatile __local pgn_u32 *given = &w->lfree[h * PGN_INET_GPU_LOCAL_MAX + w->lid];
+    if (INET_READ(given)) w->lown[h] += atomic_xchg(given, 0u);
+    return w->lown[h] >= need;
+}
+
+/* A free slot of this work-item's slice (inet_reserve made sure it has one): the next that holds
+ * 0 from the cursor on. */
+INET_HOT pgn_u32 inet_local_alloc(inet_w *w, int h) {
+    pgn_u32 n = w->slice[h], base = w->lid * n, c = w->cur[h];
+    INET_ACQUIRE();
+    for (;;) {
+        pgn_u32 i = base + c;
+        c = c + 1 < n ? c + 1 : 0;
+        if (h == PGN_INET_HEAP_NODES ? INET_LLOAD64(&w->lnode[i]) == 0 : INET_LLOAD(&w->lvar[i]) == 0) {
+            w->cur[h] = c;
+            w->lown[h]--;
+            if (i - base >= w->used[h]) w->used[h] = i - base + 1;
+            return PGN_INET_LOCAL_BASE + i;
+        }
+    }
+}
+
+/* Local slot i (its local index) is free again: 0, then counted in its slice. */
+INET_COLD void inet_local_free(inet_w *w, int h, pgn_u32 i) {
+    if (h == PGN_INET_HEAP_NODES) INET_LSTORE64(&w->lnode[i], (pgn_u64)0);
+    else INET_LSTORE(&w->lvar[i], 0u);
+    pgn_u32 slice = i / w->slice[h];
+    if (slice == w->lid) {
+        w->lown[h]++;
+        return;
+    }
+    INET_RELEASE();
+    atomic_inc(&w->lfree[h * PGN_INET_GPU_LOCAL_MAX + slice]);
+}
+#endif
 
 /* ---- memory -------------------------------------------------------------------------------
  * Allocation never fails inside a rule: before a redex is touched, inet_reserve makes sure the
@@ -146,6 +263,12 @@ INET_COLD void inet_free_foreign(inet_w *w, int h, pgn_u32 i) {
 
 /* A slot of this worker's chunks goes on its free list; another worker's on the foreign list. */
 INET_HOT void inet_free(inet_w *w, int h, pgn_u32 i) {
+#ifdef INET_LOCAL_NET
+    if (INET_IS_LOCAL(i)) {
+        inet_local_free(w, h, i - PGN_INET_LOCAL_BASE);
+        return;
+    }
+#endif
     pgn_inet_alloc *a = &w->s.heap[h];
     pgn_u32 owner = INET_LOAD(&w->owner[h][i / PGN_INET_CHUNK]);
     if (owner == w->me || owner >= w->workers) {
@@ -193,11 +316,35 @@ INET_HOT bool inet_reserve_heap(inet_w *w, int h, pgn_u32 need) {
     return a->end <= w->cap[h] || a->nfree >= need;
 }
 
-INET_HOT pgn_u32 inet_node_alloc(inet_w *w) { return inet_alloc(w, PGN_INET_HEAP_NODES); }
+
+/* A node slot for a rule: local unless the rule runs on global slots. */
+INET_HOT pgn_u32 inet_node_alloc(inet_w *w) {
+#ifdef INET_LOCAL_NET
+    if (!w->gmode) return inet_local_alloc(w, PGN_INET_HEAP_NODES);
+#endif
+    return inet_alloc(w, PGN_INET_HEAP_NODES);
+}
+
+/* A node slot that node i will point at: where i is (a global node holds no local port). */
+INET_HOT pgn_u32 inet_node_alloc_near(inet_w *w, pgn_u32 i) {
+#ifdef INET_LOCAL_NET
+    if (INET_IS_LOCAL(i)) return inet_local_alloc(w, PGN_INET_HEAP_NODES);
+#endif
+    (void)i;
+    return inet_alloc(w, PGN_INET_HEAP_NODES);
+}
+
 INET_HOT void inet_node_free(inet_w *w, pgn_u32 i) { inet_free(w, PGN_INET_HEAP_NODES, i); }
 
 /* A new wire: both ends still unlinked. */
 INET_HOT pgn_u32 inet_var_alloc(inet_w *w) {
+#ifdef INET_LOCAL_NET
+    if (!w->gmode) {
+        pgn_u32 i = inet_local_alloc(w, PGN_INET_HEAP_VARS);
+        INET_LSTORE(&w->lvar[i - PGN_INET_LOCAL_BASE], PGN_INET_NONE);
+        return i;
+    }
+#endif
     pgn_u32 i = inet_alloc(w, PGN_INET_HEAP_VARS);
     INET_STORE(&w->vars[i], PGN_INET_NONE);
     return i;
@@ -224,7 +371,7 @@ INET_HOT void inet_push(inet_w *w, pgn_u32 a, pgn_u32 b) {
  * whoever links its other end, with the same exchanges. */
 INET_HOT pgn_u32 inet_enter(inet_w *w, pgn_u32 p) {
     if (pgn_inet_tag(p) == PGN_INET_VAR) {
-        pgn_u32 s = INET_LOAD(&w->vars[pgn_inet_val(p)]);
+        pgn_u32 s = inet_var_load(w, pgn_inet_val(p));
         if (s != PGN_INET_NONE) {
             INET_ACQUIRE();
             inet_var_free(w, pgn_inet_val(p));
@@ -252,8 +399,22 @@ INET_HOT void inet_link(inet_w *w, pgn_u32 a, pgn_u32 b) {
             inet_var_free(w, v);
             return;
         }
+#ifdef INET_LOCAL_NET
+        if (!INET_IS_LOCAL(v) && INET_LOCAL_PORT(b)) {
+            if (pgn_inet_tag(b) == PGN_INET_VAR) { /* the local variable points at the global one */
+                pgn_u32 t = a;
+                a = b;
+                b = t;
+                continue;
+            }
+            w->links[2 * w->nlinks] = a; /* a local node waits for the flush */
+            w->links[2 * w->nlinks + 1] = b;
+            w->nlinks++;
+            return;
+        }
+#endif
         INET_RELEASE();
-        pgn_u32 other = atomic_xchg(&w->vars[v], b);
+        pgn_u32 other = inet_var_xchg(w, v, b);
         if (other == PGN_INET_NONE) return;
         INET_ACQUIRE();
         inet_var_free(w, v);
@@ -339,13 +500,35 @@ INET_HOT pgn_u32 inet_reserve(inet_w *w, pgn_u32 rule, pgn_u32 a, pgn_u32 b) {
     } else if (rule == PGN_INET_SWIT) {
         nodes = 1;
     }
-    if (w->s.bag_hi + links > w->bag_cap) {
+    pgn_u32 room = links; /* in the bag */
+#ifdef INET_LOCAL_NET
+    room += w->nlinks + 1; /* the flush may queue a redex for each pending link, after a gift */
+#endif
+    if (w->s.bag_hi + room > w->bag_cap) {
         pgn_u32 n = w->s.bag_hi - w->s.bag_lo;
         for (pgn_u32 i = 0; i < n; i++) w->bag[i] = w->bag[w->s.bag_lo + i];
         w->s.bag_lo = 0;
         w->s.bag_hi = n;
-        if (n + links > w->bag_cap) return PGN_INET_ST_NEED_BAG;
+        if (n + room > w->bag_cap) {
+#ifdef INET_LOCAL_NET
+            if (w->nlinks) return PGN_INET_ST_FLUSH; /* the flush makes them, and their room is free */
+#endif
+            return PGN_INET_ST_NEED_BAG;
+        }
     }
+#ifdef INET_LOCAL_NET
+    /* In local memory if the slice has room and the pending links the rule may add fit; else on
+     * global slots, which only a redex without local ports may use (the flush makes it so). A SWIT
+     * on a global switch makes its node global (inet_node_alloc_near). */
+    pgn_u32 local_nodes = rule == PGN_INET_SWIT && !INET_IS_LOCAL(pgn_inet_val(b)) ? 0 : nodes;
+    w->gmode = w->nlinks + links > PGN_INET_LINKS_CAP || !inet_local_room(w, PGN_INET_HEAP_NODES, local_nodes) ||
+               !inet_local_room(w, PGN_INET_HEAP_VARS, vars);
+    if (w->gmode && (INET_LOCAL_PORT(a) || INET_LOCAL_PORT(b))) return PGN_INET_ST_FLUSH;
+    /* Either way the global heaps keep a twin for each slot of the slice that may be live (those
+     * freed by others and not yet taken count as live) and for each the rule makes. */
+    nodes += w->slice[PGN_INET_HEAP_NODES] - w->lown[PGN_INET_HEAP_NODES];
+    vars += w->slice[PGN_INET_HEAP_VARS] - w->lown[PGN_INET_HEAP_VARS];
+#endif
     if (nodes && !inet_reserve_heap(w, PGN_INET_HEAP_NODES, nodes)) return PGN_INET_ST_NEED_NODES;
     if (vars && !inet_reserve_heap(w, PGN_INET_HEAP_VARS, vars)) return PGN_INET_ST_NEED_VARS;
     return PGN_INET_ST_OK;
@@ -388,6 +571,10 @@ INET_HOT pgn_u32 inet_step(inet_w *w) {
 /* Gives worker j the oldest redex if j is hungry and this worker wins it. */
 static bool inet_give(inet_w *w, pgn_u32 j) {
     volatile __global pgn_u32 *hungry = &w->ctl[PGN_INET_CTL_HUNGRY(j)];
+#ifdef INET_LOCAL_NET
+    pgn_u64 r = w->bag[w->s.bag_lo]; /* another group cannot reach this group's local net */
+    if (INET_LOCAL_PORT(pgn_inet_fst(r)) || INET_LOCAL_PORT(pgn_inet_snd(r))) return false;
+#endif
     if (!INET_READ(hungry) || atomic_xchg(hungry, 0u) != 1u) return false;
     /* Uncount it before it can start: once it has the redex it may go idle and count itself
      * again, and counted twice it would end the launch with work left. */
@@ -472,4 +659,9 @@ INET_HOT void inet_worker_init(inet_w *w, pgn_u32 me, INET_REDUCE_PARAMS) {
     w->bag_cap = bag_cap;
     w->cap[PGN_INET_HEAP_NODES] = node_cap;
     w->cap[PGN_INET_HEAP_VARS] = var_cap;
+#ifdef INET_LOCAL_NET
+    w->links = w->nloc + scratch_stride - 2 * PGN_INET_LINKS_CAP;
+    w->nlinks = 0;
+    w->gmode = false;
+#endif
 }

@@ -42,6 +42,7 @@ typedef struct pgn_inet_worker {
 #define PGN_INET_ST_NEED_VARS 3u  /* the variable heap has no chunk left */
 #define PGN_INET_ST_NEED_BAG 4u   /* its redex bag is full */
 #define PGN_INET_ST_CLONE 5u      /* a DUP met a definition with a DUP in it; arg: the id */
+#define PGN_INET_ST_FLUSH 6u      /* (within inet_gpu.cl only) the redex waits for its group's flush */
 
 /* The control block: flags and counters, each on its own 64-byte line (16 uints) so the words
  * busy workers poll are not the ones allocating workers bump. */
@@ -70,6 +71,23 @@ typedef struct pgn_inet_worker {
 /* The largest work-group the gpu family's reducer (kernels/inet_gpu.cl) deals redexes in: its
  * local arrays are this long. */
 #define PGN_INET_GPU_LOCAL_MAX 256u
+
+/* The gpu family's local net (kernels/inet_worker.h): a port whose value is PGN_INET_LOCAL_BASE + i
+ * is slot i of its work-group's local nodes or variables, so device heaps stay below that
+ * (PGN_INET_DEV_SLOTS). A group holds PGN_INET_LOCAL_SLOTS of each, which the program is built
+ * with (engine/program.c, from the profile: engine/profile.c fits them and the deal's arrays,
+ * PGN_INET_GPU_DEAL_BYTES, in the device's local memory): 2048, 24 KB, in NVIDIA's 48 KB.
+ * A work-item keeps up to PGN_INET_LINKS_CAP pending links (global variable ~ local node) in
+ * its scratch (inet_cl.c's scratch_stride leaves room): at 32, HVM2's sort_bitonic_16 flushed
+ * every 32 links (94,000 flushes; 20,000 at 256). */
+#define PGN_INET_LOCAL_BASE 0x1FFFC000u
+#define PGN_INET_DEV_SLOTS PGN_INET_LOCAL_BASE
+#define PGN_INET_LOCAL_SLOTS_MAX 2048u
+#ifndef PGN_INET_LOCAL_SLOTS
+#define PGN_INET_LOCAL_SLOTS PGN_INET_LOCAL_SLOTS_MAX
+#endif
+#define PGN_INET_GPU_DEAL_BYTES (PGN_INET_GPU_LOCAL_MAX * 4u * 8u + 64u)
+#define PGN_INET_LINKS_CAP 256u
 
 /* A definition in the device's table: PGN_INET_DEF_WORDS uints. */
 #define PGN_INET_DEF_ROOT 0

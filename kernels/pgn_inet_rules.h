@@ -29,6 +29,12 @@
 #define PGN_INET_NODE_LOAD(n, i) ((n)->node[i])
 #define PGN_INET_NODE_STORE(n, i, v) ((n)->node[i] = (v))
 #endif
+/* A node slot that node i will point at (SWIT reuses i): an allocation like any other, unless the
+ * reducer keeps some nodes apart (kernels/inet_worker.h's local net: a global node holds no port
+ * of a local one). */
+#ifndef PGN_INET_NODE_ALLOC_NEAR
+#define PGN_INET_NODE_ALLOC_NEAR(n, i) PGN_INET_NODE_ALLOC(n)
+#endif
 
 /* One definition of the book, as the rules read it: its root port, its nodes (ports numbered
  * within the definition) and its redexes, and how many variables a copy allocates. */
@@ -131,7 +137,7 @@ PGN_INET_RULE void pgn_inet_swit(PGN_INET_NET *n, pgn_u32 a, pgn_u32 b) {
     if (k == 0) {
         PGN_INET_NODE_STORE(n, i, pgn_inet_pair(pgn_inet_snd(B), era));
     } else {
-        pgn_u32 j = PGN_INET_NODE_ALLOC(n);
+        pgn_u32 j = PGN_INET_NODE_ALLOC_NEAR(n, i);
         PGN_INET_NODE_STORE(n, j, pgn_inet_pair(pgn_inet_port(PGN_INET_NUM, pgn_inet_u24(k - 1)), pgn_inet_snd(B)));
         PGN_INET_NODE_STORE(n, i, pgn_inet_pair(era, pgn_inet_port(PGN_INET_CON, j)));
     }

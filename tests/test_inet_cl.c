@@ -11,6 +11,7 @@
 #include "inet/inet.h"
 #include "inet_gen.h"
 #include "inet_memory_check.h"
+#include "pgn_inet_dev.h"
 
 static pgn_device *dev;
 
@@ -250,6 +251,12 @@ Test(inet_cl, the_gpu_family_gives_the_expected_form_and_count, .timeout = 600) 
     cr_assert_eq(dev->profile.family[PGN_OPS_INET], PGN_FAMILY_GPU);
     static const unsigned counts[] = {1, 3, 4, 16};
     examples_give_the_expected(counts, sizeof counts / sizeof *counts);
+    setenv("PARAGON_INET_LOCAL_SLOTS", "64", 1); /* a local net that fills and flushes often */
+    pgn_device_close(dev);
+    dev = test_open_cl_device();
+    static const unsigned three[] = {3}; /* groups of 2 and 1: slices of 32 and 64 slots */
+    examples_give_the_expected(three, 1);
+    unsetenv("PARAGON_INET_LOCAL_SLOTS");
     char *fib = read_example("fib.hvm"), *fib_expected = read_example("fib.expected");
     setenv("PARAGON_INET_PLANS", "now", 1); /* its own kernel of the gpu family, built first */
     char *got = run_cl(fib, NULL, 4, NULL);
@@ -259,6 +266,52 @@ Test(inet_cl, the_gpu_family_gives_the_expected_form_and_count, .timeout = 600) 
     free(fib);
     free(fib_expected);
     random_programs_match(8);
+}
+
+static char *read_peer(const char *name) {
+    const char *root = getenv("PARAGON_SOURCE_ROOT");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/inet_peers/%s", root ? root : ".", name);
+    size_t len;
+    char *text = pgn_read_file(path, &len);
+    cr_assert_not_null(text, "cannot read %s (PARAGON_SOURCE_ROOT)", path);
+    return text;
+}
+
+/* HVM2's own benchmark programs at their small sizes (tests/inet_peers: the programs the GPU check
+ * runs larger against HVM2's CUDA runtime, each .expected HVM2's own output) give HVM2's result
+ * and count on the gpu family: its local net at the size the device fits, on the device's worker
+ * count; and at the smallest (PARAGON_INET_LOCAL_SLOTS=64: with 3 work-items, groups of 2 and 1,
+ * slices of 32 and 64, so it fills, flushes and leaves rules to global slots all the time). The
+ * definitions are instantiated without plans (PARAGON_INET_PLANS=0), so no run builds its own
+ * kernel (pocl seconds each, 80 s for these; the examples above cover plans on this family). */
+Test(inet_cl, the_gpu_family_gives_hvm2s_result_and_count_on_its_programs, .timeout = 600) {
+    static const char *const names[] = {"tuples", "sort_bitonic", "sum_rec", "fib30", "sum_tree", "stress", "sort_radix"};
+    static const char *const slots[] = {NULL, "64"};
+    for (size_t k = 0; k < sizeof slots / sizeof *slots; k++) {
+        pgn_device_close(dev);
+        setenv("PARAGON_KERNELS", "gpu", 1);
+        setenv("PARAGON_INET_PLANS", "0", 1);
+        if (slots[k]) setenv("PARAGON_INET_LOCAL_SLOTS", slots[k], 1);
+        dev = test_open_cl_device();
+        cr_assert_eq(dev->profile.inet_local_slots, slots[k] ? 64u : PGN_INET_LOCAL_SLOTS_MAX);
+        for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+            char file[64];
+            snprintf(file, sizeof file, "%s.hvm", names[i]);
+            char *program = read_peer(file);
+            snprintf(file, sizeof file, "%s.expected", names[i]);
+            char *expected = read_peer(file);
+            unsigned workers = slots[k] ? 3 : 0;
+            char *got = run_cl(program, NULL, workers, NULL);
+            cr_assert_str_eq(got, expected, "%s, %s local slots, %u work-items", names[i], slots[k] ? slots[k] : "all",
+                             workers);
+            free(got);
+            free(program);
+            free(expected);
+        }
+        unsetenv("PARAGON_INET_LOCAL_SLOTS");
+        unsetenv("PARAGON_INET_PLANS");
+    }
 }
 
 Test(inet_cl, random_well_formed_nets_give_the_host_result_or_fail_the_same_way) {

@@ -243,6 +243,7 @@ typedef struct pgn_device_profile {
     /* inet: the reducer's workers (work-items), work-group size and first launch's budget */
     unsigned inet_workers;
     unsigned inet_local;
+    unsigned inet_local_slots; /* the gpu family's local net: slots of each heap a group holds */
     uint64_t inet_first_budget;
     pgn_profile_source inet_from;
 } pgn_device_profile;

@@ -279,8 +279,9 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
     vars->cap = INITIAL_VARS < vars->limit ? INITIAL_VARS : vars->limit;
     c->bag_cap = INITIAL_BAG < c->bag_limit ? INITIAL_BAG : c->bag_limit;
     c->max_def_nodes = book->max_def_nodes;
-    /* Whole cache lines per worker: CALL writes its scratch on every expansion. */
-    c->scratch_stride = (book->max_def_nodes + book->max_def_vars + 16) / 16 * 16;
+    /* Whole cache lines per worker: CALL writes its scratch on every expansion; the gpu family
+     * keeps its pending links at the end (kernels/inet_worker.h). */
+    c->scratch_stride = (book->max_def_nodes + book->max_def_vars + 2 * PGN_INET_LINKS_CAP + 16) / 16 * 16;
 
     uint32_t *defs = calloc((size_t)book->n_defs * PGN_INET_DEF_WORDS + 1, sizeof *defs);
     c->w = calloc(workers, sizeof *c->w);

@@ -63,10 +63,10 @@ void pgn_inet_caps_of(const pgn_inet_book *book, uint64_t max_nodes, unsigned wo
         return;
     }
     uint64_t held = ((uint64_t)workers + 1) * PGN_INET_CHUNK;
-    out->address_space = !max_nodes || max_nodes + held >= PGN_INET_VAL_MAX;
-    out->node_limit = out->address_space ? PGN_INET_VAL_MAX : max_nodes + held;
+    out->address_space = !max_nodes || max_nodes + held >= PGN_INET_DEV_SLOTS;
+    out->node_limit = out->address_space ? PGN_INET_DEV_SLOTS : max_nodes + held;
     out->node_slots = (uint32_t)out->node_limit;
-    out->var_limit = out->var_slots = (uint32_t)min_u64(VARS_PER_NODE * out->node_limit, PGN_INET_VAL_MAX);
+    out->var_limit = out->var_slots = (uint32_t)min_u64(VARS_PER_NODE * out->node_limit, PGN_INET_DEV_SLOTS);
     uint64_t share = (out->node_limit + workers - 1) / workers;
     out->bag_slots = (uint32_t)(min_u64(out->node_limit, 2 * share) + out->bag_reserve);
 }
@@ -134,7 +134,7 @@ int pgn_inet_memory_estimate(const pgn_inet_spec *spec, const pgn_device_info *w
         dev->book = max_u64((uint64_t)book->n_nodes * 8, 8) + max_u64((uint64_t)book->n_rbag * 8, 8) +
                     max_u64((uint64_t)book->n_defs * PGN_INET_DEF_WORDS * 4, 8) +
                     max_u64((uint64_t)book->n_plan * PGN_INET_STEP_WORDS * 4, 8);
-        uint64_t scratch = ((uint64_t)d.nodes + d.vars + 16) / 16 * 16 * 4;
+        uint64_t scratch = ((uint64_t)d.nodes + d.vars + 2 * PGN_INET_LINKS_CAP + 16) / 16 * 16 * 4;
         dev->workers = (uint64_t)workers * (WORKER_BYTES + scratch) + 4u * PGN_INET_CTL_WORDS(0);
         part_total(dev);
         /* the host's copies of the workers, mail and control, and the definition table it
