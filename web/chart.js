@@ -4,7 +4,8 @@
 // epochs end) as dashed vertical lines; a legend with each series' last value. Moving over a
 // chart shows a guide at the nearest step and each series' value there; dragging across it zooms
 // to that range of steps (the y axis fits what is shown), and a double-click or "Reset zoom"
-// shows the whole run again. Hand-drawn SVG rather than a library: these few interactions cost
+// shows the whole run again. Each chart smooths its series on request (a moving average, the
+// points faint behind it) and draws its y axis on a log scale on request. Hand-drawn SVG rather than a library: these few interactions cost
 // less code than a dependency, and a build step to fetch it, would.
 
 import {el, svg} from './dom.js';
@@ -19,6 +20,24 @@ const DRAG_MIN = 4;         // a drag narrower than this (viewBox units) is a cl
 const X_TICKS = 5;          // about this many labelled steps along the x axis
 const PW = CW - PAD.l - PAD.r, PH = CH - PAD.t - PAD.b;   // the plot's size
 let clips = 0;              // each chart's clip path needs an id of its own
+
+// What the smoothing menu offers: the weight of an exponential moving average (TensorBoard's and
+// W&B's, debiased so that the first points are not pulled toward zero); 0 draws the points as
+// they are.
+const SMOOTHING = [0, 0.6, 0.9, 0.99];
+
+// pts smoothed by weight w: each point the average of those before it, weighted w^age.
+function smoothed(pts, w) {
+  if (!w) return pts;
+  const out = [];
+  let acc = 0, norm = 0;
+  for (const p of pts) {
+    acc = acc * w + p.value * (1 - w);
+    norm = norm * w + (1 - w);
+    out.push({step: p.step, value: acc / norm});
+  }
+  return out;
+}
 
 // Keeps the shape of a long series at chart resolution: per pixel column, its min and max.
 function thin(pts, columns) {
@@ -93,14 +112,34 @@ export function makeChart(c, onZoom) {
   reset.type = 'button';
   reset.hidden = true;
   reset.title = 'Show every step again (or double-click the chart)';
-  head.append(el('span', 'chart-title', c.title), legend, reset);
+  // Smoothing (a moving average; the points as they are stay faint behind it) and a log scale
+  // (for losses that fall over decades; the points at or below zero are left out).
+  const smooth = el('select', 'chart-smooth');
+  smooth.title = 'Smoothing: an exponential moving average of the points, weighted 0.6, 0.9 or 0.99';
+  smooth.setAttribute('aria-label', c.title + ': smoothing');
+  for (const w of SMOOTHING) {
+    const o = el('option', null, w ? 'smooth ' + w : 'no smoothing');
+    o.value = String(w);
+    smooth.append(o);
+  }
+  const log = el('button', 'chart-log', 'log');
+  log.type = 'button';
+  log.title = 'Log scale on the y axis';
+  log.setAttribute('aria-pressed', 'false');
+  head.append(el('span', 'chart-title', c.title), legend, smooth, log, reset);
   const tip = el('div', 'chart-tip');
   tip.hidden = true;
   root.append(head, tip);
-  const ch = {c, root, legend, reset, tip, svg: null, lines: [], marks: [], extent: null, zoom: null, geo: null,
-    hoverX: null, drag: null, onZoom};
+  const ch = {c, root, legend, reset, tip, log, svg: null, lines: [], marks: [], extent: null, zoom: null, geo: null,
+    hoverX: null, drag: null, onZoom, smooth: 0, logScale: false};
   const zoom = (range) => { ch.zoom = range; render(ch); if (ch.onZoom) ch.onZoom(range); };
   reset.addEventListener('click', () => zoom(null));
+  smooth.addEventListener('change', () => { ch.smooth = Number(smooth.value); render(ch); });
+  log.addEventListener('click', () => {
+    ch.logScale = !ch.logScale;
+    log.setAttribute('aria-pressed', String(ch.logScale));
+    render(ch);
+  });
   listen(ch, zoom);
   return {
     root,
@@ -116,7 +155,14 @@ export function makeChart(c, onZoom) {
 }
 
 function render(ch) {
-  const {c, lines, marks} = ch;
+  const {c, marks} = ch;
+  // What is drawn: each series smoothed as asked, and on a log scale only its points above zero
+  // (the raw points stay in ch.lines for the legend and the faint line behind a smoothed one).
+  const positive = ch.lines.some((l) => l.pts.some((p) => p.value > 0));
+  ch.log.disabled = !positive;
+  const logScale = ch.logScale && positive;
+  const keep = (pts) => logScale ? pts.filter((p) => p.value > 0) : pts;
+  const lines = ch.lines.map((l) => ({...l, raw: keep(l.pts), pts: keep(smoothed(l.pts, ch.smooth))}));
   const fmt = (v) => c.unit ? fmtPct(v) : fmtNum(v);
   const total = lines.reduce((n, l) => n + l.pts.length, 0);
   const label = c.title + ' per ' + c.x + ': ' + lines.map((l) => {
@@ -125,7 +171,8 @@ function render(ch) {
       c.x + ' ' + last.step : '');
   }).join('; ') + (marks.length ? '; ' + marks.length + ' marks' : '');
   const root = svg('svg', {viewBox: '0 0 ' + CW + ' ' + CH, class: 'chart', role: 'img',
-    'aria-label': label, 'data-series': c.series.map((s) => s.name).join(' '), 'data-points': total});
+    'aria-label': label, 'data-series': c.series.map((s) => s.name).join(' '), 'data-points': total,
+    'data-smooth': String(ch.smooth), 'data-log': String(logScale)});
   if (ch.svg) ch.svg.replaceWith(root); else ch.tip.before(root);
   ch.svg = root;
   ch.geo = null;
@@ -172,21 +219,31 @@ function render(ch) {
     }
   }
   if (lo > hi) for (const pts of shown) for (const p of pts) { lo = Math.min(lo, p.value); hi = Math.max(hi, p.value); }
-  if (c.unit && lo >= 0 && hi <= 1) { lo = 0; hi = 1; }
-  else {
-    if (lo > 0) lo = 0;                       // losses read best against zero
-    if (lo === 0 && hi > 0) hi = niceCeil(hi);
-    if (hi === lo) hi = lo + 1;
+  let Y, yTicks;
+  if (logScale) {                             // whole decades around what is shown
+    const d0 = Math.floor(Math.log10(lo)), d1 = Math.max(d0 + 1, Math.ceil(Math.log10(hi)));
+    const every = Math.ceil((d1 - d0) / 4);
+    Y = (v) => PAD.t + (1 - (Math.log10(v) - d0) / (d1 - d0)) * PH;
+    yTicks = [];
+    for (let d = d0; d <= d1; d += every) yTicks.push(Number('1e' + d));
+  } else {
+    if (c.unit && lo >= 0 && hi <= 1) { lo = 0; hi = 1; }
+    else {
+      if (lo > 0) lo = 0;                     // losses read best against zero
+      if (lo === 0 && hi > 0) hi = niceCeil(hi);
+      if (hi === lo) hi = lo + 1;
+    }
+    Y = (v) => PAD.t + (1 - (v - lo) / (hi - lo)) * PH;
+    yTicks = [lo, (lo + hi) / 2, hi];
   }
   const X = (v) => PAD.l + (v - from) / (to - from) * PW;
-  const Y = (v) => PAD.t + (1 - (v - lo) / (hi - lo)) * PH;
   ch.geo = {from, to, X, Y, shown};
 
-  for (const v of [lo, (lo + hi) / 2, hi]) {
+  for (const v of yTicks) {
     const y = Y(v).toFixed(1);
     root.append(svg('line', {x1: PAD.l, x2: CW - PAD.r, y1: y, y2: y, class: 'c-grid'}));
     root.append(svg('text', {x: PAD.l - 6, y: Number(y) + 4, 'text-anchor': 'end', class: 'c-axis'},
-      c.unit && hi <= 1 ? fmtPct(v) : fmtNum(v)));
+      c.unit && hi <= 1 && !logScale ? fmtPct(v) : fmtNum(v)));
   }
   for (const v of xTicks(from, to)) {
     const x = X(v);
@@ -222,14 +279,21 @@ function render(ch) {
         'text-anchor': left ? 'end' : 'start'}, m.label));
     }
   });
+  const pathOf = (pts) => {
+    const drawn = thin(pts, PW);
+    let d = '';
+    for (let i = 0; i < drawn.length; i++) d += (i ? 'L' : 'M') + X(drawn[i].step).toFixed(1) + ' ' + Y(drawn[i].value).toFixed(1);
+    return d;
+  };
   lines.forEach((l, k) => {
     const pts = shown[k];
     if (!pts.length) return;
-    const drawn = thin(pts, PW);
-    let dpath = '';
-    for (let i = 0; i < drawn.length; i++) {
-      dpath += (i ? 'L' : 'M') + X(drawn[i].step).toFixed(1) + ' ' + Y(drawn[i].value).toFixed(1);
+    if (ch.smooth) {                          // the points as they are, faint behind the average
+      const a = Math.max(0, firstAt(l.raw, from) - 1), b = Math.min(l.raw.length, firstAt(l.raw, to + 1e-9) + 1);
+      root.append(svg('path', {d: pathOf(l.raw.slice(a, b)), fill: 'none', stroke: l.color, 'stroke-width': 1,
+        'stroke-opacity': 0.25, 'vector-effect': 'non-scaling-stroke', 'data-raw': l.name, 'clip-path': 'url(#' + id + ')'}));
     }
+    const dpath = pathOf(pts);
     root.append(svg('path', {d: dpath, fill: 'none', stroke: l.color, 'stroke-width': l.width || 1.8,
       'stroke-linejoin': 'round', 'vector-effect': 'non-scaling-stroke', 'data-series': l.name,
       'data-points': l.pts.length, 'clip-path': 'url(#' + id + ')'}));

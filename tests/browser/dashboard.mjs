@@ -175,10 +175,42 @@ async function chartInteractions(page) {
   if (JSON.stringify(after) !== JSON.stringify(before))
     throw new Error('reset: ' + JSON.stringify(after) + ', before the zoom ' + JSON.stringify(before));
   if (await box.locator('.chart-reset').isVisible()) throw new Error('the reset button stays after a reset');
+
+  // Smoothing draws a moving average over each curve, the points faint behind it; the log scale
+  // puts the y axis in decades; both go back as they were.
+  const look = () => chart.evaluate((s) => ({smooth: s.dataset.smooth, log: s.dataset.log,
+    curve: s.querySelector('path[data-series="loss"]')?.getAttribute('d'),
+    raw: s.querySelector('path[data-raw="loss"]')?.getAttribute('d') || null,
+    y: [...s.querySelectorAll('text.c-axis')].filter((t) => t.getAttribute('text-anchor') === 'end')
+      .map((t) => t.textContent)}));
+  const plain = await look();
+  await box.locator('.chart-smooth').selectOption('0.9');
+  await page.waitForFunction(() => document.querySelector('tr.detail svg.chart').dataset.smooth === '0.9', null,
+    {timeout: STEP_MS});
+  const smooth = await look();
+  if (smooth.raw !== plain.curve || smooth.curve === plain.curve)
+    throw new Error('smoothing: ' + JSON.stringify({plain, smooth}));
+  await box.locator('.chart-log').click();
+  await page.waitForFunction(() => document.querySelector('tr.detail svg.chart').dataset.log === 'true', null,
+    {timeout: STEP_MS});
+  const logged = await look();
+  const decades = logged.y.map(Number);
+  if (decades.length < 2 || decades.some((v) => !(v > 0) || Math.abs(Math.log10(v) - Math.round(Math.log10(v))) > 1e-9))
+    throw new Error('log scale: y labels ' + JSON.stringify(logged.y));
+  await page.locator('tr.detail .charts').screenshot({path: join(here, 'screenshots', 'dashboard-chart-smooth-log.png')});
+  await box.locator('.chart-log').click();
+  await box.locator('.chart-smooth').selectOption('0');
+  await page.waitForFunction(() => {
+    const s = document.querySelector('tr.detail svg.chart');
+    return s.dataset.smooth === '0' && s.dataset.log === 'false';
+  }, null, {timeout: STEP_MS});
+  const back = await look();
+  if (back.curve !== plain.curve || back.raw !== null) throw new Error('smoothing and log scale did not go back');
   await page.mouse.move(0, 0);
   return `charts ${charts.map((c) => c.title + ' (' + c.legend.map(([, t]) => t).join(', ') + ')').join(' and ')} ` +
     `by step; hover at step ${tip.step}: ${tip.rows.map((r) => r.join(' ')).join(', ')}; ` +
-    `zoomed steps ${a0}-${a1} to ${b0.toFixed(1)}-${b1.toFixed(1)} on both charts, double-click restored them`;
+    `zoomed steps ${a0}-${a1} to ${b0.toFixed(1)}-${b1.toFixed(1)} on both charts, double-click restored them; ` +
+    `smoothed 0.9 and on a log scale (y ${logged.y.join(' / ')}), then back`;
 }
 
 // A tiny character GPT (examples/jobs/char-gpt.json, scaled down) on a text written into the
