@@ -66,6 +66,12 @@ const INET_CHARTS = [
 
 const MLP_WITH_SPEED = [...MLP_CHARTS, MLP_SPEED];
 
+// Compared runs (the "Compare with" box): each job its own hue, a chart's series in it from dark
+// to light; at most COMPARE_MAX beside the open job.
+const COMPARE_COLORS = [['#15803d', '#4fb26f', '#a5d8b3'], ['#6d28d9', '#9f7aea', '#cdbcf5'],
+  ['#b45309', '#dd8a3c', '#efc898'], ['#be185d', '#e0609a', '#f2b3cf']];
+const COMPARE_MAX = COMPARE_COLORS.length;
+
 function chartsFor(job) {
   if (job.kind === 'inet') return INET_CHARTS;
   if (job.kind !== 'train') return [];
@@ -114,7 +120,32 @@ function drawLayout(d) {
   return views.map((v, i) => drawChart(d, i, v, extent[v.view.x]));
 }
 
+// A chart's view with the compared jobs' curves added: each job's own view of the same layout
+// chart (by its own epochs where it has them), where it is the same kind of view as the open
+// job's; every curve's label names its job. Kept per chart while nothing changes, so that the
+// chart is updated rather than made again.
+function withCompared(d, i, v) {
+  if (!d.compare.length) return v;
+  const key = d.compare.map((o) => o.id + ':' + Object.values(o.series).reduce((n, p) => n + p.length, 0)).join(' ');
+  const k = d.merged[i];
+  if (!k || k.base !== v.view || k.key !== key) {
+    const series = v.view.series.map((s) => ({...s, label: '#' + d.id + ' ' + s.label}));
+    d.compare.forEach((o, n) => v.view.series.forEach((s, j) =>
+      series.push({name: '#' + o.id + ' ' + s.name, label: '#' + o.id + ' ' + s.label,
+        color: COMPARE_COLORS[n][Math.min(j, 2)], width: 1.4})));
+    d.merged[i] = {base: v.view, key, view: {...v.view, series}};
+  }
+  const data = {...v.data};
+  d.compare.forEach((o) => {
+    const theirs = chartView(d.layout[i], o.series);
+    if (theirs.view !== v.view) return;
+    for (const s of v.view.series) data['#' + o.id + ' ' + s.name] = theirs.data[s.name] || [];
+  });
+  return {view: d.merged[i].view, data, marks: v.marks};
+}
+
 function drawChart(d, i, {view, data, marks}, extent) {
+  ({view, data, marks} = withCompared(d, i, {view, data, marks}));
   const k = d.chartObjs[i];
   if (k && k.view === view) {
     k.chart.update(data, marks, extent);
@@ -259,7 +290,18 @@ export function openDetail(id, pinned = false) {
   logBox.append(logHead, logPre);
   side.append(actions, info, spec);
   const main = el('div', 'main-col');    // the charts, and a gpt's prompt box or the ranks under them
-  main.append(charts);
+  const compare = el('form', 'compare');  // other runs' curves over these charts
+  const cmpIds = el('input');
+  cmpIds.id = 'compare-ids';
+  cmpIds.placeholder = 'job ids, e.g. 12 15';
+  cmpIds.setAttribute('aria-label', 'Jobs to compare with');
+  const cmpGo = el('button', null, 'Compare');
+  cmpGo.type = 'submit';
+  const cmpMsg = el('span', 'small muted');
+  cmpMsg.id = 'compare-msg';
+  cmpMsg.setAttribute('role', 'status');
+  compare.append(el('span', 'small muted', 'Compare with '), cmpIds, cmpGo, cmpMsg);
+  main.append(charts, compare);
   box.append(main, side, logBox);
   td.append(box);
   tr.append(td);
@@ -275,12 +317,15 @@ export function openDetail(id, pinned = false) {
     ranks: undefined,       // a distributed job's ranks (ranks.js), once the spec is read; else null
     series: {},             // metric name -> points in step order, whatever the stream brings
     chartObjs: [],          // the layout's charts as drawn (drawChart), kept between redraws
+    compare: [],            // other jobs overlaid: [{id, name, series}] (compareWith)
+    merged: [],             // per chart, its view with theirs added (withCompared)
     zoom: null,             // {x, range}: the steps the user zoomed the charts to, or null
     polled: {},             // metric name -> the /metrics cursor
     es: null, live: false,
     logs: new Map(), logN: 0, logsFetched: false, logsKey: '',
     drawn: '', infoKey: '', drawTimer: 0, logTimer: 0,
   };
+  compare.addEventListener('submit', (ev) => { ev.preventDefault(); compareWith(d, cmpIds.value, cmpMsg); });
   cancel.addEventListener('click', (ev) => { ev.stopPropagation(); cancelJob(d); });
   resume.addEventListener('click', (ev) => { ev.stopPropagation(); resumeJob(d); });
   tr.addEventListener('click', (ev) => ev.stopPropagation());
@@ -551,6 +596,56 @@ export async function refreshDetail() {
     d.done = true;
   }
   if (shown === d) drawDetail(d);
+}
+
+// Every recorded point of metric name of job id, in step order.
+async function allPoints(id, name) {
+  const out = [];
+  let after = -1;
+  for (let page = 0; page < 100; page++) {
+    let url = API + '/jobs/' + id + '/metrics?name=' + encodeURIComponent(name);
+    if (after >= 0) url += '&after_step=' + after;
+    const m = await getJSON(url);
+    const pts = (Array.isArray(m.metrics) ? m.metrics : [])
+      .filter((p) => p.name === name && typeof p.step === 'number' && p.step > after)
+      .sort((x, y) => x.step - y.step);
+    if (!pts.length) break;
+    out.push(...pts.map((p) => ({step: p.step, value: p.value})));
+    after = pts[pts.length - 1].step;
+  }
+  return out;
+}
+
+// Overlays the jobs named in text (ids, any separators; empty: none) on the open job's charts: a
+// job of another kind or model, or one that does not exist, is named in msg and left out.
+async function compareWith(d, text, msg) {
+  const ids = [...new Set((text.match(/\d+/g) || []).map(Number))].filter((id) => id !== d.id);
+  const said = [];
+  if (ids.length > COMPARE_MAX) said.push('at most ' + COMPARE_MAX + ' jobs: the first ' + COMPARE_MAX + ' are shown');
+  const compare = [];
+  for (const id of ids.slice(0, COMPARE_MAX)) {
+    try {
+      const job = await getJSON(API + '/jobs/' + id);
+      const layout = chartsFor(job);
+      if (!d.layout || layout !== d.layout) {
+        said.push('#' + id + ' is ' + (layout.length ? 'another kind of run' : 'a job without charts'));
+        continue;
+      }
+      const series = {};
+      for (const name of seriesOf(layout)) series[name] = await allPoints(id, name);
+      compare.push({id, name: job.name, series});
+    } catch (e) {
+      if (!(e instanceof HttpError)) throw e;
+      said.push('#' + id + ': ' + e.message);
+    }
+  }
+  if (shown !== d) return;
+  d.compare = compare;
+  d.merged = [];
+  d.drawn = '';
+  msg.textContent = (compare.length ? 'comparing with ' + compare.map((o) => '#' + o.id + ' ' + o.name).join(', ') : '') +
+    (said.length ? (compare.length ? '; ' : '') + said.join('; ') : '');
+  drawDetail(d);
 }
 
 // The charts area: the job's charts once its spec says which, or what stands in their place.

@@ -213,6 +213,43 @@ async function chartInteractions(page) {
     `smoothed 0.9 and on a log scale (y ${logged.y.join(' / ')}), then back`;
 }
 
+// Compare runs: a second XOR (another seed) submitted through the API, then named in the open
+// XOR's "Compare with" box: its curves join each chart, labelled with its id beside the open
+// job's; a job of another kind is refused by name; an empty box takes them away. Returns what it saw.
+async function compareRuns(page) {
+  const first = Number(await page.$eval('tr.detail', (tr) => tr.id.replace('detail-', '')));
+  const second = await page.evaluate(async (id) => {
+    const h = {Authorization: 'Bearer ' + localStorage.getItem('paragon.token'), 'Content-Type': 'application/json'};
+    const job = await (await fetch('/api/v1/jobs/' + id, {headers: h})).json();
+    const spec = {...job.spec, name: 'xor-seed-7', seed: 7};
+    const made = await (await fetch('/api/v1/jobs', {method: 'POST', headers: h, body: JSON.stringify(spec)})).json();
+    for (let i = 0; i < 300; i++) {
+      const j = await (await fetch('/api/v1/jobs/' + made.id, {headers: h})).json();
+      if (j.state === 'succeeded') return made.id;
+      if (['failed', 'cancelled'].includes(j.state)) throw new Error('the second XOR ' + j.state);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error('the second XOR did not finish');
+  }, first);
+  await page.fill('#compare-ids', `${second} 999999`);
+  await page.press('#compare-ids', 'Enter');
+  await page.waitForFunction((id) => document.querySelector(`tr.detail path[data-series="#${id} loss"]`) &&
+    /comparing with/.test(document.querySelector('#compare-msg').textContent), second, {timeout: STEP_MS});
+  const seen = await page.$eval('tr.detail .chart-box', (b, id) => ({
+    legend: [...b.querySelectorAll('.chart-key')].map((k) => k.textContent.replace(/ \S+$/, '')),
+    theirs: b.querySelector(`path[data-series="#${id} loss"]`).dataset.points,
+    msg: document.querySelector('#compare-msg').textContent}), second);
+  if (!seen.legend.includes(`#${first} training (epoch)`) || !seen.legend.includes(`#${second} test`) ||
+      !(Number(seen.theirs) > 0) || !/#999999/.test(seen.msg))
+    throw new Error('compare: ' + JSON.stringify(seen));
+  await page.locator('tr.detail .main-col').screenshot({path: join(here, 'screenshots', 'dashboard-compare.png')});
+  await page.fill('#compare-ids', '');
+  await page.press('#compare-ids', 'Enter');
+  await page.waitForFunction((id) => !document.querySelector(`tr.detail path[data-series="#${id} loss"]`) &&
+    !document.querySelector('tr.detail .chart-key')?.textContent.startsWith('#'), second, {timeout: STEP_MS});
+  return `compared with XOR #${second}: ${seen.legend.join(', ')} (${seen.msg}), then alone again`;
+}
+
 // A tiny character GPT (examples/jobs/char-gpt.json, scaled down) on a text written into the
 // server's datasets directory: 30 steps, the training loss every 5 and the validation loss
 // every 10.
@@ -585,13 +622,14 @@ async function onLoopback(page, server, token, context) {
     throw new Error('the #token= link opened no session');
   if (await page.$('#ranks')) throw new Error('a job on one process shows ranks');
   const charts = await chartInteractions(page);
+  const compared = await compareRuns(page);
   const pgl = await pglFromTheForm(page);
   const gpt = await gptFromTheForm(page, server);
   const datasets = await datasetsPanel(page);
   const ranks = await distributedFromTheForm(page);
   const addresses = await addressesAndHistory(page, server, token, context);
   return `token from the #token= link, XOR submitted from the form, ${points} chart points, state succeeded; ` +
-    `${charts}; ${pgl}; ${gpt}; ${datasets}; ${ranks}; ${addresses}`;
+    `${charts}; ${compared}; ${pgl}; ${gpt}; ${datasets}; ${ranks}; ${addresses}`;
 }
 
 // Off loopback, no token saved: the page loads, says it needs the token, takes it from the
