@@ -70,15 +70,18 @@ static pgn_error cl_fails(const char *text, const pgn_inet_limits *lim, const pg
     return err;
 }
 
-static char *read_example(const char *name) {
+/* A file of the source tree's folder dir. */
+static char *read_source(const char *dir, const char *name) {
     const char *root = getenv("PARAGON_SOURCE_ROOT");
     char path[1024];
-    snprintf(path, sizeof path, "%s/examples/inet/%s", root ? root : ".", name);
+    snprintf(path, sizeof path, "%s/%s/%s", root ? root : ".", dir, name);
     size_t len;
     char *text = pgn_read_file(path, &len);
     cr_assert_not_null(text, "cannot read %s (PARAGON_SOURCE_ROOT)", path);
     return text;
 }
+
+static char *read_example(const char *name) { return read_source("examples/inet", name); }
 
 static const unsigned worker_counts[] = {1, 2, 4, 64};
 static char *random_program(uint64_t seed);
@@ -268,16 +271,6 @@ Test(inet_cl, the_gpu_family_gives_the_expected_form_and_count, .timeout = 600) 
     random_programs_match(8);
 }
 
-static char *read_peer(const char *name) {
-    const char *root = getenv("PARAGON_SOURCE_ROOT");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/tests/inet_peers/%s", root ? root : ".", name);
-    size_t len;
-    char *text = pgn_read_file(path, &len);
-    cr_assert_not_null(text, "cannot read %s (PARAGON_SOURCE_ROOT)", path);
-    return text;
-}
-
 /* HVM2's own benchmark programs at their small sizes (tests/inet_peers: the programs the GPU check
  * runs larger against HVM2's CUDA runtime, each .expected HVM2's own output) give HVM2's result
  * and count on the gpu family: its local net at the size the device fits, on the device's worker
@@ -298,9 +291,9 @@ Test(inet_cl, the_gpu_family_gives_hvm2s_result_and_count_on_its_programs, .time
         for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
             char file[64];
             snprintf(file, sizeof file, "%s.hvm", names[i]);
-            char *program = read_peer(file);
+            char *program = read_source("tests/inet_peers", file);
             snprintf(file, sizeof file, "%s.expected", names[i]);
-            char *expected = read_peer(file);
+            char *expected = read_source("tests/inet_peers", file);
             unsigned workers = slots[k] ? 3 : 0;
             char *got = run_cl(program, NULL, workers, NULL);
             cr_assert_str_eq(got, expected, "%s, %s local slots, %u work-items", names[i], slots[k] ? slots[k] : "all",
