@@ -66,12 +66,12 @@ static pgn_u64 inet_twin_pair(inet_w *w, pgn_u64 r) {
 }
 
 /* The flush, by every work-item of the group at once: the local net moves to global memory and
- * local memory is empty again. Each work-item (1) copies the live slots of its slices to their
+ * the slices start again as new. Each work-item (1) copies the live slots of its slices to their
  * twins (reserved, so this allocation cannot fail) and leaves in each local slot its twin's index;
- * (2) rewrites the ports in its twins, its bag and its pending links to the twins'; (3) empties its
- * slices and makes its pending links, now between global slots (a redex each at most, which its
- * bag has room for). Barriers between, the last so no slot is freed into a slice before it is
- * emptied. */
+ * (2) rewrites the ports in its twins, its bag and its pending links to the twins'; (3) takes its
+ * slices as new and makes its pending links, now between global slots (a redex each at most, which its
+ * bag has room for). Barriers between, the last so that no slot is freed into a slice before
+ * its count starts again. */
 static void inet_flush(inet_w *w) {
     /* only the slots allocated since the last flush can be live (the cursor scans from 0) */
     pgn_u32 n_base = w->lid * w->slice[PGN_INET_HEAP_NODES], v_base = w->lid * w->slice[PGN_INET_HEAP_VARS];
@@ -104,9 +104,7 @@ static void inet_flush(inet_w *w) {
     for (pgn_u32 i = w->s.bag_lo; i < w->s.bag_hi; i++) w->bag[i] = inet_twin_pair(w, w->bag[i]);
     for (pgn_u32 i = 0; i < w->nlinks; i++) w->links[2 * i + 1] = inet_twin(w, w->links[2 * i + 1]);
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    for (pgn_u32 i = n_base; i < n_end; i++) INET_LSTORE64(&w->lnode[i], (pgn_u64)0);
-    for (pgn_u32 i = v_base; i < v_end; i++) INET_LSTORE(&w->lvar[i], 0u);
-    for (int h = 0; h < 2; h++) {
+    for (int h = 0; h < 2; h++) { /* its slices as new: no slot is read before it is taken again */
         INET_SET(&w->lfree[h * PGN_INET_GPU_LOCAL_MAX + w->lid], 0u);
         w->lown[h] = w->slice[h];
         w->cur[h] = w->used[h] = 0;
@@ -137,7 +135,7 @@ __kernel void inet_reduce_gpu(INET_REDUCE_PARAMS) {
     bool real = me < workers;
     inet_w w;
     inet_worker_init(&w, me, INET_REDUCE_ARGS);
-    /* the local net: each work-item's slices empty */
+    /* the local net: each work-item's slices empty (inet_local_alloc reads no slot not taken yet) */
     w.lnode = lnode;
     w.lvar = lvar;
     w.lfree = lfree;
@@ -147,8 +145,6 @@ __kernel void inet_reduce_gpu(INET_REDUCE_PARAMS) {
         w.cur[h] = w.used[h] = 0;
         INET_SET(&lfree[h * PGN_INET_GPU_LOCAL_MAX + lid], 0u);
     }
-    for (pgn_u32 i = lid * w.slice[0]; i < (lid + 1) * w.slice[0]; i++) INET_LSTORE64(&lnode[i], (pgn_u64)0);
-    for (pgn_u32 i = lid * w.slice[1]; i < (lid + 1) * w.slice[1]; i++) INET_LSTORE(&lvar[i], 0u);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (real) {
         w.s = wk[me];

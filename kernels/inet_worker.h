@@ -171,18 +171,20 @@ INET_HOT bool inet_local_room(inet_w *w, int h, pgn_u32 need) {
     return w->lown[h] >= need;
 }
 
-/* A free slot of this work-item's slice (inet_reserve made sure it has one): the next that holds
- * 0 from the cursor on. */
+/* A free slot of this work-item's slice (inet_reserve made sure it has one): the next from the
+ * cursor on that was never taken since the last flush (the cursor has reached `used`: nothing is
+ * read, so local memory needs no clearing at a launch's start or a flush) or that holds 0. */
 INET_HOT pgn_u32 inet_local_alloc(inet_w *w, int h) {
     pgn_u32 n = w->slice[h], base = w->lid * n, c = w->cur[h];
     INET_ACQUIRE();
     for (;;) {
         pgn_u32 i = base + c;
+        bool fresh = c == w->used[h];
         c = c + 1 < n ? c + 1 : 0;
-        if (h == PGN_INET_HEAP_NODES ? INET_LLOAD64(&w->lnode[i]) == 0 : INET_LLOAD(&w->lvar[i]) == 0) {
+        if (fresh || (h == PGN_INET_HEAP_NODES ? INET_LLOAD64(&w->lnode[i]) == 0 : INET_LLOAD(&w->lvar[i]) == 0)) {
             w->cur[h] = c;
             w->lown[h]--;
-            if (i - base >= w->used[h]) w->used[h] = i - base + 1;
+            if (fresh) w->used[h]++;
             return PGN_INET_LOCAL_BASE + i;
         }
     }
