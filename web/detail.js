@@ -575,12 +575,7 @@ export async function refreshDetail() {
       for (const name of [...seriesOf(d.layout), ...rankMetrics(d.specValue)]) {
         if (!(name in d.polled)) d.polled[name] = -1;
         for (let page = 0; page < 100; page++) {
-          let url = API + '/jobs/' + d.id + '/metrics?name=' + encodeURIComponent(name);
-          if (d.polled[name] >= 0) url += '&after_step=' + d.polled[name];
-          const m = await getJSON(url);
-          const pts = (Array.isArray(m.metrics) ? m.metrics : [])
-            .filter((p) => p.name === name && typeof p.step === 'number' && p.step > d.polled[name])
-            .sort((x, y) => x.step - y.step);
+          const pts = await metricPage(d.id, name, d.polled[name]);
           for (const p of pts) addPoint(d, p);
           if (pts.length) d.polled[name] = pts[pts.length - 1].step;
           if (!pts.length || (!finished && !d.live)) break;   // otherwise read until nothing is left
@@ -598,17 +593,23 @@ export async function refreshDetail() {
   if (shown === d) drawDetail(d);
 }
 
+// One page of metric name of job id: its points after step `after` (-1: from the first), in
+// step order.
+async function metricPage(id, name, after) {
+  let url = API + '/jobs/' + id + '/metrics?name=' + encodeURIComponent(name);
+  if (after >= 0) url += '&after_step=' + after;
+  const m = await getJSON(url);
+  return (Array.isArray(m.metrics) ? m.metrics : [])
+    .filter((p) => p.name === name && typeof p.step === 'number' && p.step > after)
+    .sort((x, y) => x.step - y.step);
+}
+
 // Every recorded point of metric name of job id, in step order.
 async function allPoints(id, name) {
   const out = [];
   let after = -1;
   for (let page = 0; page < 100; page++) {
-    let url = API + '/jobs/' + id + '/metrics?name=' + encodeURIComponent(name);
-    if (after >= 0) url += '&after_step=' + after;
-    const m = await getJSON(url);
-    const pts = (Array.isArray(m.metrics) ? m.metrics : [])
-      .filter((p) => p.name === name && typeof p.step === 'number' && p.step > after)
-      .sort((x, y) => x.step - y.step);
+    const pts = await metricPage(id, name, after);
     if (!pts.length) break;
     out.push(...pts.map((p) => ({step: p.step, value: p.value})));
     after = pts[pts.length - 1].step;
