@@ -69,6 +69,3 @@ json_t *pgn_json_real_f32(float f) {
     return json_real(strtod(buf, NULL));
 }
 
-char *pgn_json_dumps(const json_t *value) {
-    return json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
-}

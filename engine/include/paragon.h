@@ -86,7 +86,9 @@ void pgn_error_clear(pgn_error *err);
 json_t *pgn_json_real_f32(float f);
 
 /* Dumps compactly with 15 significant digits for reals, so 0.1 prints as 0.1, not
- * 0.10000000000000001. Caller frees the string. */
+ * 0.10000000000000001: jansson's text for JSON_COMPACT | JSON_ENCODE_ANY |
+ * JSON_REAL_PRECISION(15), written about ten times faster (json_text.c). NULL when value holds a
+ * string that is not UTF-8, or memory runs out. Caller frees the string. */
 char *pgn_json_dumps(const json_t *value);
 
 /* Reads a whole file into a malloc'd buffer (caller frees) with a NUL after *len bytes;
