@@ -8,6 +8,7 @@
 #include "lock.h"      /* PGD_LOCK_SUFFIX */
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <pthread.h>
 #include <signal.h>
@@ -130,7 +131,18 @@ static bool parse_count(const char *text, int64_t min, int64_t max, int64_t *out
     return true;
 }
 
+/* glibc's malloc gave the pages a request had freed back to the kernel (its heap top above
+ * 128 KB; its threshold for mmap moving with every large free), and the next request faulted
+ * them in again, zeroed: a tenth of a durable submission's CPU, inside SQLite's transaction
+ * begin (perf, 2026-11-29). Fixed thresholds: blocks from 1 MB (tensors, checkpoints) still go
+ * straight back to the kernel; a heap keeps up to 8 MB free at its top. */
+static void keep_freed_pages(void) {
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    mallopt(M_TRIM_THRESHOLD, 8 << 20);
+}
+
 int main(int argc, char **argv) {
+    keep_freed_pages();
     pgd_config cfg = {.host = PGD_DEFAULT_HOST,
                       .port = PGD_DEFAULT_PORT,
                       .db_path = PGD_DEFAULT_DB,
