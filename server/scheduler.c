@@ -61,7 +61,7 @@ static int replace_orphans(pgd_scheduler *s, pgn_error *err) {
             if (!want[0]) pgn_error_set(&e, PGN_E_INVALID_SPEC, "device", "device: not recorded");
             fprintf(stderr, "paragond: job %lld cannot be placed again: %s\n", (long long)id,
                     e.message);
-            if (pgd_store_job_finish(s->store, id, 0, PGD_JOB_FAILED, NULL, &e, &serr) < 0)
+            if (pgd_store_job_finish(s->store, id, 0, PGD_JOB_FAILED, NULL, &e, NULL, &serr) < 0)
                 fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
             pgd_events_job_log(s->events, s->store, id, 0, "error", "failed: cannot be placed again: %s",
                                e.message);
@@ -226,7 +226,7 @@ int pgd_scheduler_cancel(pgd_scheduler *s, int64_t id, pgd_job *job, pgn_error *
             pgn_error why, ferr;
             pgn_error_clear(&why);
             pgn_error_set(&why, PGN_E_CANCELLED, "", "cancelled on request; no worker was running it");
-            int rc = pgd_store_job_finish(s->store, id, 0, PGD_JOB_CANCELLED, NULL, &why, &ferr);
+            int rc = pgd_store_job_finish(s->store, id, 0, PGD_JOB_CANCELLED, NULL, &why, NULL, &ferr);
             pthread_mutex_unlock(&s->admit);
             pgd_job_release(job);
             if (rc < 0 && ferr.code != PGN_E_CONFLICT) {

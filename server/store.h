@@ -297,11 +297,19 @@ int pgd_store_inet_expected(pgd_store *store, const json_t *spec, int64_t *inter
 /* Progress of a running job, clamped to [0, 1]. */
 int pgd_store_job_progress(pgd_store *store, int64_t id, int64_t attempt, double fraction, pgn_error *err);
 
+/* A log line written with a job's change, in its transaction: seq and time receive what was
+ * stored (as pgd_store_log_add's). */
+typedef struct pgd_log_line {
+    const char *level, *text;
+    int64_t seq;
+    char time[32];
+} pgd_log_line;
+
 /* Ends a queued or running job: state succeeded with result, or failed/cancelled with error
- * (borrowed; NULL stores null), finished_at now. Code "conflict" when the job has already
- * finished. */
+ * (borrowed; NULL stores null), finished_at now, and line (NULL: none) in the job's log in the
+ * same transaction. Code "conflict" when the job has already finished. */
 int pgd_store_job_finish(pgd_store *store, int64_t id, int64_t attempt, pgd_job_state state,
-                         const json_t *result, const pgn_error *error, pgn_error *err);
+                         const json_t *result, const pgn_error *error, pgd_log_line *line, pgn_error *err);
 
 /* Puts a running job back in the queue (shutdown mid-run); attempts are kept. A job whose
  * cancel was requested ends cancelled instead, in the same transaction. */
@@ -362,6 +370,16 @@ int pgd_store_queued_counts(pgd_store *store, json_t **out, pgn_error *err);
  * infinite value is stored as NULL and reads back as null. */
 int pgd_store_metric_add(pgd_store *store, int64_t job_id, int64_t attempt, const char *name,
                          int64_t step, double value, pgn_error *err);
+/* One value of a metric series (name borrowed). */
+typedef struct pgd_metric {
+    const char *name;
+    int64_t step;
+    double value;
+} pgd_metric;
+/* Records m[0..n) as pgd_store_metric_add does, in one transaction: all of them or none (a run
+ * that is over: "conflict"). */
+int pgd_store_metrics_add(pgd_store *store, int64_t job_id, int64_t attempt, const pgd_metric *m, size_t n,
+                          pgn_error *err);
 
 /* The highest step of any of job id's metrics; -1 when it has none. */
 int pgd_store_metrics_last_step(pgd_store *store, int64_t job_id, int64_t *step, pgn_error *err);

@@ -75,6 +75,10 @@ int store_read_numbers(pgd_store *s, const char *sql, const char *param, double 
                        const char *what, pgn_error *err);
 
 /* ---- across files ---- */
+/* pgd_store_log_add's insert, for a line written in another change's transaction (caller holds
+ * the lock; attempt 0: unfenced) (store_series.c). */
+int store_log_insert(pgd_store *s, int64_t job_id, int64_t attempt, const char *level, const char *line,
+                     int64_t *seq, char created_at[32], pgn_error *err);
 
 /* Job id with its placement (its spec when with_spec; its spec's stored text into *spec_text
  * when that is not NULL) into *out, or "not_found" (store_jobs.c). Caller holds the lock; *out

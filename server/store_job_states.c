@@ -134,8 +134,21 @@ int store_finish_job(pgd_store *s, int64_t id, int64_t attempt, pgd_job_state st
     return update_job(s, st, id, attempt, "finish", err);
 }
 
+typedef struct {
+    int64_t id, attempt;
+    pgd_job_state state;
+    const char *result, *error;
+    pgd_log_line *line;
+} finish_args;
+
+static int finish_tx(pgd_store *s, void *ctx, pgn_error *err) {
+    finish_args *a = ctx;
+    if (store_finish_job(s, a->id, a->attempt, a->state, a->result, a->error, err) < 0) return -1;
+    return store_log_insert(s, a->id, 0, a->line->level, a->line->text, &a->line->seq, a->line->time, err);
+}
+
 int pgd_store_job_finish(pgd_store *s, int64_t id, int64_t attempt, pgd_job_state state,
-                         const json_t *result, const pgn_error *error, pgn_error *err) {
+                         const json_t *result, const pgn_error *error, pgd_log_line *line, pgn_error *err) {
     if (state != PGD_JOB_SUCCEEDED && state != PGD_JOB_FAILED && state != PGD_JOB_CANCELLED) {
         pgn_error_set(err, PGN_E_INTERNAL, "", "store: %s is not a final state",
                       pgd_job_state_name(state));
@@ -145,9 +158,14 @@ int pgd_store_job_finish(pgd_store *s, int64_t id, int64_t attempt, pgd_job_stat
     json_t *ej = error ? pgd_error_json(error) : NULL;
     char *er = ej ? pgn_json_dumps(ej) : NULL;
     json_decref(ej);
-    pthread_mutex_lock(&s->lock);
-    int ret = store_finish_job(s, id, attempt, state, res, er, err);
-    pthread_mutex_unlock(&s->lock);
+    int ret;
+    if (line) { /* the end and its line: one commit */
+        ret = store_write_tx(s, finish_tx, &(finish_args){id, attempt, state, res, er, line}, err);
+    } else {
+        pthread_mutex_lock(&s->lock);
+        ret = store_finish_job(s, id, attempt, state, res, er, err);
+        pthread_mutex_unlock(&s->lock);
+    }
     free(res);
     free(er);
     return ret;

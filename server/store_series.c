@@ -17,33 +17,57 @@
     "(" attempt " = 0 OR EXISTS (SELECT 1 FROM jobs WHERE id = " job " AND attempts = " attempt    \
     " AND state = 'running'))"
 
-int pgd_store_metric_add(pgd_store *s, int64_t job_id, int64_t attempt, const char *name,
-                         int64_t step, double value, pgn_error *err) {
+/* One metric value: inserted while the run is the job's (caller holds the lock, in a
+ * transaction when there are several). */
+static int insert_metric(pgd_store *s, int64_t job_id, int64_t attempt, const pgd_metric *m, pgn_error *err) {
     static const char sql[] =
         "INSERT INTO metrics (job_id, name, step, value)"
         " SELECT ?1, ?2, ?3, CAST(?4 AS DOUBLE PRECISION) WHERE " RUN_IS_THE_JOBS("?1", "?5")
         " ON CONFLICT (job_id, name, step) DO UPDATE"
         " SET value = excluded.value, created_at = excluded.created_at";
-    pthread_mutex_lock(&s->lock);
-    int ret = -1;
     db_stmt *st = store_stmt(s, sql, err);
-    if (st) {
-        db_bind_int64(st, 1, job_id);
-        db_bind_text(st, 2, name);
-        db_bind_int64(st, 3, step);
-        if (isfinite(value)) db_bind_double(st, 4, value);
-        else db_bind_null(st, 4);
-        db_bind_int64(st, 5, attempt);
-        int rc = db_step(st);
-        if (rc == DB_DONE && db_changes(s->db) > 0) ret = 0;
-        else if (rc == DB_DONE) store_run_over(s, job_id, attempt, "add a metric to", err);
-        else if (rc == DB_NO_PARENT)
-            store_no_such_job(err, job_id);
-        else store_fail(s, err, "insert metric");
-        store_stmt_done(st);
-    }
+    if (!st) return -1;
+    db_bind_int64(st, 1, job_id);
+    db_bind_text(st, 2, m->name);
+    db_bind_int64(st, 3, m->step);
+    if (isfinite(m->value)) db_bind_double(st, 4, m->value);
+    else db_bind_null(st, 4);
+    db_bind_int64(st, 5, attempt);
+    int rc = db_step(st), ret = -1;
+    if (rc == DB_DONE && db_changes(s->db) > 0) ret = 0;
+    else if (rc == DB_DONE) store_run_over(s, job_id, attempt, "add a metric to", err);
+    else if (rc == DB_NO_PARENT) store_no_such_job(err, job_id);
+    else store_fail(s, err, "insert metric");
+    store_stmt_done(st);
+    return ret;
+}
+
+typedef struct {
+    int64_t job_id, attempt;
+    const pgd_metric *m;
+    size_t n;
+} metrics_batch;
+
+static int insert_metrics_tx(pgd_store *s, void *ctx, pgn_error *err) {
+    const metrics_batch *b = ctx;
+    for (size_t i = 0; i < b->n; i++)
+        if (insert_metric(s, b->job_id, b->attempt, &b->m[i], err) < 0) return -1;
+    return 0;
+}
+
+int pgd_store_metrics_add(pgd_store *s, int64_t job_id, int64_t attempt, const pgd_metric *m, size_t n,
+                          pgn_error *err) {
+    if (n == 0) return 0;
+    if (n > 1) return store_write_tx(s, insert_metrics_tx, &(metrics_batch){job_id, attempt, m, n}, err);
+    pthread_mutex_lock(&s->lock); /* one statement: its own transaction */
+    int ret = insert_metric(s, job_id, attempt, m, err);
     pthread_mutex_unlock(&s->lock);
     return ret;
+}
+
+int pgd_store_metric_add(pgd_store *s, int64_t job_id, int64_t attempt, const char *name,
+                         int64_t step, double value, pgn_error *err) {
+    return pgd_store_metrics_add(s, job_id, attempt, &(pgd_metric){name, step, value}, 1, err);
 }
 
 /* 0 when job_id exists; else -1 with "not_found" (or the database's error). Under s->lock. */
@@ -143,8 +167,8 @@ int pgd_store_metrics_last_step(pgd_store *s, int64_t job_id, int64_t *step, pgn
 /* ---- logs ------------------------------------------------------------------------------- */
 
 
-int pgd_store_log_add(pgd_store *s, int64_t job_id, int64_t attempt, const char *level,
-                      const char *line, int64_t *seq, char created_at[32], pgn_error *err) {
+int store_log_insert(pgd_store *s, int64_t job_id, int64_t attempt, const char *level, const char *line,
+                     int64_t *seq, char created_at[32], pgn_error *err) {
     /* The next seq is read and written in one statement under the lock: no gaps, no repeats. */
     static const char sql[] =
         "INSERT INTO logs (job_id, seq, level, line)"
@@ -158,7 +182,6 @@ int pgd_store_log_add(pgd_store *s, int64_t job_id, int64_t attempt, const char 
         pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "store: out of memory");
         return -1;
     }
-    pthread_mutex_lock(&s->lock);
     int ret = -1;
     db_stmt *st = store_stmt(s, sql, err);
     if (st) {
@@ -186,8 +209,15 @@ int pgd_store_log_add(pgd_store *s, int64_t job_id, int64_t attempt, const char 
             store_fail(s, err, "insert log line");
         store_stmt_done(st);
     }
-    pthread_mutex_unlock(&s->lock);
     free(visible);
+    return ret;
+}
+
+int pgd_store_log_add(pgd_store *s, int64_t job_id, int64_t attempt, const char *level,
+                      const char *line, int64_t *seq, char created_at[32], pgn_error *err) {
+    pthread_mutex_lock(&s->lock);
+    int ret = store_log_insert(s, job_id, attempt, level, line, seq, created_at, err);
+    pthread_mutex_unlock(&s->lock);
     return ret;
 }
 

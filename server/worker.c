@@ -22,6 +22,12 @@
 #define PGD_INET_OUTPUT_MAX (64u << 10)
 /* Progress is a UI nicety: a few writes per second are enough and keep the store free. */
 #define PROGRESS_INTERVAL_NS 250000000LL
+/* A run's metrics reach the store in batches, one transaction each: at a step boundary once this
+ * long has passed since the last batch (at once when steps are slower), when PENDING_METRICS are
+ * waiting, before a checkpoint and at the run's end. The event stream has each value at once. */
+#define METRICS_FLUSH_NS 100000000LL
+#define PENDING_METRICS 64
+#define PENDING_NAME_MAX 64
 /* Timed repeats of each calibration case: enough for a median, few enough for a quick start. */
 #define CALIBRATION_REPEATS 3
 /* Retrying a job's end while the store refuses writes: quick at first (a lock held elsewhere
@@ -43,6 +49,10 @@ typedef struct run_ctx {
     int64_t expected_interactions; /* inet: what an earlier run of its program needed, 0: unknown */
     pgn_measured_rates rates;   /* bench: what the run measured, stored with its rows */
     int64_t unstored;           /* metrics and progress the store did not take since it last did */
+    pgd_metric pending[PENDING_METRICS]; /* metrics not yet written (names in pending_names) */
+    char pending_names[PENDING_METRICS][PENDING_NAME_MAX];
+    size_t n_pending;
+    int64_t flushed_ns;         /* when the last batch was written (pgn_now_ns) */
 } run_ctx;
 
 static void hook_progress(void *ctx, double fraction);
@@ -56,10 +66,10 @@ static bool run_refused(run_ctx *r, const pgn_error *err) {
     return true;
 }
 
-/* How a write of metric `name` at step (NULL: of progress) went (rc, err): while the store is
- * away (a PostgreSQL restart) a fast run makes hundreds, so the first failure is said, then how
- * many were lost once it takes them again. */
-static void note_write(run_ctx *r, int rc, const pgn_error *err, const char *name, int64_t step) {
+/* How a write of n values, metric `name` at step first (NULL: of progress), went (rc, err):
+ * while the store is away (a PostgreSQL restart) a fast run makes hundreds, so the first failure
+ * is said, then how many were lost once it takes them again. */
+static void note_write(run_ctx *r, int rc, const pgn_error *err, const char *name, int64_t step, size_t n) {
     if (rc == 0) {
         if (r->unstored > 0)
             fprintf(stderr, "paragond: job %lld: the store takes its metrics again (%lld not stored)\n",
@@ -68,11 +78,22 @@ static void note_write(run_ctx *r, int rc, const pgn_error *err, const char *nam
         return;
     }
     if (run_refused(r, err)) return;
-    if (r->unstored++ > 0) return;
+    r->unstored += (int64_t)n;
+    if (r->unstored > (int64_t)n) return;
     char what[96] = "progress";
     if (name) snprintf(what, sizeof what, "metric %.48s step %lld", name, (long long)step);
     fprintf(stderr, "paragond: job %lld: %s not stored: %s (said once until the store takes them again)\n",
             (long long)r->job_id, what, err->message);
+}
+
+/* Writes the pending metrics in one transaction. */
+static void flush_metrics(run_ctx *r) {
+    if (r->n_pending == 0) return;
+    pgn_error err;
+    int rc = pgd_store_metrics_add(r->w->sched->store, r->job_id, r->attempt, r->pending, r->n_pending, &err);
+    note_write(r, rc, &err, r->pending[0].name, r->pending[0].step, r->n_pending);
+    r->n_pending = 0;
+    r->flushed_ns = pgn_now_ns();
 }
 
 static void hook_metric(void *ctx, const char *name, int64_t step, double value) {
@@ -84,9 +105,17 @@ static void hook_metric(void *ctx, const char *name, int64_t step, double value)
         double f = value / (double)r->expected_interactions;
         hook_progress(ctx, f < 0.99 ? f : 0.99);
     }
-    pgn_error err;
-    int rc = pgd_store_metric_add(r->w->sched->store, r->job_id, r->attempt, name, step, value, &err);
-    note_write(r, rc, &err, name, step);
+    if (strlen(name) >= PENDING_NAME_MAX) { /* not kept: written alone */
+        flush_metrics(r);
+        pgn_error err;
+        int rc = pgd_store_metric_add(r->w->sched->store, r->job_id, r->attempt, name, step, value, &err);
+        note_write(r, rc, &err, name, step, 1);
+    } else {
+        if (r->n_pending == PENDING_METRICS) flush_metrics(r);
+        char *kept = r->pending_names[r->n_pending];
+        snprintf(kept, PENDING_NAME_MAX, "%s", name);
+        r->pending[r->n_pending++] = (pgd_metric){kept, step, value};
+    }
     pgd_events_metric(r->w->sched->events, r->job_id, name, step, value);
 }
 
@@ -129,7 +158,7 @@ static void hook_progress(void *ctx, double fraction) {
     r->wrote_progress = true;
     pgn_error err;
     int rc = pgd_store_job_progress(r->w->sched->store, r->job_id, r->attempt, fraction, &err);
-    note_write(r, rc, &err, NULL, 0);
+    note_write(r, rc, &err, NULL, 0, 1);
     pgd_events_progress(r->w->sched->events, r->job_id, fraction);
 }
 
@@ -141,6 +170,9 @@ static void hook_progress(void *ctx, double fraction) {
 static bool hook_should_stop(void *ctx) {
     run_ctx *r = ctx;
     pgd_scheduler *s = r->w->sched;
+    /* a step boundary: its metrics go to the store unless a batch went less than
+     * METRICS_FLUSH_NS ago (then with the next steps') */
+    if (r->n_pending && pgn_now_ns() - r->flushed_ns >= METRICS_FLUSH_NS) flush_metrics(r);
     uint_fast64_t gen = atomic_load(&s->cancel_gen);
     if (!r->cancel && (!r->cancel_checked || gen != r->cancel_seen)) {
         r->cancel_checked = true;
@@ -162,6 +194,7 @@ static bool hook_should_stop(void *ctx) {
 static bool hook_may_commit(void *ctx) {
     run_ctx *r = ctx;
     worker *w = r->w;
+    flush_metrics(r); /* every metric of the steps a checkpoint holds is stored before it */
     if (atomic_load(&w->lease_lost)) return false;
     bool held = false;
     pgn_error err;
@@ -266,6 +299,7 @@ typedef struct run_end {
     const json_t *result;            /* END_FINISH of a success; END_BENCH: its rows */
     const pgn_error *error;          /* END_FINISH of a failure or a cancel */
     const pgn_measured_rates *rates; /* END_BENCH: what the run measured of the device */
+    pgd_log_line *line;              /* END_FINISH: the line that tells it, stored with it */
 } run_end;
 
 static int write_end(pgd_scheduler *s, int64_t id, int64_t attempt, const run_end *end, pgn_error *err) {
@@ -274,7 +308,7 @@ static int write_end(pgd_scheduler *s, int64_t id, int64_t attempt, const run_en
     case END_REQUEUE: return pgd_store_job_requeue(s->store, id, attempt, err);
     case END_FINISH: break;
     }
-    return pgd_store_job_finish(s->store, id, attempt, end->state, end->result, end->error, err);
+    return pgd_store_job_finish(s->store, id, attempt, end->state, end->result, end->error, end->line, err);
 }
 
 /* Sleeps up to ms, or less when the scheduler stops. */
@@ -322,26 +356,65 @@ static int record_end(worker *w, int64_t id, const run_end *end, pgn_error *err)
     }
 }
 
+/* The line that tells how a run ended (announce_end's words for it), into out; its level. */
+static const char *end_line(pgd_job_state state, int64_t attempt, const json_t *result, const pgn_error *error,
+                            char *out, size_t size) {
+    switch (state) {
+    case PGD_JOB_SUCCEEDED: {
+        int64_t resumed = json_integer_value(json_object_get(result, "resumed_from_epoch"));
+        char from[64] = "";
+        if (resumed > 0) snprintf(from, sizeof from, ", resumed from epoch %" PRId64, resumed);
+        snprintf(out, size, "succeeded (attempt %" PRId64 "%s)", attempt, from);
+        return "info";
+    }
+    case PGD_JOB_FAILED:
+        snprintf(out, size, "failed (attempt %" PRId64 "): %s: %s", attempt,
+                 pgn_error_code_name(error ? error->code : PGN_E_INTERNAL), error ? error->message : "");
+        return "error";
+    case PGD_JOB_CANCELLED: snprintf(out, size, "cancelled (attempt %" PRId64 ")", attempt); return "warn";
+    default: snprintf(out, size, "%s (attempt %" PRId64 ")", pgd_job_state_name(state), attempt); return "info";
+    }
+}
+
+/* Records a run's end as state, with the line that tells it in the same transaction, and
+ * publishes that line; true when the line was stored (and published). */
+static bool finish_told(worker *w, int64_t id, pgd_job_state state, const json_t *result, const pgn_error *error,
+                        pgn_error *err, int *rc) {
+    char text[sizeof error->message + 160];
+    pgd_log_line line = {.text = text};
+    line.level = end_line(state, atomic_load(&w->running_attempt), result, error, text, sizeof text);
+    *rc = record_end(w, id, &(run_end){.kind = END_FINISH, .state = state, .result = result, .error = error, .line = &line},
+                     err);
+    if (*rc < 0 || line.seq == 0) return false; /* not recorded, or refused as over (a conflict) */
+    pgd_events_job_log_stored(w->sched->events, id, line.seq, line.level, text, line.time);
+    return true;
+}
+
 /* Ends a run succeeded, failed or cancelled. An outcome the store refuses for good (not for
  * want of space: it cannot be stored at all) ends the job failed, saying so, rather than
- * leaving it running without a worker. */
-static void record_outcome(worker *w, int64_t id, pgd_job_state state, const json_t *result,
+ * leaving it running without a worker. True when the line telling the end is out (else
+ * announce_end tells it from the store). */
+static bool record_outcome(worker *w, int64_t id, pgd_job_state state, const json_t *result,
                            const pgn_error *error) {
     pgn_error err;
-    if (record_end(w, id, &(run_end){.kind = END_FINISH, .state = state, .result = result, .error = error}, &err) >= 0)
-        return;
+    int rc;
+    bool told = finish_told(w, id, state, result, error, &err, &rc);
+    if (rc >= 0) return told;
     fprintf(stderr, "paragond: job %lld: its outcome cannot be stored: %s\n", (long long)id,
             err.message);
     pgn_error why;
     pgn_error_clear(&why);
     pgn_error_set(&why, PGN_E_STORE, "", "the job ended %s but the store refused its outcome: %s",
                   pgd_job_state_name(state), err.message);
-    if (record_end(w, id, &(run_end){.kind = END_FINISH, .state = PGD_JOB_FAILED, .error = &why}, &err) < 0)
-        fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, err.message);
+    told = finish_told(w, id, PGD_JOB_FAILED, NULL, &why, &err, &rc);
+    if (rc < 0) fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, err.message);
+    return told;
 }
 
-static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t attempt) {
+/* Runs job id's claimed run; true when the line telling its end is out (record_outcome). */
+static bool run_job(worker *w, int64_t id, const json_t *spec_json, int64_t attempt) {
     pgd_scheduler *s = w->sched;
+    bool told = false;
     pgn_job_spec spec;
     pgn_error err;
     json_t *result = NULL;
@@ -409,6 +482,7 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
     if (rc == 0 && distributed) rc = pgd_launch_run(&spec, spec_json, &opts, &hooks, &result, &interrupted, &err);
     if (rc == 0 && !distributed) rc = worker_device(w, &err);
     if (rc == 0 && !distributed) rc = pgn_job_run(&spec, w->dev, &opts, &hooks, &result, &err);
+    flush_metrics(&ctx); /* before its end: a finished job's metrics are all stored */
     if (rc == 0 && !json_is_object(result)) {
         rc = -1;
         pgn_error_set(&err, PGN_E_INTERNAL, "", "the engine returned no result object");
@@ -433,7 +507,7 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
         char message[sizeof err.message];
         snprintf(message, sizeof message, "%s", err.message);
         pgn_error_set(&err, PGN_E_CANCELLED, "", "cancelled on request: %s", message);
-        record_outcome(w, id, PGD_JOB_CANCELLED, NULL, &err);
+        told = record_outcome(w, id, PGD_JOB_CANCELLED, NULL, &err);
     } else if (stopped && (atomic_load(&s->stopping) || atomic_load(&w->preempt_job) == id)) {
         /* Interrupted by shutdown, or preempted by a job of higher priority
          * (pgd_scheduler_preempt), not by the job: it runs again, from the checkpoint it just
@@ -449,7 +523,7 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
                                "); queued again, it resumes from its checkpoint",
                                atomic_load(&w->preempted_by), attempt);
     } else if (rc == 0) {
-        record_outcome(w, id, PGD_JOB_SUCCEEDED, result, NULL);
+        told = record_outcome(w, id, PGD_JOB_SUCCEEDED, result, NULL);
     } else if (interrupted) {
         /* A rank died, or mpirun could not reach one: run it again from its last committed
          * checkpoint, as after a crash of paragond (the same --max-attempts cap). */
@@ -464,11 +538,12 @@ static void run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
         fprintf(stderr, "paragond: job %lld on %s failed: %s\n", (long long)id, w->info->id,
                 why ? why : err.message);
         free(why);
-        record_outcome(w, id, PGD_JOB_FAILED, NULL, &err);
+        told = record_outcome(w, id, PGD_JOB_FAILED, NULL, &err);
     }
     json_decref(result);
     pgn_spec_free(&spec);
     atomic_store(&w->running_job, 0);
+    return told;
 }
 
 static void calibration_rates(void *ctx, const pgn_measured_rates *rates) { keep_rates(ctx, rates); }
@@ -543,45 +618,40 @@ static void announce_start(worker *w, int64_t id, int64_t attempt) {
 
 /* After a run: a line saying how it ended, then the state, in that order, because a job's event
  * stream closes at its final state. Read back from the store, so every ending is told the same
- * way whoever decided it (the engine, a cancel, shutdown). */
-static void announce_end(worker *w, int64_t id, int64_t run) {
+ * way whoever decided it (the engine, a cancel, shutdown), unless the run's own end was stored
+ * with its line (told: record_outcome published it): then only the state. */
+static void announce_end(worker *w, int64_t id, int64_t run, bool told) {
     pgd_scheduler *s = w->sched;
     pgd_job job;
     pgn_error err;
-    if (pgd_store_job_get(s->store, id, false, &job, &err) < 0) {
+    if (!told && pgd_store_job_get(s->store, id, false, &job, &err) < 0) {
         fprintf(stderr, "paragond: job %" PRId64 ": %s\n", id, err.message);
         return;
     }
-    int64_t attempt = job.attempts;
-    if (attempt != run) { /* its lease was lost and another run took it: that run tells its end */
+    if (!told) {
+        int64_t attempt = job.attempts;
+        if (attempt != run) { /* its lease was lost and another run took it: that run tells its end */
+            pgd_job_release(&job);
+            return;
+        }
+        char line[sizeof err.message + 160];
+        switch (job.state) {
+        case PGD_JOB_SUCCEEDED:
+        case PGD_JOB_FAILED:
+        case PGD_JOB_CANCELLED: {
+            const char *level = end_line(job.state, attempt, job.result, job.has_error ? &job.error : NULL, line,
+                                         sizeof line);
+            pgd_events_job_log(s->events, s->store, id, 0, level, "%s", line);
+            break;
+        }
+        case PGD_JOB_QUEUED: /* at shutdown; else the store's line said why (a distributed job's ranks) */
+            if (atomic_load(&s->stopping))
+                pgd_events_job_log(s->events, s->store, id, 0, "warn", "interrupted by shutdown (attempt %" PRId64 "); queued again", attempt);
+            break;
+        case PGD_JOB_RUNNING: break; /* its end could not be recorded: nothing to tell yet */
+        }
         pgd_job_release(&job);
-        return;
     }
-    switch (job.state) {
-    case PGD_JOB_SUCCEEDED: {
-        int64_t resumed = json_integer_value(json_object_get(job.result, "resumed_from_epoch"));
-        char from[64] = "";
-        if (resumed > 0) snprintf(from, sizeof from, ", resumed from epoch %" PRId64, resumed);
-        pgd_events_job_log(s->events, s->store, id, 0, "info", "succeeded (attempt %" PRId64 "%s)",
-                           attempt, from);
-        break;
-    }
-    case PGD_JOB_FAILED:
-        pgd_events_job_log(s->events, s->store, id, 0, "error", "failed (attempt %" PRId64 "): %s: %s",
-                           attempt, pgn_error_code_name(job.has_error ? job.error.code : PGN_E_INTERNAL),
-                           job.has_error ? job.error.message : "");
-        break;
-    case PGD_JOB_CANCELLED:
-        pgd_events_job_log(s->events, s->store, id, 0, "warn", "cancelled (attempt %" PRId64 ")",
-                           attempt);
-        break;
-    case PGD_JOB_QUEUED: /* at shutdown; else the store's line said why (a distributed job's ranks) */
-        if (atomic_load(&s->stopping))
-            pgd_events_job_log(s->events, s->store, id, 0, "warn", "interrupted by shutdown (attempt %" PRId64 "); queued again", attempt);
-        break;
-    case PGD_JOB_RUNNING: break; /* its end could not be recorded: nothing to tell yet */
-    }
-    pgd_job_release(&job);
     if (pgd_events_job_changed(s->events, s->store, id, NULL, &err) < 0)
         fprintf(stderr, "paragond: job %" PRId64 ": %s\n", id, err.message);
 }
@@ -641,8 +711,8 @@ void *sched_worker_main(void *arg) {
             if (id == 0) break;
             busy_mark(w, true);
             announce_start(w, id, attempt);
-            run_job(w, id, spec, attempt);
-            announce_end(w, id, attempt);
+            bool told = run_job(w, id, spec, attempt);
+            announce_end(w, id, attempt, told);
             busy_mark(w, false);
             json_decref(spec);
         }

@@ -210,7 +210,7 @@ static int finish_json(pgd_store *s, int64_t id, pgd_job_state state, const json
                        const json_t *error, pgn_error *err) {
     pgn_error e;
     if (error) pgd_error_from_json(error, &e);
-    return pgd_store_job_finish(s, id, 0, state, result, error ? &e : NULL, err);
+    return pgd_store_job_finish(s, id, 0, state, result, error ? &e : NULL, NULL, err);
 }
 
 static pgn_job_kind kind_of(const char *name) {
@@ -829,7 +829,7 @@ Test(store, a_placement_is_kept_in_typed_columns_and_read_back_as_it_was_made) {
     cr_assert_eq(claim(s, "cpu-b"), id);
     cr_assert_eq(pgd_store_queue_seconds(s, "cpu-b", &q, &err), 0, "%s", err.message);
     cr_assert_eq(q, 0.158, "a running job still counts");
-    cr_assert_eq(pgd_store_job_finish(s, id, 0, PGD_JOB_SUCCEEDED, NULL, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_job_finish(s, id, 0, PGD_JOB_SUCCEEDED, NULL, NULL, NULL, &err), 0, "%s", err.message);
     cr_assert_eq(pgd_store_queue_seconds(s, "cpu-b", &q, &err), 0, "%s", err.message);
     cr_assert_eq(q, 0, "a finished job does not");
 
@@ -1081,7 +1081,7 @@ Test(store, rates_are_the_newest_each_run_measured_and_go_with_their_job) {
     /* deleting the newer job withdraws its run from the cost model */
     cr_assert_eq(claim(s, "cpu-1"), old);
     cr_assert_eq(claim(s, "cpu-1"), new);
-    cr_assert_eq(pgd_store_job_finish(s, new, 0, PGD_JOB_FAILED, NULL, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_job_finish(s, new, 0, PGD_JOB_FAILED, NULL, NULL, NULL, &err), 0, "%s", err.message);
     cr_assert_eq(pgd_store_job_delete(s, new, &err), 0, "%s", err.message);
     cr_assert_eq(pgd_store_rates_latest(s, "cpu-1", &m, &err), 0, "%s", err.message);
     cr_assert_eq(m.gflops, 100, "the older run's again");
@@ -1718,8 +1718,13 @@ Test(store, a_run_writes_only_while_it_is_the_jobs_attempt) {
     cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
     cr_assert_eq(pgd_store_log_add(s, id, first, "info", "late", &seq, at, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
-    cr_assert_eq(pgd_store_job_finish(s, id, first, PGD_JOB_SUCCEEDED, NULL, NULL, &err), -1);
+    const pgd_metric late[] = {{"loss", 3, 0.5}, {"accuracy", 3, 0.5}};
+    cr_assert_eq(pgd_store_metrics_add(s, id, first, late, 2, &err), -1, "a batch of a run that is over");
     cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
+    pgd_log_line told = {.level = "info", .text = "late end"};
+    cr_assert_eq(pgd_store_job_finish(s, id, first, PGD_JOB_SUCCEEDED, NULL, NULL, &told, &err), -1);
+    cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
+    cr_assert_eq(told.seq, 0, "its line was not stored either");
     cr_assert_eq(pgd_store_job_requeue(s, id, first, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
     bool held = true;
@@ -1729,11 +1734,15 @@ Test(store, a_run_writes_only_while_it_is_the_jobs_attempt) {
     /* The second run's writes go in, and it ends the job. */
     cr_assert_eq(pgd_store_lease_renew(s, id, second, &held, &err), 0, "%s", err.message);
     cr_assert(held);
-    cr_assert_eq(pgd_store_metric_add(s, id, second, "loss", 2, 0.0625, &err), 0, "%s", err.message);
+    const pgd_metric batch[] = {{"loss", 2, 0.0625}, {"accuracy", 2, 0.75}};
+    cr_assert_eq(pgd_store_metrics_add(s, id, second, batch, 2, &err), 0, "%s", err.message);
     json_t *result = json_pack("{s:f}", "loss", 0.0625);
-    cr_assert_eq(pgd_store_job_finish(s, id, second, PGD_JOB_SUCCEEDED, result, NULL, &err), 0, "%s", err.message);
+    pgd_log_line end = {.level = "info", .text = "succeeded (attempt 2)"};
+    cr_assert_eq(pgd_store_job_finish(s, id, second, PGD_JOB_SUCCEEDED, result, NULL, &end, &err), 0, "%s", err.message);
+    cr_assert_eq(end.seq, 2, "the end's line follows the first run's");
+    cr_assert(end.time[0], "and says when it was stored");
     json_decref(result);
-    cr_assert_eq(pgd_store_job_finish(s, id, second, PGD_JOB_FAILED, NULL, NULL, &err), -1, "one final state");
+    cr_assert_eq(pgd_store_job_finish(s, id, second, PGD_JOB_FAILED, NULL, NULL, NULL, &err), -1, "one final state");
     cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
 
     json_t *m;
@@ -1742,9 +1751,14 @@ Test(store, a_run_writes_only_while_it_is_the_jobs_attempt) {
     cr_assert_eq(json_real_value(json_object_get(json_array_get(m, 1), "value")), 0.0625,
                  "step 2 is the second run's value, not the first run's late one");
     json_decref(m);
+    cr_assert_eq(pgd_store_metrics_list(s, id, "accuracy", false, 0, &m, &err), 0, "%s", err.message);
+    cr_assert_eq(json_array_size(m), 1, "the second run's batch is stored, none of the late one");
+    cr_assert_eq(json_real_value(json_object_get(json_array_get(m, 0), "value")), 0.75);
+    json_decref(m);
     json_t *logs;
     cr_assert_eq(pgd_store_logs_list(s, id, 0, &logs, &err), 0, "%s", err.message);
-    cr_assert_eq(json_array_size(logs), 1, "the late line was not stored");
+    cr_assert_eq(json_array_size(logs), 2, "the late lines were not stored; the end's was");
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(logs, 1), "line")), "succeeded (attempt 2)");
     json_decref(logs);
 
     /* Each run is kept: where it ran and how it ended. */
@@ -1795,7 +1809,7 @@ Test(store, a_run_whose_lease_runs_out_is_recovered_once_and_fenced) {
     /* the lapsed run, back from wherever it was, can write nothing and renew nothing */
     cr_assert_eq(pgd_store_lease_renew(s, lapsed, run, &held, &err), 0);
     cr_assert_not(held);
-    cr_assert_eq(pgd_store_job_finish(s, lapsed, run, PGD_JOB_SUCCEEDED, NULL, NULL, &err), -1);
+    cr_assert_eq(pgd_store_job_finish(s, lapsed, run, PGD_JOB_SUCCEEDED, NULL, NULL, NULL, &err), -1);
     cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
     cr_assert(strstr(err.message, "it is queued"), "%s", err.message);
     pgd_store_close(s);
