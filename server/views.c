@@ -118,8 +118,8 @@ static const struct {
     const char *count;                  /* an array, given as its length */
 } summary_fields[] = {
     {PGN_JOB_TRAIN, {"accuracy", "loss", "epochs", "steps", "tokens_per_second", "seconds"}, {NULL}, NULL},
-    /* a pgl program's value (in pgl's syntax) beside the net */
-    {PGN_JOB_INET, {"interactions", "mips", "seconds"}, {"normal_form", "value"}, NULL},
+    /* a pgl program's value (in pgl's syntax) first, what a user asked for; then the net */
+    {PGN_JOB_INET, {"interactions", "mips", "seconds"}, {"value", "normal_form"}, NULL},
     {PGN_JOB_BENCH, {"suite"}, {NULL}, "rows"},
     {PGN_JOB_GENERATE, {"tokens", "tokens_per_second", "seconds"}, {"text"}, NULL},
     {PGN_JOB_SLEEP, {"seconds"}, {NULL}, NULL},

@@ -189,6 +189,11 @@ Test(client, submit_takes_a_pgl_program) {
     cr_assert_not_null(json_string_value(json_object_get(sum, "normal_form")), "%s", out);
     json_decref(list);
     free(out), free(err);
+    /* and the table shows the value first, what was asked for; the net after it */
+    cr_assert_eq(paragon(&s, "jobs", &out, &err), 0, "%s", err);
+    const char *value = strstr(out, "value ([3, 2, 1], 2.5)"), *net = strstr(out, "normal_form ");
+    cr_assert(value && net && value < net, "%s", out);
+    free(out), free(err);
     snprintf(args, sizeof args, "submit '%s'", spec_file("bad.pgl", "main = (1,\n"));
     cr_assert_eq(paragon(&s, args, &out, &err), 1, "%s%s", out, err);
     cr_assert(strstr(err, "program: line 2, column 1: expected an expression"), "%s", err);
