@@ -304,3 +304,37 @@ int pgd_admit_job(const pgn_job_spec *spec, const pgn_device_info *placed,
     }
     return 0;
 }
+
+/* ---- several jobs on one device ----------------------------------------------------------- */
+
+double pgd_job_bytes(const pgn_job_spec *spec, const pgn_device_info *placed) {
+    pgn_device_profile profile;
+    pgn_device_profile_default(placed, &profile);
+    switch (spec->kind) {
+    case PGN_JOB_TRAIN: {
+        pgn_memory_estimate m;
+        pgn_job_memory_estimate(spec, &m);
+        return m.total;
+    }
+    case PGN_JOB_INET: {
+        pgn_inet_memory m;
+        pgn_error err;
+        if (pgn_inet_memory_estimate(&spec->inet, placed, &m, &err) < 0) return 0;
+        if (profile.dev_class == PGN_CLASS_HOST) return (double)m.host.total;
+        return profile.host_memory ? (double)m.total : (double)m.device.total;
+    }
+    case PGN_JOB_BENCH:
+    case PGN_JOB_GENERATE:
+    case PGN_JOB_SLEEP: break; /* what pgd_admit_job does not judge either */
+    }
+    return 0;
+}
+
+double pgd_device_bytes(const pgn_device_info *d) {
+    pgd_host_memory mem;
+    if (pgd_host_memory_read(&mem) < 0) mem = (pgd_host_memory){0};
+    pgn_device_profile profile;
+    pgn_device_profile_default(d, &profile);
+    budget b = profile.dev_class == PGN_CLASS_HOST ? host_budget(&mem) : device_budget(d, &mem);
+    return b.known ? b.bytes : 0;
+}

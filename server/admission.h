@@ -50,4 +50,11 @@ int pgd_host_memory_read(pgd_host_memory *out);
 int pgd_admit_job(const pgn_job_spec *spec, const pgn_device_info *placed,
                   const pgd_host_memory *mem, pgn_error *err, json_t **extra);
 
+/* The memory job spec is estimated to hold where it runs on placed (what pgd_admit_job judges it
+ * by: a device's buffers, the host's on the host pseudo-device; 0 for kinds it does not judge),
+ * and what device d has for jobs (0: it does not say): several jobs share a device while their
+ * estimates add up to no more (worker.c). */
+double pgd_job_bytes(const pgn_job_spec *spec, const pgn_device_info *placed);
+double pgd_device_bytes(const pgn_device_info *d);
+
 #endif

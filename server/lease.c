@@ -1,5 +1,5 @@
 /* lease.c: owns the scheduler's lease keeper, the thread that keeps this node's runs theirs
- * (store.h, "runs"). Every third of a lease it renews the lease of each run a worker holds, and
+ * (store.h, "runs"). Every third of a lease it renews the lease of each run a runner holds, and
  * a run whose lease is no longer its own (another attempt took the job) or could not be renewed
  * for a whole lease stops at once (worker.c reads lease_lost at every step boundary): another
  * node may run the job by then. The same tick renews the node's heartbeat and recovers the jobs
@@ -17,8 +17,8 @@
 
 static void keep_runs(pgd_scheduler *s, int64_t now_ns) {
     int64_t lease_ns = s->lease_ms * 1000000LL;
-    for (size_t i = 0; i < s->n; i++) {
-        worker *w = &s->workers[i];
+    for (size_t i = 0; i < s->n * s->jobs_per_device; i++) {
+        runner *w = &s->workers[i / s->jobs_per_device].runners[i % s->jobs_per_device];
         int64_t id = atomic_load(&w->running_job), attempt = atomic_load(&w->running_attempt);
         if (!id || atomic_load(&w->lease_lost)) continue;
         bool held = false;
@@ -59,10 +59,7 @@ static void recover_others(pgd_scheduler *s) {
                 (long long)rec.requeued, (long long)rec.crashed, (long long)rec.cancelled);
     if (rec.requeued == 0 && !s->cluster) return;
     pthread_mutex_lock(&s->lock);
-    for (size_t i = 0; i < s->n; i++) {
-        s->workers[i].wake = true;
-        pthread_cond_signal(&s->workers[i].cond);
-    }
+    for (size_t i = 0; i < s->n; i++) sched_wake(&s->workers[i]);
     pthread_mutex_unlock(&s->lock);
 }
 

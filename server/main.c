@@ -59,6 +59,9 @@ static void usage(FILE *out) {
             "  --max-attempts N a job left running by a paragond that ended (kill -9, crash) is\n"
             "                   queued again at start, until this many of its runs ended so;\n"
             "                   then it fails with code 'crashed' (default %d)\n"
+            "  --jobs-per-device N\n"
+            "                   jobs a device runs at once, each with its own queue on it, while\n"
+            "                   its memory holds them all (by their estimates); 1-%d (default 1)\n"
             "  --max-connections N\n"
             "                   open HTTP connections at most; more are closed at once (default %d)\n"
             "  --max-connections-per-ip N\n"
@@ -81,7 +84,7 @@ static void usage(FILE *out) {
             "  --no-calibration do not measure devices never measured at start\n"
             "  --help           show this help\n"
             "  --version        print the version\n",
-            PGD_DEFAULT_PORT, PGD_DEFAULT_MAX_QUEUED, PGD_DEFAULT_MAX_ATTEMPTS,
+            PGD_DEFAULT_PORT, PGD_DEFAULT_MAX_QUEUED, PGD_DEFAULT_MAX_ATTEMPTS, PGD_JOBS_PER_DEVICE_LIMIT,
             PGD_DEFAULT_MAX_CONNECTIONS, PGD_DEFAULT_MAX_CONNECTIONS_PER_IP,
             PGD_DEFAULT_HEADER_TIMEOUT_S, PGD_DEFAULT_MAX_STREAMS, PGD_DEFAULT_MAX_DATASET_MB);
 }
@@ -156,6 +159,7 @@ int main(int argc, char **argv) {
         {"--max-queued", &cfg.max_queued, 1, PGD_MAX_QUEUED_LIMIT, "a count of jobs (1-1000000000)"},
         {"--max-attempts", &cfg.max_attempts, 1, PGD_MAX_ATTEMPTS_LIMIT, "a count of runs (1-1000)"},
         {"--lease-seconds", &cfg.lease_s, 1, 3600, "a number of seconds (1-3600)"},
+        {"--jobs-per-device", &cfg.jobs_per_device, 1, PGD_JOBS_PER_DEVICE_LIMIT, "a count of jobs (1-16)"},
         {"--max-connections", &cfg.max_connections, 1, PGD_MAX_CONNECTIONS_LIMIT,
          "a count of connections (1-1000000)"},
         {"--max-connections-per-ip", &cfg.max_connections_per_ip, 1, PGD_MAX_CONNECTIONS_LIMIT,

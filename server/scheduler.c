@@ -1,5 +1,5 @@
-/* scheduler.c: owns the scheduler's lifecycle and what it answers about its devices: one
- * worker thread per device (worker.c), started after jobs queued on a device that is gone are
+/* scheduler.c: owns the scheduler's lifecycle and what it answers about its devices: a worker
+ * per device with --jobs-per-device runner threads (worker.c), started after jobs queued on a device that is gone are
  * placed again (placement.c); cancelling a queued or running job; waking a device's worker; the
  * devices with their queues, running jobs, busy time and profiles; their utilisation history. */
 #include "scheduler_internal.h"
@@ -74,9 +74,14 @@ static int replace_orphans(pgd_scheduler *s, pgn_error *err) {
 
 /* ---- lifecycle -------------------------------------------------------------------------- */
 
+void sched_wake(worker *w) {
+    for (size_t k = 0; k < w->n_runners; k++) w->runners[k].wake = true;
+    pthread_cond_broadcast(&w->cond);
+}
+
 int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_info *devices,
                         size_t count, const char *data_dir, bool calibrate, int64_t max_attempts,
-                        pgd_scheduler **out, pgn_error *err) {
+                        size_t jobs_per_device, pgd_scheduler **out, pgn_error *err) {
     *out = NULL;
     pgd_scheduler *s = calloc(1, sizeof *s);
     if (!s) goto oom;
@@ -93,11 +98,14 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
     s->lease_ms = pgd_store_lease_ms(store);
     s->cluster = pgd_store_shared(store);
     s->n = count + 1;
+    s->jobs_per_device = jobs_per_device ? jobs_per_device : 1;
     s->devices = calloc(s->n, sizeof *s->devices);
     s->workers = calloc(s->n, sizeof *s->workers);
-    if (!s->devices || !s->workers) {
+    runner *runners = calloc(s->n * s->jobs_per_device, sizeof *runners);
+    if (!s->devices || !s->workers || !runners) {
         free(s->devices);
         free(s->workers);
+        free(runners);
         pthread_mutex_destroy(&s->lock);
         pthread_mutex_destroy(&s->admit);
         pthread_cond_destroy(&s->lease_tick);
@@ -112,10 +120,20 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
         pgd_busy_ring_init(&w->busy_ring, origin);
         w->sched = s;
         w->info = &s->devices[i];
-        w->wake = true; /* look for jobs queued before we started */
-        atomic_init(&w->running_job, 0);
-        atomic_init(&w->running_attempt, 0);
-        atomic_init(&w->lease_lost, false);
+        w->runners = runners + i * s->jobs_per_device;
+        w->n_runners = s->jobs_per_device;
+        for (size_t k = 0; k < w->n_runners; k++) {
+            runner *r = &w->runners[k];
+            r->w = w;
+            r->sched = s;
+            r->info = w->info;
+            r->index = k;
+            r->wake = true; /* look for jobs queued before we started */
+            atomic_init(&r->running_job, 0);
+            atomic_init(&r->running_attempt, 0);
+            atomic_init(&r->running_bytes, 0);
+            atomic_init(&r->lease_lost, false);
+        }
         pthread_cond_init(&w->cond, NULL);
     }
     for (size_t i = 0; i < s->n; i++) { /* a bad PARAGON_KERNELS stops the start here */
@@ -138,16 +156,16 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
         pgd_scheduler_stop(s);
         return -1;
     }
-    for (size_t i = 0; i < s->n; i++) {
-        worker *w = &s->workers[i];
-        int rc = pthread_create(&w->thread, NULL, sched_worker_main, w);
+    for (size_t i = 0; i < s->n * s->jobs_per_device; i++) {
+        runner *r = &runners[i];
+        int rc = pthread_create(&r->thread, NULL, sched_worker_main, r);
         if (rc != 0) {
             pgn_error_set(err, PGN_E_INTERNAL, "", "scheduler: cannot start the worker of %s: %s",
-                          w->info->id, strerror(rc));
+                          r->info->id, strerror(rc));
             pgd_scheduler_stop(s);
             return -1;
         }
-        w->started = true;
+        r->started = true;
     }
     int rc = pthread_create(&s->lease_thread, NULL, sched_lease_main, s);
     if (rc != 0) {
@@ -167,19 +185,22 @@ void pgd_scheduler_stop(pgd_scheduler *s) {
     if (!s) return;
     pthread_mutex_lock(&s->lock);
     atomic_store(&s->stopping, true);
-    for (size_t i = 0; i < s->n; i++) pthread_cond_signal(&s->workers[i].cond);
+    for (size_t i = 0; i < s->n; i++) pthread_cond_broadcast(&s->workers[i].cond);
     pthread_cond_signal(&s->lease_tick);
     pthread_mutex_unlock(&s->lock);
     /* The keeper stops first: the workers' runs end after it and write their ends, which no
      * lease needs (a requeue or an end takes the run from the store's running jobs). */
     if (s->lease_started) pthread_join(s->lease_thread, NULL);
     for (size_t i = 0; i < s->n; i++) {
-        if (s->workers[i].started) pthread_join(s->workers[i].thread, NULL);
-        pthread_cond_destroy(&s->workers[i].cond);
+        worker *w = &s->workers[i];
+        for (size_t k = 0; w->runners && k < w->n_runners; k++)
+            if (w->runners[k].started) pthread_join(w->runners[k].thread, NULL);
+        pthread_cond_destroy(&w->cond);
     }
     pthread_mutex_destroy(&s->lock);
     pthread_mutex_destroy(&s->admit);
     pthread_cond_destroy(&s->lease_tick);
+    free(s->n ? s->workers[0].runners : NULL);
     free(s->workers);
     free(s->devices);
     free(s);
@@ -189,10 +210,11 @@ void pgd_scheduler_job_dir(const pgd_scheduler *s, int64_t id, char *out, size_t
     snprintf(out, size, "%s/jobs/%lld", s->run_opts.data_dir, (long long)id);
 }
 
-/* Whether a worker runs job id now. Caller holds s->admit (claims set running_job under it). */
+/* Whether a runner runs job id now. Caller holds s->admit (claims set running_job under it). */
 static bool has_worker(const pgd_scheduler *s, int64_t id) {
     for (size_t i = 0; i < s->n; i++)
-        if (atomic_load(&s->workers[i].running_job) == id) return true;
+        for (size_t k = 0; k < s->workers[i].n_runners; k++)
+            if (atomic_load(&s->workers[i].runners[k].running_job) == id) return true;
     return false;
 }
 
@@ -280,8 +302,7 @@ void pgd_scheduler_notify(pgd_scheduler *s, const char *device) {
     for (size_t i = 0; i < s->n; i++) {
         worker *w = &s->workers[i];
         if (!sched_serves(w, device)) continue;
-        w->wake = true;
-        pthread_cond_signal(&w->cond);
+        sched_wake(w);
     }
     pthread_mutex_unlock(&s->lock);
 }
@@ -314,8 +335,15 @@ json_t *pgd_scheduler_devices_json(pgd_scheduler *s, pgn_error *err) {
         json_t *d = device_json(s, i);
         json_t *q = json_object_get(counts, s->devices[i].id);
         json_object_set_new(d, "queued", json_integer(q ? json_integer_value(q) : 0));
-        int64_t running = atomic_load(&s->workers[i].running_job);
-        json_object_set_new(d, "running_job", running ? json_integer(running) : json_null());
+        /* running_job: the first runner's that runs one; running_jobs: every one, by runner */
+        json_t *all = json_array();
+        for (size_t k = 0; k < s->workers[i].n_runners; k++) {
+            int64_t running = atomic_load(&s->workers[i].runners[k].running_job);
+            if (running) json_array_append_new(all, json_integer(running));
+        }
+        json_object_set_new(d, "running_job", json_array_size(all) ? json_incref(json_array_get(all, 0)) : json_null());
+        json_object_set_new(d, "running_jobs", all);
+        json_object_set_new(d, "jobs_at_once", json_integer((json_int_t)s->workers[i].n_runners));
         json_object_set_new(d, "busy_seconds", json_real(sched_busy_seconds(s, &s->workers[i])));
         json_array_append_new(arr, d);
     }

@@ -19,12 +19,14 @@ typedef struct pgd_events pgd_events; /* events.h */
  * from <data_dir>/datasets (pgn_run_options) and keep files in <data_dir>/jobs; data_dir must
  * outlive the scheduler. With calibrate, a worker whose device was never measured first
  * measures it (a few seconds) and stores the rows, and what they measured for the cost model.
- * A distributed job whose ranks die runs again, up to max_attempts interrupted runs.
+ * A distributed job whose ranks die runs again, up to max_attempts interrupted runs. A device
+ * runs up to jobs_per_device jobs at once (0: 1), each by a runner of its own, while the memory
+ * their estimates add up to fits the device (worker.c).
  * Jobs' state changes, metrics, progress and log lines go to events (NULL: none; it must
  * outlive the scheduler); their log lines are stored either way. */
 int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_info *devices,
                         size_t count, const char *data_dir, bool calibrate, int64_t max_attempts,
-                        pgd_scheduler **out, pgn_error *err);
+                        size_t jobs_per_device, pgd_scheduler **out, pgn_error *err);
 
 /* Asks every worker to stop: a running job stops at its next step boundary (a train job
  * checkpoints it first) and goes back to the queue, or ends cancelled when its cancel was

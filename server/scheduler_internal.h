@@ -15,25 +15,47 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef struct worker {
+struct worker;
+
+/* One job at a time on a worker's device: a thread with the device opened for itself (its own
+ * context and queue) and the run it holds; a worker has --jobs-per-device of them. */
+typedef struct runner {
+    struct worker *w;
     pgd_scheduler *sched;
-    const pgn_device_info *info; /* points into sched->devices */
+    const pgn_device_info *info; /* w's */
+    size_t index;                /* its place among w's runners: 0 calibrates the device */
     pthread_t thread;
     bool started;
-    pthread_cond_t cond;
     bool wake;                   /* guarded by sched->lock: a job may be waiting */
     _Atomic int64_t running_job; /* 0 when idle */
     _Atomic int64_t running_attempt; /* its run's attempt: the fencing token of its writes */
     _Atomic int64_t running_priority; /* its job's priority */
     atomic_bool running_train;        /* it is a train job: it can stop at a step, checkpointed */
+    _Atomic int64_t running_bytes;    /* the memory its job is estimated to hold on the device */
     /* Preemption: the running job that stops at its next step for a queued job of higher
      * priority (0: none), and that job. */
     _Atomic int64_t preempt_job, preempted_by;
     atomic_bool lease_lost; /* the run's lease could not be renewed: it stops at once */
     _Atomic int64_t lease_renewed_ns; /* when its lease was last renewed (pgn_now_ns; lease.c) */
-    /* Time spent running jobs, for /metrics: finished runs, and when the current one began
-     * (0 when idle); both guarded by sched->lock so a reader sees them consistent. */
+    /* Owned by the runner's thread alone. */
+    pgn_device *dev;
+    bool open_tried;
+    pgn_error open_err; /* why opening failed, when dev is NULL after trying */
+} runner;
+
+/* A device's runners and what the scheduler knows of the device. */
+typedef struct worker {
+    pgd_scheduler *sched;
+    const pgn_device_info *info; /* points into sched->devices */
+    pthread_cond_t cond;         /* its runners wait on it (with sched->lock) */
+    runner *runners;
+    size_t n_runners;
+    bool ready; /* guarded by sched->lock: runner 0 has calibrated the device (or had nothing to) */
+    /* Time spent running jobs, for /metrics: finished runs, and since when one or more has been
+     * running (0 when none), with how many run now; guarded by sched->lock so a reader sees them
+     * consistent. */
     int64_t busy_ns, run_started_ns;
+    int active;
     pgd_busy_ring busy_ring; /* the same time by 5 s interval over the last hour (lock too) */
     /* The cost model's view of this device's queue (guarded by sched->lock): the store's sum
      * of the estimates queued or running here, read at queue_read_ns, plus the estimates of
@@ -45,13 +67,9 @@ typedef struct worker {
      * placing it. */
     pgn_device_rates rates;
     int64_t rates_read_ns;
-    /* Owned by the worker thread alone. */
-    pgn_device *dev;
     /* the device's profile as the API shows it (guarded by sched->lock): the one its opening and
      * stored tuning gave, else what opening it will give */
     pgn_device_profile profile;
-    bool open_tried;
-    pgn_error open_err; /* why opening failed, when dev is NULL after trying */
 } worker;
 
 struct pgd_scheduler {
@@ -63,6 +81,7 @@ struct pgd_scheduler {
     pgn_device_info *devices; /* the OpenCL devices, then host */
     size_t n;
     worker *workers; /* workers[i] serves devices[i] */
+    size_t jobs_per_device; /* runners a worker has */
     pgn_run_options run_opts; /* data_dir points into the server's config, which outlives us */
     bool calibrate;           /* measure devices never measured at start */
     int64_t max_attempts;     /* interrupted runs of a job before it fails as crashed */
@@ -91,11 +110,13 @@ struct timespec sched_deadline(int64_t ms);
 /* The lease keeper's thread: renews the node's heartbeat and its runs' leases, stops a run
  * whose lease is lost, recovers the runs of nodes whose leases ran out (lease.c). */
 void *sched_lease_main(void *arg);
-/* A worker thread's body: calibrates its device when asked, then runs its device's queue until
- * the scheduler stops (worker.c). */
+/* A runner thread's body (arg: its runner): the first calibrates its device when asked; each
+ * runs its device's queue, a job at a time, until the scheduler stops (worker.c). */
 void *sched_worker_main(void *arg);
 /* Seconds w has spent running jobs: finished runs plus the one in progress (worker.c). */
 double sched_busy_seconds(pgd_scheduler *s, worker *w);
+/* Wakes every runner of w: a job may be waiting (caller holds s->lock) (scheduler.c). */
+void sched_wake(worker *w);
 /* Resolves a device request ("cpu", "gpu", "host", "auto" or an id) against the scheduler's
  * devices; an unknown or unavailable one is code "invalid_spec" (placement.c). */
 int sched_place(const pgd_scheduler *s, const char *want, pgn_device_info *out, pgn_error *err);

@@ -177,7 +177,8 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
                           &srv->events, err) < 0)
         goto fail;
     if (pgd_scheduler_start(srv->store, srv->events, devices, count, srv->data_dir,
-                            !cfg->no_calibration, max_attempts, &srv->sched, err) < 0)
+                            !cfg->no_calibration, max_attempts,
+                            (size_t)(cfg->jobs_per_device > 0 ? cfg->jobs_per_device : 1), &srv->sched, err) < 0)
         goto fail;
     if (cluster && pgd_relay_start(store, srv->store, srv->events, srv->sched, &srv->relay, err) < 0) goto fail;
     srv->devices = devices;

@@ -27,6 +27,7 @@
 #define PGD_DEFAULT_MAX_STREAMS 256
 #define PGD_MAX_CONNECTIONS_LIMIT 1000000
 #define PGD_HEADER_TIMEOUT_LIMIT_S 3600
+#define PGD_JOBS_PER_DEVICE_LIMIT 16
 
 typedef struct pgd_config {
     const char *host;
@@ -42,6 +43,7 @@ typedef struct pgd_config {
     const char *node;       /* this paragond's node id on the store; NULL: the host's name */
     const char *shared_dir; /* a cluster's files (a PostgreSQL store's nodes): data_dir's part */
     int64_t lease_s;        /* a run's lease (store.h, "runs"); 0: PGD_LEASE_DEFAULT_MS */
+    int64_t jobs_per_device; /* jobs a device runs at once, memory permitting; 0: 1 */
     /* Connection limits (0: the defaults above). */
     int64_t max_connections, max_connections_per_ip, header_timeout_s, max_streams;
     /* Browser origins allowed to call the API (--cors-origin), NULL-terminated; NULL: none. */
@@ -54,7 +56,8 @@ typedef struct pgd_server pgd_server;
  * creates the data dir, probes OpenCL devices (none at all is code "no_device"), reads or
  * creates the API token (auth.c; the path goes to stderr), opens the store and applies
  * migrations, re-queues jobs a previous process left running (or fails those it left running
- * max_attempts times), starts one worker per device and the HTTP listener. cfg's strings are
+ * max_attempts times), starts a worker per device (cfg->jobs_per_device runners each) and the HTTP
+ * listener. cfg's strings are
  * copied. */
 int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err);
 

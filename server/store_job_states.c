@@ -15,13 +15,39 @@
 /* One statement: SQLite runs it under its one write lock; on PostgreSQL the row is locked as
  * it is read (another node's claim skips it), and the outer state test makes a claim that
  * waited for a row another node took come back empty instead of taking it twice. */
-int pgd_store_job_claim(pgd_store *s, const char *device, const char *kind, int64_t *id,
+int pgd_store_job_peek(pgd_store *s, const char *device, const char *kind, int64_t *id, json_t **spec,
+                       pgn_error *err) {
+    static const char sql[] = "SELECT id, spec FROM jobs WHERE state = 'queued' AND device IN (?1, ?2)"
+                              " ORDER BY priority DESC, id LIMIT 1";
+    *id = 0;
+    *spec = NULL;
+    pthread_mutex_lock(&s->lock);
+    int ret = -1;
+    db_stmt *st = store_stmt(s, sql, err);
+    if (st) {
+        db_bind_text(st, 1, device);
+        db_bind_text(st, 2, kind ? kind : device);
+        int rc = db_step(st);
+        if (rc == DB_ROW) {
+            *id = db_column_int64(st, 0);
+            *spec = store_col_json(st, 1);
+        }
+        if (rc == DB_ROW || rc == DB_DONE) ret = 0;
+        else store_fail(s, err, "read the next queued job");
+        store_stmt_done(st);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+int pgd_store_job_claim(pgd_store *s, const char *device, const char *kind, int64_t only, int64_t *id,
                         int64_t *attempt, int64_t *priority, json_t **spec, pgn_error *err) {
     static const char sql[] =
         "UPDATE jobs SET state = 'running', started_at = " NOW_SQL ", finished_at = NULL,"
         " attempts = attempts + 1, progress = 0, node = ?2, lease_ms = " NOW_MS_SQL " + ?3,"
         " device = ?1"
         " WHERE id = (SELECT id FROM jobs WHERE state = 'queued' AND device IN (?1, ?4)"
+        "             AND (?5 = 0 OR id = ?5)"
         "             ORDER BY priority DESC, id LIMIT 1 /*postgresql: FOR UPDATE SKIP LOCKED*/)"
         "   AND state = 'queued'"
         " RETURNING id, spec, attempts, priority";
@@ -37,6 +63,7 @@ int pgd_store_job_claim(pgd_store *s, const char *device, const char *kind, int6
         db_bind_text(st, 2, s->node);
         db_bind_int64(st, 3, s->lease_ms);
         db_bind_text(st, 4, kind ? kind : device);
+        db_bind_int64(st, 5, only);
         int rc = db_step(st);
         if (rc == DB_ROW) {
             int64_t got = db_column_int64(st, 0), run = db_column_int64(st, 2), prio = db_column_int64(st, 3);

@@ -6,6 +6,7 @@
  * a restart would; a cancel request stops it the same way and ends it cancelled. */
 #include "scheduler_internal.h"
 
+#include "admission.h"
 #include "events.h"
 #include "launcher.h"
 
@@ -38,7 +39,7 @@
 /* ---- hooks the engine calls while a job runs -------------------------------------------- */
 
 typedef struct run_ctx {
-    worker *w;
+    runner *rn;
     int64_t job_id;
     int64_t attempt;            /* the run's: every write names it (store.h, "runs") */
     struct timespec last_progress;
@@ -61,7 +62,7 @@ static void hook_progress(void *ctx, double fraction);
  * the run stops at its next step, said once. Any other failure is the caller's to report. */
 static bool run_refused(run_ctx *r, const pgn_error *err) {
     if (err->code != PGN_E_CONFLICT) return false;
-    if (!atomic_exchange(&r->w->lease_lost, true))
+    if (!atomic_exchange(&r->rn->lease_lost, true))
         fprintf(stderr, "paragond: job %lld: %s; this run stops now\n", (long long)r->job_id, err->message);
     return true;
 }
@@ -90,7 +91,7 @@ static void note_write(run_ctx *r, int rc, const pgn_error *err, const char *nam
 static void flush_metrics(run_ctx *r) {
     if (r->n_pending == 0) return;
     pgn_error err;
-    int rc = pgd_store_metrics_add(r->w->sched->store, r->job_id, r->attempt, r->pending, r->n_pending, &err);
+    int rc = pgd_store_metrics_add(r->rn->sched->store, r->job_id, r->attempt, r->pending, r->n_pending, &err);
     note_write(r, rc, &err, r->pending[0].name, r->pending[0].step, r->n_pending);
     r->n_pending = 0;
     r->flushed_ns = pgn_now_ns();
@@ -108,7 +109,7 @@ static void hook_metric(void *ctx, const char *name, int64_t step, double value)
     if (strlen(name) >= PENDING_NAME_MAX) { /* not kept: written alone */
         flush_metrics(r);
         pgn_error err;
-        int rc = pgd_store_metric_add(r->w->sched->store, r->job_id, r->attempt, name, step, value, &err);
+        int rc = pgd_store_metric_add(r->rn->sched->store, r->job_id, r->attempt, name, step, value, &err);
         note_write(r, rc, &err, name, step, 1);
     } else {
         if (r->n_pending == PENDING_METRICS) flush_metrics(r);
@@ -116,12 +117,12 @@ static void hook_metric(void *ctx, const char *name, int64_t step, double value)
         snprintf(kept, PENDING_NAME_MAX, "%s", name);
         r->pending[r->n_pending++] = (pgd_metric){kept, step, value};
     }
-    pgd_events_metric(r->w->sched->events, r->job_id, name, step, value);
+    pgd_events_metric(r->rn->sched->events, r->job_id, name, step, value);
 }
 
 static void hook_text(void *ctx, int64_t index, const char *text, size_t len) {
     run_ctx *r = ctx;
-    pgd_events_text(r->w->sched->events, r->job_id, index, text, len);
+    pgd_events_text(r->rn->sched->events, r->job_id, index, text, len);
 }
 
 /* Adds what a bench run measured to a record that may hold an earlier run's (a calibration runs
@@ -140,7 +141,7 @@ static void hook_rates(void *ctx, const pgn_measured_rates *rates) {
 
 static void hook_log(void *ctx, const char *line) {
     run_ctx *r = ctx;
-    pgd_events_job_log(r->w->sched->events, r->w->sched->store, r->job_id, r->attempt, "info", "%s", line);
+    pgd_events_job_log(r->rn->sched->events, r->rn->sched->store, r->job_id, r->attempt, "info", "%s", line);
 }
 
 static int64_t elapsed_ns(const struct timespec *a, const struct timespec *b) {
@@ -157,9 +158,9 @@ static void hook_progress(void *ctx, double fraction) {
     r->last_progress = now;
     r->wrote_progress = true;
     pgn_error err;
-    int rc = pgd_store_job_progress(r->w->sched->store, r->job_id, r->attempt, fraction, &err);
+    int rc = pgd_store_job_progress(r->rn->sched->store, r->job_id, r->attempt, fraction, &err);
     note_write(r, rc, &err, NULL, 0, 1);
-    pgd_events_progress(r->w->sched->events, r->job_id, fraction);
+    pgd_events_progress(r->rn->sched->events, r->job_id, fraction);
 }
 
 /* Stops at shutdown, when this job's cancel was requested, or when its lease was lost (another
@@ -169,7 +170,7 @@ static void hook_progress(void *ctx, double fraction) {
  * read bumps it again and is seen at the next poll. */
 static bool hook_should_stop(void *ctx) {
     run_ctx *r = ctx;
-    pgd_scheduler *s = r->w->sched;
+    pgd_scheduler *s = r->rn->sched;
     /* a step boundary: its metrics go to the store unless a batch went less than
      * METRICS_FLUSH_NS ago (then with the next steps') */
     if (r->n_pending && pgn_now_ns() - r->flushed_ns >= METRICS_FLUSH_NS) flush_metrics(r);
@@ -184,8 +185,8 @@ static bool hook_should_stop(void *ctx) {
                     (long long)r->job_id, err.message);
         r->cancel = requested;
     }
-    return r->cancel || atomic_load(&s->stopping) || atomic_load(&r->w->lease_lost) ||
-           atomic_load(&r->w->preempt_job) == r->job_id;
+    return r->cancel || atomic_load(&s->stopping) || atomic_load(&r->rn->lease_lost) ||
+           atomic_load(&r->rn->preempt_job) == r->job_id;
 }
 
 /* A checkpoint is written only while the run holds its job: its lease, renewed here, keeps any
@@ -193,7 +194,7 @@ static bool hook_should_stop(void *ctx) {
  * asked, the lease renewed last still holds for the rest of its time (half of it, for margin). */
 static bool hook_may_commit(void *ctx) {
     run_ctx *r = ctx;
-    worker *w = r->w;
+    runner *w = r->rn;
     flush_metrics(r); /* every metric of the steps a checkpoint holds is stored before it */
     if (atomic_load(&w->lease_lost)) return false;
     bool held = false;
@@ -218,56 +219,56 @@ static bool hook_may_commit(void *ctx) {
 
 /* The device's tuning (device_tunings): the stored one when it fits its driver and these
  * kernels, else (unless calibration is off) a calibration's, stored; set on the opened device. */
-static void apply_tuning(worker *w) {
-    pgd_scheduler *s = w->sched;
-    pgn_kernel_family family = pgn_device_get_profile(w->dev)->family[PGN_OPS_GEMM];
+static void apply_tuning(runner *rn) {
+    pgd_scheduler *s = rn->sched;
+    pgn_kernel_family family = pgn_device_get_profile(rn->dev)->family[PGN_OPS_GEMM];
     pgn_device_tuning t;
     bool found = false;
     pgn_error err;
     pgn_error_clear(&err);
-    if (pgd_store_tuning_get(s->store, w->info->id, family, &t, &found, &err) < 0) {
-        fprintf(stderr, "paragond: %s: cannot read its tuning: %s\n", w->info->id, err.message);
+    if (pgd_store_tuning_get(s->store, rn->info->id, family, &t, &found, &err) < 0) {
+        fprintf(stderr, "paragond: %s: cannot read its tuning: %s\n", rn->info->id, err.message);
         return;
     }
-    bool fits = found && pgn_device_tuning_fits(&t, w->info, family);
+    bool fits = found && pgn_device_tuning_fits(&t, rn->info, family);
     if (!fits && !s->calibrate) return; /* its type's defaults */
     if (!fits) {
-        if (pgn_device_calibrate(w->dev, PGN_CALIBRATION_BUDGET_S, PGN_CALIBRATION_REPEATS, NULL, &t, &err) < 0) {
-            fprintf(stderr, "paragond: %s: calibrating failed: %s\n", w->info->id, err.message);
+        if (pgn_device_calibrate(rn->dev, PGN_CALIBRATION_BUDGET_S, PGN_CALIBRATION_REPEATS, NULL, &t, &err) < 0) {
+            fprintf(stderr, "paragond: %s: calibrating failed: %s\n", rn->info->id, err.message);
             return;
         }
         if (pgd_store_tuning_put(s->store, &t, &err) < 0)
-            fprintf(stderr, "paragond: %s: its tuning is not kept: %s\n", w->info->id, err.message);
+            fprintf(stderr, "paragond: %s: its tuning is not kept: %s\n", rn->info->id, err.message);
         if (t.too_slow)
-            fprintf(stderr, "paragond: %s: too slow to calibrate within %.0f s: its type's defaults\n", w->info->id,
+            fprintf(stderr, "paragond: %s: too slow to calibrate within %.0f s: its type's defaults\n", rn->info->id,
                     PGN_CALIBRATION_BUDGET_S);
         else
-            fprintf(stderr, "paragond: %s: tuned%s: GEMM tile %s (%.1f GFLOP/s)\n", w->info->id,
+            fprintf(stderr, "paragond: %s: tuned%s: GEMM tile %s (%.1f GFLOP/s)\n", rn->info->id,
                     found ? " again (its driver or the kernels changed)" : "", pgn_gemm_tile_name(t.gemm_tile),
                     t.gflops);
     }
-    pgn_device_tune(w->dev, &t);
+    pgn_device_tune(rn->dev, &t);
 }
 
 /* Opens the device on first use; a failure (e.g. a kernel build error) is remembered and
  * fails every job sent to this device, rather than rebuilding for each. */
-static int worker_device(worker *w, pgn_error *err) {
-    if (sched_is_host(w->info) || w->dev) return 0;
-    if (!w->open_tried) {
-        w->open_tried = true;
-        pgn_error_clear(&w->open_err);
-        if (pgn_device_open(w->info, &w->dev, &w->open_err) == 0) {
-            apply_tuning(w);
-            pthread_mutex_lock(&w->sched->lock);
-            w->profile = *pgn_device_get_profile(w->dev);
-            pthread_mutex_unlock(&w->sched->lock);
+static int worker_device(runner *rn, pgn_error *err) {
+    if (sched_is_host(rn->info) || rn->dev) return 0;
+    if (!rn->open_tried) {
+        rn->open_tried = true;
+        pgn_error_clear(&rn->open_err);
+        if (pgn_device_open(rn->info, &rn->dev, &rn->open_err) == 0) {
+            apply_tuning(rn);
+            pthread_mutex_lock(&rn->sched->lock);
+            rn->w->profile = *pgn_device_get_profile(rn->dev);
+            pthread_mutex_unlock(&rn->sched->lock);
             return 0;
         }
-        w->dev = NULL;
-        fprintf(stderr, "paragond: device %s cannot be opened: %s\n", w->info->id,
-                w->open_err.message);
+        rn->dev = NULL;
+        fprintf(stderr, "paragond: device %s cannot be opened: %s\n", rn->info->id,
+                rn->open_err.message);
     }
-    *err = w->open_err;
+    *err = rn->open_err;
     return -1;
 }
 
@@ -312,11 +313,11 @@ static int write_end(pgd_scheduler *s, int64_t id, int64_t attempt, const run_en
 }
 
 /* Sleeps up to ms, or less when the scheduler stops. */
-static void pause_worker(worker *w, int64_t ms) {
-    pgd_scheduler *s = w->sched;
+static void pause_worker(runner *rn, int64_t ms) {
+    pgd_scheduler *s = rn->sched;
     struct timespec until = sched_deadline(ms);
     pthread_mutex_lock(&s->lock);
-    if (!atomic_load(&s->stopping)) pthread_cond_timedwait(&w->cond, &s->lock, &until);
+    if (!atomic_load(&s->stopping)) pthread_cond_timedwait(&rn->w->cond, &s->lock, &until);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -326,10 +327,10 @@ static void pause_worker(worker *w, int64_t ms) {
  * nothing else anyway: a claim is a write). Returns 0 once written (or when the job had already
  * ended: a conflict), -1 with err for any other failure, 1 when shutdown stopped the retries
  * (the job, still running in the store, is recovered at the next start). */
-static int record_end(worker *w, int64_t id, const run_end *end, pgn_error *err) {
+static int record_end(runner *rn, int64_t id, const run_end *end, pgn_error *err) {
     int64_t pause_ms = END_RETRY_FIRST_MS, waited_ms = 0;
     for (;;) {
-        if (write_end(w->sched, id, atomic_load(&w->running_attempt), end, err) == 0) {
+        if (write_end(rn->sched, id, atomic_load(&rn->running_attempt), end, err) == 0) {
             if (waited_ms)
                 fprintf(stderr, "paragond: job %lld: its end is recorded, %.1f s late\n",
                         (long long)id, (double)waited_ms / 1000.0);
@@ -340,7 +341,7 @@ static int record_end(worker *w, int64_t id, const run_end *end, pgn_error *err)
             return 0;
         }
         if (err->code != PGN_E_STORE_UNAVAILABLE) return -1;
-        if (atomic_load(&w->sched->stopping)) {
+        if (atomic_load(&rn->sched->stopping)) {
             fprintf(stderr, "paragond: job %lld: its end is not recorded (%s); the next start "
                             "recovers it\n",
                     (long long)id, err->message);
@@ -350,7 +351,7 @@ static int record_end(worker *w, int64_t id, const run_end *end, pgn_error *err)
             fprintf(stderr, "paragond: job %lld: cannot record its end (%s); retrying until the "
                             "store takes writes\n",
                     (long long)id, err->message);
-        pause_worker(w, pause_ms);
+        pause_worker(rn, pause_ms);
         waited_ms += pause_ms;
         pause_ms = pause_ms * 2 > END_RETRY_MAX_MS ? END_RETRY_MAX_MS : pause_ms * 2;
     }
@@ -378,15 +379,15 @@ static const char *end_line(pgd_job_state state, int64_t attempt, const json_t *
 
 /* Records a run's end as state, with the line that tells it in the same transaction, and
  * publishes that line; true when the line was stored (and published). */
-static bool finish_told(worker *w, int64_t id, pgd_job_state state, const json_t *result, const pgn_error *error,
+static bool finish_told(runner *rn, int64_t id, pgd_job_state state, const json_t *result, const pgn_error *error,
                         pgn_error *err, int *rc) {
     char text[sizeof error->message + 160];
     pgd_log_line line = {.text = text};
-    line.level = end_line(state, atomic_load(&w->running_attempt), result, error, text, sizeof text);
-    *rc = record_end(w, id, &(run_end){.kind = END_FINISH, .state = state, .result = result, .error = error, .line = &line},
+    line.level = end_line(state, atomic_load(&rn->running_attempt), result, error, text, sizeof text);
+    *rc = record_end(rn, id, &(run_end){.kind = END_FINISH, .state = state, .result = result, .error = error, .line = &line},
                      err);
     if (*rc < 0 || line.seq == 0) return false; /* not recorded, or refused as over (a conflict) */
-    pgd_events_job_log_stored(w->sched->events, id, line.seq, line.level, text, line.time);
+    pgd_events_job_log_stored(rn->sched->events, id, line.seq, line.level, text, line.time);
     return true;
 }
 
@@ -394,11 +395,11 @@ static bool finish_told(worker *w, int64_t id, pgd_job_state state, const json_t
  * want of space: it cannot be stored at all) ends the job failed, saying so, rather than
  * leaving it running without a worker. True when the line telling the end is out (else
  * announce_end tells it from the store). */
-static bool record_outcome(worker *w, int64_t id, pgd_job_state state, const json_t *result,
+static bool record_outcome(runner *rn, int64_t id, pgd_job_state state, const json_t *result,
                            const pgn_error *error) {
     pgn_error err;
     int rc;
-    bool told = finish_told(w, id, state, result, error, &err, &rc);
+    bool told = finish_told(rn, id, state, result, error, &err, &rc);
     if (rc >= 0) return told;
     fprintf(stderr, "paragond: job %lld: its outcome cannot be stored: %s\n", (long long)id,
             err.message);
@@ -406,20 +407,20 @@ static bool record_outcome(worker *w, int64_t id, pgd_job_state state, const jso
     pgn_error_clear(&why);
     pgn_error_set(&why, PGN_E_STORE, "", "the job ended %s but the store refused its outcome: %s",
                   pgd_job_state_name(state), err.message);
-    told = finish_told(w, id, PGD_JOB_FAILED, NULL, &why, &err, &rc);
+    told = finish_told(rn, id, PGD_JOB_FAILED, NULL, &why, &err, &rc);
     if (rc < 0) fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, err.message);
     return told;
 }
 
 /* Runs job id's claimed run; true when the line telling its end is out (record_outcome). */
-static bool run_job(worker *w, int64_t id, const json_t *spec_json, int64_t attempt) {
-    pgd_scheduler *s = w->sched;
+static bool run_job(runner *rn, int64_t id, const json_t *spec_json, int64_t attempt) {
+    pgd_scheduler *s = rn->sched;
     bool told = false;
     pgn_job_spec spec;
     pgn_error err;
     json_t *result = NULL;
     pgn_error_clear(&err);
-    run_ctx ctx = {.w = w, .job_id = id, .attempt = attempt};
+    run_ctx ctx = {.rn = rn, .job_id = id, .attempt = attempt};
     pgn_run_hooks hooks = {.ctx = &ctx,
                            .on_metric = hook_metric,
                            .on_log = hook_log,
@@ -451,7 +452,7 @@ static bool run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
     }
     opts.checkpoint_on_stop = true; /* a shutdown loses no step; a cancel keeps what it learnt */
 
-    atomic_store(&w->running_job, id);
+    atomic_store(&rn->running_job, id);
     int rc = pgn_spec_parse_stored(spec_json, &spec, &err);
     /* Train jobs write files (checkpoints); an inet program's IO stays in its directory, which
      * only its files or its first OPEN make (a directory per job would cost an inode each for
@@ -480,8 +481,8 @@ static bool run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
     bool distributed = rc == 0 && spec.kind == PGN_JOB_TRAIN && spec.train.dist.ranks > 0;
     bool interrupted = false;
     if (rc == 0 && distributed) rc = pgd_launch_run(&spec, spec_json, &opts, &hooks, &result, &interrupted, &err);
-    if (rc == 0 && !distributed) rc = worker_device(w, &err);
-    if (rc == 0 && !distributed) rc = pgn_job_run(&spec, w->dev, &opts, &hooks, &result, &err);
+    if (rc == 0 && !distributed) rc = worker_device(rn, &err);
+    if (rc == 0 && !distributed) rc = pgn_job_run(&spec, rn->dev, &opts, &hooks, &result, &err);
     flush_metrics(&ctx); /* before its end: a finished job's metrics are all stored */
     if (rc == 0 && !json_is_object(result)) {
         rc = -1;
@@ -492,14 +493,14 @@ static bool run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
      * cannot be (a bad row), the job fails with the reason. */
     bool recorded = false;
     if (rc == 0 && spec.kind == PGN_JOB_BENCH) {
-        int r = record_end(w, id, &(run_end){.kind = END_BENCH, .result = result, .rates = &ctx.rates}, &err);
+        int r = record_end(rn, id, &(run_end){.kind = END_BENCH, .result = result, .rates = &ctx.rates}, &err);
         if (r < 0) rc = -1;
         recorded = r >= 0;
     }
 
     bool stopped = rc < 0 && err.code == PGN_E_CANCELLED;
     if (recorded) {
-    } else if (atomic_load(&w->lease_lost)) {
+    } else if (atomic_load(&rn->lease_lost)) {
         /* The run lost its lease (lease.c said why): the job is another run's now, or will be
          * once the store recovers it; this run writes nothing more (its writes would be refused). */
     } else if (stopped && ctx.cancel) {
@@ -507,23 +508,23 @@ static bool run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
         char message[sizeof err.message];
         snprintf(message, sizeof message, "%s", err.message);
         pgn_error_set(&err, PGN_E_CANCELLED, "", "cancelled on request: %s", message);
-        told = record_outcome(w, id, PGD_JOB_CANCELLED, NULL, &err);
-    } else if (stopped && (atomic_load(&s->stopping) || atomic_load(&w->preempt_job) == id)) {
+        told = record_outcome(rn, id, PGD_JOB_CANCELLED, NULL, &err);
+    } else if (stopped && (atomic_load(&s->stopping) || atomic_load(&rn->preempt_job) == id)) {
         /* Interrupted by shutdown, or preempted by a job of higher priority
          * (pgd_scheduler_preempt), not by the job: it runs again, from the checkpoint it just
          * wrote, after the restart or once its device takes it back (unless a cancel arrived
          * meanwhile: the store then ends it cancelled). */
         bool preempted = !atomic_load(&s->stopping);
         pgn_error serr;
-        if (record_end(w, id, &(run_end){.kind = END_REQUEUE}, &serr) < 0)
+        if (record_end(rn, id, &(run_end){.kind = END_REQUEUE}, &serr) < 0)
             fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
         else if (preempted)
             pgd_events_job_log(s->events, s->store, id, 0, "warn",
                                "preempted by job %" PRId64 " of higher priority (attempt %" PRId64
                                "); queued again, it resumes from its checkpoint",
-                               atomic_load(&w->preempted_by), attempt);
+                               atomic_load(&rn->preempted_by), attempt);
     } else if (rc == 0) {
-        told = record_outcome(w, id, PGD_JOB_SUCCEEDED, result, NULL);
+        told = record_outcome(rn, id, PGD_JOB_SUCCEEDED, result, NULL);
     } else if (interrupted) {
         /* A rank died, or mpirun could not reach one: run it again from its last committed
          * checkpoint, as after a crash of paragond (the same --max-attempts cap). */
@@ -535,14 +536,14 @@ static bool run_job(worker *w, int64_t id, const json_t *spec_json, int64_t atte
             fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, serr.message);
     } else {
         char *why = pgn_text_visible(err.message); /* it may quote the spec: no raw escapes */
-        fprintf(stderr, "paragond: job %lld on %s failed: %s\n", (long long)id, w->info->id,
+        fprintf(stderr, "paragond: job %lld on %s failed: %s\n", (long long)id, rn->info->id,
                 why ? why : err.message);
         free(why);
-        told = record_outcome(w, id, PGD_JOB_FAILED, NULL, &err);
+        told = record_outcome(rn, id, PGD_JOB_FAILED, NULL, &err);
     }
     json_decref(result);
     pgn_spec_free(&spec);
-    atomic_store(&w->running_job, 0);
+    atomic_store(&rn->running_job, 0);
     return told;
 }
 
@@ -551,17 +552,17 @@ static void calibration_rates(void *ctx, const pgn_measured_rates *rates) { keep
 /* A first start on a device never measured measures it briefly (a second or two: the training
  * GEMM shape, one mid-sized inet program, the launch cost), so "auto" has numbers; the rows and
  * what they measured are stored together. */
-static void calibrate(worker *w) {
-    pgd_scheduler *s = w->sched;
+static void calibrate(runner *rn) {
+    pgd_scheduler *s = rn->sched;
     pgn_measured_rates rates;
     pgn_error err;
     pgn_error_clear(&err);
-    if (pgd_store_rates_latest(s->store, w->info->id, &rates, &err) < 0) {
-        fprintf(stderr, "paragond: %s: cannot read its measured rates: %s\n", w->info->id, err.message);
+    if (pgd_store_rates_latest(s->store, rn->info->id, &rates, &err) < 0) {
+        fprintf(stderr, "paragond: %s: cannot read its measured rates: %s\n", rn->info->id, err.message);
         return;
     }
     bool measured = rates.gflops > 0 || rates.mips > 0 || rates.launch_us > 0;
-    if (measured || worker_device(w, &err) < 0) return;
+    if (measured || worker_device(rn, &err) < 0) return;
     static const struct {
         const char *suite, *cases;
     } runs[] = {{"gemm", "fwd1"}, {"inet", "fib"}, {"tensor-micro", "add-1K"}}; /* the tile: apply_tuning */
@@ -573,21 +574,22 @@ static void calibrate(worker *w) {
         pgn_bench_spec b = {.n_cases = 1, .repeats = CALIBRATION_REPEATS};
         snprintf(b.suite, sizeof b.suite, "%s", runs[i].suite);
         snprintf(b.cases[0], sizeof b.cases[0], "%s", runs[i].cases);
-        rc = pgn_bench_run(&b, w->dev, &s->run_opts, &hooks, rows, &err);
+        rc = pgn_bench_run(&b, rn->dev, &s->run_opts, &hooks, rows, &err);
     }
     if (rc == 0 && !atomic_load(&s->stopping)) rc = pgd_store_bench_add(s->store, 0, rows, &rates, &err);
-    if (rc < 0) fprintf(stderr, "paragond: calibrating %s failed: %s\n", w->info->id, err.message);
-    else fprintf(stderr, "paragond: calibrated %s (%zu benchmark rows)\n", w->info->id, json_array_size(rows));
+    if (rc < 0) fprintf(stderr, "paragond: calibrating %s failed: %s\n", rn->info->id, err.message);
+    else fprintf(stderr, "paragond: calibrated %s (%zu benchmark rows)\n", rn->info->id, json_array_size(rows));
     json_decref(rows);
 }
 
-/* A run starts (running) or ends: its time joins the worker's busy total. */
+/* A run starts (running) or ends on w's device: the time one or more runs there joins its busy
+ * total (two at once count once: the device was busy). */
 static void busy_mark(worker *w, bool running) {
     int64_t now = pgn_now_ns();
     pthread_mutex_lock(&w->sched->lock);
     if (running) {
-        w->run_started_ns = now;
-    } else {
+        if (w->active++ == 0) w->run_started_ns = now;
+    } else if (--w->active == 0) {
         w->busy_ns += now - w->run_started_ns;
         pgd_busy_ring_add(&w->busy_ring, w->run_started_ns, now);
         w->run_started_ns = 0;
@@ -607,21 +609,21 @@ double sched_busy_seconds(pgd_scheduler *s, worker *w) {
 
 /* A claimed job: its running state, then "started" with the attempt (a later attempt resumes
  * from the job's checkpoint). */
-static void announce_start(worker *w, int64_t id, int64_t attempt) {
-    pgd_scheduler *s = w->sched;
+static void announce_start(runner *rn, int64_t id, int64_t attempt) {
+    pgd_scheduler *s = rn->sched;
     pgn_error err;
     if (pgd_events_job_changed(s->events, s->store, id, NULL, &err) < 0)
         fprintf(stderr, "paragond: job %" PRId64 ": %s\n", id, err.message);
     pgd_events_job_log(s->events, s->store, id, attempt, "info", "started on %s (attempt %" PRId64 ")",
-                       w->info->id, attempt);
+                       rn->info->id, attempt);
 }
 
 /* After a run: a line saying how it ended, then the state, in that order, because a job's event
  * stream closes at its final state. Read back from the store, so every ending is told the same
  * way whoever decided it (the engine, a cancel, shutdown), unless the run's own end was stored
  * with its line (told: record_outcome published it): then only the state. */
-static void announce_end(worker *w, int64_t id, int64_t run, bool told) {
-    pgd_scheduler *s = w->sched;
+static void announce_end(runner *rn, int64_t id, int64_t run, bool told) {
+    pgd_scheduler *s = rn->sched;
     pgd_job job;
     pgn_error err;
     if (!told && pgd_store_job_get(s->store, id, false, &job, &err) < 0) {
@@ -657,68 +659,137 @@ static void announce_end(worker *w, int64_t id, int64_t run, bool told) {
 }
 
 void pgd_scheduler_preempt(pgd_scheduler *s, const char *device, int64_t priority, int64_t by) {
-    /* a device's own queue only: a job queued on a kind may go to another device of it */
+    /* a device's own queue only: a job queued on a kind may go to another device of it; and
+     * only when every runner there is busy (a free one takes the job, memory permitting): the
+     * run of lowest priority below the job's, if it can stop at a step */
     worker *w = sched_worker_of(s, device);
-    int64_t running = w ? atomic_load(&w->running_job) : 0;
-    if (!running || !atomic_load(&w->running_train) || atomic_load(&w->running_priority) >= priority) return;
+    runner *rn = NULL;
+    for (size_t k = 0; w && k < w->n_runners; k++) {
+        runner *r = &w->runners[k];
+        if (!atomic_load(&r->running_job)) return;
+        if (atomic_load(&r->running_train) && atomic_load(&r->running_priority) < priority &&
+            (!rn || atomic_load(&r->running_priority) < atomic_load(&rn->running_priority)))
+            rn = r;
+    }
+    int64_t running = rn ? atomic_load(&rn->running_job) : 0;
+    if (!running) return;
     int64_t none = 0;
-    if (!atomic_compare_exchange_strong(&w->preempt_job, &none, running)) return; /* already stopping */
-    atomic_store(&w->preempted_by, by);
-    pgd_events_job_log(s->events, s->store, running, atomic_load(&w->running_attempt), "warn",
+    if (!atomic_compare_exchange_strong(&rn->preempt_job, &none, running)) return; /* already stopping */
+    atomic_store(&rn->preempted_by, by);
+    pgd_events_job_log(s->events, s->store, running, atomic_load(&rn->running_attempt), "warn",
                        "job %" PRId64 " (priority %" PRId64 ") preempts this one (priority %" PRId64
                        "): it stops at its next step, checkpointed",
-                       by, priority, atomic_load(&w->running_priority));
+                       by, priority, atomic_load(&rn->running_priority));
+}
+
+/* Whether another runner of rn's device holds a job now (under s->admit: claims set it there). */
+static bool others_run(const runner *rn) {
+    for (size_t k = 0; k < rn->w->n_runners; k++)
+        if (k != rn->index && atomic_load(&rn->w->runners[k].running_job)) return true;
+    return false;
+}
+
+/* The device memory a job (its stored spec) is estimated to hold on rn's device. */
+static int64_t job_bytes(const runner *rn, const json_t *spec_json) {
+    pgn_job_spec spec;
+    pgn_error err;
+    if (pgn_spec_parse_stored(spec_json, &spec, &err) < 0) return 0; /* it fails as it runs, saying why */
+    int64_t bytes = (int64_t)pgd_job_bytes(&spec, rn->info);
+    pgn_spec_free(&spec);
+    return bytes;
+}
+
+/* Which job rn may claim beside the runs its device holds (caller holds s->admit): 0, any (the
+ * queue's next, when nothing else runs there: admission judged a job alone on the device); else
+ * the queue's next when its estimate and theirs fit the device's memory (-1: none fits, or
+ * nothing is queued; it waits for a run's end). *bytes receives that job's estimate. */
+static int64_t claimable(runner *rn, int64_t *bytes) {
+    *bytes = 0;
+    if (!others_run(rn)) return 0;
+    pgd_scheduler *s = rn->sched;
+    int64_t id;
+    json_t *spec;
+    pgn_error err;
+    if (pgd_store_job_peek(s->store, rn->info->id, sched_kind_of(rn->info), &id, &spec, &err) < 0) {
+        fprintf(stderr, "paragond: worker %s: %s\n", rn->info->id, err.message);
+        return -1;
+    }
+    if (!id) return -1;
+    *bytes = job_bytes(rn, spec);
+    json_decref(spec);
+    double held = 0, have = pgd_device_bytes(rn->info);
+    for (size_t k = 0; k < rn->w->n_runners; k++)
+        if (k != rn->index) held += (double)atomic_load(&rn->w->runners[k].running_bytes);
+    return have <= 0 || held + (double)*bytes <= have ? id : -1;
 }
 
 void *sched_worker_main(void *arg) {
-    worker *w = arg;
-    pgd_scheduler *s = w->sched;
-    if (s->calibrate) calibrate(w);
+    runner *rn = arg;
+    worker *w = rn->w;
+    pgd_scheduler *s = rn->sched;
+    /* the first runner measures the device; the others open it after that (its tuning stored) */
+    if (rn->index == 0 && s->calibrate) calibrate(rn);
+    pthread_mutex_lock(&s->lock);
+    if (rn->index == 0) {
+        w->ready = true;
+        pthread_cond_broadcast(&w->cond);
+    }
+    while (!w->ready && !atomic_load(&s->stopping)) pthread_cond_wait(&w->cond, &s->lock);
+    pthread_mutex_unlock(&s->lock);
     for (;;) {
         pthread_mutex_lock(&s->lock);
-        while (!w->wake && !atomic_load(&s->stopping)) pthread_cond_wait(&w->cond, &s->lock);
-        w->wake = false;
+        while (!rn->wake && !atomic_load(&s->stopping)) pthread_cond_wait(&w->cond, &s->lock);
+        rn->wake = false;
         pthread_mutex_unlock(&s->lock);
         /* Drain this device's queue; a notify that arrives meanwhile costs one empty claim. */
         while (!atomic_load(&s->stopping)) {
-            int64_t id, attempt;
-            json_t *spec;
+            int64_t id = 0, attempt, bytes;
+            json_t *spec = NULL;
             pgn_error err;
             /* Not while a submission is between its insert and its announcement: a job's
              * "queued" state and "placed" line go out before its "running" and "started". */
             pthread_mutex_lock(&s->admit);
-            int64_t priority;
-            int claimed = pgd_store_job_claim(s->store, w->info->id, sched_kind_of(w->info), &id, &attempt,
-                                              &priority, &spec, &err);
+            int64_t priority, only = claimable(rn, &bytes);
+            int claimed = only < 0 ? 0
+                                   : pgd_store_job_claim(s->store, rn->info->id, sched_kind_of(rn->info), only, &id,
+                                                         &attempt, &priority, &spec, &err);
             /* Under the admit lock, so that a cancel never sees the job running with no
-             * worker (it would end it). */
+             * runner (it would end it), and the next claim here sees its memory held. */
             if (claimed == 0 && id) {
-                atomic_store(&w->lease_renewed_ns, pgn_now_ns());
-                atomic_store(&w->lease_lost, false);
-                atomic_store(&w->running_attempt, attempt);
-                atomic_store(&w->running_priority, priority);
+                atomic_store(&rn->lease_renewed_ns, pgn_now_ns());
+                atomic_store(&rn->lease_lost, false);
+                atomic_store(&rn->running_attempt, attempt);
+                atomic_store(&rn->running_priority, priority);
                 const char *kind = json_string_value(json_object_get(spec, "kind"));
-                atomic_store(&w->running_train, kind && !strcmp(kind, "train"));
-                atomic_store(&w->preempt_job, 0);
-                atomic_store(&w->running_job, id);
+                atomic_store(&rn->running_train, kind && !strcmp(kind, "train"));
+                atomic_store(&rn->running_bytes, only ? bytes : w->n_runners > 1 ? job_bytes(rn, spec) : 0);
+                atomic_store(&rn->preempt_job, 0);
+                atomic_store(&rn->running_job, id);
             }
             pthread_mutex_unlock(&s->admit);
             if (claimed < 0) {
                 /* The job stays queued; the next submission retries. */
-                fprintf(stderr, "paragond: worker %s: %s\n", w->info->id, err.message);
+                fprintf(stderr, "paragond: worker %s: %s\n", rn->info->id, err.message);
                 break;
             }
+            if (id == 0 && only > 0) continue; /* another node took it meanwhile: the next one */
             if (id == 0) break;
             busy_mark(w, true);
-            announce_start(w, id, attempt);
-            bool told = run_job(w, id, spec, attempt);
-            announce_end(w, id, attempt, told);
+            announce_start(rn, id, attempt);
+            bool told = run_job(rn, id, spec, attempt);
+            announce_end(rn, id, attempt, told);
             busy_mark(w, false);
+            atomic_store(&rn->running_bytes, 0);
             json_decref(spec);
+            if (w->n_runners > 1) { /* its memory is free: the others may take what waited for it */
+                pthread_mutex_lock(&s->lock);
+                sched_wake(w);
+                pthread_mutex_unlock(&s->lock);
+            }
         }
         if (atomic_load(&s->stopping)) break;
     }
-    if (w->dev) pgn_device_close(w->dev);
-    w->dev = NULL;
+    if (rn->dev) pgn_device_close(rn->dev);
+    rn->dev = NULL;
     return NULL;
 }

@@ -200,7 +200,7 @@ static pgd_scheduler *start(pgd_store *s) {
     pgd_scheduler *sched;
     pgn_error err;
     /* No OpenCL device: the host pseudo-device's worker alone. */
-    cr_assert_eq(pgd_scheduler_start(s, NULL, NULL, 0, tmpdir, false, 3, &sched, &err), 0, "%s",
+    cr_assert_eq(pgd_scheduler_start(s, NULL, NULL, 0, tmpdir, false, 3, 1, &sched, &err), 0, "%s",
                  err.message);
     return sched;
 }
@@ -270,7 +270,7 @@ Test(scheduler, a_cancel_of_a_running_job_that_no_worker_runs_ends_it) {
     pgn_error err;
     int64_t claimed, attempt;
     json_t *spec;
-    cr_assert_eq(pgd_store_job_claim(s, "gone-device", NULL, &claimed, &attempt, NULL, &spec, &err), 0, "%s", err.message);
+    cr_assert_eq(pgd_store_job_claim(s, "gone-device", NULL, 0, &claimed, &attempt, NULL, &spec, &err), 0, "%s", err.message);
     cr_assert_eq(claimed, id);
     json_decref(spec);
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "paragond_harness.h"
+#include "admission.h"
 #include "store.h"
 
 TestSuite(scheduling, .init = harness_setup, .fini = harness_teardown);
@@ -221,5 +222,86 @@ Test(scheduling, a_train_jobs_estimate_comes_from_an_earlier_run_of_its_shape) {
                        ran, estimate);
     json_decref(job);
     json_decref(wait_succeeded(&s, b));
+    stop_server(&s);
+}
+
+/* The program two jobs run side by side or one after the other (25 million interactions). */
+static const char sum_rec[] = "@main = a & @sum ~ (20 (0 a))\n"
+                              "@sum = (?(((a a) @sum__C0) b) b)\n"
+                              "@sum__C0 = ({c a} ({$([*2] $([+1] d)) $([*2] $([+0] b))} f))\n"
+                              "  &! @sum ~ (a (b $([+] $(e f))))\n  &! @sum ~ (c (d e))\n";
+
+static int64_t submit_sum_rec(const server *s, int64_t max_nodes) {
+    json_t *spec = json_pack("{s:s, s:s, s:s, s:{s:I}}", "kind", "inet", "device", "host", "program", sum_rec,
+                             "limits", "max_nodes", (json_int_t)max_nodes);
+    char *body = json_dumps(spec, 0);
+    int64_t id = submit(s, body);
+    free(body);
+    json_decref(spec);
+    return id;
+}
+
+/* --jobs-per-device 2: a device runs two jobs at once while their memory estimates fit it
+ * together (two sleeps overlap, and the device lists both), and one after the other when they do
+ * not (two programs each allowed six tenths of the host's memory by their max_nodes). */
+Test(scheduling, a_device_runs_several_jobs_at_once_while_its_memory_holds_them) {
+    const char *extra[] = {"--jobs-per-device", "2", NULL};
+    int err_fd;
+    server s = start_server_with(extra, "127.0.0.1", &err_fd);
+    int64_t a = submit_sleep(&s, 1.5, "host", 0, "first"), b = submit_sleep(&s, 1.5, "host", 0, "second");
+    bool both = false;
+    for (int i = 0; i < 300 && !both; i++) { /* bounded: 30 s */
+        json_t *devices = get_json(&s, "/api/v1/devices", 200);
+        json_t *list = json_is_array(devices) ? devices : json_object_get(devices, "devices");
+        size_t k;
+        json_t *d;
+        json_array_foreach(list, k, d) {
+            if (strcmp(str(d, "id"), "host")) continue;
+            cr_assert_eq(json_integer_value(json_object_get(d, "jobs_at_once")), 2);
+            both = json_array_size(json_object_get(d, "running_jobs")) == 2;
+        }
+        json_decref(devices);
+        if (!both) usleep(100000);
+    }
+    cr_assert(both, "the host ran both sleeps at once");
+    json_t *ja = wait_succeeded(&s, a), *jb = wait_succeeded(&s, b);
+    cr_assert_lt(iso_ms(str(jb, "started_at")), iso_ms(str(ja, "finished_at")), "they overlapped");
+    json_decref(ja);
+    json_decref(jb);
+
+    /* max_nodes for six tenths of what the host has for jobs, by the estimate both the admission
+     * and the runners judge by (pgd_job_bytes), found by bisection. */
+    pgn_device_info host;
+    pgn_device_info_host(&host);
+    double have = pgd_device_bytes(&host);
+    cr_assert_gt(have, 0, "the host says what it has");
+    int64_t lo = 16, hi = (int64_t)1 << 31;
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        json_t *spec = json_pack("{s:s, s:s, s:s, s:{s:I}}", "kind", "inet", "device", "host", "program", sum_rec,
+                                 "limits", "max_nodes", (json_int_t)mid);
+        pgn_job_spec parsed;
+        pgn_error err;
+        cr_assert_eq(pgn_spec_parse(spec, &parsed, &err), 0, "%s", err.message);
+        double need = pgd_job_bytes(&parsed, &host);
+        pgn_spec_free(&parsed);
+        json_decref(spec);
+        if (need <= 0.6 * have) lo = mid;
+        else hi = mid;
+    }
+    if (lo == 16) { /* a host where 16 nodes take six tenths: nothing to judge */
+        close(err_fd);
+        stop_server(&s);
+        cr_skip_test("this host has too little memory to share");
+    }
+    int64_t share = lo;
+    int64_t first = submit_sum_rec(&s, share), second = submit_sum_rec(&s, share);
+    json_t *j1 = wait_succeeded(&s, first), *j2 = wait_succeeded(&s, second);
+    cr_assert_geq(iso_ms(str(j2, "started_at")), iso_ms(str(j1, "finished_at")),
+                  "the second waited for the first's memory: %s then %s", str(j1, "finished_at"),
+                  str(j2, "started_at"));
+    json_decref(j1);
+    json_decref(j2);
+    close(err_fd);
     stop_server(&s);
 }

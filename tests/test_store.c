@@ -257,7 +257,7 @@ static int64_t claim_run(pgd_store *s, const char *device, int64_t *attempt) {
     int64_t id = -1;
     json_t *spec = NULL;
     pgn_error err;
-    cr_assert_eq(pgd_store_job_claim(s, device, NULL, &id, attempt, NULL, &spec, &err), 0, "claim: %s", err.message);
+    cr_assert_eq(pgd_store_job_claim(s, device, NULL, 0, &id, attempt, NULL, &spec, &err), 0, "claim: %s", err.message);
     if (id) cr_assert(json_is_object(spec) && *attempt > 0, "a claimed job comes with its spec and attempt");
     else cr_assert_null(spec);
     json_decref(spec);
@@ -1268,7 +1268,7 @@ static void *hammer(void *p) {
         json_decref(spec);
         json_t *got = NULL;
         int64_t cid = 0, run = 0;
-        if (pgd_store_job_claim(a->s, "shared", NULL, &cid, &run, NULL, &got, &err) == 0 && cid)
+        if (pgd_store_job_claim(a->s, "shared", NULL, 0, &cid, &run, NULL, &got, &err) == 0 && cid)
             a->claimed[a->n_claimed++] = cid;
         json_decref(got);
     }
@@ -1828,7 +1828,7 @@ static void *claim_all(void *p) {
         int64_t id = 0, attempt = 0;
         json_t *spec = NULL;
         pgn_error err;
-        if (pgd_store_job_claim(a->s, "shared", NULL, &id, &attempt, NULL, &spec, &err) < 0) {
+        if (pgd_store_job_claim(a->s, "shared", NULL, 0, &id, &attempt, NULL, &spec, &err) < 0) {
             if (err.code == PGN_E_STORE_UNAVAILABLE) continue; /* SQLite: the other node writes */
             cr_assert_fail("claim: %s", err.message);
         }

@@ -148,8 +148,10 @@ function drawDevices(devices) {
     const sub = el('div', 'device-sub');
     sub.append(el('span', 'badge type', d.type || '?'), el('code', null, d.id || ''));
     card.append(sub);
-    const running = d.running_job == null ? 'idle'
-      : 'job #' + (typeof d.running_job === 'object' ? d.running_job.id : d.running_job);
+    // every job running there (a device may run several: --jobs-per-device)
+    const ids = Array.isArray(d.running_jobs) ? d.running_jobs
+      : d.running_job == null ? [] : [typeof d.running_job === 'object' ? d.running_job.id : d.running_job];
+    const running = ids.length ? ids.map((id) => 'job #' + id).join(', ') : 'idle';
     const dl = el('dl');
     const rows = [
       ['Compute units', d.compute_units != null ? String(d.compute_units) : '\u2014'],
@@ -157,7 +159,7 @@ function drawDevices(devices) {
       ['Clock', fmtClock(d.max_clock_mhz)],
       ['Kernels', kernelsText(d.profile)],
       ['Queued', d.queued != null ? String(d.queued) : '\u2014'],
-      ['Running', running],
+      ['Running', d.jobs_at_once > 1 ? running + ' (' + ids.length + ' of ' + d.jobs_at_once + ' at once)' : running],
     ];
     for (const [k, v] of rows) {
       const dd = el('dd', k === 'Running' && d.running_job != null ? 'busy' : null, v);

@@ -176,7 +176,8 @@ async function generate(p) {
   clearError(p);
   const body = {prompt: p.prompt.value, max_tokens: numberOf(FIELDS.max_tokens),
     temperature: numberOf(FIELDS.temperature), seed: numberOf(FIELDS.seed), stream: true};
-  // A device runs one job at a time: text from a job still training would wait for its end.
+  // A device runs one job at a time (unless paragond runs several: --jobs-per-device): text from
+  // a job still training would wait for its end.
   if (p.job && !TERMINAL.has(p.job.state)) body.device = 'host';
   const ctl = new AbortController();
   const text = generatedText(body.prompt, '');
