@@ -4,6 +4,7 @@
 #include "api_internal.h"
 
 #include "admission.h"
+#include "host_load.h"
 #include "views.h"
 
 #include <inttypes.h>
@@ -38,6 +39,15 @@ static void placed_line(char *out, size_t size, const char *device, const char *
                  placement->candidates[placement->chosen].estimate.seconds);
     else
         snprintf(out, size, "placed on %s (asked for %s)", device, requested);
+    /* the cost model's rates are a quiet machine's: say when it is not */
+    int cpus;
+    double other = pgd_host_other_cpus(&cpus);
+    size_t len = strlen(out);
+    if (other >= PGD_HOST_LOADED_CPUS && len < size)
+        snprintf(out + len, size - len,
+                 "; the machine is busy with other work (%.1f of its %d CPUs over the last seconds): "
+                 "runs here may take longer than estimated",
+                 other, cpus);
 }
 
 static void announce_queued(pgd_api *api, const pgd_new_job *jobs, size_t n, const int64_t *ids, pgd_job *first) {

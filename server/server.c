@@ -7,6 +7,7 @@
 #include "api.h"
 #include "auth.h"
 #include "events.h"
+#include "host_load.h"
 #include "http.h"
 #include "lock.h"
 #include "relay.h"
@@ -176,6 +177,8 @@ int pgd_server_start(const pgd_config *cfg, pgd_server **out, pgn_error *err) {
                           (size_t)(cfg->max_streams > 0 ? cfg->max_streams : PGD_DEFAULT_MAX_STREAMS),
                           &srv->events, err) < 0)
         goto fail;
+    int cpus;
+    pgd_host_other_cpus(&cpus); /* the first reading: a submission's estimate a second on can tell */
     if (pgd_scheduler_start(srv->store, srv->events, devices, count, srv->data_dir,
                             !cfg->no_calibration, max_attempts,
                             (size_t)(cfg->jobs_per_device > 0 ? cfg->jobs_per_device : 1), &srv->sched, err) < 0)

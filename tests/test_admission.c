@@ -3,10 +3,15 @@
  * (parameters, memory against a device's size and the host's available memory, for train and
  * inet jobs). */
 #include "admission.h"
+#include "host_load.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 /* Runs the check; on refusal returns the limit's name ("" when accepted). */
 static const char *shape(const char *text, pgn_error *err, json_t **extra) {
@@ -242,4 +247,35 @@ Test(admission, an_inet_jobs_max_nodes_is_admitted_by_the_memory_it_may_take) {
     pgn_job_spec small = parse("{\"kind\":\"inet\",\"program\":\"@main = 1\",\"limits\":{\"max_nodes\":1024}}");
     cr_assert_eq(pgd_admit_job(&small, &gpu, &mem, &err, &extra), 0, "%s", err.message);
     pgn_spec_free(&small);
+}
+
+/* Two processes spinning while this one sleeps: the machine's other work reads at least half a
+ * CPU (they get most of two, beside whatever else runs), and this process's own time is not in it. */
+Test(admission, the_machines_other_work_is_read_without_paragonds_own) {
+    int cpus;
+    pgd_host_other_cpus(&cpus); /* a reading to start the window from */
+    cr_assert_geq(cpus, 1);
+    pid_t spin[2];
+    for (int i = 0; i < 2; i++) {
+        spin[i] = fork();
+        cr_assert_geq(spin[i], 0);
+        if (spin[i] == 0) {
+            struct timespec t0, t;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            volatile unsigned long x = 0;
+            do {
+                for (int k = 0; k < 1000000; k++) x += (unsigned long)k;
+                clock_gettime(CLOCK_MONOTONIC, &t);
+            } while (t.tv_sec - t0.tv_sec < 3);
+            _exit(0);
+        }
+    }
+    usleep(1200000);
+    double other = pgd_host_other_cpus(&cpus);
+    for (int i = 0; i < 2; i++) {
+        kill(spin[i], SIGKILL);
+        waitpid(spin[i], NULL, 0);
+    }
+    cr_assert_geq(other, PGD_HOST_LOADED_CPUS, "two spinning processes read as %.2f CPUs of %d", other, cpus);
+    cr_assert_leq(other, cpus + 0.01, "no more than the machine has: %.2f of %d", other, cpus);
 }
