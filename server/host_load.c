@@ -1,7 +1,8 @@
 /* host_load.c: owns what paragond knows of the machine's other work: the CPUs that processes
  * other than this paragond kept busy (and what a hypervisor took: steal) over the last second or
  * more, from /proc/stat's busy time less this process's own (/proc/self/stat), so that an
- * estimate made on a loaded machine says so. The cost model's rates are a quiet machine's. */
+ * estimate made on a loaded machine says so. The cost model's rates are a quiet machine's. A
+ * distributed job's ranks are processes of their own: their time counts as other work. */
 #include "host_load.h"
 
 #include "paragon.h"

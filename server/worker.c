@@ -1,7 +1,8 @@
-/* worker.c: owns a device's worker thread. It opens the device once, on its first job (applying
- * its stored tuning, or calibrating it), then takes the oldest queued job of that device from the
- * store, runs it through the engine with hooks that record metrics, progress and log lines, and
- * records the outcome, holding it while the store refuses writes. Shutdown stops a running job
+/* worker.c: owns a device's runner threads (a worker has --jobs-per-device of them). Each opens
+ * the device for itself once, on its first job (applying its stored tuning, or calibrating it),
+ * then takes the device's next queued job from the store (beside other runs, only one whose
+ * memory fits), runs it through the engine with hooks that record metrics, progress and log
+ * lines, and records the outcome, holding it while the store refuses writes. Shutdown stops a running job
  * at a step boundary (a train job checkpoints that exact step) and puts it back in the queue, as
  * a restart would; a cancel request stops it the same way and ends it cancelled. */
 #include "scheduler_internal.h"
