@@ -159,7 +159,7 @@ function drawDevices(devices) {
       ['Clock', fmtClock(d.max_clock_mhz)],
       ['Kernels', kernelsText(d.profile)],
       ['Queued', d.queued != null ? String(d.queued) : '\u2014'],
-      ['Running', d.jobs_at_once > 1 ? running + ' (' + ids.length + ' of ' + d.jobs_at_once + ' at once)' : running],
+      ['Running', d.jobs_at_once > 1 && ids.length ? running + ' (' + ids.length + ' of ' + d.jobs_at_once + ' at once)' : running],
     ];
     for (const [k, v] of rows) {
       const dd = el('dd', k === 'Running' && d.running_job != null ? 'busy' : null, v);
