@@ -315,6 +315,9 @@ function render(ch) {
   else ch.tip.hidden = true;
 }
 
+// Keys beyond which a legend is laid out as a grid (compared runs: a job alone has 3 at most).
+const LEGEND_MANY = 4;
+
 // Beside the title, per series: a swatch, its name and its last value.
 function drawLegend(ch, fmt) {
   ch.legend.textContent = '';
@@ -328,6 +331,8 @@ function drawLegend(ch, fmt) {
     item.append(sw, el('span', null, l.label + ' '), el('b', null, last ? fmt(last.value) : '\u2014'));
     ch.legend.append(item);
   }
+  // many keys (compared runs): a grid across the box's width under the title, not a column
+  ch.legend.classList.toggle('many', ch.lines.length > LEGEND_MANY);
 }
 
 // Where a pointer event falls in the chart's viewBox, or null off the chart.

@@ -238,15 +238,18 @@ async function compareRuns(page) {
   const seen = await page.$eval('tr.detail .chart-box', (b, id) => ({
     legend: [...b.querySelectorAll('.chart-key')].map((k) => k.textContent.replace(/ \S+$/, '')),
     theirs: b.querySelector(`path[data-series="#${id} loss"]`).dataset.points,
+    // six keys: laid out in columns across the box, not one under the other
+    grid: getComputedStyle(b.querySelector('.chart-legend')).display === 'grid',
     msg: document.querySelector('#compare-msg').textContent}), second);
   if (!seen.legend.includes(`#${first} training (epoch)`) || !seen.legend.includes(`#${second} test`) ||
-      !(Number(seen.theirs) > 0) || !/#999999/.test(seen.msg))
+      !(Number(seen.theirs) > 0) || !/#999999/.test(seen.msg) || !seen.grid)
     throw new Error('compare: ' + JSON.stringify(seen));
   await page.locator('tr.detail .main-col').screenshot({path: join(here, 'screenshots', 'dashboard-compare.png')});
   await page.fill('#compare-ids', '');
   await page.press('#compare-ids', 'Enter');
   await page.waitForFunction((id) => !document.querySelector(`tr.detail path[data-series="#${id} loss"]`) &&
-    !document.querySelector('tr.detail .chart-key')?.textContent.startsWith('#'), second, {timeout: STEP_MS});
+    !document.querySelector('tr.detail .chart-key')?.textContent.startsWith('#') &&
+    !document.querySelector('tr.detail .chart-legend.many'), second, {timeout: STEP_MS});
   return `compared with XOR #${second}: ${seen.legend.join(', ')} (${seen.msg}), then alone again`;
 }
 
