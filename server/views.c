@@ -84,11 +84,20 @@ const char *pgd_placement_reason_text(pgd_placement_reason reason) {
 /* One device weighed: the job's estimate there, the queue it would wait behind, and the rates
  * the estimate used. */
 static json_t *candidate_json(const pgd_candidate *c) {
-    return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:b}", "device", c->device, "seconds",
-                     c->estimate.seconds, "queue_seconds", c->queue_seconds, "total_seconds",
-                     c->estimate.seconds + c->queue_seconds, "work", c->estimate.work, "gflops", c->rates.gflops,
-                     "mips", c->rates.mips, "launch_us", c->rates.launch_us, "unit",
-                     pgn_work_unit_name(c->estimate.unit), "measured", c->rates.measured);
+    /* member by member: json_pack parses its format on every call, and a GET builds this twice
+     * (the chosen candidate, then every one): a twelfth of a GET's CPU */
+    json_t *o = json_object();
+    json_object_set_new_nocheck(o, "device", json_string(c->device));
+    json_object_set_new_nocheck(o, "seconds", json_real(c->estimate.seconds));
+    json_object_set_new_nocheck(o, "queue_seconds", json_real(c->queue_seconds));
+    json_object_set_new_nocheck(o, "total_seconds", json_real(c->estimate.seconds + c->queue_seconds));
+    json_object_set_new_nocheck(o, "work", json_real(c->estimate.work));
+    json_object_set_new_nocheck(o, "gflops", json_real(c->rates.gflops));
+    json_object_set_new_nocheck(o, "mips", json_real(c->rates.mips));
+    json_object_set_new_nocheck(o, "launch_us", json_real(c->rates.launch_us));
+    json_object_set_new_nocheck(o, "unit", json_string(pgn_work_unit_name(c->estimate.unit)));
+    json_object_set_new_nocheck(o, "measured", json_boolean(c->rates.measured));
+    return o;
 }
 
 json_t *pgd_placement_json(const pgd_placement *p) {
