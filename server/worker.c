@@ -2,9 +2,9 @@
  * the device for itself once, on its first job (applying its stored tuning, or calibrating it),
  * then takes the device's next queued job from the store (beside other runs, only one whose
  * memory fits), runs it through the engine with hooks that record metrics, progress and log
- * lines, and records the outcome, holding it while the store refuses writes. Shutdown stops a running job
- * at a step boundary (a train job checkpoints that exact step) and puts it back in the queue, as
- * a restart would; a cancel request stops it the same way and ends it cancelled. */
+ * lines, and records the outcome, holding it while the store refuses writes. Shutdown stops a
+ * running job at a step boundary (a train job checkpoints that exact step) and puts it back in
+ * the queue, as a restart would; a cancel request stops it the same way and ends it cancelled. */
 #include "scheduler_internal.h"
 
 #include "admission.h"
@@ -195,7 +195,7 @@ static bool hook_should_stop(void *ctx) {
  * asked, the lease renewed last still holds for the rest of its time (half of it, for margin). */
 static bool hook_may_commit(void *ctx) {
     run_ctx *r = ctx;
-    runner *w = r->rn;
+    runner *w = r->rn; /* the run's runner */
     flush_metrics(r); /* every metric of the steps a checkpoint holds is stored before it */
     if (atomic_load(&w->lease_lost)) return false;
     bool held = false;
@@ -385,8 +385,8 @@ static bool finish_told(runner *rn, int64_t id, pgd_job_state state, const json_
     char text[sizeof error->message + 160];
     pgd_log_line line = {.text = text};
     line.level = end_line(state, atomic_load(&rn->running_attempt), result, error, text, sizeof text);
-    *rc = record_end(rn, id, &(run_end){.kind = END_FINISH, .state = state, .result = result, .error = error, .line = &line},
-                     err);
+    run_end end = {.kind = END_FINISH, .state = state, .result = result, .error = error, .line = &line};
+    *rc = record_end(rn, id, &end, err);
     if (*rc < 0 || line.seq == 0) return false; /* not recorded, or refused as over (a conflict) */
     pgd_events_job_log_stored(rn->sched->events, id, line.seq, line.level, text, line.time);
     return true;
