@@ -12,9 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One statement: SQLite runs it under its one write lock; on PostgreSQL the row is locked as
- * it is read (another node's claim skips it), and the outer state test makes a claim that
- * waited for a row another node took come back empty instead of taking it twice. */
+/* The claim's choice, read without taking it (store.h). */
 int pgd_store_job_peek(pgd_store *s, const char *device, const char *kind, int64_t *id, json_t **spec,
                        pgn_error *err) {
     static const char sql[] = "SELECT id, spec FROM jobs WHERE state = 'queued' AND device IN (?1, ?2)"
@@ -40,6 +38,9 @@ int pgd_store_job_peek(pgd_store *s, const char *device, const char *kind, int64
     return ret;
 }
 
+/* One statement: SQLite runs it under its one write lock; on PostgreSQL the row is locked as
+ * it is read (another node's claim skips it), and the outer state test makes a claim that
+ * waited for a row another node took come back empty instead of taking it twice. */
 int pgd_store_job_claim(pgd_store *s, const char *device, const char *kind, int64_t only, int64_t *id,
                         int64_t *attempt, int64_t *priority, json_t **spec, pgn_error *err) {
     static const char sql[] =
