@@ -70,6 +70,12 @@ int pgn_gemm_tile_find(const char *name) {
  * up to PGN_INET_LOCAL_SLOTS_MAX, whose 12 bytes (a node and a variable) fit in the device's local
  * memory beside the deal's arrays; 0 when not even 64 fit, and the inet group keeps the cpu
  * family. NVIDIA's 48 KB and pocl take the most; Oclgrind's 32 KB half of it. */
+/* A local slot's port never reaches NONE (a SWI port of value PGN_INET_VAL_MAX): at 16,384
+ * slots the last one would, and a SWI node there read as an unlinked variable (tried: HVM2's
+ * sort_bitonic_16 ended in a wrong normal form). */
+_Static_assert(PGN_INET_LOCAL_BASE + PGN_INET_LOCAL_SLOTS_MAX - 1 < PGN_INET_VAL_MAX,
+               "local slots' ports stay below NONE");
+
 static unsigned inet_local_slots(const pgn_device_info *info) {
     uint64_t mem = info->local_mem_bytes ? info->local_mem_bytes : 32768;
     unsigned n = PGN_INET_LOCAL_SLOTS_MAX;
