@@ -196,6 +196,14 @@ static budget device_budget(const pgn_device_info *d, const pgd_host_memory *m) 
     return b;
 }
 
+/* What holds a train job's memory on d: the host reference keeps everything in this process; a
+ * device, in its memory. */
+static budget job_budget(const pgn_device_info *d, const pgd_host_memory *m) {
+    pgn_device_profile profile;
+    pgn_device_profile_default(d, &profile);
+    return profile.dev_class == PGN_CLASS_HOST ? host_budget(m) : device_budget(d, m);
+}
+
 /* ---- one job ---------------------------------------------------------------------------- */
 
 static int admit_train(const pgn_job_spec *spec, const pgn_device_info *placed,
@@ -213,10 +221,7 @@ static int admit_train(const pgn_job_spec *spec, const pgn_device_info *placed,
                           : "sum over layers of in*out + out",
                       (unsigned long long)PGD_MAX_PARAMS);
 
-    /* The host reference keeps everything in this process; a device, in its memory. */
-    pgn_device_profile profile;
-    pgn_device_profile_default(placed, &profile);
-    budget have = profile.dev_class == PGN_CLASS_HOST ? host_budget(mem) : device_budget(placed, mem);
+    budget have = job_budget(placed, mem);
     if (!have.known || m.total <= have.bytes) return 0; /* one that does not say is not judged */
     /* Blame the part that weighs most: the model, the batch or the data. */
     double model = m.params + m.gradients + m.optimizer;
@@ -333,8 +338,6 @@ double pgd_job_bytes(const pgn_job_spec *spec, const pgn_device_info *placed) {
 double pgd_device_bytes(const pgn_device_info *d) {
     pgd_host_memory mem;
     if (pgd_host_memory_read(&mem) < 0) mem = (pgd_host_memory){0};
-    pgn_device_profile profile;
-    pgn_device_profile_default(d, &profile);
-    budget b = profile.dev_class == PGN_CLASS_HOST ? host_budget(&mem) : device_budget(d, &mem);
+    budget b = job_budget(d, &mem);
     return b.known ? b.bytes : 0;
 }
