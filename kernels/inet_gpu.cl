@@ -107,7 +107,7 @@ static void inet_flush(inet_w *w) {
     for (int h = 0; h < 2; h++) { /* its slices as new: no slot is read before it is taken again */
         INET_SET(&w->lfree[h * PGN_INET_GPU_LOCAL_MAX + w->lid], 0u);
         w->lown[h] = w->slice[h];
-        w->cur[h] = w->used[h] = 0;
+        w->cur[h] = w->used[h] = w->nhint[h] = 0;
     }
     if (w->nlinks) {
         pgn_u32 n = w->s.bag_hi - w->s.bag_lo; /* room at the top for what the links queue */
@@ -142,7 +142,7 @@ __kernel void inet_reduce_gpu(INET_REDUCE_PARAMS) {
     w.lid = lid;
     for (int h = 0; h < 2; h++) {
         w.slice[h] = w.lown[h] = PGN_INET_LOCAL_SLOTS / n;
-        w.cur[h] = w.used[h] = 0;
+        w.cur[h] = w.used[h] = w.nhint[h] = 0;
         INET_SET(&lfree[h * PGN_INET_GPU_LOCAL_MAX + lid], 0u);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -185,9 +185,14 @@ __kernel void inet_reduce_gpu(INET_REDUCE_PARAMS) {
             decision = inet_deal(cnt, lo, from, slot, taken, n, INET_READ(&ctl[PGN_INET_CTL_STOP]) != 0, &give);
             donor = give;
             for (pgn_u32 i = 0; i < n; i++) any |= want[i];
-            /* local memory does not outlive the launch; and while another group is hungry, a redex
-             * this group could give it must be global first */
+            /* local memory does not outlive the launch; and while another group is hungry, the
+             * redex this group would give it must be global first (it often is: made before the
+             * last flush; HVM2's sort_bitonic_16 on pocl flushed for that a third of the time) */
             bool share = groups > 1 && give != INET_NO_GIFT && INET_READ(&ctl[PGN_INET_CTL_IDLE]);
+            if (share) {
+                pgn_u64 r = bags[(pgn_u64)(first + give) * bag_cap + lo[give] + taken[give]];
+                share = INET_LOCAL_PORT(pgn_inet_fst(r)) || INET_LOCAL_PORT(pgn_inet_snd(r));
+            }
             flushing = any || share || decision == INET_LEAVE;
             if (any && decision == INET_WAIT) decision = INET_GO;
         }

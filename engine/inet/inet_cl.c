@@ -31,7 +31,12 @@
 #define BUDGET_MIN (1u << 12)
 #define BUDGET_MAX (1ull << 32)
 /* The workers, their work-group size and the first launch's budget are the device profile's
- * (engine/profile.c); each launch grows at most 4x toward SLICE_S. */
+ * (engine/profile.c). A launch's budget is per worker; the next is what the busiest worker did,
+ * scaled to SLICE_S by the time the launch took, and at most 4x what it did. A launch that a
+ * worker ended early to grow a heap says the same rate: sized from the budget alone, launches
+ * cut short while the heaps grew let it reach 4x every time, and later ones took 1.7-2 s (HVM2's
+ * sort_bitonic_16 on pocl), through which a work-group that ran out of work and stopped waiting
+ * stayed idle. */
 
 /* One heap on the device (PGN_INET_HEAP_NODES, PGN_INET_HEAP_VARS): its slots, the owner of each
  * chunk, its size and the most it may grow to. */
@@ -54,6 +59,7 @@ typedef struct {
     uint64_t dev_bytes, dev_peak;              /* device buffers held now and at the most */
     uint64_t host_bytes, host_peak;            /* the same on the host (book included) */
     pgn_inet_worker *w;                        /* host copies, read after each launch */
+    uint64_t *itrs_before;                     /* each worker's count before the last launch */
     uint32_t *ctl_host;
     uint64_t *mail_host;
     /* The run's own kernel object. pocl keeps timing statistics per kernel object and schedules
@@ -103,6 +109,7 @@ static void clnet_release(clnet *c) {
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         pgn_device_release_buffer(c->dev, *bufs[i]);
     free(c->w);
+    free(c->itrs_before);
     free(c->ctl_host);
     free(c->mail_host);
     if (c->kernel) clReleaseKernel(c->kernel);
@@ -285,9 +292,10 @@ static int clnet_init(clnet *c, pgn_device *dev, const pgn_inet_book *book, cons
 
     uint32_t *defs = calloc((size_t)book->n_defs * PGN_INET_DEF_WORDS + 1, sizeof *defs);
     c->w = calloc(workers, sizeof *c->w);
+    c->itrs_before = calloc(workers, sizeof *c->itrs_before);
     c->ctl_host = calloc(PGN_INET_CTL_WORDS(workers), sizeof *c->ctl_host);
     c->mail_host = calloc(PGN_INET_MAIL_WORDS(workers), sizeof *c->mail_host);
-    if (!defs || !c->w || !c->ctl_host || !c->mail_host) {
+    if (!defs || !c->w || !c->itrs_before || !c->ctl_host || !c->mail_host) {
         free(defs);
         pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory setting up the reducer");
         return -1;
@@ -538,8 +546,14 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
             break;
         }
         double slice = pgn_now_s() - t;
+        uint64_t busiest = 0; /* the most one worker did in this launch */
         itrs = 0;
-        for (uint32_t j = 0; j < workers; j++) itrs += c.w[j].itrs;
+        for (uint32_t j = 0; j < workers; j++) {
+            uint64_t did = c.w[j].itrs - c.itrs_before[j];
+            if (did > busiest) busiest = did;
+            c.itrs_before[j] = c.w[j].itrs;
+            itrs += c.w[j].itrs;
+        }
         state = after_launch(&c, book, itrs, err);
         if (L.max_interactions && itrs > L.max_interactions) {
             state = pgn_inet_fail_limit(err, "max_interactions", "%llu interactions reached",
@@ -582,11 +596,10 @@ int pgn_inet_run_cl(pgn_device *dev, const pgn_inet_book *book, const pgn_inet_l
                 slice = 0; /* the speed changes: the budget grows again from here */
             }
         }
-        /* Size the next launch to take about SLICE_S. */
+        /* Size the next launch to take about SLICE_S at this launch's rate. */
         double scale = slice > 0 ? SLICE_S / slice : 4;
         if (scale > 4) scale = 4;
-        if (scale < 0.25) scale = 0.25;
-        budget = (uint64_t)((double)budget * scale);
+        if (busiest) budget = (uint64_t)((double)busiest * scale); /* none did any: as it was */
         if (budget < BUDGET_MIN) budget = BUDGET_MIN;
         if (budget > BUDGET_MAX) budget = BUDGET_MAX;
     }
