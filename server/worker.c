@@ -195,13 +195,13 @@ static bool hook_should_stop(void *ctx) {
  * asked, the lease renewed last still holds for the rest of its time (half of it, for margin). */
 static bool hook_may_commit(void *ctx) {
     run_ctx *r = ctx;
-    runner *w = r->rn; /* the run's runner */
+    runner *rn = r->rn;
     flush_metrics(r); /* every metric of the steps a checkpoint holds is stored before it */
-    if (atomic_load(&w->lease_lost)) return false;
+    if (atomic_load(&rn->lease_lost)) return false;
     bool held = false;
     pgn_error err;
-    if (pgd_store_lease_renew(w->sched->store, r->job_id, r->attempt, &held, &err) < 0) {
-        bool holds = pgn_now_ns() - atomic_load(&w->lease_renewed_ns) < w->sched->lease_ms * 500000LL;
+    if (pgd_store_lease_renew(rn->sched->store, r->job_id, r->attempt, &held, &err) < 0) {
+        bool holds = pgn_now_ns() - atomic_load(&rn->lease_renewed_ns) < rn->sched->lease_ms * 500000LL;
         fprintf(stderr, "paragond: job %lld: its lease cannot be renewed (%s): checkpoint %s\n",
                 (long long)r->job_id, err.message, holds ? "written within the lease it holds" : "not written");
         return holds;
@@ -209,10 +209,10 @@ static bool hook_may_commit(void *ctx) {
     if (!held) {
         fprintf(stderr, "paragond: job %lld: checkpoint not written: attempt %lld no longer holds the job\n",
                 (long long)r->job_id, (long long)r->attempt);
-        atomic_store(&w->lease_lost, true);
+        atomic_store(&rn->lease_lost, true);
         return false;
     }
-    atomic_store(&w->lease_renewed_ns, pgn_now_ns());
+    atomic_store(&rn->lease_renewed_ns, pgn_now_ns());
     return true;
 }
 
