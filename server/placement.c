@@ -92,6 +92,7 @@ static void weigh(pgd_scheduler *s, const pgn_job_spec *spec, const char *shape,
     snprintf(c->device, sizeof c->device, "%s", info->id);
     device_rates(s, info, &c->rates);
     pgn_job_estimate_on(spec, &c->rates, &c->estimate);
+    pgn_device_rates_for(spec, &c->rates); /* the job shows the rates its estimate used */
     c->queue_seconds = queue_seconds(s, info->id);
     pgd_train_history h;
     pgn_error err;

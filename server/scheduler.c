@@ -92,6 +92,7 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
     s->run_opts.data_dir = data_dir;
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->admit, NULL);
+    pthread_mutex_init(&s->calibrating, NULL);
     atomic_init(&s->stopping, false);
     atomic_init(&s->cancel_gen, 0);
     pthread_cond_init(&s->lease_tick, NULL);
@@ -108,6 +109,7 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
         free(runners);
         pthread_mutex_destroy(&s->lock);
         pthread_mutex_destroy(&s->admit);
+        pthread_mutex_destroy(&s->calibrating);
         pthread_cond_destroy(&s->lease_tick);
         free(s);
         goto oom;
@@ -199,6 +201,7 @@ void pgd_scheduler_stop(pgd_scheduler *s) {
     }
     pthread_mutex_destroy(&s->lock);
     pthread_mutex_destroy(&s->admit);
+    pthread_mutex_destroy(&s->calibrating);
     pthread_cond_destroy(&s->lease_tick);
     free(s->n ? s->workers[0].runners : NULL);
     free(s->workers);

@@ -77,6 +77,9 @@ struct pgd_scheduler {
     pgd_events *events; /* NULL: publish nothing */
     pthread_mutex_t lock;
     pthread_mutex_t admit; /* held from a job's insert to its announcement; claims wait on it */
+    pthread_mutex_t calibrating; /* one device calibrates at a time: the host pseudo-device and a
+                                    pocl CPU device share the cores, and measured together each
+                                    took a third to two thirds of its rate */
     atomic_bool stopping;
     pgn_device_info *devices; /* the OpenCL devices, then host */
     size_t n;

@@ -77,17 +77,22 @@ static void bind_figure(db_stmt *st, int idx, double v) {
  * stored at `now`. Caller is in a transaction. */
 static int insert_rates(pgd_store *s, int64_t job_id, const pgn_measured_rates *rates, const char *now,
                         pgn_error *err) {
-    static const char sql[] = "INSERT INTO device_rates (job_id, device, gflops, mips, launch_us, created_at)"
-                              " VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
-    if (!rates || !(rates->gflops > 0 || rates->mips > 0 || rates->launch_us > 0)) return 0;
+    static const char sql[] = "INSERT INTO device_rates (job_id, device, gflops, mips, launch_us, step_launch_us,"
+                              " mlp_gflops, mlp_setup_s, load_mbps, gpt_gflops, gpt_setup_s, created_at)"
+                              " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+    if (!rates) return 0;
+    const pgn_train_rates *t = &rates->train;
+    const double figures[] = {rates->gflops,  rates->mips,       rates->launch_us, t->step_launch_us, t->mlp_gflops,
+                              t->mlp_setup_s, t->load_mbps,      t->gpt_gflops,    t->gpt_setup_s};
+    bool any = false;
+    for (size_t i = 0; i < sizeof figures / sizeof *figures; i++) any |= figures[i] > 0;
+    if (!any) return 0;
     db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
     bind_job_or_null(st, 1, job_id);
     db_bind_text(st, 2, rates->device);
-    bind_figure(st, 3, rates->gflops);
-    bind_figure(st, 4, rates->mips);
-    bind_figure(st, 5, rates->launch_us);
-    db_bind_text(st, 6, now);
+    for (size_t i = 0; i < sizeof figures / sizeof *figures; i++) bind_figure(st, 3 + (int)i, figures[i]);
+    db_bind_text(st, 12, now);
     int rc = db_step(st);
     store_stmt_done(st);
     if (rc == DB_NO_PARENT) return store_no_such_job(err, job_id);
@@ -260,14 +265,18 @@ int pgd_store_bench_list(pgd_store *s, const char *suite, const char *device, in
 int pgd_store_rates_latest(pgd_store *s, const char *device, pgn_measured_rates *out, pgn_error *err) {
 #define NEWEST(figure)                                                                             \
     "(SELECT " figure " FROM device_rates WHERE device = ?1 AND " figure " IS NOT NULL ORDER BY id DESC LIMIT 1)"
-    static const char sql[] = "SELECT " NEWEST("gflops") ", " NEWEST("mips") ", " NEWEST("launch_us");
+    static const char sql[] = "SELECT " NEWEST("gflops") ", " NEWEST("mips") ", " NEWEST("launch_us") ", "
+                              NEWEST("step_launch_us") ", " NEWEST("mlp_gflops") ", " NEWEST("mlp_setup_s") ", "
+                              NEWEST("load_mbps") ", " NEWEST("gpt_gflops") ", " NEWEST("gpt_setup_s");
 #undef NEWEST
-    double v[3];
+    double v[9];
     *out = (pgn_measured_rates){0};
     snprintf(out->device, sizeof out->device, "%s", device);
-    if (store_read_numbers(s, sql, device, v, 3, "read device rates", err) < 0) return -1;
+    if (store_read_numbers(s, sql, device, v, 9, "read device rates", err) < 0) return -1;
     out->gflops = v[0];
     out->mips = v[1];
     out->launch_us = v[2];
+    out->train = (pgn_train_rates){.step_launch_us = v[3], .mlp_gflops = v[4], .mlp_setup_s = v[5],
+                                   .load_mbps = v[6], .gpt_gflops = v[7], .gpt_setup_s = v[8]};
     return 0;
 }

@@ -127,12 +127,21 @@ static void hook_text(void *ctx, int64_t index, const char *text, size_t len) {
 }
 
 /* Adds what a bench run measured to a record that may hold an earlier run's (a calibration runs
- * three suites, each measuring one figure). */
+ * several suites, each measuring some figures). */
 static void keep_rates(pgn_measured_rates *into, const pgn_measured_rates *r) {
+#define KEEP(figure)                                                                               \
+    if (r->figure > 0) into->figure = r->figure
     snprintf(into->device, sizeof into->device, "%s", r->device);
-    if (r->gflops > 0) into->gflops = r->gflops;
-    if (r->mips > 0) into->mips = r->mips;
-    if (r->launch_us > 0) into->launch_us = r->launch_us;
+    KEEP(gflops);
+    KEEP(mips);
+    KEEP(launch_us);
+    KEEP(train.step_launch_us);
+    KEEP(train.mlp_gflops);
+    KEEP(train.mlp_setup_s);
+    KEEP(train.load_mbps);
+    KEEP(train.gpt_gflops);
+    KEEP(train.gpt_setup_s);
+#undef KEEP
 }
 
 static void hook_rates(void *ctx, const pgn_measured_rates *rates) {
@@ -548,11 +557,23 @@ static bool run_job(runner *rn, int64_t id, const json_t *spec_json, int64_t att
     return told;
 }
 
-static void calibration_rates(void *ctx, const pgn_measured_rates *rates) { keep_rates(ctx, rates); }
+/* What a calibration's runs measured, and the scheduler whose stop ends them. */
+typedef struct {
+    pgn_measured_rates measured;
+    pgd_scheduler *sched;
+} calibration_ctx;
 
-/* A first start on a device never measured measures it briefly (a second or two: the training
- * GEMM shape, one mid-sized inet program, the launch cost), so "auto" has numbers; the rows and
- * what they measured are stored together. */
+static void calibration_rates(void *ctx, const pgn_measured_rates *rates) {
+    keep_rates(&((calibration_ctx *)ctx)->measured, rates);
+}
+
+static bool calibration_should_stop(void *ctx) { return atomic_load(&((calibration_ctx *)ctx)->sched->stopping); }
+
+/* A first start on a device never measured measures it briefly, so "auto" has numbers: the
+ * device's rates (a second or two: the training GEMM shape, one mid-sized inet program, the
+ * launch cost) and, on a start that finds them missing (a store from before them too), what a
+ * training run costs there (the cost suite's probes: a few seconds of short real runs). The rows
+ * and what they measured are stored together. */
 static void calibrate(runner *rn) {
     pgd_scheduler *s = rn->sched;
     pgn_measured_rates rates;
@@ -562,24 +583,34 @@ static void calibrate(runner *rn) {
         fprintf(stderr, "paragond: %s: cannot read its measured rates: %s\n", rn->info->id, err.message);
         return;
     }
-    bool measured = rates.gflops > 0 || rates.mips > 0 || rates.launch_us > 0;
-    if (measured || worker_device(rn, &err) < 0) return;
+    bool device = !(rates.gflops > 0 || rates.mips > 0 || rates.launch_us > 0);
+    bool train = !(rates.train.step_launch_us > 0);
+    if ((!device && !train) || worker_device(rn, &err) < 0) return;
     static const struct {
-        const char *suite, *cases;
-    } runs[] = {{"gemm", "fwd1"}, {"inet", "fib"}, {"tensor-micro", "add-1K"}}; /* the tile: apply_tuning */
+        const char *suite, *cases[3];
+        bool train;
+    } runs[] = {{"gemm", {"fwd1"}, false}, /* the tile: apply_tuning */
+                {"inet", {"fib"}, false},
+                {"tensor-micro", {"add-1K"}, false},
+                {"train", {"cost-xor", "cost-fashion", "cost-gpt"}, true}}; /* one run: in that order */
     json_t *rows = json_array();
-    pgn_run_hooks hooks = {.ctx = &rates, .on_rates = calibration_rates};
+    calibration_ctx c = {.sched = s};
+    pgn_run_hooks hooks = {.ctx = &c, .on_rates = calibration_rates, .should_stop = calibration_should_stop};
     int rc = rows ? 0 : -1;
     if (!rows) pgn_error_set(&err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
     for (size_t i = 0; i < sizeof runs / sizeof *runs && rc == 0 && !atomic_load(&s->stopping); i++) {
-        pgn_bench_spec b = {.n_cases = 1, .repeats = CALIBRATION_REPEATS};
+        if (!(runs[i].train ? train : device)) continue;
+        pgn_bench_spec b = {.repeats = CALIBRATION_REPEATS};
         snprintf(b.suite, sizeof b.suite, "%s", runs[i].suite);
-        snprintf(b.cases[0], sizeof b.cases[0], "%s", runs[i].cases);
+        for (; b.n_cases < 3 && runs[i].cases[b.n_cases]; b.n_cases++)
+            snprintf(b.cases[b.n_cases], sizeof b.cases[b.n_cases], "%s", runs[i].cases[b.n_cases]);
         rc = pgn_bench_run(&b, rn->dev, &s->run_opts, &hooks, rows, &err);
     }
-    if (rc == 0 && !atomic_load(&s->stopping)) rc = pgd_store_bench_add(s->store, 0, rows, &rates, &err);
-    if (rc < 0) fprintf(stderr, "paragond: calibrating %s failed: %s\n", rn->info->id, err.message);
-    else fprintf(stderr, "paragond: calibrated %s (%zu benchmark rows)\n", rn->info->id, json_array_size(rows));
+    bool stopped = atomic_load(&s->stopping); /* measured in part: measured again at the next start */
+    if (rc == 0 && !stopped) rc = pgd_store_bench_add(s->store, 0, rows, &c.measured, &err);
+    if (rc < 0 && !stopped) fprintf(stderr, "paragond: calibrating %s failed: %s\n", rn->info->id, err.message);
+    else if (!stopped)
+        fprintf(stderr, "paragond: calibrated %s (%zu benchmark rows)\n", rn->info->id, json_array_size(rows));
     json_decref(rows);
 }
 
@@ -729,7 +760,11 @@ void *sched_worker_main(void *arg) {
     worker *w = rn->w;
     pgd_scheduler *s = rn->sched;
     /* the first runner measures the device; the others open it after that (its tuning stored) */
-    if (rn->index == 0 && s->calibrate) calibrate(rn);
+    if (rn->index == 0 && s->calibrate) {
+        pthread_mutex_lock(&s->calibrating);
+        calibrate(rn);
+        pthread_mutex_unlock(&s->calibrating);
+    }
     pthread_mutex_lock(&s->lock);
     if (rn->index == 0) {
         w->ready = true;

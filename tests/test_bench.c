@@ -296,6 +296,74 @@ Test(bench, a_run_reports_the_rates_its_rows_measured) {
     json_decref(rows);
 }
 
+/* ---- the cost model's probes (engine/bench/bench_cost.c) ---- */
+
+/* Files left in dir (not . or ..). */
+static int entries_in(const char *dir) {
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "%s", dir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+
+#define FASHION_IMAGES "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
+#define FORTUNES "/usr/share/games/fortunes/fortunes"
+
+/* Short real training runs: each sets the figures it measures, its row says them, and no
+ * checkpoint is left where it wrote one. They run only when named. */
+Test(bench, cost_probes_measure_what_a_training_run_costs) {
+    json_t *ids = pgn_bench_cases("train");
+    static const char *const listed[] = {"cost-xor", "cost-fashion", "cost-gpt", "fashion-mlp"};
+    cr_assert_eq(json_array_size(ids), 4);
+    for (size_t i = 0; i < 4; i++) cr_assert_str_eq(json_string_value(json_array_get(ids, i)), listed[i]);
+    json_decref(ids);
+
+    char data[] = "/tmp/test-bench-cost-XXXXXX";
+    cr_assert_not_null(mkdtemp(data));
+    bool fashion = access(FASHION_IMAGES, R_OK) == 0, fortunes = access(FORTUNES, R_OK) == 0;
+    pgn_bench_spec spec = {.suite = "train", .n_cases = 3, .repeats = 1,
+                           .cases = {"cost-xor", "cost-fashion", "cost-gpt"}};
+    pgn_measured_rates got = {.gflops = -1};
+    pgn_run_hooks hooks = {.ctx = &got, .on_rates = keep_rates};
+    pgn_run_options opts = {.data_dir = data};
+    pgn_error err = {0};
+    json_t *rows = json_array();
+    cr_assert_eq(pgn_bench_run(&spec, dev, &opts, &hooks, rows, &err), 0, "%s", err.message);
+    cr_assert_eq(json_array_size(rows), 1 + fashion + fortunes, "a probe without its data set has no row");
+    cr_assert_eq(entries_in(data), 0, "the probes' checkpoints are gone");
+    rmdir(data);
+    cr_assert_eq(got.gflops, 0, "the probes measure no GEMM rate");
+    const pgn_train_rates *t = &got.train;
+    cr_assert_eq(t->step_launch_us, real_of(row_of(rows, "cost-xor"), "step_launch_us"));
+    cr_assert_gt(t->step_launch_us, 0);
+    cr_assert_eq(t->mlp_setup_s, real_of(row_of(rows, "cost-xor"), "setup_s"));
+    cr_assert_geq(t->mlp_setup_s, 0);
+    if (fashion) {
+        const json_t *row = row_of(rows, "cost-fashion");
+        cr_assert_eq(t->mlp_gflops, real_of(row, "gflops"));
+        cr_assert_eq(t->load_mbps, real_of(row, "load_mbps"));
+        cr_assert_gt(t->mlp_gflops, 0);
+        cr_assert_gt(t->load_mbps, 0);
+        cr_assert_gt(real_of(row, "load_seconds"), 0, "the data set's loading is in the run's result");
+    }
+    if (fortunes) {
+        const json_t *row = row_of(rows, "cost-gpt");
+        cr_assert_eq(t->gpt_gflops, real_of(row, "gflops"));
+        cr_assert_gt(t->gpt_gflops, 0);
+        cr_assert_gt(t->gpt_setup_s, 0, "the text, the build, the evaluation and the checkpoint take time");
+        cr_assert_eq(json_integer_value(json_object_get(row, "launches_per_step")), PGN_GPT_STEP_LAUNCHES(2, false),
+                     "the cost model counts a gpt's kernels as the engine queues them");
+    }
+    cr_assert_eq(json_integer_value(json_object_get(row_of(rows, "cost-xor"), "launches_per_step")),
+                 PGN_MLP_STEP_LAUNCHES(2), "and an MLP's");
+    json_decref(rows);
+}
+
 /* ---- the gpt suite (engine/bench/bench_gpt.c) ---- */
 
 Test(bench, gpt_suite_lists_its_cases_and_columns) {
@@ -320,18 +388,6 @@ Test(bench, gpt_suite_lists_its_cases_and_columns) {
     json_decref(none);
     cr_assert_str_eq(csv, "case,steps,ms/step,tokens/s,GFLOP/s,val_loss,params,chars,chars/s,device\n");
     free(csv);
-}
-
-/* Files left in dir (not . or ..). */
-static int entries_in(const char *dir) {
-    DIR *d = opendir(dir);
-    cr_assert_not_null(d, "%s", dir);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
-    closedir(d);
-    return n;
 }
 
 /* GPT_STEPS shortened: the figures of a few steps mean nothing, their relations do. */

@@ -465,10 +465,19 @@ Test(bench_jobs, first_start_calibrates_and_auto_placement_records_its_estimate)
             json_t *b = get_json(&s, path, 200);
             size_t rows = json_array_size(json_object_get(b, "rows"));
             json_decref(b);
-            if (rows >= 3) break; /* gemm fwd1, inet fib, tensor-micro add-1K (and tiles) */
+            if (rows >= 4) break; /* gemm fwd1, inet fib, tensor-micro add-1K, the cost probes */
             cr_assert_lt(now_ms(), deadline, "device %s was not calibrated", str(d, "id"));
             usleep(100000);
         }
+        /* what a training run costs there: the cost suite's probes ran with the rest */
+        snprintf(path, sizeof path, "/api/v1/benchmarks?device=%s&suite=train", str(d, "id"));
+        json_t *probes = get_json(&s, path, 200);
+        bool xor_probe = false;
+        size_t k;
+        json_t *row;
+        json_array_foreach(json_object_get(probes, "rows"), k, row) xor_probe |= !strcmp(str(row, "case"), "cost-xor");
+        json_decref(probes);
+        cr_assert(xor_probe, "%s: the cost suite's cost-xor ran at the calibration", str(d, "id"));
         if (!strcmp(str(d, "id"), "host")) continue;
         /* an OpenCL device was tuned: its choice in a table of its own, and in its profile */
         tuning t = tuning_of(&s, str(d, "id"));

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "bench/bench.h"
 #include "paragon.h"
 
 static pgn_device_info cpu_info(void) {
@@ -77,8 +78,9 @@ Test(cost, estimates_scale_with_the_work_and_the_device) {
     pgn_job_estimate_on(&mnist, &slow, &a);
     cr_assert_eq(a.unit, PGN_WORK_FLOP);
     cr_assert_str_eq(pgn_work_unit_name(a.unit), "flop");
-    /* 6 * (784*256 + 256*256 + 256*10) FLOPs a sample, 60,000 samples, 5 epochs */
-    cr_assert_float_eq(a.work, 6.0 * (784 * 256 + 256 * 256 + 256 * 10) * 60000 * 5, 1.0);
+    /* 6 * (784*256 + 256*256 + 256*10) FLOPs a sample, 60,000 samples, 5 epochs, and each
+     * epoch's evaluation of the 10,000 test samples (the forward: a third) */
+    cr_assert_float_eq(a.work, 6.0 * (784 * 256 + 256 * 256 + 256 * 10) * (60000 + 10000 / 3.0) * 5, 1.0);
     pgn_job_estimate_on(&mnist, &fast, &b);
     cr_assert_lt(b.seconds, a.seconds, "a big job is faster on the fast device");
     /* XOR: 100 steps of 3 tiny layers: launch-bound, so the device with cheap launches wins */
@@ -159,4 +161,56 @@ Test(cost, memory_estimate_counts_parameters_state_batch_and_data) {
     pgn_job_memory_estimate(&inet, &m);
     cr_assert_float_eq(m.total, 0, 0.5, "only train jobs are estimated");
     pgn_spec_free(&inet);
+}
+
+/* With what the cost suite measured: the run's setup, the data set's loading (both files read
+ * whole, whatever train_samples keeps), each epoch's steps and evaluation batches at a step's
+ * launch cost, and the FLOPs (of the samples kept) at the MLP rate. */
+Test(cost, a_train_estimate_counts_setup_loading_launches_and_flops_as_measured) {
+    pgn_job_spec linear = parse("{\"kind\":\"train\",\"data\":{\"source\":\"fashion-mnist\",\"train_samples\":320,"
+                                "\"test_samples\":64},\"model\":{\"type\":\"mlp\",\"layers\":[784,10]},"
+                                "\"batch_size\":32,\"epochs\":20}");
+    pgn_device_rates r = {.gflops = 500, .launch_us = 5,
+                          .train = {.step_launch_us = 12, .mlp_gflops = 100, .mlp_setup_s = 0.02, .load_mbps = 110,
+                                    .gpt_gflops = 50, .gpt_setup_s = 0.3}};
+    pgn_job_estimate e;
+    pgn_job_estimate_on(&linear, &r, &e);
+    double per_sample = 6.0 * 784 * 10;
+    cr_assert_float_eq(e.work, per_sample * (320 + 64 / 3.0) * 20, 1e-3, "the samples kept, not 60,000");
+    double launches = (10 * PGN_MLP_STEP_LAUNCHES(1) + 2 * PGN_MLP_EVAL_LAUNCHES(1)) * 20;
+    cr_assert_float_eq(e.launches, launches, 1e-9);
+    double load = 70000.0 * 784 / 110e6;
+    cr_assert_float_eq(e.seconds, 0.02 + load + e.work / 100e9 + launches * 12e-6, 1e-12);
+
+    /* not measured: the GEMM rate and the queued launch cost, no setup, no loading */
+    pgn_device_rates general = {.gflops = 500, .launch_us = 5};
+    pgn_job_estimate_on(&linear, &general, &e);
+    cr_assert_float_eq(e.seconds, e.work / 500e9 + launches * 5e-6, 1e-12);
+
+    /* what the job shows of the rates: those its estimate used */
+    pgn_device_rates used = r;
+    pgn_device_rates_for(&linear, &used);
+    cr_assert_eq(used.gflops, 100);
+    cr_assert_eq(used.launch_us, 12);
+    used = general;
+    pgn_device_rates_for(&linear, &used);
+    cr_assert(used.gflops == 500 && used.launch_us == 5);
+
+    /* a gpt: its steps and its evaluations (every eval_every steps, the last at the end), each
+     * evaluation batch a forward (a third of a step), its kernels as the engine queues them */
+    pgn_job_spec gpt = parse("{\"kind\":\"train\",\"data\":{\"source\":\"fortunes\"},\"model\":{\"type\":\"gpt\","
+                             "\"n_layer\":4,\"n_head\":4,\"d_model\":128,\"context\":64},\"batch_size\":32,"
+                             "\"steps\":250,\"eval_every\":100,\"eval_windows\":64,"
+                             "\"optimizer\":{\"type\":\"adamw\",\"clip_norm\":1.0}}");
+    pgn_job_estimate_on(&gpt, &r, &e);
+    double steps = 250 + 3 * 2 / 3.0; /* evaluations at 100, 200 and 250, of two batches each */
+    cr_assert_float_eq(e.work, pgn_train_flops_per_sample(&gpt.train) * 32 * steps, 1.0);
+    cr_assert_float_eq(e.launches, PGN_GPT_STEP_LAUNCHES(4, true) * steps, 1e-9);
+    cr_assert_eq(PGN_GPT_STEP_LAUNCHES(4, true), 163, "char-gpt.json's step, as the engine counted it");
+    cr_assert_float_eq(e.seconds, 0.3 + e.work / 50e9 + e.launches * 12e-6, 1e-12);
+    used = r;
+    pgn_device_rates_for(&gpt, &used);
+    cr_assert_eq(used.gflops, 50);
+    pgn_spec_free(&linear);
+    pgn_spec_free(&gpt);
 }

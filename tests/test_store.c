@@ -1050,7 +1050,9 @@ Test(store, rates_are_the_newest_each_run_measured_and_go_with_their_job) {
     json_t *a = json_pack("[o, o]", bench_row("gemm", "fwd1", "cpu-1", 1), bench_row("inet", "fib", "cpu-1", 3));
     json_t *b = json_pack("[o]", bench_row("gemm", "fwd1", "cpu-1", 0.8));
     json_t *c = json_pack("[o]", bench_row("gemm", "fwd1", "gpu-2", 0.1));
-    pgn_measured_rates ra = {.device = "cpu-1", .gflops = 100, .mips = 50, .launch_us = 30};
+    pgn_measured_rates ra = {.device = "cpu-1", .gflops = 100, .mips = 50, .launch_us = 30,
+                             .train = {.step_launch_us = 12, .mlp_gflops = 80, .mlp_setup_s = 0.01,
+                                       .load_mbps = 110, .gpt_gflops = 60, .gpt_setup_s = 0.25}};
     pgn_measured_rates rb = {.device = "cpu-1", .gflops = 120}; /* a gemm run alone */
     pgn_measured_rates rc = {.device = "gpu-2", .gflops = 900};
     cr_assert_eq(pgd_store_bench_add(s, old, a, &ra, &err), 0, "%s", err.message);
@@ -1063,11 +1065,17 @@ Test(store, rates_are_the_newest_each_run_measured_and_go_with_their_job) {
     cr_assert_eq(m.gflops, 120, "the newer run's GEMM rate");
     cr_assert_eq(m.mips, 50, "the reducer's rate is still the older run's: the newer did not measure it");
     cr_assert_eq(m.launch_us, 30);
+    const pgn_train_rates *t = &m.train; /* the cost suite's figures, each the newest */
+    cr_assert(t->step_launch_us == 12 && t->mlp_gflops == 80 && t->mlp_setup_s == 0.01 && t->load_mbps == 110 &&
+                  t->gpt_gflops == 60 && t->gpt_setup_s == 0.25,
+              "%g %g %g %g %g %g", t->step_launch_us, t->mlp_gflops, t->mlp_setup_s, t->load_mbps, t->gpt_gflops,
+              t->gpt_setup_s);
     cr_assert_eq(pgd_store_rates_latest(s, "gpu-2", &m, &err), 0, "%s", err.message);
     cr_assert_eq(m.gflops, 900, "a run without a job counts too");
     cr_assert_eq(m.mips, 0);
     cr_assert_eq(pgd_store_rates_latest(s, "gpu-9", &m, &err), 0, "%s", err.message);
-    cr_assert(m.gflops == 0 && m.mips == 0 && m.launch_us == 0, "a device never measured has no figures");
+    cr_assert(m.gflops == 0 && m.mips == 0 && m.launch_us == 0 && m.train.step_launch_us == 0,
+              "a device never measured has no figures");
 
     /* rows without rates (nothing measured) store no figures */
     json_t *d = json_pack("[o]", bench_row("mlp-forward", "S1", "cpu-3", 5));

@@ -74,6 +74,25 @@ int pgn_bench_gemm(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
 int pgn_bench_inet(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
 int pgn_bench_train(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
 int pgn_bench_gpt(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
+/* The cost model's probes (bench_cost.c): the train suite's cost-xor, cost-fashion and
+ * cost-gpt, each run only when named; they set ctx->rates->train. */
+int pgn_bench_cost_train(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err);
+
+/* Kernels the engine queues, counted on its runs (launches_per_step in a train result): an MLP's
+ * training step (train.c's run_batch: two gathers, the forward, backward and update, the loss's
+ * statistics) 9 for one layer and 5 more for each further one; an evaluation batch the gathers,
+ * a GEMM with its epilogue a layer, the loss and its statistics; a gpt's step 17 outside its
+ * blocks, 36 a block and 2 for clipping (the global norm, the scale). The cost model counts with
+ * them (cost.c), and its probes take a step's launches off its time with them (bench_cost.c). */
+#define PGN_MLP_STEP_LAUNCHES(layers) (4.0 + 5.0 * (layers))
+#define PGN_MLP_EVAL_LAUNCHES(layers) (4.0 + (layers))
+#define PGN_GPT_STEP_LAUNCHES(n_layer, clips) (17.0 + 36.0 * (n_layer) + ((clips) ? 2.0 : 0.0))
+/* Of a training step's FLOPs and kernels, what its forward alone (an evaluation) takes: the
+ * backward is about twice the forward. */
+#define PGN_FORWARD_SHARE (1.0 / 3.0)
+/* Fashion-MNIST's two sets, read whole whatever train_samples keeps (data.c's take_first). */
+#define PGN_FASHION_TRAIN 60000.0
+#define PGN_FASHION_TEST 10000.0
 
 /* The char-gpt benchmark (bench_gpt.c): the gpt suite's run and bench-gpt's paragon side. */
 typedef struct pgn_bench_gpt_config {

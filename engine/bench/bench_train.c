@@ -13,6 +13,7 @@
 #define TRAIN_EPOCHS 2
 
 int pgn_bench_train(const pgn_bench_ctx *ctx, json_t *rows, pgn_error *err) {
+    if (pgn_bench_cost_train(ctx, rows, err)) return -1;
     if (!pgn_bench_wants(ctx, "fashion-mlp")) return 0;
     json_t *j = json_pack("{s:s, s:s, s:I, s:{s:s, s:[iiii], s:s}, s:{s:s}, s:{s:s, s:f, s:f}, s:i, s:i}",
                           "kind", "train", "name", "fashion-mlp", "seed", (json_int_t)0, "model", "type", "mlp",

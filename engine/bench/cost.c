@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/tensor.h"
+#include "bench/bench.h"
 
 /* Fallbacks from a device's properties, used only until a benchmark run has measured it: FLOPs a compute
  * unit does per clock on the GEMM (half an AVX-512 core's FMA peak on a CPU; a GPU's CU runs
@@ -22,11 +22,6 @@
 
 /* What an inet job's work is taken to be before it runs: its count is unknown until it ends. */
 #define INET_NOMINAL_INTERACTIONS 1e8
-/* Kernel launches per training step: each layer's forward, backward and update, and the loss. */
-#define LAUNCHES_PER_LAYER_STEP 4.0
-/* Kernel launches per gpt block and step (forward: two LayerNorms, four GEMMs and their packs,
- * attention, two residual adds; backward about twice as many; counted on the graph). */
-#define GPT_LAUNCHES_PER_LAYER_STEP 50.0
 /* Samples in a data source whose size is known only once read (idx). */
 #define UNKNOWN_SAMPLES 60000.0
 /* Characters of Debian's fortunes (2,576,627 in fortunes 1:1.99.1-7.3). */
@@ -61,6 +56,7 @@ void pgn_device_rates_measured(const pgn_device_info *info, const pgn_measured_r
         out->measured = true;
     }
     if (m->launch_us > 0) out->launch_us = m->launch_us;
+    out->train = m->train;
 }
 
 static const char *const work_units[] = {[PGN_WORK_NONE] = "none", [PGN_WORK_FLOP] = "flop",
@@ -79,39 +75,101 @@ int pgn_work_unit_parse(const char *name, pgn_work_unit *out) {
     return -1;
 }
 
+/* Samples a data source holds, and of them the first n a spec keeps (0: all). */
+static double kept(double held, int n) { return n > 0 && n < held ? n : held; }
+
 static double samples_per_epoch(const pgn_data_spec *d) {
     switch (d->source) {
     case PGN_DATA_XOR: return 4;
     case PGN_DATA_SPIRAL: return (double)d->samples * d->classes;
-    case PGN_DATA_FASHION_MNIST: return 60000;
-    case PGN_DATA_IDX: break;
+    case PGN_DATA_FASHION_MNIST: return kept(PGN_FASHION_TRAIN, d->train_samples);
+    case PGN_DATA_IDX: return kept(UNKNOWN_SAMPLES, d->train_samples);
     case PGN_DATA_TEXT:
     case PGN_DATA_FORTUNES: break; /* text has windows, not samples: a gpt counts steps */
     }
     return UNKNOWN_SAMPLES;
 }
 
+/* Samples of the evaluation set, evaluated after each epoch (and uploaded beside the training
+ * set). */
+static double test_samples(const pgn_data_spec *d) {
+    switch (d->source) {
+    case PGN_DATA_XOR: return 4;
+    case PGN_DATA_SPIRAL: return (double)d->samples * d->classes; /* same size, other noise */
+    case PGN_DATA_FASHION_MNIST: return kept(PGN_FASHION_TEST, d->test_samples);
+    case PGN_DATA_IDX: return kept(UNKNOWN_SAMPLES / 6, d->test_samples); /* Fashion's proportion */
+    case PGN_DATA_TEXT:
+    case PGN_DATA_FORTUNES: break;
+    }
+    return 0;
+}
+
+/* Bytes of samples a data source reads from files (both sets, whole: data.c keeps the first
+ * train_samples only after reading all), features bytes each; 0 for a source made in memory. */
+static double file_bytes(const pgn_data_spec *d, int features) {
+    switch (d->source) {
+    case PGN_DATA_FASHION_MNIST: return (PGN_FASHION_TRAIN + PGN_FASHION_TEST) * features;
+    case PGN_DATA_IDX: return UNKNOWN_SAMPLES * 7 / 6 * features;
+    default: return 0;
+    }
+}
+
+
+/* The FLOP rate and launch cost a train job's estimate counts with: the cost suite's for its
+ * kind of model where it measured them, else the GEMM rate and the queued launch cost. */
+static double train_gflops(const pgn_train_spec *t, const pgn_device_rates *r) {
+    double m = t->model == PGN_MODEL_GPT ? r->train.gpt_gflops : r->train.mlp_gflops;
+    return m > 0 ? m : r->gflops;
+}
+
+static double train_launch_us(const pgn_device_rates *r) {
+    return r->train.step_launch_us > 0 ? r->train.step_launch_us : r->launch_us;
+}
+
+void pgn_device_rates_for(const pgn_job_spec *spec, pgn_device_rates *r) {
+    if (spec->kind != PGN_JOB_TRAIN) return;
+    r->gflops = train_gflops(&spec->train, r);
+    r->launch_us = train_launch_us(r);
+}
+
+/* An MLP: its setup, its data's loading, and each epoch's steps and evaluation: FLOPs at the
+ * MLP rate and kernels at a step's launch cost, as the cost suite measured them on the device
+ * (the GEMM rate and the queued launch cost where it did not). */
+static void estimate_mlp(const pgn_train_spec *t, const pgn_device_rates *r, pgn_job_estimate *out) {
+    const pgn_train_rates *m = &r->train;
+    int layers = t->n_layers - 1;
+    double train_n = samples_per_epoch(&t->data), test_n = test_samples(&t->data);
+    double steps = ceil(train_n / t->batch_size), evals = ceil(test_n / t->batch_size);
+    double per_sample = pgn_train_flops_per_sample(t);
+    out->work = per_sample * (train_n + PGN_FORWARD_SHARE * test_n) * t->epochs;
+    out->unit = PGN_WORK_FLOP;
+    out->launches = (steps * PGN_MLP_STEP_LAUNCHES(layers) + evals * PGN_MLP_EVAL_LAUNCHES(layers)) * t->epochs;
+    double load = m->load_mbps > 0 ? file_bytes(&t->data, t->layers[0]) / (m->load_mbps * 1e6) : 0;
+    out->seconds = m->mlp_setup_s + load + out->work / (train_gflops(t, r) * 1e9) +
+                   out->launches * train_launch_us(r) * 1e-6;
+}
+
+/* A gpt: its setup, its steps, and its evaluations (eval_windows windows every eval_every steps,
+ * the last at the end), at the gpt rate the cost suite measured on the device. */
+static void estimate_gpt(const pgn_train_spec *t, const pgn_device_rates *r, pgn_job_estimate *out) {
+    const pgn_train_rates *m = &r->train;
+    double evals = ceil((double)t->steps / (t->eval_every > 0 ? t->eval_every : t->steps));
+    double eval_steps = evals * ceil((double)t->eval_windows / t->batch_size);
+    double step_flops = pgn_train_flops_per_sample(t) * t->batch_size;
+    out->work = step_flops * (t->steps + PGN_FORWARD_SHARE * eval_steps);
+    out->unit = PGN_WORK_FLOP;
+    bool clips = t->optimizer.clip_norm > 0;
+    out->launches = PGN_GPT_STEP_LAUNCHES(t->gpt.n_layer, clips) * (t->steps + PGN_FORWARD_SHARE * eval_steps);
+    out->seconds = m->gpt_setup_s + out->work / (train_gflops(t, r) * 1e9) + out->launches * train_launch_us(r) * 1e-6;
+}
+
 void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *r, pgn_job_estimate *out) {
     *out = (pgn_job_estimate){0};
     switch (spec->kind) {
-    case PGN_JOB_TRAIN: {
-        const pgn_train_spec *t = &spec->train;
-        if (t->model == PGN_MODEL_GPT) {
-            double windows = (double)t->steps * t->batch_size;
-            out->work = pgn_train_flops_per_sample(t) * windows;
-            out->unit = PGN_WORK_FLOP;
-            out->launches = t->steps * GPT_LAUNCHES_PER_LAYER_STEP * t->gpt.n_layer;
-            out->seconds = out->work / (r->gflops * 1e9) + out->launches * r->launch_us * 1e-6;
-            break;
-        }
-        double samples = samples_per_epoch(&t->data) * t->epochs;
-        double steps = ceil(samples_per_epoch(&t->data) / t->batch_size) * t->epochs;
-        out->work = pgn_train_flops_per_sample(t) * samples;
-        out->unit = PGN_WORK_FLOP;
-        out->launches = steps * LAUNCHES_PER_LAYER_STEP * (t->n_layers - 1);
-        out->seconds = out->work / (r->gflops * 1e9) + out->launches * r->launch_us * 1e-6;
+    case PGN_JOB_TRAIN:
+        if (spec->train.model == PGN_MODEL_GPT) estimate_gpt(&spec->train, r, out);
+        else estimate_mlp(&spec->train, r, out);
         break;
-    }
     case PGN_JOB_INET:
         out->work = INET_NOMINAL_INTERACTIONS;
         out->unit = PGN_WORK_INTERACTIONS;
@@ -134,19 +192,6 @@ void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *r, pg
 }
 
 /* ---- device memory ---------------------------------------------------------------------- */
-
-/* Samples of the evaluation set the trainer uploads beside the training set. */
-static double test_samples(const pgn_data_spec *d) {
-    switch (d->source) {
-    case PGN_DATA_XOR: return 4;
-    case PGN_DATA_SPIRAL: return (double)d->samples * d->classes; /* same size, other noise */
-    case PGN_DATA_FASHION_MNIST: return 10000;
-    case PGN_DATA_IDX: break;
-    case PGN_DATA_TEXT:
-    case PGN_DATA_FORTUNES: break;
-    }
-    return 0;
-}
 
 /* Floats a gpt holds per row (token) of a batch, per block: values of LayerNorm 1 (C + 2 of
  * statistics), the QKV product and its bias (6C), attention (the probabilities, H T, and the

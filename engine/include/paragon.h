@@ -643,23 +643,37 @@ int pgn_text_inspect(const char *path, const char *name, uint64_t *chars, pgn_er
  * What "auto" placement compares: a job's estimated time on each device, from the device's
  * measured rates. */
 
+/* What a training run costs on a device, beside its GEMM rate: measured by the cost suite's
+ * probes (short real runs, engine/bench/bench_cost.c), each 0 where none measured it. */
+typedef struct pgn_train_rates {
+    double step_launch_us; /* one kernel of a training step, in place (an MLP's step on XOR) */
+    double mlp_gflops;     /* an MLP step's FLOP rate, its launches apart (Fashion-MNIST's MLP) */
+    double mlp_setup_s;    /* an MLP run outside its steps and data: build, upload, last checkpoint */
+    double load_mbps;      /* an idx data set's loading, MB of samples' bytes a second */
+    double gpt_gflops;     /* a gpt step's FLOP rate, its launches apart */
+    double gpt_setup_s;    /* a gpt run outside its steps: the text, build, evaluation, checkpoint */
+} pgn_train_rates;
+
 typedef struct pgn_device_rates {
     double gflops;    /* GEMM throughput on the training shape */
     double mips;      /* interaction-net reducer, millions of interactions per second */
     double launch_us; /* one kernel launch, queued with others */
+    pgn_train_rates train;
     bool measured;    /* measured by benchmark runs (else estimated from the device's properties) */
 } pgn_device_rates;
 
 /* What a benchmark run measured of its device's rates, each figure 0 when the run did not
  * measure it: the gemm suite's GEMM rate (its training-shape case, fwd1, else its first case),
  * the inet suite's reducer rate (the median over its programs of 1e5 interactions or more:
- * smaller ones are launch-bound) and tensor-micro's launch cost (on a device). pgn_bench_run
- * reports it through hooks->on_rates; rows stay rows, for the export. */
+ * smaller ones are launch-bound), tensor-micro's launch cost (on a device) and the cost suite's
+ * training figures (the train suite's cost-* cases). pgn_bench_run reports it through
+ * hooks->on_rates; rows stay rows, for the export. */
 typedef struct pgn_measured_rates {
     char device[48]; /* the device's id (pgn_device_info.id) */
     double gflops;
     double mips;
     double launch_us;
+    pgn_train_rates train; /* the cost suite's */
 } pgn_measured_rates;
 
 /* Rates guessed from the device's compute units and clock, for a device never measured. */
@@ -688,6 +702,10 @@ typedef struct pgn_job_estimate {
 } pgn_job_estimate;
 
 void pgn_job_estimate_on(const pgn_job_spec *spec, const pgn_device_rates *rates, pgn_job_estimate *out);
+/* The rates of r a job's estimate counts with, in place of the device's general ones: a train
+ * job's MLP or gpt FLOP rate and a training step's launch cost, where the cost suite measured
+ * them (pgn_train_rates); unchanged for other kinds. */
+void pgn_device_rates_for(const pgn_job_spec *spec, pgn_device_rates *r);
 
 /* A text's vocabulary is known only once it is read: estimates made before (parameters, memory,
  * FLOPs) assume this many characters (a byte's worth); the run reports the real figures. */

@@ -110,6 +110,7 @@ typedef struct {
     step_log log;
     pgn_train_report report; /* the run's figures; a resumed finished run's, from its checkpoint */
     uint64_t step_launches;  /* kernels a training step queued (the last one run) */
+    double load_seconds;     /* reading the data set */
 } trainer;
 
 static bool is_ddp(const trainer *tr) { return tr->comm && tr->spec->train.dist.algorithm == PGN_DIST_DDP; }
@@ -283,7 +284,9 @@ static int setup(trainer *tr, pgn_device *dev, pgn_error *err) {
                      tr->opts->data_dir ? tr->opts->data_dir : PGN_DEFAULT_DATA_DIR);
     if (n < 0 || (size_t)n >= sizeof datasets)
         return pgn_spec_fail(err, "data", "the data directory's path is too long");
+    double t_load = pgn_now_s();
     if (pgn_dataset_load(&t->data, datasets, &tr->train, &tr->test, err)) return -1;
+    tr->load_seconds = pgn_now_s() - t_load;
     if (tr->train.features != t->layers[0] || tr->train.classes != t->layers[t->n_layers - 1]) {
         char field[64];
         int last = tr->train.features == t->layers[0];
@@ -555,6 +558,7 @@ int pgn_train_run(const pgn_job_spec *spec, pgn_device *dev, const pgn_run_optio
     /* The work this run did (paragond sums it over jobs for /metrics). */
     json_object_set_new(*result, "flops", json_real(samples * pgn_train_flops_per_sample(t)));
     json_object_set_new(*result, "launches_per_step", json_integer((json_int_t)tr.step_launches));
+    json_object_set_new(*result, "load_seconds", json_real(tr.load_seconds));
     json_t *dist = tr.comm ? pgn_dist_result(&tr.dist, dev_id, err) : NULL;
     if (tr.comm && !dist) {
         json_decref(*result);
