@@ -473,9 +473,9 @@ Test(bench_jobs, first_start_calibrates_and_auto_placement_records_its_estimate)
         snprintf(path, sizeof path, "/api/v1/benchmarks?device=%s&suite=train", str(d, "id"));
         json_t *probes = get_json(&s, path, 200);
         bool xor_probe = false;
-        size_t k;
+        size_t r;
         json_t *row;
-        json_array_foreach(json_object_get(probes, "rows"), k, row) xor_probe |= !strcmp(str(row, "case"), "cost-xor");
+        json_array_foreach(json_object_get(probes, "rows"), r, row) xor_probe |= !strcmp(str(row, "case"), "cost-xor");
         json_decref(probes);
         cr_assert(xor_probe, "%s: the cost suite's cost-xor ran at the calibration", str(d, "id"));
         if (!strcmp(str(d, "id"), "host")) continue;
