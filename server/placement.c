@@ -1,6 +1,7 @@
 /* placement.c: owns where a job goes: the device its spec names, or for "auto" the OpenCL
- * device where the cost model (engine/bench/cost.c) expects it to finish first, counting the
- * work already queued or running there; the host pseudo-device joins them when no OpenCL device
+ * device where the cost model (engine/bench/cost.c) expects it to finish first, counting when
+ * the work already queued or running there lets it start (each of the device's jobs_per_device
+ * slots taken in turn); the host pseudo-device joins them when no OpenCL device
  * is idle, so short jobs backfill it. Each device's rates and queue are cached on its worker,
  * re-read from the store only when stale, and each placement adds its own estimate to its
  * device's queue at once, so a burst of submissions spreads over the devices. */
@@ -50,34 +51,58 @@ static void device_rates(pgd_scheduler *s, const pgn_device_info *info, pgn_devi
     }
 }
 
-/* Seconds of work queued or running on a device, as the cost model counts it. The store's
- * sum reads the estimate of every job there (under the store's lock, for every submission), so
- * it is re-read at most every QUEUE_REFRESH_NS; in between, each placement adds its own
- * estimate (queue_add), so a burst of "auto" submissions still spreads over the devices. */
+/* A device's queue as its slots (the jobs it runs at once): each running job holds one until its
+ * estimate's share left is done, and each queued job, in the order claims take them, the slot that
+ * frees first (list scheduling: jobs sharing a device are taken to run at their own estimates).
+ * One slot: the sum of every estimate, as before several jobs could share a device. */
+typedef struct {
+    double *free_s; /* when each slot frees, from now */
+    size_t slots;
+} queue_fill;
+
+static double *first_free(const queue_fill *q) {
+    double *first = &q->free_s[0];
+    for (size_t i = 1; i < q->slots; i++)
+        if (q->free_s[i] < *first) first = &q->free_s[i];
+    return first;
+}
+
+static void queue_take(void *ctx, bool running, double seconds) {
+    (void)running; /* running jobs come first: each takes an empty slot while there is one */
+    *first_free(ctx) += seconds > 0 ? seconds : 0;
+}
+
+/* Seconds until a job placed on the device now would start, as the cost model counts it. The
+ * store's queue is read (under the store's lock, for every submission) at most every
+ * QUEUE_REFRESH_NS; in between, each placement adds its own estimate (queue_add), so a burst of
+ * "auto" submissions still spreads over the devices. */
 static double queue_seconds(pgd_scheduler *s, const char *device_id) {
     worker *w = sched_worker_of(s, device_id);
-    double q = 0;
     pgn_error err;
-    if (!w) return pgd_store_queue_seconds(s->store, device_id, &q, &err) < 0 ? 0 : q;
+    double free_s[PGD_JOBS_PER_DEVICE_LIMIT] = {0};
+    queue_fill q = {free_s, w ? s->jobs_per_device : 1};
+    if (!w) return pgd_store_queue_each(s->store, device_id, queue_take, &q, &err) < 0 ? 0 : *first_free(&q);
     int64_t now = pgn_now_ns();
     pthread_mutex_lock(&s->lock);
     bool fresh = w->queue_read_ns && now - w->queue_read_ns < QUEUE_REFRESH_NS;
-    q = w->queue_s;
+    memcpy(free_s, w->slot_free_s, sizeof free_s);
     pthread_mutex_unlock(&s->lock);
-    if (fresh) return q;
-    if (pgd_store_queue_seconds(s->store, w->info->id, &q, &err) < 0) return q;
-    pthread_mutex_lock(&s->lock);
-    w->queue_s = q;
-    w->queue_read_ns = now;
-    pthread_mutex_unlock(&s->lock);
-    return q;
+    double read[PGD_JOBS_PER_DEVICE_LIMIT] = {0};
+    if (!fresh && pgd_store_queue_each(s->store, w->info->id, queue_take, &(queue_fill){read, q.slots}, &err) == 0) {
+        memcpy(free_s, read, sizeof read); /* else the view read before stands */
+        pthread_mutex_lock(&s->lock);
+        memcpy(w->slot_free_s, read, sizeof read);
+        w->queue_read_ns = now;
+        pthread_mutex_unlock(&s->lock);
+    }
+    return *first_free(&q);
 }
 
 static void queue_add(pgd_scheduler *s, const char *device_id, double seconds) {
     worker *w = sched_worker_of(s, device_id);
     if (!w) return;
     pthread_mutex_lock(&s->lock);
-    w->queue_s += seconds;
+    queue_take(&(queue_fill){w->slot_free_s, s->jobs_per_device}, false, seconds);
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -7,6 +7,7 @@
 #define PGD_SCHEDULER_INTERNAL_H
 
 #include "scheduler.h"
+#include "server.h"
 
 #include "utilisation.h"
 
@@ -57,10 +58,10 @@ typedef struct worker {
     int64_t busy_ns, run_started_ns;
     int active;
     pgd_busy_ring busy_ring; /* the same time by 5 s interval over the last hour (lock too) */
-    /* The cost model's view of this device's queue (guarded by sched->lock): the store's sum
-     * of the estimates queued or running here, read at queue_read_ns, plus the estimates of
-     * the jobs placed here since. */
-    double queue_s;
+    /* The cost model's view of this device's queue (guarded by sched->lock): when each of its
+     * jobs_per_device slots frees, in seconds from queue_read_ns, as the store's running and
+     * queued jobs fill them (placement.c's queue_fill), plus the jobs placed here since. */
+    double slot_free_s[PGD_JOBS_PER_DEVICE_LIMIT];
     int64_t queue_read_ns;
     /* The device's rates as the cost model takes them (guarded by sched->lock), read at
      * rates_read_ns: re-reading them for every submission would cost more than the rest of

@@ -180,8 +180,10 @@ int pgd_store_train_history(pgd_store *store, const char *shape_key, const char 
  * running on that device (0: none; the oldest when several). */
 int pgd_store_job_queue_place(pgd_store *store, int64_t id, int64_t *ahead, int64_t *running, pgn_error *err);
 
-/* The estimated seconds of the jobs queued or running on device (each its chosen candidate's). */
-int pgd_store_queue_seconds(pgd_store *store, const char *device, double *seconds, pgn_error *err);
+/* Calls each for every job running on device (its chosen candidate's estimate less its progress's
+ * share), then for every job queued there in the order claims take them (its estimate). */
+int pgd_store_queue_each(pgd_store *store, const char *device, void (*each)(void *ctx, bool running, double seconds),
+                         void *ctx, pgn_error *err);
 
 /* Inserts n queued jobs in one transaction (all or none); ids[i] receives jobs[i]'s id. */
 int pgd_store_jobs_insert(pgd_store *store, const pgd_new_job *jobs, size_t n, int64_t *ids,

@@ -249,6 +249,18 @@ Test(scheduling, a_device_runs_several_jobs_at_once_while_its_memory_holds_them)
     int err_fd;
     server s = start_server_with(extra, "127.0.0.1", &err_fd);
     int64_t a = submit_sleep(&s, 1.5, "host", 0, "first"), b = submit_sleep(&s, 1.5, "host", 0, "second");
+    /* the queue as the cost model counts it: the second starts at once in the free slot, a third
+     * when the first of them ends (not after both, as on a device running one at a time) */
+    int64_t c = submit_sleep(&s, 1.5, "host", 0, "third");
+    double waits[3];
+    for (int k = 0; k < 3; k++) {
+        json_t *job = job_now(&s, k == 0 ? a : k == 1 ? b : c);
+        waits[k] = json_number_value(json_object_get(json_object_get(job, "estimate"), "queue_seconds"));
+        json_decref(job);
+    }
+    cr_assert_eq(waits[0], 0, "the first had an empty device");
+    cr_assert_eq(waits[1], 0, "the second had a slot of its own: %g", waits[1]);
+    cr_assert(waits[2] > 0 && waits[2] <= 1.5, "the third waits for one sleep at most: %g", waits[2]);
     bool both = false;
     for (int i = 0; i < 300 && !both; i++) { /* bounded: 30 s */
         json_t *devices = get_json(&s, "/api/v1/devices", 200);
@@ -268,6 +280,7 @@ Test(scheduling, a_device_runs_several_jobs_at_once_while_its_memory_holds_them)
     cr_assert_lt(iso_ms(str(jb, "started_at")), iso_ms(str(ja, "finished_at")), "they overlapped");
     json_decref(ja);
     json_decref(jb);
+    json_decref(wait_succeeded(&s, c));
 
     /* max_nodes for six tenths of what the host has for jobs, by the estimate both the admission
      * and the runners judge by (pgd_job_bytes), found by bisection. */
