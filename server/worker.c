@@ -215,10 +215,10 @@ static bool hook_may_commit(void *ctx) {
                 (long long)r->job_id, err.message, holds ? "written within the lease it holds" : "not written");
         return holds;
     }
-    if (!held) {
-        fprintf(stderr, "paragond: job %lld: checkpoint not written: attempt %lld no longer holds the job\n",
-                (long long)r->job_id, (long long)r->attempt);
-        atomic_store(&rn->lease_lost, true);
+    if (!held) { /* said with "stops now" as the lease thread says it, whichever sees it first */
+        bool first = !atomic_exchange(&rn->lease_lost, true);
+        fprintf(stderr, "paragond: job %lld: checkpoint not written: attempt %lld no longer holds the job%s\n",
+                (long long)r->job_id, (long long)r->attempt, first ? "; this run stops now" : "");
         return false;
     }
     atomic_store(&rn->lease_renewed_ns, pgn_now_ns());
