@@ -264,7 +264,7 @@ Test(spec, bench_spec_names_suite_cases_and_repeats) {
         {"{\"kind\":\"inet\",\"device\":\"all\",\"program\":\"@main = 1\"}", "device",
          "device: \"all\" is only for bench jobs"},
         {"{\"kind\":\"bench\",\"suite\":\"train\",\"cases\":[\"fashion-mlp\",\"xor\"]}", "cases[1]",
-         "cases[1]: suite train has no case 'xor' (its cases: fashion-mlp)"},
+         "cases[1]: suite train has no case 'xor' (its cases: cost-xor, cost-fashion, cost-gpt, fashion-mlp)"},
         {"{\"kind\":\"bench\",\"suite\":\"gpt\",\"cases\":[\"generate\",\"gpt2\"]}", "cases[1]",
          "cases[1]: suite gpt has no case 'gpt2' (its cases: char-gpt, generate)"},
         {"{\"kind\":\"inet\",\"program\":\"@main = 1\",\"limits\":{\"timeout_s\":1e-46}}",
