@@ -1,6 +1,5 @@
 /* sha256.c: SHA-256 (FIPS 180-4), used to fingerprint model weights so any run can be
  * re-verified bit for bit. */
-#include <stdio.h>
 #include <string.h>
 
 #include "core.h"
@@ -96,7 +95,12 @@ void pgn_sha256_final(pgn_sha256 *s, unsigned char out[32]) {
 }
 
 void pgn_sha256_hex(const unsigned char digest[32], char out[65]) {
-    for (int i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", digest[i]);
+    static const char hex[] = "0123456789abcdef"; /* snprintf for each byte was most of a key's cost */
+    for (int i = 0; i < 32; i++) {
+        out[2 * i] = hex[digest[i] >> 4];
+        out[2 * i + 1] = hex[digest[i] & 15];
+    }
+    out[64] = '\0';
 }
 
 void pgn_sha256_hex_of(const void *data, size_t len, char out[65]) {

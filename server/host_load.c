@@ -23,6 +23,7 @@ typedef struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static sample last;
 static double other = -1; /* the last window's reading; -1 before there is one */
+static int online = 1;    /* CPUs online at the last window (sysconf reads a file for it) */
 
 static bool read_sample(sample *s) {
     unsigned long long v[10] = {0};
@@ -51,19 +52,20 @@ static bool read_sample(sample *s) {
 }
 
 double pgd_host_other_cpus(int *cpus) {
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    *cpus = online > 0 ? (int)online : 1;
     pthread_mutex_lock(&lock);
     sample now;
     if ((!last.at_ns || pgn_now_ns() - last.at_ns >= WINDOW_NS) && read_sample(&now)) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        online = n > 0 ? (int)n : 1;
         if (last.at_ns && now.total > last.total) {
-            double ticks = (double)(now.total - last.total) / *cpus; /* the window, in ticks of one CPU */
+            double ticks = (double)(now.total - last.total) / online; /* the window, in ticks of one CPU */
             double busy = (double)(now.busy - last.busy) - (double)(now.own - last.own);
             other = busy > 0 ? busy / ticks : 0;
         }
         last = now;
     }
     double result = other;
+    *cpus = online;
     pthread_mutex_unlock(&lock);
     return result;
 }

@@ -109,20 +109,27 @@ int store_placement_read(pgd_store *s, int64_t job_id, pgd_placement *p, pgn_err
 
 int pgd_store_queue_each(pgd_store *s, const char *device, void (*each)(void *ctx, bool running, double seconds),
                          void *ctx, pgn_error *err) {
-    /* running first, then the queue in the order the claim takes it (store_job_states.c) */
-    static const char sql[] = "SELECT CASE WHEN j.state = 'running' THEN 1 ELSE 0 END, c.seconds * (1 - j.progress)"
-                              " FROM jobs AS j JOIN job_candidates AS c ON c.job_id = j.id AND c.chosen = 1"
-                              " WHERE j.state IN ('queued', 'running') AND j.device = ?1"
-                              " ORDER BY 1 DESC, j.priority DESC, j.id";
+    /* running first, then the queue in the order the claim takes it (store_job_states.c): each
+     * read along jobs_queue's order, so that no sort is needed however long the queue is */
+    static const char running[] = "SELECT c.seconds * (1 - j.progress) FROM jobs AS j"
+                                  " JOIN job_candidates AS c ON c.job_id = j.id AND c.chosen = 1"
+                                  " WHERE j.state = 'running' AND j.device = ?1";
+    static const char queued[] = "SELECT c.seconds FROM jobs AS j"
+                                 " JOIN job_candidates AS c ON c.job_id = j.id AND c.chosen = 1"
+                                 " WHERE j.state = 'queued' AND j.device = ?1 ORDER BY j.priority DESC, j.id";
     pthread_mutex_lock(&s->lock);
-    int ret = -1;
-    db_stmt *st = store_stmt(s, sql, err);
-    if (st) {
+    int ret = 0;
+    for (int q = 0; q < 2 && ret == 0; q++) {
+        db_stmt *st = store_stmt(s, q ? queued : running, err);
+        if (!st) {
+            ret = -1;
+            break;
+        }
         db_bind_text(st, 1, device);
         int rc;
-        while ((rc = db_step(st)) == DB_ROW) each(ctx, db_column_int64(st, 0) != 0, db_column_double(st, 1));
+        while ((rc = db_step(st)) == DB_ROW) each(ctx, q == 0, db_column_double(st, 0));
         store_stmt_done(st);
-        ret = rc == DB_DONE ? 0 : store_fail(s, err, "read a device's queue");
+        if (rc != DB_DONE) ret = store_fail(s, err, "read a device's queue");
     }
     pthread_mutex_unlock(&s->lock);
     return ret;

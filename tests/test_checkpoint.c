@@ -182,6 +182,19 @@ Test(checkpoint, an_untouched_checkpoint_resumes_to_the_uninterrupted_weights) {
     json_decref(whole);
 }
 
+/* The digest every weights SHA-256 and checkpoint key is written with: FIPS 180-4's examples,
+ * in lower-case hex. */
+Test(checkpoint, sha256_gives_the_standard_digests_in_hex) {
+    char hex[65];
+    pgn_sha256_hex_of("", 0, hex);
+    cr_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    pgn_sha256_hex_of("abc", 3, hex);
+    cr_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"; /* two blocks */
+    pgn_sha256_hex_of(two, strlen(two), hex);
+    cr_assert_str_eq(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
 Test(checkpoint, the_file_stores_the_digest_of_its_whole_tensor_data) {
     parts p = split();
     const char *stored = json_string_value(json_object_get(meta(&p), "data_sha256"));
