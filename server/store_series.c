@@ -17,14 +17,31 @@
     "(" attempt " = 0 OR EXISTS (SELECT 1 FROM jobs WHERE id = " job " AND attempts = " attempt    \
     " AND state = 'running'))"
 
-/* One metric value: inserted while the run is the job's (caller holds the lock, in a
- * transaction when there are several). */
-static int insert_metric(pgd_store *s, int64_t job_id, int64_t attempt, const pgd_metric *m, pgn_error *err) {
-    static const char sql[] =
-        "INSERT INTO metrics (job_id, name, step, value)"
-        " SELECT ?1, ?2, ?3, CAST(?4 AS DOUBLE PRECISION) WHERE " RUN_IS_THE_JOBS("?1", "?5")
-        " ON CONFLICT (job_id, name, step) DO UPDATE"
-        " SET value = excluded.value, created_at = excluded.created_at";
+/* A batch's start: the store's time now, which its rows carry (one clock, the store's, read
+ * once rather than for each row), when run `attempt` (0: any) is the job's; else the run's
+ * conflict or "not_found". On PostgreSQL the job's row is held until the commit, so that the run
+ * cannot end under the batch. Caller is in a write transaction. */
+static int batch_start(pgd_store *s, int64_t job_id, int64_t attempt, char *now, size_t size, pgn_error *err) {
+    static const char sql[] = "SELECT " NOW_SQL " FROM jobs WHERE id = ?1"
+                              " AND (?2 = 0 OR (attempts = ?2 AND state = 'running')) /*postgresql: FOR SHARE*/";
+    db_stmt *st = store_stmt(s, sql, err);
+    if (!st) return -1;
+    db_bind_int64(st, 1, job_id);
+    db_bind_int64(st, 2, attempt);
+    int rc = db_step(st);
+    if (rc == DB_ROW) snprintf(now, size, "%s", db_column_text(st, 0));
+    store_stmt_done(st);
+    if (rc == DB_ROW) return 0;
+    if (rc == DB_DONE) return store_run_over(s, job_id, attempt, "add a metric to", err);
+    return store_fail(s, err, "insert metric");
+}
+
+/* One metric value at the batch's time (caller holds the lock, in the batch's transaction). */
+static int insert_metric(pgd_store *s, int64_t job_id, const pgd_metric *m, const char *now, pgn_error *err) {
+    static const char sql[] = "INSERT INTO metrics (job_id, name, step, value, created_at)"
+                              " VALUES (?1, ?2, ?3, CAST(?4 AS DOUBLE PRECISION), ?5)"
+                              " ON CONFLICT (job_id, name, step) DO UPDATE"
+                              " SET value = excluded.value, created_at = excluded.created_at";
     db_stmt *st = store_stmt(s, sql, err);
     if (!st) return -1;
     db_bind_int64(st, 1, job_id);
@@ -32,14 +49,12 @@ static int insert_metric(pgd_store *s, int64_t job_id, int64_t attempt, const pg
     db_bind_int64(st, 3, m->step);
     if (isfinite(m->value)) db_bind_double(st, 4, m->value);
     else db_bind_null(st, 4);
-    db_bind_int64(st, 5, attempt);
-    int rc = db_step(st), ret = -1;
-    if (rc == DB_DONE && db_changes(s->db) > 0) ret = 0;
-    else if (rc == DB_DONE) store_run_over(s, job_id, attempt, "add a metric to", err);
-    else if (rc == DB_NO_PARENT) store_no_such_job(err, job_id);
-    else store_fail(s, err, "insert metric");
+    db_bind_text(st, 5, now);
+    int rc = db_step(st);
     store_stmt_done(st);
-    return ret;
+    if (rc == DB_DONE) return 0;
+    if (rc == DB_NO_PARENT) return store_no_such_job(err, job_id);
+    return store_fail(s, err, "insert metric");
 }
 
 typedef struct {
@@ -48,21 +63,21 @@ typedef struct {
     size_t n;
 } metrics_batch;
 
+/* A run's writes name its attempt (0: unfenced): its rows are added only while that run is the
+ * job's (store.h, "runs"), which the batch's start checks once. */
 static int insert_metrics_tx(pgd_store *s, void *ctx, pgn_error *err) {
     const metrics_batch *b = ctx;
+    char now[40];
+    if (batch_start(s, b->job_id, b->attempt, now, sizeof now, err) < 0) return -1;
     for (size_t i = 0; i < b->n; i++)
-        if (insert_metric(s, b->job_id, b->attempt, &b->m[i], err) < 0) return -1;
+        if (insert_metric(s, b->job_id, &b->m[i], now, err) < 0) return -1;
     return 0;
 }
 
 int pgd_store_metrics_add(pgd_store *s, int64_t job_id, int64_t attempt, const pgd_metric *m, size_t n,
                           pgn_error *err) {
     if (n == 0) return 0;
-    if (n > 1) return store_write_tx(s, insert_metrics_tx, &(metrics_batch){job_id, attempt, m, n}, err);
-    pthread_mutex_lock(&s->lock); /* one statement: its own transaction */
-    int ret = insert_metric(s, job_id, attempt, m, err);
-    pthread_mutex_unlock(&s->lock);
-    return ret;
+    return store_write_tx(s, insert_metrics_tx, &(metrics_batch){job_id, attempt, m, n}, err);
 }
 
 int pgd_store_metric_add(pgd_store *s, int64_t job_id, int64_t attempt, const char *name,
