@@ -311,6 +311,14 @@ typedef struct pgd_log_line {
     char time[32];
 } pgd_log_line;
 
+/* pgd_store_job_claim, and the run's first line in its transaction: text(text_ctx, attempt, out,
+ * size) words it once the claim knows the run's attempt; line->level is the caller's, and
+ * line->seq and line->time say where it went (seq 0: nothing was claimed). */
+typedef void (*pgd_claim_text)(void *ctx, int64_t attempt, char *out, size_t size);
+int pgd_store_job_claim_told(pgd_store *store, const char *device, const char *kind, int64_t only, int64_t *id,
+                             int64_t *attempt, int64_t *priority, json_t **spec, pgd_claim_text text, void *text_ctx,
+                             pgd_log_line *line, pgn_error *err);
+
 /* Ends a queued or running job: state succeeded with result, or failed/cancelled with error
  * (borrowed; NULL stores null), finished_at now, and line (NULL: none) in the job's log in the
  * same transaction. Code "conflict" when the job has already finished. */

@@ -38,11 +38,21 @@ int pgd_store_job_peek(pgd_store *s, const char *device, const char *kind, int64
     return ret;
 }
 
+/* What a claim takes and returns (pgd_store_job_claim_told). */
+typedef struct {
+    const char *device, *kind;
+    int64_t only, *id, *attempt, *priority;
+    json_t **spec;
+    pgd_claim_text text; /* NULL: no line */
+    void *text_ctx;
+    pgd_log_line *line;
+} claim_args;
+
 /* One statement: SQLite runs it under its one write lock; on PostgreSQL the row is locked as
  * it is read (another node's claim skips it), and the outer state test makes a claim that
- * waited for a row another node took come back empty instead of taking it twice. */
-int pgd_store_job_claim(pgd_store *s, const char *device, const char *kind, int64_t only, int64_t *id,
-                        int64_t *attempt, int64_t *priority, json_t **spec, pgn_error *err) {
+ * waited for a row another node took come back empty instead of taking it twice. Then the run's
+ * first line, when asked for. Caller holds the lock (in a transaction when there is a line). */
+static int claim(pgd_store *s, void *ctx, pgn_error *err) {
     static const char sql[] =
         "UPDATE jobs SET state = 'running', started_at = " NOW_SQL ", finished_at = NULL,"
         " attempts = attempts + 1, progress = 0, node = ?2, lease_ms = " NOW_MS_SQL " + ?3,"
@@ -52,43 +62,63 @@ int pgd_store_job_claim(pgd_store *s, const char *device, const char *kind, int6
         "             ORDER BY priority DESC, id LIMIT 1 /*postgresql: FOR UPDATE SKIP LOCKED*/)"
         "   AND state = 'queued'"
         " RETURNING id, spec, attempts, priority";
+    claim_args *a = ctx;
+    db_stmt *st = store_stmt(s, sql, err);
+    if (!st) return -1;
+    db_bind_text(st, 1, a->device);
+    db_bind_text(st, 2, s->node);
+    db_bind_int64(st, 3, s->lease_ms);
+    db_bind_text(st, 4, a->kind ? a->kind : a->device);
+    db_bind_int64(st, 5, a->only);
+    int rc = db_step(st);
+    int64_t got = 0, run = 0, prio = 0;
+    json_t *sp = NULL;
+    if (rc == DB_ROW) {
+        got = db_column_int64(st, 0);
+        run = db_column_int64(st, 2);
+        prio = db_column_int64(st, 3);
+        sp = store_col_json(st, 1);
+        rc = db_step(st); /* runs the statement to completion */
+    }
+    store_stmt_done(st);
+    if (rc != DB_DONE) {
+        json_decref(sp);
+        return store_fail(s, err, "claim job");
+    }
+    if (got && a->text) {
+        char text[512];
+        a->text(a->text_ctx, run, text, sizeof text);
+        if (store_log_insert(s, got, 0, a->line->level, text, &a->line->seq, a->line->time, err) < 0) {
+            json_decref(sp);
+            return -1;
+        }
+    }
+    *a->id = got;
+    *a->attempt = run;
+    if (a->priority) *a->priority = prio;
+    *a->spec = sp;
+    return 0;
+}
+
+int pgd_store_job_claim_told(pgd_store *s, const char *device, const char *kind, int64_t only, int64_t *id,
+                             int64_t *attempt, int64_t *priority, json_t **spec, pgd_claim_text text, void *text_ctx,
+                             pgd_log_line *line, pgn_error *err) {
     *id = 0;
     *attempt = 0;
     if (priority) *priority = 0;
     *spec = NULL;
+    if (line) line->seq = 0;
+    claim_args a = {device, kind, only, id, attempt, priority, spec, line ? text : NULL, text_ctx, line};
+    if (a.text) return store_write_tx(s, claim, &a, err); /* the claim and its line: one commit */
     pthread_mutex_lock(&s->lock);
-    int ret = -1;
-    db_stmt *st = store_stmt(s, sql, err);
-    if (st) {
-        db_bind_text(st, 1, device);
-        db_bind_text(st, 2, s->node);
-        db_bind_int64(st, 3, s->lease_ms);
-        db_bind_text(st, 4, kind ? kind : device);
-        db_bind_int64(st, 5, only);
-        int rc = db_step(st);
-        if (rc == DB_ROW) {
-            int64_t got = db_column_int64(st, 0), run = db_column_int64(st, 2), prio = db_column_int64(st, 3);
-            json_t *sp = store_col_json(st, 1);
-            rc = db_step(st); /* runs the statement to completion: the commit */
-            if (rc == DB_DONE) {
-                *id = got;
-                *attempt = run;
-                if (priority) *priority = prio;
-                *spec = sp;
-                ret = 0;
-            } else {
-                json_decref(sp);
-                store_fail(s, err, "claim job");
-            }
-        } else if (rc == DB_DONE) {
-            ret = 0;
-        } else {
-            store_fail(s, err, "claim job");
-        }
-        store_stmt_done(st);
-    }
+    int ret = claim(s, &a, err);
     pthread_mutex_unlock(&s->lock);
     return ret;
+}
+
+int pgd_store_job_claim(pgd_store *s, const char *device, const char *kind, int64_t only, int64_t *id,
+                        int64_t *attempt, int64_t *priority, json_t **spec, pgn_error *err) {
+    return pgd_store_job_claim_told(s, device, kind, only, id, attempt, priority, spec, NULL, NULL, NULL, err);
 }
 
 int store_run_over(pgd_store *s, int64_t id, int64_t attempt, const char *what, pgn_error *err) {

@@ -639,15 +639,22 @@ double sched_busy_seconds(pgd_scheduler *s, worker *w) {
 
 /* ---- what a job's log and event stream hear from the scheduler ------------------------- */
 
-/* A claimed job: its running state, then "started" with the attempt (a later attempt resumes
- * from the job's checkpoint). */
-static void announce_start(runner *rn, int64_t id, int64_t attempt) {
+/* The line a run starts with: "started" with the attempt (a later attempt resumes from the
+ * job's checkpoint). The claim stores it in its transaction (pgd_claim_text). */
+static void started_line(void *ctx, int64_t attempt, char *out, size_t size) {
+    const runner *rn = ctx;
+    snprintf(out, size, "started on %s (attempt %" PRId64 ")", rn->info->id, attempt);
+}
+
+/* A claimed job: its running state, then its first line, which the claim stored. */
+static void announce_start(runner *rn, int64_t id, int64_t attempt, const pgd_log_line *line) {
     pgd_scheduler *s = rn->sched;
     pgn_error err;
     if (pgd_events_job_changed(s->events, s->store, id, NULL, &err) < 0)
         fprintf(stderr, "paragond: job %" PRId64 ": %s\n", id, err.message);
-    pgd_events_job_log(s->events, s->store, id, attempt, "info", "started on %s (attempt %" PRId64 ")",
-                       rn->info->id, attempt);
+    char text[512];
+    started_line(rn, attempt, text, sizeof text);
+    pgd_events_job_log_stored(s->events, id, line->seq, line->level, text, line->time);
 }
 
 /* After a run: a line saying how it ended, then the state, in that order, because a job's event
@@ -786,9 +793,11 @@ void *sched_worker_main(void *arg) {
              * "queued" state and "placed" line go out before its "running" and "started". */
             pthread_mutex_lock(&s->admit);
             int64_t priority, only = claimable(rn, &bytes);
+            pgd_log_line started = {.level = "info"};
             int claimed = only < 0 ? 0
-                                   : pgd_store_job_claim(s->store, rn->info->id, sched_kind_of(rn->info), only, &id,
-                                                         &attempt, &priority, &spec, &err);
+                                   : pgd_store_job_claim_told(s->store, rn->info->id, sched_kind_of(rn->info), only,
+                                                              &id, &attempt, &priority, &spec, started_line, rn,
+                                                              &started, &err);
             /* Under the admit lock, so that a cancel never sees the job running with no
              * runner (it would end it), and the next claim here sees its memory held. */
             if (claimed == 0 && id) {
@@ -811,7 +820,7 @@ void *sched_worker_main(void *arg) {
             if (id == 0 && only > 0) continue; /* another node took it meanwhile: the next one */
             if (id == 0) break;
             busy_mark(w, true);
-            announce_start(rn, id, attempt);
+            announce_start(rn, id, attempt, &started);
             bool told = run_job(rn, id, spec, attempt);
             announce_end(rn, id, attempt, told);
             busy_mark(w, false);

@@ -508,6 +508,41 @@ Test(store, claim_takes_the_oldest_queued_job_of_its_device) {
     pgd_store_close(s);
 }
 
+/* A claim that writes its run's first line: worded with the attempt the claim gave, stored in
+ * the claim's transaction; nothing claimed, no line. */
+static void started_text(void *ctx, int64_t attempt, char *out, size_t size) {
+    snprintf(out, size, "started on %s (attempt %lld)", (const char *)ctx, (long long)attempt);
+}
+
+Test(store, a_claim_can_store_its_runs_first_line) {
+    pgd_store *s = open_store();
+    int64_t id = insert(s, "train", "a", "dev-a");
+    int64_t got, attempt, priority;
+    json_t *spec;
+    pgd_log_line line = {.level = "info"};
+    pgn_error err;
+    cr_assert_eq(pgd_store_job_claim_told(s, "dev-a", NULL, 0, &got, &attempt, &priority, &spec, started_text,
+                                          "dev-a", &line, &err), 0, "%s", err.message);
+    cr_assert_eq(got, id);
+    cr_assert_eq(attempt, 1);
+    cr_assert_gt(line.seq, 0);
+    assert_timestamp(line.time);
+    json_decref(spec);
+    json_t *logs;
+    cr_assert_eq(pgd_store_logs_list(s, id, 0, &logs, &err), 0, "%s", err.message);
+    json_t *last = json_array_get(logs, json_array_size(logs) - 1);
+    cr_assert_eq(json_integer_value(json_object_get(last, "seq")), line.seq);
+    cr_assert_str_eq(str(last, "line"), "started on dev-a (attempt 1)");
+    cr_assert_str_eq(str(last, "level"), "info");
+    json_decref(logs);
+
+    line = (pgd_log_line){.level = "info", .seq = 7};
+    cr_assert_eq(pgd_store_job_claim_told(s, "dev-a", NULL, 0, &got, &attempt, &priority, &spec, started_text,
+                                          "dev-a", &line, &err), 0, "%s", err.message);
+    cr_assert(got == 0 && line.seq == 0, "nothing queued: nothing claimed, no line");
+    pgd_store_close(s);
+}
+
 Test(store, finish_records_result_or_error_once) {
     pgd_store *s = open_store();
     int64_t ok = insert(s, "train", "ok", "d");
