@@ -324,6 +324,12 @@ int pgd_store_job_claim_told(pgd_store *store, const char *device, const char *k
  * same transaction. Code "conflict" when the job has already finished. */
 int pgd_store_job_finish(pgd_store *store, int64_t id, int64_t attempt, pgd_job_state state,
                          const json_t *result, const pgn_error *error, pgd_log_line *line, pgn_error *err);
+/* The same, and the run's last metrics (n of them; pgd_store_metrics_add's rows) in its
+ * transaction. */
+struct pgd_metric;
+int pgd_store_job_finish_with(pgd_store *store, int64_t id, int64_t attempt, pgd_job_state state,
+                              const json_t *result, const pgn_error *error, pgd_log_line *line,
+                              const struct pgd_metric *metrics, size_t n_metrics, pgn_error *err);
 
 /* Puts a running job back in the queue (shutdown mid-run); attempts are kept. A job whose
  * cancel was requested ends cancelled instead, in the same transaction. */

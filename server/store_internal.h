@@ -79,6 +79,9 @@ int store_read_numbers(pgd_store *s, const char *sql, const char *param, double 
  * the lock; attempt 0: unfenced) (store_series.c). */
 int store_log_insert(pgd_store *s, int64_t job_id, int64_t attempt, const char *level, const char *line,
                      int64_t *seq, char created_at[32], pgn_error *err);
+/* A run's metrics (pgd_store_metrics_add's rows), in the caller's write transaction. */
+int store_metrics_insert(pgd_store *s, int64_t job_id, int64_t attempt, const pgd_metric *m, size_t n,
+                         pgn_error *err);
 
 /* Job id with its placement (its spec when with_spec; its spec's stored text into *spec_text
  * when that is not NULL) into *out, or "not_found" (store_jobs.c). Caller holds the lock; *out

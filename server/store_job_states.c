@@ -197,16 +197,27 @@ typedef struct {
     pgd_job_state state;
     const char *result, *error;
     pgd_log_line *line;
+    const pgd_metric *metrics;
+    size_t n_metrics;
 } finish_args;
 
+/* The run's last metrics, its end and the line telling it. */
 static int finish_tx(pgd_store *s, void *ctx, pgn_error *err) {
     finish_args *a = ctx;
-    if (store_finish_job(s, a->id, a->attempt, a->state, a->result, a->error, err) < 0) return -1;
-    return store_log_insert(s, a->id, 0, a->line->level, a->line->text, &a->line->seq, a->line->time, err);
+    if (store_metrics_insert(s, a->id, a->attempt, a->metrics, a->n_metrics, err) < 0 ||
+        store_finish_job(s, a->id, a->attempt, a->state, a->result, a->error, err) < 0)
+        return -1;
+    return !a->line ? 0 : store_log_insert(s, a->id, 0, a->line->level, a->line->text, &a->line->seq, a->line->time, err);
 }
 
 int pgd_store_job_finish(pgd_store *s, int64_t id, int64_t attempt, pgd_job_state state,
                          const json_t *result, const pgn_error *error, pgd_log_line *line, pgn_error *err) {
+    return pgd_store_job_finish_with(s, id, attempt, state, result, error, line, NULL, 0, err);
+}
+
+int pgd_store_job_finish_with(pgd_store *s, int64_t id, int64_t attempt, pgd_job_state state,
+                              const json_t *result, const pgn_error *error, pgd_log_line *line,
+                              const struct pgd_metric *metrics, size_t n_metrics, pgn_error *err) {
     if (state != PGD_JOB_SUCCEEDED && state != PGD_JOB_FAILED && state != PGD_JOB_CANCELLED) {
         pgn_error_set(err, PGN_E_INTERNAL, "", "store: %s is not a final state",
                       pgd_job_state_name(state));
@@ -217,8 +228,8 @@ int pgd_store_job_finish(pgd_store *s, int64_t id, int64_t attempt, pgd_job_stat
     char *er = ej ? pgn_json_dumps(ej) : NULL;
     json_decref(ej);
     int ret;
-    if (line) { /* the end and its line: one commit */
-        ret = store_write_tx(s, finish_tx, &(finish_args){id, attempt, state, res, er, line}, err);
+    if (line || n_metrics) { /* the end, its line and the run's last metrics: one commit */
+        ret = store_write_tx(s, finish_tx, &(finish_args){id, attempt, state, res, er, line, metrics, n_metrics}, err);
     } else {
         pthread_mutex_lock(&s->lock);
         ret = store_finish_job(s, id, attempt, state, res, er, err);

@@ -65,13 +65,19 @@ typedef struct {
 
 /* A run's writes name its attempt (0: unfenced): its rows are added only while that run is the
  * job's (store.h, "runs"), which the batch's start checks once. */
+int store_metrics_insert(pgd_store *s, int64_t job_id, int64_t attempt, const pgd_metric *m, size_t n,
+                         pgn_error *err) {
+    char now[40];
+    if (n == 0) return 0;
+    if (batch_start(s, job_id, attempt, now, sizeof now, err) < 0) return -1;
+    for (size_t i = 0; i < n; i++)
+        if (insert_metric(s, job_id, &m[i], now, err) < 0) return -1;
+    return 0;
+}
+
 static int insert_metrics_tx(pgd_store *s, void *ctx, pgn_error *err) {
     const metrics_batch *b = ctx;
-    char now[40];
-    if (batch_start(s, b->job_id, b->attempt, now, sizeof now, err) < 0) return -1;
-    for (size_t i = 0; i < b->n; i++)
-        if (insert_metric(s, b->job_id, &b->m[i], now, err) < 0) return -1;
-    return 0;
+    return store_metrics_insert(s, b->job_id, b->attempt, b->m, b->n, err);
 }
 
 int pgd_store_metrics_add(pgd_store *s, int64_t job_id, int64_t attempt, const pgd_metric *m, size_t n,

@@ -311,6 +311,8 @@ typedef struct run_end {
     const pgn_error *error;          /* END_FINISH of a failure or a cancel */
     const pgn_measured_rates *rates; /* END_BENCH: what the run measured of the device */
     pgd_log_line *line;              /* END_FINISH: the line that tells it, stored with it */
+    const pgd_metric *metrics;       /* END_FINISH: the run's last metrics, stored with it */
+    size_t n_metrics;
 } run_end;
 
 static int write_end(pgd_scheduler *s, int64_t id, int64_t attempt, const run_end *end, pgn_error *err) {
@@ -319,7 +321,8 @@ static int write_end(pgd_scheduler *s, int64_t id, int64_t attempt, const run_en
     case END_REQUEUE: return pgd_store_job_requeue(s->store, id, attempt, err);
     case END_FINISH: break;
     }
-    return pgd_store_job_finish(s->store, id, attempt, end->state, end->result, end->error, end->line, err);
+    return pgd_store_job_finish_with(s->store, id, attempt, end->state, end->result, end->error, end->line,
+                                     end->metrics, end->n_metrics, err);
 }
 
 /* Sleeps up to ms, or less when the scheduler stops. */
@@ -390,34 +393,40 @@ static const char *end_line(pgd_job_state state, int64_t attempt, const json_t *
 /* Records a run's end as state, with the line that tells it in the same transaction, and
  * publishes that line; true when the line was stored (and published). */
 static bool finish_told(runner *rn, int64_t id, pgd_job_state state, const json_t *result, const pgn_error *error,
-                        pgn_error *err, int *rc) {
+                        run_ctx *metrics, pgn_error *err, int *rc) {
     char text[sizeof error->message + 160];
     pgd_log_line line = {.text = text};
     line.level = end_line(state, atomic_load(&rn->running_attempt), result, error, text, sizeof text);
-    run_end end = {.kind = END_FINISH, .state = state, .result = result, .error = error, .line = &line};
+    run_end end = {.kind = END_FINISH, .state = state, .result = result, .error = error, .line = &line,
+                   .metrics = metrics ? metrics->pending : NULL, .n_metrics = metrics ? metrics->n_pending : 0};
     *rc = record_end(rn, id, &end, err);
     if (*rc < 0 || line.seq == 0) return false; /* not recorded, or refused as over (a conflict) */
     pgd_events_job_log_stored(rn->sched->events, id, line.seq, line.level, text, line.time);
     return true;
 }
 
-/* Ends a run succeeded, failed or cancelled. An outcome the store refuses for good (not for
- * want of space: it cannot be stored at all) ends the job failed, saying so, rather than
- * leaving it running without a worker. True when the line telling the end is out (else
- * announce_end tells it from the store). */
+/* Ends a run succeeded, failed or cancelled, with the run's last metrics when r has some (one
+ * commit; else they are stored already). An outcome the store refuses for good (not for want of
+ * space: it cannot be stored at all) ends the job failed, saying so, rather than leaving it
+ * running without a worker. True when the line telling the end is out (else announce_end tells
+ * it from the store). */
 static bool record_outcome(runner *rn, int64_t id, pgd_job_state state, const json_t *result,
-                           const pgn_error *error) {
+                           const pgn_error *error, run_ctx *r) {
     pgn_error err;
     int rc;
-    bool told = finish_told(rn, id, state, result, error, &err, &rc);
-    if (rc >= 0) return told;
+    bool told = finish_told(rn, id, state, result, error, r, &err, &rc);
+    if (rc >= 0) {
+        if (r) r->n_pending = 0;
+        return told;
+    }
+    if (r) flush_metrics(r); /* alone, as far as the store takes them */
     fprintf(stderr, "paragond: job %lld: its outcome cannot be stored: %s\n", (long long)id,
             err.message);
     pgn_error why;
     pgn_error_clear(&why);
     pgn_error_set(&why, PGN_E_STORE, "", "the job ended %s but the store refused its outcome: %s",
                   pgd_job_state_name(state), err.message);
-    told = finish_told(rn, id, PGD_JOB_FAILED, NULL, &why, &err, &rc);
+    told = finish_told(rn, id, PGD_JOB_FAILED, NULL, &why, NULL, &err, &rc);
     if (rc < 0) fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, err.message);
     return told;
 }
@@ -493,11 +502,14 @@ static bool run_job(runner *rn, int64_t id, const json_t *spec_json, int64_t att
     if (rc == 0 && distributed) rc = pgd_launch_run(&spec, spec_json, &opts, &hooks, &result, &interrupted, &err);
     if (rc == 0 && !distributed) rc = worker_device(rn, &err);
     if (rc == 0 && !distributed) rc = pgn_job_run(&spec, rn->dev, &opts, &hooks, &result, &err);
-    flush_metrics(&ctx); /* before its end: a finished job's metrics are all stored */
     if (rc == 0 && !json_is_object(result)) {
         rc = -1;
         pgn_error_set(&err, PGN_E_INTERNAL, "", "the engine returned no result object");
     }
+    /* a finished job's metrics are all stored: a success's in its end's transaction, any other
+     * end's before it */
+    bool succeeds = rc == 0 && spec.kind != PGN_JOB_BENCH && !atomic_load(&rn->lease_lost);
+    if (!succeeds) flush_metrics(&ctx);
 
     /* A bench job's rows are stored in the transaction that marks it succeeded; when they
      * cannot be (a bad row), the job fails with the reason. */
@@ -518,7 +530,7 @@ static bool run_job(runner *rn, int64_t id, const json_t *spec_json, int64_t att
         char message[sizeof err.message];
         snprintf(message, sizeof message, "%s", err.message);
         pgn_error_set(&err, PGN_E_CANCELLED, "", "cancelled on request: %s", message);
-        told = record_outcome(rn, id, PGD_JOB_CANCELLED, NULL, &err);
+        told = record_outcome(rn, id, PGD_JOB_CANCELLED, NULL, &err, NULL);
     } else if (stopped && (atomic_load(&s->stopping) || atomic_load(&rn->preempt_job) == id)) {
         /* Interrupted by shutdown, or preempted by a job of higher priority
          * (pgd_scheduler_preempt), not by the job: it runs again, from the checkpoint it just
@@ -534,7 +546,7 @@ static bool run_job(runner *rn, int64_t id, const json_t *spec_json, int64_t att
                                "); queued again, it resumes from its checkpoint",
                                atomic_load(&rn->preempted_by), attempt);
     } else if (rc == 0) {
-        told = record_outcome(rn, id, PGD_JOB_SUCCEEDED, result, NULL);
+        told = record_outcome(rn, id, PGD_JOB_SUCCEEDED, result, NULL, &ctx);
     } else if (interrupted) {
         /* A rank died, or mpirun could not reach one: run it again from its last committed
          * checkpoint, as after a crash of paragond (the same --max-attempts cap). */
@@ -549,7 +561,7 @@ static bool run_job(runner *rn, int64_t id, const json_t *spec_json, int64_t att
         fprintf(stderr, "paragond: job %lld on %s failed: %s\n", (long long)id, rn->info->id,
                 why ? why : err.message);
         free(why);
-        told = record_outcome(rn, id, PGD_JOB_FAILED, NULL, &err);
+        told = record_outcome(rn, id, PGD_JOB_FAILED, NULL, &err, NULL);
     }
     json_decref(result);
     pgn_spec_free(&spec);

@@ -543,6 +543,35 @@ Test(store, a_claim_can_store_its_runs_first_line) {
     pgd_store_close(s);
 }
 
+/* A success's last metrics go in with its end, in one transaction: both or neither. */
+Test(store, an_end_can_store_the_runs_last_metrics_with_it) {
+    pgd_store *s = open_store();
+    int64_t id = insert(s, "train", "a", "d"), attempt;
+    cr_assert_eq(claim_run(s, "d", &attempt), id);
+    pgn_error err;
+    const pgd_metric last[] = {{"loss", 5, 0.25}, {"accuracy", 5, 0.75}};
+    json_t *result = json_pack("{s:f}", "loss", 0.25);
+    /* a late run's end is refused, and its metrics with it */
+    cr_assert_eq(pgd_store_job_finish_with(s, id, attempt + 1, PGD_JOB_SUCCEEDED, result, NULL, NULL, last, 2, &err), -1);
+    cr_assert_str_eq(pgn_error_code_name(err.code), "conflict");
+    json_t *m;
+    cr_assert_eq(pgd_store_metrics_list(s, id, NULL, false, 0, &m, &err), 0, "%s", err.message);
+    cr_assert_eq(json_array_size(m), 0, "no metric of a refused end");
+    json_decref(m);
+    pgd_log_line line = {.level = "info", .text = "succeeded"};
+    cr_assert_eq(pgd_store_job_finish_with(s, id, attempt, PGD_JOB_SUCCEEDED, result, NULL, &line, last, 2, &err), 0,
+                 "%s", err.message);
+    cr_assert_gt(line.seq, 0);
+    cr_assert_eq(pgd_store_metrics_list(s, id, NULL, false, 0, &m, &err), 0, "%s", err.message);
+    cr_assert_eq(json_array_size(m), 2, "both metrics with the end");
+    json_decref(m);
+    json_t *o = get(s, id);
+    cr_assert_str_eq(str(o, "state"), "succeeded");
+    json_decref(o);
+    json_decref(result);
+    pgd_store_close(s);
+}
+
 Test(store, finish_records_result_or_error_once) {
     pgd_store *s = open_store();
     int64_t ok = insert(s, "train", "ok", "d");
