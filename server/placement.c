@@ -58,6 +58,7 @@ static void device_rates(pgd_scheduler *s, const pgn_device_info *info, pgn_devi
 typedef struct {
     double *free_s; /* when each slot frees, from now */
     size_t slots;
+    int64_t jobs; /* taken so far */
 } queue_fill;
 
 static double *first_free(const queue_fill *q) {
@@ -69,7 +70,9 @@ static double *first_free(const queue_fill *q) {
 
 static void queue_take(void *ctx, bool running, double seconds) {
     (void)running; /* running jobs come first: each takes an empty slot while there is one */
-    *first_free(ctx) += seconds > 0 ? seconds : 0;
+    queue_fill *q = ctx;
+    *first_free(q) += seconds > 0 ? seconds : 0;
+    q->jobs++;
 }
 
 /* Seconds until a job placed on the device now would start, as the cost model counts it. The
@@ -80,7 +83,7 @@ static double queue_seconds(pgd_scheduler *s, const char *device_id) {
     worker *w = sched_worker_of(s, device_id);
     pgn_error err;
     double free_s[PGD_JOBS_PER_DEVICE_LIMIT] = {0};
-    queue_fill q = {free_s, w ? s->jobs_per_device : 1};
+    queue_fill q = {free_s, w ? s->jobs_per_device : 1, 0};
     if (!w) return pgd_store_queue_each(s->store, device_id, queue_take, &q, &err) < 0 ? 0 : *first_free(&q);
     int64_t now = pgn_now_ns();
     pthread_mutex_lock(&s->lock);
@@ -88,11 +91,13 @@ static double queue_seconds(pgd_scheduler *s, const char *device_id) {
     memcpy(free_s, w->slot_free_s, sizeof free_s);
     pthread_mutex_unlock(&s->lock);
     double read[PGD_JOBS_PER_DEVICE_LIMIT] = {0};
-    if (!fresh && pgd_store_queue_each(s->store, w->info->id, queue_take, &(queue_fill){read, q.slots}, &err) == 0) {
+    queue_fill fill = {read, q.slots, 0};
+    if (!fresh && pgd_store_queue_each(s->store, w->info->id, queue_take, &fill, &err) == 0) {
         memcpy(free_s, read, sizeof read); /* else the view read before stands */
         pthread_mutex_lock(&s->lock);
         memcpy(w->slot_free_s, read, sizeof read);
         w->queue_read_ns = now;
+        w->queue_jobs = fill.jobs;
         pthread_mutex_unlock(&s->lock);
     }
     return *first_free(&q);
@@ -102,7 +107,14 @@ static void queue_add(pgd_scheduler *s, const char *device_id, double seconds) {
     worker *w = sched_worker_of(s, device_id);
     if (!w) return;
     pthread_mutex_lock(&s->lock);
-    queue_take(&(queue_fill){w->slot_free_s, s->jobs_per_device}, false, seconds);
+    queue_take(&(queue_fill){w->slot_free_s, s->jobs_per_device, 0}, false, seconds);
+    w->queue_jobs++;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void sched_queue_drop(pgd_scheduler *s, worker *w) {
+    pthread_mutex_lock(&s->lock);
+    if (w->queue_jobs > 0 && --w->queue_jobs == 0) memset(w->slot_free_s, 0, sizeof w->slot_free_s);
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -60,9 +60,12 @@ typedef struct worker {
     pgd_busy_ring busy_ring; /* the same time by 5 s interval over the last hour (lock too) */
     /* The cost model's view of this device's queue (guarded by sched->lock): when each of its
      * jobs_per_device slots frees, in seconds from queue_read_ns, as the store's running and
-     * queued jobs fill them (placement.c's queue_fill), plus the jobs placed here since. */
+     * queued jobs fill them (placement.c's queue_fill), plus the jobs placed here since;
+     * queue_jobs: how many jobs the view counts (read, plus placed, less those whose runs ended
+     * since): at 0 the device has nothing to do, and the view says so at once (sched_queue_drop). */
     double slot_free_s[PGD_JOBS_PER_DEVICE_LIMIT];
     int64_t queue_read_ns;
+    int64_t queue_jobs;
     /* The device's rates as the cost model takes them (guarded by sched->lock), read at
      * rates_read_ns: re-reading them for every submission would cost more than the rest of
      * placing it. */
@@ -124,5 +127,8 @@ void sched_wake(worker *w);
 /* Resolves a device request ("cpu", "gpu", "host", "auto" or an id) against the scheduler's
  * devices; an unknown or unavailable one is code "invalid_spec" (placement.c). */
 int sched_place(const pgd_scheduler *s, const char *want, pgn_device_info *out, pgn_error *err);
+/* A run on w's device has ended: the cost model's view of its queue counts one job fewer, and
+ * none when that was the last (placement.c). */
+void sched_queue_drop(pgd_scheduler *s, worker *w);
 
 #endif

@@ -344,12 +344,10 @@ static int record_end(runner *rn, int64_t id, const run_end *end, pgn_error *err
     int64_t pause_ms = END_RETRY_FIRST_MS, waited_ms = 0;
     for (;;) {
         if (write_end(rn->sched, id, atomic_load(&rn->running_attempt), end, err) == 0) {
-            /* the cost model's view of this device's queue holds the run as work to come: read
-             * again at the next placement (placement.c), or a job placed just after this end
-             * would find the device busy for the run's whole estimate (and go to the host) */
-            pthread_mutex_lock(&rn->sched->lock);
-            rn->w->queue_read_ns = 0;
-            pthread_mutex_unlock(&rn->sched->lock);
+            /* the cost model's view of this device's queue holds the run as work to come: when
+             * it was the last, a job placed just after this end would find the device busy for
+             * the run's whole estimate (and go to the host) */
+            sched_queue_drop(rn->sched, rn->w);
             if (waited_ms)
                 fprintf(stderr, "paragond: job %lld: its end is recorded, %.1f s late\n",
                         (long long)id, (double)waited_ms / 1000.0);
