@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "args.h"
 #include "cli.h"
@@ -332,6 +333,40 @@ static void delete_usage(FILE *out) {
     fputs(ID_USAGE("delete", "delete an ended job with its metrics, logs and files"), out);
 }
 
+/* "850 ms", "4.20 s", "3m 44s", "1h 05m": a run's length as the dashboard writes it. */
+static const char *run_length(double s, char *out, size_t size) {
+    if (s < 1) snprintf(out, size, "%.0f ms", s * 1000);
+    else if (s < 60) snprintf(out, size, s < 10 ? "%.2f s" : "%.1f s", s);
+    else if (s < 3600) snprintf(out, size, "%dm %02ds", (int)(s / 60), (int)s % 60);
+    else snprintf(out, size, "%dh %02dm", (int)(s / 3600), (int)(s / 60) % 60);
+    return out;
+}
+
+/* How long the job ran (so far, while it runs) beside what the cost model estimated for it where
+ * it was placed: "run time   3m 44s (estimated 3m 38s)". */
+static void print_run_time(const json_t *job) {
+    const json_t *estimate = json_object_get(job, "estimate");
+    double guess = json_number_value(json_object_get(estimate, "seconds"));
+    char ran[32] = "", est[48] = "";
+    int64_t started, ended;
+    if (pgn_utc_ms(cli_str(job, "started_at"), &started)) {
+        bool over = pgn_utc_ms(cli_str(job, "finished_at"), &ended);
+        if (!over) {
+            struct timespec now;
+            clock_gettime(CLOCK_REALTIME, &now);
+            ended = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+        }
+        run_length(ended > started ? (double)(ended - started) / 1000 : 0, ran, sizeof ran);
+        if (!over) strcat(ran, " so far");
+    }
+    if (guess >= 0.001) {
+        char words[32];
+        snprintf(est, sizeof est, "%sestimated %s%s", ran[0] ? " (" : "", run_length(guess, words, sizeof words),
+                 ran[0] ? ")" : "");
+    }
+    if (ran[0] || est[0]) printf("  run time   %s%s\n", ran, est);
+}
+
 /* A job's detail for people: what, where, when, how far, and its result or error. */
 static void print_status(const json_t *job) {
     printf("job %lld  %s  \"%s\"  %s\n", (long long)json_integer_value(json_object_get(job, "id")), cli_str(job, "kind"),
@@ -365,6 +400,7 @@ static void print_status(const json_t *job) {
                                            {"finished_at", "finished"}};
     for (int i = 0; i < 3; i++)
         if (*cli_str(job, times[i][0])) printf("  %-9s  %s\n", times[i][1], cli_str(job, times[i][0]));
+    print_run_time(job);
     const json_t *error = json_object_get(job, "error");
     char message[1024];
     cli_visible_text(cli_str(error, "message"), message, sizeof message);

@@ -60,7 +60,7 @@ static int open_checkpoint(pgd_api *api, const pgd_request *req, int64_t id, str
     int fd = train ? api_open_job_file(api, id, PGN_CHECKPOINT_FILE, st) : -1;
     int open_errno = errno;
     int64_t created_ms;
-    if (fd >= 0 && pgd_store_time_ms(job.created_at, &created_ms) &&
+    if (fd >= 0 && pgn_utc_ms(job.created_at, &created_ms) &&
         (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000 < created_ms) {
         close(fd);
         fd = -1;

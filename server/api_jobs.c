@@ -169,7 +169,7 @@ static const char *duration_words(double s, char *out, size_t size) {
  * neither is known. */
 static double seconds_left(const pgd_job *r) {
     int64_t started;
-    if (!pgd_store_time_ms(r->started_at, &started)) return -1;
+    if (!pgn_utc_ms(r->started_at, &started)) return -1;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now); /* the store's times are UTC wall-clock times */
     double ran = (double)((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 - started) / 1000.0;

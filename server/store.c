@@ -59,19 +59,6 @@ db_stmt *store_stmt(pgd_store *s, const char *sql, pgn_error *err) {
 }
 
 /* Milliseconds since the epoch of the store's "2024-05-01T12:00:00.123Z"; false if it is not. */
-bool pgd_store_time_ms(const char *text, int64_t *ms) {
-    struct tm tm = {0};
-    int milli = 0, used = 0;
-    if (!text || sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &tm.tm_year, &tm.tm_mon,
-                        &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &milli, &used) != 7 ||
-        text[used] != 0)
-        return false;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    *ms = (int64_t)timegm(&tm) * 1000 + milli;
-    return true;
-}
-
 /* Every statement is reset right after use so that it holds no read transaction open. */
 void store_stmt_done(db_stmt *st) { db_reset(st); }
 

@@ -37,9 +37,6 @@ const char *pgd_store_file(const char *target);
  * may be run by any of them. */
 bool pgd_store_shared(const pgd_store *store);
 
-/* Milliseconds since the epoch of a time as the store writes it ("2024-05-01T12:00:00.123Z",
- * UTC); false if text is not one. */
-bool pgd_store_time_ms(const char *text, int64_t *ms);
 
 /* Highest applied migration version. */
 int pgd_store_schema_version(pgd_store *store, int64_t *version, pgn_error *err);

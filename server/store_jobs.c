@@ -535,7 +535,7 @@ int pgd_store_train_history(pgd_store *s, const char *shape_key, const char *dev
             json_t *prior = store_col_json(st, 3);
             const char *unit = json_object_get(prior, "steps") ? "steps" : "epochs";
             double units = (double)json_integer_value(json_object_get(prior, unit));
-            if (pgd_store_time_ms(db_column_text(st, 1), &a) && pgd_store_time_ms(db_column_text(st, 2), &b) && b > a && units > 0) {
+            if (pgn_utc_ms(db_column_text(st, 1), &a) && pgn_utc_ms(db_column_text(st, 2), &b) && b > a && units > 0) {
                 out->job = db_column_int64(st, 0);
                 out->seconds = (double)(b - a) / 1000.0;
                 out->units = units;

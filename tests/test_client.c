@@ -43,14 +43,21 @@ Test(client, submit_wait_then_status_jobs_logs_and_metrics_show_the_job) {
     cr_assert(!strncmp(out, "job 1  train  \"xor\"  succeeded\n", 31), "%s", out);
     cr_assert(strstr(out, "  progress   100.0%\n"), "%s", out);
     cr_assert(strstr(out, "  result\n    accuracy "), "%s", out);
-    free(out), free(err);
+    char *text = out;
+    free(err);
 
     cr_assert_eq(paragon(&s, "status 1 --json", &out, &err), 0, "%s", err);
     json_t *job = json_loads(out, 0, NULL);
     cr_assert(job && json_integer_value(json_object_get(json_object_get(job, "result"), "epochs")) == XOR_EPOCHS,
               "%s", out);
+    /* how long it ran, beside the cost model's estimate where it was placed */
+    cr_assert(strstr(text, "\n  run time   "), "%s", text);
+    cr_assert(!strstr(text, " so far"), "it has ended: %s", text);
+    double estimate = json_number_value(json_object_get(json_object_get(job, "estimate"), "seconds"));
+    cr_assert(estimate >= 0.001, "the job was placed with an estimate: %s", out);
+    cr_assert(strstr(text, " (estimated "), "%s", text);
     json_decref(job);
-    free(out), free(err);
+    free(text), free(out), free(err);
 
     cr_assert_eq(paragon(&s, "jobs --kind train", &out, &err), 0, "%s", err);
     cr_assert(!strncmp(out, "    ID  KIND      STATE", 23), "a header first: %s", out);

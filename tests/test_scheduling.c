@@ -215,7 +215,7 @@ Test(scheduling, a_bad_priority_is_refused_naming_the_field) {
 /* Milliseconds since 1970 of a time the API gives (the store's form), asserted one. */
 static int64_t iso_ms(const char *t) {
     int64_t ms = 0;
-    cr_assert(pgd_store_time_ms(t, &ms), "a time: %s", t);
+    cr_assert(pgn_utc_ms(t, &ms), "a time: %s", t);
     return ms;
 }
 

@@ -128,6 +128,9 @@ int64_t pgn_now_ns(void);
 double pgn_now_s(void);
 /* The wall clock's now in UTC, ISO 8601 ("2026-11-27T23:40:01Z"), for records that say when. */
 void pgn_utc_now(char *out, size_t size);
+/* Milliseconds since the epoch of a UTC time as the store writes it ("2024-05-01T12:00:00.123Z");
+ * false if text is not one (the server's store and the CLI read job times with it). */
+bool pgn_utc_ms(const char *text, int64_t *ms);
 /* The median of n values (sorts v in place); 0 for n == 0. */
 double pgn_median(double *v, size_t n);
 
