@@ -527,15 +527,17 @@ Test(bench_jobs, auto_placement_weighs_two_devices_and_their_queues) {
     json_t *d;
     int64_t deadline = now_ms() + 120000;
     json_array_foreach(json_object_get(devs, "devices"), i, d) {
-        if (!strcmp(str(d, "type"), "host")) continue;
-        n_opencl++;
+        n_opencl += strcmp(str(d, "type"), "host") != 0;
         char path[256];
         snprintf(path, sizeof path, "/api/v1/benchmarks?device=%s", str(d, "id"));
-        for (;;) { /* calibrated: its rates come from measurements */
+        /* calibrated, the host too (it is a candidate: the calibrations run one after another,
+         * so it may be the last): every rate comes from measurements; a device's rows are stored
+         * together */
+        for (;;) {
             json_t *b = get_json(&s, path, 200);
             size_t rows = json_array_size(json_object_get(b, "rows"));
             json_decref(b);
-            if (rows >= 3) break;
+            if (rows >= 1) break;
             cr_assert_lt(now_ms(), deadline, "device %s was not calibrated", str(d, "id"));
             usleep(100000);
         }
@@ -562,7 +564,7 @@ Test(bench_jobs, auto_placement_weighs_two_devices_and_their_queues) {
         json_t *cand;
         json_array_foreach(cands, c, cand) {
             opencl += strcmp(str(cand, "device"), "host") != 0;
-            cr_assert(json_is_true(json_object_get(cand, "measured")));
+            cr_assert(json_is_true(json_object_get(cand, "measured")), "%s: its rates are measured", str(cand, "device"));
             double total = json_number_value(json_object_get(cand, "total_seconds"));
             if (!best || total < best_total) {
                 best = str(cand, "device");
