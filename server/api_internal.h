@@ -27,14 +27,16 @@ struct pgd_api {
     const char *version_json; /* GET /api/v1/version never changes while we run */
     const atomic_bool *ready;
     int64_t max_queued;
-    /* Held from counting the queue to inserting, so concurrent submissions cannot together
-     * pass max_queued. Placement and parsing happen outside it. */
+    /* Held while a submission counts the queue and takes its room in it, so concurrent
+     * submissions cannot together pass max_queued; the inserts run outside it, at once (the
+     * store commits those that wait together). Placement and parsing happen outside it. */
     pthread_mutex_t submit_lock;
     /* Under submit_lock: an upper bound on the queued jobs, the store's count at
-     * queued_read_ns plus every job inserted since (jobs leaving the queue only lower the
-     * truth). Counting is a scan of the queue, so it runs only when the bound comes near the
-     * limit or grows old. */
-    int64_t queued_bound, queued_read_ns;
+     * queued_read_ns plus every job given room since (jobs leaving the queue only lower the
+     * truth); inserting: the jobs given room and not yet inserted (a count does not see them).
+     * Counting is a scan of the queue, so it runs only when the bound comes near the limit or
+     * grows old. */
+    int64_t queued_bound, queued_read_ns, inserting;
     pgd_datasets *datasets; /* <data-dir>/datasets/ through the API (datasets.c) */
 };
 

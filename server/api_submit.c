@@ -128,14 +128,14 @@ static int queued_jobs(pgd_api *api, int64_t *queued, pgn_error *err) {
 }
 
 /* Whether n more jobs fit under max_queued: 0 yes, 1 no, -1 when the store cannot say.
- * *queued is the count judged by. The caller holds submit_lock until it has inserted. */
+ * *queued is the count judged by. The caller holds submit_lock. */
 static int queue_room(pgd_api *api, size_t n, int64_t *queued, pgn_error *err) {
     int64_t now_ns = pgn_now_ns();
     if (api->queued_bound + (int64_t)n > api->max_queued ||
         now_ns - api->queued_read_ns > QUEUED_RECOUNT_NS) {
         int64_t counted;
         if (queued_jobs(api, &counted, err) < 0) return -1;
-        api->queued_bound = counted;
+        api->queued_bound = counted + api->inserting;
         api->queued_read_ns = now_ns;
     }
     *queued = api->queued_bound;
@@ -183,14 +183,21 @@ int api_queue_spec(pgd_api *api, const pgd_request *req, pgn_job_spec *spec, con
     pthread_mutex_lock(&api->submit_lock);
     int rc = ids ? queue_room(api, n, &queued, &err) : -1;
     bool full = rc == 1;
+    if (rc == 0) { /* its room, taken before it is inserted */
+        api->queued_bound += (int64_t)n;
+        api->inserting += (int64_t)n;
+    }
+    pthread_mutex_unlock(&api->submit_lock);
     if (rc == 0) {
-        pgd_scheduler_admit_lock(api->sched);
+        pgd_scheduler_admit_lock(api->sched); /* shared with other submissions; claims wait */
         rc = insert_jobs(api, spec, targets, &placement, where.nodes, extras ? &extras->sub : NULL,
                          extras ? extras->tags : NULL, extras ? extras->priority : 0, n, ids, first, &err);
         pgd_scheduler_admit_unlock(api->sched);
+        pthread_mutex_lock(&api->submit_lock);
+        api->inserting -= (int64_t)n;
+        if (rc < 0) api->queued_bound -= (int64_t)n;
+        pthread_mutex_unlock(&api->submit_lock);
     }
-    if (rc == 0) api->queued_bound += (int64_t)n;
-    pthread_mutex_unlock(&api->submit_lock);
     pgd_placement_release(&placement);
     if (!ids) pgn_error_set(&err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
     if (full) {

@@ -91,7 +91,12 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
     s->max_attempts = max_attempts;
     s->run_opts.data_dir = data_dir;
     pthread_mutex_init(&s->lock, NULL);
-    pthread_mutex_init(&s->admit, NULL);
+    /* writers first: a flood of submissions must not keep the workers from claiming */
+    pthread_rwlockattr_t admit_attr;
+    pthread_rwlockattr_init(&admit_attr);
+    pthread_rwlockattr_setkind_np(&admit_attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&s->admit, &admit_attr);
+    pthread_rwlockattr_destroy(&admit_attr);
     pthread_mutex_init(&s->calibrating, NULL);
     atomic_init(&s->stopping, false);
     atomic_init(&s->cancel_gen, 0);
@@ -108,7 +113,7 @@ int pgd_scheduler_start(pgd_store *store, pgd_events *events, const pgn_device_i
         free(s->workers);
         free(runners);
         pthread_mutex_destroy(&s->lock);
-        pthread_mutex_destroy(&s->admit);
+        pthread_rwlock_destroy(&s->admit);
         pthread_mutex_destroy(&s->calibrating);
         pthread_cond_destroy(&s->lease_tick);
         free(s);
@@ -200,7 +205,7 @@ void pgd_scheduler_stop(pgd_scheduler *s) {
         pthread_cond_destroy(&w->cond);
     }
     pthread_mutex_destroy(&s->lock);
-    pthread_mutex_destroy(&s->admit);
+    pthread_rwlock_destroy(&s->admit);
     pthread_mutex_destroy(&s->calibrating);
     pthread_cond_destroy(&s->lease_tick);
     free(s->n ? s->workers[0].runners : NULL);
@@ -238,7 +243,7 @@ struct timespec sched_deadline(int64_t ms) {
 int pgd_scheduler_cancel(pgd_scheduler *s, int64_t id, pgd_job *job, pgn_error *err) {
     if (pgd_store_job_cancel(s->store, id, job, err) < 0) return -1;
     if (job->state == PGD_JOB_RUNNING) {
-        pthread_mutex_lock(&s->admit);
+        pthread_rwlock_wrlock(&s->admit);
         bool elsewhere = false;
         pgn_error herr;
         if (!has_worker(s, id) && pgd_store_job_held_elsewhere(s->store, id, &elsewhere, &herr) < 0)
@@ -252,7 +257,7 @@ int pgd_scheduler_cancel(pgd_scheduler *s, int64_t id, pgd_job *job, pgn_error *
             pgn_error_clear(&why);
             pgn_error_set(&why, PGN_E_CANCELLED, "", "cancelled on request; no worker was running it");
             int rc = pgd_store_job_finish(s->store, id, 0, PGD_JOB_CANCELLED, NULL, &why, NULL, &ferr);
-            pthread_mutex_unlock(&s->admit);
+            pthread_rwlock_unlock(&s->admit);
             pgd_job_release(job);
             if (rc < 0 && ferr.code != PGN_E_CONFLICT) {
                 *err = ferr;
@@ -265,7 +270,7 @@ int pgd_scheduler_cancel(pgd_scheduler *s, int64_t id, pgd_job *job, pgn_error *
                 fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, eerr.message);
             return pgd_store_job_get(s->store, id, true, job, err);
         }
-        pthread_mutex_unlock(&s->admit);
+        pthread_rwlock_unlock(&s->admit);
         atomic_fetch_add(&s->cancel_gen, 1);
         pgd_events_job_log(s->events, s->store, id, 0, "warn",
                            "cancel requested: it stops at its next step%s",
@@ -281,7 +286,7 @@ int pgd_scheduler_cancel(pgd_scheduler *s, int64_t id, pgd_job *job, pgn_error *
 }
 
 int pgd_scheduler_resume(pgd_scheduler *s, int64_t id, pgd_job *job, pgn_error *err) {
-    pthread_mutex_lock(&s->admit); /* its "queued" goes out before any worker's "running" */
+    pthread_rwlock_wrlock(&s->admit); /* its "queued" goes out before any worker's "running" */
     int rc = pgd_store_job_resume(s->store, id, job, err);
     if (rc == 0) {
         pgd_events_job_log(s->events, s->store, id, 0, "info", "resumed on request: queued again on %s%s", job->device,
@@ -292,13 +297,13 @@ int pgd_scheduler_resume(pgd_scheduler *s, int64_t id, pgd_job *job, pgn_error *
         if (pgd_events_job_changed(s->events, s->store, id, NULL, &eerr) < 0)
             fprintf(stderr, "paragond: job %lld: %s\n", (long long)id, eerr.message);
     }
-    pthread_mutex_unlock(&s->admit);
+    pthread_rwlock_unlock(&s->admit);
     if (rc == 0) pgd_scheduler_notify(s, job->device);
     return rc;
 }
 
-void pgd_scheduler_admit_lock(pgd_scheduler *s) { pthread_mutex_lock(&s->admit); }
-void pgd_scheduler_admit_unlock(pgd_scheduler *s) { pthread_mutex_unlock(&s->admit); }
+void pgd_scheduler_admit_lock(pgd_scheduler *s) { pthread_rwlock_rdlock(&s->admit); }
+void pgd_scheduler_admit_unlock(pgd_scheduler *s) { pthread_rwlock_unlock(&s->admit); }
 
 void pgd_scheduler_notify(pgd_scheduler *s, const char *device) {
     pthread_mutex_lock(&s->lock);

@@ -80,8 +80,9 @@ bool pgd_scheduler_runs(pgd_scheduler *sched, int64_t id);
 /* <data_dir>/jobs/<id>: where job id keeps its files (checkpoint.safetensors). */
 void pgd_scheduler_job_dir(const pgd_scheduler *sched, int64_t id, char *out, size_t size);
 
-/* Held by a submission from inserting its jobs to publishing their "queued" state; workers do not
- * claim a job meanwhile, so every stream sees queued before running. */
+/* Held by a submission from inserting its jobs to publishing their "queued" state (by several
+ * submissions at once); workers do not claim a job meanwhile, so every stream sees queued before
+ * running. */
 void pgd_scheduler_admit_lock(pgd_scheduler *sched);
 void pgd_scheduler_admit_unlock(pgd_scheduler *sched);
 

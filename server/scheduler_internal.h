@@ -80,7 +80,9 @@ struct pgd_scheduler {
     pgd_store *store;
     pgd_events *events; /* NULL: publish nothing */
     pthread_mutex_t lock;
-    pthread_mutex_t admit; /* held from a job's insert to its announcement; claims wait on it */
+    /* Read-held by each submission from its insert to its announcement (several at once),
+     * written by claims and cancels: a worker's "running" follows the job's "queued". */
+    pthread_rwlock_t admit;
     pthread_mutex_t calibrating; /* one device calibrates at a time: the host pseudo-device and a
                                     pocl CPU device share the cores, and measured together each
                                     took a third to two thirds of its rate */

@@ -85,18 +85,72 @@ const char store_begin_sql[] = "BEGIN";
 const char store_begin_write_sql[] = "BEGIN IMMEDIATE";
 const char store_commit_sql[] = "COMMIT";
 
+/* Waiting writes, each its body between SAVEPOINT and RELEASE (a body that fails is rolled back
+ * alone), in one transaction: one commit, whose WAL frames hold each page once however many
+ * bodies changed it. A lone write runs as it always did. Caller holds the lock. */
+static const char savepoint_sql[] = "SAVEPOINT w", rollback_to_sql[] = "ROLLBACK TO w", release_sql[] = "RELEASE w";
+
+static void run_writes(pgd_store *s, store_write *batch) {
+    bool alone = batch->next == NULL;
+    for (store_write *w = batch; w; w = w->next) w->rc = 1; /* not run */
+    pgn_error e; /* why the transaction itself failed */
+    pgn_error_clear(&e);
+    bool broke = store_run(s, store_begin_write_sql, &e, "begin") < 0, undone = false;
+    for (store_write *w = batch; w && !broke; w = w->next) {
+        if (alone) {
+            undone = (w->rc = w->fn(s, w->ctx, w->err)) < 0;
+            break;
+        }
+        if ((broke = store_run(s, savepoint_sql, &e, "begin a write") < 0)) break;
+        if ((w->rc = w->fn(s, w->ctx, w->err)) < 0) broke = store_run(s, rollback_to_sql, &e, "undo a write") < 0;
+        if (!broke) broke = store_run(s, release_sql, &e, "end a write") < 0;
+    }
+    if (!broke && !undone) broke = store_run(s, store_commit_sql, &e, "commit") < 0;
+    if (broke || undone) db_rollback(s->db);
+    /* a body that failed says why; the others, why the transaction did not commit */
+    for (store_write *w = batch; w && broke; w = w->next) {
+        if (w->rc >= 0) *w->err = e;
+        w->rc = -1;
+    }
+}
+
 /* Runs fn(s, ctx, err) under the lock inside one write transaction: committed when fn returns
  * 0, rolled back otherwise. It takes the write lock first (BEGIN IMMEDIATE), so a transaction
- * that reads before it writes waits out another process's writer instead of failing. */
+ * that reads before it writes waits out another process's writer instead of failing. On SQLite
+ * the writes that wait for the lock meanwhile go in the same transaction (run_writes): each
+ * still returns only once its work is committed. */
 int store_write_tx(pgd_store *s, int (*fn)(pgd_store *, void *, pgn_error *),
                              void *ctx, pgn_error *err) {
+    if (s->shared) { /* PostgreSQL: every node's writes take the store's advisory lock anyway */
+        pthread_mutex_lock(&s->lock);
+        int ret = store_run(s, store_begin_write_sql, err, "begin");
+        if (ret == 0) ret = fn(s, ctx, err);
+        if (ret == 0) ret = store_run(s, store_commit_sql, err, "commit");
+        if (ret < 0) db_rollback(s->db);
+        pthread_mutex_unlock(&s->lock);
+        return ret;
+    }
+    store_write me = {.fn = fn, .ctx = ctx, .err = err, .rc = -1};
+    pthread_mutex_lock(&s->writes_lock);
+    *s->writes_tail = &me;
+    s->writes_tail = &me.next;
+    pthread_mutex_unlock(&s->writes_lock);
     pthread_mutex_lock(&s->lock);
-    int ret = store_run(s, store_begin_write_sql, err, "begin");
-    if (ret == 0) ret = fn(s, ctx, err);
-    if (ret == 0) ret = store_run(s, store_commit_sql, err, "commit");
-    if (ret < 0) db_rollback(s->db);
+    pthread_mutex_lock(&s->writes_lock);
+    store_write *batch = me.done ? NULL : s->writes; /* ours is in it */
+    if (batch) {
+        s->writes = NULL;
+        s->writes_tail = &s->writes;
+    }
+    pthread_mutex_unlock(&s->writes_lock);
+    if (batch) {
+        run_writes(s, batch);
+        pthread_mutex_lock(&s->writes_lock);
+        for (store_write *w = batch; w; w = w->next) w->done = true;
+        pthread_mutex_unlock(&s->writes_lock);
+    }
     pthread_mutex_unlock(&s->lock);
-    return ret;
+    return me.rc;
 }
 
 /* Steps st to its end, appending row(st) to arr for each row; resets st. */
@@ -275,6 +329,8 @@ int pgd_store_open_with(const char *target, const pgn_embedded *migrations, pgd_
         return -1;
     }
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->writes_lock, NULL);
+    s->writes_tail = &s->writes;
     s->lease_ms = PGD_LEASE_DEFAULT_MS;
     if (db_open(target, &s->db, err) < 0) {
         pgd_store_close(s);
@@ -378,6 +434,7 @@ void pgd_store_close(pgd_store *s) {
     for (int i = 0; i < s->n_cached; i++) db_finalize(s->cache[i].stmt);
     db_close(s->db);
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->writes_lock);
     free(s);
 }
 

@@ -19,9 +19,23 @@
 #define NOW_SQL "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 #define STMT_CACHE_MAX 64
 
+/* A write transaction's body waiting for the store (store_write_tx). */
+typedef struct store_write {
+    int (*fn)(pgd_store *, void *, pgn_error *);
+    void *ctx;
+    pgn_error *err;
+    int rc;
+    bool done; /* another thread's transaction ran and committed (or failed) it */
+    struct store_write *next;
+} store_write;
+
 struct pgd_store {
     pgd_db *db;
     pthread_mutex_t lock;
+    /* Write transactions waiting for the lock (SQLite): whoever takes it next commits them all
+     * (group commit). Guarded by writes_lock, which is never held while waiting for `lock`. */
+    pthread_mutex_t writes_lock;
+    store_write *writes, **writes_tail;
     /* Prepared statements keyed by the address of their static SQL text. */
     struct {
         const char *sql;
@@ -66,7 +80,9 @@ json_t *store_col_real(db_stmt *st, int col);
 /* ---- helpers that take the lock ---- */
 
 /* Runs fn(s, ctx, err) under the lock inside one write transaction: committed when fn returns
- * 0, rolled back otherwise. */
+ * 0, rolled back otherwise; returns once that is done. On SQLite, writes that wait for the lock
+ * together are committed together, each in its savepoint (fn may run on another caller's
+ * thread: it touches the store and ctx alone). */
 int store_write_tx(pgd_store *s, int (*fn)(pgd_store *, void *, pgn_error *), void *ctx,
                    pgn_error *err);
 /* Reads the one row of numbers an aggregate query returns into out[0..n-1]; param, when not

@@ -807,7 +807,7 @@ void *sched_worker_main(void *arg) {
             pgn_error err;
             /* Not while a submission is between its insert and its announcement: a job's
              * "queued" state and "placed" line go out before its "running" and "started". */
-            pthread_mutex_lock(&s->admit);
+            pthread_rwlock_wrlock(&s->admit);
             int64_t priority, only = claimable(rn, &bytes);
             pgd_log_line started = {.level = "info"};
             int claimed = only < 0 ? 0
@@ -827,7 +827,7 @@ void *sched_worker_main(void *arg) {
                 atomic_store(&rn->preempt_job, 0);
                 atomic_store(&rn->running_job, id);
             }
-            pthread_mutex_unlock(&s->admit);
+            pthread_rwlock_unlock(&s->admit);
             if (claimed < 0) {
                 /* The job stays queued; the next submission retries. */
                 fprintf(stderr, "paragond: worker %s: %s\n", rn->info->id, err.message);

@@ -1402,6 +1402,74 @@ Test(store, concurrent_threads_never_claim_a_job_twice) {
     raw_close(db);
 }
 
+/* Writes that fail, each among others that succeed (SQLite commits the writes that wait for the
+ * store together, each in a savepoint of its own): a two-job insert whose second job breaks a
+ * constraint after the first is in, a key taken twice, the delete of a job that does not exist. */
+typedef struct mixed_arg {
+    pgd_store *s;
+    int t, n;
+    int ok, failed;
+    char why[3][2400]; /* the first failure of each kind, as told */
+} mixed_arg;
+
+static void *mixed_writes(void *p) {
+    mixed_arg *a = p;
+    pgn_error err;
+    for (int i = 0; i < a->n; i++) {
+        json_t *spec = json_object();
+        pgd_new_job good = {.kind = PGN_JOB_TRAIN, .name = "g", .device_requested = "auto", .device = "d", .spec = spec};
+        pgd_new_job pair[2] = {good, good};
+        pair[1].device = NULL; /* jobs.device is NOT NULL: the second insert fails after the first */
+        char key[32];
+        snprintf(key, sizeof key, "t%d-%d", a->t, i / 6); /* each key twice (i % 3 == 1): the second is refused */
+        pgd_submission sub = {.key = key, .body_sha256 = "00"};
+        int64_t ids[2];
+        int kind = i % 3;
+        int rc = kind == 0   ? pgd_store_jobs_insert(a->s, pair, 2, ids, &err)
+                 : kind == 1 ? pgd_store_jobs_insert_keyed(a->s, &good, 1, &sub, ids, &err)
+                             : pgd_store_job_delete(a->s, 1000000 + a->t * 1000 + i, &err);
+        if (rc == 0) a->ok++;
+        else {
+            a->failed++;
+            if (!a->why[kind][0]) snprintf(a->why[kind], sizeof a->why[kind], "%s: %s", pgn_error_code_name(err.code), err.message);
+        }
+        int64_t id;
+        if (pgd_store_jobs_insert(a->s, &good, 1, &id, &err) == 0) a->ok++; /* and one that succeeds */
+        json_decref(spec);
+    }
+    return NULL;
+}
+
+Test(store, a_write_that_fails_among_concurrent_ones_is_undone_alone) {
+    pgd_store *s = open_store();
+    enum { THREADS = 4, EACH = 60 };
+    mixed_arg args[THREADS];
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        args[i] = (mixed_arg){.s = s, .t = i, .n = EACH};
+        cr_assert_eq(pthread_create(&t[i], NULL, mixed_writes, &args[i]), 0);
+    }
+    int ok = 0;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        ok += args[i].ok;
+        /* per thread: 20 pairs refused, 20 keyed inserts of which the 10 repeats are refused, 20
+         * deletes of nothing; 60 plain inserts */
+        cr_assert_eq(args[i].failed, 20 + 10 + 20, "thread %d: %d failed", i, args[i].failed);
+        cr_assert(strstr(args[i].why[0], "store: "), "%s", args[i].why[0]);
+        cr_assert(strstr(args[i].why[1], "conflict: submission_id: 't"), "%s", args[i].why[1]);
+        cr_assert(strstr(args[i].why[2], "not_found: job 1"), "%s", args[i].why[2]);
+    }
+    cr_assert_eq(ok, THREADS * (EACH + 10));
+    pgd_store_close(s);
+    raw_conn *db = raw_db();
+    /* no job of a refused pair is left, and every other insert is in */
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM jobs"), THREADS * (EACH + 10));
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM jobs WHERE name = 'g' AND device = 'd'"), THREADS * (EACH + 10));
+    cr_assert_eq(raw_int(db, "SELECT count(*) FROM submissions"), THREADS * 10);
+    raw_close(db);
+}
+
 /* ---- cancel and delete ------------------------------------------------------------------ */
 
 Test(store, cancel_ends_a_queued_job_and_flags_a_running_one) {
