@@ -25,6 +25,10 @@
 /* Last published state per job, to drop repeats (two threads reporting one change); a slot is
  * shared by ids equal modulo this, and a collision only lets one repeat through. */
 #define LAST_STATE_SLOTS 1024
+/* Locks that order a job's events (pgd_events.order); divides LAST_STATE_SLOTS, so that a slot's
+ * ids share one. */
+#define ORDER_STRIPES 64
+_Static_assert(LAST_STATE_SLOTS % ORDER_STRIPES == 0, "a last[] slot's ids share an order lock");
 /* The series names a relayed job's last metric step is remembered by (more are sent again). */
 #define RELAYED_NAMES_MAX 192
 /* At shutdown, how long pgd_events_close lets the ended streams finish sending (a client that
@@ -61,9 +65,12 @@ struct pgd_events {
     pthread_cond_t tick;    /* wakes the ping thread at close */
     pthread_t pinger;
     bool pinger_started;
-    /* Serialises "read a job, publish its state" (so that published states follow commits)
-     * and "store a log line, publish it" (so that the ring has a job's lines in seq order). */
-    pthread_mutex_t order;
+    /* Serialise, per job, "read a job, publish its state" (so that published states follow
+     * commits) and "store a log line, publish it" (so that the ring has a job's lines in seq
+     * order): job id's is order[id % ORDER_STRIPES] (order_of), which also guards the last[]
+     * slots of those ids. Jobs apart do not wait for each other (one mutex for all had been a
+     * tenth of a submission's CPU in futex waits: a job's announcement waits for the store). */
+    pthread_mutex_t order[ORDER_STRIPES];
     struct last_job {
         int64_t id;
         int state;
@@ -96,6 +103,8 @@ struct sse_stream {
 };
 
 static bool is_terminal(int state) { return state >= (int)PGD_JOB_SUCCEEDED; }
+
+static pthread_mutex_t *order_of(pgd_events *ev, int64_t id) { return &ev->order[(uint64_t)id % ORDER_STRIPES]; }
 
 /* ---- frames ----------------------------------------------------------------------------- */
 
@@ -191,7 +200,7 @@ static void push_json(pgd_events *ev, int64_t job_id, const char *event, json_t 
 int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, pgd_job *job,
                            pgn_error *err) {
     if (job) *job = (pgd_job){0};
-    if (ev) pthread_mutex_lock(&ev->order);
+    if (ev) pthread_mutex_lock(order_of(ev, id));
     pgd_job obj;
     int rc = pgd_store_job_get(store, id, false, &obj, err);
     if (rc == 0 && ev) {
@@ -210,7 +219,7 @@ int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, pgd_job
             free(text);
         }
     }
-    if (ev) pthread_mutex_unlock(&ev->order);
+    if (ev) pthread_mutex_unlock(order_of(ev, id));
     if (rc == 0 && job) *job = obj;
     else if (rc == 0) pgd_job_release(&obj);
     return rc;
@@ -232,12 +241,12 @@ void pgd_events_job_log_stored(pgd_events *ev, int64_t id, int64_t seq, const ch
                                const char *time) {
     if (!ev) return;
     char *visible = pgn_text_visible(line); /* as the store keeps it */
-    pthread_mutex_lock(&ev->order);
+    pthread_mutex_lock(order_of(ev, id));
     note_log_seq(ev, id, seq);
     push_json(ev, id, "log",
               json_pack("{s:I, s:I, s:s, s:o, s:s}", "job_id", (json_int_t)id, "seq", (json_int_t)seq, "level",
                         level, "line", pgd_json_string_lossy(visible ? visible : line), "time", time));
-    pthread_mutex_unlock(&ev->order);
+    pthread_mutex_unlock(order_of(ev, id));
     free(visible);
 }
 
@@ -255,7 +264,7 @@ void pgd_events_job_log(pgd_events *ev, pgd_store *store, int64_t id, int64_t at
     char *visible = pgn_text_take(&t);
     const char *line = visible ? visible : "(a log line: out of memory)";
     /* Under `order`, so the ring carries a job's lines in their seq order. */
-    if (ev) pthread_mutex_lock(&ev->order);
+    if (ev) pthread_mutex_lock(order_of(ev, id));
     int64_t seq = 0;
     char time[32];
     pgn_error err;
@@ -269,7 +278,7 @@ void pgd_events_job_log(pgd_events *ev, pgd_store *store, int64_t id, int64_t at
                             (json_int_t)seq, "level", level, "line", pgd_json_string_lossy(line),
                             "time", time));
     }
-    if (ev) pthread_mutex_unlock(&ev->order);
+    if (ev) pthread_mutex_unlock(order_of(ev, id));
     free(visible);
 }
 
@@ -304,9 +313,9 @@ void pgd_events_progress(pgd_events *ev, int64_t id, double fraction) {
 int pgd_events_published_state(pgd_events *ev, int64_t id) {
     if (!ev) return -1;
     size_t slot = (size_t)((uint64_t)id % LAST_STATE_SLOTS);
-    pthread_mutex_lock(&ev->order);
+    pthread_mutex_lock(order_of(ev, id));
     int state = ev->last[slot].id == id ? ev->last[slot].state : -1;
-    pthread_mutex_unlock(&ev->order);
+    pthread_mutex_unlock(order_of(ev, id));
     return state;
 }
 
@@ -379,7 +388,7 @@ int pgd_events_relay(pgd_events *ev, pgd_store *store, int64_t id, char *queued_
     bool queued = job.state == PGD_JOB_QUEUED; /* no run has written metrics yet */
     if (queued) snprintf(queued_on, size, "%s", job.device);
     pgd_job_release(&job);
-    pthread_mutex_lock(&ev->order);
+    pthread_mutex_lock(order_of(ev, id));
     size_t slot = (size_t)((uint64_t)id % LAST_STATE_SLOTS);
     bool known = ev->last[slot].id == id && ev->last[slot].log_seq >= 0;
     int64_t after = known ? ev->last[slot].log_seq : 0;
@@ -400,7 +409,7 @@ int pgd_events_relay(pgd_events *ev, pgd_store *store, int64_t id, char *queued_
     if (rc == 0 && !known) note_log_seq(ev, id, 0);
     json_decref(lines);
     if (rc == 0 && !queued) rc = relay_metrics(ev, store, id, slot, err);
-    pthread_mutex_unlock(&ev->order);
+    pthread_mutex_unlock(order_of(ev, id));
     return rc;
 }
 
@@ -845,7 +854,7 @@ int pgd_events_create(pgd_store *store, size_t max_streams, pgd_events **out, pg
     ev->first_seq = ev->next_seq = (uint64_t)time(NULL) * 1000000u;
     for (size_t i = 0; i < LAST_STATE_SLOTS; i++) ev->last[i].state = -1;
     pthread_mutex_init(&ev->lock, NULL);
-    pthread_mutex_init(&ev->order, NULL);
+    for (size_t i = 0; i < ORDER_STRIPES; i++) pthread_mutex_init(&ev->order[i], NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -890,7 +899,7 @@ void pgd_events_destroy(pgd_events *ev) {
         free(ev->ring[s % PGD_EVENTS_RING].frame);
     pthread_cond_destroy(&ev->tick);
     pthread_cond_destroy(&ev->drained);
-    pthread_mutex_destroy(&ev->order);
+    for (size_t i = 0; i < ORDER_STRIPES; i++) pthread_mutex_destroy(&ev->order[i]);
     pthread_mutex_destroy(&ev->lock);
     free(ev);
 }
