@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,8 +347,34 @@ int pgd_store_open_with(const char *target, const pgn_embedded *migrations, pgd_
         pgd_store_close(s);
         return -1;
     }
+    const char *file = pgd_store_file(target); /* readers of a file; a database in memory is one connection's */
+    bool readable = !s->shared && file && *file && strcmp(file, ":memory:") != 0 && strncmp(file, "file:", 5) != 0;
+    for (; readable && s->n_readers < STORE_READERS; s->n_readers++) {
+        pgd_store *r = calloc(1, sizeof *r);
+        if (!r || db_open(target, &r->db, err) < 0) {
+            if (!r) pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "store: out of memory");
+            free(r);
+            pgd_store_close(s);
+            return -1;
+        }
+        pthread_mutex_init(&r->lock, NULL);
+        pthread_mutex_init(&r->writes_lock, NULL);
+        r->writes_tail = &r->writes;
+        s->readers[s->n_readers] = r;
+    }
     *out = s;
     return 0;
+}
+
+pgd_store *store_reader(pgd_store *s) {
+    static atomic_uint threads; /* numbers each thread that reads once, for its own reader */
+    static _Thread_local unsigned me;
+    for (size_t i = 0; i < s->n_readers; i++)
+        if (pthread_mutex_trylock(&s->readers[i]->lock) == 0) return s->readers[i];
+    if (!me) me = atomic_fetch_add(&threads, 1) + 1;
+    pgd_store *r = s->n_readers ? s->readers[me % s->n_readers] : s;
+    pthread_mutex_lock(&r->lock);
+    return r;
 }
 
 int pgd_store_open(const char *target, pgd_store **out, pgn_error *err) {
@@ -431,6 +458,7 @@ void pgd_store_watch_close(pgd_store_watch *w) {
 
 void pgd_store_close(pgd_store *s) {
     if (!s) return;
+    for (size_t i = 0; i < s->n_readers; i++) pgd_store_close(s->readers[i]);
     for (int i = 0; i < s->n_cached; i++) db_finalize(s->cache[i].stmt);
     db_close(s->db);
     pthread_mutex_destroy(&s->lock);

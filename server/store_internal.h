@@ -19,6 +19,9 @@
 #define NOW_SQL "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 #define STMT_CACHE_MAX 64
 
+/* Reader connections of a SQLite store: as many as paragond's HTTP threads by default. */
+#define STORE_READERS 4
+
 /* A write transaction's body waiting for the store (store_write_tx). */
 typedef struct store_write {
     int (*fn)(pgd_store *, void *, pgn_error *);
@@ -45,7 +48,16 @@ struct pgd_store {
     char node[64];    /* pgd_store_set_node: the node runs claimed here belong to */
     int64_t lease_ms; /* the lease a claim or a renewal gives */
     bool shared;      /* a store several nodes share (PostgreSQL): a cluster's */
+    /* SQLite: connections of their own for reading a job (GET /api/v1/jobs/{id}, the state
+     * events), each behind its own mutex, so that reads run beside each other and beside a
+     * write (WAL: a read sees every commit before it began); store_reader takes one. */
+    struct pgd_store *readers[STORE_READERS];
+    size_t n_readers;
 };
+
+/* A reader connection of s, locked (s itself, locked, where it has none): the first free, else
+ * the caller's own by thread. Unlock its ->lock when done. */
+pgd_store *store_reader(pgd_store *s);
 
 /* The store's clock, in ms since 1970: one clock for every node, whatever theirs say. */
 #define NOW_MS_SQL "CAST((julianday('now') - 2440587.5) * 86400000.0 AS BIGINT)"
