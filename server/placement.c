@@ -11,8 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* How stale the cost model's per-device queue sums may get (see queue_seconds). */
+/* How stale the cost model's per-device queue sums may get (see queue_seconds), at the least;
+ * and how many times its last read of the store's queue took, at the least: a queue of tens of
+ * thousands of jobs is read at most a hundredth of the time. */
 #define QUEUE_REFRESH_NS 100000000LL
+#define QUEUE_REFRESH_READS 100
 /* How long the cost model trusts a device's rates before it reads them from the store again
  * (new measurements come from calibration and bench jobs: rarely). */
 #define RATES_REFRESH_NS 1000000000LL
@@ -76,9 +79,10 @@ static void queue_take(void *ctx, bool running, double seconds) {
 }
 
 /* Seconds until a job placed on the device now would start, as the cost model counts it. The
- * store's queue is read (under the store's lock, for every submission) at most every
- * QUEUE_REFRESH_NS; in between, each placement adds its own estimate (queue_add), so a burst of
- * "auto" submissions still spreads over the devices. */
+ * store's queue is read by one placement at a time, at most every QUEUE_REFRESH_NS (longer for a
+ * long queue: QUEUE_REFRESH_READS); in between, each placement adds its own estimate (queue_add)
+ * and each run's end counts one job fewer (sched_queue_drop), so a burst of "auto" submissions
+ * still spreads over the devices. */
 static double queue_seconds(pgd_scheduler *s, const char *device_id) {
     worker *w = sched_worker_of(s, device_id);
     pgn_error err;
@@ -87,19 +91,26 @@ static double queue_seconds(pgd_scheduler *s, const char *device_id) {
     if (!w) return pgd_store_queue_each(s->store, device_id, queue_take, &q, &err) < 0 ? 0 : *first_free(&q);
     int64_t now = pgn_now_ns();
     pthread_mutex_lock(&s->lock);
-    bool fresh = w->queue_read_ns && now - w->queue_read_ns < QUEUE_REFRESH_NS;
+    /* one placement reads the queue while the others take the view it replaces */
+    bool read_it = !(w->queue_read_ns && now < w->queue_fresh_ns) && !w->queue_reading;
+    w->queue_reading |= read_it;
     memcpy(free_s, w->slot_free_s, sizeof free_s);
     pthread_mutex_unlock(&s->lock);
+    if (!read_it) return *first_free(&q);
     double read[PGD_JOBS_PER_DEVICE_LIMIT] = {0};
     queue_fill fill = {read, q.slots, 0};
-    if (!fresh && pgd_store_queue_each(s->store, w->info->id, queue_take, &fill, &err) == 0) {
-        memcpy(free_s, read, sizeof read); /* else the view read before stands */
-        pthread_mutex_lock(&s->lock);
+    bool got = pgd_store_queue_each(s->store, w->info->id, queue_take, &fill, &err) == 0;
+    int64_t took = pgn_now_ns() - now;
+    pthread_mutex_lock(&s->lock);
+    if (got) { /* else the view read before stands */
+        memcpy(free_s, read, sizeof read);
         memcpy(w->slot_free_s, read, sizeof read);
         w->queue_read_ns = now;
+        w->queue_fresh_ns = now + (took * QUEUE_REFRESH_READS > QUEUE_REFRESH_NS ? took * QUEUE_REFRESH_READS : QUEUE_REFRESH_NS);
         w->queue_jobs = fill.jobs;
-        pthread_mutex_unlock(&s->lock);
     }
+    w->queue_reading = false;
+    pthread_mutex_unlock(&s->lock);
     return *first_free(&q);
 }
 

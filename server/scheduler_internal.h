@@ -66,6 +66,8 @@ typedef struct worker {
     double slot_free_s[PGD_JOBS_PER_DEVICE_LIMIT];
     int64_t queue_read_ns;
     int64_t queue_jobs;
+    int64_t queue_fresh_ns; /* until when the view stands (placement.c's queue_seconds) */
+    bool queue_reading;     /* a placement is reading the store's queue for it now */
     /* The device's rates as the cost model takes them (guarded by sched->lock), read at
      * rates_read_ns: re-reading them for every submission would cost more than the rest of
      * placing it. */
