@@ -48,9 +48,11 @@ struct pgd_store {
     char node[64];    /* pgd_store_set_node: the node runs claimed here belong to */
     int64_t lease_ms; /* the lease a claim or a renewal gives */
     bool shared;      /* a store several nodes share (PostgreSQL): a cluster's */
-    /* SQLite: connections of their own for reading a job (GET /api/v1/jobs/{id}, the state
-     * events), each behind its own mutex, so that reads run beside each other and beside a
-     * write (WAL: a read sees every commit before it began); store_reader takes one. */
+    /* SQLite: connections of their own for reading a job for GET /api/v1/jobs/{id}, each
+     * behind its own mutex, so that reads run beside each other and beside a write (WAL: a read
+     * sees every commit before it began); store_reader takes one. A state event's read, right
+     * after its own write, stays on the writer's connection: its pages are in that cache, where
+     * a reader would first have to read them again from the WAL (12% more CPU a submission). */
     struct pgd_store *readers[STORE_READERS];
     size_t n_readers;
 };

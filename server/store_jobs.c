@@ -391,7 +391,10 @@ unlock:
 
 /* pgd_store_job_get, and pgd_store_job_get_spec_text with spec_text. */
 static int job_get(pgd_store *store, int64_t id, bool with_spec, char **spec_text, pgd_job *out, pgn_error *err) {
-    pgd_store *s = store_reader(store); /* locked */
+    /* GET's read on a reader connection; a state event's, after its write, on the writer's
+     * (store_internal.h) */
+    pgd_store *s = spec_text ? store_reader(store) : store; /* the reader comes locked */
+    if (!spec_text) pthread_mutex_lock(&s->lock);
     /* On SQLite its three reads (the row, its placement, its runs) share one read transaction:
      * they agree, and the file's read lock is taken once, not three times (a third of a GET's
      * store time). On PostgreSQL BEGIN and COMMIT would be two more round trips. */
