@@ -7,8 +7,9 @@
  *      submissions/s and latency percentiles; the jobs run meanwhile, as they would;
  *   3. submit-to-running on an idle device: one job at a time, from sending the POST to the
  *      first poll that no longer sees it queued (polls back to back on a second connection);
- *   4. phase 2 again while the host device is busy with a long training job, so that nothing
- *      runs: the cost of a submission alone (parse, place, insert, answer), the queue growing;
+ *   4. phase 2 again while the host device is held by a sleep job (which uses no CPU), so that
+ *      nothing runs: the cost of a submission alone (parse, place, insert, answer), the queue
+ *      growing;
  *   5. /healthz latency as a health checker sees it (a new connection per probe), first on an
  *      idle server, then while HELD_CONNECTIONS slowloris connections (request headers begun,
  *      never finished) are held from HELD_ADDRESSES loopback addresses: what the connection
@@ -722,11 +723,9 @@ int main(int argc, char **argv) {
     /* The first job on an OpenCL device opens it and builds the kernels: warm-up. */
     submit_to_running(port, opencl, n_samples, 5);
 
-    /* 4. submissions alone: the host worker is kept busy, so every job stays queued */
-    static const char long_spec[] =
-        "{\"kind\":\"train\",\"device\":\"host\",\"data\":{\"source\":\"spiral\",\"samples\":"
-        "100000,\"classes\":3},\"model\":{\"type\":\"mlp\",\"layers\":[2,64,64,3]},"
-        "\"epochs\":100000}";
+    /* 4. submissions alone: the host worker is held by a sleep job, so every job stays queued and
+     * the server's CPU is the submissions' (a training job here had been a third of it) */
+    static const char long_spec[] = "{\"kind\":\"sleep\",\"device\":\"host\",\"seconds\":3600}";
     char *long_post = post_request(long_spec);
     c = calloc(1, sizeof *c);
     c->fd = connect_loopback(port);
