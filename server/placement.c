@@ -92,7 +92,7 @@ static double queue_seconds(pgd_scheduler *s, const char *device_id) {
     int64_t now = pgn_now_ns();
     pthread_mutex_lock(&s->lock);
     /* one placement reads the queue while the others take the view it replaces */
-    bool read_it = !(w->queue_read_ns && now < w->queue_fresh_ns) && !w->queue_reading;
+    bool read_it = now >= w->queue_fresh_ns && !w->queue_reading; /* 0: never read */
     w->queue_reading |= read_it;
     memcpy(free_s, w->slot_free_s, sizeof free_s);
     pthread_mutex_unlock(&s->lock);
@@ -105,7 +105,6 @@ static double queue_seconds(pgd_scheduler *s, const char *device_id) {
     if (got) { /* else the view read before stands */
         memcpy(free_s, read, sizeof read);
         memcpy(w->slot_free_s, read, sizeof read);
-        w->queue_read_ns = now;
         w->queue_fresh_ns = now + (took * QUEUE_REFRESH_READS > QUEUE_REFRESH_NS ? took * QUEUE_REFRESH_READS : QUEUE_REFRESH_NS);
         w->queue_jobs = fill.jobs;
     }

@@ -59,14 +59,13 @@ typedef struct worker {
     int active;
     pgd_busy_ring busy_ring; /* the same time by 5 s interval over the last hour (lock too) */
     /* The cost model's view of this device's queue (guarded by sched->lock): when each of its
-     * jobs_per_device slots frees, in seconds from queue_read_ns, as the store's running and
+     * jobs_per_device slots frees, in seconds from its read, as the store's running and
      * queued jobs fill them (placement.c's queue_fill), plus the jobs placed here since;
      * queue_jobs: how many jobs the view counts (read, plus placed, less those whose runs ended
      * since): at 0 the device has nothing to do, and the view says so at once (sched_queue_drop). */
     double slot_free_s[PGD_JOBS_PER_DEVICE_LIMIT];
-    int64_t queue_read_ns;
     int64_t queue_jobs;
-    int64_t queue_fresh_ns; /* until when the view stands (placement.c's queue_seconds) */
+    int64_t queue_fresh_ns; /* until when the view stands (placement.c's queue_seconds); 0: unread */
     bool queue_reading;     /* a placement is reading the store's queue for it now */
     /* The device's rates as the cost model takes them (guarded by sched->lock), read at
      * rates_read_ns: re-reading them for every submission would cost more than the rest of

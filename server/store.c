@@ -59,7 +59,6 @@ db_stmt *store_stmt(pgd_store *s, const char *sql, pgn_error *err) {
     return st;
 }
 
-/* Milliseconds since the epoch of the store's "2024-05-01T12:00:00.123Z"; false if it is not. */
 /* Every statement is reset right after use so that it holds no read transaction open. */
 void store_stmt_done(db_stmt *st) { db_reset(st); }
 
@@ -122,16 +121,13 @@ static void run_writes(pgd_store *s, store_write *batch) {
  * still returns only once its work is committed. */
 int store_write_tx(pgd_store *s, int (*fn)(pgd_store *, void *, pgn_error *),
                              void *ctx, pgn_error *err) {
+    store_write me = {.fn = fn, .ctx = ctx, .err = err, .rc = -1};
     if (s->shared) { /* PostgreSQL: every node's writes take the store's advisory lock anyway */
         pthread_mutex_lock(&s->lock);
-        int ret = store_run(s, store_begin_write_sql, err, "begin");
-        if (ret == 0) ret = fn(s, ctx, err);
-        if (ret == 0) ret = store_run(s, store_commit_sql, err, "commit");
-        if (ret < 0) db_rollback(s->db);
+        run_writes(s, &me);
         pthread_mutex_unlock(&s->lock);
-        return ret;
+        return me.rc;
     }
-    store_write me = {.fn = fn, .ctx = ctx, .err = err, .rc = -1};
     pthread_mutex_lock(&s->writes_lock);
     *s->writes_tail = &me;
     s->writes_tail = &me.next;
@@ -321,18 +317,25 @@ out:
 
 /* ---- open / close ----------------------------------------------------------------------- */
 
-int pgd_store_open_with(const char *target, const pgn_embedded *migrations, pgd_store **out,
-                        pgn_error *err) {
-    *out = NULL;
+/* A store with no connection yet (NULL: out of memory, said in err). */
+static pgd_store *store_new(pgn_error *err) {
     pgd_store *s = calloc(1, sizeof *s);
     if (!s) {
         pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "store: out of memory");
-        return -1;
+        return NULL;
     }
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->writes_lock, NULL);
     s->writes_tail = &s->writes;
     s->lease_ms = PGD_LEASE_DEFAULT_MS;
+    return s;
+}
+
+int pgd_store_open_with(const char *target, const pgn_embedded *migrations, pgd_store **out,
+                        pgn_error *err) {
+    *out = NULL;
+    pgd_store *s = store_new(err);
+    if (!s) return -1;
     if (db_open(target, &s->db, err) < 0) {
         pgd_store_close(s);
         return -1;
@@ -350,16 +353,12 @@ int pgd_store_open_with(const char *target, const pgn_embedded *migrations, pgd_
     const char *file = pgd_store_file(target); /* readers of a file; a database in memory is one connection's */
     bool readable = !s->shared && file && *file && strcmp(file, ":memory:") != 0 && strncmp(file, "file:", 5) != 0;
     for (; readable && s->n_readers < STORE_READERS; s->n_readers++) {
-        pgd_store *r = calloc(1, sizeof *r);
+        pgd_store *r = store_new(err);
         if (!r || db_open(target, &r->db, err) < 0) {
-            if (!r) pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "store: out of memory");
-            free(r);
+            pgd_store_close(r);
             pgd_store_close(s);
             return -1;
         }
-        pthread_mutex_init(&r->lock, NULL);
-        pthread_mutex_init(&r->writes_lock, NULL);
-        r->writes_tail = &r->writes;
         s->readers[s->n_readers] = r;
     }
     *out = s;
