@@ -92,12 +92,20 @@ static unsigned inet_local_slots_wanted(const pgn_device_info *info) {
     return n >= 64 && n < fit ? (unsigned)n : fit;
 }
 
+/* PARAGON_INET_GROUP=N (2 up to PGN_INET_GPU_LOCAL_MAX) sets the gpu family's work-group size:
+ * tests use it to give pocl groups larger than a CPU's two, which hand each other batches. */
+static unsigned inet_group_wanted(unsigned dflt) {
+    const char *want = getenv("PARAGON_INET_GROUP");
+    unsigned long n = want && *want ? strtoul(want, NULL, 10) : 0;
+    return n >= 2 && n <= PGN_INET_GPU_LOCAL_MAX ? (unsigned)n : dflt;
+}
+
 /* The reducer's shape: workers, their group size and the first launch's budget, which follow
  * the device's class and the family its inet group runs. */
 static void inet_shape(const pgn_device_info *info, pgn_device_profile *p) {
     unsigned cus = info->compute_units ? info->compute_units : 1;
     bool gpu = p->dev_class == PGN_CLASS_GPU, dealt = p->family[PGN_OPS_INET] == PGN_FAMILY_GPU;
-    p->inet_local = gpu ? INET_GPU_LOCAL : dealt ? INET_GPU_LOCAL_ON_CPU : 1; /* the host: 1 */
+    p->inet_local = dealt ? inet_group_wanted(gpu ? INET_GPU_LOCAL : INET_GPU_LOCAL_ON_CPU) : gpu ? INET_GPU_LOCAL : 1; /* host: 1 */
     p->inet_workers = p->dev_class == PGN_CLASS_HOST ? 1 : cus * (gpu ? INET_GPU_WORKERS_PER_CU : p->inet_local);
     if (info->max_work_group && p->inet_local > info->max_work_group) p->inet_local = info->max_work_group;
     if (dealt && p->inet_local > PGN_INET_GPU_LOCAL_MAX) p->inet_local = PGN_INET_GPU_LOCAL_MAX;

@@ -13,7 +13,7 @@ static void inet_share(inet_w *w) {
     if (w->workers < 2 || w->s.bag_hi - w->s.bag_lo < 2) return;
     w->s.share_rot = w->s.share_rot + 1 < w->workers - 1 ? w->s.share_rot + 1 : 0;
     pgn_u32 j = w->me + 1 + w->s.share_rot;
-    inet_give(w, j >= w->workers ? j - w->workers : j);
+    inet_give(w, j >= w->workers ? j - w->workers : j, 1u);
 }
 
 /* ---- the kernel: its arguments are kernels/inet_worker.h's INET_REDUCE_PARAMS --------------- */

@@ -5,7 +5,8 @@
  * memory, so an idle work-item waits at a barrier instead of polling global memory. A group
  * whose workers are all idle asks the other groups for work as one (its first work-item, with
  * inet.cl's hungry flags and mailboxes), and a group with a worker holding two or more redexes
- * gives the oldest to a hungry group. Same launches, arguments and host as inet.cl. */
+ * gives a hungry group the oldest half of them, up to one for each of its workers. Same
+ * launches, arguments and host as inet.cl. */
 
 #define INET_LOCAL_NET
 #include "inet_worker.h"
@@ -126,7 +127,7 @@ static void inet_flush(inet_w *w) {
 __kernel void inet_reduce_gpu(INET_REDUCE_PARAMS) {
     __local pgn_u32 cnt[PGN_INET_GPU_LOCAL_MAX], lo[PGN_INET_GPU_LOCAL_MAX], from[PGN_INET_GPU_LOCAL_MAX],
         slot[PGN_INET_GPU_LOCAL_MAX], taken[PGN_INET_GPU_LOCAL_MAX];
-    __local pgn_u32 decision, donor, got, flushing;
+    __local pgn_u32 decision, donor, got, extra, flushing;
     __local pgn_u64 lnode[PGN_INET_LOCAL_SLOTS];
     __local pgn_u32 lvar[PGN_INET_LOCAL_SLOTS], lfree[2 * PGN_INET_GPU_LOCAL_MAX], want[PGN_INET_GPU_LOCAL_MAX];
     if (workers == 0) return; /* a warm-up launch (engine/inet/inet_build.c): every work-item leaves */
@@ -210,9 +211,16 @@ __kernel void inet_reduce_gpu(INET_REDUCE_PARAMS) {
         if (flush) inet_flush(&w);
         if (what == INET_LEAVE) break;
         if (what == INET_WAIT) { /* nothing in the group: its first worker asks the others */
-            if (lid == 0) got = inet_wait(&w, groups);
+            if (lid == 0) {
+                got = inet_wait(&w, groups);
+                extra = got ? atomic_xchg(&ctl[PGN_INET_CTL_GIFTS(me)], 0u) : 0u;
+            }
             barrier(CLK_LOCAL_MEM_FENCE);
             bool go_on = got;
+            /* the gift's redexes after the first, one a work-item, written before the first */
+            if (lid >= 1 && lid <= extra)
+                while (!inet_take_mail(&w)) {
+                }
             barrier(CLK_LOCAL_MEM_FENCE); /* every work-item has read got before it changes */
             if (!go_on) break;
             continue;
@@ -220,7 +228,10 @@ __kernel void inet_reduce_gpu(INET_REDUCE_PARAMS) {
         if (lid == donor && groups > 1 && INET_READ(&ctl[PGN_INET_CTL_IDLE])) {
             w.s.share_rot = w.s.share_rot + 1 < groups - 1 ? w.s.share_rot + 1 : 0;
             pgn_u32 g = me / n + 1 + w.s.share_rot;
-            inet_give(&w, (g >= groups ? g - groups : g) * n);
+            pgn_u32 to = (g >= groups ? g - groups : g) * n;
+            /* half of what it holds, up to a redex for each of that group's workers */
+            pgn_u32 most = (w.s.bag_hi - w.s.bag_lo) / 2u;
+            inet_give(&w, to, min(most, min(n, workers - to)));
         }
     }
     if (real) wk[me] = w.s;

@@ -585,21 +585,35 @@ INET_HOT pgn_u32 inet_step(inet_w *w) {
  * with two or more redexes it claims a hungry one by exchanging its flag to 0 (so only one giver
  * wins), uncounts it, then puts its oldest redex in that worker's mailbox. Since the giver is busy
  * while it does this, CTL_IDLE equals the number of those that may count themselves only when no
- * work is left anywhere. */
+ * work is left anywhere. A hungry group is given up to a redex a work-item at once
+ * (inet_gpu.cl): the ones after the first go to the mailboxes of the group's next workers and
+ * their number to CTL_GIFTS, both before the first worker's mailbox, which it waits on. */
 
-/* Gives worker j the oldest redex if j is hungry and this worker wins it. */
-static bool inet_give(inet_w *w, pgn_u32 j) {
+/* Gives worker j its oldest redexes if j is hungry and this worker wins it: up to most, the
+ * first in j's mailbox and each next one in j+1's, j+2's ... (most is 1 but for a group). */
+static bool inet_give(inet_w *w, pgn_u32 j, pgn_u32 most) {
     volatile __global pgn_u32 *hungry = &w->ctl[PGN_INET_CTL_HUNGRY(j)];
+    pgn_u32 n = 0;
 #ifdef INET_LOCAL_NET
-    pgn_u64 r = w->bag[w->s.bag_lo]; /* another group cannot reach this group's local net */
-    if (INET_LOCAL_PORT(pgn_inet_fst(r)) || INET_LOCAL_PORT(pgn_inet_snd(r))) return false;
+    /* another group cannot reach this group's local net: only global redexes go */
+    while (n < most) {
+        pgn_u64 r = w->bag[w->s.bag_lo + n];
+        if (INET_LOCAL_PORT(pgn_inet_fst(r)) || INET_LOCAL_PORT(pgn_inet_snd(r))) break;
+        n++;
+    }
+    if (n == 0) return false;
+#else
+    n = 1;
 #endif
     if (!INET_READ(hungry) || atomic_xchg(hungry, 0u) != 1u) return false;
     /* Uncount it before it can start: once it has the redex it may go idle and count itself
      * again, and counted twice it would end the launch with work left. */
     atomic_dec(&w->ctl[PGN_INET_CTL_IDLE]);
+    for (pgn_u32 k = 1; k < n; k++) atom_xchg(&w->mail[PGN_INET_MAIL(j + k)], w->bag[w->s.bag_lo + k]);
+    if (n > 1) INET_SET(&w->ctl[PGN_INET_CTL_GIFTS(j)], n - 1);
     INET_RELEASE();
-    atom_xchg(&w->mail[PGN_INET_MAIL(j)], w->bag[w->s.bag_lo++]);
+    atom_xchg(&w->mail[PGN_INET_MAIL(j)], w->bag[w->s.bag_lo]);
+    w->s.bag_lo += n;
     return true;
 }
 

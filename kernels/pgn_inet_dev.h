@@ -50,6 +50,7 @@ typedef struct pgn_inet_worker {
 #define PGN_INET_CTL_IDLE 16u            /* workers currently waiting for work */
 #define PGN_INET_CTL_TOP(heap) (32u + 16u * (heap)) /* bump pointers of the heaps, in slots */
 #define PGN_INET_CTL_HUNGRY(j) (64u + 16u * (j))    /* 1 while worker j waits and may be given work */
+#define PGN_INET_CTL_GIFTS(j) (65u + 16u * (j)) /* gpu family: the redexes after the first j's group was given */
 #define PGN_INET_CTL_WORDS(workers) (64u + 16u * (workers))
 
 /* Worker j's line of the mail buffer (ulongs): its mailbox (a redex handed over by another

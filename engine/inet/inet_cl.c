@@ -365,7 +365,7 @@ static void geometry(const clnet *c, size_t *global, size_t *local) {
 static int launch(clnet *c, uint64_t budget, pgn_error *err) {
     c->ctl_host[PGN_INET_CTL_STOP] = 0;
     c->ctl_host[PGN_INET_CTL_IDLE] = 0;
-    for (uint32_t j = 0; j < c->workers; j++) c->ctl_host[PGN_INET_CTL_HUNGRY(j)] = 0;
+    for (uint32_t j = 0; j < c->workers; j++) c->ctl_host[PGN_INET_CTL_HUNGRY(j)] = c->ctl_host[PGN_INET_CTL_GIFTS(j)] = 0;
     cl_int st = clEnqueueWriteBuffer(c->dev->queue, c->ctl, CL_FALSE, 0, PGN_INET_CTL_WORDS(c->workers) * 4,
                                      c->ctl_host, 0, NULL, NULL);
     if (st != CL_SUCCESS) return cl_fail(err, st, "writing the control block");
