@@ -50,14 +50,17 @@ static void placed_line(char *out, size_t size, const char *device, const char *
                  other, cpus);
 }
 
+/* Publishes each new job's first log line and state, as its insert read it back; the first job
+ * is the submission's answer too (*first takes it over). */
 static void announce_queued(pgd_api *api, const pgd_new_job *jobs, size_t n, const int64_t *ids, pgd_job *first) {
     for (size_t i = 0; i < n; i++) {
         pgd_events_job_log_stored(api->events, ids[i], 1, "info", jobs[i].log_line, jobs[i].log_time);
-        pgn_error err;
-        /* the first job as announced is the submission's answer too: the store is read once */
-        if (pgd_events_job_changed(api->events, api->store, ids[i], i == 0 ? first : NULL, &err) < 0)
-            fprintf(stderr, "paragond: job %" PRId64 ": %s\n", ids[i], err.message);
-        else if (i == 0 && first) first->spec = json_incref((json_t *)jobs[0].spec);
+        pgd_events_job_queued(api->events, jobs[i].stored);
+    }
+    if (first) {
+        *first = *jobs[0].stored;
+        *jobs[0].stored = (pgd_job){0};
+        first->spec = json_incref((json_t *)jobs[0].spec);
     }
 }
 
@@ -77,9 +80,11 @@ static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *
     } first_log;
     pgd_new_job *jobs = calloc(n, sizeof *jobs);
     first_log *logs = calloc(n, sizeof *logs);
-    if (!jobs || !logs) {
+    pgd_job *stored = calloc(n, sizeof *stored);
+    if (!jobs || !logs || !stored) {
         free(jobs);
         free(logs);
+        free(stored);
         pgn_error_set(err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
         return -1;
     }
@@ -103,6 +108,7 @@ static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *
                                    .placement = placement,
                                    .log_line = logs[made].line,
                                    .log_time = logs[made].time,
+                                   .stored = &stored[made],
                                    .tags = tags,
                                    .priority = priority};
         made++;
@@ -110,6 +116,8 @@ static int insert_jobs(pgd_api *api, pgn_job_spec *spec, const pgn_device_info *
     if (rc == 0) rc = pgd_store_jobs_insert_keyed(api->store, jobs, n, sub, ids, err);
     if (rc == 0) announce_queued(api, jobs, n, ids, first);
     for (size_t i = 0; i < made; i++) json_decref((json_t *)jobs[i].spec);
+    for (size_t i = 0; i < n; i++) pgd_job_release(&stored[i]);
+    free(stored);
     free(jobs);
     free(logs);
     return rc;

@@ -197,32 +197,43 @@ static void push_json(pgd_events *ev, int64_t job_id, const char *event, json_t 
 
 /* ---- publishing ------------------------------------------------------------------------- */
 
+/* Publishes job's state unless it is the last one published for the job (caller holds `order`). */
+static void publish_state(pgd_events *ev, const pgd_job *job) {
+    int64_t id = job->id;
+    int state = (int)job->state;
+    size_t slot = (size_t)((uint64_t)id % LAST_STATE_SLOTS);
+    if (ev->last[slot].id == id && ev->last[slot].state == state) return;
+    if (ev->last[slot].id != id) {
+        ev->last[slot].log_seq = -1;
+        ev->last[slot].metrics_known = false;
+    }
+    ev->last[slot].id = id;
+    ev->last[slot].state = state;
+    char *text = job_data(job);
+    if (text) push(ev, id, state, "state", text);
+    else fprintf(stderr, "paragond: events: job %" PRId64 ": no state event\n", id);
+    free(text);
+}
+
 int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, pgd_job *job,
                            pgn_error *err) {
     if (job) *job = (pgd_job){0};
     if (ev) pthread_mutex_lock(order_of(ev, id));
     pgd_job obj;
     int rc = pgd_store_job_get(store, id, false, &obj, err);
-    if (rc == 0 && ev) {
-        int state = (int)obj.state;
-        size_t slot = (size_t)((uint64_t)id % LAST_STATE_SLOTS);
-        if (ev->last[slot].id != id || ev->last[slot].state != state) {
-            if (ev->last[slot].id != id) {
-                ev->last[slot].log_seq = -1;
-                ev->last[slot].metrics_known = false;
-            }
-            ev->last[slot].id = id;
-            ev->last[slot].state = state;
-            char *text = job_data(&obj);
-            if (text) push(ev, id, state, "state", text);
-            else fprintf(stderr, "paragond: events: job %" PRId64 ": no state event\n", id);
-            free(text);
-        }
-    }
+    if (rc == 0 && ev) publish_state(ev, &obj);
     if (ev) pthread_mutex_unlock(order_of(ev, id));
     if (rc == 0 && job) *job = obj;
     else if (rc == 0) pgd_job_release(&obj);
     return rc;
+}
+
+void pgd_events_job_queued(pgd_events *ev, const pgd_job *job) {
+    if (!ev) return;
+    size_t slot = (size_t)((uint64_t)job->id % LAST_STATE_SLOTS);
+    pthread_mutex_lock(order_of(ev, job->id));
+    if (ev->last[slot].id != job->id || ev->last[slot].state < 0) publish_state(ev, job);
+    pthread_mutex_unlock(order_of(ev, job->id));
 }
 
 /* The job's log lines up to seq are published (caller holds `order`). */

@@ -47,6 +47,11 @@ void pgd_events_destroy(pgd_events *ev);
 int pgd_events_job_changed(pgd_events *ev, pgd_store *store, int64_t id, pgd_job *job,
                            pgn_error *err);
 
+/* Publishes a job just inserted, as its insert returned it (state queued), unless a state of it
+ * has been published since (a claim between the insert's commit and this call): a submission's
+ * announcement without reading the job back. */
+void pgd_events_job_queued(pgd_events *ev, const pgd_job *job);
+
 /* The state this bus last published for job id (a pgd_job_state), or -1 when it does not
  * remember one. */
 int pgd_events_published_state(pgd_events *ev, int64_t id);

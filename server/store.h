@@ -144,6 +144,9 @@ typedef struct pgd_new_job {
     const pgd_placement *placement; /* where and why it was placed (NULL or n == 0: none) */
     const char *log_line;         /* the job's first log line (seq 1, "info"), stored with it; NULL: none */
     char *log_time;               /* receives that line's created_at (32 bytes) when given */
+    pgd_job *stored;              /* receives the job as stored, read by its insert (as
+                                   * pgd_store_job_get has it, without spec; NULL: not wanted;
+                                   * the caller releases it, whatever the insert returned) */
     const json_t *tags;           /* the job's tags object (NULL: none) */
     int64_t priority;             /* PGD_PRIORITY_MIN..PGD_PRIORITY_MAX */
 } pgd_new_job;

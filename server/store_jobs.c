@@ -264,7 +264,7 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
         " VALUES ((SELECT coalesce(max(id), 0) + 1 FROM"
         "          (SELECT max(id) AS id FROM jobs UNION ALL SELECT id FROM job_id_floor) AS ids),"
         "         ?1, ?2, 'queued', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
-        " RETURNING id";
+        " RETURNING " JOB_COLS;
     insert_jobs *a = ctx;
     bool keyed = a->sub && a->sub->key;
     if (keyed && take_submission_key(s, a->sub, err) < 0) return -1;
@@ -301,6 +301,10 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
         int rc = db_step(st);
         if (rc == DB_ROW) {
             a->ids[i] = db_column_int64(st, 0);
+            if (job->stored) {
+                pgd_job_release(job->stored);
+                job_from_row(st, false, job->stored);
+            }
             rc = db_step(st);
         }
         store_stmt_done(st);
@@ -308,6 +312,7 @@ static int insert_jobs_tx(pgd_store *s, void *ctx, pgn_error *err) {
         free(tags);
         if (rc != DB_DONE) return store_fail(s, err, "insert job");
         if (placed && store_placement_insert(s, a->ids[i], job->placement, err) < 0) return -1;
+        if (placed && job->stored && store_placement_read(s, a->ids[i], &job->stored->placement, err) < 0) return -1;
         if (i == 0 && keyed && note_submission_job(s, a->sub, a->ids[0], err) < 0) return -1;
         if (job->log_line && insert_first_log(s, a->ids[i], job->log_line, job->log_time, err) < 0) return -1;
     }

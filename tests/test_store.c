@@ -929,6 +929,43 @@ Test(store, a_placement_is_kept_in_typed_columns_and_read_back_as_it_was_made) {
 
 /* Before 012 the estimate was a JSON document on the job; the migration moves each one into the
  * typed columns, and the API shows the same document as before (less nothing it had). */
+/* The job an insert reads back (what a submission answers and announces, without a second read)
+ * is the job as the store reads it: every field the API shows, for a job placed by the cost
+ * model with tags and a key, and for one placed by name. */
+Test(store, an_insert_gives_the_job_as_the_store_reads_it) {
+    pgd_store *s = open_store();
+    pgd_candidate c[2];
+    pgd_placement made = two_candidates(c);
+    json_t *spec = json_pack("{s:s}", "kind", "train"), *tags = json_pack("{s:s}", "team", "a");
+    pgd_job stored[2] = {0};
+    pgd_new_job jobs[2] = {{.kind = PGN_JOB_TRAIN, .name = "placed", .device_requested = "auto", .device = "cpu-b",
+                            .spec = spec, .placement = &made, .tags = tags, .priority = 7, .log_line = "queued",
+                            .stored = &stored[0]},
+                           {.kind = PGN_JOB_INET, .name = "by name", .device_requested = "cpu-a",
+                            .device = "cpu-a", .spec = spec, .stored = &stored[1]}};
+    pgd_submission sub = {.key = "k-1", .body_sha256 = "00"};
+    int64_t ids[2];
+    pgn_error err;
+    cr_assert_eq(pgd_store_jobs_insert_keyed(s, jobs, 2, &sub, ids, &err), 0, "%s", err.message);
+    for (size_t i = 0; i < 2; i++) {
+        pgd_job got;
+        cr_assert_eq(pgd_store_job_get(s, ids[i], false, &got, &err), 0, "%s", err.message);
+        json_t *read = pgd_job_json(&got, false), *given = pgd_job_json(&stored[i], false);
+        char *want = pgn_json_dumps(read), *have = pgn_json_dumps(given);
+        cr_assert_str_eq(have, want, "job %zu as its insert gave it", i);
+        cr_assert_eq(stored[i].state, PGD_JOB_QUEUED);
+        free(want);
+        free(have);
+        json_decref(read);
+        json_decref(given);
+        pgd_job_release(&got);
+        pgd_job_release(&stored[i]);
+    }
+    json_decref(spec);
+    json_decref(tags);
+    pgd_store_close(s);
+}
+
 Test(store, estimates_stored_as_json_before_012_move_into_typed_columns) {
     SQLITE_ONLY();
     pgn_embedded before[64];
