@@ -105,7 +105,8 @@ static unsigned inet_group_wanted(unsigned dflt) {
 static void inet_shape(const pgn_device_info *info, pgn_device_profile *p) {
     unsigned cus = info->compute_units ? info->compute_units : 1;
     bool gpu = p->dev_class == PGN_CLASS_GPU, dealt = p->family[PGN_OPS_INET] == PGN_FAMILY_GPU;
-    p->inet_local = dealt ? inet_group_wanted(gpu ? INET_GPU_LOCAL : INET_GPU_LOCAL_ON_CPU) : gpu ? INET_GPU_LOCAL : 1; /* host: 1 */
+    unsigned group = gpu ? INET_GPU_LOCAL : dealt ? INET_GPU_LOCAL_ON_CPU : 1; /* the host: 1 */
+    p->inet_local = dealt ? inet_group_wanted(group) : group;
     p->inet_workers = p->dev_class == PGN_CLASS_HOST ? 1 : cus * (gpu ? INET_GPU_WORKERS_PER_CU : p->inet_local);
     if (info->max_work_group && p->inet_local > info->max_work_group) p->inet_local = info->max_work_group;
     if (dealt && p->inet_local > PGN_INET_GPU_LOCAL_MAX) p->inet_local = PGN_INET_GPU_LOCAL_MAX;
