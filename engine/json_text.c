@@ -5,7 +5,8 @@
  * point, 20-28 us for a 1.3 KB job object against 6-8 us here (2026-11-29, 2-core Emerald
  * Rapids), and a third of a GET /api/v1/jobs/{id}'s CPU was jansson's.
  * Objects keep jansson's insertion order; a string that is not UTF-8 (only json_stringn_nocheck
- * makes one) fails the whole text, as in jansson. */
+ * makes one) fails the whole text, as in jansson. The writer (pgn_jw_*) puts the same text down
+ * value by value from the same functions, for objects that would be built only to be printed. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -193,4 +194,111 @@ char *pgn_json_dumps(const json_t *value) {
     put_value(&b, value, 0);
     pgn_text_put(&b, "", 0); /* the NUL */
     return pgn_text_take(&b);
+}
+
+/* ---- the writer ------------------------------------------------------------------------- */
+
+/* Before a value: the comma after the element before it; false (and the writer bad) when a value
+ * cannot stand here (an object's member without its key, a second value at the top). */
+static bool value_begins(pgn_json_writer *w) {
+    if (w->bad) return false;
+    if (w->depth == 0) {
+        if (w->text.len == 0) return true;
+        w->bad = true;
+        return false;
+    }
+    int d = w->depth - 1;
+    if (w->in_object[d]) {
+        if (!w->after_key) {
+            w->bad = true;
+            return false;
+        }
+        w->after_key = false;
+        return true;
+    }
+    if (w->not_first[d]) put_char(&w->text, ',');
+    w->not_first[d] = true;
+    return true;
+}
+
+static void open_container(pgn_json_writer *w, char c, bool object) {
+    if (!value_begins(w)) return;
+    if (w->depth == PGN_JSON_WRITER_DEPTH) {
+        w->bad = true;
+        return;
+    }
+    w->not_first[w->depth] = false;
+    w->in_object[w->depth] = object;
+    w->depth++;
+    put_char(&w->text, c);
+}
+
+void pgn_jw_object(pgn_json_writer *w) { open_container(w, '{', true); }
+
+void pgn_jw_array(pgn_json_writer *w) { open_container(w, '[', false); }
+
+void pgn_jw_end(pgn_json_writer *w) {
+    if (w->bad) return;
+    if (w->depth == 0 || w->after_key) {
+        w->bad = true;
+        return;
+    }
+    w->depth--;
+    put_char(&w->text, w->in_object[w->depth] ? '}' : ']');
+}
+
+void pgn_jw_key(pgn_json_writer *w, const char *key) {
+    if (w->bad) return;
+    int d = w->depth - 1;
+    if (d < 0 || !w->in_object[d] || w->after_key) {
+        w->bad = true;
+        return;
+    }
+    if (w->not_first[d]) put_char(&w->text, ',');
+    w->not_first[d] = true;
+    put_string(&w->text, key, strlen(key));
+    put_char(&w->text, ':');
+    w->after_key = true;
+}
+
+void pgn_jw_string(pgn_json_writer *w, const char *s) {
+    if (value_begins(w)) put_string(&w->text, s, strlen(s));
+}
+
+void pgn_jw_int(pgn_json_writer *w, int64_t v) {
+    if (value_begins(w)) put_int(&w->text, v);
+}
+
+void pgn_jw_real(pgn_json_writer *w, double v) {
+    if (value_begins(w)) put_real(&w->text, v);
+}
+
+void pgn_jw_bool(pgn_json_writer *w, bool v) {
+    if (value_begins(w)) put(&w->text, v ? "true" : "false", v ? 4 : 5);
+}
+
+void pgn_jw_null(pgn_json_writer *w) {
+    if (value_begins(w)) put(&w->text, "null", 4);
+}
+
+void pgn_jw_value(pgn_json_writer *w, const json_t *v) {
+    if (!value_begins(w)) return;
+    if (v) put_value(&w->text, v, w->depth);
+    else put(&w->text, "null", 4);
+}
+
+void pgn_jw_raw(pgn_json_writer *w, const char *text, size_t n) {
+    if (value_begins(w)) put(&w->text, text, n);
+}
+
+char *pgn_jw_take(pgn_json_writer *w) {
+    bool whole = !w->bad && w->depth == 0 && !w->after_key && w->text.len > 0;
+    pgn_text_put(&w->text, "", 0); /* the NUL */
+    char *text = pgn_text_take(&w->text);
+    if (!whole || !text) {
+        free(text);
+        text = NULL;
+    }
+    *w = (pgn_json_writer){0};
+    return text;
 }

@@ -134,16 +134,30 @@ enum MHD_Result api_list_jobs(pgd_api *api, const pgd_request *req, int64_t id) 
     json_decref(tags);
     if (rc < 0) return api_internal_error(req, &err);
     bool more = n > (size_t)limit;
-    json_t *list = json_array();
-    for (size_t i = 0; i < n && i < (size_t)limit; i++) json_array_append_new(list, pgd_job_list_json(&jobs[i]));
     char next[CURSOR_CHARS + 1];
     if (more && limit > 0) cursor_make(jobs[limit - 1].id, next);
+    pgn_json_writer w = {0};
+    pgn_jw_object(&w);
+    pgn_jw_key(&w, "jobs");
+    pgn_jw_array(&w);
+    for (size_t i = 0; i < n && i < (size_t)limit; i++) {
+        pgn_jw_object(&w);
+        pgd_job_members(&w, &jobs[i], &(pgd_job_shape){.list = true});
+        pgn_jw_end(&w);
+    }
+    pgn_jw_end(&w);
     pgd_jobs_free(jobs, n);
-    return pgd_reply_json(req, MHD_HTTP_OK,
-                          json_pack("{s:o, s:I, s:I, s:I, s:s?}", "jobs", list, "total", (json_int_t)total,
-                                    "limit", (json_int_t)limit, "offset", (json_int_t)f.offset, "next_cursor",
-                                    more && limit > 0 ? next : NULL),
-                          NULL);
+    pgn_jw_key(&w, "total");
+    pgn_jw_int(&w, total);
+    pgn_jw_key(&w, "limit");
+    pgn_jw_int(&w, limit);
+    pgn_jw_key(&w, "offset");
+    pgn_jw_int(&w, f.offset);
+    pgn_jw_key(&w, "next_cursor");
+    if (more && limit > 0) pgn_jw_string(&w, next);
+    else pgn_jw_null(&w);
+    pgn_jw_end(&w);
+    return pgd_reply_json_text(req, MHD_HTTP_OK, pgn_jw_take(&w), NULL);
 }
 
 /* "1st", "2nd", "3rd", "11th" ... */
@@ -226,15 +240,11 @@ enum MHD_Result api_get_job(pgd_api *api, const pgd_request *req, int64_t id) {
     }
     json_t *queue = json_object();
     api_job_queue(api, &job, queue);
-    char *text = pgd_job_text(&job, spec, queue);
+    char *text = pgd_job_text(&job, &(pgd_job_shape){.spec = true, .spec_text = spec}, queue);
     json_decref(queue);
     pgd_job_release(&job);
     free(spec);
-    if (!text) {
-        pgn_error_set(&err, PGN_E_OUT_OF_MEMORY, "", "out of memory");
-        return api_internal_error(req, &err);
-    }
-    return pgd_reply_text(req, MHD_HTTP_OK, text, "application/json", NULL);
+    return pgd_reply_json_text(req, MHD_HTTP_OK, text, NULL);
 }
 
 enum MHD_Result api_get_metrics(pgd_api *api, const pgd_request *req, int64_t id) {
@@ -263,9 +273,9 @@ enum MHD_Result api_cancel_job(pgd_api *api, const pgd_request *req, int64_t id)
     pgn_error err;
     if (pgd_scheduler_cancel(api->sched, id, &job, &err) < 0) return api_job_error(req, &err);
     bool ended = job.state == PGD_JOB_CANCELLED;
-    json_t *o = pgd_job_json(&job, true);
+    char *text = pgd_job_text(&job, &(pgd_job_shape){.spec = true}, NULL);
     pgd_job_release(&job);
-    return pgd_reply_json(req, ended ? MHD_HTTP_OK : MHD_HTTP_ACCEPTED, o, NULL);
+    return pgd_reply_json_text(req, ended ? MHD_HTTP_OK : MHD_HTTP_ACCEPTED, text, NULL);
 }
 
 /* POST /api/v1/jobs/{id}/resume: 200 with a cancelled job queued again (its next run resumes
@@ -274,10 +284,12 @@ enum MHD_Result api_resume_job(pgd_api *api, const pgd_request *req, int64_t id)
     pgd_job job;
     pgn_error err;
     if (pgd_scheduler_resume(api->sched, id, &job, &err) < 0) return api_job_error(req, &err);
-    json_t *o = pgd_job_json(&job, true);
-    api_job_queue(api, &job, o);
+    json_t *queue = json_object();
+    api_job_queue(api, &job, queue);
+    char *text = pgd_job_text(&job, &(pgd_job_shape){.spec = true}, queue);
+    json_decref(queue);
     pgd_job_release(&job);
-    return pgd_reply_json(req, MHD_HTTP_OK, o, NULL);
+    return pgd_reply_json_text(req, MHD_HTTP_OK, text, NULL);
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {

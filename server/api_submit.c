@@ -442,6 +442,22 @@ static int take_priority(const pgd_request *req, json_t *root, int64_t *priority
     return 0;
 }
 
+/* A submission's answer: its first job's object, with every job's id in "ids" when it asked for
+ * every device ("all"). malloc'd; NULL when memory ran out. */
+static char *submission_text(const pgd_job *job, const int64_t *ids, size_t n, bool all) {
+    pgn_json_writer w = {0};
+    pgn_jw_object(&w);
+    pgd_job_members(&w, job, &(pgd_job_shape){.spec = true});
+    if (all) {
+        pgn_jw_key(&w, "ids");
+        pgn_jw_array(&w);
+        for (size_t i = 0; i < n; i++) pgn_jw_int(&w, ids[i]);
+        pgn_jw_end(&w);
+    }
+    pgn_jw_end(&w);
+    return pgn_jw_take(&w);
+}
+
 /* Answers a request whose key was used before: 200 with the job it made (and "ids" for "all")
  * when the bodies agree, else 409 naming the key and that job. 1 once answered; 0 when the key
  * was never used (nothing answered). */
@@ -473,16 +489,11 @@ static int answer_submission(pgd_api *api, const pgd_request *req, const api_job
         /* deleted in between: 404 */
         *reply = err.code == PGN_E_NOT_FOUND ? pgd_reply_pgn_error(req, &err, NULL, NULL) : api_internal_error(req, &err);
     } else {
-        json_t *obj = pgd_job_json(&job, true);
-        if (!strcmp(job.device_requested, "all")) {
-            json_t *list = json_array();
-            for (size_t i = 0; i < n; i++) json_array_append_new(list, json_integer(ids[i]));
-            json_object_set_new(obj, "ids", list);
-        }
+        char *text = submission_text(&job, ids, n, !strcmp(job.device_requested, "all"));
         char location[64];
         snprintf(location, sizeof location, "/api/v1/jobs/%" PRId64, ids[0]);
         const pgd_header h[] = {{MHD_HTTP_HEADER_LOCATION, location}, {NULL, NULL}};
-        *reply = pgd_reply_json(req, MHD_HTTP_OK, obj, h);
+        *reply = pgd_reply_json_text(req, MHD_HTTP_OK, text, h);
     }
     pgd_job_release(&job);
     free(ids);
@@ -550,23 +561,18 @@ enum MHD_Result api_post_job(pgd_api *api, const pgd_request *req, int64_t id) {
         pgd_job_release(&first);
         return reply;
     }
-    json_t *obj = NULL;
+    char *text = NULL;
     rc = 0;
     if (first.id != ids[0] || !first.spec) { /* not read back as it was announced: read it now */
         pgd_job_release(&first);
         rc = pgd_store_job_get(api->store, ids[0], true, &first, &err);
     }
-    if (rc == 0) obj = pgd_job_json(&first, true); /* no "queue": reading it costs a submission two queries */
+    if (rc == 0) text = submission_text(&first, ids, n, all); /* no "queue": reading it costs a submission two queries */
     pgd_job_release(&first);
-    if (rc == 0 && all) {
-        json_t *list = json_array();
-        for (size_t i = 0; i < n; i++) json_array_append_new(list, json_integer(ids[i]));
-        json_object_set_new(obj, "ids", list);
-    }
     char location[64];
     if (rc == 0) snprintf(location, sizeof location, "/api/v1/jobs/%" PRId64, ids[0]);
     free(ids);
     if (rc < 0) return api_internal_error(req, &err);
     const pgd_header h[] = {{MHD_HTTP_HEADER_LOCATION, location}, {NULL, NULL}};
-    return pgd_reply_json(req, MHD_HTTP_CREATED, obj, h);
+    return pgd_reply_json_text(req, MHD_HTTP_CREATED, text, h);
 }

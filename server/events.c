@@ -111,16 +111,11 @@ static pthread_mutex_t *order_of(pgd_events *ev, int64_t id) { return &ev->order
 /* A job object as event data: without "result" and "estimate" when it would be too big for
  * one frame (an inet job's normal form can be megabytes; GET /api/v1/jobs/{id} has them). */
 static char *job_data(const pgd_job *job) {
-    json_t *o = pgd_job_json(job, false);
-    char *text = pgn_json_dumps(o);
+    char *text = pgd_job_text(job, &(pgd_job_shape){0}, NULL);
     if (text && strlen(text) > PGD_EVENTS_FRAME_MAX) {
         free(text);
-        json_object_del(o, "result");
-        json_object_del(o, "estimate");
-        json_object_set_new(o, "truncated", json_true());
-        text = pgn_json_dumps(o);
+        text = pgd_job_text(job, &(pgd_job_shape){.truncated = true}, NULL);
     }
-    json_decref(o);
     return text;
 }
 
@@ -486,10 +481,8 @@ static int out_collected(sse_stream *st) {
     pgd_job job;
     pgn_error err;
     if (pgd_store_job_get(st->ev->store, st->job_id, false, &job, &err) < 0) return -1;
-    json_t *o = pgd_job_json(&job, false);
+    char *text = pgd_job_text(&job, &(pgd_job_shape){0}, NULL);
     pgd_job_release(&job);
-    char *text = o ? pgn_json_dumps(o) : NULL;
-    json_decref(o);
     int rc = text && out_append(st, text, strlen(text)) == 0 ? 1 : -1;
     free(text);
     st->ending = true;

@@ -122,6 +122,11 @@ enum MHD_Result pgd_reply_json(const pgd_request *req, unsigned status, json_t *
                                const pgd_header *headers) {
     char *text = body ? pgn_json_dumps(body) : NULL;
     json_decref(body);
+    return pgd_reply_json_text(req, status, text, headers);
+}
+
+enum MHD_Result pgd_reply_json_text(const pgd_request *req, unsigned status, char *text,
+                                    const pgd_header *headers) {
     if (!text)
         return queue(req, MHD_HTTP_INTERNAL_SERVER_ERROR,
                      MHD_create_response_from_buffer(sizeof oom_json - 1, (void *)oom_json,

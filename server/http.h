@@ -93,6 +93,9 @@ typedef struct pgd_header {
 /* Sends body (stolen: decref'd here) as application/json. */
 enum MHD_Result pgd_reply_json(const pgd_request *req, unsigned status, json_t *body,
                                const pgd_header *headers);
+/* The same from its text (malloc'd; taken): a 500 saying memory ran out when text is NULL. */
+enum MHD_Result pgd_reply_json_text(const pgd_request *req, unsigned status, char *text,
+                                    const pgd_header *headers);
 /* Sends {"error":{"code","message","field"}} with the code's HTTP status (PGN_ERROR_CODES);
  * field NULL or "" gives null. */
 enum MHD_Result pgd_reply_error(const pgd_request *req, pgn_error_code code, const char *field,

@@ -64,12 +64,6 @@ void pgd_error_from_json(const json_t *o, pgn_error *out) {
     snprintf(out->field, sizeof out->field, "%s", field ? field : "");
 }
 
-/* A time as the store keeps it, or null before it happened. */
-static json_t *time_json(const char *t) { return t[0] ? json_string(t) : json_null(); }
-
-/* A JSON part the job owns (NULL: null), as a new reference. */
-static json_t *part_json(json_t *v) { return v ? json_incref(v) : json_null(); }
-
 /* ---- a job's placement ------------------------------------------------------------------- */
 
 const char *pgd_placement_reason_text(pgd_placement_reason reason) {
@@ -83,31 +77,47 @@ const char *pgd_placement_reason_text(pgd_placement_reason reason) {
 
 /* One device weighed: the job's estimate there, the queue it would wait behind, and the rates
  * the estimate used. */
-static json_t *candidate_json(const pgd_candidate *c) {
-    /* member by member: json_pack parses its format on every call, and a GET builds this twice
-     * (the chosen candidate, then every one): a twelfth of a GET's CPU */
-    json_t *o = json_object();
-    json_object_set_new_nocheck(o, "device", json_string(c->device));
-    json_object_set_new_nocheck(o, "seconds", json_real(c->estimate.seconds));
-    json_object_set_new_nocheck(o, "queue_seconds", json_real(c->queue_seconds));
-    json_object_set_new_nocheck(o, "total_seconds", json_real(c->estimate.seconds + c->queue_seconds));
-    json_object_set_new_nocheck(o, "work", json_real(c->estimate.work));
-    json_object_set_new_nocheck(o, "gflops", json_real(c->rates.gflops));
-    json_object_set_new_nocheck(o, "mips", json_real(c->rates.mips));
-    json_object_set_new_nocheck(o, "launch_us", json_real(c->rates.launch_us));
-    json_object_set_new_nocheck(o, "unit", json_string(pgn_work_unit_name(c->estimate.unit)));
-    json_object_set_new_nocheck(o, "measured", json_boolean(c->rates.measured));
-    return o;
+static void candidate_write(pgn_json_writer *w, const pgd_candidate *c) {
+    pgn_jw_object(w);
+    pgn_jw_key(w, "device");
+    pgn_jw_string(w, c->device);
+    pgn_jw_key(w, "seconds");
+    pgn_jw_real(w, c->estimate.seconds);
+    pgn_jw_key(w, "queue_seconds");
+    pgn_jw_real(w, c->queue_seconds);
+    pgn_jw_key(w, "total_seconds");
+    pgn_jw_real(w, c->estimate.seconds + c->queue_seconds);
+    pgn_jw_key(w, "work");
+    pgn_jw_real(w, c->estimate.work);
+    pgn_jw_key(w, "gflops");
+    pgn_jw_real(w, c->rates.gflops);
+    pgn_jw_key(w, "mips");
+    pgn_jw_real(w, c->rates.mips);
+    pgn_jw_key(w, "launch_us");
+    pgn_jw_real(w, c->rates.launch_us);
+    pgn_jw_key(w, "unit");
+    pgn_jw_string(w, pgn_work_unit_name(c->estimate.unit));
+    pgn_jw_key(w, "measured");
+    pgn_jw_bool(w, c->rates.measured);
 }
 
-json_t *pgd_placement_json(const pgd_placement *p) {
-    if (p->n == 0) return json_null();
-    json_t *o = candidate_json(&p->candidates[p->chosen < p->n ? p->chosen : 0]);
-    json_t *all = json_array();
-    for (size_t i = 0; i < p->n; i++) json_array_append_new(all, candidate_json(&p->candidates[i]));
-    json_object_set_new(o, "reason", json_string(pgd_placement_reason_text(p->reason)));
-    json_object_set_new(o, "candidates", all);
-    return o;
+/* The chosen candidate's members, the reason and every candidate; null without candidates. */
+static void placement_write(pgn_json_writer *w, const pgd_placement *p) {
+    if (p->n == 0) {
+        pgn_jw_null(w);
+        return;
+    }
+    candidate_write(w, &p->candidates[p->chosen < p->n ? p->chosen : 0]); /* left open */
+    pgn_jw_key(w, "reason");
+    pgn_jw_string(w, pgd_placement_reason_text(p->reason));
+    pgn_jw_key(w, "candidates");
+    pgn_jw_array(w);
+    for (size_t i = 0; i < p->n; i++) {
+        candidate_write(w, &p->candidates[i]);
+        pgn_jw_end(w);
+    }
+    pgn_jw_end(w);
+    pgn_jw_end(w);
 }
 
 /* ---- a result's headline figures ------------------------------------------------------ */
@@ -174,74 +184,136 @@ json_t *pgd_result_summary_json(pgn_job_kind kind, const json_t *result) {
     return o;
 }
 
-json_t *pgd_job_list_json(const pgd_job *job) {
-    json_t *o = pgd_job_json(job, false);
-    json_object_del(o, "result");
-    return o;
+/* text as a JSON string, bytes that are not UTF-8 replaced by '?' (pgd_json_string_lossy); ASCII,
+ * as names and device ids nearly always are, as it is. */
+static void lossy_write(pgn_json_writer *w, const char *text) {
+    const unsigned char *p = (const unsigned char *)text;
+    while (*p && *p < 0x80) p++;
+    if (!*p) {
+        pgn_jw_string(w, text);
+        return;
+    }
+    json_t *v = pgd_json_string_lossy(text);
+    pgn_jw_value(w, v);
+    json_decref(v);
 }
 
-/* What stands in the object for the spec while it is printed: a string no other member can print
- * as (outside a string a quote is never escaped, inside one always). */
-#define SPEC_STAND_IN "\"spec\":\"\\u0001\""
+/* A time as the store keeps it, or null before it happened. */
+static void time_write(pgn_json_writer *w, const char *t) {
+    if (t[0]) pgn_jw_string(w, t);
+    else pgn_jw_null(w);
+}
 
-char *pgd_job_text(const pgd_job *job, const char *spec_text, json_t *more) {
-    pgd_job stand_in = *job; /* shallow: only its spec differs, and nothing is released here */
-    stand_in.spec = json_string("\x01");
-    json_t *o = pgd_job_json(&stand_in, true);
-    json_decref(stand_in.spec);
-    if (more) json_object_update(o, more);
-    char *text = pgn_json_dumps(o);
-    json_decref(o);
-    char *at = text ? strstr(text, SPEC_STAND_IN) : NULL;
-    if (!at) return text; /* NULL: out of memory; else cannot happen (printed as it was set) */
-    size_t key = strlen("\"spec\":"), head = (size_t)(at - text) + key, spec = strlen(spec_text);
-    const char *after = at + strlen(SPEC_STAND_IN);
-    size_t tail = strlen(after);
-    char *out = malloc(head + spec + tail + 1);
-    if (out) {
-        memcpy(out, text, head);
-        memcpy(out + head, spec_text, spec);
-        memcpy(out + head + spec, after, tail + 1);
+void pgd_job_members(pgn_json_writer *w, const pgd_job *job, const pgd_job_shape *shape) {
+    pgn_jw_key(w, "id");
+    pgn_jw_int(w, job->id);
+    pgn_jw_key(w, "kind");
+    pgn_jw_string(w, pgn_job_kind_name(job->kind));
+    pgn_jw_key(w, "name");
+    lossy_write(w, job->name);
+    pgn_jw_key(w, "state");
+    pgn_jw_string(w, pgd_job_state_name(job->state));
+    pgn_jw_key(w, "device_requested");
+    lossy_write(w, job->device_requested);
+    pgn_jw_key(w, "device");
+    lossy_write(w, job->device);
+    if (shape->spec) {
+        pgn_jw_key(w, "spec");
+        if (shape->spec_text) pgn_jw_raw(w, shape->spec_text, strlen(shape->spec_text));
+        else pgn_jw_value(w, job->spec);
     }
-    free(text);
-    return out;
+    pgn_jw_key(w, "progress");
+    pgn_jw_real(w, job->progress);
+    pgn_jw_key(w, "attempts");
+    pgn_jw_int(w, job->attempts);
+    if (!shape->list && !shape->truncated) {
+        pgn_jw_key(w, "result");
+        pgn_jw_value(w, job->result);
+    }
+    pgn_jw_key(w, "summary");
+    json_t *summary = pgd_result_summary_json(job->kind, job->result);
+    pgn_jw_value(w, summary);
+    json_decref(summary);
+    pgn_jw_key(w, "error");
+    if (job->has_error) {
+        json_t *e = pgd_error_json(&job->error);
+        pgn_jw_value(w, e);
+        json_decref(e);
+    } else {
+        pgn_jw_null(w);
+    }
+    pgn_jw_key(w, "created_at");
+    time_write(w, job->created_at);
+    pgn_jw_key(w, "started_at");
+    time_write(w, job->started_at);
+    pgn_jw_key(w, "finished_at");
+    time_write(w, job->finished_at);
+    if (!shape->truncated) {
+        pgn_jw_key(w, "estimate");
+        placement_write(w, &job->placement);
+    }
+    pgn_jw_key(w, "cancel_requested");
+    pgn_jw_bool(w, job->cancel_requested);
+    pgn_jw_key(w, "interrupted");
+    pgn_jw_int(w, job->interrupted);
+    pgn_jw_key(w, "tags");
+    if (job->tags) {
+        pgn_jw_value(w, job->tags);
+    } else {
+        pgn_jw_object(w);
+        pgn_jw_end(w);
+    }
+    pgn_jw_key(w, "priority");
+    pgn_jw_int(w, job->priority);
+    pgn_jw_key(w, "submission_id");
+    if (job->submission_id[0]) lossy_write(w, job->submission_id);
+    else pgn_jw_null(w);
+    if (job->runs) { /* a job read alone: where each attempt ran */
+        pgn_jw_key(w, "runs");
+        pgn_jw_array(w);
+        for (size_t i = 0; i < job->n_runs; i++) {
+            const pgd_job_run *r = &job->runs[i];
+            pgn_jw_object(w);
+            pgn_jw_key(w, "attempt");
+            pgn_jw_int(w, r->attempt);
+            pgn_jw_key(w, "node");
+            lossy_write(w, r->node);
+            pgn_jw_key(w, "device");
+            lossy_write(w, r->device);
+            pgn_jw_key(w, "started_at");
+            time_write(w, r->started_at);
+            pgn_jw_key(w, "ended_at");
+            time_write(w, r->ended_at);
+            pgn_jw_key(w, "outcome");
+            if (r->outcome[0]) pgn_jw_string(w, r->outcome);
+            else pgn_jw_null(w);
+            pgn_jw_end(w);
+        }
+        pgn_jw_end(w);
+    }
+    if (shape->truncated) {
+        pgn_jw_key(w, "truncated");
+        pgn_jw_bool(w, true);
+    }
+}
+
+char *pgd_job_text(const pgd_job *job, const pgd_job_shape *shape, const json_t *more) {
+    pgn_json_writer w = {0};
+    pgn_jw_object(&w);
+    pgd_job_members(&w, job, shape);
+    const char *key;
+    json_t *member;
+    json_object_foreach((json_t *)more, key, member) {
+        pgn_jw_key(&w, key);
+        pgn_jw_value(&w, member);
+    }
+    pgn_jw_end(&w);
+    return pgn_jw_take(&w);
 }
 
 json_t *pgd_job_json(const pgd_job *job, bool with_spec) {
-    json_t *o = json_object();
-    json_object_set_new(o, "id", json_integer(job->id));
-    json_object_set_new(o, "kind", json_string(pgn_job_kind_name(job->kind)));
-    json_object_set_new(o, "name", pgd_json_string_lossy(job->name));
-    json_object_set_new(o, "state", json_string(pgd_job_state_name(job->state)));
-    json_object_set_new(o, "device_requested", pgd_json_string_lossy(job->device_requested));
-    json_object_set_new(o, "device", pgd_json_string_lossy(job->device));
-    if (with_spec) json_object_set_new(o, "spec", part_json(job->spec));
-    json_object_set_new(o, "progress", json_real(job->progress));
-    json_object_set_new(o, "attempts", json_integer(job->attempts));
-    json_object_set_new(o, "result", part_json(job->result));
-    json_object_set_new(o, "summary", pgd_result_summary_json(job->kind, job->result));
-    json_object_set_new(o, "error", job->has_error ? pgd_error_json(&job->error) : json_null());
-    json_object_set_new(o, "created_at", time_json(job->created_at));
-    json_object_set_new(o, "started_at", time_json(job->started_at));
-    json_object_set_new(o, "finished_at", time_json(job->finished_at));
-    json_object_set_new(o, "estimate", pgd_placement_json(&job->placement));
-    json_object_set_new(o, "cancel_requested", json_boolean(job->cancel_requested));
-    json_object_set_new(o, "interrupted", json_integer(job->interrupted));
-    json_object_set_new(o, "tags", job->tags ? json_incref(job->tags) : json_object());
-    json_object_set_new(o, "priority", json_integer(job->priority));
-    json_object_set_new(o, "submission_id",
-                        job->submission_id[0] ? pgd_json_string_lossy(job->submission_id) : json_null());
-    if (job->runs) { /* a job read alone: where each attempt ran */
-        json_t *runs = json_array();
-        for (size_t i = 0; i < job->n_runs; i++) {
-            const pgd_job_run *r = &job->runs[i];
-            json_array_append_new(runs, json_pack("{s:I, s:o, s:o, s:o, s:o, s:o}", "attempt", (json_int_t)r->attempt,
-                                                  "node", pgd_json_string_lossy(r->node), "device",
-                                                  pgd_json_string_lossy(r->device), "started_at", time_json(r->started_at),
-                                                  "ended_at", time_json(r->ended_at), "outcome",
-                                                  r->outcome[0] ? json_string(r->outcome) : json_null()));
-        }
-        json_object_set_new(o, "runs", runs);
-    }
+    char *text = pgd_job_text(job, &(pgd_job_shape){.spec = with_spec}, NULL);
+    json_t *o = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+    free(text);
     return o;
 }

@@ -10,26 +10,33 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-/* {"id","kind","name","state","device_requested","device",["spec",]"progress","attempts",
- * "result","summary","error","created_at","started_at","finished_at","estimate",
- * "cancel_requested","interrupted","tags","priority","submission_id"[,"runs"]}: a new reference. */
+/* What of a job its object shows beyond the members every one has. */
+typedef struct pgd_job_shape {
+    bool spec;             /* "spec" after "device": spec_text, the stored spec's JSON taken as it is
+                            * (never parsed: a GET otherwise spends a fifth of its time parsing and
+                            * printing it again), or job->spec when spec_text is NULL */
+    const char *spec_text;
+    bool list;             /* a row of GET /api/v1/jobs: no "result" ("summary" stands for it) */
+    bool truncated;        /* an event too big for a frame: no "result" or "estimate" (an inet
+                            * job's normal form can be megabytes), "truncated": true at the end */
+} pgd_job_shape;
+
+/* A job's members, into an object w has open: "id","kind","name","state","device_requested",
+ * "device",["spec",]"progress","attempts","result","summary","error","created_at","started_at",
+ * "finished_at","estimate","cancel_requested","interrupted","tags","priority","submission_id"
+ * [,"runs"]: written, never built (a GET's object built as jansson values cost three times what
+ * writing it does). The one home of a job's shape; the caller adds its own members after them. */
+void pgd_job_members(pgn_json_writer *w, const pgd_job *job, const pgd_job_shape *shape);
+/* The object as compact JSON text with more's members (NULL: none) at its end; malloc'd, NULL
+ * when memory ran out. */
+char *pgd_job_text(const pgd_job *job, const pgd_job_shape *shape, const json_t *more);
+/* The same read as a jansson value (tests, and callers that add to it); a new reference. */
 json_t *pgd_job_json(const pgd_job *job, bool with_spec);
-/* The same with its spec as compact JSON text (malloc'd; NULL out of memory), "spec" in its
- * place taken as it is from spec_text, the stored spec's JSON (never parsed: a GET otherwise
- * spends a fifth of its time parsing and printing it again), more's members (a queued job's
- * "queue"; NULL: none) at the end. */
-char *pgd_job_text(const pgd_job *job, const char *spec_text, json_t *more);
-/* A row of GET /api/v1/jobs: the same without spec and result ("summary" stands for it). */
-json_t *pgd_job_list_json(const pgd_job *job);
 /* A result's headline figures by kind (views.c's table), null without a result: a train job's
  * accuracy, loss, epochs, steps; an inet job's normal form cut short, interactions, mips; a
  * bench job's suite and count of rows; a generate job's text cut short, tokens, tokens/s. */
 json_t *pgd_result_summary_json(pgn_job_kind kind, const json_t *result);
 
-/* A job's placement as its "estimate": the chosen candidate's {"device", "seconds",
- * "queue_seconds", "total_seconds", "work", "gflops", "mips", "launch_us", "unit", "measured"},
- * its "reason" and every candidate's in "candidates"; null when it has none. New reference. */
-json_t *pgd_placement_json(const pgd_placement *placement);
 /* Why a job went where it did, as a sentence ("the only device"): its estimate's "reason" and
  * its first log line's. */
 const char *pgd_placement_reason_text(pgd_placement_reason reason);

@@ -1,7 +1,8 @@
 /* test_json.c: pgn_json_dumps (engine/json_text.c) writes exactly jansson's compact text: the same
  * bytes as json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15)) for every
  * kind of value, every escape and real we can think of, and thousands of random trees; and no text
- * (NULL) where jansson writes none: a string that is not UTF-8. */
+ * (NULL) where jansson writes none: a string that is not UTF-8. The writer (pgn_jw_*) writes the
+ * same bytes for the same trees described call by call, and none for calls out of order. */
 #include <criterion/criterion.h>
 #include <float.h>
 #include <math.h>
@@ -132,4 +133,111 @@ Test(json_text, a_job_object_gives_janssons_bytes) {
                          "\"progress\":1.0,\"result\":{\"seconds\":6.61600097373594e-06,\"mips\":0.151148708104757},"
                          "\"tags\":{},\"runs\":[{\"attempt\":1,\"outcome\":\"succeeded\"}],\"error\":null}",
                          0, &e));
+}
+
+/* ---- the writer: the same bytes from calls that describe the tree ------------------------- */
+
+/* Describes v to w call by call, choosing at random (the same way each run) to hand a whole
+ * container over as a jansson value or as its text instead. */
+static void describe(pgn_json_writer *w, const json_t *v) {
+    uint64_t how = next() % 8;
+    if ((json_is_object(v) || json_is_array(v)) && how == 0) {
+        pgn_jw_value(w, v);
+        return;
+    }
+    if ((json_is_object(v) || json_is_array(v)) && how == 1) {
+        char *text = pgn_json_dumps(v);
+        pgn_jw_raw(w, text, strlen(text));
+        free(text);
+        return;
+    }
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        pgn_jw_object(w);
+        const char *key;
+        json_t *member;
+        json_object_foreach((json_t *)v, key, member) {
+            pgn_jw_key(w, key);
+            describe(w, member);
+        }
+        pgn_jw_end(w);
+        break;
+    }
+    case JSON_ARRAY:
+        pgn_jw_array(w);
+        for (size_t i = 0; i < json_array_size(v); i++) describe(w, json_array_get(v, i));
+        pgn_jw_end(w);
+        break;
+    case JSON_STRING: pgn_jw_string(w, json_string_value(v)); break;
+    case JSON_INTEGER: pgn_jw_int(w, json_integer_value(v)); break;
+    case JSON_REAL: pgn_jw_real(w, json_real_value(v)); break;
+    case JSON_TRUE:
+    case JSON_FALSE: pgn_jw_bool(w, json_is_true(v)); break;
+    case JSON_NULL: pgn_jw_null(w); break;
+    }
+}
+
+Test(json_writer, random_trees_described_call_by_call_give_janssons_bytes) {
+    for (int i = 0; i < 5000; i++) {
+        json_t *v = random_value(0); /* its strings hold no NUL: pgn_jw_string takes C strings */
+        pgn_json_writer w = {0};
+        describe(&w, v);
+        char *want = jansson_text(v), *got = pgn_jw_take(&w);
+        cr_assert_not_null(got, "no text where jansson wrote %s", want);
+        cr_assert_str_eq(got, want);
+        free(want);
+        free(got);
+        json_decref(v);
+    }
+}
+
+Test(json_writer, calls_out_of_order_give_no_text) {
+    pgn_json_writer w = {0};
+    pgn_jw_object(&w);
+    pgn_jw_int(&w, 1); /* a member without its key */
+    pgn_jw_end(&w);
+    cr_assert_null(pgn_jw_take(&w));
+
+    pgn_jw_array(&w);
+    pgn_jw_key(&w, "k"); /* a key in an array */
+    cr_assert_null(pgn_jw_take(&w));
+
+    pgn_jw_object(&w);
+    pgn_jw_key(&w, "k"); /* a key with no value */
+    pgn_jw_end(&w);
+    cr_assert_null(pgn_jw_take(&w));
+
+    pgn_jw_array(&w); /* never closed */
+    cr_assert_null(pgn_jw_take(&w));
+
+    pgn_jw_int(&w, 1);
+    pgn_jw_int(&w, 2); /* two values at the top */
+    cr_assert_null(pgn_jw_take(&w));
+
+    pgn_jw_end(&w); /* nothing open */
+    cr_assert_null(pgn_jw_take(&w));
+
+    cr_assert_null(pgn_jw_take(&w), "nothing written is no text");
+
+    pgn_jw_array(&w);
+    pgn_jw_string(&w, "ab\xe2\x82"); /* not UTF-8 */
+    pgn_jw_end(&w);
+    cr_assert_null(pgn_jw_take(&w));
+
+    for (int d = 0; d <= PGN_JSON_WRITER_DEPTH; d++) pgn_jw_array(&w);
+    for (int d = 0; d <= PGN_JSON_WRITER_DEPTH; d++) pgn_jw_end(&w);
+    cr_assert_null(pgn_jw_take(&w), "deeper than the writer's depth");
+
+    /* and the writer is reset after each: a whole value now gives its text */
+    pgn_jw_object(&w);
+    pgn_jw_key(&w, "a");
+    pgn_jw_array(&w);
+    pgn_jw_null(&w);
+    pgn_jw_raw(&w, "{\"x\":1}", 7);
+    pgn_jw_value(&w, NULL);
+    pgn_jw_end(&w);
+    pgn_jw_end(&w);
+    char *text = pgn_jw_take(&w);
+    cr_assert_str_eq(text, "{\"a\":[null,{\"x\":1},null]}");
+    free(text);
 }

@@ -121,6 +121,37 @@ char *pgn_text_take(pgn_text *t);
 void pgn_text_put_visible(pgn_text *t, const char *s);
 char *pgn_text_visible(const char *s);
 
+/* pgn_json_dumps's text written value by value, with no tree built (json_text.c): a GET's job object
+ * built as jansson values, printed and freed cost three times what writing it does. The calls
+ * describe a value as a tree would (pgn_jw_key before each member's value); the writer puts the
+ * commas. Start from (pgn_json_writer){0}; pgn_jw_take gives the malloc'd text and resets w, or
+ * NULL when memory ran out, a string was not UTF-8, or the containers were not closed in order.
+ * Nesting deeper than PGN_JSON_WRITER_DEPTH fails too (pgn_jw_value's own values may nest as
+ * deep as jansson's). */
+#define PGN_JSON_WRITER_DEPTH 32
+typedef struct pgn_json_writer {
+    pgn_text text;
+    int depth;         /* open containers */
+    bool after_key;    /* a key was written: its value comes next */
+    bool bad;          /* a call out of order, a string not UTF-8 */
+    bool not_first[PGN_JSON_WRITER_DEPTH]; /* the container at each depth has an element */
+    bool in_object[PGN_JSON_WRITER_DEPTH]; /* it is an object (its members need keys) */
+} pgn_json_writer;
+void pgn_jw_object(pgn_json_writer *w);
+void pgn_jw_array(pgn_json_writer *w);
+void pgn_jw_end(pgn_json_writer *w); /* closes the innermost object or array */
+void pgn_jw_key(pgn_json_writer *w, const char *key);
+void pgn_jw_string(pgn_json_writer *w, const char *s);
+void pgn_jw_int(pgn_json_writer *w, int64_t v);
+void pgn_jw_real(pgn_json_writer *w, double v);
+void pgn_jw_bool(pgn_json_writer *w, bool v);
+void pgn_jw_null(pgn_json_writer *w);
+/* A jansson value as pgn_json_dumps writes it; NULL writes null. */
+void pgn_jw_value(pgn_json_writer *w, const json_t *v);
+/* n bytes of JSON text, one value, as they are (a stored spec; the caller vouches for them). */
+void pgn_jw_raw(pgn_json_writer *w, const char *text, size_t n);
+char *pgn_jw_take(pgn_json_writer *w);
+
 /* ---- time ------------------------------------------------------------------------------- */
 
 /* The monotonic clock everything is timed by, in nanoseconds and in seconds. */
