@@ -184,9 +184,10 @@ json_t *pgd_result_summary_json(pgn_job_kind kind, const json_t *result) {
     return o;
 }
 
-/* text as a JSON string, bytes that are not UTF-8 replaced by '?' (pgd_json_string_lossy); ASCII,
- * as names and device ids nearly always are, as it is. */
-static void lossy_write(pgn_json_writer *w, const char *text) {
+/* A member holding text as a JSON string, bytes that are not UTF-8 replaced by '?'
+ * (pgd_json_string_lossy); ASCII, as names and device ids nearly always are, as it is. */
+static void lossy_member(pgn_json_writer *w, const char *key, const char *text) {
+    pgn_jw_key(w, key);
     const unsigned char *p = (const unsigned char *)text;
     while (*p && *p < 0x80) p++;
     if (!*p) {
@@ -198,8 +199,9 @@ static void lossy_write(pgn_json_writer *w, const char *text) {
     json_decref(v);
 }
 
-/* A time as the store keeps it, or null before it happened. */
-static void time_write(pgn_json_writer *w, const char *t) {
+/* A member holding a time as the store keeps it, or null before it happened. */
+static void time_member(pgn_json_writer *w, const char *key, const char *t) {
+    pgn_jw_key(w, key);
     if (t[0]) pgn_jw_string(w, t);
     else pgn_jw_null(w);
 }
@@ -209,14 +211,11 @@ void pgd_job_members(pgn_json_writer *w, const pgd_job *job, const pgd_job_shape
     pgn_jw_int(w, job->id);
     pgn_jw_key(w, "kind");
     pgn_jw_string(w, pgn_job_kind_name(job->kind));
-    pgn_jw_key(w, "name");
-    lossy_write(w, job->name);
+    lossy_member(w, "name", job->name);
     pgn_jw_key(w, "state");
     pgn_jw_string(w, pgd_job_state_name(job->state));
-    pgn_jw_key(w, "device_requested");
-    lossy_write(w, job->device_requested);
-    pgn_jw_key(w, "device");
-    lossy_write(w, job->device);
+    lossy_member(w, "device_requested", job->device_requested);
+    lossy_member(w, "device", job->device);
     if (shape->spec) {
         pgn_jw_key(w, "spec");
         if (shape->spec_text) pgn_jw_raw(w, shape->spec_text, strlen(shape->spec_text));
@@ -242,12 +241,9 @@ void pgd_job_members(pgn_json_writer *w, const pgd_job *job, const pgd_job_shape
     } else {
         pgn_jw_null(w);
     }
-    pgn_jw_key(w, "created_at");
-    time_write(w, job->created_at);
-    pgn_jw_key(w, "started_at");
-    time_write(w, job->started_at);
-    pgn_jw_key(w, "finished_at");
-    time_write(w, job->finished_at);
+    time_member(w, "created_at", job->created_at);
+    time_member(w, "started_at", job->started_at);
+    time_member(w, "finished_at", job->finished_at);
     if (!shape->truncated) {
         pgn_jw_key(w, "estimate");
         placement_write(w, &job->placement);
@@ -265,9 +261,12 @@ void pgd_job_members(pgn_json_writer *w, const pgd_job *job, const pgd_job_shape
     }
     pgn_jw_key(w, "priority");
     pgn_jw_int(w, job->priority);
-    pgn_jw_key(w, "submission_id");
-    if (job->submission_id[0]) lossy_write(w, job->submission_id);
-    else pgn_jw_null(w);
+    if (job->submission_id[0]) {
+        lossy_member(w, "submission_id", job->submission_id);
+    } else {
+        pgn_jw_key(w, "submission_id");
+        pgn_jw_null(w);
+    }
     if (job->runs) { /* a job read alone: where each attempt ran */
         pgn_jw_key(w, "runs");
         pgn_jw_array(w);
@@ -276,14 +275,10 @@ void pgd_job_members(pgn_json_writer *w, const pgd_job *job, const pgd_job_shape
             pgn_jw_object(w);
             pgn_jw_key(w, "attempt");
             pgn_jw_int(w, r->attempt);
-            pgn_jw_key(w, "node");
-            lossy_write(w, r->node);
-            pgn_jw_key(w, "device");
-            lossy_write(w, r->device);
-            pgn_jw_key(w, "started_at");
-            time_write(w, r->started_at);
-            pgn_jw_key(w, "ended_at");
-            time_write(w, r->ended_at);
+            lossy_member(w, "node", r->node);
+            lossy_member(w, "device", r->device);
+            time_member(w, "started_at", r->started_at);
+            time_member(w, "ended_at", r->ended_at);
             pgn_jw_key(w, "outcome");
             if (r->outcome[0]) pgn_jw_string(w, r->outcome);
             else pgn_jw_null(w);
