@@ -7,6 +7,8 @@
  * Objects keep jansson's insertion order; a string that is not UTF-8 (only json_stringn_nocheck
  * makes one) fails the whole text, as in jansson. The writer (pgn_jw_*) puts the same text down
  * value by value from the same functions, for objects that would be built only to be printed. */
+#include <errno.h>
+#include <locale.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -301,4 +303,251 @@ char *pgn_jw_take(pgn_json_writer *w) {
     }
     *w = (pgn_json_writer){0};
     return text;
+}
+
+/* ---- the reader ------------------------------------------------------------------------- */
+
+/* jansson's own limit on nesting when it parses (JSON_PARSER_MAX_DEPTH). */
+#define JSON_READ_MAX_DEPTH 2048
+
+/* A reading in progress: p walks text up to end; rare is set when the text holds something this
+ * reader leaves to jansson (a \u escape, an integer past int64, nesting past jansson's limit, a
+ * locale whose decimal point is not '.'), bad when it is not JSON at all. */
+typedef struct {
+    const char *p, *end;
+    bool rare, bad;
+} reading;
+
+static void skip_space(reading *r) {
+    while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\t' || *r->p == '\r')) r->p++;
+}
+
+static bool take_word(reading *r, const char *word, size_t n) {
+    if ((size_t)(r->end - r->p) < n || memcmp(r->p, word, n) != 0) return false;
+    r->p += n;
+    return true;
+}
+
+/* A string, at r->p just after its opening quote: its bytes unescaped (malloc'd, NUL-terminated)
+ * and their count in *len; NULL with r->bad or r->rare set. */
+static char *read_string(reading *r, size_t *len) {
+    const char *s = r->p;
+    size_t i = 0, n = (size_t)(r->end - s);
+    bool escaped = false;
+    for (;; i++) { /* to the closing quote: control characters are not JSON, escapes come later */
+        if (i == n) goto bad;
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"') break;
+        if (c < 0x20) goto bad;
+        if (c == '\\') {
+            escaped = true;
+            if (++i == n) goto bad;
+        } else if (c >= 0x80) {
+            size_t seq = utf8_sequence((const unsigned char *)s + i, n - i);
+            if (!seq) goto bad;
+            i += seq - 1;
+        }
+    }
+    char *out = malloc(i + 1);
+    if (!out) goto bad;
+    size_t o = 0;
+    if (!escaped) {
+        memcpy(out, s, i);
+        o = i;
+    } else {
+        for (size_t k = 0; k < i; k++) {
+            if (s[k] != '\\') {
+                out[o++] = s[k];
+                continue;
+            }
+            switch (s[++k]) {
+            case '"': out[o++] = '"'; break;
+            case '\\': out[o++] = '\\'; break;
+            case '/': out[o++] = '/'; break;
+            case 'b': out[o++] = '\b'; break;
+            case 'f': out[o++] = '\f'; break;
+            case 'n': out[o++] = '\n'; break;
+            case 'r': out[o++] = '\r'; break;
+            case 't': out[o++] = '\t'; break;
+            case 'u': r->rare = true; break; /* code points and surrogate pairs: jansson's */
+            default: r->bad = true;
+            }
+            if (r->rare || r->bad) {
+                free(out);
+                return NULL;
+            }
+        }
+    }
+    out[o] = 0;
+    *len = o;
+    r->p = s + i + 1;
+    return out;
+bad:
+    r->bad = true;
+    return NULL;
+}
+
+/* A number as jansson reads it: an integer (no fraction, no exponent) by strtoll, anything else
+ * by strtod; JSON's grammar first (no leading zeros, no '+', digits after '.' and 'e'). */
+static json_t *read_number(reading *r) {
+    const char *s = r->p, *q = s;
+    if (q < r->end && *q == '-') q++;
+    if (q == r->end || *q < '0' || *q > '9') goto bad;
+    if (*q == '0') q++;
+    else while (q < r->end && *q >= '0' && *q <= '9') q++;
+    bool integer = true;
+    if (q < r->end && *q == '.') {
+        integer = false;
+        if (++q == r->end || *q < '0' || *q > '9') goto bad;
+        while (q < r->end && *q >= '0' && *q <= '9') q++;
+    }
+    if (q < r->end && (*q == 'e' || *q == 'E')) {
+        integer = false;
+        if (++q < r->end && (*q == '+' || *q == '-')) q++;
+        if (q == r->end || *q < '0' || *q > '9') goto bad;
+        while (q < r->end && *q >= '0' && *q <= '9') q++;
+    }
+    char token[64]; /* strtoll and strtod want a NUL after it */
+    size_t n = (size_t)(q - s);
+    if (n >= sizeof token) {
+        r->rare = true;
+        return NULL;
+    }
+    memcpy(token, s, n);
+    token[n] = 0;
+    r->p = q;
+    errno = 0;
+    if (integer) {
+        long long v = strtoll(token, NULL, 10);
+        if (errno == ERANGE) {
+            r->rare = true; /* jansson says "too big integer" */
+            return NULL;
+        }
+        return json_integer((json_int_t)v);
+    }
+    double d = strtod(token, NULL);
+    if (errno == ERANGE && (d == HUGE_VAL || d == -HUGE_VAL)) {
+        r->rare = true; /* jansson says "real number overflow" */
+        return NULL;
+    }
+    return json_real(d);
+bad:
+    r->bad = true;
+    return NULL;
+}
+
+static json_t *read_value(reading *r, int depth) {
+    if (depth > JSON_READ_MAX_DEPTH) {
+        r->rare = true;
+        return NULL;
+    }
+    skip_space(r);
+    if (r->p == r->end) {
+        r->bad = true;
+        return NULL;
+    }
+    switch (*r->p) {
+    case '{': {
+        r->p++;
+        json_t *o = json_object();
+        skip_space(r);
+        if (r->p < r->end && *r->p == '}') {
+            r->p++;
+            return o;
+        }
+        for (;;) {
+            skip_space(r);
+            size_t klen;
+            char *key = r->p < r->end && *r->p == '"' ? (r->p++, read_string(r, &klen)) : NULL;
+            if (!key) {
+                if (!r->rare) r->bad = true;
+                json_decref(o);
+                return NULL;
+            }
+            skip_space(r);
+            json_t *v = r->p < r->end && *r->p == ':' ? (r->p++, read_value(r, depth + 1)) : NULL;
+            if (!v || json_object_setn_new_nocheck(o, key, klen, v) < 0) {
+                if (!r->rare) r->bad = true;
+                free(key);
+                json_decref(o);
+                return NULL;
+            }
+            free(key);
+            skip_space(r);
+            if (r->p < r->end && *r->p == ',') {
+                r->p++;
+                continue;
+            }
+            if (r->p < r->end && *r->p == '}') {
+                r->p++;
+                return o;
+            }
+            r->bad = true;
+            json_decref(o);
+            return NULL;
+        }
+    }
+    case '[': {
+        r->p++;
+        json_t *a = json_array();
+        skip_space(r);
+        if (r->p < r->end && *r->p == ']') {
+            r->p++;
+            return a;
+        }
+        for (;;) {
+            json_t *v = read_value(r, depth + 1);
+            if (!v || json_array_append_new(a, v) < 0) {
+                if (!r->rare) r->bad = true;
+                json_decref(a);
+                return NULL;
+            }
+            skip_space(r);
+            if (r->p < r->end && *r->p == ',') {
+                r->p++;
+                continue;
+            }
+            if (r->p < r->end && *r->p == ']') {
+                r->p++;
+                return a;
+            }
+            r->bad = true;
+            json_decref(a);
+            return NULL;
+        }
+    }
+    case '"': {
+        r->p++;
+        size_t len;
+        char *s = read_string(r, &len);
+        if (!s) return NULL;
+        json_t *v = json_stringn_nocheck(s, len); /* UTF-8 checked as it was read; a NUL only comes by \u */
+        if (!v) r->bad = true;
+        free(s);
+        return v;
+    }
+    case 't': if (take_word(r, "true", 4)) return json_true(); break;
+    case 'f': if (take_word(r, "false", 5)) return json_false(); break;
+    case 'n': if (take_word(r, "null", 4)) return json_null(); break;
+    default: return read_number(r);
+    }
+    r->bad = true;
+    return NULL;
+}
+
+json_t *pgn_json_loads(const char *text) {
+    if (!text) return NULL;
+    const struct lconv *lc = localeconv();
+    if (lc->decimal_point[0] == '.' && lc->decimal_point[1] == 0) {
+        reading r = {.p = text, .end = text + strlen(text)};
+        json_t *v = read_value(&r, 0);
+        if (v) {
+            skip_space(&r);
+            if (r.p == r.end) return v;
+            json_decref(v);
+            r.bad = true;
+        }
+        if (r.bad) return NULL;
+    }
+    return json_loads(text, JSON_DECODE_ANY, NULL); /* what this reader leaves to jansson */
 }

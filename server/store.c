@@ -173,7 +173,7 @@ json_t *store_col_text(db_stmt *st, int col) {
 json_t *store_col_json(db_stmt *st, int col) {
     const char *t = db_column_text(st, col);
     if (!t) return json_null();
-    json_t *v = json_loads(t, JSON_DECODE_ANY, NULL);
+    json_t *v = pgn_json_loads(t);
     return v ? v : json_string(t);
 }
 

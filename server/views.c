@@ -308,7 +308,7 @@ char *pgd_job_text(const pgd_job *job, const pgd_job_shape *shape, const json_t 
 
 json_t *pgd_job_json(const pgd_job *job, bool with_spec) {
     char *text = pgd_job_text(job, &(pgd_job_shape){.spec = with_spec}, NULL);
-    json_t *o = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+    json_t *o = pgn_json_loads(text);
     free(text);
     return o;
 }

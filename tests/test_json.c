@@ -2,7 +2,8 @@
  * bytes as json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15)) for every
  * kind of value, every escape and real we can think of, and thousands of random trees; and no text
  * (NULL) where jansson writes none: a string that is not UTF-8. The writer (pgn_jw_*) writes the
- * same bytes for the same trees described call by call, and none for calls out of order. */
+ * same bytes for the same trees described call by call, and none for calls out of order; the
+ * reader (pgn_json_loads) reads what jansson reads as jansson reads it, and refuses what it refuses. */
 #include <criterion/criterion.h>
 #include <float.h>
 #include <math.h>
@@ -240,4 +241,67 @@ Test(json_writer, calls_out_of_order_give_no_text) {
     char *text = pgn_jw_take(&w);
     cr_assert_str_eq(text, "{\"a\":[null,{\"x\":1},null]}");
     free(text);
+}
+
+/* ---- the reader: jansson's values, or none where jansson reads none -------------------------- */
+
+/* pgn_json_loads and json_loads agree on text: both no value, or equal values that print alike
+ * (json_equal does not tell an object's order). */
+static void same_reading(const char *text) {
+    json_t *want = json_loads(text, JSON_DECODE_ANY, NULL), *got = pgn_json_loads(text);
+    if (!want) {
+        cr_assert_null(got, "read a value from '%s', which jansson refuses", text);
+        return;
+    }
+    cr_assert_not_null(got, "no value from '%s', which jansson reads", text);
+    cr_assert(json_equal(got, want), "'%s' read as another value", text);
+    char *a = pgn_json_dumps(got), *b = pgn_json_dumps(want);
+    cr_assert_str_eq(a, b, "'%s'", text);
+    free(a);
+    free(b);
+    json_decref(got);
+    json_decref(want);
+}
+
+Test(json_reader, random_trees_read_back_as_jansson_reads_them) {
+    for (int i = 0; i < 5000; i++) {
+        json_t *v = random_value(0);
+        char *text = jansson_text(v);
+        same_reading(text);
+        free(text);
+        text = json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY); /* with whitespace between */
+        same_reading(text);
+        free(text);
+        json_decref(v);
+    }
+}
+
+Test(json_reader, every_token_and_every_fault_as_jansson_reads_them) {
+    static const char *const texts[] = {
+        /* values */
+        "0", "-0", "7", "-12", "9223372036854775807", "-9223372036854775808", "0.5", "-0.0", "1e5", "1E5",
+        "1e+5", "2.5e-3", "1e-400", "123456789012345678901234567890.5", "true", "false", "null", "\"\"",
+        "\"a\\\"b\\\\c\\/d\\be\\ff\\ng\\rh\\ti\"", "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"", " \t\r\n[ 1 ,\n2 ] ",
+        "{}", "[]", "{\"a\":{\"b\":[{}]}}", "{\"a\":1,\"a\":2}", "{\"b\":1,\"a\":2,\"b\":3}",
+        /* left to jansson */
+        "\"\\u00e9\"", "\"\\ud83d\\ude00\"", "\"\\u0000\"", "{\"\\u0000\":1}", "9223372036854775808",
+        "-9223372036854775809", "1e400", "-1e400", "\"\\ud83d\"",
+        "0.000000000000000000000000000000000000000000000000000000000000000000000000000000000001",
+        /* not JSON */
+        "", " ", "01", "-01", "1.", ".5", "+1", "-", "1e", "1e+", "tru", "truex", "nul", "[1,]", "[,1]", "[1 2]",
+        "1 2", "{\"a\":1,}", "{\"a\"}", "{\"a\" 1}", "{a:1}", "{\"a\":}", "[", "{", "]", "\"abc", "\"\\x\"",
+        "\"\x01\"", "\"\xff\"", "\"\xc0\x80\"", "\"\xed\xa0\x80\"", "[1]x", "{\"a\":1}}", "'a'", "NaN",
+        "Infinity", "[-]",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) same_reading(texts[i]);
+}
+
+Test(json_reader, nesting_past_janssons_limit_is_refused_as_jansson_refuses_it) {
+    char deep[5000];
+    for (int depth = 2040; depth <= 2060; depth += 4) {
+        memset(deep, '[', (size_t)depth);
+        memset(deep + depth, ']', (size_t)depth);
+        deep[2 * depth] = 0;
+        same_reading(deep);
+    }
 }

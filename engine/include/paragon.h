@@ -90,6 +90,11 @@ json_t *pgn_json_real_f32(float f);
  * JSON_REAL_PRECISION(15), written about ten times faster (json_text.c). NULL when value holds a
  * string that is not UTF-8, or memory runs out. Caller frees the string. */
 char *pgn_json_dumps(const json_t *value);
+/* text, one JSON value (whitespace around it), read as json_loads(text, JSON_DECODE_ANY, NULL)
+ * reads it, the same value or NULL where jansson gives none, three times faster: a GET's stored
+ * columns (result, tags, error) went through jansson's reader at 8% of its CPU. The rare parts
+ * (\u escapes, integers past int64, nesting past 2048, a locale's decimal comma) are jansson's. */
+json_t *pgn_json_loads(const char *text);
 
 /* Reads a whole file into a malloc'd buffer (caller frees) with a NUL after *len bytes;
  * NULL with errno set on failure. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds tests/fuzz/fuzz_spec, fuzz_pgl and fuzz_submit with clang's libFuzzer, ASan and UBSan against the engine sources
+# Builds tests/fuzz/fuzz_spec, fuzz_pgl, fuzz_submit and fuzz_json with clang's libFuzzer, ASan and UBSan against the engine sources
 # (and server/admission.c), into ${1:-build-fuzz}. Needs clang and the build dependencies of
 # paragon (OpenCL, jansson, zlib headers and libraries).
 set -euo pipefail
@@ -31,3 +31,8 @@ ${CC:-clang} -std=c17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-r
     tests/fuzz/fuzz_submit.c tests/http_client.c engine/lang/*.c engine/inet/inet_parse.c engine/inet/inet_num.c \
     engine/error.c engine/text.c engine/clock.c -ljansson -lcurl -lm -lpthread -o "$out/fuzz_submit"
 echo "built $out/fuzz_submit"
+# the JSON reader and printer (engine/json_text.c) against jansson
+${CC:-clang} -std=c17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -ffp-contract=off -D_GNU_SOURCE -Iengine/include tests/fuzz/fuzz_json.c engine/json_text.c engine/text.c \
+    -ljansson -lm -o "$out/fuzz_json"
+echo "built $out/fuzz_json"
