@@ -436,6 +436,56 @@ bad:
     return NULL;
 }
 
+/* Past c, the next character but for whitespace, when it is c. */
+static bool take(reading *r, char c) {
+    skip_space(r);
+    if (r->p == r->end || *r->p != c) return false;
+    r->p++;
+    return true;
+}
+
+static json_t *read_value(reading *r, int depth);
+
+/* After its '{'; NULL with r->bad or r->rare set. */
+static json_t *read_object(reading *r, int depth) {
+    json_t *o = json_object();
+    if (take(r, '}')) return o;
+    do {
+        size_t klen;
+        char *key = take(r, '"') ? read_string(r, &klen) : NULL;
+        json_t *v = key && take(r, ':') ? read_value(r, depth + 1) : NULL;
+        bool kept = v && json_object_setn_new_nocheck(o, key, klen, v) == 0; /* takes v either way */
+        free(key);
+        if (!kept) {
+            if (!r->rare) r->bad = true;
+            json_decref(o);
+            return NULL;
+        }
+    } while (take(r, ','));
+    if (take(r, '}')) return o;
+    r->bad = true;
+    json_decref(o);
+    return NULL;
+}
+
+/* After its '['; NULL with r->bad or r->rare set. */
+static json_t *read_array(reading *r, int depth) {
+    json_t *a = json_array();
+    if (take(r, ']')) return a;
+    do {
+        json_t *v = read_value(r, depth + 1);
+        if (!v || json_array_append_new(a, v) < 0) {
+            if (!r->rare) r->bad = true;
+            json_decref(a);
+            return NULL;
+        }
+    } while (take(r, ','));
+    if (take(r, ']')) return a;
+    r->bad = true;
+    json_decref(a);
+    return NULL;
+}
+
 static json_t *read_value(reading *r, int depth) {
     if (depth > JSON_READ_MAX_DEPTH) {
         r->rare = true;
@@ -447,75 +497,8 @@ static json_t *read_value(reading *r, int depth) {
         return NULL;
     }
     switch (*r->p) {
-    case '{': {
-        r->p++;
-        json_t *o = json_object();
-        skip_space(r);
-        if (r->p < r->end && *r->p == '}') {
-            r->p++;
-            return o;
-        }
-        for (;;) {
-            skip_space(r);
-            size_t klen;
-            char *key = r->p < r->end && *r->p == '"' ? (r->p++, read_string(r, &klen)) : NULL;
-            if (!key) {
-                if (!r->rare) r->bad = true;
-                json_decref(o);
-                return NULL;
-            }
-            skip_space(r);
-            json_t *v = r->p < r->end && *r->p == ':' ? (r->p++, read_value(r, depth + 1)) : NULL;
-            if (!v || json_object_setn_new_nocheck(o, key, klen, v) < 0) {
-                if (!r->rare) r->bad = true;
-                free(key);
-                json_decref(o);
-                return NULL;
-            }
-            free(key);
-            skip_space(r);
-            if (r->p < r->end && *r->p == ',') {
-                r->p++;
-                continue;
-            }
-            if (r->p < r->end && *r->p == '}') {
-                r->p++;
-                return o;
-            }
-            r->bad = true;
-            json_decref(o);
-            return NULL;
-        }
-    }
-    case '[': {
-        r->p++;
-        json_t *a = json_array();
-        skip_space(r);
-        if (r->p < r->end && *r->p == ']') {
-            r->p++;
-            return a;
-        }
-        for (;;) {
-            json_t *v = read_value(r, depth + 1);
-            if (!v || json_array_append_new(a, v) < 0) {
-                if (!r->rare) r->bad = true;
-                json_decref(a);
-                return NULL;
-            }
-            skip_space(r);
-            if (r->p < r->end && *r->p == ',') {
-                r->p++;
-                continue;
-            }
-            if (r->p < r->end && *r->p == ']') {
-                r->p++;
-                return a;
-            }
-            r->bad = true;
-            json_decref(a);
-            return NULL;
-        }
-    }
+    case '{': r->p++; return read_object(r, depth);
+    case '[': r->p++; return read_array(r, depth);
     case '"': {
         r->p++;
         size_t len;
