@@ -18,6 +18,7 @@ const MARK_GAP = 24;        // marks closer than this (viewBox units) to the las
 const MARK_LABELS = 12;     // past this many marks drawn, their numbers are the tooltip's, not the top's
 const DRAG_MIN = 4;         // a drag narrower than this (viewBox units) is a click, not a zoom
 const X_TICKS = 5;          // about this many labelled steps along the x axis
+const CHAR_W = 6.2;         // about a character's width in the axes' 10.5 px type (viewBox units)
 const PW = CW - PAD.l - PAD.r, PH = CH - PAD.t - PAD.b;   // the plot's size
 let clips = 0;              // each chart's clip path needs an id of its own
 
@@ -242,13 +243,19 @@ function render(ch) {
   for (const v of yTicks) {
     const y = Y(v).toFixed(1);
     root.append(svg('line', {x1: PAD.l, x2: CW - PAD.r, y1: y, y2: y, class: 'c-grid'}));
-    root.append(svg('text', {x: PAD.l - 6, y: Number(y) + 4, 'text-anchor': 'end', class: 'c-axis'},
+    root.append(svg('text', {x: PAD.l - 6, y: Number(y) + 4, 'text-anchor': 'end', class: 'c-axis c-ytick'},
       c.unit && hi <= 1 && !logScale ? fmtPct(v) : fmtNum(v)));
   }
+  // A step's label under its tick, unless it would run into the axis's name on the left (an inet
+  // job's steps are interactions: six digits and more); one at the right edge ends at the edge.
+  const nameEnd = 4 + (c.x.length + 1) * CHAR_W;
   for (const v of xTicks(from, to)) {
-    const x = X(v);
+    const x = X(v), label = String(v), half = label.length * CHAR_W / 2;
     root.append(svg('line', {x1: x.toFixed(1), x2: x.toFixed(1), y1: PAD.t + PH, y2: PAD.t + PH + 3, class: 'c-tick'}));
-    root.append(svg('text', {x: x.toFixed(1), y: CH - 6, 'text-anchor': 'middle', class: 'c-axis'}, String(v)));
+    if (x - half < nameEnd) continue;
+    const atEdge = x + half > CW - 1;
+    root.append(svg('text', {x: atEdge ? CW - 1 : x.toFixed(1), y: CH - 6, 'text-anchor': atEdge ? 'end' : 'middle',
+      class: 'c-axis c-xtick'}, label));
   }
   root.append(svg('text', {x: 4, y: CH - 6, class: 'c-axis c-xname'}, c.x));
 

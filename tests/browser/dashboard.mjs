@@ -181,8 +181,7 @@ async function chartInteractions(page) {
   const look = () => chart.evaluate((s) => ({smooth: s.dataset.smooth, log: s.dataset.log,
     curve: s.querySelector('path[data-series="loss"]')?.getAttribute('d'),
     raw: s.querySelector('path[data-raw="loss"]')?.getAttribute('d') || null,
-    y: [...s.querySelectorAll('text.c-axis')].filter((t) => t.getAttribute('text-anchor') === 'end')
-      .map((t) => t.textContent)}));
+    y: [...s.querySelectorAll('text.c-ytick')].map((t) => t.textContent)}));
   const plain = await look();
   await box.locator('.chart-smooth').selectOption('0.9');
   await page.waitForFunction(() => document.querySelector('tr.detail svg.chart').dataset.smooth === '0.9', null,
@@ -303,6 +302,16 @@ async function pglFromTheForm(page) {
     b.querySelector('.chart-title')?.textContent === 'MIPS' && b.querySelector('.c-xname')?.textContent === 'interactions' &&
     Number(b.querySelector('path[data-series="mips"]')?.dataset.points) >= 1), null, {timeout: STEP_MS})
     .catch(async () => { throw new Error('no MIPS chart: ' + await page.textContent('tr.detail .charts')); });
+  // its steps are interactions, numbers of six digits and more: no label under the x axis runs
+  // into the axis's name or past the chart's edge (as rendered, by the text's own box)
+  const crowded = await page.evaluate(() => [...document.querySelectorAll('tr.detail svg.chart')].flatMap((s) => {
+    const name = s.querySelector('.c-xname').getBBox(), width = s.viewBox.baseVal.width;
+    return [...s.querySelectorAll('.c-xtick')].filter((t) => {
+      const b = t.getBBox();
+      return b.x < name.x + name.width || b.x + b.width > width;
+    }).map((t) => t.textContent + ' beside ' + s.querySelector('.c-xname').textContent);
+  }));
+  if (crowded.length) throw new Error('x labels over the axis name or the edge: ' + crowded.join('; '));
   return `pgl from the form: the error "${said}", then fib(22) = 17711, then XOR trained by nets: (0.006620407, 4), its MIPS charted`;
 }
 
