@@ -6,7 +6,8 @@
  * Rapids), and a third of a GET /api/v1/jobs/{id}'s CPU was jansson's.
  * Objects keep jansson's insertion order; a string that is not UTF-8 (only json_stringn_nocheck
  * makes one) fails the whole text, as in jansson. The writer (pgn_jw_*) puts the same text down
- * value by value from the same functions, for objects that would be built only to be printed. */
+ * value by value from the same functions, for objects that would be built only to be printed; the
+ * reader (pgn_json_loads) gives jansson's values for stored text without jansson's stream. */
 #include <errno.h>
 #include <locale.h>
 #include <math.h>

@@ -12,13 +12,14 @@
 
 /* What of a job its object shows beyond the members every one has. */
 typedef struct pgd_job_shape {
-    bool spec;             /* "spec" after "device": spec_text, the stored spec's JSON taken as it is
-                            * (never parsed: a GET otherwise spends a fifth of its time parsing and
-                            * printing it again), or job->spec when spec_text is NULL */
+    /* "spec" after "device": spec_text, the stored spec's JSON taken as it is (never parsed: a
+     * GET otherwise spends a fifth of its time parsing and printing it again), or job->spec when
+     * spec_text is NULL */
+    bool spec;
     const char *spec_text;
-    bool list;             /* a row of GET /api/v1/jobs: no "result" ("summary" stands for it) */
-    bool truncated;        /* an event too big for a frame: no "result" or "estimate" (an inet
-                            * job's normal form can be megabytes), "truncated": true at the end */
+    bool list;      /* a row of GET /api/v1/jobs: no "result" ("summary" stands for it) */
+    bool truncated; /* an event too big for a frame: no "result" or "estimate" (an inet job's
+                     * normal form can be megabytes), "truncated": true at the end */
 } pgd_job_shape;
 
 /* A job's members, into an object w has open: "id","kind","name","state","device_requested",
@@ -30,7 +31,7 @@ void pgd_job_members(pgn_json_writer *w, const pgd_job *job, const pgd_job_shape
 /* The object as compact JSON text with more's members (NULL: none) at its end; malloc'd, NULL
  * when memory ran out. */
 char *pgd_job_text(const pgd_job *job, const pgd_job_shape *shape, const json_t *more);
-/* The same read as a jansson value (tests, and callers that add to it); a new reference. */
+/* The same read back as a jansson value (the tests compare jobs so); a new reference. */
 json_t *pgd_job_json(const pgd_job *job, bool with_spec);
 /* A result's headline figures by kind (views.c's table), null without a result: a train job's
  * accuracy, loss, epochs, steps; an inet job's normal form cut short, interactions, mips; a
