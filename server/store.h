@@ -277,7 +277,8 @@ int pgd_store_nodes_list(pgd_store *store, json_t **out, pgn_error *err);
  * marks it running on device (started_at now, attempts + 1, progress 0, this node, a lease
  * from now) in one statement. *id is 0 when nothing is queued there; otherwise *attempt is the
  * run's attempt, *priority (when given) the job's priority and *spec the stored spec (new
- * reference). only (not 0): that job alone, if it is still queued there. */
+ * reference). only (not 0): that job alone, if it is still queued there. -1 (the store failed,
+ * its commit too) claims nothing: *id 0, *spec NULL. */
 int pgd_store_job_claim(pgd_store *store, const char *device, const char *kind, int64_t only, int64_t *id,
                         int64_t *attempt, int64_t *priority, json_t **spec, pgn_error *err);
 /* The job pgd_store_job_claim would take now (0: none), and its stored spec (new reference),

@@ -109,10 +109,21 @@ int pgd_store_job_claim_told(pgd_store *s, const char *device, const char *kind,
     *spec = NULL;
     if (line) line->seq = 0;
     claim_args a = {device, kind, only, id, attempt, priority, spec, line ? text : NULL, text_ctx, line};
-    if (a.text) return store_write_tx(s, claim, &a, err); /* the claim and its line: one commit */
-    pthread_mutex_lock(&s->lock);
-    int ret = claim(s, &a, err);
-    pthread_mutex_unlock(&s->lock);
+    int ret;
+    if (a.text) { /* the claim and its line: one commit */
+        ret = store_write_tx(s, claim, &a, err);
+    } else {
+        pthread_mutex_lock(&s->lock);
+        ret = claim(s, &a, err);
+        pthread_mutex_unlock(&s->lock);
+    }
+    if (ret < 0) { /* a claim whose commit failed (the store went away after it) claimed nothing */
+        json_decref(*spec);
+        *spec = NULL;
+        *id = 0;
+        *attempt = 0;
+        if (priority) *priority = 0;
+    }
     return ret;
 }
 
